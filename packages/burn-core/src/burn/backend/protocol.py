@@ -1,0 +1,750 @@
+"""The backend protocol: Burn's op groups as abstract classes.
+
+A backend is one object implementing every group. Tensors handed to and returned by a backend are
+opaque *primitives* (a numpy array for the NumPy backend, a tracked wrapper for Autodiff, a device
+buffer for the cube backends); only the backend looks inside them. The frontend (`burn.Tensor`)
+validates shapes, dtypes and devices before it calls a backend, so backends may assume:
+
+- binary ops get two primitives of one dtype whose shapes broadcast (NumPy rules);
+- dims are non-negative and in range; indices tensors are int primitives;
+- shapes are tuples of non-negative ints; dtypes are `DType`s of the right kind.
+
+Composite ops (stack, narrow, var, topk, tril, softmax, ...) live in the frontend or as defaults
+here (ActivationOps, `ModuleOps.attention`, `ModuleOps.embedding`), written with the primitives, so
+that a decorator like Autodiff differentiates them without a rule of its own. A backend may
+override a default for speed.
+
+Reductions over a dim keep that dim with size 1 (as Burn); full reductions return a 0-d primitive.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from burn.backend.options import (
+    ConvOptions,
+    ConvTransposeOptions,
+    DeformConvOptions,
+    GridSampleOptions,
+    InterpolateOptions,
+    PoolOptions,
+)
+from burn.dtype import DType
+
+if TYPE_CHECKING:
+    from burn.device import Device
+
+P = Any  # an opaque backend primitive
+Shape = tuple[int, ...]
+Scalar = int | float | bool
+ScatterReduce = Literal["assign", "add"]
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A random distribution: `uniform(low, high)`, `normal(mean, std)` or `bernoulli(prob)`."""
+
+    kind: Literal["uniform", "normal", "bernoulli"]
+    a: float = 0.0
+    b: float = 1.0
+
+
+class FloatOps(ABC):
+    """Ops on float primitives (Burn's FloatTensorOps)."""
+
+    # --- creation, I/O, casts ---
+    @abstractmethod
+    def float_from_data(self, data: np.ndarray, device: Device) -> P:
+        """A primitive holding a copy of `data` (already of a float dtype burn supports)."""
+
+    @abstractmethod
+    def float_into_data(self, x: P) -> np.ndarray:
+        """The values of `x` as a numpy array (C-contiguous, a copy the caller owns)."""
+
+    @abstractmethod
+    def float_to_device(self, x: P, device: Device) -> P:
+        """`x` moved to another device of this backend."""
+
+    @abstractmethod
+    def float_empty(self, shape: Shape, dtype: DType, device: Device) -> P:
+        """An uninitialised primitive."""
+
+    @abstractmethod
+    def float_full(self, shape: Shape, value: float, dtype: DType, device: Device) -> P:
+        """A primitive filled with `value`."""
+
+    @abstractmethod
+    def float_random(self, shape: Shape, dist: Distribution, dtype: DType, device: Device) -> P:
+        """Random values from the backend's seeded generator (see `seed`)."""
+
+    @abstractmethod
+    def float_cast(self, x: P, dtype: DType) -> P:
+        """`x` converted to another float dtype."""
+
+    @abstractmethod
+    def float_into_int(self, x: P, dtype: DType) -> P:
+        """`x` truncated toward zero into an int primitive of `dtype`."""
+
+    # --- arithmetic ---
+    @abstractmethod
+    def float_add(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_sub(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_mul(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_div(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_remainder(self, lhs: P, rhs: P) -> P:
+        """Remainder with the sign of the divisor (Python / PyTorch `%`)."""
+
+    @abstractmethod
+    def float_add_scalar(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_sub_scalar(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_mul_scalar(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_div_scalar(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_remainder_scalar(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_neg(self, x: P) -> P: ...
+    @abstractmethod
+    def float_recip(self, x: P) -> P: ...
+    @abstractmethod
+    def float_matmul(self, lhs: P, rhs: P) -> P:
+        """Batched matmul of [..., m, k] @ [..., k, n]; batch dims broadcast; both >= 2-d."""
+
+    @abstractmethod
+    def float_clamp(self, x: P, min: float | None, max: float | None) -> P:
+        """Clamp to [min, max]; a None bound is open. NaN stays NaN."""
+
+    @abstractmethod
+    def float_powf(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_powf_scalar(self, lhs: P, rhs: float) -> P: ...
+
+    # --- math (elementwise) ---
+    @abstractmethod
+    def float_exp(self, x: P) -> P: ...
+    @abstractmethod
+    def float_log(self, x: P) -> P: ...
+    @abstractmethod
+    def float_log1p(self, x: P) -> P: ...
+    @abstractmethod
+    def float_sqrt(self, x: P) -> P: ...
+    @abstractmethod
+    def float_abs(self, x: P) -> P: ...
+    @abstractmethod
+    def float_sign(self, x: P) -> P: ...
+    @abstractmethod
+    def float_sin(self, x: P) -> P: ...
+    @abstractmethod
+    def float_cos(self, x: P) -> P: ...
+    @abstractmethod
+    def float_tan(self, x: P) -> P: ...
+    @abstractmethod
+    def float_sinh(self, x: P) -> P: ...
+    @abstractmethod
+    def float_cosh(self, x: P) -> P: ...
+    @abstractmethod
+    def float_tanh(self, x: P) -> P: ...
+    @abstractmethod
+    def float_asin(self, x: P) -> P: ...
+    @abstractmethod
+    def float_acos(self, x: P) -> P: ...
+    @abstractmethod
+    def float_atan(self, x: P) -> P: ...
+    @abstractmethod
+    def float_asinh(self, x: P) -> P: ...
+    @abstractmethod
+    def float_acosh(self, x: P) -> P: ...
+    @abstractmethod
+    def float_atanh(self, x: P) -> P: ...
+    @abstractmethod
+    def float_atan2(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_erf(self, x: P) -> P: ...
+    @abstractmethod
+    def float_round(self, x: P) -> P:
+        """Round half to even (as PyTorch)."""
+
+    @abstractmethod
+    def float_floor(self, x: P) -> P: ...
+    @abstractmethod
+    def float_ceil(self, x: P) -> P: ...
+    @abstractmethod
+    def float_trunc(self, x: P) -> P: ...
+    @abstractmethod
+    def float_is_nan(self, x: P) -> P:
+        """Bool primitive."""
+
+    @abstractmethod
+    def float_is_inf(self, x: P) -> P:
+        """Bool primitive."""
+
+    # --- layout ---
+    @abstractmethod
+    def float_reshape(self, x: P, shape: Shape) -> P: ...
+    @abstractmethod
+    def float_swap_dims(self, x: P, dim1: int, dim2: int) -> P: ...
+    @abstractmethod
+    def float_permute(self, x: P, axes: Shape) -> P: ...
+    @abstractmethod
+    def float_flip(self, x: P, axes: Shape) -> P: ...
+    @abstractmethod
+    def float_expand(self, x: P, shape: Shape) -> P:
+        """Broadcast `x` to `shape` (NumPy rules, new dims on the left)."""
+
+    @abstractmethod
+    def float_repeat_dim(self, x: P, dim: int, times: int) -> P:
+        """Tile `x` `times` times along `dim` (like torch's repeat on one dim)."""
+
+    @abstractmethod
+    def float_cat(self, xs: Sequence[P], dim: int) -> P: ...
+    @abstractmethod
+    def float_unfold(self, x: P, dim: int, size: int, step: int) -> P:
+        """Windows of `size` every `step` along `dim`, appended as a last dim (torch.unfold)."""
+
+    # --- indexing ---
+    @abstractmethod
+    def float_slice(self, x: P, slices: Sequence[slice]) -> P:
+        """Basic slicing. One builtin slice per leading dim with int start/step, start >= 0, and
+        stop an int >= 0 or None (None only with a negative step: through index 0)."""
+
+    @abstractmethod
+    def float_slice_assign(self, x: P, slices: Sequence[slice], value: P) -> P:
+        """A copy of `x` whose sliced region is replaced by `value` (its exact shape)."""
+
+    @abstractmethod
+    def float_select(self, x: P, dim: int, indices: P) -> P:
+        """Rows `indices` (1-d int) of `x` along `dim` (torch.index_select)."""
+
+    @abstractmethod
+    def float_select_assign(self, x: P, dim: int, indices: P, values: P) -> P:
+        """A copy of `x` with `values` *added* at `indices` along `dim` (torch.index_add)."""
+
+    @abstractmethod
+    def float_gather(self, dim: int, x: P, indices: P) -> P:
+        """torch.gather: out[i][j] = x[indices[i][j]][j] for dim 0; indices has x's ndim."""
+
+    @abstractmethod
+    def float_scatter(self, dim: int, x: P, indices: P, values: P, reduce: ScatterReduce) -> P:
+        """torch.scatter / scatter_add on a copy of `x`."""
+
+    @abstractmethod
+    def float_mask_where(self, x: P, mask: P, value: P) -> P:
+        """Where `mask` (bool, broadcasts) is true take `value` (broadcasts), else `x`."""
+
+    @abstractmethod
+    def float_mask_fill(self, x: P, mask: P, value: float) -> P: ...
+
+    # --- comparison (bool results) ---
+    @abstractmethod
+    def float_equal(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_greater(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_greater_equal(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_lower(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_lower_equal(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def float_equal_elem(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_greater_elem(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_greater_equal_elem(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_lower_elem(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_lower_equal_elem(self, lhs: P, rhs: float) -> P: ...
+
+    # --- reductions ---
+    @abstractmethod
+    def float_sum(self, x: P) -> P: ...
+    @abstractmethod
+    def float_sum_dim(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def float_prod(self, x: P) -> P: ...
+    @abstractmethod
+    def float_prod_dim(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def float_mean_dim(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def float_max(self, x: P) -> P: ...
+    @abstractmethod
+    def float_max_dim_with_indices(self, x: P, dim: int) -> tuple[P, P]:
+        """Max along `dim` (kept) and the int64 index of its first occurrence."""
+
+    @abstractmethod
+    def float_min(self, x: P) -> P: ...
+    @abstractmethod
+    def float_min_dim_with_indices(self, x: P, dim: int) -> tuple[P, P]: ...
+    @abstractmethod
+    def float_argmax(self, x: P, dim: int) -> P:
+        """int64 index of the first max along `dim` (kept)."""
+
+    @abstractmethod
+    def float_argmin(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def float_cumsum(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def float_cumprod(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def float_cummax(self, x: P, dim: int) -> tuple[P, P]:
+        """Running max and the int64 index where it was reached (the last on ties, as torch)."""
+
+    @abstractmethod
+    def float_cummin(self, x: P, dim: int) -> tuple[P, P]: ...
+    @abstractmethod
+    def float_sort_with_indices(self, x: P, dim: int, descending: bool) -> tuple[P, P]:
+        """Stable sort along `dim`; NaN sorts as the largest value (as torch)."""
+
+
+class IntOps(ABC):
+    """Ops on int primitives (Burn's IntTensorOps); semantics as the float op of the same name."""
+
+    @abstractmethod
+    def int_from_data(self, data: np.ndarray, device: Device) -> P: ...
+    @abstractmethod
+    def int_into_data(self, x: P) -> np.ndarray: ...
+    @abstractmethod
+    def int_to_device(self, x: P, device: Device) -> P: ...
+    @abstractmethod
+    def int_empty(self, shape: Shape, dtype: DType, device: Device) -> P: ...
+    @abstractmethod
+    def int_full(self, shape: Shape, value: int, dtype: DType, device: Device) -> P: ...
+    @abstractmethod
+    def int_random(self, shape: Shape, low: int, high: int, dtype: DType, device: Device) -> P:
+        """Uniform integers in [low, high)."""
+
+    @abstractmethod
+    def int_arange(self, start: int, end: int, step: int, dtype: DType, device: Device) -> P: ...
+    @abstractmethod
+    def int_cast(self, x: P, dtype: DType) -> P:
+        """`x` converted to another int dtype (wrapping, as numpy)."""
+
+    @abstractmethod
+    def int_into_float(self, x: P, dtype: DType) -> P: ...
+
+    @abstractmethod
+    def int_add(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_sub(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_mul(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_div(self, lhs: P, rhs: P) -> P:
+        """Floor division (Python `//`, torch.floor_divide)."""
+
+    @abstractmethod
+    def int_remainder(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_add_scalar(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_sub_scalar(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_mul_scalar(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_div_scalar(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_remainder_scalar(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_neg(self, x: P) -> P: ...
+    @abstractmethod
+    def int_matmul(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_clamp(self, x: P, min: int | None, max: int | None) -> P: ...
+    @abstractmethod
+    def int_powi(self, lhs: P, rhs: P) -> P:
+        """Integer power (non-negative exponents)."""
+
+    @abstractmethod
+    def int_powi_scalar(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_abs(self, x: P) -> P: ...
+    @abstractmethod
+    def int_sign(self, x: P) -> P: ...
+
+    @abstractmethod
+    def int_bitwise_and(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_bitwise_or(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_bitwise_xor(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_bitwise_not(self, x: P) -> P: ...
+    @abstractmethod
+    def int_bitwise_left_shift(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_bitwise_right_shift(self, lhs: P, rhs: P) -> P:
+        """Arithmetic shift for signed dtypes."""
+
+    @abstractmethod
+    def int_reshape(self, x: P, shape: Shape) -> P: ...
+    @abstractmethod
+    def int_swap_dims(self, x: P, dim1: int, dim2: int) -> P: ...
+    @abstractmethod
+    def int_permute(self, x: P, axes: Shape) -> P: ...
+    @abstractmethod
+    def int_flip(self, x: P, axes: Shape) -> P: ...
+    @abstractmethod
+    def int_expand(self, x: P, shape: Shape) -> P: ...
+    @abstractmethod
+    def int_repeat_dim(self, x: P, dim: int, times: int) -> P: ...
+    @abstractmethod
+    def int_cat(self, xs: Sequence[P], dim: int) -> P: ...
+    @abstractmethod
+    def int_unfold(self, x: P, dim: int, size: int, step: int) -> P: ...
+
+    @abstractmethod
+    def int_slice(self, x: P, slices: Sequence[slice]) -> P: ...
+    @abstractmethod
+    def int_slice_assign(self, x: P, slices: Sequence[slice], value: P) -> P: ...
+    @abstractmethod
+    def int_select(self, x: P, dim: int, indices: P) -> P: ...
+    @abstractmethod
+    def int_select_assign(self, x: P, dim: int, indices: P, values: P) -> P: ...
+    @abstractmethod
+    def int_gather(self, dim: int, x: P, indices: P) -> P: ...
+    @abstractmethod
+    def int_scatter(self, dim: int, x: P, indices: P, values: P, reduce: ScatterReduce) -> P: ...
+    @abstractmethod
+    def int_mask_where(self, x: P, mask: P, value: P) -> P: ...
+    @abstractmethod
+    def int_mask_fill(self, x: P, mask: P, value: int) -> P: ...
+
+    @abstractmethod
+    def int_equal(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_greater(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_greater_equal(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_lower(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_lower_equal(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def int_equal_elem(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_greater_elem(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_greater_equal_elem(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_lower_elem(self, lhs: P, rhs: int) -> P: ...
+    @abstractmethod
+    def int_lower_equal_elem(self, lhs: P, rhs: int) -> P: ...
+
+    @abstractmethod
+    def int_sum(self, x: P) -> P: ...
+    @abstractmethod
+    def int_sum_dim(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def int_prod(self, x: P) -> P: ...
+    @abstractmethod
+    def int_prod_dim(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def int_max(self, x: P) -> P: ...
+    @abstractmethod
+    def int_max_dim_with_indices(self, x: P, dim: int) -> tuple[P, P]: ...
+    @abstractmethod
+    def int_min(self, x: P) -> P: ...
+    @abstractmethod
+    def int_min_dim_with_indices(self, x: P, dim: int) -> tuple[P, P]: ...
+    @abstractmethod
+    def int_argmax(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def int_argmin(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def int_cumsum(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def int_cumprod(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def int_cummax(self, x: P, dim: int) -> tuple[P, P]: ...
+    @abstractmethod
+    def int_cummin(self, x: P, dim: int) -> tuple[P, P]: ...
+    @abstractmethod
+    def int_sort_with_indices(self, x: P, dim: int, descending: bool) -> tuple[P, P]: ...
+
+
+class BoolOps(ABC):
+    """Ops on bool primitives (Burn's BoolTensorOps)."""
+
+    @abstractmethod
+    def bool_from_data(self, data: np.ndarray, device: Device) -> P: ...
+    @abstractmethod
+    def bool_into_data(self, x: P) -> np.ndarray: ...
+    @abstractmethod
+    def bool_to_device(self, x: P, device: Device) -> P: ...
+    @abstractmethod
+    def bool_full(self, shape: Shape, value: bool, device: Device) -> P: ...
+    @abstractmethod
+    def bool_into_int(self, x: P, dtype: DType) -> P: ...
+    @abstractmethod
+    def bool_into_float(self, x: P, dtype: DType) -> P: ...
+
+    @abstractmethod
+    def bool_not(self, x: P) -> P: ...
+    @abstractmethod
+    def bool_and(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def bool_or(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def bool_xor(self, lhs: P, rhs: P) -> P: ...
+    @abstractmethod
+    def bool_equal(self, lhs: P, rhs: P) -> P: ...
+
+    @abstractmethod
+    def bool_reshape(self, x: P, shape: Shape) -> P: ...
+    @abstractmethod
+    def bool_swap_dims(self, x: P, dim1: int, dim2: int) -> P: ...
+    @abstractmethod
+    def bool_permute(self, x: P, axes: Shape) -> P: ...
+    @abstractmethod
+    def bool_flip(self, x: P, axes: Shape) -> P: ...
+    @abstractmethod
+    def bool_expand(self, x: P, shape: Shape) -> P: ...
+    @abstractmethod
+    def bool_repeat_dim(self, x: P, dim: int, times: int) -> P: ...
+    @abstractmethod
+    def bool_cat(self, xs: Sequence[P], dim: int) -> P: ...
+    @abstractmethod
+    def bool_unfold(self, x: P, dim: int, size: int, step: int) -> P: ...
+    @abstractmethod
+    def bool_slice(self, x: P, slices: Sequence[slice]) -> P: ...
+    @abstractmethod
+    def bool_slice_assign(self, x: P, slices: Sequence[slice], value: P) -> P: ...
+    @abstractmethod
+    def bool_select(self, x: P, dim: int, indices: P) -> P: ...
+    @abstractmethod
+    def bool_gather(self, dim: int, x: P, indices: P) -> P: ...
+    @abstractmethod
+    def bool_scatter(self, dim: int, x: P, indices: P, values: P) -> P:
+        """Assign-scatter of bool values."""
+
+    @abstractmethod
+    def bool_mask_where(self, x: P, mask: P, value: P) -> P: ...
+
+    @abstractmethod
+    def bool_any(self, x: P) -> P: ...
+    @abstractmethod
+    def bool_any_dim(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def bool_all(self, x: P) -> P: ...
+    @abstractmethod
+    def bool_all_dim(self, x: P, dim: int) -> P: ...
+    @abstractmethod
+    def bool_argwhere(self, x: P) -> P:
+        """int64 [n, ndim] coordinates of the true elements, row-major order."""
+
+
+class ModuleOps(ABC):
+    """Neural-network ops with their backward (Burn's ModuleOps). Layouts are PyTorch's."""
+
+    @abstractmethod
+    def conv(self, x: P, weight: P, bias: P | None, options: ConvOptions) -> P:
+        """conv1d/2d/3d by the number of spatial dims of x ([N, C, *spatial])."""
+
+    @abstractmethod
+    def conv_backward(
+        self, x: P, weight: P, bias: P | None, grad: P, options: ConvOptions
+    ) -> tuple[P, P, P | None]:
+        """Gradients of x, weight and bias."""
+
+    @abstractmethod
+    def conv_transpose(
+        self, x: P, weight: P, bias: P | None, options: ConvTransposeOptions
+    ) -> P: ...
+    @abstractmethod
+    def conv_transpose_backward(
+        self, x: P, weight: P, bias: P | None, grad: P, options: ConvTransposeOptions
+    ) -> tuple[P, P, P | None]: ...
+    @abstractmethod
+    def deform_conv2d(
+        self, x: P, offset: P, weight: P, mask: P | None, bias: P | None,
+        options: DeformConvOptions,
+    ) -> P: ...
+    @abstractmethod
+    def deform_conv2d_backward(
+        self, x: P, offset: P, weight: P, mask: P | None, bias: P | None, grad: P,
+        options: DeformConvOptions,
+    ) -> tuple[P, P, P, P | None, P | None]:
+        """Gradients of x, offset, weight, mask and bias."""
+
+    @abstractmethod
+    def unfold4d(self, x: P, kernel_size: tuple[int, int], options: ConvOptions) -> P:
+        """torch.nn.functional.unfold: [N, C, H, W] -> [N, C*kh*kw, L]."""
+
+    @abstractmethod
+    def avg_pool(self, x: P, options: PoolOptions) -> P: ...
+    @abstractmethod
+    def avg_pool_backward(self, x: P, grad: P, options: PoolOptions) -> P: ...
+    @abstractmethod
+    def max_pool_with_indices(self, x: P, options: PoolOptions) -> tuple[P, P]:
+        """Values and int64 flat indices into each input plane (as torch)."""
+
+    @abstractmethod
+    def max_pool_backward(self, x: P, indices: P, grad: P, options: PoolOptions) -> P: ...
+    @abstractmethod
+    def adaptive_avg_pool(self, x: P, output_size: Shape) -> P: ...
+    @abstractmethod
+    def adaptive_avg_pool_backward(self, x: P, grad: P) -> P: ...
+    @abstractmethod
+    def interpolate(self, x: P, output_size: tuple[int, int], options: InterpolateOptions) -> P: ...
+    @abstractmethod
+    def interpolate_backward(
+        self, x: P, grad: P, output_size: tuple[int, int], options: InterpolateOptions
+    ) -> P: ...
+    @abstractmethod
+    def grid_sample_2d(self, x: P, grid: P, options: GridSampleOptions) -> P: ...
+    @abstractmethod
+    def grid_sample_2d_backward(
+        self, x: P, grid: P, grad: P, options: GridSampleOptions
+    ) -> tuple[P, P]: ...
+
+    def embedding(self: Backend, weight: P, indices: P) -> P:
+        """Rows of `weight` [V, D] picked by int `indices` of any shape -> [*indices, D]."""
+        idx_shape = self.shape(indices)
+        flat = self.int_reshape(indices, (math.prod(idx_shape),))
+        rows = self.float_select(weight, 0, flat)
+        return self.float_reshape(rows, (*idx_shape, self.shape(weight)[1]))
+
+    def attention(
+        self: Backend, q: P, k: P, v: P, mask: P | None, scale: float | None, is_causal: bool
+    ) -> P:
+        """softmax(q k^T * scale, masked) v; q [..., Lq, E], k [..., Lk, E], v [..., Lk, Ev].
+
+        `mask` is bool (true = masked out) and broadcasts to [..., Lq, Lk]; `scale` defaults to
+        1/sqrt(E); `is_causal` masks keys after each query (top-left aligned, as torch).
+        """
+        e = self.shape(q)[-1]
+        scores = self.float_matmul(q, self.float_swap_dims(k, -2 % len(self.shape(k)),
+                                                            -1 % len(self.shape(k))))
+        scores = self.float_mul_scalar(scores, 1 / math.sqrt(e) if scale is None else scale)
+        lq, lk = self.shape(scores)[-2:]
+        if is_causal:
+            causal = np.triu(np.ones((lq, lk), dtype=bool), k=1)
+            scores = self.float_mask_fill(scores, self.bool_from_data(causal, self.device_of(q)),
+                                          -math.inf)
+        if mask is not None:
+            scores = self.float_mask_fill(scores, mask, -math.inf)
+        weights = self.softmax(scores, len(self.shape(scores)) - 1)
+        return self.float_matmul(weights, v)
+
+
+class ActivationOps:
+    """Activations (Burn's ActivationOps), written with float ops; override for speed."""
+
+    def relu(self: Backend, x: P) -> P:
+        return self.float_clamp(x, 0.0, None)
+
+    def leaky_relu(self: Backend, x: P, negative_slope: float) -> P:
+        neg = self.float_lower_elem(x, 0.0)
+        return self.float_mask_where(x, neg, self.float_mul_scalar(x, negative_slope))
+
+    def prelu(self: Backend, x: P, weight: P) -> P:
+        """`weight` broadcasts against x (the frontend reshapes per-channel weights)."""
+        neg = self.float_lower_elem(x, 0.0)
+        return self.float_mask_where(x, neg, self.float_mul(x, weight))
+
+    def gelu(self: Backend, x: P, approximate: Literal["none", "tanh"]) -> P:
+        if approximate == "tanh":
+            cube = self.float_mul(self.float_mul(x, x), x)
+            inner = self.float_mul_scalar(
+                self.float_add(x, self.float_mul_scalar(cube, 0.044715)), math.sqrt(2 / math.pi))
+            gate = self.float_add_scalar(self.float_tanh(inner), 1.0)
+        else:
+            gate = self.float_add_scalar(self.float_erf(self.float_mul_scalar(x, 1 / math.sqrt(2))), 1.0)
+        return self.float_mul(self.float_mul_scalar(x, 0.5), gate)
+
+    def sigmoid(self: Backend, x: P) -> P:
+        # exp of -|x| never overflows: sigmoid(x) = where(x >= 0, 1/(1+e), e/(1+e)), e = exp(-|x|)
+        e = self.float_exp(self.float_neg(self.float_abs(x)))
+        denom = self.float_recip(self.float_add_scalar(e, 1.0))
+        return self.float_mask_where(self.float_mul(e, denom), self.float_greater_equal_elem(x, 0.0),
+                                     denom)
+
+    def hard_sigmoid(self: Backend, x: P, alpha: float, beta: float) -> P:
+        return self.float_clamp(self.float_add_scalar(self.float_mul_scalar(x, alpha), beta), 0.0, 1.0)
+
+    def softplus(self: Backend, x: P, beta: float, threshold: float) -> P:
+        """log(1 + exp(beta x)) / beta, linear above `threshold` (as torch)."""
+        bx = self.float_mul_scalar(x, beta)
+        above = self.float_greater_elem(bx, threshold)
+        soft = self.float_div_scalar(
+            self.float_log1p(self.float_exp(self.float_clamp(bx, None, threshold))), beta)
+        return self.float_mask_where(soft, above, x)
+
+    def log_sigmoid(self: Backend, x: P) -> P:
+        return self.float_neg(self.softplus(self.float_neg(x), 1.0, 20.0))
+
+    def silu(self: Backend, x: P) -> P:
+        return self.float_mul(x, self.sigmoid(x))
+
+    def mish(self: Backend, x: P) -> P:
+        return self.float_mul(x, self.float_tanh(self.softplus(x, 1.0, 20.0)))
+
+    def elu(self: Backend, x: P, alpha: float) -> P:
+        neg = self.float_mul_scalar(
+            self.float_sub_scalar(self.float_exp(self.float_clamp(x, None, 0.0)), 1.0), alpha)
+        return self.float_mask_where(x, self.float_lower_equal_elem(x, 0.0), neg)
+
+    def selu(self: Backend, x: P) -> P:
+        alpha, scale = 1.6732632423543772, 1.0507009873554805
+        return self.float_mul_scalar(self.elu(x, alpha), scale)
+
+    def softmax(self: Backend, x: P, dim: int) -> P:
+        shifted = self.float_sub(x, self.detach_values(self.float_max_dim_with_indices(x, dim)[0]))
+        e = self.float_exp(shifted)
+        return self.float_div(e, self.float_sum_dim(e, dim))
+
+    def log_softmax(self: Backend, x: P, dim: int) -> P:
+        shifted = self.float_sub(x, self.detach_values(self.float_max_dim_with_indices(x, dim)[0]))
+        return self.float_sub(shifted, self.float_log(self.float_sum_dim(self.float_exp(shifted), dim)))
+
+
+class Backend(FloatOps, IntOps, BoolOps, ModuleOps, ActivationOps):
+    """A complete backend: every op group plus the hooks below."""
+
+    #: short name used in devices ("numpy", "cpu", "wgpu", "cuda", "autodiff(numpy)").
+    name: str = "abstract"
+    #: whether this backend tracks gradients (the Autodiff decorator does).
+    is_autodiff: bool = False
+
+    # --- introspection ---
+    @abstractmethod
+    def shape(self, x: P) -> Shape:
+        """Shape of a primitive of any kind."""
+
+    @abstractmethod
+    def dtype(self, x: P) -> DType:
+        """DType of a primitive of any kind."""
+
+    @abstractmethod
+    def device_of(self, x: P) -> Device:
+        """Device a primitive of any kind lives on."""
+
+    def detach_values(self, x: P) -> P:
+        """`x` cut from any gradient graph (identity outside Autodiff)."""
+        return x
+
+    # --- seed / sync / memory hooks ---
+    @abstractmethod
+    def seed(self, seed: int) -> None:
+        """Reseed the backend's random generator."""
+
+    def sync(self) -> None:
+        """Wait for queued work to finish (no-op for eager host backends)."""
+
+    def memory_stats(self) -> dict[str, int]:
+        """Bytes in use / reserved by the backend's allocator, where it tracks them."""
+        return {}

@@ -1,0 +1,141 @@
+"""Data types and tensor kinds, with their numpy equivalents."""
+
+from __future__ import annotations
+
+import enum
+
+import ml_dtypes
+import numpy as np
+
+from burn.errors import DTypeError
+
+
+class Kind(enum.Enum):
+    """The three tensor kinds, as in Burn: float, int and bool tensors."""
+
+    FLOAT = "float"
+    INT = "int"
+    BOOL = "bool"
+
+
+class DType(enum.Enum):
+    """Element types; `.kind` says which kind of tensor holds them."""
+
+    float64 = "float64"
+    float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+    int64 = "int64"
+    int32 = "int32"
+    int8 = "int8"
+    uint8 = "uint8"
+    bool = "bool"
+
+    @property
+    def kind(self) -> Kind:
+        """Kind of tensor holding this dtype."""
+        if self.value == "bool":
+            return Kind.BOOL
+        return Kind.FLOAT if self.value.startswith(("float", "bfloat")) else Kind.INT
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The numpy dtype (ml_dtypes for bfloat16)."""
+        return _TO_NUMPY[self]
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self.numpy.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind is Kind.FLOAT
+
+    def __repr__(self) -> str:
+        return f"burn.{self.value}"
+
+    __str__ = __repr__
+
+
+_TO_NUMPY: dict[DType, np.dtype] = {
+    DType.float64: np.dtype(np.float64),
+    DType.float32: np.dtype(np.float32),
+    DType.float16: np.dtype(np.float16),
+    DType.bfloat16: np.dtype(ml_dtypes.bfloat16),
+    DType.int64: np.dtype(np.int64),
+    DType.int32: np.dtype(np.int32),
+    DType.int8: np.dtype(np.int8),
+    DType.uint8: np.dtype(np.uint8),
+    DType.bool: np.dtype(np.bool_),
+}
+_FROM_NUMPY: dict[np.dtype, DType] = {v: k for k, v in _TO_NUMPY.items()}
+
+float64, float32, float16, bfloat16 = DType.float64, DType.float32, DType.float16, DType.bfloat16
+int64, int32, int8, uint8, bool_ = DType.int64, DType.int32, DType.int8, DType.uint8, DType.bool
+
+DEFAULT_FLOAT = DType.float32
+DEFAULT_INT = DType.int64
+
+# Order used to promote two dtypes of one kind (the larger wins), as PyTorch does.
+_FLOAT_RANK = {DType.float16: 0, DType.bfloat16: 0, DType.float32: 1, DType.float64: 2}
+_INT_RANK = {DType.bool: 0, DType.uint8: 1, DType.int8: 1, DType.int32: 2, DType.int64: 3}
+
+
+def from_numpy(dtype: np.dtype | type, op: str = "from_data") -> DType:
+    """The burn dtype of a numpy dtype.
+
+    Args:
+        dtype: numpy dtype (or scalar type).
+        op: op name used in the error message.
+    Returns:
+        The matching DType; other integer/float widths map to the nearest supported one.
+    Raises:
+        DTypeError: for dtypes burn has no equivalent for (complex, strings, objects).
+    """
+    dt = np.dtype(dtype)
+    if dt in _FROM_NUMPY:
+        return _FROM_NUMPY[dt]
+    if dt.kind == "f":
+        return DType.float64 if dt.itemsize > 4 else DType.float32
+    if dt.kind in "iu":
+        return DType.int64 if dt.itemsize >= 4 else DType.int32
+    raise DTypeError(op, "unsupported numpy dtype", dtype=str(dt))
+
+
+def as_dtype(value: DType | str | np.dtype | type, op: str = "dtype") -> DType:
+    """Normalise a user dtype argument (DType, name, numpy dtype, torch-like name) to a DType."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        name = value.removeprefix("burn.").removeprefix("torch.")
+        name = {"float": "float32", "half": "float16", "double": "float64", "long": "int64",
+                "int": "int32", "bool_": "bool"}.get(name, name)
+        try:
+            return DType(name)
+        except ValueError:
+            raise DTypeError(op, "unknown dtype name", dtype=value) from None
+    if value is bool:
+        return DType.bool
+    if value is float:
+        return DEFAULT_FLOAT
+    if value is int:
+        return DEFAULT_INT
+    return from_numpy(value, op)
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Result dtype of a binary op between two tensors (PyTorch's rules for these dtypes)."""
+    if a == b:
+        return a
+    if a.is_float and b.is_float:
+        if {a, b} == {DType.float16, DType.bfloat16}:
+            return DType.float32
+        return a if _FLOAT_RANK[a] >= _FLOAT_RANK[b] else b
+    if a.is_float:
+        return a
+    if b.is_float:
+        return b
+    if {a, b} == {DType.uint8, DType.int8}:
+        return DType.int32  # PyTorch gives int16, which burn does not have
+    return a if _INT_RANK[a] >= _INT_RANK[b] else b
