@@ -1,0 +1,1 @@
+"""Example: a small MLP trained with burn tensors and autodiff."""

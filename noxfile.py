@@ -1,0 +1,40 @@
+"""The project's task matrix: tests per backend, lint, typecheck.
+
+Run `nox -s tests` for every backend, `nox -s "tests(backend='numpy')"` for one.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+
+# Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
+BACKENDS = ["numpy"]
+TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
+PACKAGES = ["-e", "packages/burn-core[test]", "-e", "xtask"]
+
+
+@nox.session
+@nox.parametrize("backend", BACKENDS)
+def tests(session: nox.Session, backend: str) -> None:
+    """Whole burn-core test suite on `backend`, then the conformance suite under autodiff."""
+    session.install(TORCH, *PACKAGES)
+    session.run("pytest", "packages/burn-core/tests", env={"BURN_DEVICE": backend})
+    session.run("pytest", "packages/burn-core/tests/conformance",
+                env={"BURN_DEVICE": f"{backend}+autodiff"})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the whole workspace."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy over burn-core."""
+    session.install("mypy", *PACKAGES)
+    session.run("mypy", "packages/burn-core/src/burn")

@@ -1,0 +1,1 @@
+"""Benchmark suites comparing burn with numpy and PyTorch in the same run."""
