@@ -8,7 +8,7 @@ import numpy as np
 
 
 def work_dtype(dtype: np.dtype) -> np.dtype:
-    """Dtype to compute in: float32/float64 as is, any narrower float (float16, bfloat16) as float32.
+    """Dtype to compute in: float32/float64 as is, narrower floats (float16, ...) as float32.
 
     Args:
         dtype: dtype of the input.

@@ -47,7 +47,10 @@ def windows(
     nd = len(kernel)
     span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
     view = sliding_window_view(xp, span, axis=tuple(range(xp.ndim - nd, xp.ndim)))
-    ends = [None] * nd if out is None else [(o - 1) * s + 1 for o, s in zip(out, stride)]
+    if out is None:
+        ends = [None] * nd
+    else:
+        ends = [(o - 1) * s + 1 for o, s in zip(out, stride, strict=True)]
     index = (
         (Ellipsis,)
         + tuple(slice(None, e, s) for e, s in zip(ends, stride, strict=True))

@@ -1,0 +1,41 @@
+"""NumPy kernels of the module ops (conv, pooling, interpolation, grid sampling) and backward."""
+
+from .conv import (
+    conv,
+    conv_backward,
+    conv_transpose,
+    conv_transpose_backward,
+    deform_conv2d,
+    deform_conv2d_backward,
+    unfold4d,
+)
+from .grid_sample import grid_sample_2d, grid_sample_2d_backward
+from .interpolate import interpolate, interpolate_backward
+from .pool import (
+    adaptive_avg_pool,
+    adaptive_avg_pool_backward,
+    avg_pool,
+    avg_pool_backward,
+    max_pool_backward,
+    max_pool_with_indices,
+)
+
+__all__ = [
+    "adaptive_avg_pool",
+    "adaptive_avg_pool_backward",
+    "avg_pool",
+    "avg_pool_backward",
+    "conv",
+    "conv_backward",
+    "conv_transpose",
+    "conv_transpose_backward",
+    "deform_conv2d",
+    "deform_conv2d_backward",
+    "grid_sample_2d",
+    "grid_sample_2d_backward",
+    "interpolate",
+    "interpolate_backward",
+    "max_pool_backward",
+    "max_pool_with_indices",
+    "unfold4d",
+]

@@ -1,0 +1,456 @@
+"""Convolution kernels: N-d conv and conv transpose, unfold4d, deform_conv2d, with backward.
+
+Everything goes through im2col columns (a strided window view, copied once) and one batched
+matmul per op; input gradients scatter the columns back (col2im).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import fields
+
+import numpy as np
+
+from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions
+from burn.errors import ShapeError
+
+from .common import work_dtype
+from .sampling import sample, sample_backward
+from .windows import pad_spatial, scatter_windows, windows
+
+
+def _conv_out(op: str, x: np.ndarray, kernel: Sequence[int], options: ConvOptions) -> list[int]:
+    """Output spatial shape of a convolution; raises when the kernel overhangs the padded input."""
+    out = [
+        (n + 2 * p - d * (k - 1) - 1) // s + 1
+        for n, k, s, p, d in zip(
+            x.shape[2:], kernel, options.stride, options.padding, options.dilation, strict=True
+        )
+    ]
+    if min(out) < 1:
+        raise ShapeError(op, "kernel larger than the padded input", x=x.shape, kernel=tuple(kernel))
+    return out
+
+
+def _check(
+    op: str,
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    options: ConvOptions | ConvTransposeOptions,
+) -> int:
+    """Validates shapes of a (transposed) convolution and returns its output channel count."""
+    nd, groups = x.ndim - 2, options.groups
+    transposed = isinstance(options, ConvTransposeOptions)
+    params = {f.name: getattr(options, f.name) for f in fields(options) if f.name != "groups"}
+    if nd < 1 or weight.ndim != x.ndim:
+        raise ShapeError(
+            op, "x must be [N, C, *spatial] and weight of the same rank", x=x.shape, w=weight.shape
+        )
+    for name, value in params.items():
+        if len(value) != nd:
+            raise ShapeError(op, f"{name} needs one entry per spatial dim", x=x.shape)
+    c = x.shape[1]
+    if groups < 1 or c % groups:
+        raise ShapeError(op, "input channels not divisible by groups", x=x.shape, groups=groups)
+    if transposed:
+        fits, c_out = weight.shape[0] == c, weight.shape[1] * groups
+    else:
+        fits = weight.shape[1] * groups == c and weight.shape[0] % groups == 0
+        c_out = weight.shape[0]
+    if not fits:
+        raise ShapeError(
+            op,
+            "weight channels do not fit input channels and groups",
+            x=x.shape,
+            weight=weight.shape,
+            groups=groups,
+        )
+    if bias is not None and bias.shape != (c_out,):
+        raise ShapeError(op, "bias must be [C_out]", bias=bias.shape, c_out=c_out)
+    return c_out
+
+
+def _check_grad(op: str, grad_out: np.ndarray, expected: Sequence[int]) -> None:
+    """Raises when grad_out does not have the forward output's shape."""
+    if grad_out.shape != tuple(expected):
+        raise ShapeError(
+            op,
+            "grad_out must have the output's shape",
+            grad_out=grad_out.shape,
+            expected=tuple(expected),
+        )
+
+
+def _rows(t: np.ndarray, groups: int) -> np.ndarray:
+    """[N, C, *S] -> [G, C/G, N*prod(S)] (channels as rows, grouped)."""
+    n, c = t.shape[:2]
+    grouped = t.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)
+    return grouped.reshape(groups, c // groups, -1)
+
+
+def _unrows(r: np.ndarray, n: int, spatial: Sequence[int]) -> np.ndarray:
+    """Inverse of `_rows`: [G, C/G, N*prod(S)] -> [N, C, *S]."""
+    g, cg, _ = r.shape
+    return r.reshape(g, cg, n, -1).transpose(2, 0, 1, 3).reshape(n, g * cg, *spatial)
+
+
+def _im2col(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    options: ConvOptions | ConvTransposeOptions,
+    out: Sequence[int] | None = None,
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Columns [G, N*prod(out), C/G*prod(kernel)] of x's padded windows, and the output shape."""
+    nd, groups = len(kernel), options.groups
+    n, c = x.shape[:2]
+    xp = pad_spatial(x, [(p, p) for p in options.padding])
+    win = windows(xp, kernel, options.stride, options.dilation, out)
+    out = win.shape[2 : 2 + nd]
+    win = win.reshape(n, groups, c // groups, *win.shape[2:])
+    perm = (1, 0, *range(3, 3 + nd), 2, *range(3 + nd, 3 + 2 * nd))
+    return win.transpose(perm).reshape(groups, n * math.prod(out), -1), out
+
+
+def _col2im(
+    cols: np.ndarray,
+    shape: Sequence[int],
+    out: Sequence[int],
+    kernel: Sequence[int],
+    options: ConvOptions | ConvTransposeOptions,
+) -> np.ndarray:
+    """Adjoint of `_im2col`: sums columns [G, N*prod(out), C/G*prod(kernel)] into [N, C, *S]."""
+    nd, padding = len(kernel), options.padding
+    g, (n, c) = cols.shape[0], shape[:2]
+    per_window = cols.reshape(g, n, *out, c // g, *kernel)
+    perm = (1, 0, 2 + nd, *range(2, 2 + nd), *range(3 + nd, 3 + 2 * nd))
+    padded = [s + 2 * p for s, p in zip(shape[2:], padding, strict=True)]
+    full = scatter_windows(per_window.transpose(perm), padded, options.stride, options.dilation)
+    crop = tuple(slice(p, p + s) for s, p in zip(shape[2:], padding, strict=True))
+    return np.ascontiguousarray(full.reshape(n, c, *padded)[(Ellipsis, *crop)])
+
+
+def _bias_grad(grad_out: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
+    """Sum of grad_out over batch and spatial dims, or None without bias."""
+    if bias is None:
+        return None
+    return grad_out.sum(axis=(0, *range(2, grad_out.ndim))).astype(bias.dtype, copy=False)
+
+
+def _add_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """Adds a per-channel bias to [N, C, *S] in place."""
+    if bias is not None:
+        y += bias.astype(y.dtype, copy=False).reshape(-1, *(1,) * (y.ndim - 2))
+    return y
+
+
+def conv(
+    x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, options: ConvOptions
+) -> np.ndarray:
+    """N-d convolution (1d, 2d, 3d), PyTorch's conv semantics.
+
+    Args:
+        x: input [N, C_in, *spatial].
+        weight: kernel [C_out, C_in/groups, *kernel].
+        bias: [C_out] or None.
+        options: stride, padding, dilation, groups.
+
+    Returns:
+        Output [N, C_out, *out_spatial] of x's dtype.
+    """
+    g = options.groups
+    c_out = _check("conv", x, weight, bias, options)
+    _conv_out("conv", x, weight.shape[2:], options)
+    wt = work_dtype(x.dtype)
+    cols, out = _im2col(x.astype(wt, copy=False), weight.shape[2:], options)
+    w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
+    y = _add_bias(_unrows(w @ cols.transpose(0, 2, 1), x.shape[0], out), bias)
+    return y.astype(x.dtype, copy=False)
+
+
+def conv_backward(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    grad_out: np.ndarray,
+    options: ConvOptions,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Gradients of `conv`.
+
+    Args:
+        x: input [N, C_in, *spatial].
+        weight: kernel [C_out, C_in/groups, *kernel].
+        bias: [C_out] or None.
+        grad_out: gradient of the output [N, C_out, *out_spatial].
+        options: the forward's options.
+
+    Returns:
+        (grad_x, grad_weight, grad_bias or None), each of its input's shape and dtype.
+    """
+    g = options.groups
+    c_out = _check("conv_backward", x, weight, bias, options)
+    out = _conv_out("conv_backward", x, weight.shape[2:], options)
+    _check_grad("conv_backward", grad_out, (x.shape[0], c_out, *out))
+    wt = work_dtype(x.dtype)
+    kernel = weight.shape[2:]
+    cols, out = _im2col(x.astype(wt, copy=False), kernel, options)
+    go = _rows(grad_out.astype(wt, copy=False), g)
+    w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
+    gw = (go @ cols).reshape(weight.shape)
+    gx = _col2im(go.transpose(0, 2, 1) @ w, x.shape, out, kernel, options)
+    return (
+        gx.astype(x.dtype, copy=False),
+        gw.astype(weight.dtype, copy=False),
+        _bias_grad(grad_out.astype(wt, copy=False), bias),
+    )
+
+
+def _transpose_out(
+    op: str, x: np.ndarray, kernel: Sequence[int], options: ConvTransposeOptions
+) -> list[int]:
+    """Output spatial shape of a transposed convolution; raises when it is empty."""
+    out = [
+        (n - 1) * s - 2 * p + d * (k - 1) + op + 1
+        for n, k, s, p, d, op in zip(
+            x.shape[2:],
+            kernel,
+            options.stride,
+            options.padding,
+            options.dilation,
+            options.padding_out,
+            strict=True,
+        )
+    ]
+    if min(out) < 1:
+        raise ShapeError(op, "empty output", x=x.shape, kernel=tuple(kernel))
+    return out
+
+
+def conv_transpose(
+    x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, options: ConvTransposeOptions
+) -> np.ndarray:
+    """N-d transposed convolution (1d, 2d, 3d), PyTorch's conv_transpose semantics.
+
+    Args:
+        x: input [N, C_in, *spatial].
+        weight: kernel [C_in, C_out/groups, *kernel].
+        bias: [C_out] or None.
+        options: stride, padding, padding_out (output_padding), dilation, groups.
+
+    Returns:
+        Output [N, C_out, *out_spatial] of x's dtype, out = (n-1)*s - 2p + d*(k-1) + op + 1.
+    """
+    g = options.groups
+    c_out = _check("conv_transpose", x, weight, bias, options)
+    kernel = weight.shape[2:]
+    out = _transpose_out("conv_transpose", x, kernel, options)
+    wt = work_dtype(x.dtype)
+    w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
+    cols = _rows(x.astype(wt, copy=False), g).transpose(0, 2, 1) @ w
+    y = _col2im(cols, (x.shape[0], c_out, *out), x.shape[2:], kernel, options)
+    return _add_bias(y, bias).astype(x.dtype, copy=False)
+
+
+def conv_transpose_backward(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    grad_out: np.ndarray,
+    options: ConvTransposeOptions,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Gradients of `conv_transpose` (its input gradient is a plain convolution of grad_out).
+
+    Args:
+        x: input [N, C_in, *spatial].
+        weight: kernel [C_in, C_out/groups, *kernel].
+        bias: [C_out] or None.
+        grad_out: gradient of the output [N, C_out, *out_spatial].
+        options: the forward's options.
+
+    Returns:
+        (grad_x, grad_weight, grad_bias or None), each of its input's shape and dtype.
+    """
+    g = options.groups
+    c_out = _check("conv_transpose_backward", x, weight, bias, options)
+    kernel = weight.shape[2:]
+    op = "conv_transpose_backward"
+    _check_grad(op, grad_out, (x.shape[0], c_out, *_transpose_out(op, x, kernel, options)))
+    wt = work_dtype(x.dtype)
+    go = grad_out.astype(wt, copy=False)
+    cols, _ = _im2col(go, kernel, options, out=x.shape[2:])
+    w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
+    gw = (_rows(x.astype(wt, copy=False), g) @ cols).reshape(weight.shape)
+    gx = _unrows(w @ cols.transpose(0, 2, 1), x.shape[0], x.shape[2:])
+    return gx.astype(x.dtype, copy=False), gw.astype(weight.dtype, copy=False), _bias_grad(go, bias)
+
+
+def unfold4d(x: np.ndarray, kernel_size: tuple[int, int], options: ConvOptions) -> np.ndarray:
+    """Sliding-window patches of a 4-d input (torch.nn.functional.unfold); groups is ignored.
+
+    Args:
+        x: input [N, C, H, W].
+        kernel_size: (kh, kw).
+        options: stride, padding, dilation.
+
+    Returns:
+        Patches [N, C*kh*kw, L] of x's dtype, L the number of window positions.
+    """
+    if x.ndim != 4:
+        raise ShapeError("unfold4d", "x must be [N, C, H, W]", x=x.shape)
+    _conv_out("unfold4d", x, kernel_size, options)
+    xp = pad_spatial(x, [(p, p) for p in options.padding])
+    win = windows(xp, kernel_size, options.stride, options.dilation)
+    n, c, ho, wo, kh, kw = win.shape
+    return win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo)
+
+
+def _check_deform(
+    op: str,
+    x: np.ndarray,
+    offset: np.ndarray,
+    weight: np.ndarray,
+    mask: np.ndarray | None,
+    bias: np.ndarray | None,
+    options: DeformConvOptions,
+) -> list[int]:
+    """Validates deform_conv2d shapes and returns the output spatial shape (Ho, Wo)."""
+    if x.ndim != 4:
+        raise ShapeError(op, "x must be [N, C, H, W]", x=x.shape)
+    conv_options = ConvOptions(
+        options.stride, options.padding, options.dilation, options.weight_groups
+    )
+    _check(op, x, weight, bias, conv_options)
+    og = options.offset_groups
+    if og < 1 or x.shape[1] % og:
+        raise ShapeError(op, "channels not divisible by offset_groups", x=x.shape, offset_groups=og)
+    out = _conv_out(op, x, weight.shape[2:], conv_options)
+    taps = og * weight.shape[2] * weight.shape[3]
+    if offset.shape != (x.shape[0], 2 * taps, *out):
+        raise ShapeError(
+            op,
+            "offset must be [N, 2*offset_groups*kh*kw, Ho, Wo]",
+            offset=offset.shape,
+            x=x.shape,
+            weight=weight.shape,
+        )
+    if mask is not None and mask.shape != (x.shape[0], taps, *out):
+        raise ShapeError(
+            op,
+            "mask must be [N, offset_groups*kh*kw, Ho, Wo]",
+            mask=mask.shape,
+            x=x.shape,
+            weight=weight.shape,
+        )
+    return out
+
+
+def _deform_samples(
+    x: np.ndarray,
+    offset: np.ndarray,
+    kernel: Sequence[int],
+    out: Sequence[int],
+    options: DeformConvOptions,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sampling points and unmasked samples of deform_conv2d.
+
+    Returns:
+        (py, px [N*og, K*Ho*Wo], samples [N, og, C/og, K, Ho*Wo]) with K = kh*kw.
+    """
+    n, c = x.shape[:2]
+    og, (kh, kw), (ho, wo) = options.offset_groups, kernel, out
+    (sh, sw), (ph, pw), (dh, dw) = options.stride, options.padding, options.dilation
+    ky, kx = np.meshgrid(np.arange(kh) * dh, np.arange(kw) * dw, indexing="ij")
+    base_y = ky.reshape(-1, 1, 1) + (np.arange(ho) * sh - ph).reshape(1, -1, 1)
+    base_x = kx.reshape(-1, 1, 1) + (np.arange(wo) * sw - pw).reshape(1, 1, -1)
+    off = offset.reshape(n, og, kh * kw, 2, ho, wo)
+    py = (off[:, :, :, 0] + base_y).reshape(n * og, -1)
+    px = (off[:, :, :, 1] + base_x).reshape(n * og, -1)
+    vals = sample(x.reshape(n * og, c // og, *x.shape[2:]), py, px, "bilinear")
+    return py, px, vals.reshape(n, og, c // og, kh * kw, ho * wo)
+
+
+def deform_conv2d(
+    x: np.ndarray,
+    offset: np.ndarray,
+    weight: np.ndarray,
+    mask: np.ndarray | None,
+    bias: np.ndarray | None,
+    options: DeformConvOptions,
+) -> np.ndarray:
+    """Deformable 2d convolution (torchvision.ops.deform_conv2d semantics, zeros outside).
+
+    Args:
+        x: input [N, C_in, H, W].
+        offset: [N, 2*offset_groups*kh*kw, Ho, Wo], (dy, dx) pairs per kernel position.
+        weight: kernel [C_out, C_in/weight_groups, kh, kw].
+        mask: modulation [N, offset_groups*kh*kw, Ho, Wo] or None (all ones).
+        bias: [C_out] or None.
+        options: stride, padding, dilation, weight_groups, offset_groups.
+
+    Returns:
+        Output [N, C_out, Ho, Wo] of x's dtype.
+    """
+    out = _check_deform("deform_conv2d", x, offset, weight, mask, bias, options)
+    wt = work_dtype(x.dtype)
+    n, g = x.shape[0], options.weight_groups
+    _, _, vals = _deform_samples(
+        x.astype(wt, copy=False), offset.astype(wt, copy=False), weight.shape[2:], out, options
+    )
+    if mask is not None:
+        vals = vals * mask.astype(wt, copy=False).reshape(*vals.shape[:2], 1, *vals.shape[3:])
+    cols = vals.reshape(n, g, -1, vals.shape[-1])
+    y = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, -1) @ cols
+    return _add_bias(y.reshape(n, -1, *out), bias).astype(x.dtype, copy=False)
+
+
+def deform_conv2d_backward(
+    x: np.ndarray,
+    offset: np.ndarray,
+    weight: np.ndarray,
+    mask: np.ndarray | None,
+    bias: np.ndarray | None,
+    grad_out: np.ndarray,
+    options: DeformConvOptions,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Gradients of `deform_conv2d` (offset gradients vanish outside (-1, H) x (-1, W)).
+
+    Args:
+        x, offset, weight, mask, bias, options: the forward's arguments.
+        grad_out: gradient of the output [N, C_out, Ho, Wo].
+
+    Returns:
+        (grad_x, grad_offset, grad_weight, grad_mask or None, grad_bias or None).
+    """
+    op = "deform_conv2d_backward"
+    out = _check_deform(op, x, offset, weight, mask, bias, options)
+    _check_grad(op, grad_out, (x.shape[0], weight.shape[0], *out))
+    wt = work_dtype(x.dtype)
+    (n, c, h, w), g = x.shape, options.weight_groups
+    xw = x.astype(wt, copy=False)
+    py, px, vals = _deform_samples(
+        xw, offset.astype(wt, copy=False), weight.shape[2:], out, options
+    )
+    m = (
+        None
+        if mask is None
+        else mask.astype(wt, copy=False).reshape(*vals.shape[:2], 1, *vals.shape[3:])
+    )
+    cols = (vals if m is None else vals * m).reshape(n, g, -1, vals.shape[-1])
+    go = grad_out.astype(wt, copy=False).reshape(n, g, weight.shape[0] // g, -1)
+    wmat = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, -1)
+    gw = (go @ cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+    gcols = (wmat.transpose(0, 2, 1) @ go).reshape(vals.shape)
+    gmask = None if m is None else (gcols * vals).sum(axis=2).reshape(mask.shape)
+    gvals = (gcols if m is None else gcols * m).reshape(py.shape[0], c // options.offset_groups, -1)
+    gx, gpy, gpx = sample_backward(xw.reshape(py.shape[0], -1, h, w), py, px, gvals, "bilinear")
+    inside = (py > -1) & (py < h) & (px > -1) & (px < w)
+    goffset = np.stack([gpy * inside, gpx * inside], axis=1)  # [N*og, 2, K*Ho*Wo]
+    goffset = goffset.reshape(*vals.shape[:2], 2, *vals.shape[3:]).transpose(0, 1, 3, 2, 4)
+    return (
+        gx.reshape(x.shape).astype(x.dtype, copy=False),
+        goffset.reshape(offset.shape).astype(offset.dtype, copy=False),
+        gw.astype(weight.dtype, copy=False),
+        None if gmask is None else gmask.astype(mask.dtype, copy=False),
+        _bias_grad(grad_out.astype(wt, copy=False), bias),
+    )

@@ -1,0 +1,222 @@
+"""Pooling kernels (avg, max with indices, adaptive avg; 1d and 2d) with backward."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from burn.backend.options import PoolOptions
+from burn.errors import ShapeError
+
+from .common import apply_axis_matrices, work_dtype
+from .windows import pad_spatial, scatter_windows, windows
+
+
+def _geometry(
+    op: str, x: np.ndarray, options: PoolOptions
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Output spatial shape and (before, after) padding (after grows for ceil_mode overhang)."""
+    nd = len(options.kernel_size)
+    params = (options.stride, options.padding, options.dilation)
+    if nd not in (1, 2) or x.ndim != nd + 2 or any(len(p) != nd for p in params):
+        raise ShapeError(
+            op,
+            "x must be [N, C, *spatial] with 1 or 2 spatial dims matching the options",
+            x=x.shape,
+            kernel_size=options.kernel_size,
+        )
+    out, pads = [], []
+    for n, k, s, p, d in zip(x.shape[2:], options.kernel_size, *params, strict=True):
+        span = d * (k - 1) + 1
+        o = (n + 2 * p - span + (s - 1 if options.ceil_mode else 0)) // s + 1
+        if options.ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        if o < 1:
+            raise ShapeError(
+                op,
+                "kernel larger than the padded input",
+                x=x.shape,
+                kernel_size=options.kernel_size,
+            )
+        out.append(o)
+        pads.append((p, p + max((o - 1) * s + span - (n + 2 * p), 0)))
+    return out, pads
+
+
+def _avg_divisor(
+    x: np.ndarray, options: PoolOptions, out: list[int], pads: list[tuple[int, int]]
+) -> np.ndarray:
+    """Per-window element count [*out]: padded positions count only with count_include_pad."""
+    nd = len(out)
+    counted = np.zeros([n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads, strict=True)])
+    inner = options.padding if options.count_include_pad else (0,) * nd
+    region = tuple(
+        slice(lo - q, lo + n + q) for n, (lo, _), q in zip(x.shape[2:], pads, inner, strict=True)
+    )
+    counted[region] = 1
+    win = windows(counted, options.kernel_size, options.stride, options.dilation, out)
+    return win.sum(axis=tuple(range(nd, 2 * nd)))
+
+
+def avg_pool(x: np.ndarray, options: PoolOptions) -> np.ndarray:
+    """Average pooling 1d/2d (PyTorch's count_include_pad and ceil_mode).
+
+    Args:
+        x: input [N, C, *spatial].
+        options: kernel_size, stride, padding, dilation, ceil_mode, count_include_pad.
+
+    Returns:
+        Output [N, C, *out] of x's dtype.
+    """
+    out, pads = _geometry("avg_pool", x, options)
+    nd = len(out)
+    xp = pad_spatial(x.astype(work_dtype(x.dtype), copy=False), pads)
+    win = windows(xp, options.kernel_size, options.stride, options.dilation, out)
+    y = win.sum(axis=tuple(range(-nd, 0))) / _avg_divisor(x, options, out, pads)
+    return y.astype(x.dtype, copy=False)
+
+
+def avg_pool_backward(x: np.ndarray, grad_out: np.ndarray, options: PoolOptions) -> np.ndarray:
+    """Gradient of `avg_pool` with respect to its input.
+
+    Args:
+        x: input [N, C, *spatial].
+        grad_out: gradient of the output [N, C, *out].
+        options: the forward's options.
+
+    Returns:
+        grad_x of x's shape and dtype.
+    """
+    out, pads = _geometry("avg_pool_backward", x, options)
+    if grad_out.shape != (*x.shape[:2], *out):
+        raise ShapeError(
+            "avg_pool_backward",
+            "grad_out must have the output's shape",
+            grad_out=grad_out.shape,
+            x=x.shape,
+        )
+    nd = len(out)
+    g = grad_out.astype(work_dtype(x.dtype), copy=False) / _avg_divisor(x, options, out, pads)
+    cols = np.broadcast_to(g[(Ellipsis, *(None,) * nd)], (*g.shape, *options.kernel_size))
+    padded = [n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads, strict=True)]
+    full = scatter_windows(cols, padded, options.stride, options.dilation)
+    crop = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], pads, strict=True))
+    return np.ascontiguousarray(full[(Ellipsis, *crop)]).astype(x.dtype, copy=False)
+
+
+def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarray, np.ndarray]:
+    """Max pooling 1d/2d with -inf padding; NaN wins, ties go to the first window element.
+
+    Args:
+        x: input [N, C, *spatial].
+        options: kernel_size, stride, padding, dilation, ceil_mode.
+
+    Returns:
+        (output [N, C, *out] of x's dtype, int64 indices [N, C, *out] flat within each input plane).
+    """
+    out, pads = _geometry("max_pool", x, options)
+    nd = len(out)
+    xp = pad_spatial(x.astype(work_dtype(x.dtype), copy=False), pads, -np.inf)
+    win = windows(xp, options.kernel_size, options.stride, options.dilation, out)
+    flat = win.reshape(*win.shape[: 2 + nd], -1)
+    arg = flat.argmax(axis=-1)
+    y = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+    offsets = np.unravel_index(arg, options.kernel_size)
+    index = np.zeros(arg.shape, np.int64)
+    for i, (n, s, p, d) in enumerate(
+        zip(x.shape[2:], options.stride, options.padding, options.dilation, strict=True)
+    ):
+        start = (np.arange(out[i]) * s - p).reshape(-1, *(1,) * (nd - 1 - i))
+        index = index * n + start + offsets[i] * d
+    return y.astype(x.dtype, copy=False), index
+
+
+def max_pool_backward(
+    x: np.ndarray, indices: np.ndarray, grad_out: np.ndarray, options: PoolOptions
+) -> np.ndarray:
+    """Gradient of max pooling: grad_out scattered (summed) onto the argmax positions.
+
+    Args:
+        x: input [N, C, *spatial].
+        indices: int64 indices from `max_pool_with_indices`.
+        grad_out: gradient of the output, indices' shape.
+        options: the forward's options (used to validate shapes).
+
+    Returns:
+        grad_x of x's shape and dtype.
+    """
+    out, _ = _geometry("max_pool_backward", x, options)
+    if grad_out.shape != (*x.shape[:2], *out) or indices.shape != grad_out.shape:
+        raise ShapeError(
+            "max_pool_backward",
+            "indices and grad_out must have the output's shape",
+            indices=indices.shape,
+            grad_out=grad_out.shape,
+            x=x.shape,
+        )
+    n, c = x.shape[:2]
+    plane = math.prod(x.shape[2:])
+    flat = indices.reshape(n * c, -1) + (np.arange(n * c) * plane)[:, None]
+    gx = np.zeros(n * c * plane, work_dtype(x.dtype))
+    np.add.at(gx, flat.ravel(), grad_out.reshape(-1).astype(gx.dtype, copy=False))
+    return gx.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def _adaptive_matrix(size: int, out: int) -> np.ndarray:
+    """[out, size] averaging matrix over [floor(i*size/out), ceil((i+1)*size/out))."""
+    i = np.arange(out)
+    start, end = (i * size) // out, -((-(i + 1) * size) // out)
+    j = np.arange(size)
+    return ((j >= start[:, None]) & (j < end[:, None])) / (end - start)[:, None]
+
+
+def _adaptive_matrices(op: str, x: np.ndarray, output_size: tuple[int, ...]) -> list[np.ndarray]:
+    """Per-axis averaging matrices of an adaptive average pooling (separable)."""
+    nd = len(output_size)
+    if nd not in (1, 2) or x.ndim != nd + 2 or min(output_size) < 1:
+        raise ShapeError(
+            op,
+            "x must be [N, C, *spatial] with 1 or 2 spatial dims, output sizes >= 1",
+            x=x.shape,
+            output_size=output_size,
+        )
+    wt = work_dtype(x.dtype)
+    sizes = zip(x.shape[2:], output_size, strict=True)
+    return [_adaptive_matrix(n, o).astype(wt) for n, o in sizes]
+
+
+def adaptive_avg_pool(x: np.ndarray, output_size: tuple[int, ...]) -> np.ndarray:
+    """Adaptive average pooling 1d/2d (PyTorch's window bounds).
+
+    Args:
+        x: input [N, C, *spatial].
+        output_size: output spatial shape, one entry per spatial dim.
+
+    Returns:
+        Output [N, C, *output_size] of x's dtype.
+    """
+    mats = _adaptive_matrices("adaptive_avg_pool", x, output_size)
+    return apply_axis_matrices(x.astype(mats[0].dtype, copy=False), mats).astype(x.dtype)
+
+
+def adaptive_avg_pool_backward(x: np.ndarray, grad_out: np.ndarray) -> np.ndarray:
+    """Gradient of `adaptive_avg_pool` with respect to its input.
+
+    Args:
+        x: input [N, C, *spatial].
+        grad_out: gradient of the output [N, C, *output_size].
+
+    Returns:
+        grad_x of x's shape and dtype.
+    """
+    if grad_out.ndim != x.ndim or grad_out.shape[:2] != x.shape[:2]:
+        raise ShapeError(
+            "adaptive_avg_pool_backward",
+            "grad_out must be [N, C, *output_size]",
+            grad_out=grad_out.shape,
+            x=x.shape,
+        )
+    mats = _adaptive_matrices("adaptive_avg_pool_backward", x, grad_out.shape[2:])
+    g = grad_out.astype(mats[0].dtype, copy=False)
+    return apply_axis_matrices(g, [m.T for m in mats]).astype(x.dtype)
