@@ -1,0 +1,54 @@
+"""The NumPy backend: Burn's eager reference backend on plain `np.ndarray` primitives.
+
+Ops are grouped by family in mixins (creation, elementwise, layout, indexing, reduction,
+module ops); `NumpyBackend` composes them with the protocol's `Backend`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from burn.backend.protocol import Backend, Shape
+from burn.device import Device
+from burn.dtype import DType
+
+from ._common import FROM_NUMPY
+from .creation import CreationOps
+from .elementwise import ElementwiseOps
+from .indexing import IndexingOps
+from .layout import LayoutOps
+from .module_ops import NumpyModuleOps
+from .reduction import ReductionOps
+
+
+class NumpyBackend(CreationOps, ElementwiseOps, LayoutOps, IndexingOps, ReductionOps,
+                   NumpyModuleOps, Backend):
+    """Eager backend on numpy arrays (float16 / bfloat16 computed in float32 where needed)."""
+
+    name = "numpy"
+    is_autodiff = False
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._device: Device | None = None
+
+    def shape(self, x: np.ndarray) -> Shape:
+        return x.shape
+
+    def dtype(self, x: np.ndarray) -> DType:
+        return FROM_NUMPY[x.dtype]
+
+    def device_of(self, x: Any) -> Device:
+        """Always `Device("numpy")` (numpy arrays carry no device index)."""
+        device = self._device
+        if device is None:
+            device = self._device = Device("numpy")
+        return device
+
+    def memory_stats(self) -> dict[str, int]:
+        return {}
+
+
+__all__ = ["NumpyBackend"]

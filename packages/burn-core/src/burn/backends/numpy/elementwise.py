@@ -1,0 +1,247 @@
+"""Elementwise ops of the NumPy backend, generated from one table.
+
+Each table row names an op, the numpy function computing it (one, or one per kind), the kinds it
+exists for (f = float, i = int, b = bool), whether numpy may warn on it (then it runs under a
+quiet error state, so that inf / nan come out silently as in torch) and the scalar form it has
+(`_scalar`, `_elem` or none). `float_add` and `int_add` are made from the same row.
+
+Hot ops are plain closures around the numpy ufunc (a 0-d result, a numpy scalar, is wrapped
+back into an array). float16 / bfloat16 elementwise ops run through numpy's / ml_dtypes' own
+loops, which compute each element in float32 and round once. Scalar forms first give the scalar
+the tensor's dtype (as torch; ml_dtypes would promote bfloat16 with a Python float to float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._common import QUIET_RESET, QUIET_SET, QUIET_TOKEN, erf, lowp
+
+Array = np.ndarray
+ndarray = np.ndarray
+asarray = np.asarray
+Fn = Callable[..., Any]
+
+_KINDS = {"f": "float", "i": "int", "b": "bool"}
+
+
+def _sign(x: Array) -> Array:
+    """np.sign with sign(nan) = 0 (as torch.sign)."""
+    r = np.sign(x, out=...)
+    if r.dtype.kind != "i":
+        np.copyto(r, 0, where=np.isnan(r))
+    return r
+
+
+# op -> (numpy function, or {kind letter: function}; kinds; may warn; scalar form suffix)
+BINARY: dict[str, tuple[Fn | dict[str, Fn], str, bool, str]] = {
+    "add": (np.add, "fi", True, "_scalar"),
+    "sub": (np.subtract, "fi", True, "_scalar"),
+    "mul": (np.multiply, "fi", True, "_scalar"),
+    "div": ({"f": np.divide, "i": np.floor_divide}, "fi", True, "_scalar"),
+    "remainder": (np.remainder, "fi", True, "_scalar"),
+    "powf": (np.power, "f", True, "_scalar"),
+    "powi": (np.power, "i", True, "_scalar"),
+    "atan2": (np.arctan2, "f", True, ""),
+    "equal": (np.equal, "fib", False, "_elem"),
+    "greater": (np.greater, "fi", False, "_elem"),
+    "greater_equal": (np.greater_equal, "fi", False, "_elem"),
+    "lower": (np.less, "fi", False, "_elem"),
+    "lower_equal": (np.less_equal, "fi", False, "_elem"),
+    "bitwise_and": (np.bitwise_and, "i", False, ""),
+    "bitwise_or": (np.bitwise_or, "i", False, ""),
+    "bitwise_xor": (np.bitwise_xor, "i", False, ""),
+    "bitwise_left_shift": (np.left_shift, "i", False, ""),
+    "bitwise_right_shift": (np.right_shift, "i", False, ""),  # arithmetic for signed dtypes
+    "and": (np.logical_and, "b", False, ""),
+    "or": (np.logical_or, "b", False, ""),
+    "xor": (np.logical_xor, "b", False, ""),
+}
+
+# op -> (numpy function or {kind: function}; kinds; may warn)
+UNARY: dict[str, tuple[Fn | dict[str, Fn], str, bool]] = {
+    "neg": (np.negative, "fi", False),
+    "abs": (np.absolute, "fi", False),
+    "sign": ({"f": _sign, "i": np.sign}, "fi", False),
+    "recip": (np.reciprocal, "f", True),
+    "exp": (np.exp, "f", True),
+    "log": (np.log, "f", True),
+    "log1p": (np.log1p, "f", True),
+    "sqrt": (np.sqrt, "f", True),
+    "sin": (np.sin, "f", True),
+    "cos": (np.cos, "f", True),
+    "tan": (np.tan, "f", True),
+    "sinh": (np.sinh, "f", True),
+    "cosh": (np.cosh, "f", True),
+    "tanh": (np.tanh, "f", True),
+    "asin": (np.arcsin, "f", True),
+    "acos": (np.arccos, "f", True),
+    "atan": (np.arctan, "f", True),
+    "asinh": (np.arcsinh, "f", True),
+    "acosh": (np.arccosh, "f", True),
+    "atanh": (np.arctanh, "f", True),
+    "erf": (erf, "f", True),
+    "round": (np.rint, "f", False),  # half to even, as torch
+    "floor": (np.floor, "f", False),
+    "ceil": (np.ceil, "f", False),
+    "trunc": (np.trunc, "f", False),
+    "is_nan": (np.isnan, "f", False),
+    "is_inf": (np.isinf, "f", False),
+    "bitwise_not": (np.invert, "i", False),
+    "not": (np.logical_not, "b", False),
+}
+
+
+def _wrap_scalar(value: Any, dtype: np.dtype) -> Array:
+    """A Python int out of `dtype`'s range, wrapped into it (as torch does for uint8 - 1)."""
+    return np.array(value).astype(dtype)
+
+
+# --- factories ----------------------------------------------------------------------------
+def _make_binary(fn: Fn, warns: bool) -> Fn:
+    if not warns:
+        def op(self: Any, lhs: Array, rhs: Array) -> Array:
+            out = fn(lhs, rhs)
+            return out if out.__class__ is ndarray else asarray(out)
+        return op
+
+    def quiet_op(self: Any, lhs: Array, rhs: Array) -> Array:
+        token = QUIET_SET(QUIET_TOKEN)
+        try:
+            out = fn(lhs, rhs)
+        finally:
+            QUIET_RESET(token)
+        return out if out.__class__ is ndarray else asarray(out)
+    return quiet_op
+
+
+def _make_scalar(fn: Fn, warns: bool, low_float: bool) -> Fn:
+    """`op(tensor, python scalar)`. As torch, the scalar takes the tensor's dtype first (numpy
+    does that itself, except for bfloat16); `low_float`: the float forms, which check that."""
+
+    def op(self: Any, lhs: Array, rhs: Any) -> Array:
+        if low_float and lhs.dtype.itemsize == 2:
+            with np.errstate(all="ignore"):  # 1e10 -> float16 is inf, quietly
+                rhs = lhs.dtype.type(rhs)
+        token = QUIET_SET(QUIET_TOKEN) if warns else None
+        try:
+            out = fn(lhs, rhs)
+        except OverflowError:  # Python int outside an int dtype's range
+            out = fn(lhs, _wrap_scalar(rhs, lhs.dtype))
+        finally:
+            if token is not None:
+                QUIET_RESET(token)
+        return out if out.__class__ is ndarray else asarray(out)
+    return op
+
+
+def _make_unary(fn: Fn, warns: bool) -> Fn:
+    if not warns:
+        def op(self: Any, x: Array) -> Array:
+            out = fn(x)
+            return out if out.__class__ is ndarray else asarray(out)
+        return op
+
+    def quiet_op(self: Any, x: Array) -> Array:
+        token = QUIET_SET(QUIET_TOKEN)
+        try:
+            out = fn(x)
+        finally:
+            QUIET_RESET(token)
+        return out if out.__class__ is ndarray else asarray(out)
+    return quiet_op
+
+
+def _pick(fn: Fn | dict[str, Fn], kind: str) -> Fn:
+    return fn[kind] if isinstance(fn, dict) else fn
+
+
+class ElementwiseOps:
+    """Unary / binary / scalar / comparison / bitwise ops; the table methods are added below."""
+
+    # --- ops that are not a plain ufunc call --------------------------------------------------
+    @lowp
+    def float_matmul(self, lhs: Array, rhs: Array) -> Array:
+        """Batched matmul; float16 / bfloat16 multiply in float32."""
+        return np.asarray(np.matmul(lhs, rhs))
+
+    def int_matmul(self, lhs: Array, rhs: Array) -> Array:
+        return np.asarray(np.matmul(lhs, rhs))
+
+    def float_clamp(self, x: Array, min: float | None, max: float | None) -> Array:
+        """Clamp; NaN stays NaN (np.clip propagates it)."""
+        if min is None and max is None:
+            return x
+        if x.dtype.itemsize == 2:  # bounds take x's dtype first (as torch)
+            with np.errstate(all="ignore"):
+                min = None if min is None else x.dtype.type(min)
+                max = None if max is None else x.dtype.type(max)
+            return np.clip(x, min, max, out=...).astype(x.dtype, copy=False)
+        return np.clip(x, min, max, out=...)
+
+    def float_powf_scalar(self, lhs: Array, rhs: float) -> Array:
+        """x ** rhs; the exponents torch computes specially (sqrt, square, ...) the same way."""
+        special = _POW_SPECIAL.get(rhs)
+        if special is None:
+            return _float_powf_scalar(self, lhs, rhs)
+        token = QUIET_SET(QUIET_TOKEN)
+        try:
+            out = special(lhs)
+        finally:
+            QUIET_RESET(token)
+        return out if out.__class__ is ndarray else asarray(out)
+
+    def int_clamp(self, x: Array, min: int | None, max: int | None) -> Array:
+        if min is None and max is None:
+            return x
+        info = np.iinfo(x.dtype)
+        if min is not None:
+            min = int(np.clip(min, info.min, info.max))
+        if max is not None:
+            max = int(np.clip(max, info.min, info.max))
+        return np.clip(x, min, max, out=...)
+
+
+def _rsqrt(x: Array) -> Array:
+    return np.reciprocal(np.sqrt(x))
+
+
+def _cube(x: Array) -> Array:
+    return x * x * x
+
+
+def _inv_square(x: Array) -> Array:
+    return np.reciprocal(x * x)
+
+
+# torch's pow(tensor, scalar) fast paths (exactly rounded sqrt rather than power(x, 0.5), ...)
+_POW_SPECIAL: dict[float, Fn] = {0.5: np.sqrt, 2.0: np.square, 3.0: _cube, -0.5: _rsqrt,
+                                 -1.0: np.reciprocal, -2.0: _inv_square}
+
+
+def _install() -> None:
+    for name, (fn, kinds, warns, suffix) in BINARY.items():
+        for k in kinds:
+            prefix = _KINDS[k]
+            f = _pick(fn, k)
+            method = _make_binary(f, warns)
+            method.__name__ = method.__qualname__ = f"{prefix}_{name}"
+            setattr(ElementwiseOps, method.__name__, method)
+            if suffix and k != "b" and hasattr(ElementwiseOps, f"{prefix}_{name}{suffix}"):
+                continue  # written by hand in the class (float_powf_scalar)
+            if suffix and k != "b":
+                scalar = _make_scalar(f, warns, low_float=(k == "f"))
+                scalar.__name__ = scalar.__qualname__ = f"{prefix}_{name}{suffix}"
+                setattr(ElementwiseOps, scalar.__name__, scalar)
+    for name, (fn, kinds, warns) in UNARY.items():
+        for k in kinds:
+            method = _make_unary(_pick(fn, k), warns)
+            method.__name__ = method.__qualname__ = f"{_KINDS[k]}_{name}"
+            setattr(ElementwiseOps, method.__name__, method)
+
+
+_install()
+_float_powf_scalar = _make_scalar(np.power, True, low_float=True)

@@ -1,0 +1,93 @@
+"""ModuleOps of the NumPy backend: thin delegations to the numpy kernels in `module/`.
+
+The kernels take and return numpy arrays in the protocol's argument order; embedding and
+attention keep the protocol's defaults (written with primitives, so Autodiff differentiates them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from burn.backend.options import (
+    ConvOptions,
+    ConvTransposeOptions,
+    DeformConvOptions,
+    GridSampleOptions,
+    InterpolateOptions,
+    PoolOptions,
+)
+from burn.backend.protocol import Shape
+
+from . import module as k
+
+Array = np.ndarray
+Grads3 = tuple[Array, Array, Array | None]
+
+
+class NumpyModuleOps:
+    """conv / pooling / interpolation / grid sampling and their backward."""
+
+    def conv(self, x: Array, weight: Array, bias: Array | None, options: ConvOptions) -> Array:
+        return k.conv(x, weight, bias, options)
+
+    def conv_backward(self, x: Array, weight: Array, bias: Array | None, grad: Array,
+                      options: ConvOptions) -> Grads3:
+        return k.conv_backward(x, weight, bias, grad, options)
+
+    def conv_transpose(self, x: Array, weight: Array, bias: Array | None,
+                       options: ConvTransposeOptions) -> Array:
+        return k.conv_transpose(x, weight, bias, options)
+
+    def conv_transpose_backward(self, x: Array, weight: Array, bias: Array | None, grad: Array,
+                                options: ConvTransposeOptions) -> Grads3:
+        return k.conv_transpose_backward(x, weight, bias, grad, options)
+
+    def deform_conv2d(self, x: Array, offset: Array, weight: Array, mask: Array | None,
+                      bias: Array | None, options: DeformConvOptions) -> Array:
+        return k.deform_conv2d(x, offset, weight, mask, bias, options)
+
+    def deform_conv2d_backward(
+        self, x: Array, offset: Array, weight: Array, mask: Array | None, bias: Array | None,
+        grad: Array, options: DeformConvOptions,
+    ) -> tuple[Array, Array, Array, Array | None, Array | None]:
+        return k.deform_conv2d_backward(x, offset, weight, mask, bias, grad, options)
+
+    def unfold4d(self, x: Array, kernel_size: tuple[int, int], options: ConvOptions) -> Array:
+        return k.unfold4d(x, kernel_size, options)
+
+    def avg_pool(self, x: Array, options: PoolOptions) -> Array:
+        return k.avg_pool(x, options)
+
+    def avg_pool_backward(self, x: Array, grad: Array, options: PoolOptions) -> Array:
+        return k.avg_pool_backward(x, grad, options)
+
+    def max_pool_with_indices(self, x: Array, options: PoolOptions) -> tuple[Array, Array]:
+        return k.max_pool_with_indices(x, options)
+
+    def max_pool_backward(self, x: Array, indices: Array, grad: Array,
+                          options: PoolOptions) -> Array:
+        return k.max_pool_backward(x, indices, grad, options)
+
+    def adaptive_avg_pool(self, x: Array, output_size: Shape) -> Array:
+        return k.adaptive_avg_pool(x, output_size)
+
+    def adaptive_avg_pool_backward(self, x: Array, grad: Array) -> Array:
+        return k.adaptive_avg_pool_backward(x, grad)
+
+    def interpolate(self, x: Array, output_size: tuple[int, int],
+                    options: InterpolateOptions) -> Array:
+        return k.interpolate(x, output_size, options)
+
+    def interpolate_backward(self, x: Array, grad: Array, output_size: tuple[int, int],
+                             options: InterpolateOptions) -> Array:
+        return k.interpolate_backward(x, grad, output_size, options)
+
+    def grid_sample_2d(self, x: Array, grid: Array, options: GridSampleOptions) -> Array:
+        return k.grid_sample_2d(x, grid, options)
+
+    def grid_sample_2d_backward(self, x: Array, grid: Array, grad: Array,
+                                options: GridSampleOptions) -> tuple[Array, Array]:
+        return k.grid_sample_2d_backward(x, grid, grad, options)
+
+
+__all__ = ["NumpyModuleOps"]
