@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests", "dataset", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
@@ -24,6 +24,13 @@ def tests(session: nox.Session, backend: str) -> None:
     session.run("pytest", "packages/burn-core/tests", env={"BURN_DEVICE": backend})
     session.run("pytest", "packages/burn-core/tests/conformance",
                 env={"BURN_DEVICE": f"{backend}+autodiff"})
+
+
+@nox.session
+def dataset(session: nox.Session) -> None:
+    """burn-dataset's tests (the package stands alone: no burn-core)."""
+    session.install("-e", "packages/burn-dataset[test]")
+    session.run("pytest", "packages/burn-dataset/tests")
 
 
 @nox.session

@@ -1,0 +1,193 @@
+"""`DataframeDataset`: rows of a polars DataFrame, or of CSV / Parquet files scanned lazily."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import polars as pl
+
+from burn_dataset.dataset import Dataset
+from burn_dataset.errors import (
+    CorruptFileError,
+    DatasetUnavailableError,
+    MissingColumnError,
+    SchemaMismatchError,
+)
+
+PathArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+Frame = pl.DataFrame | pl.LazyFrame
+R = TypeVar("R")
+
+_CACHED_CHUNKS = 4
+
+
+def _as_paths(paths: PathArg) -> list[Path]:
+    """One path or several, as a list of existing paths."""
+    out = [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
+    if not out:
+        raise ValueError("no file given")
+    missing = [str(p) for p in out if not p.is_file()]
+    if missing:
+        raise DatasetUnavailableError(f"files not found: {missing}")
+    return out
+
+
+def _wrap(label: str, what: str, fn: Callable[[], R]) -> R:
+    """Run ``fn``, turning polars / IO failures into a CorruptFileError naming ``label``."""
+    try:
+        return fn()
+    except (pl.exceptions.PolarsError, OSError) as e:
+        raise CorruptFileError(f"{label}: cannot {what}: {e}") from e
+
+
+class DataframeDataset(Dataset[dict[str, Any]]):
+    """Rows as ``{column: value}`` dicts, read ``chunk_size`` rows at a time.
+
+    Eager frames are sliced without copying; lazy ones (``from_csv``, ``from_parquet``) are
+    scanned per file and only the slice holding a requested row is collected, so single items
+    never load a whole file. The last few chunks are cached, which makes sequential reading
+    cost one scan per chunk.
+
+    Args:
+        df: a polars DataFrame or LazyFrame.
+        columns: columns to keep (default: all).
+        chunk_size: rows fetched per read.
+
+    Raises:
+        MissingColumnError: a requested column is absent (names it and the columns present).
+    """
+
+    def __init__(
+        self, df: Frame, *, columns: Sequence[str] | None = None, chunk_size: int = 1024
+    ) -> None:
+        self._init_parts([("<dataframe>", df)], columns, chunk_size)
+
+    @classmethod
+    def from_csv(
+        cls,
+        paths: PathArg,
+        *,
+        columns: Sequence[str] | None = None,
+        chunk_size: int = 1024,
+        **scan_options: Any,
+    ) -> DataframeDataset:
+        """Lazily scan one or more CSV files (``polars.scan_csv``); rows of all files in order.
+
+        Args:
+            paths: a file or a sequence of files sharing one schema.
+            columns: columns to keep (default: all).
+            chunk_size: rows fetched per read.
+            **scan_options: passed to ``polars.scan_csv``.
+
+        Raises:
+            DatasetUnavailableError: a file does not exist.
+            SchemaMismatchError: files disagree on column names or types (names both files).
+            MissingColumnError: a requested column is absent from a file.
+            CorruptFileError: polars cannot parse a file.
+        """
+        return cls._from_files(paths, lambda p: pl.scan_csv(p, **scan_options), columns,
+                               chunk_size)
+
+    @classmethod
+    def from_parquet(
+        cls,
+        paths: PathArg,
+        *,
+        columns: Sequence[str] | None = None,
+        chunk_size: int = 1024,
+        **scan_options: Any,
+    ) -> DataframeDataset:
+        """Lazily scan one or more Parquet files (``polars.scan_parquet``); see ``from_csv``."""
+        return cls._from_files(paths, lambda p: pl.scan_parquet(p, **scan_options), columns,
+                               chunk_size)
+
+    @classmethod
+    def _from_files(
+        cls,
+        paths: PathArg,
+        scan: Callable[[Path], pl.LazyFrame],
+        columns: Sequence[str] | None,
+        chunk_size: int,
+    ) -> DataframeDataset:
+        parts = [(str(p), _wrap(str(p), "scan", functools.partial(scan, p)))
+                 for p in _as_paths(paths)]
+        ds = cls.__new__(cls)
+        ds._init_parts(parts, columns, chunk_size)
+        return ds
+
+    def _init_parts(
+        self, parts: Sequence[tuple[str, Frame]], columns: Sequence[str] | None, chunk_size: int
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+        schemas = [_wrap(label, "read schema", f.collect_schema) for label, f in parts]
+        if columns is not None:
+            for (label, _), schema in zip(parts, schemas, strict=True):
+                missing = [c for c in columns if c not in schema]
+                if missing:
+                    raise MissingColumnError(
+                        f"{label}: no column(s) {missing}; columns are {list(schema)}"
+                    )
+            parts = [(label, f.select(columns)) for label, f in parts]
+            schemas = [pl.Schema({c: s[c] for c in columns}) for s in schemas]
+        for (label, _), schema in zip(parts[1:], schemas[1:], strict=True):
+            if schema != schemas[0]:
+                diff = sorted(set(schema.items()) ^ set(schemas[0].items()), key=str)
+                raise SchemaMismatchError(
+                    f"{label} and {parts[0][0]} have different schemas; differing "
+                    f"(column, dtype): {diff}"
+                )
+        self.schema = schemas[0]
+        self.chunk_size = chunk_size
+        self._parts = parts
+        self._ends = list(itertools.accumulate(_height(label, f) for label, f in parts))
+        self._cache: OrderedDict[tuple[int, int], list[dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def columns(self) -> list[str]:
+        """Column names, in order."""
+        return list(self.schema)
+
+    def __len__(self) -> int:
+        return self._ends[-1]
+
+    def _get(self, index: int) -> dict[str, Any]:
+        k = bisect.bisect_right(self._ends, index)
+        local = index - (self._ends[k - 1] if k else 0)
+        start = local - local % self.chunk_size
+        return self._chunk(k, start)[local - start]
+
+    def _chunk(self, part: int, start: int) -> list[dict[str, Any]]:
+        """Rows ``[start, start + chunk_size)`` of part ``part``, through the chunk cache."""
+        key = (part, start)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        label, frame = self._parts[part]
+        sliced = frame.slice(start, self.chunk_size)
+        if isinstance(sliced, pl.LazyFrame):
+            sliced = _wrap(label, f"read rows {start}..{start + self.chunk_size}",
+                           sliced.collect)
+        rows = sliced.to_dicts()
+        with self._lock:
+            self._cache[key] = rows
+            while len(self._cache) > _CACHED_CHUNKS:
+                self._cache.popitem(last=False)
+        return rows
+
+
+def _height(label: str, frame: Frame) -> int:
+    """Row count of ``frame`` (a metadata read for Parquet, one streaming pass for CSV)."""
+    if isinstance(frame, pl.DataFrame):
+        return frame.height
+    return _wrap(label, "count rows", lambda: frame.select(pl.len()).collect().item())
