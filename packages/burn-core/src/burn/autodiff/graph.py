@@ -1,0 +1,202 @@
+"""The gradient graph: nodes, grad mode, the topological backward pass and `Gradients`."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ContextDecorator
+from typing import TYPE_CHECKING, Any
+
+from burn.errors import AutodiffError
+
+if TYPE_CHECKING:
+    from burn.autodiff.tensor import AutodiffTensor
+    from burn.backend.protocol import Backend
+
+P = Any  # an inner backend primitive
+#: A backward rule: (output grad, resolved saved tensors) -> one grad (or None) per parent.
+BackwardFn = Callable[[P, tuple[Any, ...]], tuple[P | None, ...]]
+
+_ids = itertools.count()
+
+
+class _SelfRef:
+    """Marker in `Node.saved` for the node's own output, recomputed when needed."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SELF"
+
+
+SELF = _SelfRef()
+
+
+class Node:
+    """One recorded op (or a leaf that requires grad).
+
+    Attributes:
+        id: creation order; parents always have smaller ids, so decreasing ids are a topological
+            order of any subgraph.
+        parents: one entry per differentiable input: its node, or None when it is untracked.
+        fn: the backward rule; None for leaves and for nodes freed by a backward pass.
+        saved: what `fn` needs: inner primitives, or (checkpointing) a parent `Node` / `SELF`
+            whose value is recomputed at backward time.
+        recompute: for a recomputable (memory-bound) node: its forward from its parent's value.
+        retained: the node's output kept for recomputation (checkpoint), or its recomputed value.
+        leaf: whether this is a leaf that requires grad.
+    """
+
+    __slots__ = ("id", "parents", "fn", "saved", "recompute", "retained", "leaf")
+
+    def __init__(self, parents: tuple[Node | None, ...], fn: BackwardFn | None,
+                 saved: tuple[Any, ...] = (), recompute: Callable[[P], P] | None = None) -> None:
+        self.id = next(_ids)
+        self.parents = parents
+        self.fn = fn
+        self.saved = saved
+        self.recompute = recompute
+        self.retained: P | None = None
+        self.leaf = fn is None
+
+    def value(self) -> P:
+        """The node's output: retained, or recomputed from the nearest retained ancestor."""
+        chain: list[Node] = []
+        node = self
+        while node.retained is None:
+            if node.recompute is None:
+                raise AutodiffError("backward", "a saved tensor was neither kept nor recomputable")
+            chain.append(node)
+            node = node.parents[0]  # type: ignore[assignment]
+        value = node.retained
+        for node in reversed(chain):
+            value = node.retained = node.recompute(value)  # type: ignore[misc]
+        return value
+
+    def free(self) -> None:
+        """Drop what backward needed; leaves stay usable for later graphs."""
+        self.saved = ()
+        self.retained = None
+        if not self.leaf:
+            self.fn = None
+            self.recompute = None
+            self.parents = ()
+
+
+class _GradMode(threading.local):
+    enabled = True
+
+
+_MODE = _GradMode()
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops on tracked tensors record nodes in this thread."""
+    return _MODE.enabled
+
+
+class no_grad(ContextDecorator):  # noqa: N801 (named like torch.no_grad)
+    """Context manager (or decorator) under which no graph is recorded in this thread."""
+
+    def __enter__(self) -> no_grad:
+        self._prev = _MODE.enabled
+        _MODE.enabled = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _MODE.enabled = self._prev
+
+
+class Gradients:
+    """Gradients of the leaves that require grad, keyed by their node (inner primitives)."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, grads: dict[int, P] | None = None) -> None:
+        self._grads = {} if grads is None else grads
+
+    def get(self, tensor: AutodiffTensor) -> P | None:
+        """The gradient of `tensor` (a leaf that requires grad), or None."""
+        node = tensor.node
+        return None if node is None else self._grads.get(node.id)
+
+    def remove(self, tensor: AutodiffTensor) -> P | None:
+        """Like `get`, and forget the gradient."""
+        node = tensor.node
+        return None if node is None else self._grads.pop(node.id, None)
+
+    def __len__(self) -> int:
+        return len(self._grads)
+
+    def __repr__(self) -> str:
+        return f"Gradients({len(self._grads)} tensors)"
+
+
+def _reachable(root: Node) -> list[Node]:
+    """Nodes reachable from `root`, children before parents."""
+    seen = {root.id: root}
+    stack = [root]
+    while stack:
+        for parent in stack.pop().parents:
+            if parent is not None and parent.id not in seen:
+                seen[parent.id] = parent
+                stack.append(parent)
+    return [seen[i] for i in sorted(seen, reverse=True)]
+
+
+def _resolve(node: Node, saved: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Saved entries with lazy ones (a parent node, or SELF) recomputed."""
+    if not any(type(s) is Node or s is SELF for s in saved):
+        return saved
+    return tuple(node.value() if s is SELF else s.value() if type(s) is Node else s
+                 for s in saved)
+
+
+def run_backward(inner: Backend, root: AutodiffTensor) -> Gradients:
+    """Backward from `root` seeded with ones; frees the traversed graph.
+
+    Raises:
+        AutodiffError: when `root` is untracked or the graph was already freed.
+    """
+    shape = inner.shape(root.primitive)
+    if root.node is None:
+        raise AutodiffError("backward", "tensor is not tracked (no input requires grad)",
+                            shape=shape)
+    order = _reachable(root.node)
+    if any(n.fn is None and not n.leaf for n in order):
+        raise AutodiffError("backward", "graph already freed (backward already ran through it)",
+                            shape=shape)
+    p = root.primitive
+    grads: dict[int, P] = {
+        root.node.id: inner.float_full(shape, 1.0, inner.dtype(p), inner.device_of(p))}
+    leaves: dict[int, P] = {}
+    for node in order:
+        grad = grads.pop(node.id, None)
+        if node.leaf:
+            if grad is not None:
+                leaves[node.id] = grad
+        elif grad is not None:
+            fn = node.fn
+            assert fn is not None
+            for parent, g in zip(node.parents, fn(grad, _resolve(node, node.saved)), strict=True):
+                if parent is not None and g is not None:
+                    prev = grads.get(parent.id)
+                    grads[parent.id] = g if prev is None else inner.float_add(prev, g)
+        node.free()
+    return Gradients(leaves)
+
+
+def _saved_primitives(node: Node) -> Iterator[Any]:
+    if node.retained is not None:
+        yield node.retained
+    for s in node.saved:
+        if s is not None and s is not SELF and type(s) is not Node:
+            yield s
+
+
+def saved_tensor_count(tensor: AutodiffTensor) -> int:
+    """Distinct inner primitives the graph behind `tensor` keeps for backward."""
+    if tensor.node is None:
+        return 0
+    return len({id(s) for n in _reachable(tensor.node) for s in _saved_primitives(n)})

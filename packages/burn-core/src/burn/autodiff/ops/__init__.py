@@ -1,0 +1,1 @@
+"""Float ops of the Autodiff backend with their backward rules, one mixin per op family."""

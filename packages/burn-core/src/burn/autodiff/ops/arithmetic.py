@@ -1,0 +1,197 @@
+"""Arithmetic: binary and scalar ops, matmul, clamp and powers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from burn.autodiff.checkpoint import Uses
+from burn.autodiff.graph import _MODE, Node
+from burn.autodiff.ops.common import OpsBase, record, save, tracked, unbroadcast, zeros
+from burn.autodiff.tensor import AutodiffTensor
+
+P = Any
+T = AutodiffTensor
+
+
+class ArithmeticOps(OpsBase):
+    """Arithmetic float ops of `Autodiff`."""
+
+    def float_add(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_add(lhs.primitive, rhs.primitive)
+        if (lhs.node is None and rhs.node is None) or not _MODE.enabled:
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+
+        def fn(g: P, saved: tuple[()]) -> tuple[P, P]:
+            return unbroadcast(inner, g, ls), unbroadcast(inner, g, rs)
+        return AutodiffTensor(out, Node((lhs.node, rhs.node), fn))  # record(), inlined: hot
+
+    def float_sub(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_sub(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_r = rhs.node is not None
+
+        def fn(g: P, saved: tuple[()]) -> tuple[P, P | None]:
+            return (unbroadcast(inner, g, ls),
+                    unbroadcast(inner, inner.float_neg(g), rs) if need_r else None)
+        return record(out, (lhs, rhs), fn)
+
+    def float_mul(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_mul(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_l, need_r = lhs.node is not None, rhs.node is not None
+
+        def fn(g: P, saved: tuple[P, P]) -> tuple[P | None, P | None]:
+            a, b = saved
+            return (unbroadcast(inner, inner.float_mul(g, b), ls) if need_l else None,
+                    unbroadcast(inner, inner.float_mul(g, a), rs) if need_r else None)
+        return record(out, (lhs, rhs), fn,
+                      (save(lhs) if need_r else None, save(rhs) if need_l else None))
+
+    def float_div(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_div(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_l, need_r = lhs.node is not None, rhs.node is not None
+
+        def fn(g: P, saved: tuple[P, P]) -> tuple[P | None, P | None]:
+            a, b = saved
+            g_over_b = inner.float_div(g, b)
+            gr = None
+            if need_r:  # -g a / b^2
+                gr = unbroadcast(inner, inner.float_neg(
+                    inner.float_mul(g_over_b, inner.float_div(a, b))), rs)
+            return (unbroadcast(inner, g_over_b, ls) if need_l else None), gr
+        return record(out, (lhs, rhs), fn, (save(lhs) if need_r else None, save(rhs)))
+
+    def float_remainder(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_remainder(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_r = rhs.node is not None
+
+        def fn(g: P, saved: tuple[P, P]) -> tuple[P, P | None]:
+            gr = None
+            if need_r:  # a % b = a - b floor(a / b)
+                a, b = saved
+                floor = inner.float_floor(inner.float_div(a, b))
+                gr = unbroadcast(inner, inner.float_neg(inner.float_mul(g, floor)), rs)
+            return unbroadcast(inner, g, ls), gr
+        return record(out, (lhs, rhs), fn,
+                      (save(lhs), save(rhs)) if need_r else ())
+
+    # --- one-input (memory-bound) ---
+    def float_add_scalar(self, lhs: T, rhs: float) -> T:
+        return self._elementwise(lhs, lambda p: self.inner.float_add_scalar(p, rhs),
+                                 _identity, Uses.NOTHING)
+
+    def float_sub_scalar(self, lhs: T, rhs: float) -> T:
+        return self._elementwise(lhs, lambda p: self.inner.float_sub_scalar(p, rhs),
+                                 _identity, Uses.NOTHING)
+
+    def float_mul_scalar(self, lhs: T, rhs: float) -> T:
+        return self._elementwise(lhs, lambda p: self.inner.float_mul_scalar(p, rhs),
+                                 lambda i, g, _: i.float_mul_scalar(g, rhs), Uses.NOTHING)
+
+    def float_div_scalar(self, lhs: T, rhs: float) -> T:
+        return self._elementwise(lhs, lambda p: self.inner.float_div_scalar(p, rhs),
+                                 lambda i, g, _: i.float_div_scalar(g, rhs), Uses.NOTHING)
+
+    def float_remainder_scalar(self, lhs: T, rhs: float) -> T:
+        return self._elementwise(lhs, lambda p: self.inner.float_remainder_scalar(p, rhs),
+                                 _identity, Uses.NOTHING)
+
+    def float_neg(self, x: T) -> T:
+        return self._elementwise(x, self.inner.float_neg, lambda i, g, _: i.float_neg(g),
+                                 Uses.NOTHING)
+
+    def float_recip(self, x: T) -> T:
+        # d(1/x) = -1/x^2 = -out^2
+        return self._elementwise(
+            x, self.inner.float_recip,
+            lambda i, g, out: i.float_neg(i.float_mul(g, i.float_mul(out, out))), Uses.OUTPUT)
+
+    def float_clamp(self, x: T, min: float | None, max: float | None) -> T:
+        def rule(i: Any, g: P, v: P) -> P:
+            # as torch: the grad passes where min <= x <= max (NaN gets none)
+            inside = None
+            for bound in (i.float_greater_equal_elem(v, min) if min is not None else None,
+                          i.float_lower_equal_elem(v, max) if max is not None else None):
+                if bound is not None:
+                    inside = bound if inside is None else i.bool_and(inside, bound)
+            return g if inside is None else i.float_mask_fill(g, i.bool_not(inside), 0.0)
+        return self._elementwise(x, lambda p: self.inner.float_clamp(p, min, max), rule,
+                                 Uses.INPUT)
+
+    def float_powf_scalar(self, lhs: T, rhs: float) -> T:
+        def rule(i: Any, g: P, v: P) -> P:
+            if rhs == 0:
+                return zeros(i, g)
+            return i.float_mul(g, i.float_mul_scalar(i.float_powf_scalar(v, rhs - 1), rhs))
+        return self._elementwise(lhs, lambda p: self.inner.float_powf_scalar(p, rhs), rule,
+                                 Uses.INPUT)
+
+    # --- compute-bound ---
+    def float_powf(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_powf(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_l, need_r = lhs.node is not None, rhs.node is not None
+
+        def fn(g: P, saved: tuple[P, P, P]) -> tuple[P | None, P | None]:
+            a, b, result = saved
+            gl = gr = None
+            if need_l:  # b a^(b-1), zero where b == 0 (as torch)
+                d = inner.float_mul(b, inner.float_powf(a, inner.float_sub_scalar(b, 1.0)))
+                d = inner.float_mask_fill(d, inner.float_equal_elem(b, 0.0), 0.0)
+                gl = unbroadcast(inner, inner.float_mul(g, d), ls)
+            if need_r:  # a^b log a, zero where a == 0 and b >= 0 (as torch)
+                d = inner.float_mul(result, inner.float_log(a))
+                d = inner.float_mask_fill(d, inner.bool_and(inner.float_equal_elem(a, 0.0),
+                                                            inner.float_greater_equal_elem(b, 0.0)),
+                                          0.0)
+                gr = unbroadcast(inner, inner.float_mul(g, d), rs)
+            return gl, gr
+        return record(out, (lhs, rhs), fn, (save(lhs), save(rhs), out if need_r else None))
+
+    def float_matmul(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_matmul(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_l, need_r = lhs.node is not None, rhs.node is not None
+
+        def fn(g: P, saved: tuple[P, P]) -> tuple[P | None, P | None]:
+            a, b = saved
+            gl = gr = None
+            if need_l:
+                gl = unbroadcast(inner, inner.float_matmul(g, _mt(inner, b)), ls)
+            if need_r:
+                gr = unbroadcast(inner, inner.float_matmul(_mt(inner, a), g), rs)
+            return gl, gr
+        return record(out, (lhs, rhs), fn,
+                      (save(lhs) if need_r else None, save(rhs) if need_l else None))
+
+
+def _identity(inner: Any, g: P, _: P) -> P:
+    return g
+
+
+def _mt(inner: Any, x: P) -> P:
+    """`x` with its last two dims swapped."""
+    nd = len(inner.shape(x))
+    return inner.float_swap_dims(x, nd - 2, nd - 1)

@@ -1,0 +1,82 @@
+"""Shared machinery of the op mixins: recording nodes, saving tensors, reducing broadcast grads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from burn.autodiff.checkpoint import CheckpointStrategy, Uses
+from burn.autodiff.graph import _MODE, BackwardFn, Node
+from burn.autodiff.tensor import AutodiffTensor
+
+if TYPE_CHECKING:
+    from burn.backend.protocol import Backend
+
+P = Any
+Shape = tuple[int, ...]
+#: Backward of a one-input elementwise op: (inner, grad, saved value or None) -> input grad.
+ElementwiseRule = Callable[["Backend", P, P], P]
+
+
+def tracked(*xs: AutodiffTensor | None) -> bool:
+    """Whether an op on `xs` must record a node (grad mode on and some input tracked)."""
+    if _MODE.enabled:
+        for x in xs:
+            if x is not None and x.node is not None:
+                return True
+    return False
+
+
+def record(out: P, inputs: Sequence[AutodiffTensor | None], fn: BackwardFn,
+           saved: tuple[Any, ...] = ()) -> AutodiffTensor:
+    """`out` as a tracked tensor whose node has one parent per input (None if untracked)."""
+    return AutodiffTensor(out, Node(tuple([None if x is None else x.node for x in inputs]), fn,
+                                    saved))
+
+
+def save(x: AutodiffTensor | None) -> Any:
+    """What to keep of `x` for a backward: its primitive, or its node when recomputable."""
+    if x is None:
+        return None
+    node = x.node
+    return node if node is not None and node.recompute is not None else x.primitive
+
+
+def unbroadcast(inner: Backend, grad: P, shape: Shape) -> P:
+    """`grad` summed over the dims broadcasting added to `shape`, then reshaped to it."""
+    gshape = inner.shape(grad)
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    for d, n in enumerate(gshape):
+        if n != 1 and (d < lead or shape[d - lead] == 1):
+            grad = inner.float_sum_dim(grad, d)
+    return inner.float_reshape(grad, shape)
+
+
+def zeros(inner: Backend, like: P, shape: Shape | None = None) -> P:
+    """Zeros of `like`'s dtype and device (and shape, unless given)."""
+    return inner.float_full(inner.shape(like) if shape is None else shape, 0.0,
+                            inner.dtype(like), inner.device_of(like))
+
+
+class OpsBase:
+    """State the op mixins share: the inner backend and the checkpoint strategy."""
+
+    inner: Backend
+    checkpoint: CheckpointStrategy
+
+    def _elementwise(self, x: AutodiffTensor, forward: Callable[[P], P], rule: ElementwiseRule,
+                     uses: Uses) -> AutodiffTensor:
+        """A memory-bound one-input op: `forward` on the inner primitive, `rule` for backward."""
+        out = forward(x.primitive)
+        if x.node is None or not _MODE.enabled:
+            return AutodiffTensor(out)
+        inner = self.inner
+        if uses is Uses.NOTHING:
+            def fn(g: P, saved: tuple[Any, ...]) -> tuple[P]:
+                return (rule(inner, g, None),)
+        else:
+            def fn(g: P, saved: tuple[Any, ...]) -> tuple[P]:
+                return (rule(inner, g, saved[0]),)
+        return AutodiffTensor(out, self.checkpoint.elementwise_node(x, out, forward, fn, uses))

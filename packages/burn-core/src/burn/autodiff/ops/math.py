@@ -1,0 +1,108 @@
+"""Elementwise math: one table of derivatives for the one-input ops, plus atan2 and sigmoid."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from burn.autodiff.checkpoint import Uses
+from burn.autodiff.ops.common import (
+    ElementwiseRule,
+    OpsBase,
+    record,
+    save,
+    tracked,
+    unbroadcast,
+    zeros,
+)
+from burn.autodiff.tensor import AutodiffTensor
+
+P = Any
+T = AutodiffTensor
+
+
+def _times(deriv: Any) -> ElementwiseRule:
+    """The rule grad * deriv(inner, value)."""
+    return lambda i, g, v: i.float_mul(g, deriv(i, v))
+
+
+def _sq(i: Any, v: P) -> P:
+    return i.float_mul(v, v)
+
+
+def _zero(i: Any, g: P, _: P) -> P:
+    return zeros(i, g)
+
+
+# name -> (value the derivative needs, rule)
+_RULES: dict[str, tuple[Uses, ElementwiseRule]] = {
+    "exp": (Uses.OUTPUT, _times(lambda i, out: out)),
+    "log": (Uses.INPUT, lambda i, g, x: i.float_div(g, x)),
+    "log1p": (Uses.INPUT, lambda i, g, x: i.float_div(g, i.float_add_scalar(x, 1.0))),
+    "sqrt": (Uses.OUTPUT, lambda i, g, out: i.float_div(i.float_mul_scalar(g, 0.5), out)),
+    "abs": (Uses.INPUT, _times(lambda i, x: i.float_sign(x))),
+    "sin": (Uses.INPUT, _times(lambda i, x: i.float_cos(x))),
+    "cos": (Uses.INPUT, _times(lambda i, x: i.float_neg(i.float_sin(x)))),
+    "tan": (Uses.OUTPUT, _times(lambda i, out: i.float_add_scalar(_sq(i, out), 1.0))),
+    "sinh": (Uses.INPUT, _times(lambda i, x: i.float_cosh(x))),
+    "cosh": (Uses.INPUT, _times(lambda i, x: i.float_sinh(x))),
+    "tanh": (Uses.OUTPUT, _times(lambda i, out: i.float_neg(i.float_sub_scalar(_sq(i, out), 1.0)))),
+    "asin": (Uses.INPUT, lambda i, g, x: i.float_div(
+        g, i.float_sqrt(i.float_neg(i.float_sub_scalar(_sq(i, x), 1.0))))),
+    "acos": (Uses.INPUT, lambda i, g, x: i.float_neg(i.float_div(
+        g, i.float_sqrt(i.float_neg(i.float_sub_scalar(_sq(i, x), 1.0)))))),
+    "atan": (Uses.INPUT, lambda i, g, x: i.float_div(g, i.float_add_scalar(_sq(i, x), 1.0))),
+    "asinh": (Uses.INPUT, lambda i, g, x: i.float_div(
+        g, i.float_sqrt(i.float_add_scalar(_sq(i, x), 1.0)))),
+    "acosh": (Uses.INPUT, lambda i, g, x: i.float_div(
+        g, i.float_sqrt(i.float_sub_scalar(_sq(i, x), 1.0)))),
+    "atanh": (Uses.INPUT, lambda i, g, x: i.float_div(
+        g, i.float_neg(i.float_sub_scalar(_sq(i, x), 1.0)))),
+    "erf": (Uses.INPUT, _times(lambda i, x: i.float_mul_scalar(
+        i.float_exp(i.float_neg(_sq(i, x))), 2 / math.sqrt(math.pi)))),
+    "sign": (Uses.NOTHING, _zero),
+    "round": (Uses.NOTHING, _zero),
+    "floor": (Uses.NOTHING, _zero),
+    "ceil": (Uses.NOTHING, _zero),
+    "trunc": (Uses.NOTHING, _zero),
+}
+
+
+def _make(op: str, uses: Uses, rule: ElementwiseRule) -> Any:
+    def method(self: OpsBase, x: T) -> T:
+        return self._elementwise(x, getattr(self.inner, op), rule, uses)
+    method.__name__ = method.__qualname__ = op
+    method.__doc__ = f"`{op}` of the inner backend, differentiated."
+    return method
+
+
+class MathOps(OpsBase):
+    """Elementwise math float ops of `Autodiff` (the one-input ops come from `_RULES`)."""
+
+    def float_atan2(self, lhs: T, rhs: T) -> T:
+        out = self.inner.float_atan2(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_l, need_r = lhs.node is not None, rhs.node is not None
+
+        def fn(g: P, saved: tuple[P, P]) -> tuple[P | None, P | None]:
+            a, b = saved  # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+            scaled = inner.float_div(g, inner.float_add(_sq(inner, a), _sq(inner, b)))
+            return (unbroadcast(inner, inner.float_mul(scaled, b), ls) if need_l else None,
+                    unbroadcast(inner, inner.float_neg(inner.float_mul(scaled, a)), rs)
+                    if need_r else None)
+        return record(out, (lhs, rhs), fn, (save(lhs), save(rhs)))
+
+    def sigmoid(self, x: T) -> T:
+        """The inner sigmoid with the direct rule grad * s * (1 - s)."""
+        return self._elementwise(x, self.inner.sigmoid, _sigmoid_rule, Uses.OUTPUT)
+
+
+def _sigmoid_rule(i: Any, g: P, s: P) -> P:
+    return i.float_mul(g, i.float_mul(s, i.float_neg(i.float_sub_scalar(s, 1.0))))
+
+
+for _name, (_uses, _rule) in _RULES.items():
+    setattr(MathOps, f"float_{_name}", _make(f"float_{_name}", _uses, _rule))

@@ -1,0 +1,126 @@
+"""Module ops: each differentiated by the inner backend's `*_backward` method."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from burn.autodiff.graph import _MODE
+from burn.autodiff.ops.common import OpsBase, record, save, tracked
+from burn.autodiff.tensor import AutodiffTensor
+from burn.backend.options import (
+    ConvOptions,
+    ConvTransposeOptions,
+    DeformConvOptions,
+    GridSampleOptions,
+    InterpolateOptions,
+    PoolOptions,
+)
+
+P = Any
+T = AutodiffTensor
+Shape = tuple[int, ...]
+
+
+def _prim(x: T | None) -> P | None:
+    return None if x is None else x.primitive
+
+
+class ModuleOpsMixin(OpsBase):
+    """Module ops of `Autodiff` (embedding and attention are the protocol's defaults)."""
+
+    def conv(self, x: T, weight: T, bias: T | None, options: ConvOptions) -> T:
+        inner = self.inner
+        out = inner.conv(x.primitive, weight.primitive, _prim(bias), options)
+        if not tracked(x, weight, bias):
+            return AutodiffTensor(out)
+        return record(out, (x, weight, bias), lambda g, s: inner.conv_backward(
+            s[0], s[1], s[2], g, options), (save(x), save(weight), save(bias)))
+
+    def conv_transpose(self, x: T, weight: T, bias: T | None,
+                       options: ConvTransposeOptions) -> T:
+        inner = self.inner
+        out = inner.conv_transpose(x.primitive, weight.primitive, _prim(bias), options)
+        if not tracked(x, weight, bias):
+            return AutodiffTensor(out)
+        return record(out, (x, weight, bias), lambda g, s: inner.conv_transpose_backward(
+            s[0], s[1], s[2], g, options), (save(x), save(weight), save(bias)))
+
+    def deform_conv2d(self, x: T, offset: T, weight: T, mask: T | None, bias: T | None,
+                      options: DeformConvOptions) -> T:
+        inner = self.inner
+        inputs = (x, offset, weight, mask, bias)
+        out = inner.deform_conv2d(*map(_prim, inputs), options)
+        if not tracked(*inputs):
+            return AutodiffTensor(out)
+        return record(out, inputs, lambda g, s: inner.deform_conv2d_backward(*s, g, options),
+                      tuple(map(save, inputs)))
+
+    def unfold4d(self, x: T, kernel_size: tuple[int, int], options: ConvOptions) -> T:
+        inner = self.inner
+        out = inner.unfold4d(x.primitive, kernel_size, options)
+        if x.node is None or not _MODE.enabled:
+            return AutodiffTensor(out)
+        n, c, *spatial = inner.shape(x.primitive)
+
+        def fn(g: P, _: tuple[()]) -> tuple[P]:
+            # unfold4d is a grouped conv with one-hot kernels; its input grad is the transposed
+            # conv of the grad with those kernels
+            kh, kw = kernel_size
+            eye = np.eye(kh * kw, dtype=inner.dtype(g).numpy).reshape(kh * kw, 1, kh, kw)
+            weight = inner.float_from_data(np.tile(eye, (c, 1, 1, 1)), inner.device_of(g))
+            outs = [(size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in zip(
+                spatial, kernel_size, options.stride, options.padding, options.dilation,
+                strict=True)]
+            covered = [(o - 1) * s - 2 * p + d * (k - 1) + 1 for o, k, s, p, d in zip(
+                outs, kernel_size, options.stride, options.padding, options.dilation,
+                strict=True)]
+            t_options = ConvTransposeOptions(
+                options.stride, options.padding,
+                tuple(size - cov for size, cov in zip(spatial, covered, strict=True)),
+                options.dilation, c)
+            g = inner.float_reshape(g, (n, c * kh * kw, *outs))
+            return (inner.conv_transpose(g, weight, None, t_options),)
+        return record(out, (x,), fn)
+
+    def avg_pool(self, x: T, options: PoolOptions) -> T:
+        inner = self.inner
+        out = inner.avg_pool(x.primitive, options)
+        if x.node is None or not _MODE.enabled:
+            return AutodiffTensor(out)
+        return record(out, (x,), lambda g, s: (inner.avg_pool_backward(s[0], g, options),),
+                      (save(x),))
+
+    def max_pool_with_indices(self, x: T, options: PoolOptions) -> tuple[T, P]:
+        inner = self.inner
+        out, indices = inner.max_pool_with_indices(x.primitive, options)
+        if x.node is None or not _MODE.enabled:
+            return AutodiffTensor(out), indices
+        return record(out, (x,), lambda g, s: (inner.max_pool_backward(s[0], s[1], g, options),),
+                      (save(x), indices)), indices
+
+    def adaptive_avg_pool(self, x: T, output_size: Shape) -> T:
+        inner = self.inner
+        out = inner.adaptive_avg_pool(x.primitive, output_size)
+        if x.node is None or not _MODE.enabled:
+            return AutodiffTensor(out)
+        return record(out, (x,), lambda g, s: (inner.adaptive_avg_pool_backward(s[0], g),),
+                      (save(x),))
+
+    def interpolate(self, x: T, output_size: tuple[int, int],
+                    options: InterpolateOptions) -> T:
+        inner = self.inner
+        out = inner.interpolate(x.primitive, output_size, options)
+        if x.node is None or not _MODE.enabled:
+            return AutodiffTensor(out)
+        return record(out, (x,), lambda g, s: (
+            inner.interpolate_backward(s[0], g, output_size, options),), (save(x),))
+
+    def grid_sample_2d(self, x: T, grid: T, options: GridSampleOptions) -> T:
+        inner = self.inner
+        out = inner.grid_sample_2d(x.primitive, grid.primitive, options)
+        if not tracked(x, grid):
+            return AutodiffTensor(out)
+        return record(out, (x, grid), lambda g, s: inner.grid_sample_2d_backward(
+            s[0], s[1], g, options), (save(x), save(grid)))
