@@ -703,13 +703,19 @@ class ActivationOps:
         return self.float_mul_scalar(self.elu(x, alpha), scale)
 
     def softmax(self: Backend, x: P, dim: int) -> P:
-        shifted = self.float_sub(x, self.detach_values(self.float_max_dim_with_indices(x, dim)[0]))
+        shifted = self._shift_by_max(x, dim)
         e = self.float_exp(shifted)
         return self.float_div(e, self.float_sum_dim(e, dim))
 
     def log_softmax(self: Backend, x: P, dim: int) -> P:
-        shifted = self.float_sub(x, self.detach_values(self.float_max_dim_with_indices(x, dim)[0]))
+        shifted = self._shift_by_max(x, dim)
         return self.float_sub(shifted, self.float_log(self.float_sum_dim(self.float_exp(shifted), dim)))
+
+    def _shift_by_max(self: Backend, x: P, dim: int) -> P:
+        """`x` minus its (untracked) max along `dim`; empty tensors have no max and stay as is."""
+        if 0 in self.shape(x):
+            return x
+        return self.float_sub(x, self.detach_values(self.float_max_dim_with_indices(x, dim)[0]))
 
 
 class Backend(FloatOps, IntOps, BoolOps, ModuleOps, ActivationOps):

@@ -1,0 +1,78 @@
+"""Backend conformance suite: every op of docs/tensor-api.md against PyTorch (CPU).
+
+The backend under test is `burn.default_device()`, i.e. $BURN_DEVICE (default "numpy"). Forward
+tests run on the `device` fixture, backward tests on `grad_device` (the autodiff form of it), so
+the whole suite runs for "numpy" and for "numpy+autodiff" alike. Nothing is skipped: a skip is
+turned into a failure, and every test names its op with `@pytest.mark.op(name)` (xtask ops-table
+builds docs/ops.md from those names).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+
+_HERE = Path(__file__).parent.resolve()
+
+# Tiny tensors: thread pools only cost time (CI has two cores and runs two suites).
+torch.set_num_threads(1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "op(name): the tensor-API op a conformance test checks (for xtask ops-table)")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"burn conformance: BURN_DEVICE={os.environ.get('BURN_DEVICE', '<unset>')}"
+
+
+def _in_suite(item: pytest.Item) -> bool:
+    return _HERE in Path(str(item.path)).resolve().parents
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    problems = []
+    for item in items:
+        if not _in_suite(item):
+            continue
+        if item.get_closest_marker("op") is None:
+            problems.append(f"{item.nodeid}: no @pytest.mark.op(name)")
+        if item.get_closest_marker("xfail") is not None or item.get_closest_marker("skip"):
+            problems.append(f"{item.nodeid}: xfail / skip markers are not allowed")
+    if problems:
+        raise pytest.UsageError("conformance suite:\n  " + "\n  ".join(problems))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and _in_suite(item):
+        report.outcome = "failed"
+        report.longrepr = f"conformance tests never skip; this one did: {report.longrepr}"
+
+
+@pytest.fixture(scope="session")
+def device() -> burn.Device:
+    """The device under test (from $BURN_DEVICE)."""
+    return burn.default_device()
+
+
+@pytest.fixture(scope="session")
+def grad_device(device: burn.Device) -> burn.Device:
+    """`device` if it tracks gradients, else its autodiff form."""
+    return device if device.is_autodiff else device.autodiff()
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """A generator seeded from the test id (reproducible, different per test)."""
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))

@@ -1,0 +1,124 @@
+"""Activations of burn.functional against torch.nn.functional, forward and backward.
+
+Input data keeps away from kinks (relu at 0, hard_sigmoid's corners, softplus' threshold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import burn
+import burn.functional
+
+from .reference import (
+    GRAD_DTYPES,
+    Case,
+    Domain,
+    Lazy,
+    T,
+    check_backward,
+    check_forward,
+    op_param,
+    rand,
+)
+
+Fn = Callable[..., Any]
+bF = Lazy(burn.functional)
+
+
+def _hard_sigmoid(x: torch.Tensor, alpha: float = 0.2, beta: float = 0.5) -> torch.Tensor:
+    return torch.clamp(x * alpha + beta, 0.0, 1.0)
+
+
+SMOOTH = Domain(-4, 4)
+KINKED = Domain(-4, 4, avoid="zero", margin=0.05)
+
+#: op -> list of (burn, torch, domain) variants of one input tensor.
+ACTIVATIONS: dict[str, list[tuple[Fn, Fn, Domain]]] = {
+    "relu": [(bF.relu, tF.relu, KINKED)],
+    "leaky_relu": [(bF.leaky_relu, tF.leaky_relu, KINKED),
+                   (lambda x: bF.leaky_relu(x, negative_slope=0.2),
+                    lambda x: tF.leaky_relu(x, negative_slope=0.2), KINKED)],
+    "gelu": [(bF.gelu, tF.gelu, SMOOTH),
+             (lambda x: bF.gelu(x, approximate="tanh"),
+              lambda x: tF.gelu(x, approximate="tanh"), SMOOTH)],
+    "sigmoid": [(bF.sigmoid, torch.sigmoid, Domain(-8, 8))],
+    "hard_sigmoid": [(bF.hard_sigmoid, _hard_sigmoid, Domain(-2.3, 2.3)),
+                     (lambda x: bF.hard_sigmoid(x, alpha=0.5, beta=0.25),
+                      lambda x: _hard_sigmoid(x, 0.5, 0.25), Domain(-0.4, 1.4))],
+    "log_sigmoid": [(bF.log_sigmoid, tF.logsigmoid, Domain(-8, 8))],
+    "softmax": [(lambda x: bF.softmax(x, -1), lambda x: tF.softmax(x, -1), SMOOTH),
+                (lambda x: bF.softmax(x, dim=0), lambda x: tF.softmax(x, dim=0), SMOOTH)],
+    "log_softmax": [(lambda x: bF.log_softmax(x, -1), lambda x: tF.log_softmax(x, -1), SMOOTH),
+                    (lambda x: bF.log_softmax(x, dim=0), lambda x: tF.log_softmax(x, dim=0),
+                     SMOOTH)],
+    "softmin": [(lambda x: bF.softmin(x, 1), lambda x: tF.softmin(x, 1), SMOOTH)],
+    "silu": [(bF.silu, tF.silu, SMOOTH)],
+    "softplus": [(bF.softplus, tF.softplus, SMOOTH),
+                 (lambda x: bF.softplus(x, beta=2, threshold=3),
+                  lambda x: tF.softplus(x, beta=2, threshold=3), Domain(-4, 1.4))],
+    "mish": [(bF.mish, tF.mish, SMOOTH)],
+    "elu": [(bF.elu, tF.elu, KINKED),
+            (lambda x: bF.elu(x, alpha=0.5), lambda x: tF.elu(x, alpha=0.5), KINKED)],
+    "selu": [(bF.selu, tF.selu, KINKED)],
+    "tanh": [(bF.tanh, torch.tanh, SMOOTH)],
+}
+FORWARD_CASES = [
+    Case("float32", ((3, 5),)),
+    Case("float64", ((2, 3, 4),), "transposed"),
+    Case("float16", ((4, 6),)),
+    Case("bfloat16", ((2, 6),), "strided"),
+    Case("float32", ((0, 4),)),
+]
+
+
+@pytest.mark.parametrize("name,case", [op_param(n, c, id=f"{n}-{c.id}") for n in ACTIVATIONS
+                                       for c in FORWARD_CASES])
+def test_activation_forward(name: str, case: Case, device: burn.Device,
+                            rng: np.random.Generator) -> None:
+    for fb, ft, dom in ACTIVATIONS[name]:
+        x = T(rand(rng, case.shapes[0], case.dtype, dom), case.dtype, case.layout)
+        check_forward(fb, ft, [x], device)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param(n, d) for n in ACTIVATIONS for d in GRAD_DTYPES])
+def test_activation_backward(name: str, dtype: str, grad_device: burn.Device,
+                             rng: np.random.Generator) -> None:
+    for fb, ft, dom in ACTIVATIONS[name]:
+        x = T(rand(rng, (3, 5), dtype, dom), dtype, "transposed")
+        check_backward(fb, ft, [x], grad_device, rng)
+
+
+@pytest.mark.parametrize("name", [op_param(n) for n in ("sigmoid", "log_sigmoid", "softplus",
+                                                        "softmax", "log_softmax")])
+def test_activation_extremes(name: str, device: burn.Device) -> None:
+    """Large magnitudes neither overflow nor lose the result (torch's stable formulas)."""
+    data = np.array([[-100.0, -30.0, 0.5, 30.0, 100.0]])
+    fb, ft, _ = ACTIVATIONS[name][0]
+    for dtype in ("float32", "float64"):
+        check_forward(fb, ft, [T(data, dtype)], device)
+
+
+@pytest.mark.parametrize("dtype,layout", [("float32", "contiguous"), ("float64", "transposed"),
+                                          ("float16", "contiguous")])
+@pytest.mark.op("prelu")
+def test_prelu(dtype: str, layout: str, device: burn.Device, rng: np.random.Generator) -> None:
+    x = T(rand(rng, (2, 3, 4), dtype, KINKED), dtype, layout)
+    for wshape in ((3,), (1,)):
+        w = T(rand(rng, wshape, dtype, Domain(0.05, 0.5)), dtype)
+        check_forward(bF.prelu, tF.prelu, [x, w], device)
+
+
+@pytest.mark.parametrize("dtype", GRAD_DTYPES)
+@pytest.mark.op("prelu")
+def test_prelu_backward(dtype: str, grad_device: burn.Device, rng: np.random.Generator) -> None:
+    x = T(rand(rng, (2, 3, 4), dtype, KINKED), dtype, "transposed")
+    for wshape in ((3,), (1,)):
+        w = T(rand(rng, wshape, dtype, Domain(0.05, 0.5)), dtype)
+        check_backward(bF.prelu, tF.prelu, [x, w], grad_device, rng)

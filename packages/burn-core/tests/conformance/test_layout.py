@@ -1,0 +1,178 @@
+"""Layout ops (reshape ... triu, cat, stack) against torch on float / int / bool tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import burn
+
+from .reference import GRAD_DTYPES, T, check_backward, check_forward, op_param, rand
+
+
+@dataclass
+class V:
+    """One variant of a layout op: input shapes, burn call, torch call, kinds it accepts."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    fb: Callable[..., Any]
+    ft: Callable[..., Any]
+    kinds: str = "fib"  # f(loat), i(nt), b(ool)
+    grad: bool = True   # part of the backward check
+
+
+def _kind(dtype: str) -> str:
+    return "b" if dtype == "bool" else ("i" if "int" in dtype else "f")
+
+
+OPS: dict[str, list[V]] = {
+    "reshape": [
+        V(((2, 3, 4),), lambda x: x.reshape(4, 6), lambda x: x.reshape(4, 6)),
+        V(((2, 3, 4),), lambda x: x.reshape((-1, 3)), lambda x: x.reshape(-1, 3)),
+        V(((2, 3),), lambda x: x.reshape(6), lambda x: x.reshape(6)),
+        V(((0, 3),), lambda x: x.reshape(3, 0), lambda x: x.reshape(3, 0), grad=False),
+        V(((),), lambda x: x.reshape(1, 1), lambda x: x.reshape(1, 1)),
+        V(((1,),), lambda x: x.reshape(()), lambda x: x.reshape(())),
+    ],
+    "swap_dims": [
+        V(((2, 3, 4),), lambda x: x.swap_dims(0, 2), lambda x: x.transpose(0, 2)),
+        V(((2, 3, 4),), lambda x: x.swap_dims(-1, 1), lambda x: x.transpose(-1, 1)),
+    ],
+    "transpose": [
+        V(((2, 3, 4),), lambda x: x.transpose(1, 2), lambda x: x.transpose(1, 2)),
+        V(((3, 2),), lambda x: x.transpose(0, -1), lambda x: x.transpose(0, -1)),
+    ],
+    "permute": [
+        V(((2, 3, 4),), lambda x: x.permute(2, 0, 1), lambda x: x.permute(2, 0, 1)),
+        V(((2, 3, 4),), lambda x: x.permute((1, 2, 0)), lambda x: x.permute(1, 2, 0)),
+        V(((2, 3, 4),), lambda x: x.permute(-1, 0, 1), lambda x: x.permute(-1, 0, 1)),
+    ],
+    "flip": [
+        V(((2, 3, 4),), lambda x: x.flip((0, 2)), lambda x: x.flip((0, 2))),
+        V(((3, 4),), lambda x: x.flip([-1]), lambda x: x.flip([-1])),
+    ],
+    "expand": [
+        V(((3, 1),), lambda x: x.expand(2, 3, 4), lambda x: x.expand(2, 3, 4)),
+        V(((3, 1),), lambda x: x.expand((-1, 5)), lambda x: x.expand(-1, 5)),
+        V(((),), lambda x: x.expand(2, 3), lambda x: x.expand(2, 3)),
+    ],
+    "repeat_dim": [
+        V(((2, 3),), lambda x: x.repeat_dim(1, 3), lambda x: x.repeat(1, 3)),
+        V(((2, 1, 3),), lambda x: x.repeat_dim(0, 2), lambda x: x.repeat(2, 1, 1)),
+    ],
+    "repeat": [
+        V(((2, 3),), lambda x: x.repeat(2, 1), lambda x: x.repeat(2, 1)),
+        V(((2, 3),), lambda x: x.repeat((2, 1, 2)), lambda x: x.repeat(2, 1, 2)),
+    ],
+    "unfold": [
+        V(((5, 4),), lambda x: x.unfold(0, 2, 1), lambda x: x.unfold(0, 2, 1)),
+        V(((2, 7),), lambda x: x.unfold(1, 3, 2), lambda x: x.unfold(1, 3, 2)),
+    ],
+    "squeeze": [
+        V(((1, 3, 1, 2),), lambda x: x.squeeze(), lambda x: x.squeeze()),
+        V(((1, 3, 1, 2),), lambda x: x.squeeze(2), lambda x: x.squeeze(2)),
+        V(((1, 3, 1, 2),), lambda x: x.squeeze(-4), lambda x: x.squeeze(-4)),
+    ],
+    "unsqueeze": [
+        V(((2, 3),), lambda x: x.unsqueeze(0), lambda x: x.unsqueeze(0)),
+        V(((2, 3),), lambda x: x.unsqueeze(-1), lambda x: x.unsqueeze(-1)),
+        V(((),), lambda x: x.unsqueeze(0), lambda x: x.unsqueeze(0)),
+    ],
+    "flatten": [
+        V(((2, 3, 4),), lambda x: x.flatten(), lambda x: x.flatten()),
+        V(((2, 3, 4),), lambda x: x.flatten(1), lambda x: x.flatten(1)),
+        V(((2, 3, 4, 2),), lambda x: x.flatten(0, 1), lambda x: x.flatten(0, 1)),
+        V(((),), lambda x: x.flatten(), lambda x: x.flatten()),
+    ],
+    "narrow": [
+        V(((3, 5),), lambda x: x.narrow(1, 1, 3), lambda x: x.narrow(1, 1, 3)),
+        V(((4, 2),), lambda x: x.narrow(-2, 0, 2), lambda x: x.narrow(-2, 0, 2)),
+    ],
+    "chunk": [
+        V(((6, 4),), lambda x: x.chunk(3), lambda x: x.chunk(3)),
+        V(((2, 5),), lambda x: x.chunk(3, dim=1), lambda x: x.chunk(3, dim=1)),
+        V(((6, 4),), lambda x: x.chunk(2, dim=1)[1], lambda x: x.chunk(2, dim=1)[1]),
+    ],
+    "split": [
+        V(((5, 3),), lambda x: x.split(2), lambda x: x.split(2)),
+        V(((2, 4),), lambda x: x.split([1, 3], dim=1), lambda x: x.split([1, 3], dim=1)),
+        V(((5, 3),), lambda x: x.split(2)[-1], lambda x: x.split(2)[-1]),
+    ],
+    "roll": [
+        V(((3, 4),), lambda x: x.roll(1, 0), lambda x: x.roll(1, 0)),
+        V(((3, 4),), lambda x: x.roll((1, -2), (0, 1)), lambda x: x.roll((1, -2), (0, 1))),
+        V(((5,),), lambda x: x.roll(7, 0), lambda x: x.roll(7, 0)),
+    ],
+    "pad": [
+        V(((2, 3, 4),), lambda x: x.pad((1, 2)), lambda x: tF.pad(x, (1, 2)), kinds="fi"),
+        V(((2, 3),), lambda x: x.pad((1, 0, 2, 1), value=2), lambda x: tF.pad(x, (1, 0, 2, 1),
+                                                                              value=2),
+          kinds="fi"),
+        V(((2, 3),), lambda x: x.pad((0, 0, 1, 1), value=1.5),
+          lambda x: tF.pad(x, (0, 0, 1, 1), value=1.5), kinds="f"),
+    ],
+    "tril": [
+        V(((4, 5),), lambda x: x.tril(), lambda x: x.tril()),
+        V(((2, 3, 3),), lambda x: x.tril(1), lambda x: x.tril(1)),
+        V(((3, 4),), lambda x: x.tril(-1), lambda x: x.tril(-1)),
+    ],
+    "triu": [
+        V(((4, 5),), lambda x: x.triu(), lambda x: x.triu()),
+        V(((2, 3, 3),), lambda x: x.triu(1), lambda x: x.triu(1)),
+        V(((3, 4),), lambda x: x.triu(-1), lambda x: x.triu(-1)),
+    ],
+    "cat": [
+        V(((2, 3), (4, 3)), lambda a, b: burn.cat([a, b]), lambda a, b: torch.cat([a, b])),
+        V(((2, 3), (2, 1)), lambda a, b: burn.cat([a, b], dim=1),
+          lambda a, b: torch.cat([a, b], dim=1)),
+        V(((0, 3), (2, 3)), lambda a, b: burn.cat((a, b), dim=0),
+          lambda a, b: torch.cat((a, b), dim=0)),
+        V(((2, 3), (2, 3)), lambda a, b: burn.cat([a, b, a], dim=-1),
+          lambda a, b: torch.cat([a, b, a], dim=-1)),
+    ],
+    "stack": [
+        V(((2, 3), (2, 3)), lambda a, b: burn.stack([a, b]), lambda a, b: torch.stack([a, b])),
+        V(((2, 3), (2, 3)), lambda a, b: burn.stack([a, b], dim=2),
+          lambda a, b: torch.stack([a, b], dim=2)),
+        V(((), ()), lambda a, b: burn.stack([a, b], dim=0), lambda a, b: torch.stack([a, b])),
+    ],
+}
+
+FORWARD_DTYPES = [("float32", "contiguous"), ("float64", "transposed"), ("bfloat16", "strided"),
+                  ("int64", "transposed"), ("int8", "contiguous"), ("bool", "strided")]
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param(n, d, lay) for n in OPS
+                                               for d, lay in FORWARD_DTYPES
+                                               if any(_kind(d) in v.kinds for v in OPS[n])])
+def test_layout_forward(name: str, dtype: str, layout: str, device: burn.Device,
+                        rng: np.random.Generator) -> None:
+    ran = 0
+    for v in OPS[name]:
+        if _kind(dtype) not in v.kinds:
+            continue
+        args = [T(rand(rng, s, dtype), dtype, layout) for s in v.shapes]
+        check_forward(v.fb, v.ft, args, device)
+        ran += 1
+    assert ran, f"no variant of {name} accepts {dtype}"
+
+
+def _single(out: Any) -> Any:
+    return out if not isinstance(out, (tuple, list)) else out[0]
+
+
+@pytest.mark.parametrize("name,dtype", [op_param(n, d) for n in OPS for d in GRAD_DTYPES])
+def test_layout_backward(name: str, dtype: str, grad_device: burn.Device,
+                         rng: np.random.Generator) -> None:
+    for v in OPS[name]:
+        if not v.grad or "f" not in v.kinds:
+            continue
+        args = [T(rand(rng, s, dtype), dtype, "transposed") for s in v.shapes]
+        check_backward(lambda *a, v=v: _single(v.fb(*a)), lambda *a, v=v: _single(v.ft(*a)),
+                       args, grad_device, rng)
