@@ -663,18 +663,20 @@ class ActivationOps:
                 self.float_add(x, self.float_mul_scalar(cube, 0.044715)), math.sqrt(2 / math.pi))
             gate = self.float_add_scalar(self.float_tanh(inner), 1.0)
         else:
-            gate = self.float_add_scalar(self.float_erf(self.float_mul_scalar(x, 1 / math.sqrt(2))), 1.0)
+            scaled = self.float_mul_scalar(x, 1 / math.sqrt(2))
+            gate = self.float_add_scalar(self.float_erf(scaled), 1.0)
         return self.float_mul(self.float_mul_scalar(x, 0.5), gate)
 
     def sigmoid(self: Backend, x: P) -> P:
         # exp of -|x| never overflows: sigmoid(x) = where(x >= 0, 1/(1+e), e/(1+e)), e = exp(-|x|)
         e = self.float_exp(self.float_neg(self.float_abs(x)))
         denom = self.float_recip(self.float_add_scalar(e, 1.0))
-        return self.float_mask_where(self.float_mul(e, denom), self.float_greater_equal_elem(x, 0.0),
-                                     denom)
+        non_negative = self.float_greater_equal_elem(x, 0.0)
+        return self.float_mask_where(self.float_mul(e, denom), non_negative, denom)
 
     def hard_sigmoid(self: Backend, x: P, alpha: float, beta: float) -> P:
-        return self.float_clamp(self.float_add_scalar(self.float_mul_scalar(x, alpha), beta), 0.0, 1.0)
+        shifted = self.float_add_scalar(self.float_mul_scalar(x, alpha), beta)
+        return self.float_clamp(shifted, 0.0, 1.0)
 
     def softplus(self: Backend, x: P, beta: float, threshold: float) -> P:
         """log(1 + exp(beta x)) / beta, linear above `threshold` (as torch)."""
@@ -709,7 +711,8 @@ class ActivationOps:
 
     def log_softmax(self: Backend, x: P, dim: int) -> P:
         shifted = self._shift_by_max(x, dim)
-        return self.float_sub(shifted, self.float_log(self.float_sum_dim(self.float_exp(shifted), dim)))
+        log_total = self.float_log(self.float_sum_dim(self.float_exp(shifted), dim))
+        return self.float_sub(shifted, log_total)
 
     def _shift_by_max(self: Backend, x: P, dim: int) -> P:
         """`x` minus its (untracked) max along `dim`; empty tensors have no max and stay as is."""
