@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
 from burn.backend.options import (
     ConvOptions,
     ConvTransposeOptions,

@@ -1,0 +1,33 @@
+"""The tensor frontend: `Tensor`, creation functions and the free functions on tensors."""
+
+from burn.frontend.creation import (
+    arange,
+    bernoulli,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    normal,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    seed,
+    tensor,
+    uniform,
+    zeros,
+    zeros_like,
+)
+from burn.frontend.indexing import one_hot, where
+from burn.frontend.layout import cat, stack
+from burn.frontend.tensor import Tensor
+
+__all__ = [
+    "Tensor", "arange", "bernoulli", "cat", "empty", "empty_like", "eye", "from_dlpack",
+    "from_numpy", "full", "full_like", "normal", "one_hot", "ones", "ones_like", "rand",
+    "randint", "randn", "seed", "stack", "tensor", "uniform", "where", "zeros", "zeros_like",
+]

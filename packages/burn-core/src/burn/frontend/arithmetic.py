@@ -1,0 +1,182 @@
+"""Arithmetic: + - * / // % ** @, neg, recip, clamp, cross."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from burn.dtype import promote
+from burn.errors import DTypeError, ShapeError, ValueRangeError
+from burn.frontend.base import TensorBase
+from burn.frontend.dispatch import BinaryOp, binary, binary_op
+from burn.frontend.layout import cat
+from burn.frontend.validation import as_scalar, broadcast_shapes, check_device, norm_dim
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+ADD = BinaryOp("add", {"float_": "float_add", "int_": "int_add"},
+               {"float_": "float_add_scalar", "int_": "int_add_scalar"}, commutative=True)
+SUB = BinaryOp("sub", {"float_": "float_sub", "int_": "int_sub"},
+               {"float_": "float_sub_scalar", "int_": "int_sub_scalar"})
+MUL = BinaryOp("mul", {"float_": "float_mul", "int_": "int_mul"},
+               {"float_": "float_mul_scalar", "int_": "int_mul_scalar"}, commutative=True)
+DIV = BinaryOp("div", {"float_": "float_div"}, {"float_": "float_div_scalar"})
+FLOOR_DIV = BinaryOp(
+    "floor_div",
+    {"float_": lambda b, x, y: b.float_floor(b.float_div(x, y)), "int_": "int_div"},
+    {"float_": lambda b, x, s: b.float_floor(b.float_div_scalar(x, s)), "int_": "int_div_scalar"},
+)
+REMAINDER = BinaryOp("remainder", {"float_": "float_remainder", "int_": "int_remainder"},
+                     {"float_": "float_remainder_scalar", "int_": "int_remainder_scalar"})
+POW = BinaryOp("pow", {"float_": "float_powf", "int_": "int_powi"},
+               {"float_": "float_powf_scalar", "int_": "int_powi_scalar"})
+POWF = BinaryOp("powf", {"float_": "float_powf"}, {"float_": "float_powf_scalar"})
+
+
+class ArithmeticMixin(TensorBase):
+    """Arithmetic methods and operators of `burn.Tensor`."""
+
+    __slots__ = ()
+
+    add = __add__ = binary_op(ADD, doc="Elementwise sum (broadcasts; dtypes promote as torch).")
+    __radd__ = binary_op(ADD, reflected=True)
+    sub = __sub__ = binary_op(SUB, doc="Elementwise difference (broadcasts).")
+    __rsub__ = binary_op(SUB, reflected=True)
+    mul = __mul__ = binary_op(MUL, doc="Elementwise product (broadcasts).")
+    __rmul__ = binary_op(MUL, reflected=True)
+    div = __truediv__ = binary_op(DIV, doc="True division; int operands give a float result.")
+    __rtruediv__ = binary_op(DIV, reflected=True)
+    floor_div = __floordiv__ = binary_op(FLOOR_DIV, doc="Floor division: floor(a / b).")
+    __rfloordiv__ = binary_op(FLOOR_DIV, reflected=True)
+    remainder = __mod__ = binary_op(REMAINDER, doc="Remainder with the divisor's sign (`%`).")
+    __rmod__ = binary_op(REMAINDER, reflected=True)
+    powf = binary_op(POWF, doc="Power with a float result (tensor or scalar exponent).")
+    __rpow__ = binary_op(POW, reflected=True)
+
+    def pow(self, exponent: Tensor | float) -> Tensor:
+        """`self ** exponent`: float power for float operands, integer power for int ones.
+
+        Raises:
+            ValueRangeError: for an int tensor raised to a negative int scalar (as torch).
+        """
+        exponent = as_scalar(exponent)  # type: ignore[assignment]
+        if (self._k != "float_" and isinstance(exponent, int) and not isinstance(exponent, bool)
+                and exponent < 0):
+            raise ValueRangeError("pow", "integers to negative integer powers are not allowed",
+                                  dtype=self._dtype.value, exponent=exponent)
+        return binary(self, exponent, POW)
+
+    __pow__ = pow
+
+    def powi(self, exponent: Tensor | int) -> Tensor:
+        """Power with an int scalar or int tensor exponent (float tensors stay float).
+
+        Raises:
+            DTypeError: for a float exponent.
+        """
+        exponent = as_scalar(exponent)  # type: ignore[assignment]
+        if isinstance(exponent, float) or (isinstance(exponent, TensorBase)
+                                           and exponent._k == "float_"):
+            raise DTypeError("powi", "exponent must be an int or an int tensor",
+                             dtype=self._dtype.value, exponent=getattr(exponent, "dtype", exponent))
+        return self.pow(exponent)
+
+    def square(self) -> Tensor:
+        """`self * self`."""
+        return binary(self, self, MUL)
+
+    def neg(self) -> Tensor:
+        """`-self` (float and int tensors)."""
+        return self._same("neg")
+
+    __neg__ = neg
+
+    def __pos__(self) -> Tensor:
+        return self  # type: ignore[return-value]
+
+    def recip(self) -> Tensor:
+        """`1 / self`, as a float tensor."""
+        return self._to_float()._same("recip")
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """Matrix product with PyTorch's rules: 1-d operands are vectors, batch dims broadcast.
+
+        Raises:
+            ShapeError: for 0-d operands, inner dims that differ or batch dims that do not
+                broadcast.
+        """
+        if not isinstance(other, TensorBase):
+            raise DTypeError("matmul", "operand must be a Tensor", rhs=type(other).__name__)
+        check_device("matmul", self, other)
+        dtype = promote(self._dtype, other._dtype)
+        a, b = self._cast(dtype), other._cast(dtype)
+        sa, sb = a.shape, b.shape
+        if not sa or not sb:
+            raise ShapeError("matmul", "both operands must be at least 1-d", lhs=sa, rhs=sb)
+        if len(sa) == 1:
+            a = a.reshape((1, sa[0]))
+        if len(sb) == 1:
+            b = b.reshape((sb[0], 1))
+        ka, kb = a.shape[-1], b.shape[-2]
+        if ka != kb:
+            raise ShapeError("matmul", "inner dims differ", lhs=sa, rhs=sb)
+        broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+        out = a._wrap(a._fn("matmul")(a._prim, b._prim))
+        if len(sa) == 1 or len(sb) == 1:
+            shape = out.shape
+            keep = shape[:-2] + (() if len(sa) == 1 else shape[-2:-1]) + (
+                () if len(sb) == 1 else shape[-1:])
+            out = out.reshape(keep)
+        return out
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other: Tensor) -> Tensor:
+        return other.matmul(self)  # type: ignore[return-value]
+
+    def cross(self, other: Tensor, dim: int = -1) -> Tensor:
+        """Cross product of 3-vectors along `dim` (operands broadcast).
+
+        Raises:
+            ShapeError: when `dim` does not have size 3.
+        """
+        check_device("cross", self, other)
+        dtype = promote(self._dtype, other._dtype)
+        shape = broadcast_shapes("cross", self.shape, other.shape)
+        d = norm_dim("cross", dim, len(shape))
+        if shape[d] != 3:
+            raise ShapeError("cross", "dim must have size 3", dim=dim, lhs=self.shape,
+                             rhs=other.shape)
+        a0, a1, a2 = self._cast(dtype).expand(shape).chunk(3, d)
+        b0, b1, b2 = other._cast(dtype).expand(shape).chunk(3, d)
+        return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
+
+    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+        """Clamp into [min, max] (scalar bounds; a None bound is open; float bounds on an int
+        tensor give a float result).
+
+        Raises:
+            ValueRangeError: when both bounds are None.
+            DTypeError: for bool tensors or non-scalar bounds.
+        """
+        lo, hi = as_scalar(min), as_scalar(max)
+        if lo is None and hi is None:
+            raise ValueRangeError("clamp", "at least one of min and max must be given")
+        x = self
+        for bound in (lo, hi):
+            if bound is not None:
+                if not isinstance(bound, int | float):
+                    raise DTypeError("clamp", "bounds must be scalars",
+                                     bound=type(bound).__name__)
+                if isinstance(bound, float) and x._k != "float_":
+                    x = x._to_float()
+        cast = float if x._k == "float_" else int
+        return x._same("clamp", None if lo is None else cast(lo), None if hi is None else cast(hi))
+
+    def clamp_min(self, min: float) -> Tensor:  # noqa: A002
+        """Clamp from below."""
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: float) -> Tensor:  # noqa: A002
+        """Clamp from above."""
+        return self.clamp(max=max)

@@ -1,0 +1,91 @@
+"""Gradient tracking: require_grad, backward, grad, detach (on autodiff devices)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from burn.errors import AutodiffError
+from burn.frontend.base import TensorBase, make
+
+if TYPE_CHECKING:
+    from burn.autodiff import Gradients
+    from burn.frontend.tensor import Tensor
+
+
+class AutogradMixin(TensorBase):
+    """Autodiff methods of `burn.Tensor`."""
+
+    __slots__ = ()
+
+    def _tracked_float(self, op: str) -> None:
+        """Raise AutodiffError unless this is a float tensor on an autodiff device."""
+        if not self._bk.is_autodiff:
+            raise AutodiffError(op, "tensor is not on an autodiff device (use "
+                                "device.autodiff())", device=str(self._device),
+                                shape=self.shape)
+        if self._k != "float_":
+            raise AutodiffError(op, "only float tensors carry gradients",
+                                dtype=self._dtype.value, shape=self.shape)
+
+    def require_grad(self) -> Tensor:
+        """Mark this (leaf) tensor as requiring gradients; returns itself.
+
+        Raises:
+            AutodiffError: off an autodiff device, for non-float tensors, or for op results.
+        """
+        self._tracked_float("require_grad")
+        self._prim = self._bk.float_require_grad(self._prim)  # type: ignore[attr-defined]
+        return self  # type: ignore[return-value]
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """torch-style `require_grad` (False detaches in place)."""
+        if requires_grad:
+            return self.require_grad()
+        return self._detach_in_place()
+
+    def _detach_in_place(self) -> Tensor:
+        if self._k == "float_":
+            self._prim = self._bk.detach_values(self._prim)
+        return self  # type: ignore[return-value]
+
+    def is_require_grad(self) -> bool:
+        """Whether this is a leaf that requires gradients."""
+        return (self._bk.is_autodiff and self._k == "float_"
+                and self._bk.float_is_require_grad(self._prim))  # type: ignore[attr-defined]
+
+    @property
+    def requires_grad(self) -> bool:
+        """`is_require_grad()`, as torch's attribute."""
+        return self.is_require_grad()
+
+    def backward(self) -> Gradients:
+        """Gradients of this tensor (seeded with ones) for every leaf requiring grad; frees the
+        graph.
+
+        Raises:
+            AutodiffError: off an autodiff device, for non-float or untracked tensors, or when
+                the graph was already freed.
+        """
+        self._tracked_float("backward")
+        return self._bk.backward(self._prim)  # type: ignore[attr-defined]
+
+    def grad(self, grads: Gradients) -> Tensor | None:
+        """The gradient of this leaf in `grads`, as a tensor on the inner device, or None."""
+        return self._grad_tensor("grad", self._bk.grad, grads)  # type: ignore[attr-defined]
+
+    def grad_remove(self, grads: Gradients) -> Tensor | None:
+        """Like `grad`, and remove the gradient from `grads`."""
+        return self._grad_tensor("grad_remove", self._bk.grad_remove,  # type: ignore
+                                 grads)
+
+    def _grad_tensor(self, op: str, fetch: Any, grads: Gradients) -> Tensor | None:
+        self._tracked_float(op)
+        prim = fetch(self._prim, grads)
+        if prim is None:
+            return None
+        inner = self._device.inner()
+        return make(prim, inner, inner.backend.dtype(prim))
+
+    def detach(self) -> Tensor:
+        """The same values cut from the autodiff graph."""
+        return self._wrap(self._prim)._detach_in_place()

@@ -1,0 +1,145 @@
+"""Conversions: numpy / DLPack / Python values, dtype casts, device moves, repr."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from burn.device import Device, as_device
+from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, as_dtype
+from burn.errors import DTypeError, ShapeError
+from burn.frontend.base import TensorBase, make
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+_DLPACK_CPU = 1
+
+
+class ConversionMixin(TensorBase):
+    """Conversion methods of `burn.Tensor`."""
+
+    __slots__ = ()
+
+    # --- to host values ---
+    def to_numpy(self) -> np.ndarray:
+        """The values as a new numpy array (bfloat16 as ml_dtypes.bfloat16)."""
+        return self._fn("into_data")(self._prim)
+
+    numpy = to_numpy
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        arr = self.to_numpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """DLPack capsule of a host copy (via numpy; bfloat16 is not exportable)."""
+        if self._dtype is DType.bfloat16:
+            raise DTypeError("__dlpack__", "bfloat16 has no DLPack export via numpy",
+                             dtype=self._dtype.value)
+        return self.to_numpy().__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (_DLPACK_CPU, 0)
+
+    def item(self) -> float | int | bool:
+        """The value of a one-element tensor as a Python scalar.
+
+        Raises:
+            ShapeError: when the tensor does not have exactly one element.
+        """
+        arr = self.to_numpy()
+        if arr.size != 1:
+            raise ShapeError("item", "only one-element tensors convert to a scalar",
+                             shape=arr.shape)
+        return _python(arr.reshape(()))
+
+    def tolist(self) -> Any:
+        """The values as (nested) Python lists, a scalar for 0-d tensors."""
+        return _python(self.to_numpy())
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._k != "int_":
+            raise DTypeError("__index__", "only int tensors can be used as an index",
+                             dtype=self._dtype.value)
+        return int(self.item())
+
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            raise ShapeError("len", "len() of a 0-d tensor", shape=shape)
+        return shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (self[i] for i in range(len(self)))  # type: ignore[index]
+
+    # --- dtype and device ---
+    def cast(self, dtype: DType | str) -> Tensor:
+        """The values converted to `dtype` (float -> int truncates toward zero)."""
+        return self._cast(as_dtype(dtype, "cast"))
+
+    def to(self, target: DType | Device | str) -> Tensor:
+        """`cast` for a dtype (or dtype name), `to_device` for a device (or device spec)."""
+        if isinstance(target, Device):
+            return self.to_device(target)
+        if isinstance(target, str):
+            try:
+                dtype = as_dtype(target, "to")
+            except DTypeError:
+                return self.to_device(target)
+            return self._cast(dtype)
+        return self.cast(target)
+
+    def float(self) -> Tensor:
+        """Converted to float32 (itself when float32)."""
+        return self._cast(DEFAULT_FLOAT)
+
+    def int(self) -> Tensor:
+        """Converted to int64, the default int dtype (itself when int64)."""
+        return self._cast(DEFAULT_INT)
+
+    def bool(self) -> Tensor:
+        """Converted to bool (non-zero is true)."""
+        return self._cast(DType.bool)
+
+    def to_device(self, device: Device | str) -> Tensor:
+        """The tensor on `device`; moving between backends copies through host memory (and
+        leaves the autodiff graph)."""
+        dev = as_device(device)
+        if dev == self._device:
+            return self  # type: ignore[return-value]
+        if dev.backend is self._bk:
+            return make(self._fn("to_device")(self._prim, dev), dev, self._dtype)
+        prim = getattr(dev.backend, self._k + "from_data")(self.to_numpy(), dev)
+        return make(prim, dev, self._dtype)
+
+    # --- printing, pickling ---
+    def __repr__(self) -> str:
+        arr = self.to_numpy()
+        if self._dtype is DType.bfloat16:
+            arr = arr.astype(np.float32)
+        body = np.array2string(arr, separator=", ", prefix="Tensor(", threshold=1000)
+        return f"Tensor({body}, dtype={self._dtype.value}, device={self._device})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from burn.frontend.creation import tensor
+
+        return tensor, (self.to_numpy(), self._dtype, str(self._device))
+
+
+def _python(arr: np.ndarray) -> Any:
+    """`arr.tolist()` with bfloat16 values as Python floats."""
+    return (arr.astype(np.float32) if arr.dtype.name == "bfloat16" else arr).tolist()

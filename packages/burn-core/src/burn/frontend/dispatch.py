@@ -1,0 +1,185 @@
+"""The one dispatch path of binary ops (tensor or scalar operand, all kinds) and of reductions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, promote
+from burn.errors import DTypeError, ValueRangeError
+from burn.frontend.base import PREFIX, TensorBase, _new
+from burn.frontend.validation import (
+    as_scalar,
+    broadcast_shapes,
+    check_device,
+    norm_dims,
+    scalar_dtype,
+)
+
+if TYPE_CHECKING:
+    from burn.backend.protocol import Backend
+    from burn.frontend.tensor import Tensor
+
+#: a backend op name, or a composite fn(backend, lhs, rhs) -> primitive.
+Impl = str | Callable[["Backend", Any, Any], Any]
+# Kinds an op lifts to when it has no implementation for the operands' kind (as torch does).
+_LIFT = {DType.bool: DEFAULT_INT, DType.int64: DEFAULT_FLOAT, DType.int32: DEFAULT_FLOAT,
+         DType.int8: DEFAULT_FLOAT, DType.uint8: DEFAULT_FLOAT}
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryOp:
+    """A binary op: its backend implementation per kind prefix, for a tensor and a scalar rhs.
+
+    A kind absent from `tensor` lifts bool -> int64 -> float32 until one is present (so `/` on
+    ints is float division and `+` on bools adds ints); a kind absent from `scalar` turns the
+    scalar into a 0-d tensor.
+    """
+
+    name: str
+    tensor: dict[str, Impl]
+    scalar: dict[str, Impl] = field(default_factory=dict)
+    commutative: bool = False
+    out_bool: bool = False
+
+
+def _call(impl: Impl, bk: Backend, a: Any, b: Any) -> Any:
+    return getattr(bk, impl)(a, b) if impl.__class__ is str else impl(bk, a, b)  # type: ignore
+
+
+def _lift(op: BinaryOp, dtype: DType, lhs: DType, rhs: object) -> DType:
+    while PREFIX[dtype] not in op.tensor:
+        if dtype not in _LIFT:
+            raise DTypeError(op.name, f"not supported for {dtype.kind.value} tensors",
+                             lhs=lhs.value, rhs=getattr(rhs, "value", rhs))
+        dtype = _LIFT[dtype]
+    return dtype
+
+
+def binary(x: TensorBase, other: object, op: BinaryOp, reflected: bool = False) -> Tensor:
+    """`x op other` (or `other op x` when `reflected`), validated, promoted and dispatched.
+
+    Args:
+        x: the tensor operand.
+        other: a Tensor or a Python / NumPy scalar.
+        op: the op.
+        reflected: whether `other` is the left operand.
+    Returns:
+        The result tensor (bool for comparisons).
+    Raises:
+        ShapeError, DTypeError, DeviceError: for operands that do not broadcast, an unsupported
+            kind or operand type, or tensors on different devices.
+    """
+    if isinstance(other, TensorBase):
+        return _binary_tensors(x, other, op, reflected)
+    return _binary_scalar(x, as_scalar(other), op, reflected)
+
+
+def _binary_tensors(x: TensorBase, y: TensorBase, op: BinaryOp, reflected: bool) -> Tensor:
+    if reflected:
+        x, y = y, x
+    check_device(op.name, x, y)
+    dtype = _lift(op, promote(x._dtype, y._dtype), x._dtype, y._dtype)
+    a, b = x._cast(dtype), y._cast(dtype)
+    broadcast_shapes(op.name, a.shape, b.shape)
+    return a._wrap(_call(op.tensor[a._k], a._bk, a._prim, b._prim),
+                   DType.bool if op.out_bool else None)
+
+
+def _binary_scalar(x: TensorBase, value: object, op: BinaryOp, reflected: bool) -> Tensor:
+    dtype = _lift(op, scalar_dtype(op.name, x._dtype, value), x._dtype, value)
+    a = x._cast(dtype)
+    impl = op.scalar.get(a._k)
+    if impl is None or (reflected and not op.commutative):
+        s = a._full((), value)
+        return _binary_tensors(s, a, op, False) if reflected else _binary_tensors(a, s, op, False)
+    v = float(value) if a._k == "float_" else int(value)  # type: ignore[arg-type]
+    return a._wrap(_call(impl, a._bk, a._prim, v), DType.bool if op.out_bool else None)
+
+
+def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[..., Tensor]:
+    """A Tensor method computing `op` (the reflected operator when `reflected`).
+
+    The method has the hot path inline: a tensor of the same dtype and device, or a Python
+    scalar of the tensor's kind, with a direct backend op, goes straight to the backend;
+    everything else goes through `binary`.
+    """
+    tensor_impls, scalar_impls, out_bool, name = op.tensor, op.scalar, op.out_bool, op.name
+
+    def method(self: TensorBase, other: object) -> Tensor:
+        k = self._k
+        cls = other.__class__
+        if cls is self.__class__:
+            impl = tensor_impls.get(k)
+            if (impl.__class__ is str and other._dtype is self._dtype  # type: ignore
+                    and other._device is self._device):  # type: ignore[attr-defined]
+                bk, a, b = self._bk, self._prim, other._prim  # type: ignore[attr-defined]
+                sa, sb = bk.shape(a), bk.shape(b)
+                if sa != sb:
+                    broadcast_shapes(name, sa, sb)
+                out = getattr(bk, impl)(a, b)  # type: ignore[arg-type]
+            else:
+                return binary(self, other, op)
+        elif cls is float and k == "float_" or cls is int and k != "bool_":
+            impl = scalar_impls.get(k)
+            if impl.__class__ is not str:
+                return binary(self, other, op)
+            bk = self._bk
+            out = getattr(bk, impl)(self._prim, float(other) if k == "float_" else other)  # type: ignore
+        else:
+            return binary(self, other, op)
+        t = _new(self.__class__)
+        t._prim, t._device, t._bk = out, self._device, bk
+        if out_bool:
+            t._dtype, t._k = DType.bool, "bool_"
+        else:
+            t._dtype, t._k = self._dtype, k
+        return t  # type: ignore[return-value]
+
+    def reflected_method(self: TensorBase, other: object) -> Tensor:
+        return binary(self, other, op, True)
+
+    fn = reflected_method if reflected else method
+    fn.__doc__ = doc or f"Elementwise `{name}` with a tensor or scalar (broadcasts)."
+    return fn
+
+
+def reduce(
+    x: Tensor,
+    name: str,
+    dim: int | Iterable[int] | None,
+    keepdim: bool,
+    full: Callable[[Tensor], Tensor],
+    per_dim: Callable[[Tensor, int], Tensor],
+) -> Tensor:
+    """A PyTorch-style reduction over all dims (`dim=None`) or over an int / tuple of dims.
+
+    Args:
+        x: the input.
+        name: op name for errors.
+        dim: None, a dim or dims (negative allowed).
+        keepdim: keep the reduced dims with size 1.
+        full: the reduction over all elements (0-d result).
+        per_dim: the reduction over one dim, kept.
+    Returns:
+        The reduced tensor.
+    """
+    if dim is None:
+        out = full(x)
+        return out.reshape((1,) * x.ndim) if keepdim else out
+    shape = x.shape
+    dims = norm_dims(name, dim, len(shape))
+    for d in dims:
+        x = per_dim(x, d)
+    if keepdim:
+        return x
+    return x.reshape(tuple(s for i, s in enumerate(x.shape) if i not in dims))
+
+
+def check_nonempty(name: str, x: Tensor, dims: Iterable[int] | None = None) -> None:
+    """Raise ValueRangeError when reducing an empty extent (max / min / argmax of nothing)."""
+    shape = x.shape
+    sizes = shape if dims is None else [shape[d] for d in dims]
+    if 0 in sizes:
+        raise ValueRangeError(name, "cannot reduce an empty tensor", shape=shape)

@@ -1,0 +1,323 @@
+"""Layout: reshape, permute, expand, repeat, squeeze, narrow, split, roll, pad, tril; cat, stack."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from burn.dtype import DType
+from burn.errors import BurnIndexError, DTypeError, ShapeError, ValueRangeError
+from burn.frontend.base import TensorBase
+from burn.frontend.validation import check_device, norm_dim, norm_dims, promote_all
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+
+def _ints(op: str, args: Sequence[object]) -> tuple[int, ...]:
+    """Varargs or one sequence of ints, as a tuple."""
+    if len(args) == 1 and isinstance(args[0], Sequence | np.ndarray):
+        args = tuple(args[0])
+    if not all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in args):
+        raise DTypeError(op, "expected ints", args=args)
+    return tuple(int(a) for a in args)
+
+
+class LayoutMixin(TensorBase):
+    """Shape-changing methods of `burn.Tensor`."""
+
+    __slots__ = ()
+
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """The same elements in a new shape; one size may be -1 (inferred).
+
+        Raises:
+            ShapeError: when the element counts differ or -1 is ambiguous.
+        """
+        new = _ints("reshape", shape)
+        old = self.shape
+        numel = math.prod(old)
+        if -1 in new:
+            known = math.prod(s for s in new if s != -1)
+            if new.count(-1) > 1 or known == 0 or numel % known:
+                raise ShapeError("reshape", "cannot infer the -1 size", shape=old, target=new)
+            new = tuple(numel // known if s == -1 else s for s in new)
+        if any(s < 0 for s in new) or math.prod(new) != numel:
+            raise ShapeError("reshape", "element counts differ", shape=old, target=new)
+        return self._same("reshape", new)
+
+    view = reshape
+
+    def swap_dims(self, dim0: int, dim1: int) -> Tensor:
+        """Swap two dims."""
+        n = self.ndim
+        return self._same("swap_dims", norm_dim("swap_dims", dim0, n),
+                          norm_dim("swap_dims", dim1, n))
+
+    transpose = swap_dims
+
+    def permute(self, *dims: int | Sequence[int]) -> Tensor:
+        """Reorder the dims.
+
+        Raises:
+            ShapeError: when `dims` is not a permutation of the dims.
+        """
+        axes = _ints("permute", dims)
+        n = self.ndim
+        if len(axes) != n:
+            raise ShapeError("permute", "need one entry per dim", shape=self.shape, dims=axes)
+        norm_dims("permute", axes, n)  # rejects repeats
+        return self._same("permute", tuple(norm_dim("permute", d, n) for d in axes))
+
+    def flip(self, dims: int | Sequence[int]) -> Tensor:
+        """Reverse the order of elements along `dims`."""
+        return self._same("flip", norm_dims("flip", dims, self.ndim))
+
+    def expand(self, *shape: int | Sequence[int]) -> Tensor:
+        """Broadcast to `shape` (NumPy rules; new dims on the left; -1 keeps a size).
+
+        Raises:
+            ShapeError: when a size other than 1 would change.
+        """
+        target = _ints("expand", shape)
+        old = self.shape
+        if len(target) < len(old):
+            raise ShapeError("expand", "target has fewer dims", shape=old, target=target)
+        lead = len(target) - len(old)
+        out = list(target)
+        for i, size in enumerate(old):
+            t = target[lead + i]
+            if t == -1:
+                out[lead + i] = size
+            elif size not in (1, t):
+                raise ShapeError("expand", "only size-1 dims can grow", shape=old, target=target)
+        if any(s < 0 for s in out):
+            raise ShapeError("expand", "-1 only allowed on existing dims", shape=old,
+                             target=target)
+        return self._same("expand", tuple(out))
+
+    def repeat_dim(self, dim: int, times: int) -> Tensor:
+        """Tile `times` copies along `dim`."""
+        if times < 0:
+            raise ValueRangeError("repeat_dim", "times must be non-negative", times=times)
+        return self._same("repeat_dim", norm_dim("repeat_dim", dim, self.ndim), times)
+
+    def repeat(self, *times: int | Sequence[int]) -> Tensor:
+        """torch.Tensor.repeat: tile along every dim; extra leading counts add dims.
+
+        Raises:
+            ShapeError: when fewer counts than dims are given.
+        """
+        reps = _ints("repeat", times)
+        shape = self.shape
+        if len(reps) < len(shape):
+            raise ShapeError("repeat", "need at least one count per dim", shape=shape,
+                             times=reps)
+        x = self.reshape((1,) * (len(reps) - len(shape)) + shape)
+        for d, r in enumerate(reps):
+            if r != 1:
+                x = x.repeat_dim(d, r)
+        return x
+
+    def unfold(self, dim: int, size: int, step: int) -> Tensor:
+        """Windows of `size` every `step` along `dim`, as a new last dim (torch.unfold).
+
+        Raises:
+            ValueRangeError: for a non-positive step or a window larger than the dim.
+        """
+        shape = self.shape
+        d = norm_dim("unfold", dim, len(shape))
+        if step <= 0 or size < 0 or size > (shape[d] if shape else 1):
+            raise ValueRangeError("unfold", "need 0 <= size <= dim size and step > 0",
+                                  shape=shape, dim=dim, size=size, step=step)
+        return self._same("unfold", d, size, step)
+
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Drop size-1 dims: all of them, or those of `dim` that have size 1 (as torch)."""
+        shape = self.shape
+        dims = range(len(shape)) if dim is None else norm_dims("squeeze", dim, len(shape))
+        drop = {d for d in dims if shape[d] == 1}
+        return self.reshape(tuple(s for i, s in enumerate(shape) if i not in drop))
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """Insert a size-1 dim at `dim` (in [-ndim - 1, ndim])."""
+        shape = self.shape
+        d = norm_dim("unsqueeze", dim, len(shape), extra=1)
+        return self.reshape(shape[:d] + (1,) + shape[d:])
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Merge dims `start_dim..end_dim` (inclusive) into one."""
+        shape = self.shape
+        if not shape:
+            return self.reshape((1,))
+        s, e = norm_dim("flatten", start_dim, len(shape)), norm_dim("flatten", end_dim, len(shape))
+        if s > e:
+            raise ValueRangeError("flatten", "start_dim comes after end_dim", shape=shape,
+                                  start_dim=start_dim, end_dim=end_dim)
+        return self.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        """Elements `start .. start + length` along `dim` (a negative start counts from the end).
+
+        Raises:
+            BurnIndexError: when the range does not fit in the dim.
+        """
+        shape = self.shape
+        d = norm_dim("narrow", dim, len(shape))
+        n = shape[d]
+        if start < 0:
+            start += n
+        if not (0 <= start <= n and 0 <= length <= n - start):
+            raise BurnIndexError("narrow", "range exceeds the dim", shape=shape, dim=dim,
+                                 start=start, length=length)
+        slices = [slice(0, s, 1) for s in shape[:d]] + [slice(start, start + length, 1)]
+        return self._same("slice", slices)
+
+    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+        """Split into at most `chunks` pieces of size ceil(n / chunks) (as torch)."""
+        if chunks <= 0:
+            raise ValueRangeError("chunk", "chunks must be positive", chunks=chunks)
+        n = self.shape[norm_dim("chunk", dim, self.ndim)]
+        return self.split(max(1, -(-n // chunks)), dim)
+
+    def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+        """Pieces of one size (the last may be smaller) or of the given sizes along `dim`.
+
+        Raises:
+            ShapeError: when the given sizes do not sum to the dim's size.
+        """
+        d = norm_dim("split", dim, self.ndim)
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, int):
+            size = split_size_or_sections
+            if size <= 0 and n:
+                raise ValueRangeError("split", "split size must be positive", size=size)
+            sizes = [min(size, n - i) for i in range(0, n, size)] if n else [0]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n or any(s < 0 for s in sizes):
+                raise ShapeError("split", "sizes must sum to the dim's size",
+                                 shape=self.shape, dim=dim, sizes=sizes)
+        starts = np.cumsum([0, *sizes[:-1]])
+        return [self.narrow(d, int(s), size) for s, size in zip(starts, sizes, strict=True)]
+
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+        """Shift elements cyclically along `dims` (all elements, flattened, when None)."""
+        if dims is None:
+            if not isinstance(shifts, int):
+                raise ValueRangeError("roll", "one shift when dims is None", shifts=shifts)
+            return self.flatten().roll(shifts, 0).reshape(self.shape)
+        shift_t = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        dim_t = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(shift_t) != len(dim_t):
+            raise ValueRangeError("roll", "need one shift per dim", shifts=shift_t, dims=dim_t)
+        x = self
+        shape = self.shape
+        for s, dim in zip(shift_t, dim_t, strict=True):
+            d = norm_dim("roll", dim, len(shape))
+            n = shape[d]
+            k = s % n if n else 0
+            if k:
+                x = cat([x.narrow(d, n - k, k), x.narrow(d, 0, n - k)], d)
+        return x
+
+    def pad(self, pads: Sequence[int], value: float = 0) -> Tensor:
+        """Pad with `value`; `pads` as torch's F.pad: (left, right) of the last dim first, then
+        of the dim before, ...; negative pads crop.
+
+        Raises:
+            ShapeError: for an odd number of pads, more pads than dims, or cropping too much.
+        """
+        shape = self.shape
+        if len(pads) % 2 or len(pads) > 2 * len(shape):
+            raise ShapeError("pad", "need an even number of pads, two per dim at most",
+                             shape=shape, pads=tuple(pads))
+        x = self
+        new = list(shape)
+        region = [slice(0, s, 1) for s in shape]
+        for i in range(len(pads) // 2):
+            d = len(shape) - 1 - i
+            lo, hi = pads[2 * i], pads[2 * i + 1]
+            keep = shape[d] - max(-lo, 0) - max(-hi, 0)
+            if keep < 0 or keep + max(lo, 0) + max(hi, 0) < 0:
+                raise ShapeError("pad", "negative pads crop more than the dim", shape=shape,
+                                 pads=tuple(pads))
+            if lo < 0 or hi < 0:
+                x = x.narrow(d, max(-lo, 0), keep)
+            new[d] = keep + max(lo, 0) + max(hi, 0)
+            region[d] = slice(max(lo, 0), max(lo, 0) + keep, 1)
+        if tuple(new) == x.shape:
+            return x
+        base = x._full(tuple(new), value)
+        return base._same("slice_assign", region, x._prim)
+
+    def _triangle(self, op: str, diagonal: int, lower: bool) -> Tensor:
+        shape = self.shape
+        if len(shape) < 2:
+            raise ShapeError(op, "need at least 2 dims", shape=shape)
+        keep = np.tri(shape[-2], shape[-1], k=diagonal, dtype=bool)
+        if not lower:
+            keep = ~np.tri(shape[-2], shape[-1], k=diagonal - 1, dtype=bool)
+        mask = self._wrap(self._bk.bool_from_data(~keep, self._device), DType.bool)
+        return self.mask_fill(mask, False if self._k == "bool_" else 0)  # type: ignore[attr-defined]
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """Zero the elements above the `diagonal`-th diagonal of the last two dims."""
+        return self._triangle("tril", diagonal, True)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """Zero the elements below the `diagonal`-th diagonal of the last two dims."""
+        return self._triangle("triu", diagonal, False)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate tensors along an existing dim (dtypes promote).
+
+    Args:
+        tensors: non-empty sequence of tensors of one device and rank.
+        dim: the dim to join along.
+    Returns:
+        The joined tensor.
+    Raises:
+        ValueRangeError: for an empty sequence.
+        ShapeError: when ranks or sizes outside `dim` differ.
+    """
+    ts = list(tensors)
+    if not ts:
+        raise ValueRangeError("cat", "expected a non-empty sequence of tensors")
+    if not all(isinstance(t, TensorBase) for t in ts):
+        raise DTypeError("cat", "expected tensors", types=[type(t).__name__ for t in ts])
+    for t in ts[1:]:
+        check_device("cat", ts[0], t)
+    shapes = [t.shape for t in ts]
+    d = norm_dim("cat", dim, len(shapes[0]))
+    for s in shapes:
+        if len(s) != len(shapes[0]) or s[:d] + s[d + 1:] != shapes[0][:d] + shapes[0][d + 1:]:
+            raise ShapeError("cat", "sizes must match except along dim", dim=dim, shapes=shapes)
+    dtype = promote_all(t._dtype for t in ts)
+    ts = [t._cast(dtype) for t in ts]
+    return ts[0]._wrap(ts[0]._fn("cat")([t._prim for t in ts], d))
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors of one shape along a new dim.
+
+    Args:
+        tensors: non-empty sequence of tensors of one shape.
+        dim: position of the new dim (in [-ndim - 1, ndim]).
+    Returns:
+        The stacked tensor.
+    Raises:
+        ShapeError: when the shapes differ.
+    """
+    ts = list(tensors)
+    if not ts:
+        raise ValueRangeError("stack", "expected a non-empty sequence of tensors")
+    shapes = [t.shape for t in ts]
+    if any(s != shapes[0] for s in shapes):
+        raise ShapeError("stack", "all tensors must have the same shape", shapes=shapes)
+    d = norm_dim("stack", dim, len(shapes[0]), extra=1)
+    return cat([t.unsqueeze(d) for t in ts], d)

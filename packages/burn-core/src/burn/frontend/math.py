@@ -1,0 +1,96 @@
+"""Elementwise math: exp, log, trigonometry, rounding, nan / inf tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from burn.dtype import DType, Kind
+from burn.frontend.base import TensorBase
+from burn.frontend.dispatch import BinaryOp, binary_op
+from burn.frontend.validation import require_kind
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+ATAN2 = BinaryOp("atan2", {"float_": "float_atan2"})
+HYPOT = BinaryOp("hypot", {"float_": lambda b, x, y: b.float_sqrt(
+    b.float_add(b.float_mul(x, x), b.float_mul(y, y)))})
+
+
+def _float_op(op: str) -> Callable[[TensorBase], Tensor]:
+    """A method applying backend `float_<op>`; int and bool inputs become float32 first."""
+
+    def method(self: TensorBase) -> Tensor:
+        return self._to_float()._same(op)
+
+    method.__name__ = op
+    method.__doc__ = f"Elementwise {op} (int and bool inputs give float32, as torch)."
+    return method
+
+
+def _rounding_op(op: str) -> Callable[[TensorBase], Tensor]:
+    """A method applying backend `float_<op>`; int tensors are returned as they are."""
+
+    def method(self: TensorBase) -> Tensor:
+        require_kind(op, self._dtype, Kind.FLOAT, Kind.INT)
+        return self._same(op) if self._k == "float_" else self  # type: ignore[return-value]
+
+    method.__name__ = op
+    method.__doc__ = f"Elementwise {op} (identity on int tensors)."
+    return method
+
+
+def _test_op(op: str) -> Callable[[TensorBase], Tensor]:
+    """A bool-valued float test (`float_is_nan` / `float_is_inf`); all false for other kinds."""
+
+    def method(self: TensorBase) -> Tensor:
+        if self._k != "float_":
+            return self._full(self.shape, False, DType.bool)
+        return self._wrap(self._fn(op)(self._prim), DType.bool)
+
+    method.__name__ = op
+    method.__doc__ = f"Elementwise {op.replace('_', '')} test, as a bool tensor."
+    return method
+
+
+class MathMixin(TensorBase):
+    """Elementwise math methods of `burn.Tensor`."""
+
+    __slots__ = ()
+
+    exp = _float_op("exp")
+    log = _float_op("log")
+    log1p = _float_op("log1p")
+    sqrt = _float_op("sqrt")
+    sin = _float_op("sin")
+    cos = _float_op("cos")
+    tan = _float_op("tan")
+    sinh = _float_op("sinh")
+    cosh = _float_op("cosh")
+    tanh = _float_op("tanh")
+    asin = _float_op("asin")
+    acos = _float_op("acos")
+    atan = _float_op("atan")
+    asinh = _float_op("asinh")
+    acosh = _float_op("acosh")
+    atanh = _float_op("atanh")
+    erf = _float_op("erf")
+    round = _rounding_op("round")
+    floor = _rounding_op("floor")
+    ceil = _rounding_op("ceil")
+    trunc = _rounding_op("trunc")
+    is_nan = isnan = _test_op("is_nan")
+    is_inf = isinf = _test_op("is_inf")
+    atan2 = binary_op(ATAN2, doc="Elementwise atan2(self, other), as a float tensor.")
+    hypot = binary_op(HYPOT, doc="Elementwise sqrt(self**2 + other**2), as a float tensor.")
+
+    def abs(self) -> Tensor:
+        """Elementwise absolute value (float and int tensors)."""
+        return self._same("abs")
+
+    __abs__ = abs
+
+    def sign(self) -> Tensor:
+        """Elementwise sign (-1, 0 or 1); bool tensors are returned as they are."""
+        return self if self._k == "bool_" else self._same("sign")  # type: ignore[return-value]

@@ -1,0 +1,221 @@
+"""Reductions (full, per dim, PyTorch-style over dims), cumulative ops, sort and topk."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from burn.dtype import DType, Kind
+from burn.errors import ValueRangeError
+from burn.frontend.base import TensorBase
+from burn.frontend.dispatch import check_nonempty, reduce
+from burn.frontend.validation import norm_dim, norm_dims, require_kind
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+Dims = int | Iterable[int] | None
+
+
+def _mean_all(t: Tensor) -> Tensor:
+    """Mean of all elements (NaN for an empty tensor, as torch)."""
+    return t._wrap(t._bk.float_div_scalar(t._bk.float_sum(t._prim), float(math.prod(t.shape))))
+
+
+class ReductionMixin(TensorBase):
+    """Reduction methods of `burn.Tensor`."""
+
+    __slots__ = ()
+
+    # --- input conversions ---
+    def _accumulable(self) -> Tensor:
+        """Int and bool tensors accumulate in int64 (as torch's sum / prod / cumsum)."""
+        return self if self._k == "float_" else self._cast(DType.int64)  # type: ignore[return-value]
+
+    def _orderable(self) -> Tensor:
+        """Bool tensors compare as int64 (values are cast back afterwards)."""
+        return self if self._k != "bool_" else self._cast(DType.int64)  # type: ignore[return-value]
+
+    def _dim(self, op: str, dim: int) -> int:
+        return norm_dim(op, dim, self.ndim)
+
+    def _along(self, op: str, dim: int) -> Tensor:
+        """Backend `<kind>_<op>(x, dim)`; identity on 0-d tensors (dim 0 or -1, as torch)."""
+        if not self.shape:
+            norm_dim(op, dim, 1)
+            return self._wrap(self._prim)
+        return self._same(op, self._dim(op, dim))
+
+    # --- sum / mean / prod ---
+    def sum(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Sum over all dims or over `dim` (int or tuple); ints and bools sum into int64."""
+        return reduce(self._accumulable(), "sum", dim, keepdim, lambda t: t._same("sum"),
+                      lambda t, d: t._same("sum_dim", d))
+
+    def sum_dim(self, dim: int) -> Tensor:
+        """Sum over one dim, kept with size 1."""
+        return self._accumulable()._along("sum_dim", dim)
+
+    def mean(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Mean over all dims or over `dim` (int or tuple).
+
+        Raises:
+            DTypeError: for int and bool tensors (as torch; cast to float first).
+        """
+        require_kind("mean", self._dtype, Kind.FLOAT)
+        return reduce(self, "mean", dim, keepdim, _mean_all,  # type: ignore[arg-type]
+                      lambda t, d: t._same("mean_dim", d))
+
+    def mean_dim(self, dim: int) -> Tensor:
+        """Mean over one dim, kept with size 1 (float tensors)."""
+        require_kind("mean_dim", self._dtype, Kind.FLOAT)
+        return self._along("mean_dim", dim)
+
+    def prod(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Product over all dims or over `dim` (int or tuple); ints and bools in int64."""
+        return reduce(self._accumulable(), "prod", dim, keepdim, lambda t: t._same("prod"),
+                      lambda t, d: t._same("prod_dim", d))
+
+    def prod_dim(self, dim: int) -> Tensor:
+        """Product over one dim, kept with size 1."""
+        return self._accumulable()._along("prod_dim", dim)
+
+    def var(self, dim: Dims = None, correction: int = 1, keepdim: bool = False) -> Tensor:
+        """Variance with `correction` (1: unbiased, as torch) over all dims or over `dim`.
+
+        Raises:
+            DTypeError: for int and bool tensors.
+        """
+        require_kind("var", self._dtype, Kind.FLOAT)
+        shape = self.shape
+        dims = tuple(range(len(shape))) if dim is None else norm_dims("var", dim, len(shape))
+        diff = self - self.mean(dims, keepdim=True)
+        n = math.prod(shape[d] for d in dims)
+        total = (diff * diff).sum(dims, keepdim=keepdim)
+        return total / float(max(n - correction, 0))
+
+    # --- max / min ---
+    def max(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Largest value over all dims or over `dim` (int or tuple); values only (torch.amax).
+
+        Raises:
+            ValueRangeError: when reducing an empty extent.
+        """
+        return self._extreme("max", dim, keepdim)
+
+    def min(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Smallest value over all dims or over `dim` (int or tuple); values only (torch.amin).
+
+        Raises:
+            ValueRangeError: when reducing an empty extent.
+        """
+        return self._extreme("min", dim, keepdim)
+
+    def _extreme(self, op: str, dim: Dims, keepdim: bool) -> Tensor:
+        check_nonempty(op, self, None if dim is None else norm_dims(op, dim, self.ndim))  # type: ignore
+        x = self._orderable()
+        out = reduce(x, op, dim, keepdim, lambda t: t._same(op),
+                     lambda t, d: t._wrap(t._fn(f"{op}_dim_with_indices")(t._prim, d)[0]))
+        return out._cast(self._dtype)
+
+    def max_dim(self, dim: int) -> Tensor:
+        """Largest value along one dim, kept with size 1."""
+        return self.max_dim_with_indices(dim)[0]
+
+    def min_dim(self, dim: int) -> Tensor:
+        """Smallest value along one dim, kept with size 1."""
+        return self.min_dim_with_indices(dim)[0]
+
+    def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Largest value along one dim (kept) and the int64 index of its first occurrence."""
+        return self._extreme_with_indices("max_dim_with_indices", dim)
+
+    def min_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Smallest value along one dim (kept) and the int64 index of its first occurrence."""
+        return self._extreme_with_indices("min_dim_with_indices", dim)
+
+    def _extreme_with_indices(self, op: str, dim: int) -> tuple[Tensor, Tensor]:
+        d = self._dim(op, dim)
+        check_nonempty(op, self, (d,))
+        x = self._orderable()
+        values, indices = x._fn(op)(x._prim, d)
+        return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """int64 index of the first largest value (of the flattened tensor when `dim` is None)."""
+        return self._arg("argmax", dim, keepdim)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """int64 index of the first smallest value (of the flattened tensor when `dim` is None)."""
+        return self._arg("argmin", dim, keepdim)
+
+    def _arg(self, op: str, dim: int | None, keepdim: bool) -> Tensor:
+        x = self._orderable()
+        if dim is None:
+            check_nonempty(op, self)
+            out = x.flatten()._arg(op, 0, False)
+            return out.reshape((1,) * self.ndim) if keepdim else out
+        d = self._dim(op, dim)
+        check_nonempty(op, self, (d,))
+        out = x._wrap(x._fn(op)(x._prim, d), DType.int64)
+        return out if keepdim else out.squeeze(d)
+
+    # --- cumulative ---
+    def cumsum(self, dim: int) -> Tensor:
+        """Running sum along `dim` (ints and bools in int64)."""
+        return self._accumulable()._along("cumsum", dim)
+
+    def cumprod(self, dim: int) -> Tensor:
+        """Running product along `dim` (ints and bools in int64)."""
+        return self._accumulable()._along("cumprod", dim)
+
+    def cummax(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Running max along `dim` and the int64 index where it was reached."""
+        return self._running("cummax", dim)
+
+    def cummin(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Running min along `dim` and the int64 index where it was reached."""
+        return self._running("cummin", dim)
+
+    def _running(self, op: str, dim: int) -> tuple[Tensor, Tensor]:
+        x = self._orderable()
+        values, indices = x._fn(op)(x._prim, self._dim(op, dim))
+        return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)
+
+    # --- sort / topk ---
+    def sort_with_indices(self, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
+        """Stable sort along `dim`: values and their int64 source indices."""
+        x = self._orderable()
+        if not self.shape:
+            return self._wrap(self._prim), self._full((), 0, DType.int64)
+        values, indices = x._fn("sort_with_indices")(x._prim, self._dim("sort", dim),
+                                                      descending)
+        return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)
+
+    def sort(self, dim: int = -1, descending: bool = False) -> Tensor:
+        """Values sorted along `dim` (stable)."""
+        return self.sort_with_indices(dim, descending)[0]
+
+    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
+        """int64 indices that sort along `dim` (stable)."""
+        return self.sort_with_indices(dim, descending)[1]
+
+    def topk_with_indices(self, k: int, dim: int = -1, largest: bool = True
+                          ) -> tuple[Tensor, Tensor]:
+        """The `k` largest (or smallest) values along `dim`, sorted, and their int64 indices.
+
+        Raises:
+            ValueRangeError: when k is negative or larger than the dim.
+        """
+        d = self._dim("topk", dim)
+        n = self.shape[d]
+        if not 0 <= k <= n:
+            raise ValueRangeError("topk", "k out of range for the dim", k=k, shape=self.shape,
+                                  dim=dim)
+        values, indices = self.sort_with_indices(d, descending=largest)
+        return values.narrow(d, 0, k), indices.narrow(d, 0, k)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True) -> Tensor:
+        """The `k` largest (or smallest) values along `dim`, sorted."""
+        return self.topk_with_indices(k, dim, largest)[0]

@@ -1,0 +1,136 @@
+"""Input checks shared by the frontend; each raises a burn.errors type naming the op."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, Kind, promote
+from burn.errors import BurnIndexError, DeviceError, DTypeError, ShapeError, ValueRangeError
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+Shape = tuple[int, ...]
+Scalar = int | float | bool
+
+
+def broadcast_shapes(op: str, *shapes: Shape) -> Shape:
+    """The NumPy broadcast of `shapes`.
+
+    Args:
+        op: op name for the error message.
+        shapes: shapes to broadcast together.
+    Returns:
+        The broadcast shape.
+    Raises:
+        ShapeError: when two sizes of one dim differ and neither is 1.
+    """
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, size in enumerate(shape, ndim - len(shape)):
+            if size != out[i]:
+                if out[i] != 1 and size != 1:
+                    raise ShapeError(op, "shapes cannot be broadcast together",
+                                     shapes=[tuple(s) for s in shapes])
+                if out[i] == 1:
+                    out[i] = size
+    return tuple(out)
+
+
+def norm_dim(op: str, dim: int, ndim: int, *, extra: int = 0) -> int:
+    """A dim in [-ndim - extra, ndim + extra) made non-negative.
+
+    Args:
+        op: op name for the error message.
+        dim: the dim, possibly negative.
+        ndim: rank of the tensor.
+        extra: 1 for ops that insert a dim (unsqueeze, stack).
+    Returns:
+        The dim in [0, ndim + extra).
+    Raises:
+        BurnIndexError: for a dim out of range.
+    """
+    n = ndim + extra
+    if not isinstance(dim, int | np.integer) or isinstance(dim, bool):
+        raise DTypeError(op, "dim must be an int", dim=dim)
+    if not -n <= dim < n:
+        raise BurnIndexError(op, "dim out of range", dim=dim, ndim=ndim, valid=f"[{-n}, {n - 1}]")
+    return int(dim) % n
+
+
+def norm_dims(op: str, dims: int | Iterable[int], ndim: int) -> tuple[int, ...]:
+    """Normalise an int or a sequence of dims; sorted, without repeats.
+
+    Raises:
+        BurnIndexError: for a dim out of range or repeated.
+    """
+    seq = (dims,) if isinstance(dims, int | np.integer) else tuple(dims)
+    out = tuple(norm_dim(op, d, ndim) for d in seq)
+    if len(set(out)) != len(out):
+        raise BurnIndexError(op, "dim repeated", dims=seq, ndim=ndim)
+    return tuple(sorted(out))
+
+
+def shape_arg(op: str, shape: Sequence[object]) -> Shape:
+    """Shapes given as varargs or as one tuple/list: `(2, 3)` and `((2, 3),)` both give (2, 3).
+
+    Raises:
+        DTypeError: for non-int sizes.
+        ValueRangeError: for negative sizes.
+    """
+    if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray):
+        shape = tuple(shape[0])
+    for size in shape:
+        if not isinstance(size, int | np.integer) or isinstance(size, bool):
+            raise DTypeError(op, "sizes must be ints", shape=shape)
+        if size < 0:
+            raise ValueRangeError(op, "sizes must be non-negative", shape=shape)
+    return tuple(int(s) for s in shape)
+
+
+def check_device(op: str, a: Tensor, b: Tensor) -> None:
+    """Raise DeviceError unless `a` and `b` live on the same device."""
+    if a._device is not b._device and a._device != b._device:
+        raise DeviceError(op, "tensors are on different devices",
+                          lhs=str(a._device), rhs=str(b._device))
+
+
+def scalar_dtype(op: str, dtype: DType, value: object) -> DType:
+    """Result dtype of `tensor(dtype) op value` for a Python scalar (it never widens the tensor).
+
+    Raises:
+        DTypeError: when `value` is not a bool, int or float.
+    """
+    if isinstance(value, bool):
+        return dtype
+    if isinstance(value, int):
+        return DEFAULT_INT if dtype.kind is Kind.BOOL else dtype
+    if isinstance(value, float):
+        return dtype if dtype.kind is Kind.FLOAT else DEFAULT_FLOAT
+    raise DTypeError(op, "operand must be a Tensor or a Python scalar",
+                     lhs=dtype.value, rhs=type(value).__name__)
+
+
+def as_scalar(value: object) -> object:
+    """NumPy scalars as the Python scalar of the same value; anything else unchanged."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def promote_all(dtypes: Iterable[DType]) -> DType:
+    """The dtype a sequence of tensors promotes to (PyTorch's rules, see `burn.dtype.promote`)."""
+    it = iter(dtypes)
+    out = next(it)
+    for d in it:
+        out = promote(out, d)
+    return out
+
+
+def require_kind(op: str, dtype: DType, *kinds: Kind) -> None:
+    """Raise DTypeError unless `dtype` is of one of `kinds`."""
+    if dtype.kind not in kinds:
+        raise DTypeError(op, f"expected a {' or '.join(k.value for k in kinds)} tensor",
+                         dtype=dtype.value)

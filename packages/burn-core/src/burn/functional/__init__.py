@@ -1,0 +1,53 @@
+"""`burn.functional`: module ops (convolution, pooling, interpolation, attention, ...) and
+activations, validated and dispatched to the backend's ModuleOps / ActivationOps."""
+
+from burn.functional.activation import (
+    elu,
+    gelu,
+    hard_sigmoid,
+    leaky_relu,
+    log_sigmoid,
+    log_softmax,
+    mish,
+    prelu,
+    relu,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    tanh,
+)
+from burn.functional.attention import attention
+from burn.functional.conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    unfold4d,
+)
+from burn.functional.embedding import embedding
+from burn.functional.interpolate import interpolate
+from burn.functional.pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool2d_with_indices,
+)
+from burn.functional.sampling import deform_conv2d, grid_sample_2d
+
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "attention", "avg_pool1d", "avg_pool2d",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "deform_conv2d", "elu", "embedding", "gelu", "grid_sample_2d", "hard_sigmoid",
+    "interpolate", "leaky_relu", "log_sigmoid", "log_softmax", "max_pool1d",
+    "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "mish", "prelu",
+    "relu", "selu", "sigmoid", "silu", "softmax", "softmin", "softplus", "tanh", "unfold4d",
+]

@@ -1,0 +1,120 @@
+"""Activations (the backend's ActivationOps) on float tensors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from burn.errors import ShapeError, ValueRangeError
+from burn.frontend.validation import norm_dim
+from burn.functional._common import float_input
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+
+def _act(op: str, x: Tensor, *args: Any) -> Tensor:
+    """Backend activation `op` on float `x` (DTypeError otherwise)."""
+    x = float_input(op, "x", x)
+    return x._wrap(getattr(x._bk, op)(x._prim, *args))
+
+
+def relu(x: Tensor) -> Tensor:
+    """max(x, 0)."""
+    return _act("relu", x)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x for x >= 0, negative_slope * x below."""
+    return _act("leaky_relu", x, float(negative_slope))
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    """leaky_relu with a learned slope: `weight` is [1] or [C] (per channel, dim 1 of x).
+
+    Raises:
+        ShapeError: when the weight is neither one value nor one per channel.
+    """
+    x = float_input("prelu", "x", x)
+    weight = float_input("prelu", "weight", weight, x)
+    shape = x.shape
+    if weight.numel() != 1:
+        if weight.shape != (shape[1] if len(shape) > 1 else -1,):
+            raise ShapeError("prelu", "weight must be [1] or [C] (C = x.shape[1])",
+                             x=shape, weight=weight.shape)
+        weight = weight.reshape((shape[1],) + (1,) * (len(shape) - 2))
+    else:
+        weight = weight.reshape(())
+    return x._wrap(x._bk.prelu(x._prim, weight._prim))
+
+
+def gelu(x: Tensor, approximate: Literal["none", "tanh"] = "none") -> Tensor:
+    """Gaussian error linear unit (exact, or the tanh approximation).
+
+    Raises:
+        ValueRangeError: for another `approximate`.
+    """
+    if approximate not in ("none", "tanh"):
+        raise ValueRangeError("gelu", "approximate must be 'none' or 'tanh'",
+                              approximate=approximate)
+    return _act("gelu", x, approximate)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x))."""
+    return _act("sigmoid", x)
+
+
+def hard_sigmoid(x: Tensor, alpha: float = 0.2, beta: float = 0.5) -> Tensor:
+    """clamp(alpha * x + beta, 0, 1)."""
+    return _act("hard_sigmoid", x, float(alpha), float(beta))
+
+
+def log_sigmoid(x: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed stably."""
+    return _act("log_sigmoid", x)
+
+
+def softmax(x: Tensor, dim: int) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`."""
+    return _act("softmax", x, norm_dim("softmax", dim, float_input("softmax", "x", x).ndim))
+
+
+def log_softmax(x: Tensor, dim: int) -> Tensor:
+    """log(softmax(x, dim)), computed stably."""
+    return _act("log_softmax", x,
+                norm_dim("log_softmax", dim, float_input("log_softmax", "x", x).ndim))
+
+
+def softmin(x: Tensor, dim: int) -> Tensor:
+    """softmax(-x, dim)."""
+    return softmax(-float_input("softmin", "x", x), dim)
+
+
+def silu(x: Tensor) -> Tensor:
+    """x * sigmoid(x)."""
+    return _act("silu", x)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, linear where beta x > threshold (as torch)."""
+    return _act("softplus", x, float(beta), float(threshold))
+
+
+def mish(x: Tensor) -> Tensor:
+    """x * tanh(softplus(x))."""
+    return _act("mish", x)
+
+
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha * (exp(x) - 1) below."""
+    return _act("elu", x, float(alpha))
+
+
+def selu(x: Tensor) -> Tensor:
+    """Scaled elu with the self-normalising constants."""
+    return _act("selu", x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return _act("float_tanh", x)

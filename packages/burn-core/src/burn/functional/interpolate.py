@@ -1,0 +1,53 @@
+"""Resizing of [N, C, H, W] images."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from burn.backend.options import InterpolateMode, InterpolateOptions
+from burn.errors import ShapeError, ValueRangeError
+from burn.functional._common import check_out_size, float_input, ntuple
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+_MODES = ("nearest", "bilinear", "bicubic")
+
+
+def interpolate(x: Tensor, size: int | Sequence[int] | None = None,
+                mode: InterpolateMode = "nearest", align_corners: bool = False, *,
+                scale_factor: float | Sequence[float] | None = None) -> Tensor:
+    """Resize [N, C, H, W] to `size` (or by `scale_factor`), as torch's F.interpolate.
+
+    Args:
+        x: the images.
+        size: output (H, W) or one int for both.
+        mode: "nearest" (torch's legacy nearest), "bilinear" or "bicubic".
+        align_corners: as torch (ignored by "nearest").
+        scale_factor: alternative to `size`: output = floor(input * factor).
+    Returns:
+        [N, C, H_out, W_out].
+    Raises:
+        ShapeError: for non-4-d input. ValueRangeError: for an unknown mode or neither / both
+            of size and scale_factor.
+    """
+    op = "interpolate"
+    x = float_input(op, "x", x)
+    if x.ndim != 4:
+        raise ShapeError(op, "x must be 4-d [N, C, H, W]", x=x.shape)
+    if mode not in _MODES:
+        raise ValueRangeError(op, "unknown mode", mode=mode, modes=_MODES)
+    if (size is None) == (scale_factor is None):
+        raise ValueRangeError(op, "give exactly one of size and scale_factor", size=size,
+                              scale_factor=scale_factor)
+    if size is not None:
+        out = ntuple(op, "size", size, 2, 1)
+    else:
+        factors = ((scale_factor,) * 2 if isinstance(scale_factor, int | float)
+                   else tuple(scale_factor))  # type: ignore[arg-type]
+        out = tuple(math.floor(n * f) for n, f in zip(x.shape[2:], factors, strict=True))
+    check_out_size(op, out, x=x.shape)
+    prim = x._bk.interpolate(x._prim, out, InterpolateOptions(mode, align_corners))
+    return x._wrap(prim)
