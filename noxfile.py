@@ -5,9 +5,11 @@ Run `nox -s tests` for every backend, `nox -s "tests(backend='numpy')"` for one.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
-nox.options.sessions = ["tests", "dataset", "lint", "typecheck"]
+nox.options.sessions = ["tests", "dataset", "cube", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
@@ -31,6 +33,20 @@ def dataset(session: nox.Session) -> None:
     """burn-dataset's tests (the package stands alone: no burn-core)."""
     session.install("-e", "packages/burn-dataset[test]")
     session.run("pytest", "packages/burn-dataset/tests")
+
+
+@nox.session
+def cube(session: nox.Session) -> None:
+    """burn-cube's kernel suite on every runtime this machine has: cpu always, wgpu when a
+    Vulkan driver is installed (Mesa's llvmpipe on CPU-only machines); the suite prints the list."""
+    session.install("-e", "packages/burn-cube[wgpu,test]")
+    runtimes = ["cpu"]
+    if any(Path("/usr/share/vulkan/icd.d").glob("*.json")):
+        runtimes.append("wgpu")
+    else:
+        session.warn("no Vulkan driver: wgpu is not tested (apt-get install mesa-vulkan-drivers)")
+    session.run("pytest", "packages/burn-cube/tests",
+                env={"BURN_CUBE_RUNTIMES": ",".join(runtimes)})
 
 
 @nox.session

@@ -1,0 +1,1 @@
+"""Example: a custom burn-cube kernel on every available runtime."""

@@ -1,0 +1,115 @@
+"""Autotuning: time candidate launch configurations on real buffers, keep the fastest.
+
+Results are keyed by (name, device, shape bucket = size rounded up to a power of two) and
+persisted as JSON in ``autotune.json`` next to the compile cache, so later processes skip the
+search. Tuned functions run once per candidate (plus repeats): they must be idempotent.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from burn_cube.cache import atomic_write, cache_dir
+from burn_cube.runtime.base import Runtime
+
+
+def bucket(size: int) -> int:
+    """The next power of two >= ``size`` (1 for empty sizes)."""
+    return 1 << max(0, int(size) - 1).bit_length()
+
+
+class Autotuner:
+    """Times candidates and remembers the winner.
+
+    Args:
+        path: JSON file of results; defaults to ``<cache dir>/autotune.json``.
+        repeats: Timed runs per candidate (the best one counts), after one warm-up run.
+    """
+
+    def __init__(self, path: Path | None = None, repeats: int = 3) -> None:
+        self.path = path or cache_dir() / "autotune.json"
+        self.repeats = repeats
+        self.results: dict[str, Any] = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"burn-cube: ignoring unreadable autotune file {self.path}: {exc}",
+                          RuntimeWarning, stacklevel=2)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def tune(self, name: str, device: str, size: int, candidates: Sequence[Any],
+             run: Callable[[Any], None]) -> Any:
+        """The fastest candidate for this (name, device, size bucket).
+
+        Args:
+            name: What is tuned (kernel or function name).
+            device: Device identity.
+            size: Problem size (bucketed to the next power of two).
+            candidates: JSON-serializable configurations.
+            run: Runs one configuration to completion (synchronized).
+
+        Returns:
+            The winning candidate (cached in memory and on disk).
+        """
+        key = f"{name}|{device}|{bucket(size)}"
+        known = self.results.get(key)
+        if known in candidates:
+            return known
+        timings = []
+        for candidate in candidates:
+            run(candidate)  # warm-up: compiles
+            best = float("inf")
+            for _ in range(self.repeats):
+                start = time.perf_counter()
+                run(candidate)
+                best = min(best, time.perf_counter() - start)
+            timings.append(best)
+        winner = candidates[min(range(len(candidates)), key=timings.__getitem__)]
+        self.results = {**self._read(), key: winner}
+        atomic_write(self.path, json.dumps(self.results, indent=1, sort_keys=True).encode())
+        return winner
+
+
+@functools.cache
+def default_tuner() -> Autotuner:
+    """The process-wide autotuner."""
+    return Autotuner()
+
+
+def autotune(candidates: Sequence[dict[str, Any]],
+             size: Callable[..., int]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator for a launch function ``fn(runtime, *args, **config)``.
+
+    Args:
+        candidates: Keyword configurations to try (e.g. ``{"cube_dim": 128}``).
+        size: Maps ``(*args, **kwargs)`` (without the runtime) to the problem size.
+
+    Returns:
+        A decorator; the wrapped function picks the tuned configuration itself.
+    """
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(rt: Runtime, *args: Any, **kwargs: Any) -> Any:
+            def run(config: dict[str, Any]) -> None:
+                fn(rt, *args, **kwargs, **config)
+                rt.sync()
+
+            config = default_tuner().tune(
+                f"{fn.__module__}.{fn.__qualname__}", f"{rt.name}:{rt.properties.device}",
+                size(*args, **kwargs), candidates, run)
+            return fn(rt, *args, **kwargs, **config)
+
+        return wrapper
+
+    return decorate

@@ -1,0 +1,269 @@
+"""C emitter for the CPU target.
+
+Each kernel becomes ``void bc_kernel(void **args, const int64_t *meta, const uint32_t *counts,
+int32_t *status)``: an OpenMP ``parallel for`` over cubes, and inside it a loop over the units
+of the cube (a compile-time trip count, so the compiler can vectorize it). Kernels with
+``sync_units()`` are split at the barriers ("loop fission"): each barrier-free region is its own
+unit loop and locals become per-unit arrays; control flow that contains a barrier must be
+uniform across the cube (as on GPUs) and is evaluated once, for unit 0.
+
+Every tensor/shared access is bounds-checked: an out-of-bounds statement is skipped and flagged
+in ``status``, which the runtime turns into a ``LaunchError``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from burn_cube.codegen import table_c
+from burn_cube.codegen.emitter import Emitter, meta_names
+from burn_cube.errors import CompileError
+from burn_cube.ir import nodes as ir
+from burn_cube.types import DType
+
+
+def _has_barrier(stmts: list[ir.Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, ir.Barrier):
+            return True
+        for child in ("then", "orelse", "body"):
+            if _has_barrier(getattr(s, child, [])):
+                return True
+    return False
+
+
+class CEmitter(Emitter):
+    """Renders a kernel as a C translation unit for the CPU runtime."""
+
+    target = "c"
+    ops = table_c.OPS
+    types = table_c.TYPES
+
+    def __init__(self, kernel: ir.KernelIR) -> None:
+        super().__init__(kernel)
+        self.fission = "barrier" in kernel.features
+        self.regions = 0
+        self.lazy = 0  # > 0 while rendering select branches (loads checked inline)
+
+    def literal(self, value: int | float | bool, dtype: DType) -> str:
+        return table_c.literal(value, self.type(dtype), dtype.name)
+
+    def fields(self, dtype: DType) -> dict[str, str]:
+        return {"f": "f" if dtype.bits <= 32 else ""}
+
+    def var(self, name: str) -> str:
+        if self.fission and name in self.kernel.locals:
+            return f"v_{name}[bc_unit]"
+        return f"v_{name}"
+
+    def ret(self) -> str:
+        if self.fission:
+            return f"{{ bc_ret[bc_unit] = 1; goto bc_end{self.regions}; }}"
+        return "goto bc_end;"
+
+    # ------------------------------------------------------------------------ bounds checks
+    def bound(self, buf_name: str, index: ir.Expr) -> str:
+        """The in-bounds condition of one access."""
+        buf = self.kernel.buffers[buf_name]
+        size = str(buf.size) if buf.shared else f"t_{buf.name}_len"
+        return f"(uint64_t)({self.expr(index)}) < (uint64_t){size}"
+
+    def guard(self, exprs: list[ir.Expr]) -> str:
+        """Conjunction of the bounds conditions of the accesses in ``exprs``, inner first.
+
+        Accesses inside the branches of a ``select`` are checked lazily where they are rendered.
+        """
+        conds: list[str] = []
+
+        def visit(e: ir.Expr) -> None:
+            if isinstance(e, ir.Op) and e.op == "select":
+                visit(e.args[0])
+                return
+            if isinstance(e, ir.Op):
+                for a in e.args:
+                    visit(a)
+            elif isinstance(e, ir.Load | ir.AtomicAdd):
+                visit(e.index)
+                if isinstance(e, ir.AtomicAdd):
+                    visit(e.value)
+                conds.append(self.bound(e.buf, e.index))
+
+        for root in exprs:
+            visit(root)
+        return " && ".join(dict.fromkeys(conds))
+
+    def expr(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.Op) and e.op == "select":
+            self.lazy += 1
+            branches = [self.expr(a) for a in e.args[1:]]
+            self.lazy -= 1
+            return self.render("select", e.dtype, e.dtype, [self.expr(e.args[0]), *branches])
+        return super().expr(e)
+
+    def load(self, e: ir.Load) -> str:
+        if self.lazy:
+            zero = self.literal(0, e.dtype)
+            return f"({self.bound(e.buf, e.index)} ? {self.element(e.buf, e.index)} : " \
+                   f"(bc_oob = 1, {zero}))"
+        return super().load(e)
+
+    def stmt(self, s: ir.Stmt) -> None:
+        match s:
+            case ir.Assign(value=v) | ir.Eval(expr=v) | ir.If(cond=v):
+                exprs = [v]
+            case ir.Store(buf=buf, index=index, value=v):
+                exprs = [v, ir.Load(buf, index, v.dtype)]
+            case ir.For(start=start, stop=stop):
+                exprs = [start, stop]
+            case ir.While(cond=cond, body=body) if self.guard([cond]):
+                self.line("for (;;) {")
+                self.depth += 1
+                self.line(f"if (!({self.guard([cond])})) {{ bc_oob = 1; break; }}")
+                self.line(f"if (!{self.expr(cond)}) break;")
+                self.depth -= 1
+                self.block(body)
+                self.line("}")
+                return
+            case _:
+                super().stmt(s)
+                return
+        self.guarded(self.guard(exprs), s)
+
+    def guarded(self, cond: str, s: ir.Stmt) -> None:
+        """Render ``s`` behind a bounds condition (flagging ``bc_oob`` when it fails)."""
+        if cond:
+            self.line(f"if (!({cond})) bc_oob = 1; else")
+            self.depth += 1
+            super().stmt(s)
+            self.depth -= 1
+        else:
+            super().stmt(s)
+
+    # ---------------------------------------------------------------------- barrier fission
+    def region(self, stmts: list[ir.Stmt]) -> None:
+        """A barrier-free run of statements as one loop over the units of the cube."""
+        for s in stmts:
+            if isinstance(s, ir.Break | ir.Continue):
+                raise CompileError("break/continue in a loop containing sync_units() is not "
+                                   "supported by the cpu target", self.kernel.name)
+        self.regions += 1
+        self.line("for (bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
+        self.depth += 1
+        self.line("if (bc_ret[bc_unit]) continue;")
+        for s in stmts:
+            self.stmt(s)
+        self.line(f"bc_end{self.regions}: ;")
+        self.depth -= 1
+        self.line("}")
+
+    def cube_level(self, stmts: list[ir.Stmt]) -> None:
+        """Render statements at cube level: barrier-free runs become unit loops."""
+        run: list[ir.Stmt] = []
+        for s in stmts + [ir.Barrier()]:
+            if not _has_barrier([s]):
+                run.append(s)
+                continue
+            if run:
+                self.region(run)
+                run = []
+            match s:
+                case ir.If(cond=cond, then=then, orelse=orelse):
+                    self.line(f"bc_unit = 0; if ({self.expr(cond)}) {{")
+                    self.depth += 1
+                    self.cube_level(then)
+                    self.depth -= 1
+                    self.line("} else {")
+                    self.depth += 1
+                    self.cube_level(orelse)
+                    self.depth -= 1
+                    self.line("}")
+                case ir.While(cond=cond, body=body):
+                    self.line("for (;;) {")
+                    self.depth += 1
+                    self.line(f"bc_unit = 0; if (!{self.expr(cond)}) break;")
+                    self.cube_level(body)
+                    self.depth -= 1
+                    self.line("}")
+                case ir.For(var=var, start=start, stop=stop, step=step, body=body):
+                    cmp = "lt" if step > 0 else "gt"
+                    update = ir.Op("add", (var, ir.Const(step, var.dtype)), var.dtype)
+                    self.region([ir.Assign(var, start)])
+                    self.cube_level([ir.While(ir.Op(cmp, (var, stop), var.dtype), body + [
+                        ir.Assign(var, update)])])
+                case ir.Barrier():
+                    pass
+                case _:
+                    raise CompileError("sync_units() cannot appear here on the cpu target",
+                                       self.kernel.name)
+
+    # ---------------------------------------------------------------------------- the unit
+    def helpers(self) -> list[str]:
+        """Helper functions for the dtypes the kernel uses."""
+        out = []
+        for name, type_name in self.types.items():
+            if f"dtype:{name}" not in self.kernel.features and name != "u32":
+                continue
+            dtype_kind = {"bool": "bool", "u32": "uint", "i32": "int", "i64": "int"}.get(
+                name, "float")
+            fmt = {"T": type_name, "s": name}
+            if dtype_kind != "bool":
+                out.append(table_c.HELPERS_NUMERIC.format(**fmt))
+            if dtype_kind in ("int", "uint"):
+                out.append(table_c.HELPERS_INT.format(**fmt))
+            if dtype_kind == "int":
+                out.append(table_c.HELPERS_SIGNED.format(**fmt))
+            if name == "f32":
+                out.append(table_c.HELPERS_F32_MATH)
+            if dtype_kind == "float" and f"atomic:{name}" in self.kernel.features:
+                bits = {"f16": 16, "f32": 32, "f64": 64}[name]
+                out.append(table_c.HELPERS_FLOAT_ATOMIC.format(U=table_c.BITS_TYPE[bits], **fmt))
+        return out
+
+    def source(self) -> str:
+        k = self.kernel
+        cdx, cdy, cdz = k.cube_dim
+        self.out = [table_c.PRELUDE, *self.helpers(),
+                    f"#define BC_CDX {cdx}u", f"#define BC_CDY {cdy}u", f"#define BC_CDZ {cdz}u",
+                    f"#define BC_CD {math.prod(k.cube_dim)}u", "",
+                    "void bc_kernel(void **bc_args, const int64_t *bc_meta, "
+                    "const uint32_t *bc_counts, int32_t *bc_status) {"]
+        self.depth = 1
+        meta_index = 0
+        for i, p in enumerate(k.params):
+            t = self.type(p.dtype)
+            if p.tensor:
+                self.line(f"{t} *t_{p.name} = ({t} *)bc_args[{i}];")
+                for name, _, _ in meta_names(k.buffers[p.name]):
+                    self.line(f"const uint32_t {name} = (uint32_t)bc_meta[{meta_index}];")
+                    meta_index += 1
+            else:
+                self.line(f"const {t} v_{p.name} = *(const {t} *)bc_args[{i}];")
+        self.line("const uint32_t bc_ccx = bc_counts[0], bc_ccy = bc_counts[1], "
+                  "bc_ccz = bc_counts[2];")
+        self.line("int bc_oob = 0;")
+        self.line("#pragma omp parallel for schedule(static) reduction(|:bc_oob)")
+        self.line("for (uint32_t bc_cube = 0; bc_cube < bc_ccx * bc_ccy * bc_ccz; ++bc_cube) {")
+        self.depth += 1
+        for b in k.shared:
+            self.line(f"{self.type(b.dtype)} s_{b.name}[{b.size}] = {{0}};")
+        if self.fission:
+            for name, dtype in k.locals.items():
+                self.line(f"{self.type(dtype)} v_{name}[BC_CD];")
+            self.line("unsigned char bc_ret[BC_CD] = {0};")
+            self.line("uint32_t bc_unit;")
+            self.cube_level(k.body)
+        else:
+            self.line("for (uint32_t bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
+            self.depth += 1
+            for name, dtype in k.locals.items():
+                self.line(f"{self.type(dtype)} v_{name} = 0;")
+            for s in k.body:
+                self.stmt(s)
+            self.line("bc_end: ;")
+            self.depth -= 1
+            self.line("}")
+        self.depth -= 1
+        self.line("}")
+        self.line("if (bc_oob) *bc_status = 1;")
+        self.out.append("}")
+        return "\n".join(self.out) + "\n"

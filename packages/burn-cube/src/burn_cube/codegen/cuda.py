@@ -1,0 +1,68 @@
+"""CUDA C emitter for the cuda target.
+
+``extern "C" __global__ void bc_kernel(...)``: tensor pointers, then every tensor's
+len/shape/strides as ``unsigned int`` values, then scalars; one CUDA block per cube, the grid is
+the cube count. No software bounds checks (GPU semantics, like CubeCL's unchecked mode).
+"""
+
+from __future__ import annotations
+
+import math
+
+from burn_cube.codegen import table_cuda
+from burn_cube.codegen.emitter import Emitter, meta_names
+from burn_cube.ir import nodes as ir
+from burn_cube.types import DType
+
+
+def param_layout(kernel: ir.KernelIR) -> list[tuple[str, str, int]]:
+    """Kernel parameters in ABI order as ``(kernel parameter, field, dim)``; field is ``tensor``,
+    ``len``, ``shape``, ``stride`` or ``scalar``."""
+    out = [(b.name, "tensor", 0) for b in kernel.tensors]
+    for b in kernel.tensors:
+        out += [(b.name, field, dim) for _, field, dim in meta_names(b)]
+    out += [(p.name, "scalar", 0) for p in kernel.scalars]
+    return out
+
+
+class CudaEmitter(Emitter):
+    """Renders a kernel as CUDA C."""
+
+    target = "cuda"
+    ops = table_cuda.OPS
+    types = table_cuda.TYPES
+
+    def literal(self, value: int | float | bool, dtype: DType) -> str:
+        return table_cuda.literal(value, self.type(dtype), dtype.name)
+
+    def fields(self, dtype: DType) -> dict[str, str]:
+        return {"f": "f" if dtype.bits <= 32 else ""}
+
+    def barrier(self) -> str:
+        return "__syncthreads();"
+
+    def source(self) -> str:
+        k = self.kernel
+        cdx, cdy, cdz = k.cube_dim
+        args = [f"{self.type(b.dtype)} *t_{b.name}" for b in k.tensors]
+        args += [f"unsigned int {name}" for b in k.tensors for name, _, _ in meta_names(b)]
+        args += [f"{self.type(p.dtype)} v_{p.name}" for p in k.scalars]
+        self.out = [table_cuda.PRELUDE, f"#define BC_CDX {cdx}u", f"#define BC_CDY {cdy}u",
+                    f"#define BC_CDZ {cdz}u", f"#define BC_CD {math.prod(k.cube_dim)}u", "",
+                    f'extern "C" __global__ void __launch_bounds__(BC_CD) '
+                    f'bc_kernel({", ".join(args)}) {{']
+        self.depth = 1
+        self.line("const unsigned int bc_ccx = gridDim.x, bc_ccy = gridDim.y, "
+                  "bc_ccz = gridDim.z;")
+        self.line("const unsigned int bc_cube = blockIdx.x + (blockIdx.y + blockIdx.z * "
+                  "gridDim.y) * gridDim.x;")
+        self.line("const unsigned int bc_unit = threadIdx.x + (threadIdx.y + threadIdx.z * "
+                  "blockDim.y) * blockDim.x;")
+        for b in k.shared:
+            self.line(f"__shared__ {self.type(b.dtype)} s_{b.name}[{b.size}];")
+        for name, dtype in k.locals.items():
+            self.line(f"{self.type(dtype)} v_{name} = 0;")
+        for s in k.body:
+            self.stmt(s)
+        self.out.append("}")
+        return "\n".join(self.out) + "\n"

@@ -1,0 +1,197 @@
+"""The target-independent part of code generation.
+
+Expressions are rendered purely from a target's table (op -> template); statements go through a
+small set of hooks that each target's emitter overrides. Template fields: ``{a} {b} {c}`` the
+rendered arguments, ``{t}`` the result type, ``{s}`` the dtype name the entry was looked up
+with, plus whatever ``fields`` adds. Lookup order: ``op.<dtype>``, ``op.<kind>``, ``op``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from burn_cube.errors import CompileError
+from burn_cube.ir import nodes as ir
+from burn_cube.types import DType
+
+#: Position builtins, identical on every target given the prologue's ``bc_*`` names.
+POSITIONS: dict[str, str] = {
+    "unit_pos": "bc_unit",
+    "unit_pos_x": "(bc_unit % BC_CDX)",
+    "unit_pos_y": "(bc_unit / BC_CDX % BC_CDY)",
+    "unit_pos_z": "(bc_unit / (BC_CDX * BC_CDY))",
+    "cube_pos": "bc_cube",
+    "cube_pos_x": "(bc_cube % bc_ccx)",
+    "cube_pos_y": "(bc_cube / bc_ccx % bc_ccy)",
+    "cube_pos_z": "(bc_cube / (bc_ccx * bc_ccy))",
+    "cube_count": "(bc_ccx * bc_ccy * bc_ccz)",
+    "cube_count_x": "bc_ccx",
+    "cube_count_y": "bc_ccy",
+    "cube_count_z": "bc_ccz",
+    "absolute_pos": "(bc_cube * (BC_CDX * BC_CDY * BC_CDZ) + bc_unit)",
+    "absolute_pos_x": "(bc_cube % bc_ccx * BC_CDX + bc_unit % BC_CDX)",
+    "absolute_pos_y": "(bc_cube / bc_ccx % bc_ccy * BC_CDY + bc_unit / BC_CDX % BC_CDY)",
+    "absolute_pos_z": "(bc_cube / (bc_ccx * bc_ccy) * BC_CDZ + bc_unit / (BC_CDX * BC_CDY))",
+}
+
+
+def meta_names(buf: ir.Buffer) -> list[tuple[str, str, int]]:
+    """The metadata values of a tensor, in ABI order: ``(target name, field, dim)``."""
+    names = [(f"t_{buf.name}_len", "len", 0)]
+    names += [(f"t_{buf.name}_shape{d}", "shape", d) for d in range(buf.rank)]
+    names += [(f"t_{buf.name}_stride{d}", "stride", d) for d in range(buf.rank)]
+    return names
+
+
+class Emitter:
+    """Renders a kernel IR as target source.
+
+    Args:
+        kernel: The IR to render.
+    """
+
+    target = ""
+    ops: dict[str, str] = {}
+    types: dict[str, str] = {}
+    indent_unit = "    "
+
+    def __init__(self, kernel: ir.KernelIR) -> None:
+        self.kernel = kernel
+        self.out: list[str] = []
+        self.depth = 0
+
+    # --------------------------------------------------------------------------- expressions
+    def literal(self, value: int | float | bool, dtype: DType) -> str:
+        """Render a constant (target-specific)."""
+        raise NotImplementedError
+
+    def fields(self, dtype: DType) -> dict[str, str]:
+        """Extra template fields for entries looked up with ``dtype``."""
+        return {}
+
+    def type(self, dtype: DType) -> str:
+        """Target spelling of a dtype; CompileError when the target lacks it."""
+        if dtype.name not in self.types:
+            raise CompileError(f"the {self.target} target has no {dtype} type", self.kernel.name)
+        return self.types[dtype.name]
+
+    def template(self, op: str, dtype: DType) -> str:
+        """Look an op up in the table (most specific entry first)."""
+        for key in (f"{op}.{dtype.name}", f"{op}.{dtype.kind}", op):
+            if key in self.ops:
+                return self.ops[key]
+        raise CompileError(f"`{op}` on {dtype} is not supported by the {self.target} target",
+                           self.kernel.name)
+
+    def render(self, op: str, dtype: DType, result: DType, args: list[str]) -> str:
+        """Fill an op's template."""
+        names = dict(zip("abc", args, strict=False))
+        return self.template(op, dtype).format(
+            t=self.type(result), s=dtype.name, **names, **self.fields(dtype))
+
+    def var(self, name: str) -> str:
+        """Target name of a local variable or scalar parameter."""
+        return f"v_{name}"
+
+    def buf(self, name: str) -> str:
+        """Target name of a tensor or shared array."""
+        return f"{'s' if self.kernel.buffers[name].shared else 't'}_{name}"
+
+    def element(self, name: str, index: ir.Expr) -> str:
+        """An element of a buffer as an lvalue."""
+        return f"{self.buf(name)}[{self.expr(index)}]"
+
+    def load(self, e: ir.Load) -> str:
+        """Render a buffer read."""
+        return self.element(e.buf, e.index)
+
+    def expr(self, e: ir.Expr) -> str:
+        """Render an expression."""
+        match e:
+            case ir.Const(value=value, dtype=dtype):
+                if isinstance(value, float) and not math.isfinite(value):
+                    return self.render("nan" if math.isnan(value) else
+                                       ("inf" if value > 0 else "ninf"), dtype, dtype, [])
+                return self.literal(value, dtype)
+            case ir.Var(name=name):
+                return self.var(name)
+            case ir.Meta(buf=buf, field=field, dim=dim):
+                return f"t_{buf}_{field}{dim if field != 'len' else ''}"
+            case ir.Load():
+                return self.load(e)
+            case ir.AtomicAdd(buf=buf, index=index, value=value, dtype=dtype):
+                return self.render("atomic_add", dtype, dtype,
+                                   [self.element(buf, index), self.expr(value)])
+            case ir.Op(op=op, args=args, dtype=dtype):
+                key = args[0].dtype if args and op != "select" else dtype
+                return self.render(op, key, dtype, [self.expr(a) for a in args])
+        raise CompileError(f"cannot render {e!r}", self.kernel.name)
+
+    # ---------------------------------------------------------------------------- statements
+    def line(self, text: str) -> None:
+        """Append one line at the current indentation."""
+        self.out.append(self.indent_unit * self.depth + text)
+
+    def block(self, stmts: list[ir.Stmt]) -> None:
+        """Render statements one level deeper."""
+        self.depth += 1
+        for s in stmts:
+            self.stmt(s)
+        self.depth -= 1
+
+    def store(self, s: ir.Store) -> str:
+        """Render a buffer write."""
+        return f"{self.element(s.buf, s.index)} = {self.expr(s.value)};"
+
+    def for_header(self, s: ir.For) -> str:
+        """Render the header of a counted loop."""
+        v = self.var(s.var.name)
+        cmp = "<" if s.step > 0 else ">"
+        update = f"{v} += {self.literal(s.step, s.var.dtype)}" if s.step > 0 else \
+            f"{v} -= {self.literal(-s.step, s.var.dtype)}"
+        return (f"for ({v} = {self.expr(s.start)}; {v} {cmp} {self.expr(s.stop)}; {update}) {{")
+
+    def ret(self) -> str:
+        """Render an early return of the current unit."""
+        return "return;"
+
+    def barrier(self) -> str:
+        """Render a barrier across the units of a cube."""
+        raise NotImplementedError
+
+    def stmt(self, s: ir.Stmt) -> None:
+        """Render one statement."""
+        match s:
+            case ir.Assign(var=var, value=value):
+                self.line(f"{self.var(var.name)} = {self.expr(value)};")
+            case ir.Store():
+                self.line(self.store(s))
+            case ir.Eval(expr=expr):
+                self.line(f"{self.expr(expr)};")
+            case ir.If(cond=cond, then=then, orelse=orelse):
+                self.line(f"if ({self.expr(cond)}) {{")
+                self.block(then)
+                if orelse:
+                    self.line("} else {")
+                    self.block(orelse)
+                self.line("}")
+            case ir.While(cond=cond, body=body):
+                self.line(f"while ({self.expr(cond)}) {{")
+                self.block(body)
+                self.line("}")
+            case ir.For(body=body):
+                self.line(self.for_header(s))
+                self.block(body)
+                self.line("}")
+            case ir.Break():
+                self.line("break;")
+            case ir.Continue():
+                self.line("continue;")
+            case ir.Return():
+                self.line(self.ret())
+            case ir.Barrier():
+                self.line(self.barrier())
+
+    def source(self) -> str:
+        """Render the whole translation unit (target-specific)."""
+        raise NotImplementedError

@@ -1,0 +1,123 @@
+"""C (C11 + OpenMP) expression table for the CPU target.
+
+Floats use the libm function of the right width through the ``{f}`` suffix field (``expf`` for
+f32, ``exp`` for f64); integer division and modulo go through helpers that return 0 on a zero
+divisor instead of trapping.
+"""
+
+from __future__ import annotations
+
+from burn_cube.codegen.emitter import POSITIONS
+
+TYPES = {"bool": "bool", "u32": "uint32_t", "i32": "int32_t", "i64": "int64_t",
+         "f16": "_Float16", "f32": "float", "f64": "double"}
+
+OPS: dict[str, str] = {
+    **POSITIONS,
+    "plane_dim": "1u", "unit_pos_plane": "0u", "plane_sum": "({a})", "plane_max": "({a})",
+    "inf": "(({t})INFINITY)", "ninf": "(({t})-INFINITY)", "nan": "(({t})NAN)",
+    "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
+    "div.int": "bc_div_{s}({a}, {b})", "div.uint": "bc_div_{s}({a}, {b})",
+    "mod.int": "bc_mod_{s}({a}, {b})", "mod.uint": "bc_mod_{s}({a}, {b})",
+    "neg": "(-{a})",
+    "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
+    "eq": "({a} == {b})", "ne": "({a} != {b})",
+    "and": "({a} && {b})", "or": "({a} || {b})", "not": "(!{a})",
+    "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
+    "shl": "({a} << {b})", "shr": "({a} >> {b})", "invert": "(~{a})",
+    "cast": "(({t}){a})", "select": "({a} ? {b} : {c})",
+    "min": "bc_min_{s}({a}, {b})", "max": "bc_max_{s}({a}, {b})",
+    "abs.float": "fabs{f}({a})", "abs.int": "bc_abs_{s}({a})",
+    "pow": "pow{f}({a}, {b})", "rsqrt": "(1 / sqrt{f}({a}))", "round": "rint{f}({a})",
+    "isnan": "(isnan({a}) != 0)", "isinf": "(isinf({a}) != 0)",
+    **{op: f"{op}{{f}}({{a}})" for op in (
+        "exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin", "acos",
+        "atan", "sinh", "cosh", "sqrt", "floor", "ceil", "trunc", "erf")},
+    "exp.f32": "bc_exp_f32({a})", "tanh.f32": "bc_tanh_f32({a})",
+    "atomic_add.int": "__atomic_fetch_add(&{a}, {b}, __ATOMIC_RELAXED)",
+    "atomic_add.uint": "__atomic_fetch_add(&{a}, {b}, __ATOMIC_RELAXED)",
+    "atomic_add.float": "bc_atomic_add_{s}(&{a}, {b})",
+}
+
+#: Helpers emitted once per dtype (``{T}`` the C type, ``{s}`` the dtype name).
+HELPERS_NUMERIC = """\
+static inline {T} bc_min_{s}({T} a, {T} b) {{ return a < b ? a : b; }}
+static inline {T} bc_max_{s}({T} a, {T} b) {{ return a > b ? a : b; }}
+"""
+HELPERS_INT = """\
+static inline {T} bc_div_{s}({T} a, {T} b) {{ return b == 0 ? 0 : ({T})(a / b); }}
+static inline {T} bc_mod_{s}({T} a, {T} b) {{ return b == 0 ? 0 : ({T})(a % b); }}
+"""
+HELPERS_SIGNED = """\
+static inline {T} bc_abs_{s}({T} a) {{ return a < 0 ? -a : a; }}
+"""
+HELPERS_FLOAT_ATOMIC = """\
+static inline {T} bc_atomic_add_{s}({T} *p, {T} v) {{
+    {U} old = __atomic_load_n(({U} *)p, __ATOMIC_RELAXED), upd;
+    {T} prev, next;
+    do {{
+        __builtin_memcpy(&prev, &old, sizeof prev);
+        next = prev + v;
+        __builtin_memcpy(&upd, &next, sizeof next);
+    }} while (!__atomic_compare_exchange_n(({U} *)p, &old, upd, 1, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED));
+    return prev;
+}}
+"""
+#: Branch-free f32 exp/tanh (Cephes polynomials, <= 2 ulp on the tested range) that the
+#: compiler can vectorize; libm's scalar calls cannot be without -ffast-math. IEEE special
+#: values are kept: NaN propagates, exp overflows to inf and underflows through denormals to 0.
+HELPERS_F32_MATH = """\
+static inline float bc_exp_f32(float x) {
+    x = x > 89.0f ? 89.0f : (x < -104.0f ? -104.0f : x);
+    float n = __builtin_rintf(x * 1.44269504088896341f);
+    float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
+                + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
+    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+    float s1, s2;
+    __builtin_memcpy(&s1, &b1, 4);
+    __builtin_memcpy(&s2, &b2, 4);
+    return p * s1 * s2;
+}
+static inline float bc_tanh_f32(float x) {
+    float ax = __builtin_fabsf(x), z = x * x;
+    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
+                    + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    float big = __builtin_copysignf(1.0f - 2.0f / (bc_exp_f32(2.0f * ax) + 1.0f), x);
+    return ax < 0.625f ? small : big;
+}
+"""
+BITS_TYPE = {16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
+
+PRELUDE = """\
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+"""
+
+
+def literal(value: int | float | bool, type_name: str, dtype_name: str) -> str:
+    """Render a finite constant.
+
+    Args:
+        value: The constant.
+        type_name: C type.
+        dtype_name: Kernel dtype name.
+
+    Returns:
+        C source text.
+    """
+    if dtype_name == "bool":
+        return "1" if value else "0"
+    if dtype_name == "f32":
+        return f"{float(value)!r}f"
+    if dtype_name in ("f64", "f16"):
+        return f"(({type_name}){float(value)!r})"
+    if dtype_name == "u32":
+        return f"{int(value)}u"
+    if dtype_name == "i64":
+        return f"INT64_C({int(value)})"
+    return f"({int(value)})" if value < 0 else str(int(value))

@@ -1,0 +1,59 @@
+"""CUDA C expression table for the cuda target (compiled with NVRTC through CuPy).
+
+Shares the C spellings of arithmetic and libm functions (CUDA's device math library has the same
+names); differs in types, atomics and warp-level plane operations.
+"""
+
+from __future__ import annotations
+
+from burn_cube.codegen import table_c
+
+TYPES = {"bool": "bool", "u32": "unsigned int", "i32": "int", "i64": "long long",
+         "f16": "__half", "f32": "float", "f64": "double"}
+
+OPS: dict[str, str] = {
+    **table_c.OPS,
+    "plane_dim": "32u", "unit_pos_plane": "(bc_unit % 32u)",
+    "plane_sum": "bc_plane_sum({a})", "plane_max": "bc_plane_max({a})",
+    "inf": "(({t})CUDART_INF)", "ninf": "(({t})-CUDART_INF)", "nan": "(({t})CUDART_NAN)",
+    "min": "bc_min({a}, {b})", "max": "bc_max({a}, {b})",
+    "div.int": "({a} / {b})", "div.uint": "({a} / {b})",
+    "mod.int": "({a} % {b})", "mod.uint": "({a} % {b})", "abs.int": "abs({a})",
+    "atomic_add": "atomicAdd(&{a}, {b})",
+    "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "
+                      "(unsigned long long){b}))",
+}
+for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float"):
+    OPS.pop(_key)
+
+PRELUDE = """\
+#include <cuda_fp16.h>
+#define CUDART_INF __int_as_float(0x7f800000)
+#define CUDART_NAN __int_as_float(0x7fffffff)
+template <typename T> __device__ inline T bc_min(T a, T b) { return a < b ? a : b; }
+template <typename T> __device__ inline T bc_max(T a, T b) { return a > b ? a : b; }
+template <typename T> __device__ inline T bc_plane_sum(T v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+template <typename T> __device__ inline T bc_plane_max(T v) {
+    for (int o = 16; o > 0; o >>= 1) v = bc_max(v, (T)__shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+"""
+
+
+def literal(value: int | float | bool, type_name: str, dtype_name: str) -> str:
+    """Render a finite constant (C spelling, CUDA type names).
+
+    Args:
+        value: The constant.
+        type_name: CUDA type.
+        dtype_name: Kernel dtype name.
+
+    Returns:
+        CUDA C source text.
+    """
+    if dtype_name == "i64":
+        return f"{int(value)}LL"
+    return table_c.literal(value, type_name, dtype_name)

@@ -1,0 +1,240 @@
+"""The ``@kernel`` decorator: specialization, compile caching and argument checking."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from burn_cube.errors import LaunchError
+from burn_cube.ir.nodes import KernelIR
+from burn_cube.language.frontend import ParamSpec, ParsedKernel, lower, parse_kernel
+from burn_cube.runtime import DeviceArray, Runtime, runtime
+from burn_cube.types import (
+    ComptimeType,
+    DType,
+    Tensor,
+    TensorType,
+    bool_,
+    f32,
+    from_numpy,
+    i32,
+    i64,
+)
+
+Dims = int | tuple[int, ...]
+
+
+def _dims(value: Dims, what: str, kernel: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int | np.integer) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int | np.integer) for d in dims):
+        raise LaunchError(f"{what} must be an int or a tuple of 1-3 ints, got {value!r}", kernel)
+    if any(d < 1 for d in dims):
+        raise LaunchError(f"{what} must be positive, got {value!r}", kernel)
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+
+class Kernel:
+    """A kernel function; specialized and compiled on first launch per signature.
+
+    Args:
+        fn: The Python function written in the kernel language.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.signature = inspect.signature(fn)
+        self.__doc__ = fn.__doc__
+        self._parsed: ParsedKernel | None = None
+        self._annotations: dict[str, Any] | None = None
+        self._ir: dict[Any, KernelIR] = {}
+        self._compiled: dict[tuple[int, Any], Any] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise LaunchError("launch a kernel with kernel.launch(runtime, cube_count, cube_dim, "
+                          "*args)", self.name)
+
+    def ir(self, specs: dict[str, ParamSpec], cube_dim: tuple[int, int, int]) -> KernelIR:
+        """The IR for one specialization (cached).
+
+        Args:
+            specs: Specialization of every parameter.
+            cube_dim: Units per cube.
+
+        Returns:
+            The typed IR.
+        """
+        key = (tuple(specs.items()), cube_dim)
+        if key not in self._ir:
+            if self._parsed is None:
+                self._parsed = parse_kernel(self.fn)
+            self._ir[key] = lower(self._parsed, specs, cube_dim)
+        return self._ir[key]
+
+    def specialize(self, rt: Runtime, cube_dim: Dims, *args: Any,
+                   **kwargs: Any) -> tuple[KernelIR, list[Any], list[tuple[np.ndarray, Any]]]:
+        """Check the arguments, and build (or fetch) the IR of their signature.
+
+        Args:
+            rt: Target runtime.
+            cube_dim: Units per cube.
+            *args: Kernel arguments.
+            **kwargs: Kernel arguments by name.
+
+        Returns:
+            The IR, the runtime arguments, and (numpy array, device copy) pairs to copy back.
+        """
+        dims = _dims(cube_dim, "cube_dim", self.name)
+        props = rt.properties
+        if math.prod(dims) > props.max_cube_dim:
+            raise LaunchError(f"cube_dim {dims} has {math.prod(dims)} units; the {rt.name} "
+                              f"runtime allows at most {props.max_cube_dim}", self.name)
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise LaunchError(f"bad arguments: {exc}", self.name) from exc
+        if self._annotations is None:
+            self._annotations = inspect.get_annotations(self.fn, eval_str=True)
+        specs: dict[str, ParamSpec] = {}
+        values: list[Any] = []
+        copies: list[tuple[str, np.ndarray, DeviceArray]] = []
+        for name, value in bound.arguments.items():
+            ann = self._annotations.get(name)
+            ann = TensorType() if ann is Tensor else ann
+            if isinstance(ann, ComptimeType):
+                try:
+                    hash(value)
+                except TypeError as exc:
+                    raise LaunchError(f"comptime argument `{name}` must be hashable",
+                                      self.name) from exc
+                specs[name] = ParamSpec("comptime", value=value)
+            elif isinstance(ann, TensorType) or (ann is None and isinstance(
+                    value, np.ndarray | DeviceArray)):
+                array = self._tensor(rt, name, value, ann, copies)
+                specs[name] = ParamSpec("tensor", array.dtype, len(array.shape))
+                values.append(array)
+            else:
+                dtype = self._scalar_dtype(name, value, ann)
+                specs[name] = ParamSpec("scalar", dtype)
+                values.append(self._scalar(name, value, dtype))
+        for spec in specs.values():
+            if spec.dtype is not None and spec.dtype.name not in props.dtypes:
+                raise LaunchError(f"the {rt.name} runtime does not support {spec.dtype}",
+                                  self.name)
+        kernel = self.ir(specs, dims)
+        return kernel, values, [(a, d) for n, a, d in copies if kernel.buffers[n].written]
+
+    def _tensor(self, rt: Runtime, name: str, value: Any, ann: Any,
+                copies: list[tuple[str, np.ndarray, DeviceArray]]) -> DeviceArray:
+        if isinstance(value, DeviceArray):
+            if value.runtime is not rt:
+                raise LaunchError(f"tensor `{name}` lives on the {value.runtime.name} runtime, "
+                                  f"not {rt.name}", self.name)
+            array = value
+        elif isinstance(value, np.ndarray):
+            if from_numpy(value.dtype) is None:
+                raise LaunchError(f"tensor `{name}` has unsupported dtype {value.dtype}",
+                                  self.name)
+            if rt.name == "cpu" and value.flags.c_contiguous and value.flags.writeable:
+                array = DeviceArray(rt, value, value.shape, from_numpy(value.dtype))
+            else:
+                array = rt.upload(value)
+                copies.append((name, value, array))
+        else:
+            raise LaunchError(f"`{name}` must be a tensor (numpy array or DeviceArray), got "
+                              f"{type(value).__name__}", self.name)
+        expected = ann.dtype if isinstance(ann, TensorType) else None
+        if expected is not None and array.dtype != expected:
+            raise LaunchError(f"tensor `{name}` must be {expected}, got {array.dtype}", self.name)
+        return array
+
+    def _scalar_dtype(self, name: str, value: Any, ann: Any) -> DType:
+        if isinstance(ann, DType):
+            return ann
+        if ann is not None and ann not in (int, float, bool):
+            raise LaunchError(f"unsupported annotation {ann!r} for `{name}`", self.name)
+        if isinstance(value, np.generic) and from_numpy(value.dtype) is not None:
+            return from_numpy(value.dtype)  # type: ignore[return-value]
+        if isinstance(value, bool):
+            return bool_
+        if isinstance(value, int):
+            return i32 if -(2**31) <= value < 2**31 else i64
+        if isinstance(value, float):
+            return f32
+        raise LaunchError(f"`{name}` must be a tensor or a number, got {type(value).__name__}",
+                          self.name)
+
+    def _scalar(self, name: str, value: Any, dtype: DType) -> np.generic:
+        if isinstance(value, np.ndarray | DeviceArray) or not isinstance(
+                value, int | float | bool | np.generic):
+            raise LaunchError(f"`{name}` must be a {dtype} scalar, got {type(value).__name__}",
+                              self.name)
+        if dtype.is_integer:
+            info = np.iinfo(dtype.numpy)
+            if isinstance(value, float | np.floating) or not info.min <= int(value) <= info.max:
+                raise LaunchError(f"`{name}` = {value!r} does not fit {dtype}", self.name)
+        return dtype.numpy.type(value)
+
+    def launch(self, rt: Runtime | str, cube_count: Dims, cube_dim: Dims, *args: Any,
+               **kwargs: Any) -> None:
+        """Specialize, compile (cached) and run the kernel.
+
+        Args:
+            rt: A runtime or its name.
+            cube_count: Cubes along x, y, z.
+            cube_dim: Units per cube along x, y, z.
+            *args: Kernel arguments: tensors (numpy arrays are uploaded and, when written,
+                copied back), scalars, comptime values.
+            **kwargs: Kernel arguments by name.
+        """
+        rt = runtime(rt) if isinstance(rt, str) else rt
+        counts = _dims(cube_count, "cube_count", self.name)
+        limit = rt.properties.max_cube_count
+        if any(c > m for c, m in zip(counts, limit, strict=True)):
+            raise LaunchError(f"cube_count {counts} exceeds the {rt.name} limit {limit}",
+                              self.name)
+        kernel, values, copies = self.specialize(rt, cube_dim, *args, **kwargs)
+        if math.prod(counts) * math.prod(kernel.cube_dim) >= 2**32:
+            raise LaunchError(f"launch of {counts} cubes x {kernel.cube_dim} units overflows "
+                              "the u32 unit positions", self.name)
+        key = (id(rt), id(kernel))  # IRs live as long as the Kernel, so ids are stable
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compiled[key] = rt.compile(kernel)
+        rt.launch(compiled, kernel, counts, values)
+        for host, device in copies:
+            np.copyto(host, rt.download(device))
+
+    def source(self, target: str, cube_dim: Dims, *args: Any, **kwargs: Any) -> str:
+        """Generated source for a target (for inspection and tests), specialized on the cpu
+        runtime's argument rules.
+
+        Args:
+            target: ``c``, ``wgsl`` or ``cuda``.
+            cube_dim: Units per cube.
+            *args: Example arguments fixing the signature.
+            **kwargs: Example arguments by name.
+
+        Returns:
+            The source text.
+        """
+        from burn_cube.codegen import generate
+
+        kernel, _, _ = self.specialize(runtime("cpu"), cube_dim, *args, **kwargs)
+        return generate(kernel, target)
+
+
+def kernel(fn: Callable[..., Any]) -> Kernel:
+    """Decorator: turn a Python function into a burn-cube kernel.
+
+    Args:
+        fn: The function, written in the kernel language.
+
+    Returns:
+        The launchable kernel.
+    """
+    return Kernel(fn)

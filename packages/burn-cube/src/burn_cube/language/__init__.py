@@ -1,0 +1,1 @@
+"""The kernel language: builtins and the Python-AST frontend."""

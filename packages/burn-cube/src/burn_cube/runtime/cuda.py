@@ -1,0 +1,111 @@
+"""CUDA runtime through CuPy: NVRTC-compiled ``RawModule``s, CuPy's memory pool, one stream.
+
+The import is guarded: without CuPy or a CUDA device, ``runtime("cuda")`` raises
+``RuntimeUnavailableError``. CuPy keeps its own on-disk cache of compiled modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from burn_cube.codegen import generate
+from burn_cube.codegen.cuda import param_layout
+from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
+from burn_cube.ir.nodes import KernelIR
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime
+from burn_cube.types import DType, from_numpy
+
+try:
+    import cupy
+except ImportError:  # pragma: no cover - depends on the environment
+    cupy = None
+
+
+@dataclass
+class CompiledCuda:
+    """A loaded CUDA module and its kernel function."""
+
+    module: Any
+    function: Any
+    source: str
+
+
+class CudaRuntime(Runtime):
+    """Runs kernels on CUDA device 0."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        if cupy is None:
+            raise RuntimeUnavailableError("the cuda runtime needs CuPy: pip install "
+                                          "'burn-cube[cuda]'")
+        if not cupy.cuda.is_available():
+            raise RuntimeUnavailableError("CuPy found no CUDA device")
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.pool = cupy.get_default_memory_pool()
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        self.description = props["name"].decode() if isinstance(props["name"], bytes) \
+            else str(props["name"])
+        self.max_threads = int(props["maxThreadsPerBlock"])
+        self.max_grid = tuple(int(v) for v in props["maxGridSize"])
+        self._modules: dict[str, CompiledCuda] = {}
+
+    @property
+    def properties(self) -> Properties:
+        return Properties("cuda", self.description, "cuda",
+                          frozenset(("bool", "u32", "i32", "i64", "f16", "f32", "f64")),
+                          self.max_threads, self.max_grid, 32)  # type: ignore[arg-type]
+
+    def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        with self.stream:
+            return DeviceArray(self, cupy.zeros(shape, dtype.numpy), tuple(shape), dtype)
+
+    def upload(self, array: np.ndarray) -> DeviceArray:
+        dtype = from_numpy(array.dtype)
+        if dtype is None:
+            raise LaunchError(f"unsupported numpy dtype {array.dtype}")
+        with self.stream:
+            handle = cupy.asarray(np.ascontiguousarray(array))
+        return DeviceArray(self, handle, array.shape, dtype)
+
+    def download(self, array: DeviceArray) -> np.ndarray:
+        out = cupy.asnumpy(array.handle, stream=self.stream)
+        self.stream.synchronize()
+        return out
+
+    def compile(self, kernel: KernelIR) -> CompiledCuda:
+        source = generate(kernel, "cuda")
+        if source not in self._modules:
+            try:
+                module = cupy.RawModule(code=source, options=("--std=c++17",))
+                function = module.get_function("bc_kernel")
+            except Exception as exc:  # cupy.cuda.compiler.CompileException and driver errors
+                raise CompileError(f"NVRTC failed: {exc}", kernel.name) from exc
+            self._modules[source] = CompiledCuda(module, function, source)
+        return self._modules[source]
+
+    def launch(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
+               args: list[Any]) -> None:
+        by_name = dict(zip((p.name for p in kernel.params), args, strict=True))
+        values: list[Any] = []
+        for param, field, dim in param_layout(kernel):
+            value = by_name[param]
+            if field == "tensor":
+                values.append(value.handle)
+            elif field == "scalar":
+                values.append(value)
+            elif field == "len":
+                values.append(np.uint32(value.size))
+            else:
+                values.append(np.uint32((value.shape if field == "shape" else value.strides)[dim]))
+        compiled.function(cube_count, kernel.cube_dim, tuple(values), stream=self.stream)
+
+    def sync(self) -> None:
+        self.stream.synchronize()
+
+    def memory_stats(self) -> dict[str, int]:
+        return {"bytes_in_use": int(self.pool.used_bytes()),
+                "bytes_reserved": int(self.pool.total_bytes()), "modules": len(self._modules)}

@@ -1,0 +1,249 @@
+"""wgpu runtime (wgpu-py): WGSL compute shaders on Vulkan/Metal/D3D12, llvmpipe included.
+
+Pipelines and bind-group layouts are cached per shader source; storage buffers come from a
+size-bucketed pool (freed buffers return to it after the next submit); launches are recorded
+into one command encoder and submitted in batches (on read-back, ``sync`` or every
+``BATCH`` launches); read-backs reuse mapped staging buffers. More than 65,535 cubes are
+dispatched as a 2-D grid and linearized in the shader. The device is requested with the
+adapter's maximum storage-buffer limits.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from burn_cube.codegen import generate
+from burn_cube.codegen.wgsl import info_layout
+from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
+from burn_cube.ir.nodes import KernelIR
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime
+from burn_cube.types import DType, from_numpy, u32
+
+try:
+    import wgpu
+except ImportError:  # pragma: no cover - depends on the environment
+    wgpu = None
+
+BATCH = 64
+_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
+           "max-storage-buffers-per-shader-stage", "max-compute-invocations-per-workgroup",
+           "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
+           "max-compute-workgroup-size-z", "max-compute-workgroup-storage-size")
+_FEATURES = ("shader-f16", "subgroup")
+
+
+def _bucket(nbytes: int) -> int:
+    return max(256, 1 << (nbytes - 1).bit_length())
+
+
+@dataclass
+class CompiledWgsl:
+    """A compute pipeline with its bind-group layout."""
+
+    pipeline: Any
+    layout: Any
+    source: str
+
+
+class WgpuRuntime(Runtime):
+    """Runs kernels through wgpu on the default adapter."""
+
+    name = "wgpu"
+
+    def __init__(self) -> None:
+        if wgpu is None:
+            raise RuntimeUnavailableError("the wgpu runtime needs wgpu-py: pip install "
+                                          "'burn-cube[wgpu]'")
+        os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except Exception as exc:  # wgpu raises plain RuntimeError when no adapter exists
+            raise RuntimeUnavailableError(f"no wgpu adapter: {exc}") from exc
+        if adapter is None:
+            raise RuntimeUnavailableError("no wgpu adapter found")
+        self.features = [f for f in _FEATURES if f in adapter.features]
+        limits = {k: adapter.limits[k] for k in _LIMITS if k in adapter.limits}
+        self.device = adapter.request_device_sync(required_features=self.features,
+                                                  required_limits=limits)
+        self.limits = self.device.limits
+        self.description = adapter.summary
+        self._pipelines: dict[str, CompiledWgsl] = {}
+        self._free: dict[int, list[Any]] = defaultdict(list)
+        self._released: list[tuple[int, Any]] = []
+        self._staging: dict[int, Any] = {}
+        self._encoder: Any = None
+        self._pending = 0
+        self._in_flight: list[Any] = []
+        self._fence: DeviceArray | None = None
+        self._stats = {"buffers_created": 0, "bytes_reserved": 0, "submits": 0}
+
+    @property
+    def properties(self) -> Properties:
+        dtypes = {"bool", "u32", "i32", "f32"} | ({"f16"} if "shader-f16" in self.features
+                                                  else set())
+        per_dim = self.limits["max-compute-workgroups-per-dimension"]
+        return Properties("wgpu", self.description, "wgsl", frozenset(dtypes),
+                          self.limits["max-compute-invocations-per-workgroup"],
+                          (per_dim * per_dim, per_dim, per_dim),
+                          32 if "subgroup" in self.features else 0)
+
+    # ------------------------------------------------------------------------------ buffers
+    def _buffer(self, nbytes: int) -> Any:
+        size = _bucket(nbytes)
+        if size > self.limits["max-storage-buffer-binding-size"]:
+            raise LaunchError(f"a {nbytes}-byte buffer exceeds the adapter's storage binding "
+                              f"limit of {self.limits['max-storage-buffer-binding-size']} bytes")
+        if self._free[size]:
+            return self._free[size].pop()
+        self._stats["buffers_created"] += 1
+        self._stats["bytes_reserved"] += size
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        return self.device.create_buffer(size=size, usage=usage)
+
+    def _release(self, buffer: Any) -> None:
+        self._released.append((buffer.size, buffer))
+
+    def _wrap(self, buffer: Any, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        array = DeviceArray(self, buffer, tuple(shape), dtype)
+        weakref.finalize(array, self._release, buffer)
+        return array
+
+    def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        nbytes = math.prod(shape) * dtype.numpy.itemsize
+        buffer = self._buffer(nbytes)
+        self.device.queue.write_buffer(buffer, 0, np.zeros(buffer.size // 4, np.uint32))
+        return self._wrap(buffer, shape, dtype)
+
+    def upload(self, array: np.ndarray) -> DeviceArray:
+        dtype = from_numpy(array.dtype)
+        if dtype is None or dtype.name not in self.properties.dtypes or dtype.name == "bool":
+            raise LaunchError(f"the wgpu runtime cannot hold {array.dtype} tensors")
+        data = np.ascontiguousarray(array)
+        buffer = self._buffer(data.nbytes)
+        if data.nbytes:
+            self.device.queue.write_buffer(buffer, 0, _padded(data))
+        return self._wrap(buffer, array.shape, dtype)
+
+    def download(self, array: DeviceArray) -> np.ndarray:
+        nbytes = array.nbytes
+        if nbytes == 0:
+            return np.zeros(array.shape, array.dtype.numpy)
+        size = _bucket(nbytes)
+        staging = self._staging.pop(size, None) or self.device.create_buffer(
+            size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        encoder = self._encoder_now()
+        encoder.copy_buffer_to_buffer(array.handle, 0, staging, 0, _round4(nbytes))
+        self._flush()
+        staging.map_sync(wgpu.MapMode.READ, 0, _round4(nbytes))
+        data = bytes(staging.read_mapped(0, _round4(nbytes)))[:nbytes]
+        staging.unmap()
+        self._staging[size] = staging
+        return np.frombuffer(data, array.dtype.numpy).reshape(array.shape).copy()
+
+    # ------------------------------------------------------------------------------ kernels
+    def compile(self, kernel: KernelIR) -> CompiledWgsl:
+        source = generate(kernel, "wgsl")
+        if source in self._pipelines:
+            return self._pipelines[source]
+        entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.storage if b.written
+                               else wgpu.BufferBindingType.read_only_storage}}
+                   for i, b in enumerate(kernel.tensors)]
+        entries.append({"binding": len(entries), "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": wgpu.BufferBindingType.read_only_storage}})
+        try:
+            module = self.device.create_shader_module(code=source)
+            layout = self.device.create_bind_group_layout(entries=entries)
+            pipeline = self.device.create_compute_pipeline(
+                layout=self.device.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": "main"})
+        except Exception as exc:  # wgpu reports shader errors as GPUValidationError
+            raise CompileError(f"WGSL rejected by the driver: {exc}", kernel.name) from exc
+        compiled = CompiledWgsl(pipeline, layout, source)
+        self._pipelines[source] = compiled
+        return compiled
+
+    def launch(self, compiled: CompiledWgsl, kernel: KernelIR, cube_count: tuple[int, int, int],
+               args: list[Any]) -> None:
+        per_dim = self.limits["max-compute-workgroups-per-dimension"]
+        dispatch = cube_count
+        if any(c > per_dim for c in cube_count):
+            total = math.prod(cube_count)
+            dispatch = (per_dim, -(-total // per_dim), 1)
+            if dispatch[1] > per_dim:
+                raise LaunchError(f"{total} cubes exceed the wgpu dispatch limit", kernel.name)
+        by_name = dict(zip((p.name for p in kernel.params), args, strict=True))
+        words = list(cube_count)
+        for _, param, field, dim in info_layout(kernel):
+            value = by_name[param]
+            if field == "scalar":
+                words.append(_word(value))
+            elif field == "len":
+                words.append(value.size)
+            else:
+                words.append((value.shape if field == "shape" else value.strides)[dim])
+        info = np.array(words, dtype=np.uint32)
+        info_buffer = self._buffer(info.nbytes)
+        self.device.queue.write_buffer(info_buffer, 0, _padded(info))
+        buffers = [a.handle for a in args if isinstance(a, DeviceArray)] + [info_buffer]
+        bind_group = self.device.create_bind_group(layout=compiled.layout, entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(buffers)])
+        compute = self._encoder_now().begin_compute_pass()
+        compute.set_pipeline(compiled.pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(*dispatch)
+        compute.end()
+        self._release(info_buffer)
+        self._in_flight.append(args)
+        self._pending += 1
+        if self._pending >= BATCH:
+            self._flush()
+
+    def _encoder_now(self) -> Any:
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+        return self._encoder
+
+    def _flush(self) -> None:
+        if self._encoder is not None:
+            self.device.queue.submit([self._encoder.finish()])
+            self._stats["submits"] += 1
+            self._encoder, self._pending, self._in_flight = None, 0, []
+        for size, buffer in self._released:
+            self._free[size].append(buffer)
+        self._released = []
+
+    def sync(self) -> None:
+        """Submit pending work and wait for it (a 4-byte read-back acts as the fence)."""
+        if self._fence is None:
+            self._fence = self.allocate((1,), u32)
+        self.download(self._fence)
+
+    def memory_stats(self) -> dict[str, int]:
+        free = sum(size * len(bufs) for size, bufs in self._free.items())
+        return {**self._stats, "bytes_free_in_pool": free, "pipelines": len(self._pipelines)}
+
+
+def _word(value: np.generic) -> int:
+    """A scalar's bits as one u32 word (narrower types zero-extended)."""
+    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32}[value.dtype.itemsize]
+    return int(np.array(value).view(unsigned))
+
+
+def _round4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def _padded(data: np.ndarray) -> np.ndarray:
+    raw = data.reshape(-1).view(np.uint8)
+    if raw.size % 4:
+        raw = np.concatenate([raw, np.zeros(4 - raw.size % 4, np.uint8)])
+    return raw

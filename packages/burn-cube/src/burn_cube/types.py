@@ -1,0 +1,108 @@
+"""Scalar dtypes and the ``Tensor[...]`` / ``Comptime[...]`` parameter annotations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """A scalar element type of the kernel language.
+
+    Args:
+        name: Short name (``f32``); also the name used in generated helper functions.
+        kind: One of ``float``, ``int``, ``uint``, ``bool``.
+        bits: Width in bits.
+        rank: Position in the implicit promotion order (higher wins).
+    """
+
+    name: str
+    kind: str
+    bits: int
+    rank: int
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The matching numpy dtype."""
+        prefix = {"float": "float", "int": "int", "uint": "uint"}.get(self.kind)
+        return np.dtype(f"{prefix}{self.bits}" if prefix else "bool")
+
+    @property
+    def is_float(self) -> bool:
+        """Whether this is a floating-point type."""
+        return self.kind == "float"
+
+    @property
+    def is_integer(self) -> bool:
+        """Whether this is a signed or unsigned integer type."""
+        return self.kind in ("int", "uint")
+
+    def __call__(self, value: Any) -> Any:
+        """Outside kernels: convert a Python value to a numpy scalar of this dtype."""
+        return self.numpy.type(value)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+bool_ = DType("bool", "bool", 8, 0)
+u32 = DType("u32", "uint", 32, 1)
+i32 = DType("i32", "int", 32, 2)
+i64 = DType("i64", "int", 64, 3)
+f16 = DType("f16", "float", 16, 4)
+f32 = DType("f32", "float", 32, 5)
+f64 = DType("f64", "float", 64, 6)
+
+DTYPES: dict[str, DType] = {d.name: d for d in (bool_, u32, i32, i64, f16, f32, f64)}
+
+
+def from_numpy(dtype: np.dtype | type) -> DType | None:
+    """Map a numpy dtype to a kernel dtype.
+
+    Args:
+        dtype: numpy dtype or scalar type.
+
+    Returns:
+        The kernel dtype, or None when the language has none for it.
+    """
+    for d in DTYPES.values():
+        if d.numpy == np.dtype(dtype):
+            return d
+    return None
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Implicit promotion of two operand types: the higher rank wins; bool becomes i32."""
+    out = a if a.rank >= b.rank else b
+    return i32 if out is bool_ else out
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """Annotation for a tensor parameter; ``dtype`` None means inferred at launch."""
+
+    dtype: DType | None = None
+
+
+@dataclass(frozen=True)
+class ComptimeType:
+    """Annotation for a compile-time parameter, baked into the generated code."""
+
+    pytype: Any = None
+
+
+class Tensor:
+    """``Tensor[f32]`` annotates a tensor parameter of that element type."""
+
+    def __class_getitem__(cls, dtype: DType) -> TensorType:
+        return TensorType(dtype)
+
+
+class Comptime:
+    """``Comptime[int]`` annotates a compile-time parameter (part of the cache key)."""
+
+    def __class_getitem__(cls, pytype: Any) -> ComptimeType:
+        return ComptimeType(pytype)

@@ -1,0 +1,39 @@
+"""Autotuning picks a candidate, persists it, and reuses it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from test_kernels import gelu_tanh
+
+import burn_cube as bc
+from burn_cube.autotune import Autotuner, bucket
+
+
+def test_bucket() -> None:
+    assert [bucket(n) for n in (0, 1, 2, 3, 1000, 1024, 1025)] == [1, 1, 2, 4, 1024, 1024, 2048]
+
+
+def test_tuner_persists_and_reuses(tmp_path: Path) -> None:
+    calls: list[int] = []
+    tuner = Autotuner(tmp_path / "tune.json", repeats=1)
+    best = tuner.tune("k", "dev", 1000, [1, 2], calls.append)
+    assert best in (1, 2) and len(calls) == 4
+    saved = json.loads((tmp_path / "tune.json").read_text())
+    assert saved == {"k|dev|1024": best}
+    again = Autotuner(tmp_path / "tune.json")
+    assert again.tune("k", "dev", 900, [1, 2], calls.append) == best and len(calls) == 4
+
+
+def test_autotune_decorator(rt: bc.Runtime) -> None:
+    @bc.autotune(candidates=[{"cube_dim": 64}, {"cube_dim": 256}], size=lambda x, out: x.size)
+    def gelu(runtime: bc.Runtime, x, out, cube_dim: int) -> None:
+        gelu_tanh.launch(runtime, -(-x.size // cube_dim), cube_dim, x, out)
+
+    x = np.linspace(-3, 3, 5000, dtype=np.float32)
+    out = rt.allocate(x.shape, bc.f32)
+    gelu(rt, rt.upload(x), out)
+    np.testing.assert_allclose(out.numpy(), 0.5 * x * (1 + np.tanh(
+        0.7978845608 * (x + 0.044715 * x**3))), rtol=1e-5, atol=1e-6)

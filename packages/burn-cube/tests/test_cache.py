@@ -1,0 +1,94 @@
+"""Compile cache: hits, corrupt entries, concurrent writers."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cache_kernels import run
+
+import burn_cube as bc
+from burn_cube.runtime.cpu import CpuRuntime
+
+SCRIPT = """
+import numpy as np, burn_cube as bc
+from burn_cube import ABSOLUTE_POS, Tensor, f32
+
+@bc.kernel
+def add_five(x: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        x[i] = x[i] + 5.0
+
+x = np.zeros(8, np.float32)
+add_five.launch("cpu", 1, 8, x)
+print(x[0])
+"""
+
+
+def entries(root: Path) -> list[Path]:
+    return sorted(root.glob("*.so"))
+
+
+def test_hit_in_memory_and_on_disk() -> None:
+    root = Path(os.environ["BURN_CUBE_CACHE_DIR"])
+    before = len(entries(root))
+    assert run(7.0) == 7.0
+    after = entries(root)
+    assert len(after) == before + 1
+    mtime = max(p.stat().st_mtime_ns for p in after)
+    assert run(7.0) == 7.0  # a new runtime: served from disk
+    assert len(entries(root)) == before + 1
+    assert max(p.stat().st_mtime_ns for p in entries(root)) == mtime
+
+
+def test_corrupt_entry_is_recompiled_with_warning() -> None:
+    root = Path(os.environ["BURN_CUBE_CACHE_DIR"])
+    before = set(entries(root))
+    assert run(3.0) == 3.0
+    (newest,) = set(entries(root)) - before
+    # Truncate through a new file: a loaded library must never be modified in place.
+    truncated = newest.with_suffix(".partial")
+    truncated.write_bytes(newest.read_bytes()[:100])
+    os.replace(truncated, newest)
+    with pytest.warns(RuntimeWarning, match="corrupt compile-cache entry"):
+        assert run(3.0) == 3.0
+    assert len(newest.read_bytes()) > 100
+
+
+def _worker(_: int) -> float:
+    return run(11.0)
+
+
+def test_concurrent_writers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    with mp.get_context("spawn").Pool(4) as pool:
+        assert pool.map(_worker, range(4)) == [11.0] * 4
+    sos = entries(tmp_path)
+    assert len(sos) == 1 and not list(tmp_path.glob(".*tmp")) and not list(
+        tmp_path.glob(".build-*"))
+    assert run(11.0) == 11.0  # the surviving entry verifies and loads
+
+
+def test_fresh_process_hit(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    root = Path(os.environ["BURN_CUBE_CACHE_DIR"])
+    for run_index in range(2):
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             check=True)
+        assert out.stdout.strip() == "5.0"
+        if run_index == 0:
+            snapshot = entries(root)
+    assert entries(root) == snapshot  # the second process compiled nothing
+
+
+def test_cache_dir_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("BURN_CUBE_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert bc.cache.cache_dir() == tmp_path / ".cache" / "burn-cube"
+    assert isinstance(CpuRuntime().disk.root, Path)

@@ -1,0 +1,319 @@
+"""One kernel suite, parametrized over the runtimes under test, checked against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import burn_cube as bc
+from burn_cube import (
+    ABSOLUTE_POS,
+    ABSOLUTE_POS_X,
+    ABSOLUTE_POS_Y,
+    CUBE_DIM,
+    CUBE_POS,
+    UNIT_POS,
+    Comptime,
+    Tensor,
+    f32,
+    i32,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def needs(rt: bc.Runtime, *dtypes: str) -> None:
+    """Skip, loudly naming the runtime, when it lacks a dtype (e.g. f64 on WGSL)."""
+    missing = [d for d in dtypes if d not in rt.properties.dtypes]
+    if missing:
+        pytest.skip(f"the {rt.name} runtime has no {', '.join(missing)}")
+
+
+@bc.kernel
+def gelu_tanh(x: Tensor[f32], out: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v**3)))
+
+
+def gelu_ref(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+def test_elementwise_chain(rt: bc.Runtime) -> None:
+    x = RNG.standard_normal(10_000).astype(np.float32)
+    out = rt.allocate(x.shape, bc.f32)
+    gelu_tanh.launch(rt, -(-x.size // 256), 256, rt.upload(x), out)
+    np.testing.assert_allclose(out.numpy(), gelu_ref(x), rtol=1e-5, atol=1e-6)
+
+
+@bc.kernel
+def math_mix(x: Tensor[f32], out: Tensor[f32], alpha: f32):
+    i = ABSOLUTE_POS
+    if i >= len(x):
+        return
+    v = x[i]
+    a = bc.exp(-v * v) + bc.log(abs(v) + 1.0) + bc.sqrt(abs(v)) + bc.sin(v) * bc.cos(v)
+    b = bc.erf(v) + max(v, 0.0) - min(v, alpha) + bc.floor(v) + bc.pow(abs(v), 1.5)
+    out[i] = bc.select(v > 0.0, a, b) + v % 0.75
+
+
+def test_math_builtins(rt: bc.Runtime) -> None:
+    import math
+
+    x = RNG.standard_normal(2048).astype(np.float32) * 3
+    out = np.zeros_like(x)
+    math_mix.launch(rt, 8, 256, x, out, 0.25)
+    v = x.astype(np.float64)
+    erf = np.vectorize(math.erf)(v)
+    a = np.exp(-v * v) + np.log(abs(v) + 1) + np.sqrt(abs(v)) + np.sin(v) * np.cos(v)
+    b = erf + np.maximum(v, 0) - np.minimum(v, 0.25) + np.floor(v) + np.abs(v) ** 1.5
+    np.testing.assert_allclose(out, np.where(v > 0, a, b) + v % 0.75, rtol=1e-5, atol=1e-5)
+
+
+@bc.kernel
+def block_sum(x: Tensor[f32], partial: Tensor[f32]):
+    tile = bc.shared_memory(f32, CUBE_DIM)
+    i = ABSOLUTE_POS
+    tile[UNIT_POS] = x[i] if i < len(x) else 0.0
+    bc.sync_units()
+    stride = CUBE_DIM // 2
+    while stride > 0:
+        if UNIT_POS < stride:
+            tile[UNIT_POS] += tile[UNIT_POS + stride]
+        bc.sync_units()
+        stride = stride // 2
+    if UNIT_POS == 0:
+        partial[CUBE_POS] = tile[0]
+
+
+def test_shared_memory_reduction(rt: bc.Runtime) -> None:
+    x = RNG.standard_normal(5000).astype(np.float32)
+    cubes = -(-x.size // 128)
+    partial = np.zeros(cubes, np.float32)
+    block_sum.launch(rt, cubes, 128, x, partial)
+    expected = np.pad(x, (0, cubes * 128 - x.size)).reshape(cubes, 128).sum(1)
+    np.testing.assert_allclose(partial, expected, rtol=1e-4, atol=1e-4)
+
+
+@bc.kernel
+def histogram(x: Tensor[i32], bins: Tensor[i32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        bc.atomic_add(bins, x[i] % len(bins), 1)
+
+
+def test_atomics(rt: bc.Runtime) -> None:
+    x = RNG.integers(0, 1000, 20_000).astype(np.int32)
+    bins = np.zeros(16, np.int32)
+    histogram.launch(rt, -(-x.size // 64), 64, x, bins)
+    np.testing.assert_array_equal(bins, np.bincount(x % 16, minlength=16))
+
+
+@bc.kernel
+def float_total(x: Tensor[f32], total: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        bc.atomic_add(total, 0, x[i])
+
+
+def test_float_atomics(rt: bc.Runtime) -> None:
+    if rt.properties.target == "wgsl":
+        with pytest.raises(bc.errors.CompileError, match="atomic_add.* on f32"):
+            float_total.launch(rt, 1, 64, np.ones(64, np.float32), np.zeros(1, np.float32))
+        return
+    x = np.ones(10_000, np.float32)
+    total = np.zeros(1, np.float32)
+    float_total.launch(rt, -(-x.size // 128), 128, x, total)
+    assert total[0] == 10_000
+
+
+@bc.kernel
+def control_flow(x: Tensor[i32], out: Tensor[i32]):
+    i = ABSOLUTE_POS
+    if i >= len(x):
+        return
+    v = x[i]
+    if v < 0:
+        r = -1
+    elif v == 0:
+        r = 100
+    else:
+        r = 0
+        k = v
+        while k != 1:  # Collatz steps, capped
+            k = k // 2 if k % 2 == 0 else 3 * k + 1
+            r += 1
+            if r >= 50:
+                break
+    acc = 0
+    for j in range(0, 10):
+        if j % 3 == 0:
+            continue
+        acc += j
+    out[i] = r * 1000 + acc
+
+
+def collatz_ref(v: int) -> int:
+    if v < 0:
+        return -1
+    if v == 0:
+        return 100
+    r, k = 0, v
+    while k != 1:
+        k = k // 2 if k % 2 == 0 else 3 * k + 1
+        r += 1
+        if r >= 50:
+            break
+    return r
+
+
+def test_control_flow(rt: bc.Runtime) -> None:
+    x = np.arange(-5, 300, dtype=np.int32)
+    out = np.zeros_like(x)
+    control_flow.launch(rt, 5, 64, x, out)
+    acc = sum(j for j in range(10) if j % 3)
+    np.testing.assert_array_equal(out, [collatz_ref(int(v)) * 1000 + acc for v in x])
+
+
+@bc.kernel
+def poly(x: Tensor[f32], out: Tensor[f32], degree: Comptime[int], squared: Comptime[bool]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        acc = 0.0
+        for k in bc.unroll(range(degree + 1)):
+            acc = acc * x[i] + float(k + 1)
+        if squared:
+            acc = acc * acc
+        out[i] = acc
+
+
+@pytest.mark.parametrize(("degree", "squared"), [(0, False), (3, True), (5, False)])
+def test_comptime_unrolling(rt: bc.Runtime, degree: int, squared: bool) -> None:
+    x = RNG.standard_normal(300).astype(np.float32)
+    out = np.zeros_like(x)
+    poly.launch(rt, 3, 128, x, out, degree, squared)
+    expected = np.polyval(np.arange(1, degree + 2, dtype=np.float64), x)
+    np.testing.assert_allclose(out, expected**2 if squared else expected, rtol=1e-4)
+
+
+def test_comptime_specializes_source() -> None:
+    x, out = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    src = poly.source("c", 64, x, out, 2, False)
+    assert "for (" not in src.split("bc_unit < BC_CD")[1]  # unrolled: no inner loop
+    assert src != poly.source("c", 64, x, out, 2, True)
+
+
+@bc.kernel
+def transpose(a: Tensor[f32], out: Tensor[f32]):
+    r = ABSOLUTE_POS_Y
+    c = ABSOLUTE_POS_X
+    if r < a.shape[0] and c < a.shape[1]:
+        out[c, r] = a[r, c]
+
+
+def test_2d_launch_shape_stride(rt: bc.Runtime) -> None:
+    a = RNG.standard_normal((37, 53)).astype(np.float32)
+    out = np.zeros((53, 37), np.float32)
+    transpose.launch(rt, (4, 3), (16, 16), a, out)
+    np.testing.assert_array_equal(out, a.T)
+
+
+@bc.kernel
+def typed_ops(x: Tensor, out: Tensor, scale: Comptime[int]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = x[i] * scale + x[i] // 2
+
+
+@pytest.mark.parametrize("dtype", ["f64", "i32", "i64", "u32", "f16"])
+def test_dtypes(rt: bc.Runtime, dtype: str) -> None:
+    needs(rt, dtype)
+    np_dtype = bc.types.DTYPES[dtype].numpy
+    x = (RNG.integers(0, 1000, 500)).astype(np_dtype)
+    out = np.zeros_like(x)
+    typed_ops.launch(rt, 8, 64, x, out, 3)
+    if np.issubdtype(np_dtype, np.floating):
+        expected = (x * 3 + np.floor(x / 2)).astype(np_dtype)
+        np.testing.assert_allclose(out, expected, rtol=1e-3 if dtype == "f16" else 1e-12)
+    else:
+        np.testing.assert_array_equal(out, x * 3 + x // 2)
+
+
+@bc.kernel
+def flags(x: Tensor[f32], out: Tensor[i32], threshold: f32):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        big = x[i] > threshold
+        nan = bc.isnan(x[i])
+        out[i] = i32(big) + 2 * i32(nan and not big) + 4 * i32(bc.isinf(x[i]))
+
+
+def test_bool_nan_inf(rt: bc.Runtime) -> None:
+    x = np.array([0.0, 2.0, np.nan, np.inf, -np.inf, 0.5], np.float32)
+    out = np.zeros(x.shape, np.int32)
+    flags.launch(rt, 1, 64, x, out, 1.0)
+    expected = (x > 1).astype(int) + 2 * np.isnan(x) + 4 * np.isinf(x)
+    np.testing.assert_array_equal(out, expected)
+
+
+@bc.kernel
+def propagate(x: Tensor[f32], out: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = bc.exp(x[i]) * 2.0 - x[i]
+
+
+def test_nan_inf_propagate(rt: bc.Runtime) -> None:
+    x = np.array([np.nan, np.inf, -np.inf, 100.0], np.float32)
+    out = np.zeros_like(x)
+    propagate.launch(rt, 1, 32, x, out)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out, np.exp(x) * 2 - x)
+
+
+@bc.kernel
+def bool_tensor(mask: Tensor[bc.bool_], x: Tensor[f32], out: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = x[i] if mask[i] else -x[i]
+
+
+def test_bool_tensor(rt: bc.Runtime) -> None:
+    if rt.properties.target == "wgsl":
+        pytest.skip("WGSL storage buffers cannot hold bool tensors")
+    mask = RNG.random(100) > 0.5
+    x = RNG.standard_normal(100).astype(np.float32)
+    out = np.zeros_like(x)
+    bool_tensor.launch(rt, 1, 128, mask, x, out)
+    np.testing.assert_array_equal(out, np.where(mask, x, -x))
+
+
+@bc.kernel
+def plane_total(x: Tensor[f32], out: Tensor[f32]):
+    i = ABSOLUTE_POS
+    s = bc.plane_sum(x[i])
+    if bc.UNIT_POS_PLANE == 0:
+        out[i // bc.PLANE_DIM] = s
+
+
+def test_plane_sum(rt: bc.Runtime) -> None:
+    plane = rt.properties.plane_size
+    if plane == 0:
+        pytest.skip(f"the {rt.name} runtime has no plane (subgroup) operations")
+    x = RNG.standard_normal(256).astype(np.float32)
+    out = rt.allocate((256,), bc.f32)
+    plane_total.launch(rt, 1, 256, rt.upload(x), out)
+    got = out.numpy()
+    size = 256 // np.count_nonzero(got) if np.count_nonzero(got) else plane
+    np.testing.assert_allclose(got[: 256 // size], x.reshape(-1, size).sum(1), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_many_cubes(rt: bc.Runtime) -> None:
+    """More than 65,535 cubes (folded into a 2-D dispatch on wgpu)."""
+    x = RNG.standard_normal(70_000 * 4).astype(np.float32)
+    out = rt.allocate(x.shape, bc.f32)
+    gelu_tanh.launch(rt, 70_000, 4, rt.upload(x), out)
+    np.testing.assert_allclose(out.numpy(), gelu_ref(x), rtol=1e-5, atol=1e-6)
