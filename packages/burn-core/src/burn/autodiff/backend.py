@@ -152,6 +152,14 @@ class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,  # ty
         return record(out, (x,), lambda g, _: (inner.float_cast(g, original),))
 
     # --- the autodiff API used by the frontend ---
+    def float_inner(self, x: T) -> P:
+        """The inner backend's primitive of `x` (shared, untracked)."""
+        return x.primitive
+
+    def float_from_inner(self, x: P) -> T:
+        """An untracked tensor of this backend around an inner float primitive."""
+        return AutodiffTensor(x)
+
     def float_require_grad(self, x: T) -> T:
         """`x` as a leaf that requires grad (itself if it already is one).
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from burn.errors import AutodiffError
+from burn.errors import AutodiffError, DeviceError
 from burn.frontend.base import TensorBase, make
 
 if TYPE_CHECKING:
     from burn.autodiff import Gradients
+    from burn.device import Device
     from burn.frontend.tensor import Tensor
 
 
@@ -85,6 +86,35 @@ class AutogradMixin(TensorBase):
             return None
         inner = self._device.inner()
         return make(prim, inner, inner.backend.dtype(prim))
+
+    def inner(self) -> Tensor:
+        """This tensor on the inner device (the backend under Autodiff), sharing its values and
+        cut from the graph; the tensor itself off autodiff devices."""
+        if not self._bk.is_autodiff:
+            return self  # type: ignore[return-value]
+        prim = self._bk.float_inner(self._prim) if self._k == "float_" else self._prim  # type: ignore[attr-defined]
+        return make(prim, self._device.inner(), self._dtype)
+
+    @staticmethod
+    def from_inner(tensor: Tensor, device: Device) -> Tensor:
+        """`tensor` (on `device.inner()`) as an untracked tensor of the autodiff `device`.
+
+        Args:
+            tensor: a tensor on the inner device.
+            device: an autodiff device whose inner device holds `tensor`.
+        Returns:
+            The tensor on `device`, sharing the values.
+        Raises:
+            DeviceError: when `tensor` is not on `device.inner()`.
+        """
+        if not device.is_autodiff or tensor.device != device.inner():
+            raise DeviceError("from_inner", "tensor must live on the inner device of an "
+                              "autodiff device", tensor_device=str(tensor.device),
+                              device=str(device))
+        prim = tensor._prim
+        if tensor._k == "float_":
+            prim = device.backend.float_from_inner(prim)  # type: ignore[attr-defined]
+        return make(prim, device, tensor._dtype)
 
     def detach(self) -> Tensor:
         """The same values cut from the autodiff graph."""

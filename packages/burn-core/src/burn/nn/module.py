@@ -1,0 +1,165 @@
+"""`Module`: the base of layers and models. Parameters and submodules are found from attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from burn.device import Device, as_device
+from burn.frontend.tensor import Tensor
+from burn.nn.param import Param
+
+M = TypeVar("M", bound="Module")
+
+
+class Buffer(Param):
+    """Non-trainable module state saved with the module (e.g. BatchNorm's running statistics).
+    Optimizers never see it and `freeze` / `unfreeze` leave it alone."""
+
+    __slots__ = ()
+
+    def __init__(self, value: Tensor) -> None:
+        super().__init__(value, trainable=False)
+
+    @Param.trainable.setter  # type: ignore[attr-defined, untyped-decorator]
+    def trainable(self, flag: bool) -> None:
+        if flag:
+            raise ValueError("a Buffer is never trainable")
+
+
+def _entries(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """(dotted name, item) for an attribute that is a module, param, or list/tuple/dict of them."""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _entries(f"{name}.{i}", item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _entries(f"{name}.{key}", item)
+    elif isinstance(value, (Module, Param)):
+        yield name, value
+
+
+class Module:
+    """Base class of layers and models, as Burn's `Module` and torch's `nn.Module`.
+
+    Subclasses set `Param`s, `Buffer`s and submodules (also inside lists, tuples and dicts) as
+    attributes in `__init__` and define `forward`; calling the module calls `forward`.
+    """
+
+    training: bool = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)  # type: ignore[attr-defined]
+
+    # --- traversal ---
+    def _items(self) -> Iterator[tuple[str, Module | Param]]:
+        for name, value in vars(self).items():
+            if not name.startswith("_"):
+                yield from _entries(name, value)
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """Direct submodules with their dotted names (`layers.0` for list entries)."""
+        for name, item in self._items():
+            if isinstance(item, Module):
+                yield name, item
+
+    def children(self) -> list[Module]:
+        """Direct submodules."""
+        return [m for _, m in self.named_children()]
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module (named `prefix`) and every submodule, depth first, with dotted paths."""
+        yield prefix, self
+        for name, child in self.named_children():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def named_tensors(self, prefix: str = "") -> Iterator[tuple[str, Param]]:
+        """Every Param and Buffer with its dotted path (what a record saves)."""
+        for name, item in self._items():
+            path = f"{prefix}.{name}" if prefix else name
+            if isinstance(item, Module):
+                yield from item.named_tensors(path)
+            else:
+                yield path, item
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Param]]:
+        """Every Param (Buffers excluded) with its dotted path, e.g. `encoder.layers.0.weight`."""
+        for path, item in self.named_tensors(prefix):
+            if not isinstance(item, Buffer):
+                yield path, item
+
+    def parameters(self) -> list[Param]:
+        """Every Param (Buffers excluded)."""
+        return [p for _, p in self.named_parameters()]
+
+    def num_params(self) -> int:
+        """Number of scalar values in all Params."""
+        return sum(p.numel() for p in self.parameters())
+
+    # --- transforms ---
+    def map(self: M, fn: Callable[[str, Param], Tensor]) -> M:
+        """Replace each Param's and Buffer's values by `fn(path, param)` (ids kept)."""
+        for path, item in self.named_tensors():
+            item.set_(fn(path, item))
+        return self
+
+    def visit(self, fn: Callable[[str, Param], None]) -> None:
+        """Call `fn(path, param)` on every Param and Buffer."""
+        for path, item in self.named_tensors():
+            fn(path, item)
+
+    def to(self: M, device: Device | str) -> M:
+        """Move every Param and Buffer to `device` (an autodiff device makes trainable Params
+        gradient leaves); returns self."""
+        dev = as_device(device)
+        return self.map(lambda _, p: p.value().to_device(dev))
+
+    def devices(self) -> list[Device]:
+        """The distinct devices holding this module's tensors."""
+        return list(dict.fromkeys(p.device for _, p in self.named_tensors()))
+
+    def train(self: M, mode: bool = True) -> M:
+        """Set training mode (dropout active, batch statistics used) recursively; returns self."""
+        for _, module in self.named_modules():
+            module.training = mode
+        return self
+
+    def eval(self: M) -> M:
+        """`train(False)`."""
+        return self.train(False)
+
+    def freeze(self: M) -> M:
+        """Stop training every Param (optimizers skip them, autodiff does not track them)."""
+        return self._set_trainable(False)
+
+    def unfreeze(self: M) -> M:
+        """Train every Param again."""
+        return self._set_trainable(True)
+
+    def _set_trainable(self: M, flag: bool) -> M:
+        for p in self.parameters():
+            p.trainable = flag
+        return self
+
+    # --- printing ---
+    def extra_repr(self) -> str:
+        """Layer settings shown in the summary (override in layers)."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        children = list(self.named_children())
+        for name, child in children:
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + ("\n)" if children else ")")
+
+    def summary(self) -> str:
+        """The module tree, then a table of parameter paths, shapes and dtypes, and the total."""
+        rows = [f"{path:<48} {str(p.shape):<20} {p.dtype.value:<9} "
+                f"{'buffer' if isinstance(p, Buffer) else 'trainable' if p.trainable else 'frozen'}"
+                for path, p in self.named_tensors()]
+        total = self.num_params()
+        trainable = sum(p.numel() for p in self.parameters() if p.trainable)
+        return "\n".join([repr(self), "", *rows, "",
+                          f"params: {total:,} ({trainable:,} trainable)"])
