@@ -73,7 +73,7 @@ def run() -> str:
     torch.set_num_threads(threads)
     results: list[Measurement] = [
         measure("torch eager step", torch_step_fn()),
-        measure("burn numpy+autodiff step", burn_step_fn(burn.Device("numpy").autodiff())),
+        measure("burn numpy+autodiff step", burn_step_fn(burn.Device("numpy").autodiff()),
+                vs="torch eager step"),
     ]
-    return report(f"MLP 784-256-10 batch 64 training step ({threads} threads)", results,
-                  "torch eager step")
+    return report(f"MLP 784-256-10 batch 64 training step ({threads} threads)", results)

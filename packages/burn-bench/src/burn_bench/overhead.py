@@ -17,7 +17,7 @@ def run() -> str:
     results: list[Measurement] = []
 
     a_np, b_np = data[0], data[1]
-    results.append(measure("numpy a + b", lambda: a_np + b_np))
+    results.append(measure("numpy a + b", lambda: a_np + b_np, vs="torch eager a + b"))
 
     a_t, b_t = torch.from_numpy(data[0].copy()), torch.from_numpy(data[1].copy())
     results.append(measure("torch eager a + b", lambda: a_t + b_t))
@@ -26,9 +26,10 @@ def run() -> str:
 
     plain = burn.Device("numpy")
     a, b = burn.tensor(data[0], device=plain), burn.tensor(data[1], device=plain)
-    results.append(measure("burn numpy a + b", lambda: a + b))
+    results.append(measure("burn numpy a + b", lambda: a + b, vs="torch eager a + b"))
     tracked = plain.autodiff()
     a_g = burn.tensor(data[0], device=tracked).require_grad()
     b_g = burn.tensor(data[1], device=tracked).require_grad()
-    results.append(measure("burn numpy+autodiff a + b", lambda: a_g + b_g))
-    return report("per-op overhead, a + b, 64 x float32", results, "torch eager a + b")
+    results.append(measure("burn numpy+autodiff a + b", lambda: a_g + b_g,
+                           vs="torch eager a + b (requires_grad)"))
+    return report("per-op overhead, a + b, 64 x float32", results)

@@ -13,19 +13,22 @@ class Measurement:
 
     name: str
     seconds: float
+    #: name of the candidate this one is compared with in reports (None: not compared).
+    vs: str | None = None
 
     def ratio_to(self, other: Measurement) -> float:
         """How many times faster this candidate is than `other` (> 1 means faster)."""
         return other.seconds / self.seconds
 
 
-def measure(name: str, fn: Callable[[], object], *, min_time: float = 0.2,
-            repeats: int = 5) -> Measurement:
+def measure(name: str, fn: Callable[[], object], *, vs: str | None = None,
+            min_time: float = 0.2, repeats: int = 5) -> Measurement:
     """Time `fn` as the best mean over `repeats` batches, each running at least `min_time` s.
 
     Args:
         name: label of the candidate.
         fn: the call to time (warmed up first).
+        vs: the candidate to compare with in the report.
         min_time: seconds each batch runs at least.
         repeats: number of batches; the best is kept.
     Returns:
@@ -48,15 +51,17 @@ def measure(name: str, fn: Callable[[], object], *, min_time: float = 0.2,
         for _ in range(number):
             fn()
         best = min(best, (time.perf_counter() - start) / number)
-    return Measurement(name, best)
+    return Measurement(name, best, vs)
 
 
-def report(title: str, results: list[Measurement], baseline: str) -> str:
-    """A small table of per-call times and speed ratios against the `baseline` candidate."""
-    base = next(r for r in results if r.name == baseline)
-    lines = [f"## {title}", f"{'candidate':<34}{'per call':>14}{'speed vs ' + baseline:>22}"]
+def report(title: str, results: list[Measurement]) -> str:
+    """A table of per-call times, and for each candidate with a `vs` its speed ratio against
+    that candidate (> 1: faster) measured in the same run."""
+    by_name = {r.name: r for r in results}
+    lines = [f"## {title}", f"{'candidate':<36}{'per call':>12}   speed ratio"]
     for r in results:
-        lines.append(f"{r.name:<34}{_fmt(r.seconds):>14}{r.ratio_to(base):>21.2f}x")
+        ratio = f"{r.ratio_to(by_name[r.vs]):.2f}x vs {r.vs}" if r.vs else ""
+        lines.append(f"{r.name:<36}{_fmt(r.seconds):>12}   {ratio}")
     return "\n".join(lines)
 
 
