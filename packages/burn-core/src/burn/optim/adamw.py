@@ -1,0 +1,32 @@
+"""AdamW: Adam with decoupled weight decay (torch's `AdamW`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from burn.device import Device
+from burn.frontend.tensor import Tensor
+from burn.optim.adam import Adam, AdamConfig
+
+
+@dataclass(kw_only=True)
+class AdamWConfig(AdamConfig):
+    """AdamW hyperparameters: Adam's, with `weight_decay` (Burn's default 1e-4) decoupled: the
+    params shrink by `lr * weight_decay` before the Adam update.
+    """
+
+    weight_decay: float = 1e-4
+
+    def init(self, device: Device | str | None = None) -> AdamW:
+        """The optimizer (`device` is unused: state lives on each param's device)."""
+        return AdamW(self)
+
+
+class AdamW(Adam):
+    """AdamW, updating as `torch.optim.AdamW`. Build with `AdamWConfig(...).init()`."""
+
+    config: AdamWConfig
+
+    def _decay(self, lr: float, param: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
+        decay = self.config.weight_decay
+        return (param * (1 - lr * decay) if decay else param), grad

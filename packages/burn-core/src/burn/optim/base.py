@@ -1,0 +1,132 @@
+"""`Optimizer` and `OptimizerConfig`: the base of every optimizer."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from burn.autodiff import Gradients
+from burn.errors import ShapeError
+from burn.frontend import tensor
+from burn.frontend.tensor import Tensor
+from burn.nn import Config, Param
+from burn.optim.grads import GradientsParams, Params, named_params, to_grads_params
+
+#: One param's optimizer state: tensors on the param's inner device, and counters.
+State = dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class OptimizerConfig(Config):
+    """Hyperparameters every optimizer has; subclasses' `init()` builds their optimizer.
+
+    Args:
+        weight_decay: L2 penalty added to the gradient (`grad + weight_decay * param`, as
+            torch's `weight_decay`); AdamW decouples it instead.
+    """
+
+    weight_decay: float = 0.0
+
+
+class Optimizer(ABC):
+    """Base of optimizers, as Burn's `Optimizer`: `step(lr, module, grads)` updates the module's
+    trainable Params in place.
+
+    Updates are computed on the inner backend (no autodiff graph). State is kept per Param id as
+    inner tensors; `state_dict()` keys it by parameter path, so it survives a module rebuild.
+
+    Args:
+        config: the hyperparameters.
+    """
+
+    def __init__(self, config: OptimizerConfig) -> None:
+        self.config = config
+        self._state: dict[int, State] = {}
+        self._paths: dict[int, str] = {}
+        self._loaded: dict[str, State] = {}
+
+    def step(self, lr: float, params: Params, grads: Gradients | GradientsParams) -> None:
+        """Update every trainable param that has a gradient.
+
+        Args:
+            lr: the learning rate of this step (e.g. from `LrScheduler.step()`).
+            params: the module (paths from `named_parameters`) or a list of Params (paths "0",
+                "1", ...).
+            grads: `loss.backward()`'s result or per-param gradients (accumulated, clipped).
+        """
+        named = named_params(params)
+        grads = to_grads_params(grads, [p for _, p in named])
+        for path, param in named:
+            grad = grads.get(param.id)
+            if grad is None or not param.trainable:
+                continue
+            value, grad = self._decay(lr, param.inner(), grad)
+            new = self._update(lr, value, grad, self._param_state(path, param, value))
+            param.set_(Tensor.from_inner(new, param.device) if param.device.is_autodiff else new)
+
+    def _decay(self, lr: float, param: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
+        """(param, grad) after weight decay: L2 added to the gradient (override to decouple)."""
+        decay = self.config.weight_decay
+        return (param, grad + param * decay) if decay else (param, grad)
+
+    def _init_state(self, param: Tensor) -> State:
+        """The state of a param before its first update (none by default)."""
+        return {}
+
+    @abstractmethod
+    def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
+        """The new values of `param` (inner tensors); updates `state` in place."""
+
+    def _param_state(self, path: str, param: Param, value: Tensor) -> State:
+        """The state of `param`, from a loaded state dict (by path) or fresh."""
+        self._paths[param.id] = path
+        state = self._state.get(param.id)
+        if state is None:
+            saved = self._loaded.pop(path, None)
+            state = self._init_state(value) if saved is None else _restore(saved, path, value)
+            self._state[param.id] = state
+        return state
+
+    # --- save / load ---
+    def state_dict(self) -> dict[str, Any]:
+        """The state, keyed by parameter path, as numpy arrays and numbers.
+
+        Returns:
+            `{"optimizer": class name, "params": {path: {name: array or number}}}`.
+        """
+        params = {path: dict(saved) for path, saved in self._loaded.items()}
+        for pid, state in self._state.items():
+            params[self._paths[pid]] = {
+                k: np.array(v.to_numpy()) if isinstance(v, Tensor) else v
+                for k, v in state.items()}
+        return {"optimizer": type(self).__name__, "params": params}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Replace the state by `state_dict` (from `state_dict()`); each entry is attached to the
+        param with the same path at the next `step`.
+
+        Raises:
+            ValueError: when `state_dict` comes from another optimizer class.
+        """
+        if state_dict.get("optimizer") != type(self).__name__:
+            raise ValueError(f"load_state_dict: state of {state_dict.get('optimizer')!r}, "
+                             f"not {type(self).__name__!r}")
+        self._state.clear()
+        self._paths.clear()
+        self._loaded = {path: dict(saved) for path, saved in state_dict["params"].items()}
+
+
+def _restore(saved: State, path: str, value: Tensor) -> State:
+    """Saved state with arrays made tensors on `value`'s device, checked against its shape."""
+    state = {}
+    for key, item in saved.items():
+        if isinstance(item, np.ndarray):
+            if item.shape != value.shape:
+                raise ShapeError("load_state_dict", "saved state does not fit the param",
+                                 path=path, key=key, saved=item.shape, param=value.shape)
+            item = tensor(item, device=value.device)
+        state[key] = item
+    return state

@@ -1,0 +1,58 @@
+"""RMSProp, plain or centered, with optional momentum (torch's `RMSprop`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from burn.device import Device
+from burn.frontend import zeros_like
+from burn.frontend.tensor import Tensor
+from burn.optim.base import Optimizer, OptimizerConfig, State
+
+
+@dataclass(kw_only=True)
+class RmsPropConfig(OptimizerConfig):
+    """RMSProp hyperparameters (Burn's epsilon default; torch's is 1e-8).
+
+    Args:
+        weight_decay: L2 penalty (see `OptimizerConfig`).
+        alpha: decay of the squared-gradient average.
+        epsilon: added to the denominator.
+        centered: divide by the variance estimate (squared average minus squared mean).
+        momentum: momentum factor (0 disables momentum).
+    """
+
+    alpha: float = 0.99
+    epsilon: float = 1e-5
+    centered: bool = False
+    momentum: float = 0.0
+
+    def init(self, device: Device | str | None = None) -> RmsProp:
+        """The optimizer (`device` is unused: state lives on each param's device)."""
+        return RmsProp(self)
+
+
+class RmsProp(Optimizer):
+    """RMSProp, updating as `torch.optim.RMSprop`. Build with `RmsPropConfig(...).init()`."""
+
+    config: RmsPropConfig
+
+    def _init_state(self, param: Tensor) -> State:
+        state = {"square_avg": zeros_like(param)}
+        if self.config.centered:
+            state["grad_avg"] = zeros_like(param)
+        if self.config.momentum:
+            state["momentum"] = zeros_like(param)
+        return state
+
+    def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
+        c = self.config
+        square_avg = state["square_avg"] = state["square_avg"] * c.alpha \
+            + grad.square() * (1 - c.alpha)
+        if c.centered:
+            grad_avg = state["grad_avg"] = state["grad_avg"] * c.alpha + grad * (1 - c.alpha)
+            square_avg = square_avg - grad_avg.square()
+        step = grad / (square_avg.sqrt() + c.epsilon)
+        if c.momentum:
+            step = state["momentum"] = state["momentum"] * c.momentum + step
+        return param - step * lr

@@ -1,0 +1,264 @@
+"""Optimizers against torch.optim: 20-step trajectories, accumulation, clipping, save/load."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+from burn.nn import Module, Param
+from burn.optim import (
+    AdaGradConfig,
+    AdamConfig,
+    AdamWConfig,
+    GradientsAccumulator,
+    GradientsParams,
+    OptimizerConfig,
+    RmsPropConfig,
+    SgdConfig,
+    clip_grad_norm_,
+    clip_grad_value_,
+)
+
+DEV = burn.Device("numpy").autodiff()
+STEPS = 20
+_rng = np.random.default_rng(0)
+INIT = {
+    "hidden.weight": _rng.normal(0, 0.5, (5, 3)).astype(np.float32),
+    "hidden.bias": _rng.normal(0, 0.1, 5).astype(np.float32),
+    "out.weight": _rng.normal(0, 0.5, (2, 5)).astype(np.float32),
+    "out.bias": np.zeros(2, np.float32),
+}
+X = _rng.normal(size=(8, 3)).astype(np.float32)
+Y = _rng.normal(size=(8, 2)).astype(np.float32)
+
+
+class Dense(Module):
+    def __init__(self, weight: np.ndarray, bias: np.ndarray) -> None:
+        self.weight = Param(burn.tensor(weight, device=DEV))
+        self.bias = Param(burn.tensor(bias, device=DEV))
+
+    def forward(self, x: burn.Tensor) -> burn.Tensor:
+        return x @ self.weight.transpose(0, 1) + self.bias
+
+
+class Mlp(Module):
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self.hidden = Dense(arrays["hidden.weight"], arrays["hidden.bias"])
+        self.out = Dense(arrays["out.weight"], arrays["out.bias"])
+
+    def forward(self, x: burn.Tensor) -> burn.Tensor:
+        return self.out(self.hidden(x).tanh())
+
+
+def burn_loss(model: Mlp, rows: slice = slice(None)) -> burn.Tensor:
+    x, y = (burn.tensor(a[rows], device=DEV) for a in (X, Y))
+    return (model(x) - y).square().mean()
+
+
+def torch_params() -> dict[str, torch.nn.Parameter]:
+    return {k: torch.nn.Parameter(torch.tensor(v)) for k, v in INIT.items()}
+
+
+def torch_loss(p: dict[str, torch.Tensor]) -> torch.Tensor:
+    hidden = torch.tanh(torch.tensor(X) @ p["hidden.weight"].T + p["hidden.bias"])
+    return ((hidden @ p["out.weight"].T + p["out.bias"] - torch.tensor(Y)) ** 2).mean()
+
+
+def lr_at(base: float, step: int) -> float:
+    """A decaying lr, so that the lr passed to each step matters."""
+    return base * (1 - 0.02 * step)
+
+
+# name -> (burn config, torch optimizer class, torch kwargs, base lr)
+CASES: dict[str, tuple[OptimizerConfig, Callable[..., torch.optim.Optimizer], dict[str, Any],
+                       float]] = {
+    "sgd": (SgdConfig(), torch.optim.SGD, {}, 0.1),
+    "sgd_weight_decay": (SgdConfig(weight_decay=0.05), torch.optim.SGD,
+                         {"weight_decay": 0.05}, 0.1),
+    "sgd_momentum": (SgdConfig(momentum=0.9), torch.optim.SGD, {"momentum": 0.9}, 0.1),
+    "sgd_dampening_weight_decay": (
+        SgdConfig(momentum=0.9, dampening=0.3, weight_decay=0.01), torch.optim.SGD,
+        {"momentum": 0.9, "dampening": 0.3, "weight_decay": 0.01}, 0.1),
+    "sgd_nesterov": (SgdConfig(momentum=0.8, nesterov=True, weight_decay=0.01), torch.optim.SGD,
+                     {"momentum": 0.8, "nesterov": True, "weight_decay": 0.01}, 0.1),
+    "adam": (AdamConfig(epsilon=1e-8), torch.optim.Adam, {}, 0.01),
+    "adam_weight_decay": (AdamConfig(beta_1=0.8, beta_2=0.99, epsilon=1e-6, weight_decay=0.05),
+                          torch.optim.Adam,
+                          {"betas": (0.8, 0.99), "eps": 1e-6, "weight_decay": 0.05}, 0.01),
+    "adamw": (AdamWConfig(epsilon=1e-8, weight_decay=0.1), torch.optim.AdamW,
+              {"weight_decay": 0.1}, 0.01),
+    "adamw_no_decay": (AdamWConfig(epsilon=1e-8, weight_decay=0.0), torch.optim.AdamW,
+                       {"weight_decay": 0.0}, 0.01),
+    "adagrad": (AdaGradConfig(epsilon=1e-10), torch.optim.Adagrad, {}, 0.1),
+    "adagrad_decay": (
+        AdaGradConfig(lr_decay=0.05, initial_accumulator_value=0.1, weight_decay=0.01,
+                      epsilon=1e-10), torch.optim.Adagrad,
+        {"lr_decay": 0.05, "initial_accumulator_value": 0.1, "weight_decay": 0.01}, 0.1),
+    "rmsprop": (RmsPropConfig(alpha=0.9, epsilon=1e-8), torch.optim.RMSprop,
+                {"alpha": 0.9}, 0.01),
+    "rmsprop_centered": (RmsPropConfig(epsilon=1e-8, centered=True), torch.optim.RMSprop,
+                         {"centered": True}, 0.01),
+    "rmsprop_momentum_weight_decay": (
+        RmsPropConfig(epsilon=1e-8, momentum=0.5, weight_decay=0.01), torch.optim.RMSprop,
+        {"momentum": 0.5, "weight_decay": 0.01}, 0.01),
+    "rmsprop_centered_momentum": (
+        RmsPropConfig(alpha=0.95, epsilon=1e-8, centered=True, momentum=0.9),
+        torch.optim.RMSprop, {"alpha": 0.95, "centered": True, "momentum": 0.9}, 0.01),
+}
+
+
+def assert_params(model: Mlp, expected: dict[str, np.ndarray], context: str,
+                  rtol: float = 2e-5, atol: float = 2e-6) -> None:
+    got = {path: p.to_numpy() for path, p in model.named_parameters()}
+    assert got.keys() == expected.keys()
+    for path, want in expected.items():
+        assert got[path].shape == want.shape, f"{context} {path}"
+        assert got[path].dtype == want.dtype, f"{context} {path}"
+        np.testing.assert_allclose(got[path], want, rtol=rtol, atol=atol,
+                                   err_msg=f"{context} {path}")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_trajectory_matches_torch(name: str) -> None:
+    config, torch_cls, kwargs, base_lr = CASES[name]
+    model, optim = Mlp(INIT), config.init()
+    params = torch_params()
+    torch_optim = torch_cls(list(params.values()), lr=base_lr, **kwargs)
+    for step in range(STEPS):
+        lr = lr_at(base_lr, step)
+        optim.step(lr, model, burn_loss(model).backward())
+        torch_optim.param_groups[0]["lr"] = lr
+        torch_optim.zero_grad()
+        torch_loss(params).backward()
+        torch_optim.step()
+        assert_params(model, {k: v.detach().numpy() for k, v in params.items()},
+                      f"{name} step {step}")
+        assert all(p.is_require_grad() for p in model.parameters())
+
+
+def test_params_list_and_frozen_params() -> None:
+    model = Mlp(INIT)
+    model.out.freeze()
+    params = torch_params()
+    params["out.weight"].requires_grad_(False)
+    params["out.bias"].requires_grad_(False)
+    optim, torch_optim = SgdConfig(momentum=0.9).init(), torch.optim.SGD(
+        [params["hidden.weight"], params["hidden.bias"]], lr=0.1, momentum=0.9)
+    for step in range(3):
+        optim.step(0.1, model.parameters(), burn_loss(model).backward())
+        torch_optim.zero_grad()
+        torch_loss(params).backward()
+        torch_optim.step()
+        assert_params(model, {k: v.detach().numpy() for k, v in params.items()}, f"step {step}")
+    np.testing.assert_array_equal(model.out.weight.to_numpy(), INIT["out.weight"])
+    assert set(optim.state_dict()["params"]) == {"0", "1"}
+
+
+def test_accumulation_equals_step_on_summed_loss() -> None:
+    accumulated, summed = Mlp(INIT), Mlp(INIT)
+    optim_a, optim_s = AdamConfig().init(), AdamConfig().init()
+    accumulator = GradientsAccumulator()
+    for _ in range(3):
+        for rows in (slice(0, 4), slice(4, 8)):
+            accumulator.accumulate(accumulated, burn_loss(accumulated, rows).backward())
+        optim_a.step(0.01, accumulated, accumulator.grads())
+        loss = burn_loss(summed, slice(0, 4)) + burn_loss(summed, slice(4, 8))
+        optim_s.step(0.01, summed, loss.backward())
+    assert_params(accumulated, {p: t.to_numpy() for p, t in summed.named_parameters()},
+                  "accumulated", rtol=1e-6, atol=1e-7)
+    assert len(accumulator.grads()) == 0
+
+
+def _grads_both() -> tuple[Mlp, GradientsParams, dict[str, torch.nn.Parameter]]:
+    model = Mlp(INIT)
+    grads = GradientsParams.from_grads(burn_loss(model).backward(), model)
+    params = torch_params()
+    torch_loss(params).backward()
+    return model, grads, params
+
+
+def _assert_grads(model: Mlp, grads: GradientsParams,
+                  params: dict[str, torch.nn.Parameter]) -> None:
+    for path, p in model.named_parameters():
+        got, want = grads[p.id].to_numpy(), params[path].grad.numpy()
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=path)
+
+
+@pytest.mark.parametrize("max_norm", [0.05, 100.0])
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_clip_grad_norm_matches_torch(max_norm: float, norm_type: float) -> None:
+    model, grads, params = _grads_both()
+    total = clip_grad_norm_(grads, max_norm, norm_type)
+    want = torch.nn.utils.clip_grad_norm_(list(params.values()), max_norm, norm_type)
+    assert total == pytest.approx(want.item(), rel=1e-5)
+    _assert_grads(model, grads, params)
+
+
+def test_clip_grad_value_matches_torch() -> None:
+    model, grads, params = _grads_both()
+    clip_grad_value_(grads, 0.02)
+    torch.nn.utils.clip_grad_value_(list(params.values()), 0.02)
+    _assert_grads(model, grads, params)
+
+
+def _run(model: Mlp, optim: Any, steps: range) -> None:
+    for step in steps:
+        optim.step(lr_at(0.01, step), model, burn_loss(model).backward())
+
+
+@pytest.mark.parametrize("config", [
+    SgdConfig(momentum=0.9, nesterov=True), AdamConfig(), AdamWConfig(weight_decay=0.1),
+    AdaGradConfig(lr_decay=0.1), RmsPropConfig(centered=True, momentum=0.5),
+], ids=type)
+def test_state_dict_resumes_identically(config: OptimizerConfig) -> None:
+    straight = Mlp(INIT)
+    _run(straight, config.init(), range(STEPS))
+
+    first = Mlp(INIT)
+    optim = config.init()
+    _run(first, optim, range(STEPS // 2))
+    state = optim.state_dict()
+    assert set(state["params"]) == set(INIT)
+    values = {path: p.to_numpy().copy() for path, p in first.named_parameters()}
+    _run(first, optim, range(STEPS // 2, STEPS))  # must leave the saved state as it was
+
+    resumed = Mlp(values)  # a rebuilt module: same paths, fresh param ids
+    optim2 = config.init()
+    optim2.load_state_dict(state)
+    reloaded = optim2.state_dict()
+    assert reloaded["params"].keys() == state["params"].keys()
+    for path, saved in state["params"].items():
+        for key, value in saved.items():
+            np.testing.assert_array_equal(reloaded["params"][path][key], value)
+    _run(resumed, optim2, range(STEPS // 2, STEPS))
+    expected = dict(straight.named_parameters())
+    for model in (first, resumed):
+        for path, p in model.named_parameters():
+            np.testing.assert_array_equal(p.to_numpy(), expected[path].to_numpy(), err_msg=path)
+
+
+def test_load_state_dict_rejects_other_optimizer() -> None:
+    with pytest.raises(ValueError, match="Adam"):
+        SgdConfig().init().load_state_dict(AdamConfig().init().state_dict())
+
+
+def test_nesterov_needs_momentum() -> None:
+    with pytest.raises(ValueError, match="Nesterov"):
+        SgdConfig(nesterov=True)
+
+
+def test_step_with_handmade_grads_off_autodiff() -> None:
+    device = burn.Device("numpy")
+    weight = Param(burn.tensor([1.0, -2.0], device=device))
+    grads = GradientsParams({weight.id: burn.tensor([0.5, 0.5], device=device)})
+    SgdConfig(weight_decay=0.1).init().step(0.1, [weight], grads)
+    np.testing.assert_allclose(weight.to_numpy(), [1.0 - 0.1 * 0.6, -2.0 - 0.1 * 0.3],
+                               rtol=1e-6)
+    assert weight.dtype == burn.float32 and weight.device == device
