@@ -1,7 +1,165 @@
 """Neural-network modules: the Module base, Params, Configs, initializers, layers and losses."""
 
+from burn.nn import init, loss
+from burn.nn.activation import (
+    Elu,
+    EluConfig,
+    Gelu,
+    GeluConfig,
+    HardSigmoid,
+    HardSigmoidConfig,
+    LeakyRelu,
+    LeakyReluConfig,
+    Mish,
+    MishConfig,
+    PRelu,
+    PReluConfig,
+    Relu,
+    ReluConfig,
+    Selu,
+    SeluConfig,
+    Sigmoid,
+    SigmoidConfig,
+    Silu,
+    SiluConfig,
+    Softplus,
+    SoftplusConfig,
+    SwiGlu,
+    SwiGluConfig,
+    Tanh,
+    TanhConfig,
+)
+from burn.nn.attention import MhaCache, MhaOutput, MultiHeadAttention, MultiHeadAttentionConfig
 from burn.nn.config import Config
+from burn.nn.conv import (
+    Conv1d,
+    Conv1dConfig,
+    Conv2d,
+    Conv2dConfig,
+    Conv3d,
+    Conv3dConfig,
+    ConvTranspose1d,
+    ConvTranspose1dConfig,
+    ConvTranspose2d,
+    ConvTranspose2dConfig,
+    ConvTranspose3d,
+    ConvTranspose3dConfig,
+)
+from burn.nn.dropout import Dropout, DropoutConfig
+from burn.nn.embedding import Embedding, EmbeddingConfig
+from burn.nn.encoding import (
+    PositionalEncoding,
+    PositionalEncodingConfig,
+    RotaryEncoding,
+    RotaryEncodingConfig,
+)
+from burn.nn.identity import Identity, IdentityConfig
+from burn.nn.init import Initializer
+from burn.nn.linear import Linear, LinearConfig
+from burn.nn.loss import (
+    BinaryCrossEntropyLoss,
+    BinaryCrossEntropyLossConfig,
+    CosineEmbeddingLoss,
+    CosineEmbeddingLossConfig,
+    CrossEntropyLoss,
+    CrossEntropyLossConfig,
+    HuberLoss,
+    HuberLossConfig,
+    KlDivLoss,
+    KlDivLossConfig,
+    MseLoss,
+    MseLossConfig,
+    SmoothL1Loss,
+    SmoothL1LossConfig,
+)
 from burn.nn.module import Buffer, Module
+from burn.nn.norm import (
+    BatchNorm,
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNormConfig,
+    GroupNorm,
+    GroupNormConfig,
+    InstanceNorm,
+    InstanceNormConfig,
+    LayerNorm,
+    LayerNormConfig,
+    RmsNorm,
+    RmsNormConfig,
+)
 from burn.nn.param import Param
+from burn.nn.pool import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool1dConfig,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool2dConfig,
+    AvgPool1d,
+    AvgPool1dConfig,
+    AvgPool2d,
+    AvgPool2dConfig,
+    MaxPool1d,
+    MaxPool1dConfig,
+    MaxPool2d,
+    MaxPool2dConfig,
+)
+from burn.nn.resize import Interpolate, InterpolateConfig, PixelShuffle, PixelShuffleConfig
+from burn.nn.rnn import BiLstm, BiLstmConfig, Gru, GruConfig, Lstm, LstmConfig, Rnn, RnnConfig
+from burn.nn.transformer import (
+    PositionWiseFeedForward,
+    PositionWiseFeedForwardConfig,
+    TransformerDecoder,
+    TransformerDecoderConfig,
+    TransformerDecoderLayer,
+    TransformerDecoderLayerConfig,
+    TransformerEncoder,
+    TransformerEncoderConfig,
+    TransformerEncoderLayer,
+    TransformerEncoderLayerConfig,
+)
 
-__all__ = ["Buffer", "Config", "Module", "Param"]
+__all__ = [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool1dConfig", "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool2dConfig", "AvgPool1d", "AvgPool1dConfig", "AvgPool2d", "AvgPool2dConfig",
+    "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNormConfig", "BinaryCrossEntropyLoss",
+    "BinaryCrossEntropyLossConfig", "Buffer", "Config", "Conv1d", "Conv1dConfig", "Conv2d",
+    "Conv2dConfig", "Conv3d", "Conv3dConfig", "ConvTranspose1d", "ConvTranspose1dConfig",
+    "ConvTranspose2d", "ConvTranspose2dConfig", "ConvTranspose3d", "ConvTranspose3dConfig",
+    "CosineEmbeddingLoss", "CosineEmbeddingLossConfig", "CrossEntropyLoss",
+    "CrossEntropyLossConfig", "Dropout", "DropoutConfig", "Elu", "EluConfig", "Embedding",
+    "EmbeddingConfig", "Gelu", "GeluConfig", "GroupNorm", "GroupNormConfig", "HardSigmoid",
+    "HardSigmoidConfig", "HuberLoss", "HuberLossConfig", "Identity", "IdentityConfig",
+    "Initializer", "InstanceNorm", "InstanceNormConfig", "Interpolate", "InterpolateConfig",
+    "KlDivLoss", "KlDivLossConfig", "LayerNorm", "LayerNormConfig", "LeakyRelu",
+    "LeakyReluConfig", "Linear", "LinearConfig", "MaxPool1d", "MaxPool1dConfig", "MaxPool2d",
+    "MaxPool2dConfig", "Mish", "MishConfig", "Module", "MseLoss", "MseLossConfig", "PRelu",
+    "PReluConfig", "Param", "PixelShuffle", "PixelShuffleConfig", "Relu", "ReluConfig", "RmsNorm",
+    "RmsNormConfig", "Selu", "SeluConfig", "Sigmoid", "SigmoidConfig", "Silu", "SiluConfig",
+    "SmoothL1Loss", "SmoothL1LossConfig", "Softplus", "SoftplusConfig", "SwiGlu", "SwiGluConfig",
+    "Tanh", "TanhConfig", "init", "loss",
+    "MhaCache",
+    "MhaOutput",
+    "MultiHeadAttention",
+    "MultiHeadAttentionConfig",
+    "PositionalEncoding",
+    "PositionalEncodingConfig",
+    "RotaryEncoding",
+    "RotaryEncodingConfig",
+    "BiLstm",
+    "BiLstmConfig",
+    "Gru",
+    "GruConfig",
+    "Lstm",
+    "LstmConfig",
+    "Rnn",
+    "RnnConfig",
+    "PositionWiseFeedForward",
+    "PositionWiseFeedForwardConfig",
+    "TransformerDecoder",
+    "TransformerDecoderConfig",
+    "TransformerDecoderLayer",
+    "TransformerDecoderLayerConfig",
+    "TransformerEncoder",
+    "TransformerEncoderConfig",
+    "TransformerEncoderLayer",
+    "TransformerEncoderLayerConfig",
+]

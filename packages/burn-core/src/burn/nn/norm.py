@@ -1,0 +1,280 @@
+"""Normalisation layers: BatchNorm, LayerNorm, GroupNorm, InstanceNorm, RmsNorm."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from burn.device import Device
+from burn.errors import ShapeError, ValueRangeError
+from burn.frontend.tensor import Tensor
+from burn.nn._layer import LayerConfig, check_input
+from burn.nn.init import ones, zeros
+from burn.nn.module import Buffer, Module
+from burn.nn.param import Param
+
+
+def _normalize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    """(x - mean) / sqrt(var + eps) over `dims` (biased var), with the mean and var (dims kept)."""
+    mean = x.mean(dims, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dims, keepdim=True)
+    return centered / (var + eps).sqrt(), mean, var
+
+
+def _per_channel(t: Tensor, ndim: int) -> Tensor:
+    """A [C] tensor shaped to broadcast over dim 1 of an `ndim`-d input."""
+    return t.reshape((t.shape[0],) + (1,) * (ndim - 2))
+
+
+def _affine(num: int | tuple[int, ...], affine: bool, bias: bool,
+            device: Device | str | None) -> tuple[Param | None, Param | None]:
+    """(weight = ones, bias = zeros) params, or None where disabled."""
+    if not affine:
+        return None, None
+    return Param(ones(num, device)), Param(zeros(num, device)) if bias else None
+
+
+class BatchNorm(Module):
+    """Batch normalisation over channel dim 1 of [N, C, *] inputs (torch's BatchNorm1d / 2d /
+    3d in one class).
+
+    Training normalises with the batch statistics (biased variance) and updates the running
+    mean / var Buffers: running = (1 - momentum) * running + momentum * batch (unbiased var).
+    Eval normalises with the running statistics.
+
+    Args:
+        num_features: channels C.
+        eps: added to the variance.
+        momentum: weight of the batch statistic in the running update.
+        affine: whether to learn a per-channel scale (weight) and shift (bias).
+        device: where params and buffers live.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = True, device: Device | str | None = None) -> None:
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.weight, self.bias = _affine(num_features, affine, True, device)
+        self.running_mean = Buffer(zeros(num_features, device))
+        self.running_var = Buffer(ones(num_features, device))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Args:
+            x: [N, C, *].
+        Returns:
+            x normalised per channel, same shape.
+        Raises:
+            ShapeError: for fewer than 2 dims or a wrong channel count.
+        """
+        check_input("BatchNorm", x, f"[N, C={self.num_features}, *]",
+                    min_rank=2, dim=1, size=self.num_features)
+        dims = (0, *range(2, x.ndim))
+        if self.training:
+            out, mean, var = _normalize(x, dims, self.eps)
+            n = x.numel() // self.num_features
+            mean, var = mean.detach().reshape(-1), var.detach().reshape(-1)
+            m = self.momentum
+            self.running_mean.set_(self.running_mean.value() * (1 - m) + mean * m)
+            self.running_var.set_(self.running_var.value() * (1 - m)
+                                  + var * (m * n / max(n - 1, 1)))
+        else:
+            mean = _per_channel(self.running_mean.value(), x.ndim)
+            var = _per_channel(self.running_var.value(), x.ndim)
+            out = (x - mean) / (var + self.eps).sqrt()
+        if self.weight is not None and self.bias is not None:
+            out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
+        return out
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, " \
+               f"affine={self.weight is not None}"
+
+
+BatchNorm1d = BatchNorm
+BatchNorm2d = BatchNorm
+
+
+class LayerNorm(Module):
+    """Layer normalisation over the last dims (torch.nn.LayerNorm).
+
+    Args:
+        normalized_shape: the trailing shape to normalise over (an int for the last dim).
+        eps: added to the variance.
+        elementwise_affine: whether to learn weight (ones) and bias (zeros) of that shape.
+        bias: whether the affine part has a bias.
+        device: where the params live.
+    """
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True,
+                 device: Device | str | None = None) -> None:
+        self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
+                                 else tuple(normalized_shape))
+        self.eps = eps
+        self.weight, self.bias = _affine(self.normalized_shape, elementwise_affine, bias, device)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Args:
+            x: [..., *normalized_shape].
+        Returns:
+            same shape.
+        Raises:
+            ShapeError: when the trailing dims differ from normalized_shape.
+        """
+        k = len(self.normalized_shape)
+        if x.ndim < k or x.shape[x.ndim - k:] != self.normalized_shape:
+            raise ShapeError("LayerNorm", "expected input [..., "
+                             f"{', '.join(map(str, self.normalized_shape))}]", x=x.shape)
+        out = _normalize(x, tuple(range(x.ndim - k, x.ndim)), self.eps)[0]
+        if self.weight is not None:
+            out = out * self.weight
+        return out if self.bias is None else out + self.bias
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, " \
+               f"elementwise_affine={self.weight is not None}"
+
+
+class GroupNorm(Module):
+    """Group normalisation (torch.nn.GroupNorm): channels split into groups, each normalised
+    over its channels and all spatial positions.
+
+    Args:
+        num_groups: groups (must divide num_channels).
+        num_channels: channels C.
+        eps: added to the variance.
+        affine: whether to learn per-channel weight (ones) and bias (zeros).
+        device: where the params live.
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device: Device | str | None = None) -> None:
+        name = type(self).__name__
+        if num_groups < 1 or num_channels % num_groups:
+            raise ValueRangeError(name, "num_groups must divide num_channels",
+                                  num_groups=num_groups, num_channels=num_channels)
+        self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+        self.weight, self.bias = _affine(num_channels, affine, True, device)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Args:
+            x: [N, C, *].
+        Returns:
+            same shape.
+        Raises:
+            ShapeError: for fewer than 2 dims or a wrong channel count.
+        """
+        check_input(type(self).__name__, x, f"[N, C={self.num_channels}, *]",
+                    min_rank=2, dim=1, size=self.num_channels)
+        grouped = x.reshape(x.shape[0], self.num_groups, -1)
+        out = _normalize(grouped, (2,), self.eps)[0].reshape(x.shape)
+        if self.weight is not None and self.bias is not None:
+            out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
+        return out
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, " \
+               f"affine={self.weight is not None}"
+
+
+class InstanceNorm(GroupNorm):
+    """Instance normalisation (torch.nn.InstanceNorm1d / 2d without running stats): each
+    channel of each sample normalised over its spatial positions; GroupNorm with one group per
+    channel.
+
+    Args:
+        num_channels: channels C.
+        eps: added to the variance.
+        affine: whether to learn per-channel weight and bias (off by default, as torch).
+        device: where the params live.
+    """
+
+    def __init__(self, num_channels: int, eps: float = 1e-5, affine: bool = False,
+                 device: Device | str | None = None) -> None:
+        super().__init__(num_channels, num_channels, eps, affine, device)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_channels}, eps={self.eps}, affine={self.weight is not None}"
+
+
+class RmsNorm(Module):
+    """Root-mean-square normalisation over the last dim: x / sqrt(mean(x^2) + eps) * weight
+    (Burn's RmsNorm; torch.nn.RMSNorm with an explicit eps).
+
+    Args:
+        d_model: size of the last dim.
+        eps: added to the mean square.
+        device: where the weight (ones) lives.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5,
+                 device: Device | str | None = None) -> None:
+        self.d_model, self.eps = d_model, eps
+        self.weight = Param(ones(d_model, device))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Args:
+            x: [..., d_model].
+        Returns:
+            same shape.
+        Raises:
+            ShapeError: when the last dim is not d_model.
+        """
+        check_input("RmsNorm", x, f"[..., d_model={self.d_model}]", dim=-1, size=self.d_model)
+        rms = ((x * x).mean(-1, keepdim=True) + self.eps).sqrt()
+        return x / rms * self.weight
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, eps={self.eps}"
+
+
+@dataclass
+class BatchNormConfig(LayerConfig):
+    """Config of `BatchNorm` (same arguments)."""
+
+    num_features: int
+    eps: float = 1e-5
+    momentum: float = 0.1
+    affine: bool = True
+    module = BatchNorm
+
+
+@dataclass
+class LayerNormConfig(LayerConfig):
+    """Config of `LayerNorm` (same arguments)."""
+
+    normalized_shape: int | tuple[int, ...]
+    eps: float = 1e-5
+    elementwise_affine: bool = True
+    bias: bool = True
+    module = LayerNorm
+
+
+@dataclass
+class GroupNormConfig(LayerConfig):
+    """Config of `GroupNorm` (same arguments)."""
+
+    num_groups: int
+    num_channels: int
+    eps: float = 1e-5
+    affine: bool = True
+    module = GroupNorm
+
+
+@dataclass
+class InstanceNormConfig(LayerConfig):
+    """Config of `InstanceNorm` (same arguments)."""
+
+    num_channels: int
+    eps: float = 1e-5
+    affine: bool = False
+    module = InstanceNorm
+
+
+@dataclass
+class RmsNormConfig(LayerConfig):
+    """Config of `RmsNorm` (same arguments)."""
+
+    d_model: int
+    eps: float = 1e-5
+    module = RmsNorm
