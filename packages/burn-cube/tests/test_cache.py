@@ -87,6 +87,39 @@ def test_fresh_process_hit(tmp_path: Path) -> None:
     assert entries(root) == snapshot  # the second process compiled nothing
 
 
+INDEX_SCRIPT = """
+import numpy as np, burn_cube as bc
+from burn_cube import ABSOLUTE_POS, Tensor, f32
+
+OFFSET = {offset}
+
+@bc.kernel
+def shift(x: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        x[i] = x[i] + {addend} + OFFSET
+
+x = np.zeros(8, np.float32)
+shift.launch("cpu", 1, 8, x)
+print(x[0], shift.stats["lowered"], shift.stats["index_hits"])
+"""
+
+
+def test_launch_index_skips_lowering_and_misses_when_stale(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+
+    def run_script(addend: float, offset: float) -> list[str]:
+        script.write_text(INDEX_SCRIPT.format(addend=addend, offset=offset))
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              check=True).stdout.split()
+
+    assert run_script(1.0, 0.0) == ["1.0", "1", "0"]  # cold: lowered and compiled
+    assert run_script(1.0, 0.0) == ["1.0", "0", "1"]  # fresh process: index hit, no lowering
+    assert run_script(2.0, 0.0) == ["2.0", "1", "0"]  # kernel source changed: stale, missed
+    assert run_script(2.0, 3.0) == ["5.0", "1", "0"]  # a global it reads changed: missed
+    assert run_script(2.0, 3.0) == ["5.0", "0", "1"]
+
+
 def test_cache_dir_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("BURN_CUBE_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path))

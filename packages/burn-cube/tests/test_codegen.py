@@ -83,3 +83,13 @@ def test_c_barrier_fission() -> None:
     src = block_sum.source("c", 64, X, X)
     assert src.count("for (bc_unit = 0; bc_unit < BC_CD; ++bc_unit)") >= 3
     assert "v_stride[BC_CD]" in src and "#pragma omp parallel for" in src
+
+
+def test_c_fast_path_hoists_bounds_checks() -> None:
+    src = gelu_tanh.source("c", 256, X, X)
+    fast, checked = src.split("} else {")
+    assert "#pragma omp simd" in fast and "bc_oob" not in fast.split("omp simd")[1]
+    assert "t_x[(bc_base + bc_unit)]" in fast and "if (bc_f0)" in fast
+    assert "bc_oob = 1" in checked
+    assert "#pragma omp simd" not in histogram.source("c", 128, X.astype(np.int32),
+                                                       X.astype(np.int32))

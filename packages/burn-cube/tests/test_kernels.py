@@ -201,7 +201,8 @@ def test_comptime_unrolling(rt: bc.Runtime, degree: int, squared: bool) -> None:
 def test_comptime_specializes_source() -> None:
     x, out = np.zeros(4, np.float32), np.zeros(4, np.float32)
     src = poly.source("c", 64, x, out, 2, False)
-    assert "for (" not in src.split("bc_unit < BC_CD")[1]  # unrolled: no inner loop
+    # unrolled: only the cube loop and the unit loops (fast and checked paths)
+    assert src.count("for (") == src.count("bc_unit < BC_CD") + 1
     assert src != poly.source("c", 64, x, out, 2, True)
 
 
@@ -317,3 +318,34 @@ def test_many_cubes(rt: bc.Runtime) -> None:
     out = rt.allocate(x.shape, bc.f32)
     gelu_tanh.launch(rt, 70_000, 4, rt.upload(x), out)
     np.testing.assert_allclose(out.numpy(), gelu_ref(x), rtol=1e-5, atol=1e-6)
+
+
+@bc.kernel
+def stencil(x: Tensor[f32], out: Tensor[f32], n: i32):
+    i = ABSOLUTE_POS
+    if i > 0 and i < n - 1:
+        out[i] = x[i - 1] + x[i + 1] - 2.0 * x[i]
+
+
+@pytest.mark.parametrize("n", [1, 5, 256, 1000])
+def test_hoisted_fast_path_matches_checked(n: int) -> None:
+    """Cubes fully in range take the fast path; edge cubes the checked one: same results."""
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = np.zeros_like(x)
+    stencil.launch("cpu", (n + 63) // 64, 64, x, out, n)
+    expected = np.zeros_like(x)
+    expected[1:-1] = x[:-2] + x[2:] - 2.0 * x[1:-1]
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
+
+
+@bc.kernel
+def shifted_copy(x: Tensor[f32], out: Tensor[f32]):
+    i = ABSOLUTE_POS
+    out[i] = x[i + 1]
+
+
+def test_hoisted_out_of_bounds_is_still_caught() -> None:
+    x, out = np.arange(128, dtype=np.float32), np.zeros(128, np.float32)
+    with pytest.raises(bc.errors.LaunchError, match="out-of-bounds"):
+        shifted_copy.launch("cpu", 2, 64, x, out)
+    np.testing.assert_array_equal(out[:127], x[1:])  # every in-bounds unit ran

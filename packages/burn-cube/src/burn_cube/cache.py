@@ -7,15 +7,23 @@ its version), the flags and the target. Both files are written to a temporary na
 directory and moved with ``os.replace``, so concurrent writers never expose a partial file; the
 digest is written last and verified on every load, so a corrupt or truncated entry is reported
 with ``warnings.warn`` and rebuilt, never loaded.
+
+The launch index (``<key>.index.json``) maps a kernel's identity (its source text, signature,
+the toolchain and burn-cube's own code) straight to an artifact key, with the fingerprints of
+the globals the kernel read, so a later process can load the artifact without lowering the
+kernel or generating code. An unreadable index entry is a miss.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 
 def cache_dir() -> Path:
@@ -33,6 +41,20 @@ def cache_key(*parts: str) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
+
+
+@functools.cache
+def package_identity() -> str:
+    """Identity of the installed burn-cube code (path, size, mtime of each module): an index
+    entry written by other code generation is never used."""
+    root = Path(__file__).parent
+    stats = []
+    for dirpath, _, files in os.walk(root):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, name))
+                stats.append(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    return "\n".join(sorted(stats))
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -96,3 +118,15 @@ class DiskCache:
         os.replace(produced, path)
         atomic_write(self.root / f"{key}.sha256", digest.encode())
         return path
+
+    def get_index(self, key: str) -> dict[str, Any] | None:
+        """The launch-index entry for ``key`` (None when missing or unreadable)."""
+        try:
+            entry = json.loads((self.root / f"{key}.index.json").read_bytes())
+        except (OSError, ValueError):
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def put_index(self, key: str, entry: dict[str, Any]) -> None:
+        """Write a launch-index entry atomically."""
+        atomic_write(self.root / f"{key}.index.json", json.dumps(entry).encode())

@@ -1,21 +1,30 @@
-"""The ``@kernel`` decorator: specialization, compile caching and argument checking."""
+"""The ``@kernel`` decorator: specialization, compile caching and argument checking.
+
+A launch first asks the runtime's launch index (keyed by the kernel's source text and
+specialization) for a compiled kernel; only on a miss is the kernel parsed, lowered and
+compiled. The frontend (``ast``) is imported on the first miss.
+"""
 
 from __future__ import annotations
 
+import builtins
 import inspect
+import linecache
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from burn_cube.cache import cache_key
 from burn_cube.errors import LaunchError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.language.frontend import ParamSpec, ParsedKernel, lower, parse_kernel
+from burn_cube.language.builtins import fingerprint
 from burn_cube.runtime import DeviceArray, Runtime, runtime
 from burn_cube.types import (
     ComptimeType,
     DType,
+    ParamSpec,
     Tensor,
     TensorType,
     bool_,
@@ -24,6 +33,8 @@ from burn_cube.types import (
     i32,
     i64,
 )
+
+Specs = dict[str, ParamSpec]
 
 Dims = int | tuple[int, ...]
 
@@ -35,6 +46,19 @@ def _dims(value: Dims, what: str, kernel: str) -> tuple[int, int, int]:
     if any(d < 1 for d in dims):
         raise LaunchError(f"{what} must be positive, got {value!r}", kernel)
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+
+def source_text(fn: Callable[..., Any]) -> str | None:
+    """The source lines of a function (decorators to its last instruction), without tokenizing;
+    None when the file cannot be read."""
+    code = fn.__code__
+    lines = linecache.getlines(code.co_filename)
+    end = max((pos[1] for pos in code.co_positions() if pos[1] is not None),
+              default=code.co_firstlineno)
+    return "".join(lines[code.co_firstlineno - 1:end]) or None
+
+
+_MISSING = object()
 
 
 class Kernel:
@@ -49,16 +73,20 @@ class Kernel:
         self.name = fn.__name__
         self.signature = inspect.signature(fn)
         self.__doc__ = fn.__doc__
-        self._parsed: ParsedKernel | None = None
+        self._parsed: Any = None  # ParsedKernel, once parsed
         self._annotations: dict[str, Any] | None = None
+        self._source: str | None = None
         self._ir: dict[Any, KernelIR] = {}
-        self._compiled: dict[tuple[int, Any], Any] = {}
+        self._compiled: dict[Any, tuple[Any, KernelIR]] = {}
+        #: ``lowered``: specializations lowered to IR; ``index_hits``: compiled kernels taken
+        #: from the runtime's launch index without lowering.
+        self.stats = {"lowered": 0, "index_hits": 0}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise LaunchError("launch a kernel with kernel.launch(runtime, cube_count, cube_dim, "
                           "*args)", self.name)
 
-    def ir(self, specs: dict[str, ParamSpec], cube_dim: tuple[int, int, int]) -> KernelIR:
+    def ir(self, specs: Specs, cube_dim: tuple[int, int, int]) -> KernelIR:
         """The IR for one specialization (cached).
 
         Args:
@@ -70,10 +98,58 @@ class Kernel:
         """
         key = (tuple(specs.items()), cube_dim)
         if key not in self._ir:
+            from burn_cube.language.frontend import lower, parse_kernel
+
             if self._parsed is None:
                 self._parsed = parse_kernel(self.fn)
             self._ir[key] = lower(self._parsed, specs, cube_dim)
+            self.stats["lowered"] += 1
         return self._ir[key]
+
+    def identity(self, specs: Specs, cube_dim: tuple[int, int, int]) -> str | None:
+        """Launch-index identity of a specialization: a hash of the kernel's source text, name
+        and specialization (None when the source cannot be read)."""
+        if self._source is None:
+            self._source = source_text(self.fn)
+            if self._source is None:
+                return None
+        return cache_key(self._source, self.fn.__module__, self.fn.__qualname__,
+                         repr(list(specs.items())), repr(cube_dim))
+
+    def _resolve(self, path: str) -> Any:
+        """A dotted global name as the kernel sees it now (closure, module globals, builtins)."""
+        head, *attrs = path.split(".")
+        code = self.fn.__code__
+        obj: Any = _MISSING
+        if head in code.co_freevars:
+            try:
+                obj = self.fn.__closure__[code.co_freevars.index(head)].cell_contents
+            except ValueError:  # empty cell
+                return _MISSING
+        if obj is _MISSING:
+            obj = self.fn.__globals__.get(head, getattr(builtins, head, _MISSING))
+        for attr in attrs:
+            obj = getattr(obj, attr, _MISSING)
+        return obj
+
+    def _unchanged(self, externals: dict[str, str]) -> bool:
+        """Whether every global recorded when the kernel was lowered still has that value."""
+        return all(fingerprint(self._resolve(path)) == value
+                   for path, value in externals.items())
+
+    def _compile(self, rt: Runtime, specs: Specs, dims: tuple[int, int, int]
+                 ) -> tuple[Any, KernelIR]:
+        """Compiled kernel and (interface) IR: from the launch index, else lowered and built."""
+        identity = self.identity(specs, dims)
+        hit = rt.cached(identity, self._unchanged) if identity else None
+        if hit is not None:
+            self.stats["index_hits"] += 1
+            return hit
+        kernel = self.ir(specs, dims)
+        compiled = rt.compile(kernel)
+        if identity:
+            rt.remember(identity, kernel, compiled)
+        return compiled, kernel
 
     def specialize(self, rt: Runtime, cube_dim: Dims, *args: Any,
                    **kwargs: Any) -> tuple[KernelIR, list[Any], list[tuple[np.ndarray, Any]]]:
@@ -88,6 +164,25 @@ class Kernel:
         Returns:
             The IR, the runtime arguments, and (numpy array, device copy) pairs to copy back.
         """
+        specs, dims, values, copies = self.bind(rt, cube_dim, *args, **kwargs)
+        kernel = self.ir(specs, dims)
+        return kernel, values, [(a, d) for n, a, d in copies if kernel.buffers[n].written]
+
+    def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
+             ) -> tuple[Specs, tuple[int, int, int], list[Any],
+                        list[tuple[str, np.ndarray, DeviceArray]]]:
+        """Check the arguments and derive their specialization.
+
+        Args:
+            rt: Target runtime.
+            cube_dim: Units per cube.
+            *args: Kernel arguments.
+            **kwargs: Kernel arguments by name.
+
+        Returns:
+            The specs, the cube dim, the runtime arguments, and (name, numpy array, device copy)
+            for each uploaded numpy array.
+        """
         dims = _dims(cube_dim, "cube_dim", self.name)
         props = rt.properties
         if math.prod(dims) > props.max_cube_dim:
@@ -99,7 +194,7 @@ class Kernel:
             raise LaunchError(f"bad arguments: {exc}", self.name) from exc
         if self._annotations is None:
             self._annotations = inspect.get_annotations(self.fn, eval_str=True)
-        specs: dict[str, ParamSpec] = {}
+        specs: Specs = {}
         values: list[Any] = []
         copies: list[tuple[str, np.ndarray, DeviceArray]] = []
         for name, value in bound.arguments.items():
@@ -125,8 +220,7 @@ class Kernel:
             if spec.dtype is not None and spec.dtype.name not in props.dtypes:
                 raise LaunchError(f"the {rt.name} runtime does not support {spec.dtype}",
                                   self.name)
-        kernel = self.ir(specs, dims)
-        return kernel, values, [(a, d) for n, a, d in copies if kernel.buffers[n].written]
+        return specs, dims, values, copies
 
     def _tensor(self, rt: Runtime, name: str, value: Any, ann: Any,
                 copies: list[tuple[str, np.ndarray, DeviceArray]]) -> DeviceArray:
@@ -197,17 +291,19 @@ class Kernel:
         if any(c > m for c, m in zip(counts, limit, strict=True)):
             raise LaunchError(f"cube_count {counts} exceeds the {rt.name} limit {limit}",
                               self.name)
-        kernel, values, copies = self.specialize(rt, cube_dim, *args, **kwargs)
-        if math.prod(counts) * math.prod(kernel.cube_dim) >= 2**32:
-            raise LaunchError(f"launch of {counts} cubes x {kernel.cube_dim} units overflows "
+        specs, dims, values, copies = self.bind(rt, cube_dim, *args, **kwargs)
+        if math.prod(counts) * math.prod(dims) >= 2**32:
+            raise LaunchError(f"launch of {counts} cubes x {dims} units overflows "
                               "the u32 unit positions", self.name)
-        key = (id(rt), id(kernel))  # IRs live as long as the Kernel, so ids are stable
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            compiled = self._compiled[key] = rt.compile(kernel)
+        key = (id(rt), tuple(specs.items()), dims)  # runtimes live as long as the process
+        entry = self._compiled.get(key)
+        if entry is None:
+            entry = self._compiled[key] = self._compile(rt, specs, dims)
+        compiled, kernel = entry
         rt.launch(compiled, kernel, counts, values)
-        for host, device in copies:
-            np.copyto(host, rt.download(device))
+        for name, host, device in copies:
+            if kernel.buffers[name].written:
+                np.copyto(host, rt.download(device))
 
     def source(self, target: str, cube_dim: Dims, *args: Any, **kwargs: Any) -> str:
         """Generated source for a target (for inspection and tests), specialized on the cpu

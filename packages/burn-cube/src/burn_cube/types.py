@@ -94,6 +94,16 @@ class ComptimeType:
     pytype: Any = None
 
 
+@dataclass(frozen=True)
+class ParamSpec:
+    """How one parameter is specialized: a tensor, a scalar, or a comptime value."""
+
+    kind: str  # "tensor" | "scalar" | "comptime"
+    dtype: DType | None = None
+    rank: int = 0
+    value: Any = None
+
+
 class Tensor:
     """``Tensor[f32]`` annotates a tensor parameter of that element type."""
 

@@ -2,13 +2,16 @@
 
 Each kernel becomes ``void bc_kernel(void **args, const int64_t *meta, const uint32_t *counts,
 int32_t *status)``: an OpenMP ``parallel for`` over cubes, and inside it a loop over the units
-of the cube (a compile-time trip count, so the compiler can vectorize it). Kernels with
+of the cube (a compile-time trip count; cube and unit counters are ``int64_t``, positions are
+cast to ``uint32_t`` where the kernel reads them). Kernels with
 ``sync_units()`` are split at the barriers ("loop fission"): each barrier-free region is its own
 unit loop and locals become per-unit arrays; control flow that contains a barrier must be
 uniform across the cube (as on GPUs) and is evaluated once, for unit 0.
 
 Every tensor/shared access is bounds-checked: an out-of-bounds statement is skipped and flagged
-in ``status``, which the runtime turns into a ``LaunchError``.
+in ``status``, which the runtime turns into a ``LaunchError``. Barrier-free kernels also get a
+per-cube fast path (``hoist.py``): when the cube's affine accesses are proven in bounds up front,
+its unit loop runs without those checks (``#pragma omp simd`` where units are independent).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from __future__ import annotations
 import math
 
 from burn_cube.codegen import table_c
-from burn_cube.codegen.emitter import Emitter, meta_names
+from burn_cube.codegen.emitter import Emitter
+from burn_cube.codegen.hoist import Hoist
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
+from burn_cube.ir.nodes import meta_names
 from burn_cube.types import DType
 
 
@@ -44,6 +49,7 @@ class CEmitter(Emitter):
         self.fission = "barrier" in kernel.features
         self.regions = 0
         self.lazy = 0  # > 0 while rendering select branches (loads checked inline)
+        self.hoist: Hoist | None = None  # set while rendering the per-cube fast path
 
     def literal(self, value: int | float | bool, dtype: DType) -> str:
         return table_c.literal(value, self.type(dtype), dtype.name)
@@ -59,11 +65,13 @@ class CEmitter(Emitter):
     def ret(self) -> str:
         if self.fission:
             return f"{{ bc_ret[bc_unit] = 1; goto bc_end{self.regions}; }}"
-        return "goto bc_end;"
+        return "goto bc_end_fast;" if self.hoist else "goto bc_end;"
 
     # ------------------------------------------------------------------------ bounds checks
     def bound(self, buf_name: str, index: ir.Expr) -> str:
-        """The in-bounds condition of one access."""
+        """The in-bounds condition of one access ("" when the fast path proved it)."""
+        if self.hoist and self.hoist.index(buf_name, index):
+            return ""
         buf = self.kernel.buffers[buf_name]
         size = str(buf.size) if buf.shared else f"t_{buf.name}_len"
         return f"(uint64_t)({self.expr(index)}) < (uint64_t){size}"
@@ -90,9 +98,15 @@ class CEmitter(Emitter):
 
         for root in exprs:
             visit(root)
-        return " && ".join(dict.fromkeys(conds))
+        return " && ".join(c for c in dict.fromkeys(conds) if c)
+
+    def element(self, name: str, index: ir.Expr) -> str:
+        fast = self.hoist.index(name, index) if self.hoist else None
+        return f"{self.buf(name)}[{fast}]" if fast else super().element(name, index)
 
     def expr(self, e: ir.Expr) -> str:
+        if self.hoist and isinstance(e, ir.Op) and e in self.hoist.flags:
+            return self.hoist.flags[e]
         if isinstance(e, ir.Op) and e.op == "select":
             self.lazy += 1
             branches = [self.expr(a) for a in e.args[1:]]
@@ -101,7 +115,7 @@ class CEmitter(Emitter):
         return super().expr(e)
 
     def load(self, e: ir.Load) -> str:
-        if self.lazy:
+        if self.lazy and self.bound(e.buf, e.index):
             zero = self.literal(0, e.dtype)
             return f"({self.bound(e.buf, e.index)} ? {self.element(e.buf, e.index)} : " \
                    f"(bc_oob = 1, {zero}))"
@@ -219,6 +233,20 @@ class CEmitter(Emitter):
                 out.append(table_c.HELPERS_FLOAT_ATOMIC.format(U=table_c.BITS_TYPE[bits], **fmt))
         return out
 
+    def unit_loop(self, label: str, pragma: str | None) -> None:
+        """The loop over the units of a barrier-free kernel; ``label`` ends a unit early."""
+        if pragma:
+            self.line(pragma)
+        self.line("for (int64_t bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
+        self.depth += 1
+        for name, dtype in self.kernel.locals.items():
+            self.line(f"{self.type(dtype)} v_{name} = 0;")
+        for s in self.kernel.body:
+            self.stmt(s)
+        self.line(f"{label}: ;")
+        self.depth -= 1
+        self.line("}")
+
     def source(self) -> str:
         k = self.kernel
         cdx, cdy, cdz = k.cube_dim
@@ -240,9 +268,10 @@ class CEmitter(Emitter):
                 self.line(f"const {t} v_{p.name} = *(const {t} *)bc_args[{i}];")
         self.line("const uint32_t bc_ccx = bc_counts[0], bc_ccy = bc_counts[1], "
                   "bc_ccz = bc_counts[2];")
+        self.line("const int64_t bc_cubes = (int64_t)bc_ccx * bc_ccy * bc_ccz;")
         self.line("int bc_oob = 0;")
         self.line("#pragma omp parallel for schedule(static) reduction(|:bc_oob)")
-        self.line("for (uint32_t bc_cube = 0; bc_cube < bc_ccx * bc_ccy * bc_ccz; ++bc_cube) {")
+        self.line("for (int64_t bc_cube = 0; bc_cube < bc_cubes; ++bc_cube) {")
         self.depth += 1
         for b in k.shared:
             self.line(f"{self.type(b.dtype)} s_{b.name}[{b.size}] = {{0}};")
@@ -250,18 +279,27 @@ class CEmitter(Emitter):
             for name, dtype in k.locals.items():
                 self.line(f"{self.type(dtype)} v_{name}[BC_CD];")
             self.line("unsigned char bc_ret[BC_CD] = {0};")
-            self.line("uint32_t bc_unit;")
+            self.line("int64_t bc_unit;")
             self.cube_level(k.body)
         else:
-            self.line("for (uint32_t bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
-            self.depth += 1
-            for name, dtype in k.locals.items():
-                self.line(f"{self.type(dtype)} v_{name} = 0;")
-            for s in k.body:
-                self.stmt(s)
-            self.line("bc_end: ;")
-            self.depth -= 1
-            self.line("}")
+            self.line("const int64_t bc_base = bc_cube * BC_CD;")
+            hoist = Hoist(k, self.expr)
+            if hoist.active:
+                for flag in hoist.flag_defs:
+                    self.line(flag)
+                self.line(f"if ({' && '.join(hoist.conds)}) {{")
+                self.depth += 1
+                self.hoist = hoist
+                self.unit_loop("bc_end_fast", "#pragma omp simd" if hoist.simd else None)
+                self.hoist = None
+                self.depth -= 1
+                self.line("} else {")
+                self.depth += 1
+                self.unit_loop("bc_end", None)
+                self.depth -= 1
+                self.line("}")
+            else:
+                self.unit_loop("bc_end", None)
         self.depth -= 1
         self.line("}")
         self.line("if (bc_oob) *bc_status = 1;")

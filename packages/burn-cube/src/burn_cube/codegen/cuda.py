@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 
 from burn_cube.codegen import table_cuda
-from burn_cube.codegen.emitter import Emitter, meta_names
+from burn_cube.codegen.emitter import Emitter
 from burn_cube.ir import nodes as ir
+from burn_cube.ir.nodes import meta_names
 from burn_cube.types import DType
 
 

@@ -35,14 +35,6 @@ POSITIONS: dict[str, str] = {
 }
 
 
-def meta_names(buf: ir.Buffer) -> list[tuple[str, str, int]]:
-    """The metadata values of a tensor, in ABI order: ``(target name, field, dim)``."""
-    names = [(f"t_{buf.name}_len", "len", 0)]
-    names += [(f"t_{buf.name}_shape{d}", "shape", d) for d in range(buf.rank)]
-    names += [(f"t_{buf.name}_stride{d}", "stride", d) for d in range(buf.rank)]
-    return names
-
-
 class Emitter:
     """Renders a kernel IR as target source.
 

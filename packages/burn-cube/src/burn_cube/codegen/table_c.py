@@ -2,7 +2,8 @@
 
 Floats use the libm function of the right width through the ``{f}`` suffix field (``expf`` for
 f32, ``exp`` for f64); integer division and modulo go through helpers that return 0 on a zero
-divisor instead of trapping.
+divisor instead of trapping. The cube and unit counters are ``int64_t`` in C, so positions are
+cast back to the language's ``u32``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ TYPES = {"bool": "bool", "u32": "uint32_t", "i32": "int32_t", "i64": "int64_t",
          "f16": "_Float16", "f32": "float", "f64": "double"}
 
 OPS: dict[str, str] = {
-    **POSITIONS,
+    **{op: f"((uint32_t){template})" for op, template in POSITIONS.items()},
     "plane_dim": "1u", "unit_pos_plane": "0u", "plane_sum": "({a})", "plane_max": "({a})",
     "inf": "(({t})INFINITY)", "ninf": "(({t})-INFINITY)", "nan": "(({t})NAN)",
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",

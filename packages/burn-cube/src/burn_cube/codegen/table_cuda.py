@@ -7,12 +7,14 @@ names); differs in types, atomics and warp-level plane operations.
 from __future__ import annotations
 
 from burn_cube.codegen import table_c
+from burn_cube.codegen.emitter import POSITIONS
 
 TYPES = {"bool": "bool", "u32": "unsigned int", "i32": "int", "i64": "long long",
          "f16": "__half", "f32": "float", "f64": "double"}
 
 OPS: dict[str, str] = {
     **table_c.OPS,
+    **POSITIONS,  # plain: the counters are unsigned int here (C casts its int64_t ones)
     "plane_dim": "32u", "unit_pos_plane": "(bc_unit % 32u)",
     "plane_sum": "bc_plane_sum({a})", "plane_max": "bc_plane_max({a})",
     "inf": "(({t})CUDART_INF)", "ninf": "(({t})-CUDART_INF)", "nan": "(({t})CUDART_NAN)",

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 
 from burn_cube.codegen import table_wgsl
-from burn_cube.codegen.emitter import Emitter, meta_names
+from burn_cube.codegen.emitter import Emitter
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
+from burn_cube.ir.nodes import meta_names
 from burn_cube.types import DType
 
 

@@ -7,8 +7,9 @@ emitters never need type inference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from burn_cube.types import DType
+from burn_cube.types import DTYPES, DType
 
 
 @dataclass(frozen=True)
@@ -189,9 +190,22 @@ class Param:
     tensor: bool
 
 
+def meta_names(buf: Buffer) -> list[tuple[str, str, int]]:
+    """The metadata values of a tensor, in ABI order: ``(target name, field, dim)``."""
+    names = [(f"t_{buf.name}_len", "len", 0)]
+    names += [(f"t_{buf.name}_shape{d}", "shape", d) for d in range(buf.rank)]
+    names += [(f"t_{buf.name}_stride{d}", "stride", d) for d in range(buf.rank)]
+    return names
+
+
 @dataclass
 class KernelIR:
-    """One specialization of a kernel: fixed dtypes, ranks, comptime values and cube dim."""
+    """One specialization of a kernel: fixed dtypes, ranks, comptime values and cube dim.
+
+    ``externals`` maps each global name (dotted) that lowering resolved to a fingerprint of its
+    value (None: some value has none). A kernel rebuilt by ``from_interface`` (a launch-index
+    hit) has only its interface: params, tensor buffers and cube_dim, no body.
+    """
 
     name: str
     params: list[Param]
@@ -200,6 +214,22 @@ class KernelIR:
     body: list[Stmt]
     cube_dim: tuple[int, int, int]
     features: set[str] = field(default_factory=set)
+    externals: dict[str, str] | None = None
+
+    def interface(self) -> dict[str, Any]:
+        """What launching needs (JSON-serializable): name, params, tensor ranks and writes."""
+        return {"name": self.name, "cube_dim": list(self.cube_dim),
+                "params": [[p.name, p.dtype.name, p.tensor] for p in self.params],
+                "tensors": {b.name: [b.rank, b.written] for b in self.tensors}}
+
+    @classmethod
+    def from_interface(cls, data: dict[str, Any]) -> KernelIR:
+        """A body-less kernel from ``interface()``'s output."""
+        params = [Param(name, DTYPES[dtype], tensor) for name, dtype, tensor in data["params"]]
+        buffers = {p.name: Buffer(p.name, p.dtype, rank=data["tensors"][p.name][0],
+                                  written=data["tensors"][p.name][1])
+                   for p in params if p.tensor}
+        return cls(data["name"], params, buffers, {}, [], tuple(data["cube_dim"]))
 
     @property
     def tensors(self) -> list[Buffer]:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import builtins
 import math
+import types
 from collections.abc import Callable
 from typing import Any
 
 from burn_cube.errors import KernelError
+from burn_cube.types import DType
 
 #: Maps a Python object (stub, ``math`` function, builtin) to the IR operation it denotes.
 BUILTINS: dict[Any, str] = {}
@@ -72,4 +74,23 @@ for _name in UNARY_MATH + ("pow", "isnan", "isinf"):
 BUILTINS[math.fabs] = "abs"
 for _name in ("abs", "min", "max", "len", "range", "float", "int", "bool", "round", "pow"):
     BUILTINS[getattr(builtins, _name)] = _name
+
+
+def fingerprint(obj: Any) -> str | None:
+    """What lowering can read from a global the kernel names, as a stable string.
+
+    Literals, dtypes, positions, builtins and modules (attribute bases) have one; anything else
+    gives None (such a kernel is not put in the launch index).
+    """
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return f"{type(obj).__name__}:{obj!r}"
+    if isinstance(obj, Position | DType):
+        return f"{type(obj).__name__}:{obj!r}"
+    if isinstance(obj, types.ModuleType):
+        return f"module:{obj.__name__}"
+    try:
+        op = BUILTINS.get(obj)
+    except TypeError:  # unhashable
+        return None
+    return None if op is None else f"op:{op}"
 

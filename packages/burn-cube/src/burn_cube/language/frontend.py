@@ -21,8 +21,8 @@ from typing import Any
 
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
-from burn_cube.language.builtins import BUILTINS, UNARY_MATH, Position
-from burn_cube.types import DType, bool_, f32, i32, promote, u32
+from burn_cube.language.builtins import BUILTINS, UNARY_MATH, Position, fingerprint
+from burn_cube.types import DType, ParamSpec, bool_, f32, i32, promote, u32
 
 Literal = int | float | bool
 
@@ -40,16 +40,6 @@ class MetaRef:
 
     buf: str
     field: str
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """How one parameter is specialized: a tensor, a scalar, or a comptime value."""
-
-    kind: str  # "tensor" | "scalar" | "comptime"
-    dtype: DType | None = None
-    rank: int = 0
-    value: Any = None
 
 
 @dataclass
@@ -145,6 +135,7 @@ class Lowering:
         self.scalars: dict[str, DType] = {}
         self.consts: dict[str, Any] = {}
         self.features: set[str] = set()
+        self.externals: dict[str, str] | None = {}  # None once a value has no fingerprint
         self.node: ast.AST | None = None
         self.loops: list[bool] = []  # per enclosing loop: True when unrolled
         self.temps = 0
@@ -181,7 +172,7 @@ class Lowering:
         dtypes = {b.dtype for b in self.buffers.values()} | set(self.locals.values())
         self.features |= {f"dtype:{d.name}" for d in dtypes | set(self.scalars.values())}
         return ir.KernelIR(self.parsed.name, self.params, self.buffers, self.locals, body,
-                           self.cube_dim, self.features)
+                           self.cube_dim, self.features, self.externals)
 
     # ---------------------------------------------------------------------------- statements
     def block(self, stmts: list[ast.stmt]) -> list[ir.Stmt]:
@@ -352,17 +343,25 @@ class Lowering:
 
     # ---------------------------------------------------------------------------- expressions
     def resolve(self, node: ast.expr) -> Any:
-        """Resolve a global name or attribute chain (``bc.f32``, ``math.exp``) to its object."""
+        """Resolve a global name or attribute chain (``bc.f32``, ``math.exp``) to its object,
+        recording it (with its fingerprint) in ``externals``."""
         if isinstance(node, ast.Name):
             if node.id not in self.parsed.namespace:
                 raise self.error(f"unknown name `{node.id}`", node)
-            return self.parsed.namespace[node.id]
-        if isinstance(node, ast.Attribute):
+            obj = self.parsed.namespace[node.id]
+        elif isinstance(node, ast.Attribute):
             base = self.resolve(node.value)
             if not hasattr(base, node.attr):
                 raise self.error(f"`{ast.unparse(node)}` does not exist", node)
-            return getattr(base, node.attr)
-        raise self.error(f"cannot resolve `{ast.unparse(node)}`", node)
+            obj = getattr(base, node.attr)
+        else:
+            raise self.error(f"cannot resolve `{ast.unparse(node)}`", node)
+        value = fingerprint(obj)
+        if value is None or self.externals is None:
+            self.externals = None
+        else:
+            self.externals[ast.unparse(node)] = value
+        return obj
 
     def callee(self, call: ast.Call) -> str | None:
         """The builtin op a call refers to, if any (without lowering the arguments)."""

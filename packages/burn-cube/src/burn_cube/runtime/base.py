@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,23 @@ class Runtime(ABC):
             cube_count: Cubes along x, y, z.
             args: One per IR parameter: a DeviceArray or a numpy scalar.
         """
+
+    def cached(self, identity: str, valid: Callable[[dict[str, str]], bool]
+               ) -> tuple[Any, KernelIR] | None:
+        """A compiled kernel from the persistent launch index, without lowering it.
+
+        Args:
+            identity: Hash of the kernel's source text and specialization.
+            valid: Checks the entry's recorded global fingerprints against the current values.
+
+        Returns:
+            ``(compiled, interface-only IR)``, or None on a miss (the default: no index).
+        """
+        return None
+
+    def remember(self, identity: str, kernel: KernelIR, compiled: Any) -> None:
+        """Record ``compiled`` under ``identity`` for ``cached`` (no-op by default)."""
+        return None
 
     @abstractmethod
     def sync(self) -> None:

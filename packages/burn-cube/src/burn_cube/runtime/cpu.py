@@ -11,19 +11,16 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
-import subprocess
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from burn_cube.cache import DiskCache, cache_key
-from burn_cube.codegen import generate
-from burn_cube.codegen.emitter import meta_names
+from burn_cube.cache import DiskCache, cache_key, package_identity
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
-from burn_cube.ir.nodes import KernelIR
+from burn_cube.ir.nodes import KernelIR, meta_names
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime
 from burn_cube.types import DType, from_numpy
 
@@ -62,7 +59,7 @@ class CompiledC:
 
     library: ctypes.CDLL
     function: Any
-    source: str
+    key: str
 
 
 class CpuRuntime(Runtime):
@@ -95,24 +92,61 @@ class CpuRuntime(Runtime):
         return array.handle.copy()
 
     def compile(self, kernel: KernelIR) -> CompiledC:
+        from burn_cube.codegen import generate  # lazily: launch-index hits never generate
+
         source = generate(kernel, "c")
         compiler = find_compiler()
         key = cache_key(source, compiler_identity(compiler), " ".join(FLAGS), "c")
+        compiled = self._load(key, kernel.name)
+        if compiled is None:
+            compiled = self._open(key, kernel.name, self._build(source, compiler, key,
+                                                                kernel.name))
+        return compiled
+
+    def _index_key(self, identity: str) -> str:
+        return cache_key(identity, compiler_identity(find_compiler()), " ".join(FLAGS), "c",
+                         package_identity())
+
+    def cached(self, identity: str, valid: Callable[[dict[str, str]], bool]
+               ) -> tuple[CompiledC, KernelIR] | None:
+        entry = self.disk.get_index(self._index_key(identity))
+        try:
+            if entry is None or not valid(entry["externals"]):
+                return None
+            kernel = KernelIR.from_interface(entry["interface"])
+            compiled = self._load(entry["artifact"], kernel.name)
+        except (KeyError, TypeError, ValueError):  # malformed entry: a miss, rewritten later
+            return None
+        return None if compiled is None else (compiled, kernel)
+
+    def remember(self, identity: str, kernel: KernelIR, compiled: CompiledC) -> None:
+        if kernel.externals is not None:
+            self.disk.put_index(self._index_key(identity), {
+                "artifact": compiled.key, "externals": kernel.externals,
+                "interface": kernel.interface()})
+
+    def _load(self, key: str, name: str) -> CompiledC | None:
+        """The loaded library of cache entry ``key`` (None when the entry is missing)."""
         if key in self._compiled:
             return self._compiled[key]
-        path = self.disk.get(key, ".so") or self._build(source, compiler, key, kernel.name)
+        path = self.disk.get(key, ".so")
+        return None if path is None else self._open(key, name, path)
+
+    def _open(self, key: str, name: str, path: Path) -> CompiledC:
         try:
             library = ctypes.CDLL(str(path))
         except OSError as exc:
-            raise CompileError(f"cannot load the compiled kernel: {exc}", kernel.name) from exc
+            raise CompileError(f"cannot load the compiled kernel: {exc}", name) from exc
         function = library.bc_kernel
         function.restype = None
         function.argtypes = [ctypes.c_void_p] * 4
-        compiled = CompiledC(library, function, source)
-        self._compiled[key] = compiled
+        compiled = self._compiled[key] = CompiledC(library, function, key)
         return compiled
 
     def _build(self, source: str, compiler: str, key: str, name: str) -> Path:
+        import subprocess
+        import tempfile
+
         with tempfile.TemporaryDirectory(dir=self.disk.root, prefix=".build-") as tmp:
             src, out = Path(tmp) / "kernel.c", Path(tmp) / "kernel.so"
             src.write_text(source)
