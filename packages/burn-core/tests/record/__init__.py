@@ -1,0 +1,1 @@
+"""Tests of burn.record: save / load of modules."""

@@ -1,0 +1,85 @@
+"""Key remapping, partial loading reports and strict errors (shared by every format)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import burn
+from burn import record
+from burn.nn import Module, Param
+
+from .helpers import DEVICES, Block, values
+
+CPU = DEVICES[0]
+
+
+class Renamed(Module):
+    """Block's tensors under other names, plus one extra and one missing."""
+
+    def __init__(self) -> None:
+        src = Block(CPU, seed=1)
+        self.dense = src.w32
+        self.half = src.w16
+        self.extra = Param(burn.zeros(7))
+        self.blocks = src.layers
+
+
+@pytest.fixture(params=[".bpk", ".safetensors"])
+def saved(request, tmp_path):
+    path = tmp_path / f"renamed{request.param}"
+    record.save(Renamed(), path)
+    return path
+
+
+def test_strict_load_lists_missing_and_unexpected_and_loads_nothing(saved):
+    target = Block(CPU, seed=2)
+    before = values(target)
+    with pytest.raises(record.RecordKeyError) as info:
+        record.load(target, saved)
+    err = info.value
+    assert str(saved) in str(err)
+    assert set(err.report.missing) == {"w32", "w16", "wbf", "steps", "scalar",
+                                       "layers.0.weight", "layers.1.weight"}
+    assert set(err.report.unexpected) == {"dense", "half", "extra", "blocks.0.weight",
+                                          "blocks.1.weight"}
+    assert "layers.0.weight" in str(err) and "blocks.0.weight" in str(err)
+    for key, (_, arr) in values(target).items():
+        np.testing.assert_array_equal(arr, before[key][1])
+
+
+def test_remap_and_partial_load_report(saved):
+    target = Block(CPU, seed=2)
+    remap = [(r"^dense$", "w32"), (r"^half$", "w16"), (r"^blocks\.", "layers."),
+             (r"^extra$", None)]
+    report = record.load(target, saved, remap=remap, strict=False)
+    assert report.loaded == ["w32", "w16", "layers.0.weight", "layers.1.weight"]
+    assert report.missing == ["wbf", "steps", "scalar"] and report.unexpected == []
+    assert not report.ok
+    np.testing.assert_array_equal(target.w32.to_numpy(), Block(CPU, seed=1).w32.to_numpy())
+
+
+def test_shape_mismatch(saved):
+    target = Block(CPU, seed=2)
+    target.w32.set_(burn.zeros(4, 3))
+    remap = [("^dense$", "w32")]
+    only_w32 = _only(target, "w32")
+    with pytest.raises(record.RecordShapeError, match=r"w32: module \(4, 3\) vs stored \(3, 4\)"):
+        record.load(only_w32, saved, remap=[*remap, ("^(?!w32$)", None)])
+    report = record.load(target, saved, remap=remap, strict=False)
+    assert report.mismatched == {"w32": ((4, 3), (3, 4))}
+    assert "w32" not in report.loaded and (target.w32.to_numpy() == 0).all()
+
+
+def _only(module: Block, key: str) -> Module:
+    class One(Module):
+        pass
+
+    one = One()
+    setattr(one, key, getattr(module, key))
+    return one
+
+
+def test_remap_collision(saved):
+    with pytest.raises(record.RecordKeyError, match="two stored keys"):
+        record.load(Block(CPU), saved, remap=[(r"^(dense|half)$", "w32")])
