@@ -52,7 +52,7 @@ def test_cuda_structure(case: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("case", ["reduce", "atomics"])
+@pytest.mark.parametrize("case", CASES)
 def test_cuda_compiles_with_nvcc(tmp_path: Path, case: str) -> None:
     kern, args = CASES[case]
     path = tmp_path / f"{case}.cu"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
-SUITES = {"overhead": "burn_bench.overhead", "mlp": "burn_bench.mlp"}
+SUITES = {"overhead": "burn_bench.overhead", "mlp": "burn_bench.mlp", "loader": "burn_bench.loader",
+          "record": "burn_bench.record"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,7 +25,9 @@ OPS: dict[str, str] = {
     "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "
                       "(unsigned long long){b}))",
 }
-for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float"):
+# C-only entries: host atomics, and the vectorizable f32 exp/tanh of the CPU (CUDA's own expf /
+# tanhf are the fast ones on the GPU).
+for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float", "exp.f32", "tanh.f32"):
     OPS.pop(_key)
 
 PRELUDE = """\

@@ -1,0 +1,269 @@
+"""`DataLoader`: the batches of a dataset, shuffled per epoch, built by worker threads or
+processes (after Burn's ``DataLoader``).
+
+Workers: with ``worker_type="thread"`` each worker fetches the items (``dataset.get_many``) and
+runs the whole batcher, tensors included. With ``"process"`` each worker fetches the items and,
+for a `StagedBatcher` (e.g. `StackBatcher`), runs its numpy ``collate``; the main process then
+creates the tensors (``to_device``), or runs ``batch`` for a plain `Batcher`. Process workers
+receive the dataset and the batcher pickled once, when they start (so both must be picklable
+under the ``"spawn"`` start method); each epoch starts a fresh pool. Large arrays come back
+through shared memory rather than the result pipe.
+
+Batches are always yielded in index order, whatever order the workers finish in, so a seed
+gives the same batches for any number and kind of workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import secrets
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from functools import partial
+from itertools import islice
+from multiprocessing import resource_tracker
+from multiprocessing.shared_memory import SharedMemory
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import numpy as np
+
+from burn.data.batcher import Batcher, StagedBatcher, default_batcher, map_leaves
+from burn.data.errors import DataLoaderError
+from burn.device import Device, as_device
+
+ItemT_co = TypeVar("ItemT_co", covariant=True)
+BatchT = TypeVar("BatchT")
+WorkerType = Literal["thread", "process"]
+
+
+class IndexedDataset(Protocol[ItemT_co]):
+    """What the loader needs of a dataset: a length and ``dataset[i]`` (``get_many`` is used
+    instead of ``dataset[i]`` when the dataset has one)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> ItemT_co: ...
+
+
+def fetch(dataset: Any, indices: list[int]) -> list[Any]:
+    """The items at ``indices``: ``dataset.get_many(indices)`` if it exists, else one
+    ``dataset[i]`` per index."""
+    get_many = getattr(dataset, "get_many", None)
+    if callable(get_many):
+        return list(get_many(indices))
+    return [dataset[i] for i in indices]
+
+
+def _thread_task(dataset: Any, batcher: Batcher[Any, Any], device: Device,
+                 indices: list[int]) -> Any:
+    return batcher.batch(fetch(dataset, indices), device)
+
+
+_SHARE_MIN_BYTES = 1 << 16
+
+
+class _SharedArray:
+    """A numpy array a process worker left in a shared-memory block (a leaf for
+    `map_leaves`, hence no dataclass)."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+
+
+def _share(value: Any) -> Any:
+    """Worker side: a large numeric array moved into a new shared-memory block."""
+    if not isinstance(value, np.ndarray) or value.dtype.hasobject or (
+            value.nbytes < _SHARE_MIN_BYTES):
+        return value
+    block = SharedMemory(create=True, size=value.nbytes)
+    np.ndarray(value.shape, value.dtype, buffer=block.buf)[...] = value
+    block.close()
+    return _SharedArray(block.name, value.shape, value.dtype.str)
+
+
+def _unshare(value: Any) -> Any:
+    """Main side: the array of a `_SharedArray` (copied out; the block is freed)."""
+    if not isinstance(value, _SharedArray):
+        return value
+    block = SharedMemory(name=value.name)
+    view = np.ndarray(value.shape, np.dtype(value.dtype), buffer=block.buf)
+    array = view.copy()
+    del view
+    block.close()
+    block.unlink()
+    return array
+
+
+_worker_state: tuple[Any, Batcher[Any, Any], bool] | None = None
+
+
+def _init_process_worker(dataset: Any, batcher: Batcher[Any, Any], staged: bool) -> None:
+    global _worker_state
+    _worker_state = (dataset, batcher, staged)
+
+
+def _process_task(indices: list[int]) -> Any:
+    assert _worker_state is not None, "process worker not initialized"
+    dataset, batcher, staged = _worker_state
+    items = fetch(dataset, indices)
+    result = batcher.collate(items) if staged else items  # type: ignore[attr-defined]
+    return map_leaves(_share, result)
+
+
+class DataLoader(Generic[BatchT]):
+    """Iterates over a dataset in batches; ``len(loader)`` is the number of batches per epoch.
+
+    Args:
+        dataset: any object with ``__len__`` and ``get_many(indices)`` or ``__getitem__``
+            (e.g. a ``burn_dataset.Dataset``); picklable for process workers.
+        batcher: turns each list of items into a batch (default: `default_batcher`).
+        batch_size: items per batch.
+        shuffle: visit the items in a new seeded order every epoch.
+        seed: base seed of the shuffle; epoch ``k`` (counted from 0 by `epoch`) uses
+            ``seed + k``. None draws a random base seed (kept in ``self.seed``).
+        drop_last: drop the last batch when it is smaller than ``batch_size``.
+        num_workers: worker threads or processes; 0 builds batches in the iterating thread.
+        worker_type: ``"thread"`` or ``"process"`` (see the module docstring).
+        prefetch: batches in flight per worker (the bound on the prefetch queue).
+        device: where the batches' tensors go (the default device when None).
+        start_method: multiprocessing start method of process workers (``"spawn"``,
+            ``"fork"``, ``"forkserver"``); None uses the platform default.
+
+    Attributes:
+        epoch: the epoch the next iteration runs (incremented when an iteration starts; set it
+            to resume a run).
+
+    Raises:
+        ValueError: for a non-positive ``batch_size`` or ``prefetch``, negative
+            ``num_workers`` or an unknown ``worker_type``.
+        TypeError: for a dataset without ``__len__`` or a way to read items.
+    """
+
+    def __init__(
+        self,
+        dataset: IndexedDataset[Any] | Any,
+        batcher: Batcher[Any, BatchT] = default_batcher,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        seed: int | None = None,
+        drop_last: bool = False,
+        num_workers: int = 0,
+        worker_type: WorkerType = "thread",
+        prefetch: int = 2,
+        device: Device | str | None = None,
+        start_method: str | None = None,
+    ) -> None:
+        if batch_size < 1 or prefetch < 1 or num_workers < 0:
+            raise ValueError(
+                f"DataLoader: need batch_size >= 1, prefetch >= 1 and num_workers >= 0, got "
+                f"batch_size={batch_size}, prefetch={prefetch}, num_workers={num_workers}")
+        if worker_type not in ("thread", "process"):
+            raise ValueError(f"DataLoader: worker_type must be 'thread' or 'process', "
+                             f"got {worker_type!r}")
+        if not hasattr(dataset, "__len__") or not (
+                hasattr(dataset, "get_many") or hasattr(dataset, "__getitem__")):
+            raise TypeError(f"DataLoader: dataset {type(dataset).__name__} needs __len__ and "
+                            f"get_many or __getitem__")
+        self.dataset = dataset
+        self.batcher = batcher
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = secrets.randbits(63) if seed is None else seed
+        self.drop_last = drop_last
+        self.num_workers = num_workers
+        self.worker_type = worker_type
+        self.prefetch = prefetch
+        self.device = as_device(device)
+        self.start_method = start_method
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def batch_indices(self, epoch: int) -> list[list[int]]:
+        """The dataset indices of each batch of ``epoch``.
+
+        Args:
+            epoch: the epoch number (it picks the shuffle seed ``seed + epoch``).
+
+        Returns:
+            One list of indices per batch, ``len(self)`` of them.
+        """
+        n = len(self.dataset)
+        if self.shuffle:
+            order = np.random.default_rng(self.seed + epoch).permutation(n).tolist()
+        else:
+            order = list(range(n))
+        size = self.batch_size
+        return [order[i:i + size] for i in range(0, len(self) * size, size)]
+
+    def __iter__(self) -> Iterator[BatchT]:
+        """The batches of the next epoch, in order.
+
+        Raises:
+            DataLoaderError: a batch failed (dataset or batcher error, or a worker died); the
+                workers are shut down first.
+        """
+        batches = self.batch_indices(self.epoch)
+        self.epoch += 1
+        if self.num_workers == 0:
+            return self._iter_serial(batches)
+        return self._iter_pool(batches)
+
+    def _iter_serial(self, batches: list[list[int]]) -> Iterator[BatchT]:
+        for k, indices in enumerate(batches):
+            try:
+                batch = self.batcher.batch(fetch(self.dataset, indices), self.device)
+            except Exception as e:
+                raise DataLoaderError(k, indices, e) from e
+            yield batch
+
+    def _start_pool(self) -> tuple[Executor, Callable[[list[int]], Any], Callable[[Any], BatchT]]:
+        """The executor, the task it runs on a batch's indices, and the main-process step
+        that turns a task's result into the batch."""
+        if self.worker_type == "thread":
+            pool = ThreadPoolExecutor(self.num_workers, thread_name_prefix="burn-data")
+            task = partial(_thread_task, self.dataset, self.batcher, self.device)
+            return pool, task, lambda batch: batch
+        staged = isinstance(self.batcher, StagedBatcher)
+        resource_tracker.ensure_running()  # shared by the workers: frees blocks left behind
+        pool = ProcessPoolExecutor(
+            self.num_workers, mp_context=multiprocessing.get_context(self.start_method),
+            initializer=_init_process_worker, initargs=(self.dataset, self.batcher, staged))
+        build = self.batcher.to_device if staged else self.batcher.batch  # type: ignore
+        return pool, _process_task, lambda result: build(map_leaves(_unshare, result),
+                                                         self.device)
+
+    def _iter_pool(self, batches: Sequence[list[int]]) -> Iterator[BatchT]:
+        pool, task, finish = self._start_pool()
+        todo = iter(enumerate(batches))
+        pending: deque[tuple[int, Future[Any]]] = deque()
+
+        def submit(count: int) -> None:
+            for k, indices in islice(todo, count):
+                try:
+                    pending.append((k, pool.submit(task, indices)))
+                except Exception as e:  # the pool broke (a worker died)
+                    raise DataLoaderError(k, indices, e) from e
+
+        try:
+            submit(self.num_workers * self.prefetch)
+            while pending:
+                k, future = pending.popleft()
+                try:
+                    batch = finish(future.result())
+                except Exception as e:
+                    raise DataLoaderError(k, batches[k], e) from e
+                submit(1)
+                yield batch
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for _, future in pending:  # free the shared memory of batches never consumed
+                if not future.cancelled() and future.exception() is None:
+                    map_leaves(_unshare, future.result())

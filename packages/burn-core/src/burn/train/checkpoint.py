@@ -1,0 +1,275 @@
+"""`Checkpointer`: atomic training checkpoints (model, optimizer, lr scheduler, progress).
+
+Layout of the checkpoint directory:
+
+    epoch-0003/               one checkpoint: model.bpk, optimizer.npz, state.json
+    epoch-0004-batch-000012/  a checkpoint taken mid-epoch (after an interrupt)
+    latest.json               {"path": "epoch-0004-batch-000012", ...}
+    best.json                 {"path": "epoch-0003", "metric": ..., "value": ...}
+
+A checkpoint is written into a hidden temporary directory, which is renamed once complete;
+`latest.json` is replaced (atomically) last, so a crash at any point leaves the previous
+latest checkpoint intact and loadable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from burn import record
+from burn.lr_scheduler import LrScheduler
+from burn.nn.module import Module
+from burn.optim import Optimizer
+from burn.record.files import atomic_path
+from burn.train.monitor import Mode, Monitor
+
+MODEL_FILE = "model.bpk"
+OPTIMIZER_FILE = "optimizer.npz"
+STATE_FILE = "state.json"
+LATEST = "latest.json"
+BEST = "best.json"
+_NAME = re.compile(r"^epoch-(\d+)(?:-batch-(\d+))?$")
+_TEMP_PREFIX = ".tmp-"
+
+
+def checkpoint_name(epoch: int, batch: int = 0) -> str:
+    """The directory name of the checkpoint after `epoch` epochs and `batch` more batches."""
+    return f"epoch-{epoch:04d}" + (f"-batch-{batch:06d}" if batch else "")
+
+
+@dataclass
+class Checkpointer:
+    """Saves a checkpoint after every epoch (and on interrupt); keeps the last `keep_last`
+    ones, and the best one by a metric when `best_metric` is set.
+
+    Args:
+        keep_last: how many of the newest checkpoints to keep (>= 1).
+        best_metric: metric name whose best epoch's checkpoint is always kept (None: no best).
+        best_split: the split of `best_metric`.
+        best_mode: "min" or "max".
+        directory: where checkpoints go (the Learner's `artifact_dir/checkpoints` when None).
+    """
+
+    keep_last: int = 2
+    best_metric: str | None = None
+    best_split: str = "valid"
+    best_mode: Mode = "min"
+    directory: str | os.PathLike[str] | None = None
+    _best: Monitor | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.keep_last < 1:
+            raise ValueError(f"Checkpointer: keep_last must be >= 1, got {self.keep_last}")
+        if self.best_metric is not None:
+            self._best = Monitor(self.best_metric, self.best_split, self.best_mode)
+
+    def in_directory(self, directory: str | os.PathLike[str] | None) -> Checkpointer | None:
+        """A fresh copy of this config, writing to its own directory or else `directory`
+        (None when neither is set)."""
+        chosen = self.directory if self.directory is not None else directory
+        return None if chosen is None else replace(self, directory=chosen)
+
+    @property
+    def root(self) -> Path:
+        """The checkpoint directory.
+
+        Raises:
+            ValueError: when no directory is set.
+        """
+        if self.directory is None:
+            raise ValueError("Checkpointer: no directory (set directory= or use a Learner)")
+        return Path(self.directory)
+
+    # --- saving ---
+    def save(self, model: Module, optimizer: Optimizer, scheduler: LrScheduler, *, epoch: int,
+             batch: int = 0, metrics: dict[str, dict[str, float]] | None = None,
+             extra: dict[str, Any] | None = None) -> Path:
+        """Write a checkpoint atomically, update best / latest, prune old ones.
+
+        Args:
+            model, optimizer, scheduler: what to save.
+            epoch: completed epochs.
+            batch: batches completed in the next epoch (0 at an epoch end).
+            metrics: the epoch's metrics ({split: {name: value}}), for the best checkpoint;
+                None for a mid-epoch checkpoint.
+            extra: more JSON state to store (e.g. the Learner's history).
+        Returns:
+            The checkpoint's directory.
+        """
+        root = self.root
+        root.mkdir(parents=True, exist_ok=True)
+        name = checkpoint_name(epoch, batch)
+        final = root / name
+        if final.exists() and self.latest() == final:
+            return final  # this very progress is already the latest checkpoint
+        best = self._best.state_dict() if self._best is not None else None
+        improved = (self._best is not None and metrics is not None
+                    and self._best.update(epoch, metrics))
+        state = {"epoch": epoch, "batch": batch, "scheduler": scheduler.state_dict(),
+                 "best": None if self._best is None else self._best.state_dict(),
+                 "extra": extra or {}}
+        tmp = root / f"{_TEMP_PREFIX}{name}-{secrets.token_hex(4)}"
+        tmp.mkdir()
+        try:
+            record.save(model, tmp / MODEL_FILE)
+            state["optimizer"] = write_optimizer(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+            _write_json(tmp / STATE_FILE, state)
+            _replace_dir(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if self._best is not None and best is not None:
+                self._best.load_state_dict(best)
+            raise
+        if improved and self._best is not None:
+            _write_json(root / BEST, {"path": name, "epoch": epoch, "metric": self.best_metric,
+                                      "split": self.best_split, "value": self._best.best})
+        _write_json(root / LATEST, {"path": name, "epoch": epoch, "batch": batch})
+        self._prune()
+        return final
+
+    def _prune(self) -> None:
+        """Remove all but the newest `keep_last` checkpoints (latest and best always stay) and
+        the temporary directories of interrupted writes."""
+        root = self.root
+        keep = {p for p in (self.latest(), self.best()) if p is not None}
+        ordered = sorted((p for p in root.iterdir() if p.is_dir() and _NAME.match(p.name)),
+                         key=_progress)
+        keep.update(ordered[-self.keep_last:])
+        for path in root.iterdir():
+            if path.is_dir() and (path.name.startswith(_TEMP_PREFIX)
+                                  or (_NAME.match(path.name) and path not in keep)):
+                shutil.rmtree(path, ignore_errors=True)
+
+    # --- finding and loading ---
+    def _pointer(self, manifest: str) -> Path | None:
+        path = self.root / manifest
+        if not path.is_file():
+            return None
+        target = self.root / json.loads(path.read_text())["path"]
+        return target if (target / STATE_FILE).is_file() else None
+
+    def latest(self) -> Path | None:
+        """The newest complete checkpoint (None when there is none)."""
+        return self._pointer(LATEST)
+
+    def best(self) -> Path | None:
+        """The best checkpoint by `best_metric` (None when there is none)."""
+        return self._pointer(BEST)
+
+    def checkpoints(self) -> list[Path]:
+        """The complete checkpoints on disk, oldest first."""
+        if not self.root.is_dir():
+            return []
+        return sorted((p for p in self.root.iterdir()
+                       if _NAME.match(p.name) and (p / STATE_FILE).is_file()), key=_progress)
+
+    def load(self, path: str | os.PathLike[str], model: Module, optimizer: Optimizer,
+             scheduler: LrScheduler) -> dict[str, Any]:
+        """Restore a checkpoint into `model`, `optimizer` and `scheduler` (and this
+        checkpointer's best tracking).
+
+        Args:
+            path: a checkpoint directory, or a checkpoint root (its latest is used).
+            model, optimizer, scheduler: restored in place.
+        Returns:
+            The stored state: "epoch", "batch", "extra", ...
+        Raises:
+            FileNotFoundError: when `path` holds no checkpoint.
+        """
+        directory = resolve_checkpoint(path)
+        state = json.loads((directory / STATE_FILE).read_text())
+        record.load(model, directory / MODEL_FILE)
+        optimizer.load_state_dict(read_optimizer(state["optimizer"],
+                                                 directory / OPTIMIZER_FILE))
+        scheduler.load_state_dict(state["scheduler"])
+        if self._best is not None and state.get("best") is not None:
+            self._best.load_state_dict(state["best"])
+        return state
+
+
+def resolve_checkpoint(path: str | os.PathLike[str]) -> Path:
+    """The checkpoint directory `path` names: itself, or the latest of a checkpoint root.
+
+    Raises:
+        FileNotFoundError: when there is no complete checkpoint there.
+    """
+    path = Path(path)
+    if (path / STATE_FILE).is_file():
+        return path
+    latest = Checkpointer(directory=path).latest()
+    if latest is None:
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    return latest
+
+
+def _progress(path: Path) -> tuple[int, int]:
+    m = _NAME.match(path.name)
+    assert m is not None
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=1))
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Rename the complete directory `tmp` to `final` (a stale `final` is moved aside first)."""
+    for file in tmp.iterdir():
+        _fsync(file)
+    if final.exists():
+        trash = final.with_name(f"{_TEMP_PREFIX}old-{final.name}-{secrets.token_hex(4)}")
+        os.rename(final, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+    os.rename(tmp, final)
+    _fsync(final.parent)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if path.is_dir() else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_optimizer(state_dict: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Write an optimizer state dict's arrays to an `.npz` file.
+
+    Args:
+        state_dict: `Optimizer.state_dict()`'s result.
+        path: the `.npz` file.
+    Returns:
+        The JSON part: the state dict with each array replaced by `{"array": key}`.
+    """
+    arrays: dict[str, np.ndarray] = {}
+    params: dict[str, dict[str, Any]] = {}
+    for param, entries in state_dict["params"].items():
+        params[param] = {}
+        for key, value in entries.items():
+            if isinstance(value, np.ndarray):
+                params[param][key] = {"array": f"a{len(arrays)}"}
+                arrays[f"a{len(arrays)}"] = value
+            else:
+                params[param][key] = value.item() if isinstance(value, np.generic) else value
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stubs miss **arrays
+    return {**state_dict, "params": params}
+
+
+def read_optimizer(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The optimizer state dict from `write_optimizer`'s JSON part and `.npz` file."""
+    with np.load(path) as arrays:
+        params = {param: {key: arrays[v["array"]] if isinstance(v, dict) else v
+                          for key, v in entries.items()}
+                  for param, entries in meta["params"].items()}
+    return {**meta, "params": params}
