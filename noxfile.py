@@ -15,7 +15,8 @@ nox.options.reuse_existing_virtualenvs = True
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
 BACKENDS = ["numpy"]
 TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
-PACKAGES = ["-e", "packages/burn-core[test]", "-e", "xtask"]
+# burn-dataset: the data-loader tests feed it real datasets; [train]: progress, plots, system metrics.
+PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask"]
 
 
 @nox.session

@@ -44,9 +44,14 @@ from burn.frontend import (
     zeros_like,
 )
 
+# isort: split
+# Subpackages that build on the names above (imported last: they use `burn.float32` & co.).
+from burn import data, lr_scheduler, nn, optim, record, train  # noqa: E402
+
 __version__ = "0.1.0"
 __all__ = [
-    "DType", "Device", "Gradients", "Kind", "Tensor", "arange", "available_backends",
+    "DType", "Device", "Gradients", "Kind", "Tensor", "arange", "available_backends", "data",
+    "lr_scheduler", "nn", "optim", "record", "train",
     "bernoulli", "bfloat16", "bool_", "cat", "default_device", "empty", "empty_like", "errors",
     "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like",
     "functional", "int8", "int32", "int64", "is_grad_enabled", "no_grad", "normal", "one_hot",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -139,6 +140,22 @@ class Module:
     def _set_trainable(self: M, flag: bool) -> M:
         for p in self.parameters():
             p.trainable = flag
+        return self
+
+    # --- records ---
+    def save(self, path: str | os.PathLike[str], format: str | None = None) -> None:
+        """Save every Param and Buffer (format from the extension: `.bpk` burnpack,
+        `.safetensors`); see `burn.record.save`."""
+        from burn import record
+
+        record.save(self, path, format)
+
+    def load(self: M, path: str | os.PathLike[str], **options: Any) -> M:
+        """Load values saved by `save` (or a PyTorch `.pt`/`.pth` state dict) into this module;
+        options as `burn.record.load` (dtype policy, remap, strict). Returns self."""
+        from burn import record
+
+        record.load(self, path, **options)
         return self
 
     # --- printing ---
