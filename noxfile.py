@@ -15,7 +15,7 @@ nox.options.reuse_existing_virtualenvs = True
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
 BACKENDS = ["numpy"]
 TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
-# burn-dataset: the data-loader tests feed it real datasets; [train]: progress, plots, system metrics.
+# burn-dataset: the data-loader tests use real datasets; [train]: progress, plots, system metrics.
 PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask"]
 
 
@@ -53,7 +53,7 @@ def cube(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the whole workspace."""
-    session.install("ruff")
+    session.install("ruff==0.17.6")
     session.run("ruff", "check", ".")
 
 
