@@ -1,8 +1,9 @@
 """GPU bandwidth benchmark: the GELU-tanh chain through the cuda and wgpu runtimes.
 
-Prints, in one run: device-to-device copy bandwidth (CuPy), the chain's bandwidth through the
-cuda runtime (reads + writes counted) as a share of the copy, and through wgpu as a share of the
-cuda figure. Runtimes that are not available are reported as such.
+Prints, in one run: device-to-device copy bandwidth (CuPy), then the chain's bandwidth (reads +
+writes counted) in two variants per runtime: ``scalar`` (one f32 per unit, 32-bit accesses) and
+``line`` (``Line[f32, 4]``: four per unit, 128-bit accesses); cuda as a share of the copy, wgpu as
+a share of the cuda figure of the same variant. Runtimes that are not available are reported.
 
 Usage: ``python packages/burn-cube/bench/gpu_bandwidth.py [n_elements]``
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 import burn_cube as bc
-from burn_cube import ABSOLUTE_POS, Tensor, f32
+from burn_cube import ABSOLUTE_POS, Line, Tensor, f32
 
 CUBE_DIM = 256
 
@@ -27,6 +28,17 @@ def gelu_tanh(x: Tensor[f32], out: Tensor[f32]):
     if i < len(x):
         v = x[i]
         out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+@bc.kernel
+def gelu_tanh_line(x: Tensor[Line[f32, 4]], out: Tensor[Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+VARIANTS = {"scalar": (gelu_tanh, 1), "line": (gelu_tanh_line, 4)}
 
 
 def seconds_per_call(fn: Callable[[], None], sync: Callable[[], None], calls: int = 50) -> float:
@@ -43,26 +55,28 @@ def seconds_per_call(fn: Callable[[], None], sync: Callable[[], None], calls: in
     return best
 
 
-def chain_bandwidth(name: str, data: np.ndarray) -> float | None:
-    """GB/s of the chain on runtime `name` (None when the runtime is unavailable)."""
+def chain_bandwidth(name: str, data: np.ndarray) -> dict[str, float]:
+    """GB/s of each chain variant on runtime `name` (empty when the runtime is unavailable)."""
     try:
         rt = bc.runtime(name)
     except bc.errors.KernelError as err:
         print(f"{name}: not available ({err})")
-        return None
+        return {}
     x, out = rt.upload(data), rt.allocate(data.shape, bc.f32)
-    cubes = (data.size + CUBE_DIM - 1) // CUBE_DIM
-
-    def run() -> None:
-        gelu_tanh.launch(rt, cubes, CUBE_DIM, x, out)
-
-    t = seconds_per_call(run, rt.sync)
     expected = 0.5 * data * (1.0 + np.tanh(0.7978845608 * (data + 0.044715 * data ** 3)))
-    err = float(np.max(np.abs(out.numpy() - expected)))
-    gbs = 2 * data.nbytes / t / 1e9
-    print(f"{name}: chain {t * 1e3:.3f} ms, {gbs:.0f} GB/s on {rt.properties.device}; "
-          f"max abs err {err:.2e}")
-    return gbs
+    result = {}
+    for variant, (kern, lanes) in VARIANTS.items():
+        cubes = (data.size // lanes + CUBE_DIM - 1) // CUBE_DIM
+
+        def run(kern: bc.Kernel = kern, cubes: int = cubes) -> None:
+            kern.launch(rt, cubes, CUBE_DIM, x, out)
+
+        t = seconds_per_call(run, rt.sync)
+        err = float(np.max(np.abs(out.numpy() - expected)))
+        result[variant] = 2 * data.nbytes / t / 1e9
+        print(f"{name} {variant}: chain {t * 1e3:.3f} ms, {result[variant]:.0f} GB/s on "
+              f"{rt.properties.device}; max abs err {err:.2e}")
+    return result
 
 
 def copy_bandwidth(data: np.ndarray) -> float | None:
@@ -86,11 +100,12 @@ def main() -> None:
     copy = copy_bandwidth(data)
     cuda = chain_bandwidth("cuda", data)
     wgpu = chain_bandwidth("wgpu", data)
-    if cuda and copy:
-        print(f"cuda chain / device copy: {cuda / copy:.1%} (target >= 85%)")
-    if cuda and wgpu:
-        print(f"wgpu chain / cuda chain: {wgpu / cuda:.1%} (target >= 70%)")
-
+    for variant in VARIANTS:
+        if variant in cuda and copy:
+            print(f"cuda {variant} / device copy: {cuda[variant] / copy:.1%} (target >= 85%)")
+        if variant in cuda and variant in wgpu:
+            print(f"wgpu {variant} / cuda {variant}: {wgpu[variant] / cuda[variant]:.1%} "
+                  "(target >= 70%)")
 
 if __name__ == "__main__":
     main()

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import test_kernels
 from test_kernels import block_sum, gelu_tanh, histogram, poly
 
+import burn_cube as bc
 from burn_cube.codegen import table_c, table_cuda, table_wgsl
 
 X = np.zeros(16, np.float32)
@@ -51,13 +53,51 @@ def test_cuda_structure(case: str) -> None:
             assert stripped.endswith((";", "{", "}")), line
 
 
+def _suite_cases() -> dict[str, tuple[bc.Kernel, int, tuple[object, ...]]]:
+    """Every kernel of the kernel suite with example arguments: (kernel, cube_dim, args)."""
+    k = test_kernels
+    f, i = np.zeros(16, np.float32), np.zeros(16, np.int32)
+    cases: dict[str, tuple[bc.Kernel, int, tuple[object, ...]]] = {
+        "gelu_tanh": (k.gelu_tanh, 256, (f, f)),
+        "gelu_line": (k.gelu_line, 256, (f, f)),
+        "int_line": (k.int_line, 64, (i, i)),
+        "math_mix": (k.math_mix, 256, (f, f, 0.25)),
+        "block_sum": (k.block_sum, 128, (f, f)),
+        "histogram": (k.histogram, 64, (i, i)),
+        "float_total": (k.float_total, 128, (f, f)),
+        "control_flow": (k.control_flow, 64, (i, i)),
+        "poly": (k.poly, 128, (f, f, 3, True)),
+        "transpose": (k.transpose, (16, 16), (f.reshape(4, 4), f.reshape(4, 4))),
+        "flags": (k.flags, 64, (f, i, 1.0)),
+        "propagate": (k.propagate, 32, (f, f)),
+        "bool_tensor": (k.bool_tensor, 128, (f.astype(bool), f, f)),
+        "plane_total": (k.plane_total, 256, (f, f)),
+        "stencil": (k.stencil, 64, (f, f, 16)),
+        "shifted_copy": (k.shifted_copy, 64, (f, f)),
+    }
+    for dtype in ("f16", "f32", "f64", "i32", "i64", "u32"):
+        x = np.zeros(16, bc.types.DTYPES[dtype].numpy)
+        cases[f"typed_ops_{dtype}"] = (k.typed_ops, 64, (x, x, 3))
+    return cases
+
+
+SUITE = _suite_cases()
+
+
+def test_nvcc_cases_cover_the_kernel_suite() -> None:
+    kernels = {v for v in vars(test_kernels).values() if isinstance(v, bc.Kernel)}
+    assert kernels == {case[0] for case in SUITE.values()}
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", SUITE)
 def test_cuda_compiles_with_nvcc(tmp_path: Path, case: str) -> None:
-    kern, args = CASES[case]
+    """Every suite kernel, every dtype: the CUDA C must compile (NVRTC's C++17, sm_90)."""
+    kern, cube_dim, args = SUITE[case]
     path = tmp_path / f"{case}.cu"
-    path.write_text(kern.source("cuda", 128, *args))
-    proc = subprocess.run(["nvcc", "-c", "-arch=sm_80", "-o", str(tmp_path / "k.o"), str(path)],
+    path.write_text(kern.source("cuda", cube_dim, *args))
+    proc = subprocess.run(["nvcc", "-c", "-arch=sm_90", "-std=c++17", "-o",
+                           str(tmp_path / "k.o"), str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
@@ -69,6 +109,15 @@ def test_tables_cover_the_same_ops() -> None:
 
     assert ops(table_c.OPS) == ops(table_cuda.OPS)
     assert ops(table_c.OPS) - ops(table_wgsl.OPS) <= {"nan", "inf", "ninf"}
+
+
+def test_lines_are_vector_accesses() -> None:
+    """A Line[f32, 4] tensor is a float4 / vec4<f32> / GCC-vector array: 128-bit accesses."""
+    cuda = test_kernels.gelu_line.source("cuda", 256, X, X)
+    assert "float4 *t_x" in cuda and "r.w = tanhf(a0.w);" in cuda
+    assert "array<vec4<f32>>" in test_kernels.gelu_line.source("wgsl", 256, X, X)
+    c = test_kernels.gelu_line.source("c", 256, X, X)
+    assert "vector_size(16), aligned(4)" in c and "bc_f32x4 *t_x" in c
 
 
 def test_wgsl_structure() -> None:

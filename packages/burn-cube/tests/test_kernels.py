@@ -49,6 +49,36 @@ def test_elementwise_chain(rt: bc.Runtime) -> None:
 
 
 @bc.kernel
+def gelu_line(x: Tensor[bc.Line[f32, 4]], out: Tensor[bc.Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v**3)))
+
+
+@bc.kernel
+def int_line(x: Tensor[bc.Line[i32, 2]], out: Tensor[bc.Line[i32, 2]]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = abs(x[i]) * 3 + x[i] // 2 - max(x[i], 7)
+
+
+def test_lines(rt: bc.Runtime) -> None:
+    """Vectorized lines: len counts lines, arithmetic and math are element-wise."""
+    x = RNG.standard_normal(10_000).astype(np.float32)
+    out = rt.allocate(x.shape, bc.f32)
+    gelu_line.launch(rt, -(-x.size // 1024), 256, rt.upload(x), out)
+    np.testing.assert_allclose(out.numpy(), gelu_ref(x), rtol=1e-5, atol=1e-6)
+    k = RNG.integers(-100, 100, 64).astype(np.int32)
+    got = np.zeros_like(k)
+    int_line.launch(rt, 1, 64, k, got)
+    np.testing.assert_array_equal(got, np.abs(k) * 3 + np.trunc(k / 2).astype(np.int32)
+                                  - np.maximum(k, 7))
+    with pytest.raises(bc.errors.LaunchError, match="multiple of 4"):
+        gelu_line.launch(rt, 1, 64, np.zeros(6, np.float32), np.zeros(6, np.float32))
+
+
+@bc.kernel
 def math_mix(x: Tensor[f32], out: Tensor[f32], alpha: f32):
     i = ABSOLUTE_POS
     if i >= len(x):

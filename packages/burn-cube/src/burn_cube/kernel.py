@@ -210,14 +210,15 @@ class Kernel:
             elif isinstance(ann, TensorType) or (ann is None and isinstance(
                     value, np.ndarray | DeviceArray)):
                 array = self._tensor(rt, name, value, ann, copies)
-                specs[name] = ParamSpec("tensor", array.dtype, len(array.shape))
+                dtype = ann.dtype if isinstance(ann, TensorType) and ann.dtype else array.dtype
+                specs[name] = ParamSpec("tensor", dtype, len(array.shape))
                 values.append(array)
             else:
                 dtype = self._scalar_dtype(name, value, ann)
                 specs[name] = ParamSpec("scalar", dtype)
                 values.append(self._scalar(name, value, dtype))
         for spec in specs.values():
-            if spec.dtype is not None and spec.dtype.name not in props.dtypes:
+            if spec.dtype is not None and spec.dtype.scalar.name not in props.dtypes:
                 raise LaunchError(f"the {rt.name} runtime does not support {spec.dtype}",
                                   self.name)
         return specs, dims, values, copies
@@ -242,8 +243,13 @@ class Kernel:
             raise LaunchError(f"`{name}` must be a tensor (numpy array or DeviceArray), got "
                               f"{type(value).__name__}", self.name)
         expected = ann.dtype if isinstance(ann, TensorType) else None
-        if expected is not None and array.dtype != expected:
-            raise LaunchError(f"tensor `{name}` must be {expected}, got {array.dtype}", self.name)
+        if expected is not None and array.dtype != expected.scalar:
+            raise LaunchError(f"tensor `{name}` must be {expected.scalar}, got {array.dtype}",
+                              self.name)
+        if expected is not None and expected.lanes > 1 and (
+                not array.shape or array.shape[-1] % expected.lanes):
+            raise LaunchError(f"tensor `{name}` of {expected}: the last dimension must be a "
+                              f"multiple of {expected.lanes}, got shape {array.shape}", self.name)
         return array
 
     def _scalar_dtype(self, name: str, value: Any, ann: Any) -> DType:

@@ -17,16 +17,24 @@ class DType:
         kind: One of ``float``, ``int``, ``uint``, ``bool``.
         bits: Width in bits.
         rank: Position in the implicit promotion order (higher wins).
+        lanes: Elements per value: 1 for scalars, 2 or 4 for a ``Line`` (a short vector that
+            is loaded and stored as one 64/128-bit access; arithmetic is element-wise).
     """
 
     name: str
     kind: str
     bits: int
     rank: int
+    lanes: int = 1
+
+    @property
+    def scalar(self) -> DType:
+        """The element type (itself for scalars)."""
+        return DTYPES[self.name.split("x")[0]] if self.lanes > 1 else self
 
     @property
     def numpy(self) -> np.dtype:
-        """The matching numpy dtype."""
+        """The matching numpy dtype (of one element, for lines)."""
         prefix = {"float": "float", "int": "int", "uint": "uint"}.get(self.kind)
         return np.dtype(f"{prefix}{self.bits}" if prefix else "bool")
 
@@ -59,6 +67,24 @@ f64 = DType("f64", "float", 64, 6)
 DTYPES: dict[str, DType] = {d.name: d for d in (bool_, u32, i32, i64, f16, f32, f64)}
 
 
+LINE_LANES = (2, 4)
+
+
+def line(dtype: DType, lanes: int) -> DType:
+    """The ``Line`` of ``lanes`` elements of a scalar dtype (the dtype itself for 1 lane)."""
+    if lanes == 1:
+        return dtype
+    if lanes not in LINE_LANES or dtype.lanes != 1 or dtype.kind == "bool":
+        raise TypeError(f"a Line has 2 or 4 numeric elements, got Line[{dtype}, {lanes}]")
+    return DType(f"{dtype.name}x{lanes}", dtype.kind, dtype.bits, dtype.rank, lanes)
+
+
+def dtype_named(name: str) -> DType:
+    """A dtype by name: ``f32``, or a line such as ``f32x4``."""
+    base, _, lanes = name.partition("x")
+    return line(DTYPES[base], int(lanes or 1))
+
+
 def from_numpy(dtype: np.dtype | type) -> DType | None:
     """Map a numpy dtype to a kernel dtype.
 
@@ -75,9 +101,12 @@ def from_numpy(dtype: np.dtype | type) -> DType | None:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Implicit promotion of two operand types: the higher rank wins; bool becomes i32."""
-    out = a if a.rank >= b.rank else b
-    return i32 if out is bool_ else out
+    """Implicit promotion of two operand types: the higher rank wins; bool becomes i32; a scalar
+    meeting a line is broadcast (lines of different widths do not mix)."""
+    if a.lanes > 1 and b.lanes > 1 and a.lanes != b.lanes:
+        raise TypeError(f"cannot mix {a} and {b}")
+    out = a.scalar if a.rank >= b.rank else b.scalar
+    return line(i32 if out is bool_ else out, max(a.lanes, b.lanes))
 
 
 @dataclass(frozen=True)
@@ -109,6 +138,15 @@ class Tensor:
 
     def __class_getitem__(cls, dtype: DType) -> TensorType:
         return TensorType(dtype)
+
+
+class Line:
+    """``Line[f32, 4]``: a tensor element type of 4 f32 values (``Tensor[Line[f32, 4]]``);
+    ``x[i]`` is then line ``i`` (elements ``4i .. 4i+3``) and ``len(x)`` counts lines."""
+
+    def __class_getitem__(cls, args: tuple[DType, int]) -> DType:
+        dtype, lanes = args
+        return line(dtype, lanes)
 
 
 class Comptime:

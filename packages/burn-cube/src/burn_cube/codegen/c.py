@@ -24,7 +24,7 @@ from burn_cube.codegen.hoist import Hoist
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
 from burn_cube.ir.nodes import meta_names
-from burn_cube.types import DType
+from burn_cube.types import DType, dtype_named
 
 
 def _has_barrier(stmts: list[ir.Stmt]) -> bool:
@@ -51,8 +51,13 @@ class CEmitter(Emitter):
         self.lazy = 0  # > 0 while rendering select branches (loads checked inline)
         self.hoist: Hoist | None = None  # set while rendering the per-cube fast path
 
+    lane_wise = True
+
     def literal(self, value: int | float | bool, dtype: DType) -> str:
         return table_c.literal(value, self.type(dtype), dtype.name)
+
+    def lane(self, value: str, k: int) -> str:
+        return f"{value}[{k}]"
 
     def fields(self, dtype: DType) -> dict[str, str]:
         return {"f": "f" if dtype.bits <= 32 else ""}
@@ -214,7 +219,7 @@ class CEmitter(Emitter):
     def helpers(self) -> list[str]:
         """Helper functions for the dtypes the kernel uses."""
         out = []
-        for name, type_name in self.types.items():
+        for name, type_name in table_c.SCALAR_TYPES.items():
             if f"dtype:{name}" not in self.kernel.features and name != "u32":
                 continue
             dtype_kind = {"bool": "bool", "u32": "uint", "i32": "int", "i64": "int"}.get(
@@ -226,11 +231,17 @@ class CEmitter(Emitter):
                 out.append(table_c.HELPERS_INT.format(**fmt))
             if dtype_kind == "int":
                 out.append(table_c.HELPERS_SIGNED.format(**fmt))
-            if name == "f32":
-                out.append(table_c.HELPERS_F32_MATH)
+            if name == "f32" or (name == "f16" and "dtype:f32" not in self.kernel.features):
+                out.append(table_c.HELPERS_F32_MATH)  # f16 math is computed in f32, too
             if dtype_kind == "float" and f"atomic:{name}" in self.kernel.features:
                 bits = {"f16": 16, "f32": 32, "f64": 64}[name]
                 out.append(table_c.HELPERS_FLOAT_ATOMIC.format(U=table_c.BITS_TYPE[bits], **fmt))
+        for feature in sorted(self.kernel.features):
+            if feature.startswith("line:"):
+                dtype = dtype_named(feature[5:])
+                out.append(table_c.LINE_TYPEDEF.format(
+                    T=table_c.SCALAR_TYPES[dtype.scalar.name], s=dtype.name,
+                    size=dtype.bits // 8 * dtype.lanes, align=dtype.bits // 8))
         return out
 
     def unit_loop(self, label: str, pragma: str | None) -> None:
@@ -240,7 +251,7 @@ class CEmitter(Emitter):
         self.line("for (int64_t bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
         self.depth += 1
         for name, dtype in self.kernel.locals.items():
-            self.line(f"{self.type(dtype)} v_{name} = 0;")
+            self.line(f"{self.type(dtype)} v_{name} = {self.zero(dtype)};")
         for s in self.kernel.body:
             self.stmt(s)
         self.line(f"{label}: ;")
@@ -304,4 +315,6 @@ class CEmitter(Emitter):
         self.line("}")
         self.line("if (bc_oob) *bc_status = 1;")
         self.out.append("}")
+        at = self.out.index("") + 1  # after the #defines
+        self.out[at:at] = list(self.line_helpers.values())
         return "\n".join(self.out) + "\n"

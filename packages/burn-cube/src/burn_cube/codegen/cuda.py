@@ -33,8 +33,14 @@ class CudaEmitter(Emitter):
     ops = table_cuda.OPS
     types = table_cuda.TYPES
 
+    lane_wise = True
+    helper_prefix = "__device__ __forceinline__"
+
     def literal(self, value: int | float | bool, dtype: DType) -> str:
         return table_cuda.literal(value, self.type(dtype), dtype.name)
+
+    def lane(self, value: str, k: int) -> str:
+        return f"{value}.{'xyzw'[k]}"
 
     def fields(self, dtype: DType) -> dict[str, str]:
         return {"f": "f" if dtype.bits <= 32 else ""}
@@ -62,8 +68,10 @@ class CudaEmitter(Emitter):
         for b in k.shared:
             self.line(f"__shared__ {self.type(b.dtype)} s_{b.name}[{b.size}];")
         for name, dtype in k.locals.items():
-            self.line(f"{self.type(dtype)} v_{name} = 0;")
+            self.line(f"{self.type(dtype)} v_{name} = {self.zero(dtype)};")
         for s in k.body:
             self.stmt(s)
         self.out.append("}")
+        at = self.out.index("") + 1  # after the #defines
+        self.out[at:at] = list(self.line_helpers.values())
         return "\n".join(self.out) + "\n"

@@ -4,6 +4,10 @@ Expressions are rendered purely from a target's table (op -> template); statemen
 small set of hooks that each target's emitter overrides. Template fields: ``{a} {b} {c}`` the
 rendered arguments, ``{t}`` the result type, ``{s}`` the dtype name the entry was looked up
 with, plus whatever ``fields`` adds. Lookup order: ``op.<dtype>``, ``op.<kind>``, ``op``.
+
+``Line`` values: on targets whose vector types have element-wise operators and functions
+(WGSL) the table entries apply as they are. Elsewhere (C, CUDA) an op on lines becomes a call
+to a lane-wise helper whose body is the op's scalar entry once per lane (``line_helpers``).
 """
 
 from __future__ import annotations
@@ -46,11 +50,16 @@ class Emitter:
     ops: dict[str, str] = {}
     types: dict[str, str] = {}
     indent_unit = "    "
+    #: Whether ops on lines are rendered lane by lane through helpers.
+    lane_wise = False
+    #: Declaration prefix of those helpers.
+    helper_prefix = "static inline"
 
     def __init__(self, kernel: ir.KernelIR) -> None:
         self.kernel = kernel
         self.out: list[str] = []
         self.depth = 0
+        self.line_helpers: dict[str, str] = {}
 
     # --------------------------------------------------------------------------- expressions
     def literal(self, value: int | float | bool, dtype: DType) -> str:
@@ -80,6 +89,30 @@ class Emitter:
         names = dict(zip("abc", args, strict=False))
         return self.template(op, dtype).format(
             t=self.type(result), s=dtype.name, **names, **self.fields(dtype))
+
+    def lane(self, value: str, k: int) -> str:
+        """Lane ``k`` of a line value (targets with ``lane_wise``)."""
+        raise NotImplementedError
+
+    def zero(self, dtype: DType) -> str:
+        """Initializer of a zeroed local."""
+        return "{0}" if dtype.lanes > 1 else "0"
+
+    def render_lanes(self, op: str, dtype: DType, result: DType, args: list[ir.Expr],
+                     rendered: list[str]) -> str:
+        """An op on lines as a call to its lane-wise helper (emitted once per signature)."""
+        name = "_".join(["bc", op, result.name, *(a.dtype.name for a in args)])
+        if name not in self.line_helpers:
+            t = self.type(result)
+            params = ", ".join(f"{self.type(a.dtype)} a{j}" for j, a in enumerate(args))
+            lanes = [self.render(op, dtype.scalar, result.scalar,
+                                 [self.lane(f"a{j}", k) if a.dtype.lanes > 1 else f"a{j}"
+                                  for j, a in enumerate(args)])
+                     for k in range(result.lanes)]
+            body = " ".join(f"{self.lane('r', k)} = {v};" for k, v in enumerate(lanes))
+            self.line_helpers[name] = (f"{self.helper_prefix} {t} {name}({params}) "
+                                       f"{{ {t} r; {body} return r; }}")
+        return f"{name}({', '.join(rendered)})"
 
     def var(self, name: str) -> str:
         """Target name of a local variable or scalar parameter."""
@@ -116,7 +149,10 @@ class Emitter:
                                    [self.element(buf, index), self.expr(value)])
             case ir.Op(op=op, args=args, dtype=dtype):
                 key = args[0].dtype if args and op != "select" else dtype
-                return self.render(op, key, dtype, [self.expr(a) for a in args])
+                rendered = [self.expr(a) for a in args]
+                if dtype.lanes > 1 and self.lane_wise:
+                    return self.render_lanes(op, key, dtype, list(args), rendered)
+                return self.render(op, key, dtype, rendered)
         raise CompileError(f"cannot render {e!r}", self.kernel.name)
 
     # ---------------------------------------------------------------------------- statements

@@ -9,9 +9,15 @@ cast back to the language's ``u32``.
 from __future__ import annotations
 
 from burn_cube.codegen.emitter import POSITIONS
+from burn_cube.types import LINE_LANES
 
-TYPES = {"bool": "bool", "u32": "uint32_t", "i32": "int32_t", "i64": "int64_t",
-         "f16": "_Float16", "f32": "float", "f64": "double"}
+SCALAR_TYPES = {"bool": "bool", "u32": "uint32_t", "i32": "int32_t", "i64": "int64_t",
+                "f16": "_Float16", "f32": "float", "f64": "double"}
+#: Lines are GCC vector types (``bc_f32x4``), declared per kernel with ``LINE_TYPEDEF``.
+TYPES = {**SCALAR_TYPES, **{f"{s}x{n}": f"bc_{s}x{n}" for s in SCALAR_TYPES if s != "bool"
+                            for n in LINE_LANES}}
+#: Element alignment, so that a line pointer into any element-aligned array is valid.
+LINE_TYPEDEF = "typedef {T} bc_{s} __attribute__((vector_size({size}), aligned({align})));"
 
 OPS: dict[str, str] = {
     **{op: f"((uint32_t){template})" for op, template in POSITIONS.items()},

@@ -9,8 +9,11 @@ from __future__ import annotations
 from burn_cube.codegen import table_c
 from burn_cube.codegen.emitter import POSITIONS
 
+#: Lines are CUDA's aligned vector types (64/128-bit loads and stores); no f16 lines.
 TYPES = {"bool": "bool", "u32": "unsigned int", "i32": "int", "i64": "long long",
-         "f16": "__half", "f32": "float", "f64": "double"}
+         "f16": "__half", "f32": "float", "f64": "double",
+         "f32x2": "float2", "f32x4": "float4", "f64x2": "double2", "i32x2": "int2",
+         "i32x4": "int4", "u32x2": "uint2", "u32x4": "uint4", "i64x2": "longlong2"}
 
 OPS: dict[str, str] = {
     **table_c.OPS,
@@ -21,6 +24,9 @@ OPS: dict[str, str] = {
     "min": "bc_min({a}, {b})", "max": "bc_max({a}, {b})",
     "div.int": "({a} / {b})", "div.uint": "({a} / {b})",
     "mod.int": "({a} % {b})", "mod.uint": "({a} % {b})", "abs.int": "abs({a})",
+    # __half has no implicit float math: absolute value natively, pow through float
+    "abs.f16": "__habs({a})", "isnan.f16": "__hisnan({a})", "isinf.f16": "(__hisinf({a}) != 0)",
+    "pow.f16": "__float2half(powf(__half2float({a}), __half2float({b})))",
     "atomic_add": "atomicAdd(&{a}, {b})",
     "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "
                       "(unsigned long long){b}))",

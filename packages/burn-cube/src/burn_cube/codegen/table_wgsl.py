@@ -7,8 +7,11 @@ WGSL has no f64 or i64 (and f16 only with the ``shader-f16`` feature); there is 
 from __future__ import annotations
 
 from burn_cube.codegen.emitter import POSITIONS
+from burn_cube.types import LINE_LANES
 
-TYPES = {"bool": "bool", "u32": "u32", "i32": "i32", "f16": "f16", "f32": "f32"}
+#: Lines are ``vecN<T>``, whose operators and built-in functions are element-wise.
+TYPES = {"bool": "bool", "u32": "u32", "i32": "i32", "f16": "f16", "f32": "f32",
+         **{f"{s}x{n}": f"vec{n}<{s}>" for s in ("u32", "i32", "f16", "f32") for n in LINE_LANES}}
 
 OPS: dict[str, str] = {
     **POSITIONS,

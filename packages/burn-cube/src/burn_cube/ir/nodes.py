@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from burn_cube.types import DTYPES, DType
+from burn_cube.types import DType, dtype_named
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ class KernelIR:
     @classmethod
     def from_interface(cls, data: dict[str, Any]) -> KernelIR:
         """A body-less kernel from ``interface()``'s output."""
-        params = [Param(name, DTYPES[dtype], tensor) for name, dtype, tensor in data["params"]]
+        params = [Param(name, dtype_named(dtype), tensor) for name, dtype, tensor in data["params"]]
         buffers = {p.name: Buffer(p.name, p.dtype, rank=data["tensors"][p.name][0],
                                   written=data["tensors"][p.name][1])
                    for p in params if p.tensor}

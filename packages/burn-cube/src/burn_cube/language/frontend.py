@@ -22,7 +22,7 @@ from typing import Any
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
 from burn_cube.language.builtins import BUILTINS, UNARY_MATH, Position, fingerprint
-from burn_cube.types import DType, ParamSpec, bool_, f32, i32, promote, u32
+from burn_cube.types import DType, ParamSpec, bool_, f32, i32, line, promote, u32
 
 Literal = int | float | bool
 
@@ -81,6 +81,7 @@ def parse_kernel(fn: Callable[..., Any]) -> ParsedKernel:
 _ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
           ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "bitand", ast.BitOr: "bitor",
           ast.BitXor: "bitxor", ast.LShift: "shl", ast.RShift: "shr"}
+_LINE_OPS = ("add", "sub", "mul", "div", "floordiv", "mod")  # element-wise on Line values
 _CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _FOLD: dict[str, Callable[[Any, Any], Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
@@ -111,7 +112,7 @@ def cast(value: ir.Expr, dtype: DType) -> ir.Expr:
     """Convert an expression to ``dtype`` (folded for constants, a no-op when equal)."""
     if value.dtype == dtype:
         return value
-    if isinstance(value, ir.Const):
+    if isinstance(value, ir.Const) and dtype.lanes == 1:
         return const(value.value, dtype)
     return ir.Op("cast", (value,), dtype)
 
@@ -170,7 +171,8 @@ class Lowering:
         """
         body = self.block(self.parsed.func.body)
         dtypes = {b.dtype for b in self.buffers.values()} | set(self.locals.values())
-        self.features |= {f"dtype:{d.name}" for d in dtypes | set(self.scalars.values())}
+        self.features |= {f"dtype:{d.scalar.name}" for d in dtypes | set(self.scalars.values())}
+        self.features |= {f"line:{d.name}" for d in dtypes if d.lanes > 1}
         return ir.KernelIR(self.parsed.name, self.params, self.buffers, self.locals, body,
                            self.cube_dim, self.features, self.externals)
 
@@ -379,6 +381,8 @@ class Lowering:
     def typed(self, value: Any, dtype: DType | None = None) -> ir.Expr:
         """Turn a lowered value into a typed expression (literals get ``dtype`` or a default)."""
         if isinstance(value, Literal):
+            if dtype is not None and dtype.lanes > 1:  # broadcast: a scalar cast to the line
+                return cast(const(value, dtype.scalar), dtype)
             return const(value, dtype or _literal_dtype(value))
         if isinstance(value, ir.Const | ir.Var | ir.Meta | ir.Op | ir.Load | ir.AtomicAdd):
             return value
@@ -512,21 +516,24 @@ class Lowering:
             return self.call_builtin("pow", [a, b])
         ta, tb = self.unify(a, b)
         dtype = ta.dtype
+        if dtype.lanes > 1 and op not in _LINE_OPS:
+            raise self.error(f"`{op}` is not supported on Line values (only arithmetic and "
+                             "math functions are element-wise)")
         if op in ("shl", "shr", "bitand", "bitor", "bitxor"):
             if not dtype.is_integer:
                 raise self.error(f"bitwise operator `{op}` needs integers")
             return ir.Op(op, (cast(ta, dtype), cast(tb, dtype)), dtype)
         if op == "div" and not dtype.is_float:  # true division of integers gives f32
-            dtype = f32
+            dtype = line(f32, dtype.lanes)
         ta, tb = cast(ta, dtype), cast(tb, dtype)
         if op in _CMP.values():
             return ir.Op(op, (ta, tb), bool_)
         if op == "floordiv":
-            if dtype.is_float:
-                return ir.Op("floor", (ir.Op("div", (ta, tb), dtype),), dtype)
+            if dtype.is_float:  # floor through call_builtin: f16 math is computed in f32
+                return self.call_builtin("floor", [ir.Op("div", (ta, tb), dtype)])
             op = "div"  # integers: truncating division, like C, WGSL and CUDA
         elif op == "mod" and dtype.is_float:  # Python's floored modulo
-            floor = ir.Op("floor", (ir.Op("div", (ta, tb), dtype),), dtype)
+            floor = self.call_builtin("floor", [ir.Op("div", (ta, tb), dtype)])
             return ir.Op("sub", (ta, ir.Op("mul", (tb, floor), dtype)), dtype)
         return ir.Op(op, (ta, tb), dtype)
 
@@ -537,7 +544,10 @@ class Lowering:
             ta = self.typed(a, tb.dtype)
         if isinstance(b, Literal) and not (isinstance(b, float) and not ta.dtype.is_float):
             tb = self.typed(b, ta.dtype)
-        dtype = promote(ta.dtype, tb.dtype)
+        try:
+            dtype = promote(ta.dtype, tb.dtype)
+        except TypeError as exc:
+            raise self.error(str(exc)) from exc
         return cast(ta, dtype), cast(tb, dtype)
 
     def logical(self, op: str, a: Any, b: Any) -> Any:
@@ -575,10 +585,13 @@ class Lowering:
             if isinstance(args[0], Literal) and hasattr(math, op):
                 return getattr(math, op)(args[0])
             x = self.typed(args[0])
-            dtype = x.dtype if x.dtype.is_float else f32
+            dtype = x.dtype if x.dtype.is_float else line(f32, x.dtype.lanes)
             if op in ("isnan", "isinf"):
+                if dtype.lanes > 1:
+                    raise self.error(f"{op}() is not supported on Line values")
                 return ir.Op(op, (cast(x, dtype),), bool_)
-            compute = f32 if dtype.bits == 16 else dtype  # f16 math is computed in f32
+            # f16 math is computed in f32
+            compute = line(f32, dtype.lanes) if dtype.bits == 16 else dtype
             return cast(ir.Op(op, (cast(x, compute),), compute), dtype)
         if op == "abs":
             need(1)
@@ -607,8 +620,12 @@ class Lowering:
                     result = self.binary("mul", result, base)
                 return result
             b = self.typed(base)
-            dtype = b.dtype if b.dtype.is_float else f32
+            dtype = b.dtype if b.dtype.is_float else line(f32, b.dtype.lanes)
             return ir.Op("pow", (cast(b, dtype), cast(self.typed(exponent, dtype), dtype)), dtype)
+        if op in ("select", "atomic_add", "plane_sum", "plane_max") and any(
+                isinstance(a, ir.Const | ir.Var | ir.Meta | ir.Op | ir.Load | ir.AtomicAdd)
+                and a.dtype.lanes > 1 for a in args):
+            raise self.error(f"{op}() is not supported on Line values")
         if op == "select":
             need(3)
             cond = self.to_bool(self.typed(args[0]))

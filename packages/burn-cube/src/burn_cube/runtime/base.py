@@ -79,6 +79,17 @@ class DeviceArray:
         return f"DeviceArray({self.runtime.name}, shape={self.shape}, dtype={self.dtype})"
 
 
+def meta_value(array: DeviceArray, field: str, dim: int, lanes: int = 1) -> int:
+    """A tensor's ``len``, ``shape[dim]`` or ``stride[dim]`` as the kernel sees it: counted in
+    lines of ``lanes`` elements (the last dimension is the vectorized one)."""
+    if field == "len":
+        return array.size // lanes
+    if field == "shape":
+        last = dim == len(array.shape) - 1
+        return array.shape[dim] // lanes if last else array.shape[dim]
+    return array.strides[dim] // lanes if dim < len(array.shape) - 1 else 1
+
+
 class Runtime(ABC):
     """One device and the way to compile for it and run on it."""
 

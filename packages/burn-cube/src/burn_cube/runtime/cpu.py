@@ -21,7 +21,7 @@ import numpy as np
 from burn_cube.cache import DiskCache, cache_key, package_identity
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
 from burn_cube.ir.nodes import KernelIR, meta_names
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
 from burn_cube.types import DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared")
@@ -164,9 +164,8 @@ class CpuRuntime(Runtime):
         for i, (param, arg) in enumerate(zip(kernel.params, args, strict=True)):
             if param.tensor:
                 pointers[i] = arg.handle.ctypes.data
-                values = {"len": arg.size, "shape": arg.shape, "stride": arg.strides}
-                meta += [values[f] if f == "len" else values[f][d]
-                         for _, f, d in meta_names(kernel.buffers[param.name])]
+                buf = kernel.buffers[param.name]
+                meta += [meta_value(arg, f, d, buf.dtype.lanes) for _, f, d in meta_names(buf)]
             else:
                 scalar = np.array(arg, dtype=param.dtype.numpy)
                 keep.append(scalar)

@@ -15,7 +15,7 @@ from burn_cube.codegen import generate
 from burn_cube.codegen.cuda import param_layout
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
 from burn_cube.types import DType, from_numpy
 
 try:
@@ -97,10 +97,9 @@ class CudaRuntime(Runtime):
                 values.append(value.handle)
             elif field == "scalar":
                 values.append(value)
-            elif field == "len":
-                values.append(np.uint32(value.size))
             else:
-                values.append(np.uint32((value.shape if field == "shape" else value.strides)[dim]))
+                lanes = kernel.buffers[param].dtype.lanes
+                values.append(np.uint32(meta_value(value, field, dim, lanes)))
         compiled.function(cube_count, kernel.cube_dim, tuple(values), stream=self.stream)
 
     def sync(self) -> None:

@@ -3,7 +3,8 @@
 Pipelines and bind-group layouts are cached per shader source; storage buffers come from a
 size-bucketed pool (freed buffers return to it after the next submit); launches are recorded
 into one command encoder and submitted in batches (on read-back, ``sync`` or every
-``BATCH`` launches); read-backs reuse mapped staging buffers. More than 65,535 cubes are
+``BATCH`` launches); read-backs reuse mapped staging buffers; bind groups (with their
+``bc_info`` buffers) are cached per buffer set and metadata. More than 65,535 cubes are
 dispatched as a 2-D grid and linearized in the shader. The device is requested with the
 adapter's maximum storage-buffer limits.
 """
@@ -23,7 +24,7 @@ from burn_cube.codegen import generate
 from burn_cube.codegen.wgsl import info_layout
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
 from burn_cube.types import DType, from_numpy, u32
 
 try:
@@ -32,6 +33,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     wgpu = None
 
 BATCH = 64
+BIND_GROUPS = 256  # cached (buffer set, bc_info) bind groups
 _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
            "max-storage-buffers-per-shader-stage", "max-compute-invocations-per-workgroup",
            "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
@@ -82,6 +84,7 @@ class WgpuRuntime(Runtime):
         self._pending = 0
         self._in_flight: list[Any] = []
         self._fence: DeviceArray | None = None
+        self._bind_groups: dict[tuple[int, tuple[int, ...], bytes], tuple[Any, Any, Any]] = {}
         self._stats = {"buffers_created": 0, "bytes_reserved": 0, "submits": 0}
 
     @property
@@ -176,7 +179,8 @@ class WgpuRuntime(Runtime):
         dispatch = cube_count
         if any(c > per_dim for c in cube_count):
             total = math.prod(cube_count)
-            dispatch = (per_dim, -(-total // per_dim), 1)
+            rows = -(-total // per_dim)  # balanced rows: fewer idle workgroups than full rows
+            dispatch = (-(-total // rows), rows, 1)
             if dispatch[1] > per_dim:
                 raise LaunchError(f"{total} cubes exceed the wgpu dispatch limit", kernel.name)
         by_name = dict(zip((p.name for p in kernel.params), args, strict=True))
@@ -185,27 +189,37 @@ class WgpuRuntime(Runtime):
             value = by_name[param]
             if field == "scalar":
                 words.append(_word(value))
-            elif field == "len":
-                words.append(value.size)
             else:
-                words.append((value.shape if field == "shape" else value.strides)[dim])
-        info = np.array(words, dtype=np.uint32)
-        info_buffer = self._buffer(info.nbytes)
-        self.device.queue.write_buffer(info_buffer, 0, _padded(info))
-        buffers = [a.handle for a in args if isinstance(a, DeviceArray)] + [info_buffer]
-        bind_group = self.device.create_bind_group(layout=compiled.layout, entries=[
-            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-            for i, b in enumerate(buffers)])
+                words.append(meta_value(value, field, dim, kernel.buffers[param].dtype.lanes))
         compute = self._encoder_now().begin_compute_pass()
         compute.set_pipeline(compiled.pipeline)
-        compute.set_bind_group(0, bind_group)
+        compute.set_bind_group(0, self._bind_group(compiled, args, words))
         compute.dispatch_workgroups(*dispatch)
         compute.end()
-        self._release(info_buffer)
         self._in_flight.append(args)
         self._pending += 1
         if self._pending >= BATCH:
             self._flush()
+
+    def _bind_group(self, compiled: CompiledWgsl, args: list[Any], words: list[int]) -> Any:
+        """The bind group of one buffer set and ``bc_info`` content, with its info buffer:
+        cached, so repeated launches write no buffer and create no bind group."""
+        buffers = tuple(a.handle for a in args if isinstance(a, DeviceArray))
+        info = np.array(words, dtype=np.uint32)
+        key = (id(compiled), tuple(id(b) for b in buffers), info.tobytes())
+        if key in self._bind_groups:
+            return self._bind_groups[key][1]
+        info_buffer = self.device.create_buffer(
+            size=_bucket(info.nbytes), usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST)
+        self.device.queue.write_buffer(info_buffer, 0, _padded(info))
+        bind_group = self.device.create_bind_group(layout=compiled.layout, entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate((*buffers, info_buffer))])
+        if len(self._bind_groups) >= BIND_GROUPS:
+            del self._bind_groups[next(iter(self._bind_groups))]  # the oldest
+        # the buffers stay referenced: their ids in the key cannot be reused
+        self._bind_groups[key] = (buffers, bind_group, info_buffer)
+        return bind_group
 
     def _encoder_now(self) -> Any:
         if self._encoder is None:
