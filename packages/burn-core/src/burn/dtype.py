@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import enum
 
 import ml_dtypes
@@ -49,7 +50,7 @@ class DType(enum.Enum):
         return self.numpy.itemsize
 
     @property
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:  # `bool` is a member here
         return self.kind is Kind.FLOAT
 
     def __repr__(self) -> str:

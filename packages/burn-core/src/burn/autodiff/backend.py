@@ -69,10 +69,12 @@ _DELEGATED = sorted(IntOps.__abstractmethods__ | BoolOps.__abstractmethods__
                     | {n for n in ModuleOps.__abstractmethods__ if n.endswith("_backward")}) + list(
     _UNTRACKED_FLOAT_OPS)
 assert set(_UNTRACKED_FLOAT_OPS) <= FloatOps.__abstractmethods__
-_Delegated = type("_Delegated", (), {name: _delegate(name) for name in _DELEGATED})
+# Any: its methods are made here, so the checker takes them as present (they implement the
+# abstract int / bool / module-backward ops of Backend).
+_Delegated: Any = type("_Delegated", (), {name: _delegate(name) for name in _DELEGATED})
 
 
-class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,  # type: ignore[misc]
+class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,
                ReductionOps, ModuleOpsMixin, Backend):
     """Reverse-mode autodiff around an inner backend (Burn's `Autodiff<B>` decorator).
 

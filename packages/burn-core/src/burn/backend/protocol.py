@@ -547,8 +547,113 @@ class BoolOps(ABC):
         """int64 [n, ndim] coordinates of the true elements, row-major order."""
 
 
-class ModuleOps(ABC):
-    """Neural-network ops with their backward (Burn's ModuleOps). Layouts are PyTorch's."""
+class TensorOps(FloatOps, IntOps, BoolOps):
+    """The float, int and bool op groups and the introspection of primitives: what the default
+    activations and module ops below are written with."""
+
+    # --- introspection ---
+    @abstractmethod
+    def shape(self, x: P) -> Shape:
+        """Shape of a primitive of any kind."""
+
+    @abstractmethod
+    def dtype(self, x: P) -> DType:
+        """DType of a primitive of any kind."""
+
+    @abstractmethod
+    def device_of(self, x: P) -> Device:
+        """Device a primitive of any kind lives on."""
+
+    def detach_values(self, x: P) -> P:
+        """`x` cut from any gradient graph (identity outside Autodiff)."""
+        return x
+
+
+class ActivationOps(TensorOps):
+    """Activations (Burn's ActivationOps), written with float ops; override for speed."""
+
+    def relu(self, x: P) -> P:
+        return self.float_clamp(x, 0.0, None)
+
+    def leaky_relu(self, x: P, negative_slope: float) -> P:
+        neg = self.float_lower_elem(x, 0.0)
+        return self.float_mask_where(x, neg, self.float_mul_scalar(x, negative_slope))
+
+    def prelu(self, x: P, weight: P) -> P:
+        """`weight` broadcasts against x (the frontend reshapes per-channel weights)."""
+        neg = self.float_lower_elem(x, 0.0)
+        return self.float_mask_where(x, neg, self.float_mul(x, weight))
+
+    def gelu(self, x: P, approximate: Literal["none", "tanh"]) -> P:
+        if approximate == "tanh":
+            cube = self.float_mul(self.float_mul(x, x), x)
+            inner = self.float_mul_scalar(
+                self.float_add(x, self.float_mul_scalar(cube, 0.044715)), math.sqrt(2 / math.pi))
+            gate = self.float_add_scalar(self.float_tanh(inner), 1.0)
+        else:
+            scaled = self.float_mul_scalar(x, 1 / math.sqrt(2))
+            gate = self.float_add_scalar(self.float_erf(scaled), 1.0)
+        return self.float_mul(self.float_mul_scalar(x, 0.5), gate)
+
+    def sigmoid(self, x: P) -> P:
+        # exp of -|x| never overflows: sigmoid(x) = where(x >= 0, 1/(1+e), e/(1+e)), e = exp(-|x|)
+        e = self.float_exp(self.float_neg(self.float_abs(x)))
+        denom = self.float_recip(self.float_add_scalar(e, 1.0))
+        non_negative = self.float_greater_equal_elem(x, 0.0)
+        return self.float_mask_where(self.float_mul(e, denom), non_negative, denom)
+
+    def hard_sigmoid(self, x: P, alpha: float, beta: float) -> P:
+        shifted = self.float_add_scalar(self.float_mul_scalar(x, alpha), beta)
+        return self.float_clamp(shifted, 0.0, 1.0)
+
+    def softplus(self, x: P, beta: float, threshold: float) -> P:
+        """log(1 + exp(beta x)) / beta, linear above `threshold` (as torch)."""
+        bx = self.float_mul_scalar(x, beta)
+        above = self.float_greater_elem(bx, threshold)
+        soft = self.float_div_scalar(
+            self.float_log1p(self.float_exp(self.float_clamp(bx, None, threshold))), beta)
+        return self.float_mask_where(soft, above, x)
+
+    def log_sigmoid(self, x: P) -> P:
+        return self.float_neg(self.softplus(self.float_neg(x), 1.0, 20.0))
+
+    def silu(self, x: P) -> P:
+        return self.float_mul(x, self.sigmoid(x))
+
+    def mish(self, x: P) -> P:
+        return self.float_mul(x, self.float_tanh(self.softplus(x, 1.0, 20.0)))
+
+    def elu(self, x: P, alpha: float) -> P:
+        neg = self.float_mul_scalar(
+            self.float_sub_scalar(self.float_exp(self.float_clamp(x, None, 0.0)), 1.0), alpha)
+        return self.float_mask_where(x, self.float_lower_equal_elem(x, 0.0), neg)
+
+    def selu(self, x: P) -> P:
+        alpha, scale = 1.6732632423543772, 1.0507009873554805
+        return self.float_mul_scalar(self.elu(x, alpha), scale)
+
+    def softmax(self, x: P, dim: int) -> P:
+        shifted = self._shift_by_max(x, dim)
+        e = self.float_exp(shifted)
+        return self.float_div(e, self.float_sum_dim(e, dim))
+
+    def log_softmax(self, x: P, dim: int) -> P:
+        shifted = self._shift_by_max(x, dim)
+        log_total = self.float_log(self.float_sum_dim(self.float_exp(shifted), dim))
+        return self.float_sub(shifted, log_total)
+
+    def _shift_by_max(self, x: P, dim: int) -> P:
+        """`x` minus its (untracked) max along `dim`; empty tensors have no max and stay as is."""
+        if 0 in self.shape(x):
+            return x
+        return self.float_sub(x, self.detach_values(self.float_max_dim_with_indices(x, dim)[0]))
+
+
+class ModuleOps(ActivationOps):
+    """Neural-network ops with their backward (Burn's ModuleOps). Layouts are PyTorch's.
+
+    Built on the activations: the default `attention` uses `softmax`.
+    """
 
     @abstractmethod
     def conv(self, x: P, weight: P, bias: P | None, options: ConvOptions) -> P:
@@ -611,7 +716,7 @@ class ModuleOps(ABC):
         self, x: P, grid: P, grad: P, options: GridSampleOptions
     ) -> tuple[P, P]: ...
 
-    def embedding(self: Backend, weight: P, indices: P) -> P:
+    def embedding(self, weight: P, indices: P) -> P:
         """Rows of `weight` [V, D] picked by int `indices` of any shape -> [*indices, D]."""
         idx_shape = self.shape(indices)
         flat = self.int_reshape(indices, (math.prod(idx_shape),))
@@ -619,7 +724,7 @@ class ModuleOps(ABC):
         return self.float_reshape(rows, (*idx_shape, self.shape(weight)[1]))
 
     def attention(
-        self: Backend, q: P, k: P, v: P, mask: P | None, scale: float | None, is_causal: bool
+        self, q: P, k: P, v: P, mask: P | None, scale: float | None, is_causal: bool
     ) -> P:
         """softmax(q k^T * scale, masked) v; q [..., Lq, E], k [..., Lk, E], v [..., Lk, Ev].
 
@@ -641,110 +746,13 @@ class ModuleOps(ABC):
         return self.float_matmul(weights, v)
 
 
-class ActivationOps:
-    """Activations (Burn's ActivationOps), written with float ops; override for speed."""
-
-    def relu(self: Backend, x: P) -> P:
-        return self.float_clamp(x, 0.0, None)
-
-    def leaky_relu(self: Backend, x: P, negative_slope: float) -> P:
-        neg = self.float_lower_elem(x, 0.0)
-        return self.float_mask_where(x, neg, self.float_mul_scalar(x, negative_slope))
-
-    def prelu(self: Backend, x: P, weight: P) -> P:
-        """`weight` broadcasts against x (the frontend reshapes per-channel weights)."""
-        neg = self.float_lower_elem(x, 0.0)
-        return self.float_mask_where(x, neg, self.float_mul(x, weight))
-
-    def gelu(self: Backend, x: P, approximate: Literal["none", "tanh"]) -> P:
-        if approximate == "tanh":
-            cube = self.float_mul(self.float_mul(x, x), x)
-            inner = self.float_mul_scalar(
-                self.float_add(x, self.float_mul_scalar(cube, 0.044715)), math.sqrt(2 / math.pi))
-            gate = self.float_add_scalar(self.float_tanh(inner), 1.0)
-        else:
-            scaled = self.float_mul_scalar(x, 1 / math.sqrt(2))
-            gate = self.float_add_scalar(self.float_erf(scaled), 1.0)
-        return self.float_mul(self.float_mul_scalar(x, 0.5), gate)
-
-    def sigmoid(self: Backend, x: P) -> P:
-        # exp of -|x| never overflows: sigmoid(x) = where(x >= 0, 1/(1+e), e/(1+e)), e = exp(-|x|)
-        e = self.float_exp(self.float_neg(self.float_abs(x)))
-        denom = self.float_recip(self.float_add_scalar(e, 1.0))
-        non_negative = self.float_greater_equal_elem(x, 0.0)
-        return self.float_mask_where(self.float_mul(e, denom), non_negative, denom)
-
-    def hard_sigmoid(self: Backend, x: P, alpha: float, beta: float) -> P:
-        shifted = self.float_add_scalar(self.float_mul_scalar(x, alpha), beta)
-        return self.float_clamp(shifted, 0.0, 1.0)
-
-    def softplus(self: Backend, x: P, beta: float, threshold: float) -> P:
-        """log(1 + exp(beta x)) / beta, linear above `threshold` (as torch)."""
-        bx = self.float_mul_scalar(x, beta)
-        above = self.float_greater_elem(bx, threshold)
-        soft = self.float_div_scalar(
-            self.float_log1p(self.float_exp(self.float_clamp(bx, None, threshold))), beta)
-        return self.float_mask_where(soft, above, x)
-
-    def log_sigmoid(self: Backend, x: P) -> P:
-        return self.float_neg(self.softplus(self.float_neg(x), 1.0, 20.0))
-
-    def silu(self: Backend, x: P) -> P:
-        return self.float_mul(x, self.sigmoid(x))
-
-    def mish(self: Backend, x: P) -> P:
-        return self.float_mul(x, self.float_tanh(self.softplus(x, 1.0, 20.0)))
-
-    def elu(self: Backend, x: P, alpha: float) -> P:
-        neg = self.float_mul_scalar(
-            self.float_sub_scalar(self.float_exp(self.float_clamp(x, None, 0.0)), 1.0), alpha)
-        return self.float_mask_where(x, self.float_lower_equal_elem(x, 0.0), neg)
-
-    def selu(self: Backend, x: P) -> P:
-        alpha, scale = 1.6732632423543772, 1.0507009873554805
-        return self.float_mul_scalar(self.elu(x, alpha), scale)
-
-    def softmax(self: Backend, x: P, dim: int) -> P:
-        shifted = self._shift_by_max(x, dim)
-        e = self.float_exp(shifted)
-        return self.float_div(e, self.float_sum_dim(e, dim))
-
-    def log_softmax(self: Backend, x: P, dim: int) -> P:
-        shifted = self._shift_by_max(x, dim)
-        log_total = self.float_log(self.float_sum_dim(self.float_exp(shifted), dim))
-        return self.float_sub(shifted, log_total)
-
-    def _shift_by_max(self: Backend, x: P, dim: int) -> P:
-        """`x` minus its (untracked) max along `dim`; empty tensors have no max and stay as is."""
-        if 0 in self.shape(x):
-            return x
-        return self.float_sub(x, self.detach_values(self.float_max_dim_with_indices(x, dim)[0]))
-
-
-class Backend(FloatOps, IntOps, BoolOps, ModuleOps, ActivationOps):
+class Backend(ModuleOps):
     """A complete backend: every op group plus the hooks below."""
 
     #: short name used in devices ("numpy", "cpu", "wgpu", "cuda", "autodiff(numpy)").
     name: str = "abstract"
     #: whether this backend tracks gradients (the Autodiff decorator does).
     is_autodiff: bool = False
-
-    # --- introspection ---
-    @abstractmethod
-    def shape(self, x: P) -> Shape:
-        """Shape of a primitive of any kind."""
-
-    @abstractmethod
-    def dtype(self, x: P) -> DType:
-        """DType of a primitive of any kind."""
-
-    @abstractmethod
-    def device_of(self, x: P) -> Device:
-        """Device a primitive of any kind lives on."""
-
-    def detach_values(self, x: P) -> P:
-        """`x` cut from any gradient graph (identity outside Autodiff)."""
-        return x
 
     # --- seed / sync / memory hooks ---
     @abstractmethod

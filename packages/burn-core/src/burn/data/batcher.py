@@ -19,15 +19,16 @@ from burn.device import Device
 from burn.dtype import DType, as_dtype
 from burn.frontend import tensor
 
-ItemT_contra = TypeVar("ItemT_contra", contravariant=True)
+# invariant: items come as a `list`, which is invariant in its element type
+ItemT = TypeVar("ItemT")
 BatchT_co = TypeVar("BatchT_co", covariant=True)
 
 
 @runtime_checkable
-class Batcher(Protocol[ItemT_contra, BatchT_co]):
+class Batcher(Protocol[ItemT, BatchT_co]):
     """Turns items into a batch on a device (Burn's ``Batcher`` trait)."""
 
-    def batch(self, items: list[ItemT_contra], device: Device) -> BatchT_co:
+    def batch(self, items: list[ItemT], device: Device) -> BatchT_co:
         """Args:
             items: the dataset items of one batch, in order.
             device: where the batch's tensors go.
@@ -39,13 +40,13 @@ class Batcher(Protocol[ItemT_contra, BatchT_co]):
 
 
 @runtime_checkable
-class StagedBatcher(Batcher[ItemT_contra, BatchT_co], Protocol):
+class StagedBatcher(Batcher[ItemT, BatchT_co], Protocol):
     """A Batcher in two stages, so that process workers can do the numpy part.
 
     ``batch(items, device)`` must equal ``to_device(collate(items), device)``.
     """
 
-    def collate(self, items: list[ItemT_contra]) -> Any:
+    def collate(self, items: list[ItemT]) -> Any:
         """Combine items into numpy arrays (no tensors; the result must be picklable)."""
         ...
 

@@ -15,15 +15,12 @@ gives the same batches for any number and kind of workers.
 
 from __future__ import annotations
 
-import multiprocessing
 import secrets
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from functools import partial
 from itertools import islice
-from multiprocessing import resource_tracker
-from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
@@ -80,6 +77,8 @@ def _share(value: Any) -> Any:
     if not isinstance(value, np.ndarray) or value.dtype.hasobject or (
             value.nbytes < _SHARE_MIN_BYTES):
         return value
+    from multiprocessing.shared_memory import SharedMemory  # process workers only: lazy
+
     block = SharedMemory(create=True, size=value.nbytes)
     np.ndarray(value.shape, value.dtype, buffer=block.buf)[...] = value
     block.close()
@@ -90,6 +89,8 @@ def _unshare(value: Any) -> Any:
     """Main side: the array of a `_SharedArray` (copied out; the block is freed)."""
     if not isinstance(value, _SharedArray):
         return value
+    from multiprocessing.shared_memory import SharedMemory  # process workers only: lazy
+
     block = SharedMemory(name=value.name)
     view = np.ndarray(value.shape, np.dtype(value.dtype), buffer=block.buf)
     array = view.copy()
@@ -228,9 +229,14 @@ class DataLoader(Generic[BatchT]):
         """The executor, the task it runs on a batch's indices, and the main-process step
         that turns a task's result into the batch."""
         if self.worker_type == "thread":
-            pool = ThreadPoolExecutor(self.num_workers, thread_name_prefix="burn-data")
+            pool: Executor = ThreadPoolExecutor(self.num_workers, thread_name_prefix="burn-data")
             task = partial(_thread_task, self.dataset, self.batcher, self.device)
             return pool, task, lambda batch: batch
+        # multiprocessing is imported here, not with burn: most loaders use threads or none
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import resource_tracker
+
         staged = isinstance(self.batcher, StagedBatcher)
         resource_tracker.ensure_running()  # shared by the workers: frees blocks left behind
         pool = ProcessPoolExecutor(

@@ -132,7 +132,7 @@ class ArithmeticMixin(TensorBase):
     __matmul__ = matmul
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
-        return other.matmul(self)  # type: ignore[return-value]
+        return other.matmul(self._tensor())
 
     def cross(self, other: Tensor, dim: int = -1) -> Tensor:
         """Cross product of 3-vectors along `dim` (operands broadcast).

@@ -57,6 +57,11 @@ class TensorBase:
         return len(self._bk.shape(self._prim))
 
     # --- private helpers ---
+    def _tensor(self) -> Tensor:
+        """This object as the `burn.Tensor` it is: TensorBase and its mixins exist only as bases
+        of Tensor, which the checker cannot see from inside a mixin."""
+        return self  # type: ignore[return-value]
+
     def _wrap(self, prim: Any, dtype: DType | None = None) -> Tensor:
         """A tensor on this tensor's device holding `prim` (of `dtype`, default this dtype)."""
         t = _new(_tensor_class())
@@ -90,21 +95,22 @@ class TensorBase:
     def _cast(self, dtype: DType) -> Tensor:
         """This tensor converted to `dtype` (any kind to any kind); itself when already it."""
         if dtype is self._dtype:
-            return self
+            return self._tensor()
         return self._wrap(_CASTS[self._k, PREFIX[dtype]](self._bk, self._prim, dtype), dtype)
 
     def _to_float(self) -> Tensor:
         """Itself when float, else converted to the default float dtype (as torch for sin(int))."""
-        return self if self._k == "float_" else self._cast(DType.float32)
+        return self._tensor() if self._k == "float_" else self._cast(DType.float32)
 
     def _full(self, shape: tuple[int, ...], value: Any, dtype: DType | None = None) -> Tensor:
         """A tensor of `shape` filled with `value`, on this device, of `dtype` (default own)."""
         dtype = dtype or self._dtype
         if dtype is DType.bool:
             prim = self._bk.bool_full(shape, bool(value), self._device)
+        elif dtype.is_float:
+            prim = self._bk.float_full(shape, float(value), dtype, self._device)
         else:
-            fn = self._bk.float_full if dtype.is_float else self._bk.int_full
-            prim = fn(shape, float(value) if dtype.is_float else int(value), dtype, self._device)
+            prim = self._bk.int_full(shape, int(value), dtype, self._device)
         return self._wrap(prim, dtype)
 
 

@@ -190,7 +190,7 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
                               start=start, end=end, step=step)
     dev = as_device(device)
     if ints and dt.kind is Kind.INT:
-        return make(dev.backend.int_arange(start, end, step, dt, dev), dev, dt)
+        return make(dev.backend.int_arange(int(start), int(end), int(step), dt, dev), dev, dt)
     n = max(0, math.ceil((end - start) / step))
     count = make(dev.backend.int_arange(0, n, 1, DType.int64, dev), dev, DType.int64)
     return (count._cast(DType.float64) * float(step) + float(start))._cast(dt)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, promote
 from burn.errors import DTypeError, ValueRangeError
 from burn.frontend.base import PREFIX, TensorBase, _new
 from burn.frontend.validation import (
+    Scalar,
     as_scalar,
     broadcast_shapes,
     check_device,
@@ -94,7 +95,8 @@ def _binary_scalar(x: TensorBase, value: object, op: BinaryOp, reflected: bool) 
     if impl is None or (reflected and not op.commutative):
         s = a._full((), value)
         return _binary_tensors(s, a, op, False) if reflected else _binary_tensors(a, s, op, False)
-    v = float(value) if a._k == "float_" else int(value)  # type: ignore[arg-type]
+    scalar = cast(Scalar, value)  # scalar_dtype above let only a bool / int / float through
+    v = float(scalar) if a._k == "float_" else int(scalar)
     return a._wrap(_call(impl, a._bk, a._prim, v), DType.bool if op.out_bool else None)
 
 
@@ -177,7 +179,7 @@ def reduce(
     return x.reshape(tuple(s for i, s in enumerate(x.shape) if i not in dims))
 
 
-def check_nonempty(name: str, x: Tensor, dims: Iterable[int] | None = None) -> None:
+def check_nonempty(name: str, x: TensorBase, dims: Iterable[int] | None = None) -> None:
     """Raise ValueRangeError when reducing an empty extent (max / min / argmax of nothing)."""
     shape = x.shape
     sizes = shape if dims is None else [shape[d] for d in dims]

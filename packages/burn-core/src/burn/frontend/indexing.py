@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -135,8 +135,8 @@ def _parse(x: TensorBase, index: object, op: str) -> _Plan:
             region.append(shape[d])
             view.append(shape[d])
             d += 1
-        else:
-            i = int(item)  # type: ignore[call-overload]
+        else:  # an int: the first loop made every other index a tensor
+            i = int(cast("int | np.integer", item))
             if not -shape[d] <= i < shape[d]:
                 raise BurnIndexError(op, "index out of range", index=i, dim=d, size=shape[d])
             i %= shape[d]
@@ -220,7 +220,7 @@ class IndexingMixin(TensorBase):
         v = self._value_tensor("setitem", value)
         if (isinstance(index, TensorBase) and index._k == "bool_" and index.shape == self.shape
                 and math.prod(v.shape) == 1):
-            self._prim = self.mask_where(index, v.reshape(()))._prim
+            self._prim = self.mask_where(index._tensor(), v.reshape(()))._prim
             return
         plan = _parse(self, index, "setitem")
         if not plan.advanced:
@@ -350,7 +350,7 @@ class IndexingMixin(TensorBase):
         cols = [checked_indices(op, c.reshape(ishape[:-1]), shape[j])  # type: ignore
                 for j, c in enumerate(idx.chunk(k, -1))]  # type: ignore[attr-defined]
         adv = _advanced(op, shape, list(enumerate(cols)))
-        table = self.reshape((math.prod(shape[:k]),) + shape[k:])
+        table = self._tensor().reshape((math.prod(shape[:k]),) + shape[k:])
         return table, ishape[:-1], adv.flat  # type: ignore[return-value]
 
     def gather_nd(self, indices: Tensor) -> Tensor:
@@ -410,7 +410,7 @@ class IndexingMixin(TensorBase):
         """The elements where the bool `mask` (broadcast with self) is true, as a 1-d tensor."""
         m = self._mask("mask_select", mask)
         shape = broadcast_shapes("mask_select", self.shape, m.shape)
-        flat = self.expand(shape).reshape((-1,))
+        flat = self._tensor().expand(shape).reshape((-1,))
         rows = m.expand(shape).reshape((-1,)).argwhere().reshape((-1,))
         return flat._same("select", 0, rows._prim)
 

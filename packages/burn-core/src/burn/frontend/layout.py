@@ -21,9 +21,12 @@ def _ints(op: str, args: Sequence[object]) -> tuple[int, ...]:
     """Varargs or one sequence of ints, as a tuple."""
     if len(args) == 1 and isinstance(args[0], Sequence | np.ndarray):
         args = tuple(args[0])
-    if not all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in args):
-        raise DTypeError(op, "expected ints", args=args)
-    return tuple(int(a) for a in args)
+    ints = []
+    for a in args:
+        if not isinstance(a, int | np.integer) or isinstance(a, bool):
+            raise DTypeError(op, "expected ints", args=args)
+        ints.append(int(a))
+    return tuple(ints)
 
 
 class LayoutMixin(TensorBase):
@@ -214,7 +217,7 @@ class LayoutMixin(TensorBase):
         dim_t = (dims,) if isinstance(dims, int) else tuple(dims)
         if len(shift_t) != len(dim_t):
             raise ValueRangeError("roll", "need one shift per dim", shifts=shift_t, dims=dim_t)
-        x = self
+        x = self._tensor()
         shape = self.shape
         for s, dim in zip(shift_t, dim_t, strict=True):
             d = norm_dim("roll", dim, len(shape))
@@ -235,7 +238,7 @@ class LayoutMixin(TensorBase):
         if len(pads) % 2 or len(pads) > 2 * len(shape):
             raise ShapeError("pad", "need an even number of pads, two per dim at most",
                              shape=shape, pads=tuple(pads))
-        x = self
+        x = self._tensor()
         new = list(shape)
         region = [slice(0, s, 1) for s in shape]
         for i in range(len(pads) // 2):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
@@ -11,7 +11,7 @@ from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, Kind, promote
 from burn.errors import BurnIndexError, DeviceError, DTypeError, ShapeError, ValueRangeError
 
 if TYPE_CHECKING:
-    from burn.frontend.tensor import Tensor
+    from burn.frontend.base import TensorBase
 
 Shape = tuple[int, ...]
 Scalar = int | float | bool
@@ -84,15 +84,17 @@ def shape_arg(op: str, shape: Sequence[object]) -> Shape:
     """
     if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray):
         shape = tuple(shape[0])
+    sizes = []
     for size in shape:
         if not isinstance(size, int | np.integer) or isinstance(size, bool):
             raise DTypeError(op, "sizes must be ints", shape=shape)
         if size < 0:
             raise ValueRangeError(op, "sizes must be non-negative", shape=shape)
-    return tuple(int(s) for s in shape)
+        sizes.append(int(size))
+    return tuple(sizes)
 
 
-def check_device(op: str, a: Tensor, b: Tensor) -> None:
+def check_device(op: str, a: TensorBase, b: TensorBase) -> None:
     """Raise DeviceError unless `a` and `b` live on the same device."""
     if a._device is not b._device and a._device != b._device:
         raise DeviceError(op, "tensors are on different devices",
@@ -115,6 +117,13 @@ def scalar_dtype(op: str, dtype: DType, value: object) -> DType:
                      lhs=dtype.value, rhs=type(value).__name__)
 
 
+_T = TypeVar("_T")
+
+
+@overload
+def as_scalar(value: np.generic) -> Any: ...
+@overload
+def as_scalar(value: _T) -> _T: ...
 def as_scalar(value: object) -> object:
     """NumPy scalars as the Python scalar of the same value; anything else unchanged."""
     return value.item() if isinstance(value, np.generic) else value

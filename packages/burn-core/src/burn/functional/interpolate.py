@@ -43,11 +43,12 @@ def interpolate(x: Tensor, size: int | Sequence[int] | None = None,
         raise ValueRangeError(op, "give exactly one of size and scale_factor", size=size,
                               scale_factor=scale_factor)
     if size is not None:
-        out = ntuple(op, "size", size, 2, 1)
+        h, w = ntuple(op, "size", size, 2, 1)
     else:
         factors = ((scale_factor,) * 2 if isinstance(scale_factor, int | float)
                    else tuple(scale_factor))  # type: ignore[arg-type]
-        out = tuple(math.floor(n * f) for n, f in zip(x.shape[2:], factors, strict=True))
+        h, w = (math.floor(n * f) for n, f in zip(x.shape[2:], factors, strict=True))
+    out = (h, w)
     check_out_size(op, out, x=x.shape)
     prim = x._bk.interpolate(x._prim, out, InterpolateOptions(mode, align_corners))
     return x._wrap(prim)

@@ -16,6 +16,9 @@ P = Any
 Shape = tuple[int, ...]
 #: Backward of a one-input elementwise op: (inner, grad, saved value or None) -> input grad.
 ElementwiseRule = Callable[["Backend", P, P], P]
+#: Backward of one operand of a binary op: (inner, grad, lhs, rhs) -> that operand's grad before
+#: unbroadcasting; lhs / rhs are the saved operand primitives, None where not saved.
+BinaryRule = Callable[["Backend", P, P, P], P]
 
 
 def tracked(*xs: AutodiffTensor | None) -> bool:
@@ -80,3 +83,25 @@ class OpsBase:
             def fn(g: P, saved: tuple[Any, ...]) -> tuple[P]:
                 return (rule(inner, g, saved[0]),)
         return AutodiffTensor(out, self.checkpoint.elementwise_node(x, out, forward, fn, uses))
+
+    def _binary(self, op: str, lhs: AutodiffTensor, rhs: AutodiffTensor, lhs_rule: BinaryRule,
+                rhs_rule: BinaryRule, lhs_reads: str = "", rhs_reads: str = "") -> AutodiffTensor:
+        """A broadcasting two-input op: the inner `op`, and a node whose backward applies
+        `lhs_rule` / `rhs_rule` for the tracked operands, each grad summed back to its operand's
+        shape. `lhs_reads` / `rhs_reads` name the operands ("a" lhs, "b" rhs) a rule reads: only
+        those are saved, and only for rules that will run.
+        """
+        out = getattr(self.inner, op)(lhs.primitive, rhs.primitive)
+        if not tracked(lhs, rhs):
+            return AutodiffTensor(out)
+        inner = self.inner
+        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        need_l, need_r = lhs.node is not None, rhs.node is not None
+        reads = (lhs_reads if need_l else "") + (rhs_reads if need_r else "")
+
+        def fn(g: P, saved: tuple[P, P]) -> tuple[P | None, P | None]:
+            a, b = saved
+            return (unbroadcast(inner, lhs_rule(inner, g, a, b), ls) if need_l else None,
+                    unbroadcast(inner, rhs_rule(inner, g, a, b), rs) if need_r else None)
+        return record(out, (lhs, rhs), fn, (save(lhs) if "a" in reads else None,
+                                            save(rhs) if "b" in reads else None))

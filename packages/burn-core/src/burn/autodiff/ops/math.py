@@ -9,10 +9,6 @@ from burn.autodiff.checkpoint import Uses
 from burn.autodiff.ops.common import (
     ElementwiseRule,
     OpsBase,
-    record,
-    save,
-    tracked,
-    unbroadcast,
     zeros,
 )
 from burn.autodiff.tensor import AutodiffTensor
@@ -24,6 +20,11 @@ T = AutodiffTensor
 def _times(deriv: Any) -> ElementwiseRule:
     """The rule grad * deriv(inner, value)."""
     return lambda i, g, v: i.float_mul(g, deriv(i, v))
+
+
+def _over_norm(inner: Any, g: P, a: P, b: P) -> P:
+    """g / (a^2 + b^2)."""
+    return inner.float_div(g, inner.float_add(_sq(inner, a), _sq(inner, b)))
 
 
 def _sq(i: Any, v: P) -> P:
@@ -80,20 +81,10 @@ class MathOps(OpsBase):
     """Elementwise math float ops of `Autodiff` (the one-input ops come from `_RULES`)."""
 
     def float_atan2(self, lhs: T, rhs: T) -> T:
-        out = self.inner.float_atan2(lhs.primitive, rhs.primitive)
-        if not tracked(lhs, rhs):
-            return AutodiffTensor(out)
-        inner = self.inner
-        ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
-        need_l, need_r = lhs.node is not None, rhs.node is not None
-
-        def fn(g: P, saved: tuple[P, P]) -> tuple[P | None, P | None]:
-            a, b = saved  # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
-            scaled = inner.float_div(g, inner.float_add(_sq(inner, a), _sq(inner, b)))
-            return (unbroadcast(inner, inner.float_mul(scaled, b), ls) if need_l else None,
-                    unbroadcast(inner, inner.float_neg(inner.float_mul(scaled, a)), rs)
-                    if need_r else None)
-        return record(out, (lhs, rhs), fn, (save(lhs), save(rhs)))
+        # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+        return self._binary(
+            "float_atan2", lhs, rhs, lambda i, g, a, b: i.float_mul(_over_norm(i, g, a, b), b),
+            lambda i, g, a, b: i.float_neg(i.float_mul(_over_norm(i, g, a, b), a)), "ab", "ab")
 
     def sigmoid(self, x: T) -> T:
         """The inner sigmoid with the direct rule grad * s * (1 - s)."""

@@ -51,11 +51,12 @@ class ModuleOpsMixin(OpsBase):
                       options: DeformConvOptions) -> T:
         inner = self.inner
         inputs = (x, offset, weight, mask, bias)
-        out = inner.deform_conv2d(*map(_prim, inputs), options)
+        out = inner.deform_conv2d(x.primitive, offset.primitive, weight.primitive, _prim(mask),
+                                  _prim(bias), options)
         if not tracked(*inputs):
             return AutodiffTensor(out)
-        return record(out, inputs, lambda g, s: inner.deform_conv2d_backward(*s, g, options),
-                      tuple(map(save, inputs)))
+        return record(out, inputs, lambda g, s: inner.deform_conv2d_backward(
+            s[0], s[1], s[2], s[3], s[4], g, options), tuple(map(save, inputs)))
 
     def unfold4d(self, x: T, kernel_size: tuple[int, int], options: ConvOptions) -> T:
         inner = self.inner

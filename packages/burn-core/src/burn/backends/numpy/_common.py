@@ -23,13 +23,14 @@ F32 = np.dtype(np.float32)
 try:
     from numpy._core import _ufunc_config as _ufc
 
-    _EXTOBJ: ContextVar[Any] = _ufc._extobj_contextvar
-    _IGNORE = _ufc._make_extobj(all="ignore")
+    # private numpy API, absent from numpy's stubs (hence the ignores); guarded by the except
+    _EXTOBJ: ContextVar[Any] = _ufc._extobj_contextvar  # type: ignore[attr-defined]
+    _IGNORE = _ufc._make_extobj(all="ignore")  # type: ignore[attr-defined]
     QUIET_SET: Callable[[Any], Any] = _EXTOBJ.set
     QUIET_RESET: Callable[[Any], None] = _EXTOBJ.reset
     QUIET_TOKEN: Any = _IGNORE
 except (ImportError, AttributeError, TypeError):  # pragma: no cover - other numpy versions
-    _FALLBACK = ContextVar("burn_numpy_errstate")
+    _FALLBACK: ContextVar[Any] = ContextVar("burn_numpy_errstate")
 
     def QUIET_SET(_: Any) -> Any:  # noqa: N802 - mirrors ContextVar.set
         state = np.errstate(all="ignore")

@@ -74,6 +74,7 @@ class CreationOps:
         """uniform in [a, b), normal(mean=a, std=b), bernoulli(prob=a) as 0.0 / 1.0."""
         rng = self._rng
         work = np.float64 if dtype is DType.float64 else np.float32
+        out: np.ndarray
         if dist.kind == "uniform":
             out = rng.random(shape, dtype=work) * (dist.b - dist.a) + dist.a
             if dist.b > dist.a:  # rounding can reach `b`: keep the interval half-open

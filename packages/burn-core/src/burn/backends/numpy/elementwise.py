@@ -179,8 +179,9 @@ class ElementwiseOps:
             with np.errstate(all="ignore"):
                 min = None if min is None else x.dtype.type(min)
                 max = None if max is None else x.dtype.type(max)
-            return np.clip(x, min, max, out=...).astype(x.dtype, copy=False)
-        return np.clip(x, min, max, out=...)
+            return np.clip(x, min, max, out=...).astype(  # type: ignore[call-overload]
+                x.dtype, copy=False)
+        return np.clip(x, min, max, out=...)  # type: ignore[call-overload]
 
     def float_powf_scalar(self, lhs: Array, rhs: float) -> Array:
         """x ** rhs; the exponents torch computes specially (sqrt, square, ...) the same way."""
@@ -202,7 +203,7 @@ class ElementwiseOps:
             min = int(np.clip(min, info.min, info.max))
         if max is not None:
             max = int(np.clip(max, info.min, info.max))
-        return np.clip(x, min, max, out=...)
+        return np.clip(x, min, max, out=...)  # type: ignore[call-overload]
 
 
 def _rsqrt(x: Array) -> Array:

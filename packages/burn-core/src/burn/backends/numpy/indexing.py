@@ -36,7 +36,7 @@ def _select(self: Any, x: Array, dim: int, indices: Array) -> Array:
 def _select_assign(self: Any, x: Array, dim: int, indices: Array, values: Array) -> Array:
     """torch.index_add on a copy: duplicate indices accumulate."""
     out = x.copy()
-    np.add.at(out, (slice(None),) * dim + (indices,), values)
+    np.add.at(out, (slice(None),) * dim + (indices,), values)  # type: ignore[arg-type]
     return out
 
 

@@ -110,7 +110,7 @@ def _int_sum(self: Any, x: Array) -> Array:
 
 
 def _int_sum_dim(self: Any, x: Array, dim: int) -> Array:
-    return np.sum(x, axis=dim, keepdims=True, dtype=I64)
+    return x.sum(axis=dim, keepdims=True, dtype=I64)
 
 
 def _int_prod(self: Any, x: Array) -> Array:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import fields
+from types import EllipsisType
 
 import numpy as np
 
@@ -127,8 +128,9 @@ def _col2im(
     perm = (1, 0, 2 + nd, *range(2, 2 + nd), *range(3 + nd, 3 + 2 * nd))
     padded = [s + 2 * p for s, p in zip(shape[2:], padding, strict=True)]
     full = scatter_windows(per_window.transpose(perm), padded, options.stride, options.dilation)
-    crop = tuple(slice(p, p + s) for s, p in zip(shape[2:], padding, strict=True))
-    return np.ascontiguousarray(full.reshape(n, c, *padded)[(Ellipsis, *crop)])
+    crop: tuple[EllipsisType | slice, ...] = (
+        ..., *(slice(p, p + s) for s, p in zip(shape[2:], padding, strict=True)))
+    return np.ascontiguousarray(full.reshape(n, c, *padded)[crop])
 
 
 def _bias_grad(grad_out: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
@@ -194,7 +196,7 @@ def conv_backward(
     _check_grad("conv_backward", grad_out, (x.shape[0], c_out, *out))
     wt = work_dtype(x.dtype)
     kernel = weight.shape[2:]
-    cols, out = _im2col(x.astype(wt, copy=False), kernel, options)
+    cols, _ = _im2col(x.astype(wt, copy=False), kernel, options)
     go = _rows(grad_out.astype(wt, copy=False), g)
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
     gw = (go @ cols).reshape(weight.shape)
@@ -441,7 +443,8 @@ def deform_conv2d_backward(
     wmat = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, -1)
     gw = (go @ cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
     gcols = (wmat.transpose(0, 2, 1) @ go).reshape(vals.shape)
-    gmask = None if m is None else (gcols * vals).sum(axis=2).reshape(mask.shape)
+    gmask = (None if mask is None else
+             (gcols * vals).sum(axis=2).reshape(mask.shape).astype(mask.dtype, copy=False))
     gvals = (gcols if m is None else gcols * m).reshape(py.shape[0], c // options.offset_groups, -1)
     gx, gpy, gpx = sample_backward(xw.reshape(py.shape[0], -1, h, w), py, px, gvals, "bilinear")
     inside = (py > -1) & (py < h) & (px > -1) & (px < w)
@@ -451,6 +454,6 @@ def deform_conv2d_backward(
         gx.reshape(x.shape).astype(x.dtype, copy=False),
         goffset.reshape(offset.shape).astype(offset.dtype, copy=False),
         gw.astype(weight.dtype, copy=False),
-        None if gmask is None else gmask.astype(mask.dtype, copy=False),
+        gmask,
         _bias_grad(grad_out.astype(wt, copy=False), bias),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import EllipsisType
 
 import numpy as np
 
@@ -101,8 +102,9 @@ def avg_pool_backward(x: np.ndarray, grad_out: np.ndarray, options: PoolOptions)
     cols = np.broadcast_to(g[(Ellipsis, *(None,) * nd)], (*g.shape, *options.kernel_size))
     padded = [n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads, strict=True)]
     full = scatter_windows(cols, padded, options.stride, options.dilation)
-    crop = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], pads, strict=True))
-    return np.ascontiguousarray(full[(Ellipsis, *crop)]).astype(x.dtype, copy=False)
+    crop: tuple[EllipsisType | slice, ...] = (
+        ..., *(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], pads, strict=True)))
+    return np.ascontiguousarray(full[crop]).astype(x.dtype, copy=False)
 
 
 def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarray, np.ndarray]:

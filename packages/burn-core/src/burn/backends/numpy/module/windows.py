@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import EllipsisType
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -48,7 +49,7 @@ def windows(
     span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
     view = sliding_window_view(xp, span, axis=tuple(range(xp.ndim - nd, xp.ndim)))
     if out is None:
-        ends = [None] * nd
+        ends: list[int | None] = [None] * nd
     else:
         ends = [(o - 1) * s + 1 for o, s in zip(out, stride, strict=True)]
     index = (
@@ -78,9 +79,9 @@ def scatter_windows(
     kernel = cols.shape[cols.ndim - nd :]
     res = np.zeros((*cols.shape[: cols.ndim - 2 * nd], *spatial), cols.dtype)
     for offset in np.ndindex(*kernel):
-        target = tuple(
+        target: tuple[EllipsisType | slice, ...] = (..., *(
             slice(k * d, k * d + s * (o - 1) + 1, s)
             for k, d, s, o in zip(offset, dilation, stride, out, strict=True)
-        )
-        res[(Ellipsis, *target)] += cols[(Ellipsis, *(slice(None),) * nd, *offset)]
+        ))
+        res[target] += cols[(..., *(slice(None),) * nd, *offset)]
     return res

@@ -1,0 +1,1 @@
+"""Example: a small CNN trained on an image folder through `ImageFolderDataset` (see `__main__`)."""
