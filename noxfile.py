@@ -15,8 +15,11 @@ nox.options.reuse_existing_virtualenvs = True
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
 BACKENDS = ["numpy"]
 TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
-# burn-dataset: the data-loader tests use real datasets; [train]: progress, plots, system metrics.
-PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask"]
+# burn-dataset: the data-loader tests use real datasets; [train]: progress, plots, system metrics;
+# the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
+EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset"]
+PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask",
+            *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
 
 
 @nox.session
