@@ -3,7 +3,9 @@
 Prints, in one run: device-to-device copy bandwidth (CuPy), then the chain's bandwidth (reads +
 writes counted) in two variants per runtime: ``scalar`` (one f32 per unit, 32-bit accesses) and
 ``line`` (``Line[f32, 4]``: four per unit, 128-bit accesses); cuda as a share of the copy, wgpu as
-a share of the cuda figure of the same variant. Runtimes that are not available are reported.
+a share of the cuda figure of the same variant; and a plain ``Line[f32, 4]`` copy kernel per
+runtime ("wgpu copy kernel GB/s"), separating memory throughput from the maths. Runtimes that
+are not available are reported.
 
 Usage: ``python packages/burn-cube/bench/gpu_bandwidth.py [n_elements]``
 """
@@ -36,6 +38,13 @@ def gelu_tanh_line(x: Tensor[Line[f32, 4]], out: Tensor[Line[f32, 4]]):
     if i < len(x):
         v = x[i]
         out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+@bc.kernel
+def copy_line(x: Tensor[Line[f32, 4]], out: Tensor[Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = x[i]
 
 
 VARIANTS = {"scalar": (gelu_tanh, 1), "line": (gelu_tanh_line, 4)}
@@ -76,6 +85,9 @@ def chain_bandwidth(name: str, data: np.ndarray) -> dict[str, float]:
         result[variant] = 2 * data.nbytes / t / 1e9
         print(f"{name} {variant}: chain {t * 1e3:.3f} ms, {result[variant]:.0f} GB/s on "
               f"{rt.properties.device}; max abs err {err:.2e}")
+    cubes = (data.size // 4 + CUBE_DIM - 1) // CUBE_DIM
+    t = seconds_per_call(lambda: copy_line.launch(rt, cubes, CUBE_DIM, x, out), rt.sync)
+    print(f"{name} copy kernel (Line[f32, 4]): {2 * data.nbytes / t / 1e9:.0f} GB/s")
     return result
 
 

@@ -111,9 +111,11 @@ class WgslEmitter(Emitter):
                     "array<u32>;")
         for b in k.shared:
             head.append(f"var<workgroup> s_{b.name}: array<{self.element_type(b)}, {b.size}>;")
-        for d in ("f16", "f32"):
-            if any(f"bc_erf_{d}" in line for line in body):
-                head.append(table_wgsl.ERF_HELPER.format(s=d, T=d))
+        code = "\n".join(body)
+        for prefix, helper in table_wgsl.HELPERS.items():
+            for name, wgsl_type in self.types.items():
+                if f"{prefix}{name}(" in code:
+                    head.append(helper.format(s=name, T=wgsl_type))
         params = ["@builtin(workgroup_id) bc_wid: vec3<u32>",
                   "@builtin(num_workgroups) bc_nwg: vec3<u32>",
                   "@builtin(local_invocation_index) bc_unit: u32"]

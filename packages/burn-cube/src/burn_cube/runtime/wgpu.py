@@ -1,10 +1,12 @@
 """wgpu runtime (wgpu-py): WGSL compute shaders on Vulkan/Metal/D3D12, llvmpipe included.
 
 Pipelines and bind-group layouts are cached per shader source; storage buffers come from a
-size-bucketed pool (freed buffers return to it after the next submit); launches are recorded
-into one command encoder and submitted in batches (on read-back, ``sync`` or every
-``BATCH`` launches); read-backs reuse mapped staging buffers; bind groups (with their
-``bc_info`` buffers) are cached per buffer set and metadata. More than 65,535 cubes are
+size-bucketed pool (freed buffers return to it after the next submit); launches queued back
+to back are recorded into one compute pass and submitted on read-back, ``sync``, or when the
+pending launches reach the batch size, which starts at 1 once the queue is drained (the GPU
+starts at once, overlapping host and device work) and doubles per submit up to ``BATCH``;
+read-backs reuse mapped staging buffers; bind groups (with their ``bc_info`` buffers) are
+cached per buffer set and metadata. More than 65,535 cubes are
 dispatched as a 2-D grid and linearized in the shader. The device is requested with the
 adapter's maximum storage-buffer limits.
 """
@@ -16,6 +18,7 @@ import os
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -32,7 +35,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     wgpu = None
 
-BATCH = 64
+BATCH = 64  # most launches per submit
 BIND_GROUPS = 256  # cached (buffer set, bc_info) bind groups
 _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
            "max-storage-buffers-per-shader-stage", "max-compute-invocations-per-workgroup",
@@ -52,6 +55,7 @@ class CompiledWgsl:
     pipeline: Any
     layout: Any
     source: str
+    info: list[tuple[str, str, str, int]]  # the ``bc_info`` words after the cube counts
 
 
 class WgpuRuntime(Runtime):
@@ -81,13 +85,15 @@ class WgpuRuntime(Runtime):
         self._released: list[tuple[int, Any]] = []
         self._staging: dict[int, Any] = {}
         self._encoder: Any = None
+        self._pass: Any = None
         self._pending = 0
+        self._batch = 1
         self._in_flight: list[Any] = []
         self._fence: DeviceArray | None = None
         self._bind_groups: dict[tuple[int, tuple[int, ...], bytes], tuple[Any, Any, Any]] = {}
         self._stats = {"buffers_created": 0, "bytes_reserved": 0, "submits": 0}
 
-    @property
+    @cached_property
     def properties(self) -> Properties:
         dtypes = {"bool", "u32", "i32", "f32"} | ({"f16"} if "shader-f16" in self.features
                                                   else set())
@@ -145,6 +151,7 @@ class WgpuRuntime(Runtime):
         encoder.copy_buffer_to_buffer(array.handle, 0, staging, 0, _round4(nbytes))
         self._flush()
         staging.map_sync(wgpu.MapMode.READ, 0, _round4(nbytes))
+        self._batch = 1  # the queue is drained
         data = bytes(staging.read_mapped(0, _round4(nbytes)))[:nbytes]
         staging.unmap()
         self._staging[size] = staging
@@ -169,7 +176,7 @@ class WgpuRuntime(Runtime):
                 compute={"module": module, "entry_point": "main"})
         except Exception as exc:  # wgpu reports shader errors as GPUValidationError
             raise CompileError(f"WGSL rejected by the driver: {exc}", kernel.name) from exc
-        compiled = CompiledWgsl(pipeline, layout, source)
+        compiled = CompiledWgsl(pipeline, layout, source, info_layout(kernel))
         self._pipelines[source] = compiled
         return compiled
 
@@ -185,21 +192,21 @@ class WgpuRuntime(Runtime):
                 raise LaunchError(f"{total} cubes exceed the wgpu dispatch limit", kernel.name)
         by_name = dict(zip((p.name for p in kernel.params), args, strict=True))
         words = list(cube_count)
-        for _, param, field, dim in info_layout(kernel):
+        for _, param, field, dim in compiled.info:
             value = by_name[param]
             if field == "scalar":
                 words.append(_word(value))
             else:
                 words.append(meta_value(value, field, dim, kernel.buffers[param].dtype.lanes))
-        compute = self._encoder_now().begin_compute_pass()
+        compute = self._pass_now()
         compute.set_pipeline(compiled.pipeline)
         compute.set_bind_group(0, self._bind_group(compiled, args, words))
         compute.dispatch_workgroups(*dispatch)
-        compute.end()
         self._in_flight.append(args)
         self._pending += 1
-        if self._pending >= BATCH:
+        if self._pending >= self._batch:
             self._flush()
+            self._batch = min(2 * self._batch, BATCH)
 
     def _bind_group(self, compiled: CompiledWgsl, args: list[Any], words: list[int]) -> Any:
         """The bind group of one buffer set and ``bc_info`` content, with its info buffer:
@@ -221,13 +228,24 @@ class WgpuRuntime(Runtime):
         self._bind_groups[key] = (buffers, bind_group, info_buffer)
         return bind_group
 
+    def _pass_now(self) -> Any:
+        """The open compute pass: launches queued back to back share one."""
+        if self._pass is None:
+            self._pass = self._encoder_now().begin_compute_pass()
+        return self._pass
+
     def _encoder_now(self) -> Any:
+        """The open command encoder, with any compute pass ended."""
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
         if self._encoder is None:
             self._encoder = self.device.create_command_encoder()
         return self._encoder
 
     def _flush(self) -> None:
         if self._encoder is not None:
+            self._encoder_now()
             self.device.queue.submit([self._encoder.finish()])
             self._stats["submits"] += 1
             self._encoder, self._pending, self._in_flight = None, 0, []
