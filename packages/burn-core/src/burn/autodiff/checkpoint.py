@@ -13,6 +13,7 @@ The strategy decides what a memory-bound op keeps:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
@@ -31,15 +32,15 @@ class Uses(Enum):
     OUTPUT = 2
 
 
-class CheckpointStrategy:
+class CheckpointStrategy(ABC):
     """How much forward state the graph keeps for backward (see the module docstring)."""
 
     __slots__ = ()
 
+    @abstractmethod
     def elementwise_node(self, x: AutodiffTensor, out: P, forward: Callable[[P], P],
                          fn: BackwardFn, uses: Uses) -> Node:
         """The node of a memory-bound op `out = forward(x.primitive)` on a tracked `x`."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

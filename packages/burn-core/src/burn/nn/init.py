@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from abc import ABC, abstractmethod
 from typing import Any, Literal
 
 import numpy as np
@@ -201,7 +202,7 @@ def _snake(name: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Initializer:
+class Initializer(ABC):
     """Base of the initializer records (Burn's `Initializer` enum). Layers call `init`; configs
     save one as `{"kind": ..., **fields}`, `kind` being the snake_case class name."""
 
@@ -214,6 +215,7 @@ class Initializer:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", _snake(type(self).__name__))
 
+    @abstractmethod
     def init(self, shape: Shape, device: _DeviceLike = None, dtype: DType = burn.float32,
              fan_in: int | None = None, fan_out: int | None = None) -> Tensor:
         """A new tensor of `shape`.
@@ -226,7 +228,6 @@ class Initializer:
         Returns:
             The tensor.
         """
-        raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
         """`{"kind": ..., **fields}` (JSON-ready)."""

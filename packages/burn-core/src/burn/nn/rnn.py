@@ -12,6 +12,7 @@ states are torch-shaped [directions, batch, d_hidden].
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -61,7 +62,7 @@ def _affine(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return out if bias is None else out + bias
 
 
-class _Recurrent(Module):
+class _Recurrent(Module, ABC):
     """Base of the one-directional layers: gates named `_gate_names`, a cell (`_cell`) and the
     time loop (`_scan`) shared by Rnn, Lstm and Gru."""
 
@@ -75,10 +76,10 @@ class _Recurrent(Module):
         for name in self._gate_names:
             setattr(self, name, GateController(d_input, d_hidden, bias, device, init))
 
+    @abstractmethod
     def _cell(self, x_proj: Tensor, h_proj: Tensor, state: States) -> States:
         """One step: the packed input and hidden projections [batch, gates * d_hidden] and the
         state -> the new state (hidden first)."""
-        raise NotImplementedError
 
     def _scan(self, x: Tensor, state: States, reverse: bool = False) -> tuple[Tensor, States]:
         """Run the cell over a batch-first sequence.
