@@ -155,3 +155,13 @@ def test_config_initializer_is_used() -> None:
     layer = nn.LinearConfig(3, 2, initializer=init.Constant(0.5)).init()
     np.testing.assert_array_equal(layer.weight.to_numpy(), np.full((3, 2), 0.5))
     np.testing.assert_array_equal(layer.bias.to_numpy(), np.full(2, 0.5))  # type: ignore
+
+
+def test_ops_on_params_give_plain_tensors() -> None:
+    """A Param is a Tensor, but results of ops on it are plain Tensors (no id, not discovered
+    as parameters when stored on a module)."""
+    device = burn.Device("numpy").autodiff()
+    param, other = nn.Param(burn.randn(3, device=device)), burn.randn(3, device=device)
+    results = [param * 2.0, param + other, other + param, param + param, -param, param.exp(),
+               param[0:2], param.reshape(3, 1), param.sum()]
+    assert all(type(r) is burn.Tensor for r in results), [type(r) for r in results]

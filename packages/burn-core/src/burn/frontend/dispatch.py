@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, promote
 from burn.errors import DTypeError, ValueRangeError
-from burn.frontend.base import PREFIX, TensorBase, _new
+from burn.frontend.base import PREFIX, TensorBase, _new, _tensor_class
 from burn.frontend.validation import (
     Scalar,
     as_scalar,
@@ -111,8 +111,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
 
     def method(self: TensorBase, other: object) -> Tensor:
         k = self._k
-        cls = other.__class__
-        if cls is self.__class__:
+        tensor_cls = _tensor_class()  # results are plain Tensors, also for subclasses (Param)
+        if other.__class__ is tensor_cls or isinstance(other, TensorBase):
             impl = tensor_impls.get(k)
             if (impl.__class__ is str and other._dtype is self._dtype  # type: ignore
                     and other._device is self._device):  # type: ignore[attr-defined]
@@ -123,7 +123,7 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
                 out = getattr(bk, impl)(a, b)  # type: ignore[arg-type]
             else:
                 return binary(self, other, op)
-        elif cls is float and k == "float_" or cls is int and k != "bool_":
+        elif (cls := other.__class__) is float and k == "float_" or cls is int and k != "bool_":
             impl = scalar_impls.get(k)
             if impl.__class__ is not str:
                 return binary(self, other, op)
@@ -131,7 +131,7 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
             out = getattr(bk, impl)(self._prim, float(other) if k == "float_" else other)  # type: ignore
         else:
             return binary(self, other, op)
-        t = _new(self.__class__)
+        t = _new(tensor_cls)
         t._prim, t._device, t._bk = out, self._device, bk
         if out_bool:
             t._dtype, t._k = DType.bool, "bool_"
