@@ -4,6 +4,9 @@
 into a numpy-only ``collate(items)`` (picklable output; process workers run it) and
 ``to_device(collated, device)`` (tensor creation, run where the tensors are used).
 `StackBatcher` / `default_batcher` stack items like ``torch.utils.data.default_collate``.
+
+`collate` takes the memory of its stacked arrays from `empty_array`, which process workers
+point at shared memory so that batches are stacked straight into the block they travel in.
 """
 
 from __future__ import annotations
@@ -11,17 +14,24 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from burn.device import Device
 from burn.dtype import DType, as_dtype
+from burn.dtype import from_numpy as dtype_of_numpy
 from burn.frontend import tensor
+from burn.record.arrays import adopt
 
 # invariant: items come as a `list`, which is invariant in its element type
 ItemT = TypeVar("ItemT")
 BatchT_co = TypeVar("BatchT_co", covariant=True)
+
+empty_array: ContextVar[Callable[[tuple[int, ...], np.dtype], np.ndarray]] = ContextVar(
+    "empty_array", default=np.empty)
+"""Allocator of the arrays `collate` stacks into: ``(shape, dtype) -> uninitialized array``."""
 
 
 @runtime_checkable
@@ -96,7 +106,8 @@ def collate(items: Sequence[Any]) -> Any:
         shapes = {np.shape(x) for x in items}
         if len(shapes) > 1:
             raise ValueError(f"collate: arrays of different shapes {sorted(shapes)}")
-        return np.stack(items)
+        out = empty_array.get()((len(items), *np.shape(first)), np.result_type(*items))
+        return np.stack(items, out=out)
     if isinstance(first, bool | int | float):
         dtype = np.bool_ if isinstance(first, bool) else np.int64 if isinstance(
             first, int) else np.float64
@@ -144,13 +155,16 @@ def map_leaves(fn: Callable[[Any], Any], value: Any) -> Any:
     return fn(value)
 
 
-def to_device(collated: Any, device: Device, float_dtype: DType | None = None) -> Any:
+def to_device(collated: Any, device: Device, float_dtype: DType | None = None,
+              copy: bool = True) -> Any:
     """Turn every numpy array in a collated structure into a tensor on ``device``.
 
     Args:
         collated: output of `collate`.
         device: where the tensors go.
         float_dtype: dtype floating arrays are cast to; None keeps theirs.
+        copy: copy the arrays; False lets a tensor adopt its array as storage where the
+            backend allows it (NumPy backend), so the arrays must not be written to afterwards.
 
     Returns:
         The same structure with tensors in place of arrays (strings are left as they are).
@@ -159,7 +173,9 @@ def to_device(collated: Any, device: Device, float_dtype: DType | None = None) -
         if not isinstance(value, np.ndarray):
             return value
         cast = float_dtype if float_dtype is not None and value.dtype.kind == "f" else None
-        return tensor(value, dtype=cast, device=device)
+        if copy:
+            return tensor(value, dtype=cast, device=device)
+        return adopt(value, cast or dtype_of_numpy(value.dtype, "to_device"), device)
 
     return map_leaves(leaf, collated)
 
@@ -168,7 +184,8 @@ class StackBatcher:
     """Stacks items into tensors, as ``torch.utils.data.default_collate`` does (see `collate`).
 
     dtypes are kept (uint8 images stay uint8, float64 arrays stay float64, Python floats give
-    float64) unless ``float_dtype`` is set.
+    float64) unless ``float_dtype`` is set. ``to_device`` takes ownership of the collated arrays:
+    on the NumPy backend they become the tensors' storage, without a copy.
 
     Args:
         float_dtype: dtype every floating array is cast to (e.g. ``burn.float32``); None keeps
@@ -183,8 +200,8 @@ class StackBatcher:
         return collate(items)
 
     def to_device(self, collated: Any, device: Device) -> Any:
-        """Tensor stage: see `to_device`."""
-        return to_device(collated, device, self.float_dtype)
+        """Tensor stage: see `to_device` (the arrays are adopted, not copied)."""
+        return to_device(collated, device, self.float_dtype, copy=False)
 
     def batch(self, items: list[Any], device: Device) -> Any:
         """The collated items as tensors on ``device``."""

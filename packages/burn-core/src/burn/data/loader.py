@@ -6,8 +6,10 @@ runs the whole batcher, tensors included. With ``"process"`` each worker fetches
 for a `StagedBatcher` (e.g. `StackBatcher`), runs its numpy ``collate``; the main process then
 creates the tensors (``to_device``), or runs ``batch`` for a plain `Batcher`. Process workers
 receive the dataset and the batcher pickled once, when they start (so both must be picklable
-under the ``"spawn"`` start method); each epoch starts a fresh pool. Large arrays come back
-through shared memory rather than the result pipe.
+under the ``"spawn"`` start method); each epoch starts a fresh pool unless
+``persistent_workers`` keeps it. On Linux, large arrays come back through shared memory rather
+than the result pipe: `collate` stacks them straight into a block, which the main process maps
+(no copy), and `StackBatcher` makes the tensors adopt them (no copy on the NumPy backend).
 
 Batches are always yielded in index order, whatever order the workers finish in, so a seed
 gives the same batches for any number and kind of workers.
@@ -15,6 +17,9 @@ gives the same batches for any number and kind of workers.
 
 from __future__ import annotations
 
+import math
+import mmap
+import os
 import secrets
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +30,13 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 
-from burn.data.batcher import Batcher, StagedBatcher, default_batcher, map_leaves
+from burn.data.batcher import (
+    Batcher,
+    StagedBatcher,
+    default_batcher,
+    empty_array,
+    map_leaves,
+)
 from burn.data.errors import DataLoaderError
 from burn.device import Device, as_device
 
@@ -58,6 +69,38 @@ def _thread_task(dataset: Any, batcher: Batcher[Any, Any], device: Device,
 
 
 _SHARE_MIN_BYTES = 1 << 16
+_SHM_DIR = "/dev/shm"  # POSIX shared memory as files (Linux); elsewhere results are pickled
+_SHARED = os.path.isdir(_SHM_DIR)
+
+
+def _block_path(name: str) -> str:
+    return os.path.join(_SHM_DIR, name)
+
+
+def _create_block(nbytes: int) -> tuple[str, mmap.mmap]:
+    """Worker side: a new shared-memory block, registered with the resource tracker (which
+    frees it should the main process never do so), and its mapping."""
+    from multiprocessing import resource_tracker
+
+    name = f"burn_{secrets.token_hex(8)}"
+    fd = os.open(_block_path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    resource_tracker.register("/" + name, "shared_memory")
+    try:
+        os.ftruncate(fd, nbytes)
+        return name, mmap.mmap(fd, nbytes)
+    except BaseException:
+        _unlink_block(name)
+        raise
+    finally:
+        os.close(fd)
+
+
+def _unlink_block(name: str) -> None:
+    """Free a block once its last mapping goes (and unregister it from the tracker)."""
+    from multiprocessing import resource_tracker
+
+    os.unlink(_block_path(name))
+    resource_tracker.unregister("/" + name, "shared_memory")
 
 
 class _SharedArray:
@@ -72,32 +115,71 @@ class _SharedArray:
         self.dtype = dtype
 
 
-def _share(value: Any) -> Any:
-    """Worker side: a large numeric array moved into a new shared-memory block."""
-    if not isinstance(value, np.ndarray) or value.dtype.hasobject or (
-            value.nbytes < _SHARE_MIN_BYTES):
-        return value
-    from multiprocessing.shared_memory import SharedMemory  # process workers only: lazy
+class _SharedBlocks:
+    """Worker side: the shared-memory blocks of one batch.
 
-    block = SharedMemory(create=True, size=value.nbytes)
-    np.ndarray(value.shape, value.dtype, buffer=block.buf)[...] = value
-    block.close()
-    return _SharedArray(block.name, value.shape, value.dtype.str)
+    `empty` is the `empty_array` allocator while the batch is collated, so large stacked
+    arrays are written straight into a fresh block; `share` then turns the result's arrays into
+    `_SharedArray` handles (copying into a block only the large arrays `collate` did not stack).
+    Each array owns its block's mapping, so nothing needs closing.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, tuple[str, np.ndarray]] = {}
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An uninitialized array, in a new block when it is large."""
+        dtype = np.dtype(dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if not _SHARED or nbytes < _SHARE_MIN_BYTES or dtype.hasobject:
+            return np.empty(shape, dtype)
+        name, mapped = _create_block(nbytes)
+        array = np.frombuffer(mapped, dtype).reshape(shape)
+        self._blocks[id(array)] = (name, array)
+        return array
+
+    def share(self, value: Any) -> Any:
+        """The handle of a large array (moved into a block unless it is in one), else
+        ``value``."""
+        if not isinstance(value, np.ndarray):
+            return value
+        entry = self._blocks.get(id(value))
+        if entry is None or entry[1] is not value:
+            copy = self.empty(value.shape, value.dtype)
+            if id(copy) not in self._blocks:
+                return value
+            copy[...] = value
+            entry = self._blocks[id(copy)]
+        return _SharedArray(entry[0], value.shape, value.dtype.str)
+
+    def discard(self) -> None:
+        """Free every block (the batch failed)."""
+        for name, _ in self._blocks.values():
+            _unlink_block(name)
+        self._blocks.clear()
 
 
 def _unshare(value: Any) -> Any:
-    """Main side: the array of a `_SharedArray` (copied out; the block is freed)."""
+    """Main side: the array of a `_SharedArray`, mapping its block (no copy); the block is
+    unlinked at once and its memory goes with the array."""
     if not isinstance(value, _SharedArray):
         return value
-    from multiprocessing.shared_memory import SharedMemory  # process workers only: lazy
+    dtype = np.dtype(value.dtype)
+    fd = os.open(_block_path(value.name), os.O_RDWR)
+    try:
+        mapped = mmap.mmap(fd, math.prod(value.shape) * dtype.itemsize,
+                           flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+    finally:
+        os.close(fd)
+        _unlink_block(value.name)
+    return np.frombuffer(mapped, dtype).reshape(value.shape)
 
-    block = SharedMemory(name=value.name)
-    view = np.ndarray(value.shape, np.dtype(value.dtype), buffer=block.buf)
-    array = view.copy()
-    del view
-    block.close()
-    block.unlink()
-    return array
+
+def _release(value: Any) -> Any:
+    """Main side: free the block of a `_SharedArray` nobody will read."""
+    if isinstance(value, _SharedArray):
+        _unlink_block(value.name)
+    return value
 
 
 _worker_state: tuple[Any, Batcher[Any, Any], bool] | None = None
@@ -111,9 +193,19 @@ def _init_process_worker(dataset: Any, batcher: Batcher[Any, Any], staged: bool)
 def _process_task(indices: list[int]) -> Any:
     assert _worker_state is not None, "process worker not initialized"
     dataset, batcher, staged = _worker_state
-    items = fetch(dataset, indices)
-    result = batcher.collate(items) if staged else items  # type: ignore[attr-defined]
-    return map_leaves(_share, result)
+    blocks = _SharedBlocks()
+    try:
+        result = fetch(dataset, indices)
+        if staged:
+            token = empty_array.set(blocks.empty)
+            try:
+                result = batcher.collate(result)  # type: ignore[attr-defined]
+            finally:
+                empty_array.reset(token)
+        return map_leaves(blocks.share, result)
+    except BaseException:
+        blocks.discard()
+        raise
 
 
 class DataLoader(Generic[BatchT]):
@@ -134,6 +226,8 @@ class DataLoader(Generic[BatchT]):
         device: where the batches' tensors go (the default device when None).
         start_method: multiprocessing start method of process workers (``"spawn"``,
             ``"fork"``, ``"forkserver"``); None uses the platform default.
+        persistent_workers: keep the workers from one epoch to the next (until `close`)
+            instead of starting them every epoch.
 
     Attributes:
         epoch: the epoch the next iteration runs (incremented when an iteration starts; set it
@@ -158,6 +252,7 @@ class DataLoader(Generic[BatchT]):
         prefetch: int = 2,
         device: Device | str | None = None,
         start_method: str | None = None,
+        persistent_workers: bool = False,
     ) -> None:
         if batch_size < 1 or prefetch < 1 or num_workers < 0:
             raise ValueError(
@@ -181,7 +276,10 @@ class DataLoader(Generic[BatchT]):
         self.prefetch = prefetch
         self.device = as_device(device)
         self.start_method = start_method
+        self.persistent_workers = persistent_workers
         self.epoch = 0
+        self._pool: tuple[Executor, Callable[[list[int]], Any], Callable[[Any], BatchT]] | None = (
+            None)
 
     def __len__(self) -> int:
         n = len(self.dataset)
@@ -247,7 +345,10 @@ class DataLoader(Generic[BatchT]):
                                                          self.device)
 
     def _iter_pool(self, batches: Sequence[list[int]]) -> Iterator[BatchT]:
-        pool, task, finish = self._start_pool()
+        started = self._pool or self._start_pool()
+        if self.persistent_workers:
+            self._pool = started
+        pool, task, finish = started
         todo = iter(enumerate(batches))
         pending: deque[tuple[int, Future[Any]]] = deque()
 
@@ -258,6 +359,7 @@ class DataLoader(Generic[BatchT]):
                 except Exception as e:  # the pool broke (a worker died)
                     raise DataLoaderError(k, indices, e) from e
 
+        failed = True
         try:
             submit(self.num_workers * self.prefetch)
             while pending:
@@ -268,8 +370,24 @@ class DataLoader(Generic[BatchT]):
                     raise DataLoaderError(k, batches[k], e) from e
                 submit(1)
                 yield batch
+            failed = False
+        except GeneratorExit:  # an early break: the workers are fine
+            failed = False
+            raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            for _, future in pending:
+                future.cancel()
+            if failed or not self.persistent_workers:
+                pool.shutdown(wait=True, cancel_futures=True)
+                if self._pool is started:
+                    self._pool = None
             for _, future in pending:  # free the shared memory of batches never consumed
                 if not future.cancelled() and future.exception() is None:
-                    map_leaves(_unshare, future.result())
+                    map_leaves(_release, future.result())
+
+    def close(self) -> None:
+        """Shut the workers down (those kept by ``persistent_workers``; they also end with the
+        interpreter). The next iteration starts new ones."""
+        if self._pool is not None:
+            self._pool[0].shutdown(wait=True, cancel_futures=True)
+            self._pool = None

@@ -23,18 +23,23 @@ _new = object.__new__
 class TensorBase:
     """Slots and core helpers of `burn.Tensor` (see `burn.frontend.tensor.Tensor`)."""
 
-    __slots__ = ("_prim", "_device", "_bk", "_dtype", "_k")
+    __slots__ = ("_prim", "_device", "_bk", "_dtype", "_k", "_shape")
     _prim: Any
     _device: Device
     _bk: Backend
     _dtype: DType
     _k: str
+    #: the shape once known (None until asked); ops that know their result's shape set it.
+    _shape: tuple[int, ...] | None
 
     # --- attributes ---
     @property
     def shape(self) -> tuple[int, ...]:
         """The shape, as a tuple of ints."""
-        return self._bk.shape(self._prim)
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = self._bk.shape(self._prim)
+        return shape
 
     @property
     def dtype(self) -> DType:
@@ -54,7 +59,7 @@ class TensorBase:
     @property
     def ndim(self) -> int:
         """Number of dims."""
-        return len(self._bk.shape(self._prim))
+        return len(self.shape)
 
     # --- private helpers ---
     def _tensor(self) -> Tensor:
@@ -66,6 +71,7 @@ class TensorBase:
         """A tensor on this tensor's device holding `prim` (of `dtype`, default this dtype)."""
         t = _new(_tensor_class())
         t._prim = prim
+        t._shape = None
         t._device = self._device
         t._bk = self._bk
         if dtype is None or dtype is self._dtype:
@@ -126,6 +132,7 @@ def make(prim: Any, device: Device, dtype: DType) -> Tensor:
     """A Tensor around a primitive of `device`'s backend (no validation)."""
     t = _new(_tensor_class())
     t._prim = prim
+    t._shape = None
     t._device = device
     t._bk = device.backend
     t._dtype = dtype

@@ -111,28 +111,28 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
 
     def method(self: TensorBase, other: object) -> Tensor:
         k = self._k
+        shape: tuple[int, ...] | None  # the result's, when known without asking the backend
         tensor_cls = _tensor_class()  # results are plain Tensors, also for subclasses (Param)
         if other.__class__ is tensor_cls or isinstance(other, TensorBase):
             impl = tensor_impls.get(k)
             if (impl.__class__ is str and other._dtype is self._dtype  # type: ignore
                     and other._device is self._device):  # type: ignore[attr-defined]
-                bk, a, b = self._bk, self._prim, other._prim  # type: ignore[attr-defined]
-                sa, sb = bk.shape(a), bk.shape(b)
-                if sa != sb:
-                    broadcast_shapes(name, sa, sb)
-                out = getattr(bk, impl)(a, b)  # type: ignore[arg-type]
+                bk = self._bk
+                sa, sb = self.shape, other.shape  # type: ignore[attr-defined]
+                shape = sa if sa == sb else broadcast_shapes(name, sa, sb)
+                out = getattr(bk, impl)(self._prim, other._prim)  # type: ignore
             else:
                 return binary(self, other, op)
         elif (cls := other.__class__) is float and k == "float_" or cls is int and k != "bool_":
             impl = scalar_impls.get(k)
             if impl.__class__ is not str:
                 return binary(self, other, op)
-            bk = self._bk
+            bk, shape = self._bk, self._shape
             out = getattr(bk, impl)(self._prim, float(other) if k == "float_" else other)  # type: ignore
         else:
             return binary(self, other, op)
         t = _new(tensor_cls)
-        t._prim, t._device, t._bk = out, self._device, bk
+        t._prim, t._device, t._bk, t._shape = out, self._device, bk, shape
         if out_bool:
             t._dtype, t._k = DType.bool, "bool_"
         else:

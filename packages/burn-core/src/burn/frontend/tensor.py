@@ -39,7 +39,7 @@ class Tensor(ArithmeticMixin, MathMixin, LayoutMixin, IndexingMixin, ComparisonM
 
         src = tensor(data, dtype, device)
         self._prim, self._device, self._bk = src._prim, src._device, src._bk
-        self._dtype, self._k = src._dtype, src._k
+        self._dtype, self._k, self._shape = src._dtype, src._k, src._shape
 
     def numel(self) -> int:
         """Number of elements."""

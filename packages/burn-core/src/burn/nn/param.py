@@ -41,7 +41,7 @@ class Param(Tensor):
         if value.device.is_autodiff:
             value = value.detach()
         self._prim, self._device, self._bk = value._prim, value._device, value._bk
-        self._dtype, self._k = value._dtype, value._k
+        self._dtype, self._k, self._shape = value._dtype, value._k, value._shape
         if self._trainable and self._bk.is_autodiff and self._k == "float_":
             self.require_grad()
         return self
