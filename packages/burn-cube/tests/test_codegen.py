@@ -70,14 +70,19 @@ def _suite_cases() -> dict[str, tuple[bc.Kernel, int, tuple[object, ...]]]:
         "transpose": (k.transpose, (16, 16), (f.reshape(4, 4), f.reshape(4, 4))),
         "flags": (k.flags, 64, (f, i, 1.0)),
         "propagate": (k.propagate, 32, (f, f)),
-        "bool_tensor": (k.bool_tensor, 128, (f.astype(bool), f, f)),
+        "bool_tensor": (k.bool_tensor, 128, (f.astype(bool), f, f, f.astype(bool))),
+        "to_bf16": (k.to_bf16, 256, (f, f.astype(bc.bf16.numpy))),
         "plane_total": (k.plane_total, 256, (f, f)),
         "stencil": (k.stencil, 64, (f, f, 16)),
         "shifted_copy": (k.shifted_copy, 64, (f, f)),
     }
-    for dtype in ("f16", "f32", "f64", "i32", "i64", "u32"):
+    for dtype in ("f16", "bf16", "f32", "f64", "i32", "i64", "u32"):
+        kind = bc.types.DTYPES[dtype]
+        x = np.zeros(16, kind.numpy)
+        cases[f"typed_ops_{dtype}"] = (k.typed_ops, 64, (x, x, 3, kind(1)))
+    for dtype in ("f16", "bf16"):
         x = np.zeros(16, bc.types.DTYPES[dtype].numpy)
-        cases[f"typed_ops_{dtype}"] = (k.typed_ops, 64, (x, x, 3))
+        cases[f"gelu_any_{dtype}"] = (k.gelu_any, 256, (x, x))
     return cases
 
 
@@ -142,3 +147,32 @@ def test_c_fast_path_hoists_bounds_checks() -> None:
     assert "bc_oob = 1" in checked
     assert "#pragma omp simd" not in histogram.source("c", 128, X.astype(np.int32),
                                                        X.astype(np.int32))
+
+
+def test_wgsl_f64_refuses_transcendentals() -> None:
+    """Vulkan has no f64 exp/sin/pow...: a clear CompileError, not garbage; arithmetic works."""
+    d = np.zeros(16, np.float64)
+    with pytest.raises(bc.errors.CompileError, match="`tanh` on f64 is not supported by the "
+                                                     "wgsl target"):
+        test_kernels.gelu_any.source("wgsl", 64, d, d)
+    src = test_kernels.typed_ops.source("wgsl", 64, d, d, 3, np.float64(1))
+    assert "array<f64>" in src and "3.0lf" in src
+    assert "bitcast<f64>((u64(bc_info[10]) << 32u) | u64(bc_info[9]))" in src
+
+
+def test_bf16_storage() -> None:
+    """bf16 is 16-bit storage computed in float (C, CUDA), absent from WGSL; no atomics."""
+    b = np.zeros(16, bc.bf16.numpy)
+    c = test_kernels.typed_ops.source("c", 64, b, b, 3, bc.bf16(1))
+    assert "uint16_t *t_x" in c and "bc_bf16_store(" in c and "bc_bf16_load(t_x[" in c
+    cuda = test_kernels.typed_ops.source("cuda", 64, b, b, 3, bc.bf16(1))
+    assert "#include <cuda_bf16.h>" in cuda and "__float2bfloat16_rn(" in cuda
+    with pytest.raises(bc.errors.CompileError, match="wgsl target has no bf16"):
+        test_kernels.typed_ops.source("wgsl", 64, b, b, 3, bc.bf16(1))
+    with pytest.raises(bc.errors.CompileError, match="atomic_add on bf16"):
+        total_any.source("c", 64, b, b)
+
+
+@bc.kernel
+def total_any(x: bc.Tensor, total: bc.Tensor):
+    bc.atomic_add(total, 0, x[bc.ABSOLUTE_POS])

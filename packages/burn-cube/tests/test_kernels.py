@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -18,15 +20,25 @@ from burn_cube import (
     f32,
     i32,
 )
+from burn_cube.runtime.wgpu import DTYPE_FEATURES
 
 RNG = np.random.default_rng(0)
 
 
-def needs(rt: bc.Runtime, *dtypes: str) -> None:
-    """Skip, loudly naming the runtime, when it lacks a dtype (e.g. f64 on WGSL)."""
-    missing = [d for d in dtypes if d not in rt.properties.dtypes]
-    if missing:
-        pytest.skip(f"the {rt.name} runtime has no {', '.join(missing)}")
+#: Relative tolerance of float results per dtype (references compute in f32, f64 for f64).
+RTOL = {"f16": 1e-3, "bf16": 1e-2, "f32": 1e-6, "f64": 1e-12}
+
+
+def supports(rt: bc.Runtime, dtype: str, launch: Callable[[], object]) -> bool:
+    """Whether ``rt`` has ``dtype``. A wgpu adapter without the dtype's feature skips, naming
+    it; a dtype the target never has (bf16 on WGSL) must make ``launch`` fail clearly."""
+    if dtype in rt.properties.dtypes:
+        return True
+    if rt.name == "wgpu" and dtype in DTYPE_FEATURES:
+        pytest.skip(f"adapter lacks {DTYPE_FEATURES[dtype]}")
+    with pytest.raises(bc.errors.LaunchError, match=f"does not support {dtype}"):
+        launch()
+    return False
 
 
 @bc.kernel
@@ -252,24 +264,79 @@ def test_2d_launch_shape_stride(rt: bc.Runtime) -> None:
 
 
 @bc.kernel
-def typed_ops(x: Tensor, out: Tensor, scale: Comptime[int]):
+def typed_ops(x: Tensor, out: Tensor, scale: Comptime[int], offset):
     i = ABSOLUTE_POS
     if i < len(x):
-        out[i] = x[i] * scale + x[i] // 2
+        out[i] = x[i] * scale + x[i] // 2 + offset
 
 
-@pytest.mark.parametrize("dtype", ["f64", "i32", "i64", "u32", "f16"])
+#: Scalar offsets that need every bit of the scalar (64-bit ones span two words on WGSL).
+OFFSETS = {"i64": 2**40 + 7, "f64": 1 / 3}
+
+
+@pytest.mark.parametrize("dtype", ["f64", "i32", "i64", "u32", "f16", "bf16"])
 def test_dtypes(rt: bc.Runtime, dtype: str) -> None:
-    needs(rt, dtype)
-    np_dtype = bc.types.DTYPES[dtype].numpy
-    x = (RNG.integers(0, 1000, 500)).astype(np_dtype)
+    """Tensor and scalar parameters of each dtype; floats against numpy in f32 (f64 for f64),
+    rounded to the dtype."""
+    kind = bc.types.DTYPES[dtype]
+    x = RNG.integers(0, 1000, 500).astype(kind.numpy)
     out = np.zeros_like(x)
-    typed_ops.launch(rt, 8, 64, x, out, 3)
-    if np.issubdtype(np_dtype, np.floating):
-        expected = (x * 3 + np.floor(x / 2)).astype(np_dtype)
-        np.testing.assert_allclose(out, expected, rtol=1e-3 if dtype == "f16" else 1e-12)
+    offset = kind(OFFSETS.get(dtype, 7))
+    if not supports(rt, dtype, lambda: typed_ops.launch(rt, 8, 64, x, out, 3, offset)):
+        return
+    typed_ops.launch(rt, 8, 64, x, out, 3, offset)
+    if kind.is_float:
+        wide = x.astype(np.float64 if dtype == "f64" else np.float32)
+        expected = (wide * 3 + np.floor(wide / 2) + wide.dtype.type(offset)).astype(kind.numpy)
+        np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64),
+                                   rtol=RTOL[dtype])
     else:
-        np.testing.assert_array_equal(out, x * 3 + x // 2)
+        np.testing.assert_array_equal(out, x * 3 + x // 2 + offset)
+
+
+@bc.kernel
+def gelu_any(x: Tensor, out: Tensor):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v**3)))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_math(rt: bc.Runtime, dtype: str) -> None:
+    """16-bit floats: math functions in f32, arithmetic rounded per the dtype's tolerance."""
+    np_dtype = bc.types.DTYPES[dtype].numpy
+    x = RNG.standard_normal(1000).astype(np_dtype)
+    out = np.zeros_like(x)
+    if not supports(rt, dtype, lambda: gelu_any.launch(rt, 4, 256, x, out)):
+        return
+    gelu_any.launch(rt, 4, 256, x, out)
+    expected = gelu_ref(x.astype(np.float32)).astype(np_dtype).astype(np.float32)
+    np.testing.assert_allclose(out.astype(np.float32), expected, rtol=4 * RTOL[dtype],
+                               atol=4 * RTOL[dtype])
+
+
+@bc.kernel
+def to_bf16(x: Tensor[f32], out: Tensor[bc.bf16]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = bc.bf16(x[i])
+
+
+def test_bf16_rounding(rt: bc.Runtime) -> None:
+    """f32 -> bf16 stores round to nearest even and keep NaN/inf, bit for bit as ml_dtypes."""
+    bits = np.array([0x3F808000, 0x3F818000, 0x3F80C000, 0x3F807FFF, 0x7F7FFFFF, 0xFF7FFFFF,
+                     0x7F800000, 0xFF800000, 0x7FC00001, 0xFFC00000, 0x00000001, 0x80000000,
+                     0x0080FFFF], np.uint32)
+    x = np.concatenate([bits.view(np.float32), RNG.standard_normal(200).astype(np.float32)])
+    out = np.zeros(x.shape, bc.bf16.numpy)
+    if not supports(rt, "bf16", lambda: to_bf16.launch(rt, 1, 256, x, out)):
+        return
+    to_bf16.launch(rt, 1, 256, x, out)
+    expected = x.astype(bc.bf16.numpy)
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(np.isnan(out.astype(np.float32)), nan)
+    np.testing.assert_array_equal(out.view(np.uint16)[~nan], expected.view(np.uint16)[~nan])
 
 
 @bc.kernel
@@ -305,20 +372,22 @@ def test_nan_inf_propagate(rt: bc.Runtime) -> None:
 
 
 @bc.kernel
-def bool_tensor(mask: Tensor[bc.bool_], x: Tensor[f32], out: Tensor[f32]):
+def bool_tensor(mask: Tensor[bc.bool_], x: Tensor[f32], out: Tensor[f32],
+                negative: Tensor[bc.bool_]):
     i = ABSOLUTE_POS
     if i < len(x):
         out[i] = x[i] if mask[i] else -x[i]
+        negative[i] = x[i] < 0.0
 
 
 def test_bool_tensor(rt: bc.Runtime) -> None:
-    if rt.properties.target == "wgsl":
-        pytest.skip("WGSL storage buffers cannot hold bool tensors")
+    """bool tensors (one u32 per element on WGSL), read and written."""
     mask = RNG.random(100) > 0.5
     x = RNG.standard_normal(100).astype(np.float32)
-    out = np.zeros_like(x)
-    bool_tensor.launch(rt, 1, 128, mask, x, out)
+    out, negative = np.zeros_like(x), np.ones(x.shape, bool)
+    bool_tensor.launch(rt, 1, 128, mask, x, out, negative)
     np.testing.assert_array_equal(out, np.where(mask, x, -x))
+    np.testing.assert_array_equal(negative, x < 0)
 
 
 @bc.kernel

@@ -63,7 +63,7 @@ from burn_cube.language.builtins import (
     unroll,
 )
 from burn_cube.runtime import DeviceArray, Properties, Runtime, available, runtime
-from burn_cube.types import Comptime, DType, Line, Tensor, bool_, f16, f32, f64, i32, i64, u32
+from burn_cube.types import Comptime, DType, Line, Tensor, bf16, bool_, f16, f32, f64, i32, i64, u32
 
 __version__ = "0.1.0"
 
@@ -74,7 +74,7 @@ __all__ = [
     "UNIT_POS_PLANE", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z", "Autotuner", "Comptime",
     "DType", "DeviceArray", "Kernel", "Line", "Properties", "Runtime", "Tensor", "acos", "asin",
     "atan",
-    "atomic_add", "autotune", "available", "bool_", "ceil", "cos", "cosh", "erf", "errors",
+    "atomic_add", "autotune", "available", "bf16", "bool_", "ceil", "cos", "cosh", "erf", "errors",
     "exp", "exp2", "f16", "f32", "f64", "floor", "i32", "i64", "isinf", "isnan", "kernel", "log",
     "log1p", "log2", "plane_max", "plane_sum", "pow", "round", "rsqrt", "runtime", "select",
     "shared_memory", "sin", "sinh", "sqrt", "sync_units", "tan", "tanh", "trunc", "u32",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 
@@ -35,6 +36,8 @@ class DType:
     @property
     def numpy(self) -> np.dtype:
         """The matching numpy dtype (of one element, for lines)."""
+        if self.scalar.name == "bf16":
+            return np.dtype(ml_dtypes.bfloat16)
         prefix = {"float": "float", "int": "int", "uint": "uint"}.get(self.kind)
         return np.dtype(f"{prefix}{self.bits}" if prefix else "bool")
 
@@ -61,10 +64,11 @@ u32 = DType("u32", "uint", 32, 1)
 i32 = DType("i32", "int", 32, 2)
 i64 = DType("i64", "int", 64, 3)
 f16 = DType("f16", "float", 16, 4)
+bf16 = DType("bf16", "float", 16, 4)  # same rank as f16: mixing the two gives f32
 f32 = DType("f32", "float", 32, 5)
 f64 = DType("f64", "float", 64, 6)
 
-DTYPES: dict[str, DType] = {d.name: d for d in (bool_, u32, i32, i64, f16, f32, f64)}
+DTYPES: dict[str, DType] = {d.name: d for d in (bool_, u32, i32, i64, f16, bf16, f32, f64)}
 
 
 LINE_LANES = (2, 4)
@@ -101,11 +105,15 @@ def from_numpy(dtype: np.dtype | type) -> DType | None:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Implicit promotion of two operand types: the higher rank wins; bool becomes i32; a scalar
-    meeting a line is broadcast (lines of different widths do not mix)."""
+    """Implicit promotion of two operand types: the higher rank wins (f16 with bf16 gives f32);
+    bool becomes i32; a scalar meeting a line is broadcast (lines of different widths do not
+    mix)."""
     if a.lanes > 1 and b.lanes > 1 and a.lanes != b.lanes:
         raise TypeError(f"cannot mix {a} and {b}")
-    out = a.scalar if a.rank >= b.rank else b.scalar
+    if a.rank == b.rank and a.scalar != b.scalar:
+        out = f32
+    else:
+        out = a.scalar if a.rank >= b.rank else b.scalar
     return line(i32 if out is bool_ else out, max(a.lanes, b.lanes))
 
 

@@ -24,7 +24,7 @@ from burn_cube.codegen.hoist import Hoist
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
 from burn_cube.ir.nodes import meta_names
-from burn_cube.types import DType, dtype_named
+from burn_cube.types import DTYPES, DType, dtype_named
 
 
 def _has_barrier(stmts: list[ir.Stmt]) -> bool:
@@ -43,6 +43,7 @@ class CEmitter(Emitter):
     target = "c"
     ops = table_c.OPS
     types = table_c.TYPES
+    storage_types = table_c.STORAGE_TYPES
 
     def __init__(self, kernel: ir.KernelIR) -> None:
         super().__init__(kernel)
@@ -122,8 +123,7 @@ class CEmitter(Emitter):
     def load(self, e: ir.Load) -> str:
         if self.lazy and self.bound(e.buf, e.index):
             zero = self.literal(0, e.dtype)
-            return f"({self.bound(e.buf, e.index)} ? {self.element(e.buf, e.index)} : " \
-                   f"(bc_oob = 1, {zero}))"
+            return f"({self.bound(e.buf, e.index)} ? {super().load(e)} : (bc_oob = 1, {zero}))"
         return super().load(e)
 
     def stmt(self, s: ir.Stmt) -> None:
@@ -222,8 +222,7 @@ class CEmitter(Emitter):
         for name, type_name in table_c.SCALAR_TYPES.items():
             if f"dtype:{name}" not in self.kernel.features and name != "u32":
                 continue
-            dtype_kind = {"bool": "bool", "u32": "uint", "i32": "int", "i64": "int"}.get(
-                name, "float")
+            dtype_kind = DTYPES[name].kind
             fmt = {"T": type_name, "s": name}
             if dtype_kind != "bool":
                 out.append(table_c.HELPERS_NUMERIC.format(**fmt))
@@ -231,11 +230,13 @@ class CEmitter(Emitter):
                 out.append(table_c.HELPERS_INT.format(**fmt))
             if dtype_kind == "int":
                 out.append(table_c.HELPERS_SIGNED.format(**fmt))
-            if name == "f32" or (name == "f16" and "dtype:f32" not in self.kernel.features):
-                out.append(table_c.HELPERS_F32_MATH)  # f16 math is computed in f32, too
             if dtype_kind == "float" and f"atomic:{name}" in self.kernel.features:
-                bits = {"f16": 16, "f32": 32, "f64": 64}[name]
-                out.append(table_c.HELPERS_FLOAT_ATOMIC.format(U=table_c.BITS_TYPE[bits], **fmt))
+                out.append(table_c.HELPERS_FLOAT_ATOMIC.format(
+                    U=table_c.BITS_TYPE[DTYPES[name].bits], **fmt))
+        if self.kernel.features & {"dtype:f32", "dtype:f16", "dtype:bf16"}:
+            out.append(table_c.HELPERS_F32_MATH)  # 16-bit float math is computed in f32, too
+        if "dtype:bf16" in self.kernel.features:
+            out.append(table_c.HELPERS_BF16)
         for feature in sorted(self.kernel.features):
             if feature.startswith("line:"):
                 dtype = dtype_named(feature[5:])
@@ -269,14 +270,15 @@ class CEmitter(Emitter):
         self.depth = 1
         meta_index = 0
         for i, p in enumerate(k.params):
-            t = self.type(p.dtype)
+            t = self.storage_type(p.dtype)
             if p.tensor:
                 self.line(f"{t} *t_{p.name} = ({t} *)bc_args[{i}];")
                 for name, _, _ in meta_names(k.buffers[p.name]):
                     self.line(f"const uint32_t {name} = (uint32_t)bc_meta[{meta_index}];")
                     meta_index += 1
             else:
-                self.line(f"const {t} v_{p.name} = *(const {t} *)bc_args[{i}];")
+                value = self.render("load", p.dtype, p.dtype, [f"*(const {t} *)bc_args[{i}]"])
+                self.line(f"const {self.type(p.dtype)} v_{p.name} = {value};")
         self.line("const uint32_t bc_ccx = bc_counts[0], bc_ccy = bc_counts[1], "
                   "bc_ccz = bc_counts[2];")
         self.line("const int64_t bc_cubes = (int64_t)bc_ccx * bc_ccy * bc_ccz;")
@@ -285,7 +287,7 @@ class CEmitter(Emitter):
         self.line("for (int64_t bc_cube = 0; bc_cube < bc_cubes; ++bc_cube) {")
         self.depth += 1
         for b in k.shared:
-            self.line(f"{self.type(b.dtype)} s_{b.name}[{b.size}] = {{0}};")
+            self.line(f"{self.storage_type(b.dtype)} s_{b.name}[{b.size}] = {{0}};")
         if self.fission:
             for name, dtype in k.locals.items():
                 self.line(f"{self.type(dtype)} v_{name}[BC_CD];")

@@ -32,6 +32,7 @@ class CudaEmitter(Emitter):
     target = "cuda"
     ops = table_cuda.OPS
     types = table_cuda.TYPES
+    storage_types = table_cuda.STORAGE_TYPES
 
     lane_wise = True
     helper_prefix = "__device__ __forceinline__"
@@ -51,11 +52,13 @@ class CudaEmitter(Emitter):
     def source(self) -> str:
         k = self.kernel
         cdx, cdy, cdz = k.cube_dim
-        args = [f"{self.type(b.dtype)} *t_{b.name}" for b in k.tensors]
+        args = [f"{self.storage_type(b.dtype)} *t_{b.name}" for b in k.tensors]
         args += [f"unsigned int {name}" for b in k.tensors for name, _, _ in meta_names(b)]
-        args += [f"{self.type(p.dtype)} v_{p.name}" for p in k.scalars]
-        self.out = [table_cuda.PRELUDE, f"#define BC_CDX {cdx}u", f"#define BC_CDY {cdy}u",
-                    f"#define BC_CDZ {cdz}u", f"#define BC_CD {math.prod(k.cube_dim)}u", "",
+        args += [f"{self.storage_type(p.dtype)} a_{p.name}" for p in k.scalars]
+        includes = [table_cuda.BF16_INCLUDE] if "dtype:bf16" in k.features else []
+        self.out = [*includes, table_cuda.PRELUDE, f"#define BC_CDX {cdx}u",
+                    f"#define BC_CDY {cdy}u", f"#define BC_CDZ {cdz}u",
+                    f"#define BC_CD {math.prod(k.cube_dim)}u", "",
                     f'extern "C" __global__ void __launch_bounds__(BC_CD) '
                     f'bc_kernel({", ".join(args)}) {{']
         self.depth = 1
@@ -65,8 +68,11 @@ class CudaEmitter(Emitter):
                   "gridDim.y) * gridDim.x;")
         self.line("const unsigned int bc_unit = threadIdx.x + (threadIdx.y + threadIdx.z * "
                   "blockDim.y) * blockDim.x;")
+        for p in k.scalars:
+            value = self.render("load", p.dtype, p.dtype, [f"a_{p.name}"])
+            self.line(f"const {self.type(p.dtype)} v_{p.name} = {value};")
         for b in k.shared:
-            self.line(f"__shared__ {self.type(b.dtype)} s_{b.name}[{b.size}];")
+            self.line(f"__shared__ {self.storage_type(b.dtype)} s_{b.name}[{b.size}];")
         for name, dtype in k.locals.items():
             self.line(f"{self.type(dtype)} v_{name} = {self.zero(dtype)};")
         for s in k.body:

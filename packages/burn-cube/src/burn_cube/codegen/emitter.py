@@ -3,7 +3,11 @@
 Expressions are rendered purely from a target's table (op -> template); statements go through a
 small set of hooks that each target's emitter overrides. Template fields: ``{a} {b} {c}`` the
 rendered arguments, ``{t}`` the result type, ``{s}`` the dtype name the entry was looked up
-with, plus whatever ``fields`` adds. Lookup order: ``op.<dtype>``, ``op.<kind>``, ``op``.
+with, plus whatever ``fields`` adds. Lookup order: ``op.<dtype>``, ``op.<element dtype>`` (for
+lines), ``op.<kind>``, ``op``; an entry of None refuses the op on that type.
+
+A dtype may be stored in buffers as another type (``storage_types``: bf16 as 16 bits in C, bool
+as u32 in WGSL); the ``load`` and ``store`` entries convert between the two (``{a}`` where equal).
 
 ``Line`` values: on targets whose vector types have element-wise operators and functions
 (WGSL) the table entries apply as they are. Elsewhere (C, CUDA) an op on lines becomes a call
@@ -47,8 +51,10 @@ class Emitter:
     """
 
     target = ""
-    ops: dict[str, str] = {}
+    ops: dict[str, str | None] = {}
     types: dict[str, str] = {}
+    #: Buffer element type by dtype name, where it differs from the value type in ``types``.
+    storage_types: dict[str, str] = {}
     indent_unit = "    "
     #: Whether ops on lines are rendered lane by lane through helpers.
     lane_wise = False
@@ -76,11 +82,18 @@ class Emitter:
             raise CompileError(f"the {self.target} target has no {dtype} type", self.kernel.name)
         return self.types[dtype.name]
 
+    def storage_type(self, dtype: DType) -> str:
+        """Target spelling of a buffer element (or scalar argument) of ``dtype``."""
+        return self.storage_types.get(dtype.name) or self.type(dtype)
+
     def template(self, op: str, dtype: DType) -> str:
         """Look an op up in the table (most specific entry first)."""
-        for key in (f"{op}.{dtype.name}", f"{op}.{dtype.kind}", op):
+        for key in (f"{op}.{dtype.name}", f"{op}.{dtype.scalar.name}", f"{op}.{dtype.kind}", op):
             if key in self.ops:
-                return self.ops[key]
+                found = self.ops[key]
+                if found is None:
+                    break
+                return found
         raise CompileError(f"`{op}` on {dtype} is not supported by the {self.target} target",
                            self.kernel.name)
 
@@ -127,8 +140,8 @@ class Emitter:
         return f"{self.buf(name)}[{self.expr(index)}]"
 
     def load(self, e: ir.Load) -> str:
-        """Render a buffer read."""
-        return self.element(e.buf, e.index)
+        """Render a buffer read (converted from the storage type)."""
+        return self.render("load", e.dtype, e.dtype, [self.element(e.buf, e.index)])
 
     def expr(self, e: ir.Expr) -> str:
         """Render an expression."""
@@ -145,6 +158,9 @@ class Emitter:
             case ir.Load():
                 return self.load(e)
             case ir.AtomicAdd(buf=buf, index=index, value=value, dtype=dtype):
+                if dtype.name in self.storage_types:
+                    raise CompileError(f"atomic_add on {dtype} is not supported by the "
+                                       f"{self.target} target", self.kernel.name)
                 return self.render("atomic_add", dtype, dtype,
                                    [self.element(buf, index), self.expr(value)])
             case ir.Op(op=op, args=args, dtype=dtype):
@@ -168,8 +184,9 @@ class Emitter:
         self.depth -= 1
 
     def store(self, s: ir.Store) -> str:
-        """Render a buffer write."""
-        return f"{self.element(s.buf, s.index)} = {self.expr(s.value)};"
+        """Render a buffer write (converted to the storage type)."""
+        value = self.render("store", s.value.dtype, s.value.dtype, [self.expr(s.value)])
+        return f"{self.element(s.buf, s.index)} = {value};"
 
     def for_header(self, s: ir.For) -> str:
         """Render the header of a counted loop."""

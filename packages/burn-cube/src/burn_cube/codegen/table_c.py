@@ -3,7 +3,8 @@
 Floats use the libm function of the right width through the ``{f}`` suffix field (``expf`` for
 f32, ``exp`` for f64); integer division and modulo go through helpers that return 0 on a zero
 divisor instead of trapping. The cube and unit counters are ``int64_t`` in C, so positions are
-cast back to the language's ``u32``.
+cast back to the language's ``u32``. bf16 is stored as ``uint16_t`` (any gcc) and computed in
+``float``: widened on load, rounded to nearest even on store (as ml_dtypes does).
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from burn_cube.codegen.emitter import POSITIONS
 from burn_cube.types import LINE_LANES
 
 SCALAR_TYPES = {"bool": "bool", "u32": "uint32_t", "i32": "int32_t", "i64": "int64_t",
-                "f16": "_Float16", "f32": "float", "f64": "double"}
+                "f16": "_Float16", "bf16": "float", "f32": "float", "f64": "double"}
+STORAGE_TYPES = {"bf16": "uint16_t"}
 #: Lines are GCC vector types (``bc_f32x4``), declared per kernel with ``LINE_TYPEDEF``.
-TYPES = {**SCALAR_TYPES, **{f"{s}x{n}": f"bc_{s}x{n}" for s in SCALAR_TYPES if s != "bool"
-                            for n in LINE_LANES}}
+TYPES = {**SCALAR_TYPES, **{f"{s}x{n}": f"bc_{s}x{n}" for s in SCALAR_TYPES
+                            if s not in ("bool", "bf16") for n in LINE_LANES}}
 #: Element alignment, so that a line pointer into any element-aligned array is valid.
 LINE_TYPEDEF = "typedef {T} bc_{s} __attribute__((vector_size({size}), aligned({align})));"
 
-OPS: dict[str, str] = {
+OPS: dict[str, str | None] = {
     **{op: f"((uint32_t){template})" for op, template in POSITIONS.items()},
     "plane_dim": "1u", "unit_pos_plane": "0u", "plane_sum": "({a})", "plane_max": "({a})",
     "inf": "(({t})INFINITY)", "ninf": "(({t})-INFINITY)", "nan": "(({t})NAN)",
@@ -33,6 +35,8 @@ OPS: dict[str, str] = {
     "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
     "shl": "({a} << {b})", "shr": "({a} >> {b})", "invert": "(~{a})",
     "cast": "(({t}){a})", "select": "({a} ? {b} : {c})",
+    "load": "{a}", "store": "{a}", "load.bf16": "bc_bf16_load({a})",
+    "store.bf16": "bc_bf16_store({a})",
     "min": "bc_min_{s}({a}, {b})", "max": "bc_max_{s}({a}, {b})",
     "abs.float": "fabs{f}({a})", "abs.int": "bc_abs_{s}({a})",
     "pow": "pow{f}({a}, {b})", "rsqrt": "(1 / sqrt{f}({a}))", "round": "rint{f}({a})",
@@ -97,6 +101,21 @@ static inline float bc_tanh_f32(float x) {
     return ax < 0.625f ? small : big;
 }
 """
+#: bf16 <-> float; the store rounds to nearest even and keeps NaNs quiet (as ml_dtypes).
+HELPERS_BF16 = """\
+static inline float bc_bf16_load(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    __builtin_memcpy(&f, &b, 4);
+    return f;
+}
+static inline uint16_t bc_bf16_store(float f) {
+    uint32_t b;
+    __builtin_memcpy(&b, &f, 4);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+"""
 BITS_TYPE = {16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
 
 PRELUDE = """\
@@ -121,7 +140,7 @@ def literal(value: int | float | bool, type_name: str, dtype_name: str) -> str:
         return "1" if value else "0"
     if dtype_name == "f32":
         return f"{float(value)!r}f"
-    if dtype_name in ("f64", "f16"):
+    if dtype_name in ("f64", "f16", "bf16"):
         return f"(({type_name}){float(value)!r})"
     if dtype_name == "u32":
         return f"{int(value)}u"

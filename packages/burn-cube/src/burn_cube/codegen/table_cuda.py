@@ -1,7 +1,9 @@
 """CUDA C expression table for the cuda target (compiled with NVRTC through CuPy).
 
 Shares the C spellings of arithmetic and libm functions (CUDA's device math library has the same
-names); differs in types, atomics and warp-level plane operations.
+names); differs in types, atomics and warp-level plane operations. bf16 is stored as
+``__nv_bfloat16`` and computed in ``float`` (as on the CPU: widened on load, rounded to nearest
+even on store), so it needs no bf16 arithmetic from the architecture.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from burn_cube.codegen.emitter import POSITIONS
 
 #: Lines are CUDA's aligned vector types (64/128-bit loads and stores); no f16 lines.
 TYPES = {"bool": "bool", "u32": "unsigned int", "i32": "int", "i64": "long long",
-         "f16": "__half", "f32": "float", "f64": "double",
+         "f16": "__half", "bf16": "float", "f32": "float", "f64": "double",
          "f32x2": "float2", "f32x4": "float4", "f64x2": "double2", "i32x2": "int2",
          "i32x4": "int4", "u32x2": "uint2", "u32x4": "uint4", "i64x2": "longlong2"}
+STORAGE_TYPES = {"bf16": "__nv_bfloat16"}
 
-OPS: dict[str, str] = {
+OPS: dict[str, str | None] = {
     **table_c.OPS,
     **POSITIONS,  # plain: the counters are unsigned int here (C casts its int64_t ones)
     "plane_dim": "32u", "unit_pos_plane": "(bc_unit % 32u)",
@@ -27,6 +30,7 @@ OPS: dict[str, str] = {
     # __half has no implicit float math: absolute value natively, pow through float
     "abs.f16": "__habs({a})", "isnan.f16": "__hisnan({a})", "isinf.f16": "(__hisinf({a}) != 0)",
     "pow.f16": "__float2half(powf(__half2float({a}), __half2float({b})))",
+    "load.bf16": "__bfloat162float({a})", "store.bf16": "__float2bfloat16_rn({a})",
     "atomic_add": "atomicAdd(&{a}, {b})",
     "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "
                       "(unsigned long long){b}))",
@@ -36,6 +40,8 @@ OPS: dict[str, str] = {
 for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float", "exp.f32", "tanh.f32"):
     OPS.pop(_key)
 
+#: Included by kernels that use bf16.
+BF16_INCLUDE = "#include <cuda_bf16.h>"
 PRELUDE = """\
 #include <cuda_fp16.h>
 #define CUDART_INF __int_as_float(0x7f800000)

@@ -1,8 +1,14 @@
 """WGSL expression table for the wgpu target.
 
-WGSL has no f64 or i64 (and f16 only with the ``shader-f16`` feature); there is no ``erf``,
-``log1p`` or ``isnan``, so those are spelled with helpers or bit tests here; f32 ``tanh`` is a
-helper too (speed).
+WGSL has f16, f64 and i64 only with the adapter features ``shader-f16``, ``shader-f64`` and
+``shader-int64`` (naga's WGSL extensions: ``f64``/``i64`` types, ``1.0lf``/``1li`` literals); the
+runtime requests them. Vulkan has no f64 transcendental functions (GLSL.std.450 ``exp``, ``sin``,
+``pow``, ... take 16/32-bit floats; llvmpipe returns garbage), so those are refused on f64; f64
+keeps arithmetic, ``sqrt``, ``floor`` and the like. No bf16. Storage buffers cannot hold
+``bool``: bool tensors are ``u32`` per element. There is no ``erf``, ``log1p`` or ``isnan``, so
+those are spelled with helpers or bit tests here; f32 ``tanh`` is a helper too (speed).
+Scalar parameters are decoded from their ``bc_info`` words with the ``scalar`` entries (``{a}``
+the low word, ``{b}`` the high word of a 64-bit value).
 """
 
 from __future__ import annotations
@@ -11,15 +17,21 @@ from burn_cube.codegen.emitter import POSITIONS
 from burn_cube.types import LINE_LANES
 
 #: Lines are ``vecN<T>``, whose operators and built-in functions are element-wise.
-TYPES = {"bool": "bool", "u32": "u32", "i32": "i32", "f16": "f16", "f32": "f32",
-         **{f"{s}x{n}": f"vec{n}<{s}>" for s in ("u32", "i32", "f16", "f32") for n in LINE_LANES}}
+TYPES = {"bool": "bool", "u32": "u32", "i32": "i32", "i64": "i64", "f16": "f16", "f32": "f32",
+         "f64": "f64", **{f"{s}x{n}": f"vec{n}<{s}>" for s in ("u32", "i32", "i64", "f16", "f32",
+                                                                 "f64") for n in LINE_LANES}}
+STORAGE_TYPES = {"bool": "u32"}
+#: f64 functions Vulkan lacks.
+F64_MISSING = ("exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin", "acos",
+               "atan", "sinh", "cosh", "pow", "erf")
 
-OPS: dict[str, str] = {
+OPS: dict[str, str | None] = {
     **POSITIONS,
     "plane_dim": "bc_plane_dim", "unit_pos_plane": "bc_plane_unit",
     "plane_sum": "subgroupAdd({a})", "plane_max": "subgroupMax({a})",
     "inf.f32": "bitcast<f32>(0x7f800000u)", "ninf.f32": "bitcast<f32>(0xff800000u)",
-    "nan.f32": "bitcast<f32>(0x7fc00000u)",
+    "nan.f32": "bitcast<f32>(0x7fc00000u)", "inf.f64": "f64(bitcast<f32>(0x7f800000u))",
+    "ninf.f64": "f64(bitcast<f32>(0xff800000u))", "nan.f64": "f64(bitcast<f32>(0x7fc00000u))",
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
     "mod": "({a} % {b})", "neg": "(-{a})",
     "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
@@ -28,15 +40,23 @@ OPS: dict[str, str] = {
     "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
     "shl": "({a} << u32({b}))", "shr": "({a} >> u32({b}))", "invert": "(~{a})",
     "cast": "{t}({a})", "select": "select({c}, {b}, {a})",
+    "load": "{a}", "store": "{a}", "load.bool": "({a} != 0u)", "store.bool": "select(0u, 1u, {a})",
+    "scalar": "bitcast<{t}>({a})", "scalar.u32": "{a}", "scalar.bool": "({a} != 0u)",
+    "scalar.f16": "f16(unpack2x16float({a}).x)",
+    **{f"scalar.{s}": "bitcast<{t}>((u64({b}) << 32u) | u64({a}))" for s in ("i64", "f64")},
     "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "abs({a})", "pow": "pow({a}, {b})",
     "rsqrt": "inverseSqrt({a})", "log1p": "log(1.0 + {a})", "erf": "bc_erf_{s}({a})",
-    **{f"tanh.f32{x}": "bc_tanh_{s}({a})" for x in ("", *(f"x{n}" for n in LINE_LANES))},
+    "tanh.f32": "bc_tanh_{s}({a})",
     "isnan.f32": "((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)",
     "isinf.f32": "((bitcast<u32>({a}) & 0x7fffffffu) == 0x7f800000u)",
+    "isnan.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)",
+    "isinf.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) == 0x7ff0000000000000lu)",
     **{op: f"{op}({{a}})" for op in (
         "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "asin", "acos", "atan",
         "sinh", "cosh", "sqrt", "floor", "ceil", "round", "trunc")},
     "atomic_add.int": "atomicAdd(&{a}, {b})", "atomic_add.uint": "atomicAdd(&{a}, {b})",
+    "atomic_add.i64": None,
+    **{f"{op}.f64": None for op in F64_MISSING},
 }
 
 #: Helper functions by name prefix, emitted once per dtype used (``{s}`` the dtype name, ``{T}``
@@ -76,8 +96,6 @@ def literal(value: int | float | bool, dtype_name: str) -> str:
     """
     if dtype_name == "bool":
         return "true" if value else "false"
-    if dtype_name in ("f32", "f16"):
-        text = f"{float(value)!r}{'f' if dtype_name == 'f32' else 'h'}"
-    else:
-        text = f"{int(value)}{'u' if dtype_name == 'u32' else 'i'}"
+    suffix = {"f32": "f", "f16": "h", "f64": "lf", "u32": "u", "i32": "i", "i64": "li"}[dtype_name]
+    text = f"{float(value) if dtype_name[0] == 'f' else int(value)!r}{suffix}"
     return f"({text})" if text.startswith("-") else text

@@ -2,8 +2,9 @@
 
 Tensors are storage buffers (``read`` unless written), metadata and scalars travel in one
 read-only ``array<u32>`` (``bc_info``): logical cube counts, each tensor's len/shape/strides, then
-the scalars bit-cast to u32. The cube index is linearized from a possibly 2-D dispatch (more
-than 65,535 cubes) and extra workgroups exit at once.
+the scalars bit-cast to u32 (64-bit ones as two words, low first; ``info_words``). The cube
+index is linearized from a possibly 2-D dispatch (more than 65,535 cubes) and extra workgroups
+exit at once. bool tensors are ``u32`` buffers (``table_wgsl.STORAGE_TYPES``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
 from burn_cube.ir.nodes import meta_names
 from burn_cube.types import DType
+
+
+def info_words(dtype: DType) -> int:
+    """Number of ``bc_info`` words of a scalar parameter."""
+    return 2 if dtype.bits == 64 else 1
 
 
 def info_layout(kernel: ir.KernelIR) -> list[tuple[str, str, str, int]]:
@@ -37,6 +43,7 @@ class WgslEmitter(Emitter):
     target = "wgsl"
     ops = table_wgsl.OPS
     types = table_wgsl.TYPES
+    storage_types = table_wgsl.STORAGE_TYPES
 
     def literal(self, value: int | float | bool, dtype: DType) -> str:
         self.type(dtype)
@@ -44,26 +51,23 @@ class WgslEmitter(Emitter):
 
     def element_type(self, buf: ir.Buffer) -> str:
         """Element type of a buffer (``atomic<T>`` when updated atomically)."""
-        t = self.type(buf.dtype)
+        t = self.storage_type(buf.dtype)
         if buf.atomic:
             if not buf.dtype.is_integer:
                 raise CompileError(f"atomic_add on {buf.dtype} is not supported by WGSL "
                                    "(only i32/u32)", self.kernel.name)
             return f"atomic<{t}>"
-        if buf.dtype.name == "bool" and not buf.shared:
-            raise CompileError("bool tensors are not supported by WGSL storage buffers",
-                               self.kernel.name)
         return t
 
     def load(self, e: ir.Load) -> str:
-        element = self.element(e.buf, e.index)
-        return f"atomicLoad(&{element})" if self.kernel.buffers[e.buf].atomic else element
+        if self.kernel.buffers[e.buf].atomic:
+            return f"atomicLoad(&{self.element(e.buf, e.index)})"
+        return super().load(e)
 
     def store(self, s: ir.Store) -> str:
-        element = self.element(s.buf, s.index)
         if self.kernel.buffers[s.buf].atomic:
-            return f"atomicStore(&{element}, {self.expr(s.value)});"
-        return f"{element} = {self.expr(s.value)};"
+            return f"atomicStore(&{self.element(s.buf, s.index)}, {self.expr(s.value)});"
+        return super().store(s)
 
     def barrier(self) -> str:
         return "workgroupBarrier();"
@@ -83,15 +87,16 @@ class WgslEmitter(Emitter):
         self.line("let bc_cube = bc_wid.x + (bc_wid.y + bc_wid.z * bc_nwg.y) * bc_nwg.x;")
         self.line("if (bc_cube >= bc_ccx * bc_ccy * bc_ccz) { return; }")
         scalars = {p.name: p.dtype for p in k.scalars}
-        for word, (name, param, field, _) in enumerate(layout, start=3):
+        word = 3
+        for name, param, field, _ in layout:
             if field != "scalar":
                 self.line(f"let {name} = bc_info[{word}];")
+                word += 1
                 continue
             dtype = scalars[param]
-            raw = f"bc_info[{word}]"
-            value = {"bool": f"{raw} != 0u", "u32": raw}.get(
-                dtype.name, f"bitcast<{self.type(dtype)}>({raw})")
-            self.line(f"let {name} = {value};")
+            raw = [f"bc_info[{word + j}]" for j in range(info_words(dtype))]
+            self.line(f"let {name} = {self.render('scalar', dtype, dtype, raw)};")
+            word += len(raw)
         for name, dtype in k.locals.items():
             self.line(f"var v_{name}: {self.type(dtype)};")
         for s in k.body:

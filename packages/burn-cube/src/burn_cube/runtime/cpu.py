@@ -75,7 +75,7 @@ class CpuRuntime(Runtime):
     @property
     def properties(self) -> Properties:
         return Properties("cpu", f"host CPU ({os.cpu_count()} threads)", "c",
-                          frozenset(("bool", "u32", "i32", "i64", "f16", "f32", "f64")),
+                          frozenset(("bool", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")),
                           1024, (2**31 - 1, 2**31 - 1, 2**31 - 1), 1)
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:

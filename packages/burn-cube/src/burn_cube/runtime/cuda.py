@@ -1,7 +1,9 @@
 """CUDA runtime through CuPy: NVRTC-compiled ``RawModule``s, CuPy's memory pool, one stream.
 
 The import is guarded: without CuPy or a CUDA device, ``runtime("cuda")`` raises
-``RuntimeUnavailableError``. CuPy keeps its own on-disk cache of compiled modules.
+``RuntimeUnavailableError``. CuPy keeps its own on-disk cache of compiled modules. CuPy has no
+bfloat16 dtype: bf16 tensors and scalars travel as their uint16 bits (``__nv_bfloat16`` in the
+kernel).
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from burn_cube.codegen.cuda import param_layout
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
-from burn_cube.types import DType, from_numpy
+from burn_cube.types import DType, bf16, from_numpy
+
+#: numpy dtype whose bits stand in for one CuPy lacks.
+_BITS = {bf16.numpy: np.dtype(np.uint16)}
+
+
+def _held(dtype: np.dtype) -> np.dtype:
+    return _BITS.get(dtype, dtype)
+
 
 try:
     import cupy
@@ -56,25 +66,25 @@ class CudaRuntime(Runtime):
     @property
     def properties(self) -> Properties:
         return Properties("cuda", self.description, "cuda",
-                          frozenset(("bool", "u32", "i32", "i64", "f16", "f32", "f64")),
+                          frozenset(("bool", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")),
                           self.max_threads, self.max_grid, 32)  # type: ignore[arg-type]
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         with self.stream:
-            return DeviceArray(self, cupy.zeros(shape, dtype.numpy), tuple(shape), dtype)
+            return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
         if dtype is None:
             raise LaunchError(f"unsupported numpy dtype {array.dtype}")
         with self.stream:
-            handle = cupy.asarray(np.ascontiguousarray(array))
+            handle = cupy.asarray(np.ascontiguousarray(array).view(_held(array.dtype)))
         return DeviceArray(self, handle, array.shape, dtype)
 
     def download(self, array: DeviceArray) -> np.ndarray:
         out = cupy.asnumpy(array.handle, stream=self.stream)
         self.stream.synchronize()
-        return out
+        return out.view(array.dtype.numpy)
 
     def compile(self, kernel: KernelIR) -> CompiledCuda:
         source = generate(kernel, "cuda")
@@ -96,7 +106,7 @@ class CudaRuntime(Runtime):
             if field == "tensor":
                 values.append(value.handle)
             elif field == "scalar":
-                values.append(value)
+                values.append(np.array(value).view(_held(value.dtype))[()])
             else:
                 lanes = kernel.buffers[param].dtype.lanes
                 values.append(np.uint32(meta_value(value, field, dim, lanes)))

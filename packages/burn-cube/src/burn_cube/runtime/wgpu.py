@@ -8,7 +8,9 @@ starts at once, overlapping host and device work) and doubles per submit up to `
 read-backs reuse mapped staging buffers; bind groups (with their ``bc_info`` buffers) are
 cached per buffer set and metadata. More than 65,535 cubes are
 dispatched as a 2-D grid and linearized in the shader. The device is requested with the
-adapter's maximum storage-buffer limits.
+adapter's maximum storage-buffer limits and, where the adapter has them, the features of the
+f16, f64 and i64 dtypes (``DTYPE_FEATURES``) and subgroups. bool tensors are held as one u32 per
+element (converted on upload and download).
 """
 
 from __future__ import annotations
@@ -41,7 +43,15 @@ _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
            "max-storage-buffers-per-shader-stage", "max-compute-invocations-per-workgroup",
            "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
            "max-compute-workgroup-size-z", "max-compute-workgroup-storage-size")
-_FEATURES = ("shader-f16", "subgroup")
+#: The adapter feature each optional dtype needs.
+DTYPE_FEATURES = {"f16": "shader-f16", "f64": "shader-f64", "i64": "shader-int64"}
+_FEATURES = (*DTYPE_FEATURES.values(), "subgroup")
+#: numpy dtype a tensor is held in on the device, where it differs from the dtype's own.
+_HELD = {"bool": np.dtype(np.uint32)}
+
+
+def _held(dtype: DType) -> np.dtype:
+    return _HELD.get(dtype.name, dtype.numpy)
 
 
 def _bucket(nbytes: int) -> int:
@@ -95,8 +105,8 @@ class WgpuRuntime(Runtime):
 
     @cached_property
     def properties(self) -> Properties:
-        dtypes = {"bool", "u32", "i32", "f32"} | ({"f16"} if "shader-f16" in self.features
-                                                  else set())
+        dtypes = {"bool", "u32", "i32", "f32"} | {
+            d for d, feature in DTYPE_FEATURES.items() if feature in self.features}
         per_dim = self.limits["max-compute-workgroups-per-dimension"]
         return Properties("wgpu", self.description, "wgsl", frozenset(dtypes),
                           self.limits["max-compute-invocations-per-workgroup"],
@@ -125,23 +135,24 @@ class WgpuRuntime(Runtime):
         return array
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
-        nbytes = math.prod(shape) * dtype.numpy.itemsize
+        nbytes = math.prod(shape) * _held(dtype).itemsize
         buffer = self._buffer(nbytes)
         self.device.queue.write_buffer(buffer, 0, np.zeros(buffer.size // 4, np.uint32))
         return self._wrap(buffer, shape, dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
-        if dtype is None or dtype.name not in self.properties.dtypes or dtype.name == "bool":
-            raise LaunchError(f"the wgpu runtime cannot hold {array.dtype} tensors")
-        data = np.ascontiguousarray(array)
+        if dtype is None or dtype.name not in self.properties.dtypes:
+            raise LaunchError(f"the wgpu runtime does not support {dtype or array.dtype} tensors")
+        data = np.ascontiguousarray(array, _held(dtype))
         buffer = self._buffer(data.nbytes)
         if data.nbytes:
             self.device.queue.write_buffer(buffer, 0, _padded(data))
         return self._wrap(buffer, array.shape, dtype)
 
     def download(self, array: DeviceArray) -> np.ndarray:
-        nbytes = array.nbytes
+        held = _held(array.dtype)
+        nbytes = array.size * held.itemsize
         if nbytes == 0:
             return np.zeros(array.shape, array.dtype.numpy)
         size = _bucket(nbytes)
@@ -155,7 +166,7 @@ class WgpuRuntime(Runtime):
         data = bytes(staging.read_mapped(0, _round4(nbytes)))[:nbytes]
         staging.unmap()
         self._staging[size] = staging
-        return np.frombuffer(data, array.dtype.numpy).reshape(array.shape).copy()
+        return np.frombuffer(data, held).astype(array.dtype.numpy).reshape(array.shape)
 
     # ------------------------------------------------------------------------------ kernels
     def compile(self, kernel: KernelIR) -> CompiledWgsl:
@@ -195,7 +206,7 @@ class WgpuRuntime(Runtime):
         for _, param, field, dim in compiled.info:
             value = by_name[param]
             if field == "scalar":
-                words.append(_word(value))
+                words += _words(value)
             else:
                 words.append(meta_value(value, field, dim, kernel.buffers[param].dtype.lanes))
         compute = self._pass_now()
@@ -264,10 +275,10 @@ class WgpuRuntime(Runtime):
         return {**self._stats, "bytes_free_in_pool": free, "pipelines": len(self._pipelines)}
 
 
-def _word(value: np.generic) -> int:
-    """A scalar's bits as one u32 word (narrower types zero-extended)."""
-    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32}[value.dtype.itemsize]
-    return int(np.array(value).view(unsigned))
+def _words(value: np.generic) -> list[int]:
+    """A scalar's bits as u32 words, low word first (narrower types zero-extended)."""
+    raw = np.array(value).tobytes()
+    return [int(w) for w in np.frombuffer(raw.ljust(_round4(len(raw)), b"\0"), np.uint32)]
 
 
 def _round4(n: int) -> int:
