@@ -89,3 +89,39 @@ def test_missing_column_missing_file_corrupt_file(tmp_path):
         DataframeDataset.from_parquet(tmp_path / "bad.parquet")
     with pytest.raises(MissingColumnError, match=r"<dataframe>: no column"):
         DataframeDataset(pl.DataFrame({"a": [1]}), columns=["b"])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_get_many_reads_each_chunk_once(tmp_path, fmt):
+    a, b = _frame(300, 0), _frame(300, 300)
+    paths = [tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"]
+    for frame, path in zip((a, b), paths, strict=True):
+        getattr(pl.from_pandas(frame), f"write_{fmt}")(path)
+    ref = pd.concat([a, b], ignore_index=True)
+    opener = getattr(DataframeDataset, f"from_{fmt}")
+
+    ds = opener(paths, chunk_size=50)  # 6 chunks per file
+    for start in range(0, 600, 40):  # sequential batches: one scan per chunk
+        _same(ds.get_many(range(start, start + 40)), ref.iloc[start:start + 40])
+    assert ds.scans == 12
+
+    ds = opener(paths, chunk_size=50)
+    picks = [299, 0, 120, 121, 0, 340]  # 3 chunks of a, 1 of b, a row twice
+    _same(ds.get_many(picks), ref.iloc[picks])
+    assert ds.scans == 4
+    _same([ds[i] for i in (1, 122, 301)], ref.iloc[[1, 122, 301]])
+    assert ds.scans == 4  # cached chunks
+
+    ds = opener(paths, chunk_size=50)
+    order = np.random.default_rng(0).permutation(600)
+    for batch in np.array_split(order, 5):  # shuffled: spread over > 4 chunks of each file
+        _same(ds.get_many(batch.tolist()), ref.iloc[batch])
+    assert ds.scans == 5 * 2  # one scan per file per batch
+
+
+def test_eager_frame_rows_need_no_scan():
+    df = pl.from_pandas(_frame(3000))
+    ds = DataframeDataset(df, chunk_size=1024)
+    picks = [2999, 5, 1500, 5]
+    _same(ds.get_many(picks), _frame(3000).iloc[picks])
+    assert ds[-1] == df.row(2999, named=True) and ds.scans == 0 and not ds._cache

@@ -133,3 +133,36 @@ def test_mnist_download_from_mirror(tmp_path, monkeypatch):
     ds = MnistDataset("test", root=tmp_path / "cache")
     assert len(ds) == 7 and sorted(p.name for p in (tmp_path / "cache").iterdir()) == [
         f.name for f in files]
+
+
+def _no_network(*args, **kwargs):
+    raise AssertionError("no download may be attempted")
+
+
+@pytest.mark.parametrize("value", ["1", "true", "ON"])
+def test_offline_env_skips_downloads(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("BURN_DATASET_OFFLINE", value)
+    monkeypatch.setattr("urllib.request.urlopen", _no_network)
+    with pytest.raises(DatasetUnavailableError) as e:
+        MnistDataset("test", root=tmp_path / "cache")
+    msg = str(e.value)
+    assert "t10k-images-idx3-ubyte.gz" in msg and "t10k-labels-idx1-ubyte.gz" in msg
+    assert str(tmp_path / "cache") in msg and "BURN_DATASET_OFFLINE is set" in msg
+    assert not (tmp_path / "cache").exists()
+    _write_split(tmp_path / "cache", "t10k")  # files present: offline is no obstacle
+    assert len(MnistDataset("test", root=tmp_path / "cache")) == 7
+
+
+@pytest.mark.parametrize("value", ["", "0", "false"])
+def test_offline_env_off_and_short_default_timeout(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("BURN_DATASET_OFFLINE", value)
+    timeouts = []
+
+    def refuse(url, timeout):
+        timeouts.append(timeout)
+        raise OSError("unreachable")
+
+    monkeypatch.setattr("urllib.request.urlopen", refuse)
+    with pytest.raises(DatasetUnavailableError, match="download failures: .*unreachable"):
+        fetch_files([RemoteFile("f.bin", "0" * 64)], tmp_path, ["https://a/", "https://b/"])
+    assert timeouts == [5.0, 5.0]

@@ -1,5 +1,6 @@
 """Image-folder loading: 10k 64x64 PNGs decoded with PIL into float32 batches of 64, 2 workers,
-burn's DataLoader (threads and processes) vs torch.utils.data.DataLoader."""
+burn's DataLoader (threads and processes) vs torch.utils.data.DataLoader, with workers started
+every epoch and with persistent ones."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ SIZE = 64
 CLASSES = 10
 BATCH = 64
 WORKERS = 2
-ROUNDS = 3
+ROUNDS = 5
 
 
 class PngFolder:
@@ -62,17 +63,25 @@ def _epoch(loader: Iterable[tuple[Any, Any]]) -> int:
     return sum(len(labels) for _, labels in loader)
 
 
-def _best_epochs(loaders: dict[str, Iterable[tuple[Any, Any]]]) -> list[Measurement]:
+def _best_epochs(loaders: dict[str, tuple[Iterable[tuple[Any, Any]], str | None]]
+                 ) -> list[Measurement]:
     """Best epoch time of each loader over `ROUNDS` rounds, the loaders taking turns in each
-    round (so that load from other processes hits them alike); a warm-up round first."""
+    round (so that load from other processes hits them alike); a warm-up round first.
+
+    Args:
+        loaders: name -> (loader, name of the loader it is compared with, or None).
+
+    Returns:
+        One measurement per loader, in order.
+    """
     best = dict.fromkeys(loaders, float("inf"))
     for _ in range(ROUNDS + 1):
-        for name, loader in loaders.items():
+        for name, (loader, _) in loaders.items():
             start = time.perf_counter()
             if _epoch(loader) != IMAGES:
                 raise RuntimeError(f"{name} did not yield {IMAGES} images")
             best[name] = min(best[name], time.perf_counter() - start)
-    return [Measurement(name, seconds) for name, seconds in best.items()]
+    return [Measurement(name, seconds, loaders[name][1]) for name, seconds in best.items()]
 
 
 def run() -> str:
@@ -81,20 +90,31 @@ def run() -> str:
     with tempfile.TemporaryDirectory(prefix="burn-bench-loader-") as tmp:
         write_images(Path(tmp))
         dataset = PngFolder(Path(tmp))
-        loaders = {
-            f"torch DataLoader ({WORKERS} processes)": TorchLoader(
-                dataset, batch_size=BATCH, num_workers=WORKERS),
-            f"burn DataLoader ({WORKERS} threads)": DataLoader(
-                dataset, batch_size=BATCH, num_workers=WORKERS, device=burn.Device("numpy")),
-            f"burn DataLoader ({WORKERS} processes)": DataLoader(
+        numpy = burn.Device("numpy")
+        torch_fresh, torch_kept = (f"torch DataLoader ({WORKERS} processes{note})"
+                                   for note in ("", ", persistent"))
+        burn_kept = DataLoader(dataset, batch_size=BATCH, num_workers=WORKERS,
+                               worker_type="process", device=numpy, persistent_workers=True)
+        loaders: dict[str, tuple[Iterable[tuple[Any, Any]], str | None]] = {
+            torch_fresh: (TorchLoader(dataset, batch_size=BATCH, num_workers=WORKERS), None),
+            f"burn DataLoader ({WORKERS} threads)": (DataLoader(
+                dataset, batch_size=BATCH, num_workers=WORKERS, device=numpy), torch_fresh),
+            f"burn DataLoader ({WORKERS} processes)": (DataLoader(
                 dataset, batch_size=BATCH, num_workers=WORKERS, worker_type="process",
-                device=burn.Device("numpy")),
+                device=numpy), torch_fresh),
+            torch_kept: (TorchLoader(dataset, batch_size=BATCH, num_workers=WORKERS,
+                                     persistent_workers=True), None),
+            f"burn DataLoader ({WORKERS} processes, persistent)": (burn_kept, torch_kept),
         }
-        results = _best_epochs(loaders)
-    base = results[0]
+        try:
+            results = _best_epochs(loaders)
+        finally:
+            burn_kept.close()
+    by_name = {r.name: r for r in results}
     lines = [f"## data loading, {IMAGES} PNGs {SIZE}x{SIZE} -> float32 batches of {BATCH}",
-             f"{'candidate':<34}{'images/s':>14}{'speed vs torch':>22}"]
-    lines += [f"{r.name:<34}{IMAGES / r.seconds:>14,.0f}{r.ratio_to(base):>21.2f}x"
+             f"{'candidate':<46}{'images/s':>12}{'speed vs torch':>18}"]
+    lines += [f"{r.name:<46}{IMAGES / r.seconds:>12,.0f}"
+              + (f"{r.ratio_to(by_name[r.vs]):>17.2f}x" if r.vs else "")
               for r in results]
     return "\n".join(lines)
 

@@ -279,3 +279,61 @@ def test_arguments_are_checked() -> None:
         DataLoader(Records(), worker_type="fiber")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="__len__"):
         DataLoader(object())
+
+
+class Pids(Records):
+    """Items carry the id of the process or thread that read them."""
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {"pid": os.getpid(), "thread": threading.get_ident(), "i": i}
+
+
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_persistent_workers_live_across_epochs_until_close(worker_type: Any) -> None:
+    before = shared_blocks()
+    loader = DataLoader(Pids(n=12), batch_size=3, num_workers=2, worker_type=worker_type,
+                        persistent_workers=True)
+    key = "pid" if worker_type == "process" else "thread"
+    epochs = [{int(v) for b in loader for v in np.asarray(b[key]).tolist()} for _ in range(3)]
+    assert len(set().union(*epochs)) <= 2 and alive_workers()  # the same two workers
+    for _ in loader:  # an early break keeps the workers too
+        break
+    assert alive_workers()
+    loader.close()
+    assert not alive_workers() and shared_blocks() == before
+    assert [np.asarray(b["i"]).tolist() for b in loader][0] == [0, 1, 2]  # new workers
+    loader.close()
+
+
+class HalfBroken(Large):
+    """Large arrays, then a field `collate` refuses (after stacking the arrays into a block)."""
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, Any]:  # type: ignore[override]
+        return np.zeros((128, 256), np.float32), None
+
+
+def test_failed_collate_frees_its_shared_memory() -> None:
+    before = shared_blocks()
+    with pytest.raises(DataLoaderError, match="NoneType"):
+        list(DataLoader(HalfBroken(), batch_size=2, num_workers=2, worker_type="process"))
+    assert shared_blocks() == before and not alive_workers()
+
+
+def test_stack_batcher_adopts_its_arrays() -> None:
+    collated = collate([np.ones(3, np.float32)] * 2)
+    batch = default_batcher.to_device(collated, burn.Device("numpy"))
+    collated[0, 0] = 5  # adopted, not copied: the caller gave the arrays away
+    assert np.asarray(batch)[0, 0] == 5
+    copied = burn.data.to_device(collate([np.ones(3)] * 2), burn.Device("numpy"))
+    assert copied.dtype == burn.float64
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_concurrent_epochs_of_one_loader(persistent: bool) -> None:
+    loader = DataLoader(Records(n=12), batch_size=3, num_workers=2, worker_type="process",
+                        persistent_workers=persistent)
+    pairs = list(zip(loader, loader, strict=True))  # two epochs interleaved
+    assert [np.asarray(a["label"]).tolist() for a, _ in pairs] == [
+        np.asarray(b["label"]).tolist() for _, b in pairs]
+    loader.close()
+    assert not alive_workers()

@@ -167,8 +167,7 @@ def _unshare(value: Any) -> Any:
     dtype = np.dtype(value.dtype)
     fd = os.open(_block_path(value.name), os.O_RDWR)
     try:
-        mapped = mmap.mmap(fd, math.prod(value.shape) * dtype.itemsize,
-                           flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+        mapped = mmap.mmap(fd, math.prod(value.shape) * dtype.itemsize)
     finally:
         os.close(fd)
         _unlink_block(value.name)

@@ -27,6 +27,7 @@ Frame = pl.DataFrame | pl.LazyFrame
 R = TypeVar("R")
 
 _CACHED_CHUNKS = 4
+_ROW = "__burn_row__"
 
 
 def _as_paths(paths: PathArg) -> list[Path]:
@@ -51,15 +52,20 @@ def _wrap(label: str, what: str, fn: Callable[[], R]) -> R:
 class DataframeDataset(Dataset[dict[str, Any]]):
     """Rows as ``{column: value}`` dicts, read ``chunk_size`` rows at a time.
 
-    Eager frames are sliced without copying; lazy ones (``from_csv``, ``from_parquet``) are
-    scanned per file and only the slice holding a requested row is collected, so single items
+    Eager frames are read row by row, in place; lazy ones (``from_csv``, ``from_parquet``) are
+    scanned per file and only the chunk holding a requested row is collected, so single items
     never load a whole file. The last few chunks are cached, which makes sequential reading
-    cost one scan per chunk.
+    cost one scan per chunk; ``get_many`` reads the distinct chunks of its rows once each, or,
+    when they are more than the cache holds (shuffled batches), just its rows in one scan per
+    file.
 
     Args:
         df: a polars DataFrame or LazyFrame.
         columns: columns to keep (default: all).
         chunk_size: rows fetched per read.
+
+    Attributes:
+        scans: file reads (lazy scans collected) so far.
 
     Raises:
         MissingColumnError: a requested column is absent (names it and the columns present).
@@ -151,6 +157,7 @@ class DataframeDataset(Dataset[dict[str, Any]]):
         self._ends = list(itertools.accumulate(_height(label, f) for label, f in parts))
         self._cache: OrderedDict[tuple[int, int], list[dict[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
+        self.scans = 0
 
     @property
     def columns(self) -> list[str]:
@@ -160,30 +167,69 @@ class DataframeDataset(Dataset[dict[str, Any]]):
     def __len__(self) -> int:
         return self._ends[-1]
 
-    def _get(self, index: int) -> dict[str, Any]:
+    def _locate(self, index: int) -> tuple[int, int]:
+        """The part holding row ``index`` and the row's position in it."""
         k = bisect.bisect_right(self._ends, index)
-        local = index - (self._ends[k - 1] if k else 0)
-        start = local - local % self.chunk_size
-        return self._chunk(k, start)[local - start]
+        return k, index - (self._ends[k - 1] if k else 0)
+
+    def _get(self, index: int) -> dict[str, Any]:
+        return self._get_many([index])[0]
+
+    def _get_many(self, indices: list[int]) -> list[dict[str, Any]]:
+        """Rows at ``indices``: eager parts read row by row; for lazy ones the requested chunks
+        are read into the cache when they fit in it, else the requested rows are read in one
+        scan of the part."""
+        rows: list[dict[str, Any] | None] = [None] * len(indices)
+        wanted: dict[int, dict[int, list[int]]] = {}  # part -> local row -> positions
+        for pos, index in enumerate(indices):
+            part, local = self._locate(index)
+            frame = self._parts[part][1]
+            if isinstance(frame, pl.DataFrame):
+                rows[pos] = frame.row(local, named=True)
+            else:
+                wanted.setdefault(part, {}).setdefault(local, []).append(pos)
+        for part, positions in wanted.items():
+            for local, row in self._read(part, sorted(positions)).items():
+                for pos in positions[local]:
+                    rows[pos] = row
+        return rows  # type: ignore[return-value]
+
+    def _read(self, part: int, locals_: list[int]) -> dict[int, dict[str, Any]]:
+        """Rows ``locals_`` (sorted, distinct) of lazy part ``part``, by local row."""
+        size = self.chunk_size
+        starts = sorted({local - local % size for local in locals_})
+        with self._lock:
+            missing = [start for start in starts if (part, start) not in self._cache]
+        if len(missing) > _CACHED_CHUNKS:  # random access: one scan for just these rows
+            label, frame = self._parts[part]
+            picked = frame.with_row_index(_ROW).filter(pl.col(_ROW).is_in(locals_)).drop(_ROW)
+            found = self._collect(label, f"read {len(locals_)} rows", picked).to_dicts()
+            return dict(zip(locals_, found, strict=True))
+        chunks = {start: self._chunk(part, start) for start in starts}
+        return {local: chunks[local - local % size][local % size] for local in locals_}
 
     def _chunk(self, part: int, start: int) -> list[dict[str, Any]]:
-        """Rows ``[start, start + chunk_size)`` of part ``part``, through the chunk cache."""
+        """Rows ``[start, start + chunk_size)`` of lazy part ``part``, through the chunk
+        cache."""
         key = (part, start)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
         label, frame = self._parts[part]
-        sliced = frame.slice(start, self.chunk_size)
-        if isinstance(sliced, pl.LazyFrame):
-            sliced = _wrap(label, f"read rows {start}..{start + self.chunk_size}",
-                           sliced.collect)
-        rows = sliced.to_dicts()
+        rows = self._collect(label, f"read rows {start}..{start + self.chunk_size}",
+                             frame.slice(start, self.chunk_size)).to_dicts()
         with self._lock:
             self._cache[key] = rows
             while len(self._cache) > _CACHED_CHUNKS:
                 self._cache.popitem(last=False)
         return rows
+
+    def _collect(self, label: str, what: str, frame: pl.LazyFrame) -> pl.DataFrame:
+        """Run one scan of a lazy part, counted in ``scans``."""
+        with self._lock:
+            self.scans += 1
+        return _wrap(label, what, frame.collect)
 
 
 def _height(label: str, frame: Frame) -> int:

@@ -12,6 +12,15 @@ from pathlib import Path
 
 from burn_dataset.errors import ChecksumMismatchError, DatasetUnavailableError
 
+OFFLINE_ENV = "BURN_DATASET_OFFLINE"
+DEFAULT_TIMEOUT = 5.0
+
+
+def offline() -> bool:
+    """Whether ``$BURN_DATASET_OFFLINE`` forbids downloads (set to anything but ``""``, ``0``,
+    ``false``, ``no`` or ``off``)."""
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
 
 def cache_dir() -> Path:
     """The cache root: ``$BURN_DATASET_CACHE``, else ``~/.cache/burn-dataset``."""
@@ -57,7 +66,7 @@ def fetch_files(
     directory: Path,
     mirrors: Sequence[str],
     download: bool = True,
-    timeout: float = 30.0,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Path]:
     """Make sure every file of ``files`` is in ``directory``, downloading the missing ones.
 
@@ -68,8 +77,9 @@ def fetch_files(
         files: the files needed.
         directory: where they live.
         mirrors: base URLs tried in order.
-        download: whether missing files may be downloaded.
-        timeout: socket timeout per request, seconds.
+        download: whether missing files may be downloaded (never while `offline`).
+        timeout: socket timeout, seconds: for connecting, and for each read that stalls (an
+            unreachable mirror costs this much, not a whole download).
 
     Returns:
         The local path of each file, in order.
@@ -80,10 +90,15 @@ def fetch_files(
     """
     paths: list[Path | None] = [_present(directory, f.name) for f in files]
     errors: list[str] = []
-    if download:
+    if not download:
+        blocked = " (downloads disabled)"
+    elif offline():
+        blocked = f" (downloads disabled: ${OFFLINE_ENV} is set)"
+    else:
+        blocked = ""
         directory.mkdir(parents=True, exist_ok=True)
     for k, remote in enumerate(files):
-        if paths[k] is not None or not download:
+        if paths[k] is not None or blocked:
             continue
         for base in mirrors:
             url = base.rstrip("/") + "/" + remote.name
@@ -96,8 +111,7 @@ def fetch_files(
             break
     missing = [f.name for f, p in zip(files, paths, strict=True) if p is None]
     if missing:
-        detail = "; download failures: " + " | ".join(errors) if download else (
-            " (downloads disabled)")
+        detail = blocked or "; download failures: " + " | ".join(errors)
         raise DatasetUnavailableError(
             f"missing files {missing}: put them (gzipped or not) in {directory}{detail}"
         )

@@ -34,7 +34,8 @@ class MnistDataset(Dataset[MnistItem]):
     """The MNIST handwritten digits (60,000 train, 10,000 test images).
 
     Files are looked up in ``root`` (default ``cache_dir() / "mnist"``) and downloaded there,
-    checksummed, when missing and ``download`` is True.
+    checksummed, when missing and ``download`` is True (and ``$BURN_DATASET_OFFLINE`` is not
+    set: then a missing file raises at once).
 
     Args:
         split: ``"train"`` or ``"test"``.
