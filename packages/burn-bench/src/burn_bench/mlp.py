@@ -10,7 +10,7 @@ import torch
 
 import burn
 import burn.functional as F
-from burn_bench.timing import Measurement, measure, report
+from burn_bench.timing import Candidate, measure_interleaved, report
 
 BATCH, IN, HIDDEN, OUT = 64, 784, 256, 10
 LR = 0.01
@@ -71,9 +71,9 @@ def run() -> str:
     """Measure and return the report table."""
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
-    results: list[Measurement] = [
-        measure("torch eager step", torch_step_fn()),
-        measure("burn numpy+autodiff step", burn_step_fn(burn.Device("numpy").autodiff()),
-                vs="torch eager step"),
-    ]
+    results = measure_interleaved([
+        Candidate("torch eager step", torch_step_fn()),
+        Candidate("burn numpy+autodiff step", burn_step_fn(burn.Device("numpy").autodiff()),
+                  vs="torch eager step"),
+    ])
     return report(f"MLP 784-256-10 batch 64 training step ({threads} threads)", results)

@@ -1,4 +1,4 @@
-"""Timing helpers shared by the suites: best-of-repeats per-call time."""
+"""Timing helpers shared by the suites: best-of-batches per-call times, interleaved."""
 
 from __future__ import annotations
 
@@ -21,6 +21,15 @@ class Measurement:
         return other.seconds / self.seconds
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One thing to time: a label, the call, and the candidate it is compared with."""
+
+    name: str
+    fn: Callable[[], object]
+    vs: str | None = None
+
+
 def measure(name: str, fn: Callable[[], object], *, vs: str | None = None,
             min_time: float = 0.2, repeats: int = 5) -> Measurement:
     """Time `fn` as the best mean over `repeats` batches, each running at least `min_time` s.
@@ -34,24 +43,43 @@ def measure(name: str, fn: Callable[[], object], *, vs: str | None = None,
     Returns:
         The Measurement.
     """
+    return measure_interleaved([Candidate(name, fn, vs)], min_time=min_time, rounds=repeats)[0]
+
+
+def measure_interleaved(candidates: list[Candidate], *, min_time: float = 0.2,
+                        rounds: int = 7) -> list[Measurement]:
+    """Time several candidates in alternating rounds (one batch of each per round), so that
+    drifts in machine load hit them alike; each keeps its best batch mean.
+
+    Args:
+        candidates: what to time.
+        min_time: seconds each batch runs at least.
+        rounds: number of rounds.
+    Returns:
+        One Measurement per candidate, in order.
+    """
+    numbers = [_calibrate(c.fn, min_time) for c in candidates]
+    best = [float("inf")] * len(candidates)
+    for _ in range(rounds):
+        for i, (candidate, number) in enumerate(zip(candidates, numbers, strict=True)):
+            best[i] = min(best[i], _batch_mean(candidate.fn, number))
+    return [Measurement(c.name, b, c.vs) for c, b in zip(candidates, best, strict=True)]
+
+
+def _calibrate(fn: Callable[[], object], min_time: float) -> int:
+    """Calls per batch so that a batch of `fn` (warmed up here) lasts about `min_time` s."""
     fn()
     number = 1
-    while True:  # calibrate the batch size
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time / 4:
-            break
+    while (elapsed := _batch_mean(fn, number) * number) < min_time / 4:
         number *= 4
-    number = max(1, int(number * min_time / max(elapsed, 1e-9)))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
-    return Measurement(name, best, vs)
+    return max(1, int(number * min_time / max(elapsed, 1e-9)))
+
+
+def _batch_mean(fn: Callable[[], object], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
 
 
 def report(title: str, results: list[Measurement]) -> str:

@@ -118,7 +118,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
             if (impl.__class__ is str and other._dtype is self._dtype  # type: ignore
                     and other._device is self._device):  # type: ignore[attr-defined]
                 bk = self._bk
-                sa, sb = self.shape, other.shape  # type: ignore[attr-defined]
+                sa = self._shape or self.shape  # cached shapes first: the hot path
+                sb = other._shape or other.shape  # type: ignore[attr-defined]
                 shape = sa if sa == sb else broadcast_shapes(name, sa, sb)
                 out = getattr(bk, impl)(self._prim, other._prim)  # type: ignore
             else:

@@ -23,6 +23,8 @@ class ArithmeticOps(OpsBase):
             return AutodiffTensor(out)
         inner = self.inner
         ls, rs = inner.shape(lhs.primitive), inner.shape(rhs.primitive)
+        if ls == rs:  # no broadcast: both grads are the output grad
+            return AutodiffTensor(out, Node((lhs.node, rhs.node), _pass_both))
 
         def fn(g: P, saved: tuple[()]) -> tuple[P, P]:
             return unbroadcast(inner, g, ls), unbroadcast(inner, g, rs)
@@ -158,3 +160,8 @@ def _mt(inner: Any, x: P) -> P:
     """`x` with its last two dims swapped."""
     nd = len(inner.shape(x))
     return inner.float_swap_dims(x, nd - 2, nd - 1)
+
+
+def _pass_both(g: P, saved: tuple[()]) -> tuple[P, P]:
+    """Backward of a same-shape add: the output grad for both inputs."""
+    return g, g
