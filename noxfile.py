@@ -20,6 +20,9 @@ TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
 EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset"]
 PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask",
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
+# What the typecheck session checks: every package's sources.
+TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn-dataset/src",
+         "packages/burn-bench/src"]
 
 
 @nox.session
@@ -62,6 +65,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy over burn-core."""
-    session.install("mypy", *PACKAGES)
-    session.run("mypy", "packages/burn-core/src/burn")
+    """mypy over every package (burn-dataset's polars and pillow come with the examples)."""
+    session.install("mypy==2.4.1", TORCH, *PACKAGES, "-e", "packages/burn-cube[wgpu]",
+                    "-e", "packages/burn-bench")
+    session.run("mypy", *TYPED)

@@ -1,6 +1,7 @@
 """DataframeDataset over polars frames and lazily scanned CSV / Parquet from pandas and polars."""
 
 import math
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -125,3 +126,18 @@ def test_eager_frame_rows_need_no_scan():
     picks = [2999, 5, 1500, 5]
     _same(ds.get_many(picks), _frame(3000).iloc[picks])
     assert ds[-1] == df.row(2999, named=True) and ds.scans == 0 and not ds._cache
+
+
+def test_pickle_in_memory_and_lazy_csv(tmp_path):
+    """Process workers started with "spawn" get the dataset pickled: lock and cache are
+    recreated, the rows are the same."""
+    ref = _frame(100)
+    ref.to_csv(tmp_path / "a.csv", index=False)
+    for ds in (DataframeDataset(pl.from_pandas(ref), chunk_size=16),
+               DataframeDataset.from_csv(tmp_path / "a.csv", chunk_size=16)):
+        before = [ds[i] for i in (0, 17, 99)]  # fills the cache of the lazy one
+        copy = pickle.loads(pickle.dumps(ds))
+        assert not copy._cache and copy._lock is not ds._lock
+        assert [copy[i] for i in (0, 17, 99)] == before
+        _same(list(copy), ref)
+        _same(copy.get_many([99, 3, 50]), ref.iloc[[99, 3, 50]])

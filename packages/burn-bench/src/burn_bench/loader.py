@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from PIL import Image
 from torch.utils.data import DataLoader as TorchLoader
+from torch.utils.data import Dataset as TorchDataset
 
 import burn
 from burn.data import DataLoader
@@ -27,7 +28,7 @@ WORKERS = 2
 ROUNDS = 5
 
 
-class PngFolder:
+class PngFolder(TorchDataset[tuple[np.ndarray, int]]):
     """Minimal image-folder dataset shared by both loaders: item = (float32 CxHxW in [0, 1],
     label), decoded with PIL on access."""
 
@@ -93,8 +94,9 @@ def run() -> str:
         numpy = burn.Device("numpy")
         torch_fresh, torch_kept = (f"torch DataLoader ({WORKERS} processes{note})"
                                    for note in ("", ", persistent"))
-        burn_kept = DataLoader(dataset, batch_size=BATCH, num_workers=WORKERS,
-                               worker_type="process", device=numpy, persistent_workers=True)
+        burn_kept: DataLoader[tuple[Any, Any]] = DataLoader(
+            dataset, batch_size=BATCH, num_workers=WORKERS, worker_type="process", device=numpy,
+            persistent_workers=True)
         loaders: dict[str, tuple[Iterable[tuple[Any, Any]], str | None]] = {
             torch_fresh: (TorchLoader(dataset, batch_size=BATCH, num_workers=WORKERS), None),
             f"burn DataLoader ({WORKERS} threads)": (DataLoader(

@@ -42,6 +42,8 @@ def torch_step_fn() -> Callable[[], None]:
         loss.backward()
         with torch.no_grad():
             for p in params:
+                if p.grad is None:
+                    raise RuntimeError("torch step: a parameter received no gradient")
                 p -= LR * p.grad
                 p.grad = None
 
@@ -61,7 +63,10 @@ def burn_step_fn(device: burn.Device) -> Callable[[], None]:
         loss = -(F.log_softmax(logits, 1) * targets).sum() / BATCH
         grads = loss.backward()
         for i, p in enumerate(params):
-            updated = p.inner() - LR * p.grad(grads)
+            grad = p.grad(grads)
+            if grad is None:
+                raise RuntimeError("burn step: a parameter received no gradient")
+            updated = p.inner() - LR * grad
             params[i] = burn.Tensor.from_inner(updated, device).require_grad()
 
     return step

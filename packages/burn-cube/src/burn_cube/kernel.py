@@ -121,7 +121,7 @@ class Kernel:
         head, *attrs = path.split(".")
         code = self.fn.__code__
         obj: Any = _MISSING
-        if head in code.co_freevars:
+        if head in code.co_freevars and self.fn.__closure__ is not None:
             try:
                 obj = self.fn.__closure__[code.co_freevars.index(head)].cell_contents
             except ValueError:  # empty cell
@@ -231,11 +231,12 @@ class Kernel:
                                   f"not {rt.name}", self.name)
             array = value
         elif isinstance(value, np.ndarray):
-            if from_numpy(value.dtype) is None:
+            dtype = from_numpy(value.dtype)
+            if dtype is None:
                 raise LaunchError(f"tensor `{name}` has unsupported dtype {value.dtype}",
                                   self.name)
             if rt.name == "cpu" and value.flags.c_contiguous and value.flags.writeable:
-                array = DeviceArray(rt, value, value.shape, from_numpy(value.dtype))
+                array = DeviceArray(rt, value, value.shape, dtype)
             else:
                 array = rt.upload(value)
                 copies.append((name, value, array))

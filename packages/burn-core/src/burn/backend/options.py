@@ -5,8 +5,26 @@ Every tuple has one entry per spatial dim (1 for 1d, 2 for 2d, 3 for 3d).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+
+def window_out(size: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
+               padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool = False
+               ) -> list[int]:
+    """Window positions per spatial dim of a sliding window (convolution, pooling, unfold),
+    as torch: floor((n + 2p - d(k - 1) - 1) / s) + 1, rounded up instead with `ceil_mode`, where
+    the last window must still start inside the input or its left padding. Not checked: a size
+    below 1 means the window does not fit."""
+    out = []
+    for n, k, s, p, d in zip(size, kernel, stride, padding, dilation, strict=True):
+        span = n + 2 * p - d * (k - 1) - 1
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+    return out
 
 
 @dataclass(frozen=True)

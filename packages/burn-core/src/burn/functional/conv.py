@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from burn.backend.options import ConvOptions, ConvTransposeOptions
+from burn.backend.options import ConvOptions, ConvTransposeOptions, window_out
 from burn.errors import ShapeError, ValueRangeError
 from burn.functional._common import (
     IntOrTuple,
@@ -58,9 +58,7 @@ def _conv(op: str, nd: int, x: Tensor, weight: Tensor, bias: Tensor | None,
         pad = tuple(t // 2 for t in total)
     else:
         pad = ntuple(op, "padding", padding, nd)
-    size = xb.shape[2:]
-    check_out_size(op, [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
-                        zip(size, pad, dil, kernel, st, strict=True)], x=x.shape,
+    check_out_size(op, window_out(xb.shape[2:], kernel, st, pad, dil), x=x.shape,
                    weight=weight.shape)
     prim = xb._bk.conv(xb._prim, weight._prim, None if bias is None else bias._prim,
                        ConvOptions(st, pad, dil, groups))
@@ -176,6 +174,5 @@ def unfold4d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
     k = ntuple(op, "kernel_size", kernel_size, 2, 1)
     st, pad = ntuple(op, "stride", stride, 2, 1), ntuple(op, "padding", padding, 2)
     dil = ntuple(op, "dilation", dilation, 2, 1)
-    check_out_size(op, [(n + 2 * p - d * (kk - 1) - 1) // s + 1 for n, p, d, kk, s in
-                        zip(x.shape[2:], pad, dil, k, st, strict=True)], x=x.shape, kernel=k)
+    check_out_size(op, window_out(x.shape[2:], k, st, pad, dil), x=x.shape, kernel=k)
     return x._wrap(x._bk.unfold4d(x._prim, k, ConvOptions(st, pad, dil, 1)))  # type: ignore

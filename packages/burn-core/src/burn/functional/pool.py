@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from burn.backend.options import PoolOptions
+from burn.backend.options import PoolOptions, window_out
 from burn.dtype import DType
 from burn.errors import ValueRangeError
 from burn.functional._common import (
@@ -31,14 +31,8 @@ def _options(op: str, nd: int, x: Tensor, kernel_size: IntOrTuple, stride: IntOr
     if any(p > kk // 2 for p, kk in zip(pad, k, strict=True)):
         raise ValueRangeError(op, "padding must be at most half the kernel size", padding=pad,
                               kernel_size=k)
-    sizes = []
-    for n, kk, s, p, d in zip(x.shape[2:], k, st, pad, dil, strict=True):
-        span = n + 2 * p - d * (kk - 1) - 1
-        out = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (out - 1) * s >= n + p:  # the last window must start inside
-            out -= 1
-        sizes.append(out)
-    check_out_size(op, sizes, x=x.shape, kernel_size=k)
+    check_out_size(op, window_out(x.shape[2:], k, st, pad, dil, ceil_mode), x=x.shape,
+                   kernel_size=k)
     return PoolOptions(k, st, pad, dil, ceil_mode, count_include_pad)
 
 

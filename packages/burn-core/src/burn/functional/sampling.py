@@ -9,6 +9,7 @@ from burn.backend.options import (
     GridSampleMode,
     GridSampleOptions,
     GridSamplePadding,
+    window_out,
 )
 from burn.errors import ShapeError, ValueRangeError
 from burn.functional._common import IntOrTuple, check_out_size, float_input, ntuple
@@ -70,8 +71,7 @@ def deform_conv2d(x: Tensor, offset: Tensor, weight: Tensor, mask: Tensor | None
     dil = ntuple(op, "dilation", dilation, 2, 1)
     n, c_in, h, w = x.shape
     c_out, c_per, kh, kw = weight.shape
-    out = tuple((s + 2 * p - d * (k - 1) - 1) // st_ + 1 for s, p, d, k, st_ in
-                zip((h, w), pad, dil, (kh, kw), st, strict=True))
+    out = tuple(window_out((h, w), (kh, kw), st, pad, dil))
     check_out_size(op, out, x=x.shape, weight=weight.shape)
     taps = kh * kw
     if (c_per == 0 or c_in % c_per or c_out % (c_in // c_per) or offset.shape[1] % (2 * taps)

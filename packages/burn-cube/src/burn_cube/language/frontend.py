@@ -82,6 +82,9 @@ _ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.F
           ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "bitand", ast.BitOr: "bitor",
           ast.BitXor: "bitxor", ast.LShift: "shl", ast.RShift: "shr"}
 _LINE_OPS = ("add", "sub", "mul", "div", "floordiv", "mod")  # element-wise on Line values
+_FOLD_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+    ast.Invert: operator.invert}
 _CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _FOLD: dict[str, Callable[[Any, Any], Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
@@ -200,6 +203,8 @@ class Lowering:
             case ast.AugAssign(target=target, op=op, value=value):
                 if type(op) not in _ARITH:
                     raise self.error(f"unsupported operator {type(op).__name__}")
+                if not isinstance(target, ast.Subscript | ast.Name):
+                    raise self.error("augmented assignment needs a local or an element: `x += 1`")
                 load = ast.copy_location(
                     ast.Subscript(target.value, target.slice, ast.Load())
                     if isinstance(target, ast.Subscript) else ast.Name(target.id, ast.Load()), s)
@@ -215,7 +220,7 @@ class Lowering:
             case ast.While(test=test, body=body, orelse=[]):
                 cond = self.to_bool(self.typed(self.expr(test)))
                 self.loops.append(False)
-                out = [ir.While(cond, self.block(body), line)]
+                out: list[ir.Stmt] = [ir.While(cond, self.block(body), line)]
                 self.loops.pop()
                 return out
             case ast.Break() | ast.Continue():
@@ -433,11 +438,11 @@ class Lowering:
                 return result
             case ast.Compare(left=left, ops=ops, comparators=comps):
                 lhs, result = self.expr(left), None
-                for op, comp in zip(ops, comps, strict=True):
-                    if type(op) not in _CMP:
-                        raise self.error(f"unsupported comparison {type(op).__name__}", node)
+                for cmp_op, comp in zip(ops, comps, strict=True):
+                    if type(cmp_op) not in _CMP:
+                        raise self.error(f"unsupported comparison {type(cmp_op).__name__}", node)
                     rhs = self.expr(comp)
-                    part = self.binary(_CMP[type(op)], lhs, rhs)
+                    part = self.binary(_CMP[type(cmp_op)], lhs, rhs)
                     result = part if result is None else self.logical("and", result, part)
                     lhs = rhs
                 return result
@@ -452,12 +457,12 @@ class Lowering:
                 if isinstance(target, DType):
                     if len(args) != 1:
                         raise self.error(f"{target}(x) takes one argument", node)
-                    value = self.typed(self.expr(args[0]))
-                    return self.to_bool(value) if target is bool_ else cast(value, target)
-                op = BUILTINS.get(target) if _hashable(target) else None
-                if op is None:
+                    arg = self.typed(self.expr(args[0]))
+                    return self.to_bool(arg) if target is bool_ else cast(arg, target)
+                builtin = BUILTINS.get(target) if _hashable(target) else None
+                if builtin is None:
                     raise self.error(f"cannot call `{ast.unparse(func)}` inside a kernel", node)
-                return self.call_builtin(op, [self.expr(a) for a in args])
+                return self.call_builtin(builtin, [self.expr(a) for a in args])
         raise self.error(f"unsupported expression `{ast.unparse(node)}`", node)
 
     def name(self, name: str, node: ast.expr) -> Any:
@@ -559,8 +564,7 @@ class Lowering:
     def unary(self, op: ast.unaryop, value: Any, node: ast.expr) -> Any:
         """Lower ``-x``, ``+x``, ``not x`` and ``~x``."""
         if isinstance(value, Literal):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                    ast.Invert: operator.invert}[type(op)](value)
+            return _FOLD_UNARY[type(op)](value)
         value = self.typed(value)
         if isinstance(op, ast.UAdd):
             return value

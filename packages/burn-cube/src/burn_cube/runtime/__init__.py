@@ -22,6 +22,7 @@ def runtime(name: str = "cpu") -> Runtime:
         RuntimeUnavailableError: Its library or device is missing.
     """
     if name not in _INSTANCES:
+        cls: type[Runtime]
         if name == "cpu":
             from burn_cube.runtime.cpu import CpuRuntime as cls
         elif name == "wgpu":

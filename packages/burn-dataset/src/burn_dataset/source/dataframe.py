@@ -155,9 +155,24 @@ class DataframeDataset(Dataset[dict[str, Any]]):
         self.chunk_size = chunk_size
         self._parts = parts
         self._ends = list(itertools.accumulate(_height(label, f) for label, f in parts))
+        self.scans = 0
+        self._init_local()
+
+    def _init_local(self) -> None:
+        """The chunk cache and its lock: per process, never pickled."""
         self._cache: OrderedDict[tuple[int, int], list[dict[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
-        self.scans = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Process workers started with "spawn" receive the dataset pickled: a lock cannot be,
+        # and the cached chunks are cheaper to re-read than to ship.
+        state = self.__dict__.copy()
+        del state["_cache"], state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_local()
 
     @property
     def columns(self) -> list[str]:
@@ -201,7 +216,7 @@ class DataframeDataset(Dataset[dict[str, Any]]):
         with self._lock:
             missing = [start for start in starts if (part, start) not in self._cache]
         if len(missing) > _CACHED_CHUNKS:  # random access: one scan for just these rows
-            label, frame = self._parts[part]
+            label, frame = self._lazy_part(part)
             picked = frame.with_row_index(_ROW).filter(pl.col(_ROW).is_in(locals_)).drop(_ROW)
             found = self._collect(label, f"read {len(locals_)} rows", picked).to_dicts()
             return dict(zip(locals_, found, strict=True))
@@ -216,7 +231,7 @@ class DataframeDataset(Dataset[dict[str, Any]]):
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        label, frame = self._parts[part]
+        label, frame = self._lazy_part(part)
         rows = self._collect(label, f"read rows {start}..{start + self.chunk_size}",
                              frame.slice(start, self.chunk_size)).to_dicts()
         with self._lock:
@@ -224,6 +239,13 @@ class DataframeDataset(Dataset[dict[str, Any]]):
             while len(self._cache) > _CACHED_CHUNKS:
                 self._cache.popitem(last=False)
         return rows
+
+    def _lazy_part(self, part: int) -> tuple[str, pl.LazyFrame]:
+        """Label and frame of part ``part``, which must be lazy (eager ones are read in place)."""
+        label, frame = self._parts[part]
+        if not isinstance(frame, pl.LazyFrame):
+            raise TypeError(f"{label}: part {part} is an eager frame, not a lazy scan")
+        return label, frame
 
     def _collect(self, label: str, what: str, frame: pl.LazyFrame) -> pl.DataFrame:
         """Run one scan of a lazy part, counted in ``scans``."""

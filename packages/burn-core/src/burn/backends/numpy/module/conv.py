@@ -13,7 +13,7 @@ from types import EllipsisType
 
 import numpy as np
 
-from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions
+from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions, window_out
 from burn.errors import ShapeError
 
 from .common import work_dtype
@@ -23,12 +23,7 @@ from .windows import pad_spatial, scatter_windows, windows
 
 def _conv_out(op: str, x: np.ndarray, kernel: Sequence[int], options: ConvOptions) -> list[int]:
     """Output spatial shape of a convolution; raises when the kernel overhangs the padded input."""
-    out = [
-        (n + 2 * p - d * (k - 1) - 1) // s + 1
-        for n, k, s, p, d in zip(
-            x.shape[2:], kernel, options.stride, options.padding, options.dilation, strict=True
-        )
-    ]
+    out = window_out(x.shape[2:], kernel, options.stride, options.padding, options.dilation)
     if min(out) < 1:
         raise ShapeError(op, "kernel larger than the padded input", x=x.shape, kernel=tuple(kernel))
     return out
@@ -213,8 +208,8 @@ def _transpose_out(
 ) -> list[int]:
     """Output spatial shape of a transposed convolution; raises when it is empty."""
     out = [
-        (n - 1) * s - 2 * p + d * (k - 1) + op + 1
-        for n, k, s, p, d, op in zip(
+        (n - 1) * s - 2 * p + d * (k - 1) + pad_out + 1
+        for n, k, s, p, d, pad_out in zip(
             x.shape[2:],
             kernel,
             options.stride,

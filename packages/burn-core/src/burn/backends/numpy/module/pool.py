@@ -7,7 +7,7 @@ from types import EllipsisType
 
 import numpy as np
 
-from burn.backend.options import PoolOptions
+from burn.backend.options import PoolOptions, window_out
 from burn.errors import ShapeError
 
 from .common import apply_axis_matrices, work_dtype
@@ -27,21 +27,18 @@ def _geometry(
             x=x.shape,
             kernel_size=options.kernel_size,
         )
-    out, pads = [], []
-    for n, k, s, p, d in zip(x.shape[2:], options.kernel_size, *params, strict=True):
-        span = d * (k - 1) + 1
-        o = (n + 2 * p - span + (s - 1 if options.ceil_mode else 0)) // s + 1
-        if options.ceil_mode and (o - 1) * s >= n + p:
-            o -= 1
-        if o < 1:
-            raise ShapeError(
-                op,
-                "kernel larger than the padded input",
-                x=x.shape,
-                kernel_size=options.kernel_size,
-            )
-        out.append(o)
-        pads.append((p, p + max((o - 1) * s + span - (n + 2 * p), 0)))
+    out = window_out(x.shape[2:], options.kernel_size, *params, options.ceil_mode)
+    if min(out) < 1:
+        raise ShapeError(
+            op,
+            "kernel larger than the padded input",
+            x=x.shape,
+            kernel_size=options.kernel_size,
+        )
+    pads = [
+        (p, p + max((o - 1) * s + d * (k - 1) + 1 - (n + 2 * p), 0))  # ceil_mode overhang
+        for n, o, k, s, p, d in zip(x.shape[2:], out, options.kernel_size, *params, strict=True)
+    ]
     return out, pads
 
 
