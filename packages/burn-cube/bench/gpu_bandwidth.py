@@ -4,8 +4,9 @@ Prints, in one run: device-to-device copy bandwidth (CuPy), then the chain's ban
 writes counted) in two variants per runtime: ``scalar`` (one f32 per unit, 32-bit accesses) and
 ``line`` (``Line[f32, 4]``: four per unit, 128-bit accesses); cuda as a share of the copy, wgpu as
 a share of the cuda figure of the same variant; and a plain ``Line[f32, 4]`` copy kernel per
-runtime ("wgpu copy kernel GB/s"), separating memory throughput from the maths. Runtimes that
-are not available are reported.
+runtime ("wgpu copy kernel GB/s"), separating memory throughput from the maths, plus a scalar one;
+and hand-written CUDA GELU kernels (CuPy ``RawKernel``, one and four f32 per thread) as the
+reference for the generated scalar code. Runtimes that are not available are reported.
 
 Usage: ``python packages/burn-cube/bench/gpu_bandwidth.py [n_elements]``
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +40,13 @@ def gelu_tanh_line(x: Tensor[Line[f32, 4]], out: Tensor[Line[f32, 4]]):
     if i < len(x):
         v = x[i]
         out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+@bc.kernel
+def copy_scalar(x: Tensor[f32], out: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = x[i]
 
 
 @bc.kernel
@@ -88,6 +97,54 @@ def chain_bandwidth(name: str, data: np.ndarray) -> dict[str, float]:
     cubes = (data.size // 4 + CUBE_DIM - 1) // CUBE_DIM
     t = seconds_per_call(lambda: copy_line.launch(rt, cubes, CUBE_DIM, x, out), rt.sync)
     print(f"{name} copy kernel (Line[f32, 4]): {2 * data.nbytes / t / 1e9:.0f} GB/s")
+    cubes = (data.size + CUBE_DIM - 1) // CUBE_DIM
+    t = seconds_per_call(lambda: copy_scalar.launch(rt, cubes, CUBE_DIM, x, out), rt.sync)
+    print(f"{name} copy kernel (scalar f32): {2 * data.nbytes / t / 1e9:.0f} GB/s")
+    return result
+
+
+#: Hand-written CUDA references (no burn-cube): one f32 per thread, and four per thread
+#: (coalesced, ``blockDim.x`` apart: four independent loads in flight per thread).
+HAND_WRITTEN = r"""
+extern "C" __global__ void gelu1(const float *__restrict__ x, float *__restrict__ y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))); }
+}
+extern "C" __global__ void gelu4(const float *__restrict__ x, float *__restrict__ y, int n) {
+    int base = blockIdx.x * blockDim.x * 4 + threadIdx.x;
+    float v[4];
+    #pragma unroll
+    for (int k = 0; k < 4; ++k) { int i = base + k * blockDim.x; v[k] = i < n ? x[i] : 0.0f; }
+    #pragma unroll
+    for (int k = 0; k < 4; ++k) { int i = base + k * blockDim.x; float w = v[k];
+        if (i < n) y[i] = 0.5f * w * (1.0f + tanhf(0.7978845608f * (w + 0.044715f * w * w * w))); }
+}
+"""
+
+
+def hand_written_bandwidth(data: np.ndarray) -> float | None:
+    """GB/s of the hand-written scalar GELU (CuPy RawKernel); prints the 4-per-thread one too."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    module = cupy.RawModule(code=HAND_WRITTEN)
+    a = cupy.asarray(data)
+    b = cupy.empty_like(a)
+    n = np.int32(data.size)
+    result = None
+    for name, per_thread in (("gelu1", 1), ("gelu4", 4)):
+        fn = module.get_function(name)
+        blocks = (data.size + CUBE_DIM * per_thread - 1) // (CUBE_DIM * per_thread)
+
+        def run(fn: Any = fn, blocks: int = blocks) -> None:
+            fn((blocks,), (CUBE_DIM,), (a, b, n))
+
+        t = seconds_per_call(run, cupy.cuda.Device().synchronize)
+        gbs = 2 * data.nbytes / t / 1e9
+        print(f"hand-written CUDA GELU, {per_thread} f32 per thread: {gbs:.0f} GB/s")
+        result = gbs if result is None else result
     return result
 
 
@@ -110,11 +167,14 @@ def main() -> None:
     data = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     print(f"GELU-tanh chain over {n} float32 ({data.nbytes / 2**20:.0f} MiB per buffer)")
     copy = copy_bandwidth(data)
+    hand = hand_written_bandwidth(data)
     cuda = chain_bandwidth("cuda", data)
     wgpu = chain_bandwidth("wgpu", data)
     for variant in VARIANTS:
         if variant in cuda and copy:
             print(f"cuda {variant} / device copy: {cuda[variant] / copy:.1%} (target >= 85%)")
+        if variant == "scalar" and variant in cuda and hand:
+            print(f"cuda scalar / hand-written scalar: {cuda[variant] / hand:.1%}")
         if variant in cuda and variant in wgpu:
             print(f"wgpu {variant} / cuda {variant}: {wgpu[variant] / cuda[variant]:.1%} "
                   "(target >= 70%)")

@@ -14,6 +14,7 @@ from test_kernels import block_sum, gelu_tanh, histogram, poly
 
 import burn_cube as bc
 from burn_cube.codegen import table_c, table_cuda, table_wgsl
+from burn_cube.codegen.cuda import generate_aliased
 
 X = np.zeros(16, np.float32)
 CASES = {
@@ -41,7 +42,10 @@ def test_cuda_structure(case: str) -> None:
     assert re.search(r'extern "C" __global__ void __launch_bounds__\(BC_CD\) bc_kernel\(', src)
     assert "#define BC_CD 128u" in src
     signature = src.split("bc_kernel(")[1].split(")")[0]
-    assert signature.count("*t_") == 2 and "unsigned int t_" in signature
+    assert signature.count(" *__restrict__ t_") == 2 and "unsigned int t_" in signature
+    assert "const unsigned int bc_unit = threadIdx.x;" in src
+    plain = generate_aliased(kern.specialize(bc.runtime("cpu"), 128, *args)[0])
+    assert "__restrict__" not in plain and "const float *" not in plain
     if case == "reduce":
         assert "__shared__ float s_tile[128];" in src and "__syncthreads();" in src
     if case == "atomics":
@@ -119,7 +123,7 @@ def test_tables_cover_the_same_ops() -> None:
 def test_lines_are_vector_accesses() -> None:
     """A Line[f32, 4] tensor is a float4 / vec4<f32> / GCC-vector array: 128-bit accesses."""
     cuda = test_kernels.gelu_line.source("cuda", 256, X, X)
-    assert "float4 *t_x" in cuda and "r.w = tanhf(a0.w);" in cuda
+    assert "const float4 *__restrict__ t_x" in cuda and "r.w = tanhf(a0.w);" in cuda
     assert "array<vec4<f32>>" in test_kernels.gelu_line.source("wgsl", 256, X, X)
     c = test_kernels.gelu_line.source("c", 256, X, X)
     assert "vector_size(16), aligned(4)" in c and "bc_f32x4 *t_x" in c
@@ -176,3 +180,26 @@ def test_bf16_storage() -> None:
 @bc.kernel
 def total_any(x: bc.Tensor, total: bc.Tensor):
     bc.atomic_add(total, 0, x[bc.ABSOLUTE_POS])
+
+
+def test_cuda_pointers_read_only_and_unit_index() -> None:
+    """Read-only tensors are ``const __restrict__`` (read-only data path); the unit index uses
+    the compile-time cube_dim; the runtime's overlap test picks the unqualified variant."""
+    from types import SimpleNamespace
+
+    from burn_cube.runtime.cuda import _overlap
+
+    cuda = test_kernels.gelu_line.source("cuda", 256, X, X)
+    assert "const float4 *__restrict__ t_x, float4 *__restrict__ t_out" in cuda
+    cuda = test_kernels.gelu_line.source("cuda", (16, 4, 2), X, X)
+    assert "bc_unit = threadIdx.x + (threadIdx.y + threadIdx.z * BC_CDY) * BC_CDX;" in cuda
+    kernel = test_kernels.gelu_line.specialize(bc.runtime("cpu"), 256, X, X)[0]
+
+    def arg(ptr: int, nbytes: int) -> SimpleNamespace:
+        return SimpleNamespace(handle=SimpleNamespace(data=SimpleNamespace(ptr=ptr),
+                                                      nbytes=nbytes))
+
+    names = [b.name for b in kernel.tensors]
+    assert _overlap(kernel, dict(zip(names, [arg(0, 64), arg(0, 64)], strict=True)))
+    assert _overlap(kernel, dict(zip(names, [arg(0, 64), arg(32, 64)], strict=True)))
+    assert not _overlap(kernel, dict(zip(names, [arg(0, 64), arg(64, 64)], strict=True)))

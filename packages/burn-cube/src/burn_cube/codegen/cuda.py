@@ -3,6 +3,12 @@
 ``extern "C" __global__ void bc_kernel(...)``: tensor pointers, then every tensor's
 len/shape/strides as ``unsigned int`` values, then scalars; one CUDA block per cube, the grid is
 the cube count. No software bounds checks (GPU semantics, like CubeCL's unchecked mode).
+
+Tensor pointers are ``__restrict__`` (and ``const`` where the kernel never writes the tensor), so
+NVCC/NVRTC may use the read-only data path (``ld.global.nc``) and reorder loads past stores; that
+is only valid when no two tensor arguments overlap, so ``generate_aliased`` renders the variant
+without those qualifiers, which the runtime launches when arguments do overlap (in-place calls).
+The unit index uses the compile-time cube_dim (``threadIdx.x`` alone for 1-D cubes).
 """
 
 from __future__ import annotations
@@ -36,6 +42,25 @@ class CudaEmitter(Emitter):
 
     lane_wise = True
     helper_prefix = "__device__ __forceinline__"
+    #: Whether tensor pointers may be declared non-aliasing (``__restrict__``).
+    noalias = True
+
+    def pointer(self, b: ir.Buffer) -> str:
+        """Kernel parameter declaring tensor ``b``."""
+        t = self.storage_type(b.dtype)
+        if not self.noalias:
+            return f"{t} *t_{b.name}"
+        const = "" if b.written or b.atomic else "const "
+        return f"{const}{t} *__restrict__ t_{b.name}"
+
+    def unit_index(self) -> str:
+        """The unit's linear index within its cube (cube_dim is a compile-time constant)."""
+        _, cdy, cdz = self.kernel.cube_dim
+        if cdy == 1 and cdz == 1:
+            return "threadIdx.x"
+        if cdz == 1:
+            return "threadIdx.x + threadIdx.y * BC_CDX"
+        return "threadIdx.x + (threadIdx.y + threadIdx.z * BC_CDY) * BC_CDX"
 
     def literal(self, value: int | float | bool, dtype: DType) -> str:
         return table_cuda.literal(value, self.type(dtype), dtype.name)
@@ -52,7 +77,7 @@ class CudaEmitter(Emitter):
     def source(self) -> str:
         k = self.kernel
         cdx, cdy, cdz = k.cube_dim
-        args = [f"{self.storage_type(b.dtype)} *t_{b.name}" for b in k.tensors]
+        args = [self.pointer(b) for b in k.tensors]
         args += [f"unsigned int {name}" for b in k.tensors for name, _, _ in meta_names(b)]
         args += [f"{self.storage_type(p.dtype)} a_{p.name}" for p in k.scalars]
         includes = [table_cuda.BF16_INCLUDE] if "dtype:bf16" in k.features else []
@@ -66,8 +91,7 @@ class CudaEmitter(Emitter):
                   "bc_ccz = gridDim.z;")
         self.line("const unsigned int bc_cube = blockIdx.x + (blockIdx.y + blockIdx.z * "
                   "gridDim.y) * gridDim.x;")
-        self.line("const unsigned int bc_unit = threadIdx.x + (threadIdx.y + threadIdx.z * "
-                  "blockDim.y) * blockDim.x;")
+        self.line(f"const unsigned int bc_unit = {self.unit_index()};")
         for p in k.scalars:
             value = self.render("load", p.dtype, p.dtype, [f"a_{p.name}"])
             self.line(f"const {self.type(p.dtype)} v_{p.name} = {value};")
@@ -81,3 +105,21 @@ class CudaEmitter(Emitter):
         at = self.out.index("") + 1  # after the #defines
         self.out[at:at] = list(self.line_helpers.values())
         return "\n".join(self.out) + "\n"
+
+
+class AliasedCudaEmitter(CudaEmitter):
+    """CUDA C for launches whose tensor arguments overlap: no ``__restrict__``/``const``."""
+
+    noalias = False
+
+
+def generate_aliased(kernel: ir.KernelIR) -> str:
+    """CUDA C of ``kernel`` safe for overlapping tensor arguments.
+
+    Args:
+        kernel: The typed IR.
+
+    Returns:
+        The source text.
+    """
+    return AliasedCudaEmitter(kernel).source()

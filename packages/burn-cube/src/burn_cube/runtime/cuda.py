@@ -1,9 +1,11 @@
 """CUDA runtime through CuPy: NVRTC-compiled ``RawModule``s, CuPy's memory pool, one stream.
 
 The import is guarded: without CuPy or a CUDA device, ``runtime("cuda")`` raises
-``RuntimeUnavailableError``. CuPy keeps its own on-disk cache of compiled modules. CuPy has no
-bfloat16 dtype: bf16 tensors and scalars travel as their uint16 bits (``__nv_bfloat16`` in the
-kernel).
+``RuntimeUnavailableError``. CuPy keeps its own on-disk cache of compiled modules. Kernels
+declare their tensor pointers ``__restrict__``; a launch whose arguments overlap where one of
+them is written runs the kernel's unqualified variant instead (compiled on first use). CuPy has
+no bfloat16 dtype: bf16 tensors and scalars travel as their uint16 bits (``__nv_bfloat16`` in
+the kernel).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from burn_cube.codegen import generate
-from burn_cube.codegen.cuda import param_layout
+from burn_cube.codegen.cuda import generate_aliased, param_layout
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
@@ -41,6 +43,19 @@ class CompiledCuda:
     module: Any
     function: Any
     source: str
+    #: The variant without ``__restrict__``, for overlapping arguments (compiled on first use).
+    aliased: CompiledCuda | None = None
+
+
+def _overlap(kernel: KernelIR, by_name: dict[str, Any]) -> bool:
+    """Whether two tensor arguments share memory while the kernel writes one of them."""
+    spans = []
+    for b in kernel.tensors:
+        handle = by_name[b.name].handle
+        start = int(handle.data.ptr)
+        spans.append((start, start + int(handle.nbytes), b.written or b.atomic))
+    return any(a0 < b1 and b0 < a1 and (wa or wb)
+               for i, (a0, a1, wa) in enumerate(spans) for b0, b1, wb in spans[i + 1:])
 
 
 class CudaRuntime(Runtime):
@@ -87,7 +102,9 @@ class CudaRuntime(Runtime):
         return out.view(array.dtype.numpy)
 
     def compile(self, kernel: KernelIR) -> CompiledCuda:
-        source = generate(kernel, "cuda")
+        return self._load(kernel, generate(kernel, "cuda"))
+
+    def _load(self, kernel: KernelIR, source: str) -> CompiledCuda:
         if source not in self._modules:
             try:
                 module = cupy.RawModule(code=source, options=("--std=c++17",))
@@ -110,6 +127,10 @@ class CudaRuntime(Runtime):
             else:
                 lanes = kernel.buffers[param].dtype.lanes
                 values.append(np.uint32(meta_value(value, field, dim, lanes)))
+        if _overlap(kernel, by_name):
+            if compiled.aliased is None:
+                compiled.aliased = self._load(kernel, generate_aliased(kernel))
+            compiled = compiled.aliased
         compiled.function(cube_count, kernel.cube_dim, tuple(values), stream=self.stream)
 
     def sync(self) -> None:
