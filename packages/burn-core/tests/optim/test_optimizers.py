@@ -95,6 +95,11 @@ CASES: dict[str, tuple[OptimizerConfig, Callable[..., torch.optim.Optimizer], di
               {"weight_decay": 0.1}, 0.01),
     "adamw_no_decay": (AdamWConfig(epsilon=1e-8, weight_decay=0.0), torch.optim.AdamW,
                        {"weight_decay": 0.0}, 0.01),
+    "adam_amsgrad": (AdamConfig(epsilon=1e-8, amsgrad=True, weight_decay=0.01), torch.optim.Adam,
+                     {"amsgrad": True, "weight_decay": 0.01}, 0.01),
+    "adamw_amsgrad": (AdamWConfig(beta_2=0.9, epsilon=1e-8, weight_decay=0.1, amsgrad=True),
+                      torch.optim.AdamW,
+                      {"betas": (0.9, 0.9), "weight_decay": 0.1, "amsgrad": True}, 0.01),
     "adagrad": (AdaGradConfig(epsilon=1e-10), torch.optim.Adagrad, {}, 0.1),
     "adagrad_decay": (
         AdaGradConfig(lr_decay=0.05, initial_accumulator_value=0.1, weight_decay=0.01,
@@ -215,6 +220,7 @@ def _run(model: Mlp, optim: Any, steps: range) -> None:
 
 @pytest.mark.parametrize("config", [
     SgdConfig(momentum=0.9, nesterov=True), AdamConfig(), AdamWConfig(weight_decay=0.1),
+    AdamConfig(amsgrad=True, beta_2=0.9),
     AdaGradConfig(lr_decay=0.1), RmsPropConfig(centered=True, momentum=0.5),
 ], ids=type)
 def test_state_dict_resumes_identically(config: OptimizerConfig) -> None:

@@ -1,4 +1,4 @@
-"""Adam (torch's `Adam`, without AMSGrad)."""
+"""Adam (torch's `Adam`, with its AMSGrad variant)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,30 @@ import math
 from dataclasses import dataclass
 
 from burn.device import Device
-from burn.frontend import zeros_like
+from burn.frontend import where, zeros_like
 from burn.frontend.tensor import Tensor
 from burn.optim.base import Optimizer, OptimizerConfig, State
 
 
 @dataclass(kw_only=True)
 class AdamConfig(OptimizerConfig):
-    """Adam hyperparameters (Burn's defaults; torch's epsilon default is 1e-8).
+    """Adam hyperparameters (Burn's defaults).
+
+    Defaults that differ from torch: `epsilon` 1e-5 (torch's `eps` 1e-8).
 
     Args:
         weight_decay: L2 penalty (see `OptimizerConfig`).
         beta_1: decay of the first-moment (mean) estimate.
         beta_2: decay of the second-moment estimate.
         epsilon: added to the denominator.
+        amsgrad: divide by the running maximum of the second-moment estimate (torch's
+            `amsgrad`).
     """
 
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-5
+    amsgrad: bool = False
 
     def init(self, device: Device | str | None = None) -> Adam:
         """The optimizer (`device` is unused: state lives on each param's device)."""
@@ -37,12 +42,17 @@ class Adam(Optimizer):
     config: AdamConfig
 
     def _init_state(self, param: Tensor) -> State:
-        return {"step": 0, "moment_1": zeros_like(param), "moment_2": zeros_like(param)}
+        state: State = {"step": 0, "moment_1": zeros_like(param), "moment_2": zeros_like(param)}
+        if self.config.amsgrad:
+            state["max_moment_2"] = zeros_like(param)
+        return state
 
     def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
         c = self.config
         step = state["step"] = state["step"] + 1
         m1 = state["moment_1"] = state["moment_1"] * c.beta_1 + grad * (1 - c.beta_1)
         m2 = state["moment_2"] = state["moment_2"] * c.beta_2 + grad.square() * (1 - c.beta_2)
+        if c.amsgrad:
+            m2 = state["max_moment_2"] = where(m2 > state["max_moment_2"], m2, state["max_moment_2"])
         denom = m2.sqrt() / math.sqrt(1 - c.beta_2**step) + c.epsilon
         return param - m1 / denom * (lr / (1 - c.beta_1**step))

@@ -11,8 +11,11 @@ from burn.optim.adam import Adam, AdamConfig
 
 @dataclass(kw_only=True)
 class AdamWConfig(AdamConfig):
-    """AdamW hyperparameters: Adam's, with `weight_decay` (Burn's default 1e-4) decoupled: the
+    """AdamW hyperparameters: Adam's (including `amsgrad`), with `weight_decay` decoupled: the
     params shrink by `lr * weight_decay` before the Adam update.
+
+    Defaults that differ from torch: `weight_decay` 1e-4 (torch 1e-2), `epsilon` 1e-5
+    (torch's `eps` 1e-8).
     """
 
     weight_decay: float = 1e-4
