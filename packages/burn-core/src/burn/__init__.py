@@ -1,7 +1,9 @@
 """Burn for Python: tensors, backends and autodiff (burn-core)."""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from burn import errors, functional
-from burn.autodiff import Gradients, is_grad_enabled, no_grad
 from burn.device import Device, available_backends, default_device, set_default_device
 from burn.dtype import (
     DType,
@@ -44,9 +46,33 @@ from burn.frontend import (
     zeros_like,
 )
 
-# isort: split
-# Subpackages that build on the names above (imported last: they use `burn.float32` & co.).
-from burn import data, lr_scheduler, nn, optim, record, train  # noqa: E402
+if TYPE_CHECKING:
+    from burn import data, lr_scheduler, nn, optim, record, train
+    from burn.autodiff import Gradients, is_grad_enabled, no_grad
+
+#: Names imported on first access (PEP 562), so `import burn` stays fast: subpackages
+#: (`burn.nn`, `from burn import train`) and names of modules not needed to make tensors.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    **{name: (f"burn.{name}", None)
+       for name in ("data", "lr_scheduler", "nn", "optim", "record", "train")},
+    **{name: ("burn.autodiff", name) for name in ("Gradients", "is_grad_enabled", "no_grad")},
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a lazy name on first access and cache it in the module."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'burn' has no attribute {name!r}")
+    module_name, attr = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 __all__ = [

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import builtins
 import enum
+from collections.abc import Iterable
+from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from burn.errors import DTypeError
@@ -59,18 +60,46 @@ class DType(enum.Enum):
     __str__ = __repr__
 
 
-_TO_NUMPY: dict[DType, np.dtype] = {
+def _bfloat16_numpy() -> np.dtype:
+    """ml_dtypes' bfloat16, imported on first use (the import costs ~0.5 s at start-up)."""
+    import ml_dtypes
+
+    dt = np.dtype(ml_dtypes.bfloat16)
+    _TO_NUMPY[DType.bfloat16] = dt
+    FROM_NUMPY_MAP[dt] = DType.bfloat16
+    return dt
+
+
+class _ToNumpy(dict[DType, np.dtype]):
+    """DType -> numpy dtype; bfloat16 is added (loading ml_dtypes) on its first lookup."""
+
+    def __missing__(self, key: DType) -> np.dtype:
+        if key is DType.bfloat16:
+            return _bfloat16_numpy()
+        raise KeyError(key)
+
+
+class _FromNumpy(dict[np.dtype, DType]):
+    """numpy dtype -> DType; a bfloat16 array (ml_dtypes loaded by the user) adds its entry."""
+
+    def __missing__(self, key: Any) -> DType:
+        if getattr(key, "name", None) == "bfloat16" and _bfloat16_numpy() == key:
+            return DType.bfloat16
+        raise KeyError(key)
+
+
+_TO_NUMPY: dict[DType, np.dtype] = _ToNumpy({
     DType.float64: np.dtype(np.float64),
     DType.float32: np.dtype(np.float32),
     DType.float16: np.dtype(np.float16),
-    DType.bfloat16: np.dtype(ml_dtypes.bfloat16),
     DType.int64: np.dtype(np.int64),
     DType.int32: np.dtype(np.int32),
     DType.int8: np.dtype(np.int8),
     DType.uint8: np.dtype(np.uint8),
     DType.bool: np.dtype(np.bool_),
-}
-_FROM_NUMPY: dict[np.dtype, DType] = {v: k for k, v in _TO_NUMPY.items()}
+})
+#: numpy dtype -> DType, shared with the NumPy backend's hot path (plain dict lookups).
+FROM_NUMPY_MAP: dict[np.dtype, DType] = _FromNumpy({v: k for k, v in _TO_NUMPY.items()})
 
 float64, float32, float16, bfloat16 = DType.float64, DType.float32, DType.float16, DType.bfloat16
 int64, int32, int8, uint8, bool_ = DType.int64, DType.int32, DType.int8, DType.uint8, DType.bool
@@ -95,8 +124,10 @@ def from_numpy(dtype: np.dtype | type, op: str = "from_data") -> DType:
         DTypeError: for dtypes burn has no equivalent for (complex, strings, objects).
     """
     dt = np.dtype(dtype)
-    if dt in _FROM_NUMPY:
-        return _FROM_NUMPY[dt]
+    try:
+        return FROM_NUMPY_MAP[dt]
+    except KeyError:
+        pass
     if dt.kind == "f":
         return DType.float64 if dt.itemsize > 4 else DType.float32
     if dt.kind in "iu":
@@ -140,3 +171,45 @@ def promote(a: DType, b: DType) -> DType:
     if {a, b} == {DType.uint8, DType.int8}:
         return DType.int32  # PyTorch gives int16, which burn does not have
     return a if _INT_RANK[a] >= _INT_RANK[b] else b
+
+
+_CATEGORY = {Kind.BOOL: 0, Kind.INT: 1, Kind.FLOAT: 2}
+
+
+def _promote_group(dtypes: Iterable[DType]) -> DType | None:
+    out = None
+    for d in dtypes:
+        out = d if out is None else promote(out, d)
+    return out
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    """PyTorch's `combine_categories`: a lower-priority group only counts with a higher category."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_float:
+        return higher
+    if higher is DType.bool or _CATEGORY[lower.kind] > _CATEGORY[higher.kind]:
+        return promote(higher, lower)
+    return higher
+
+
+def result_type(dims: Iterable[DType], zero_dims: Iterable[DType] = ()) -> DType:
+    """Result dtype of an op over tensors with dims and 0-d tensors (torch.result_type).
+
+    A 0-d tensor takes part like a Python scalar: it decides the dtype only when its category
+    (bool < int < float) is higher than that of every tensor with dims; `float32 + 0-d float64`
+    stays float32, `int8 + 0-d float64` gives float64.
+
+    Args:
+        dims: dtypes of the operands with at least one dim.
+        zero_dims: dtypes of the 0-d operands.
+    Returns:
+        The result dtype.
+    Raises:
+        DTypeError: when no operand is given.
+    """
+    out = _combine(_promote_group(dims), _promote_group(zero_dims))
+    if out is None:
+        raise DTypeError("result_type", "needs at least one operand")
+    return out

@@ -9,12 +9,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from burn.dtype import DType
+from burn.dtype import FROM_NUMPY_MAP, DType
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: numpy dtype -> burn DType (one dict lookup in `NumpyBackend.dtype`).
-FROM_NUMPY: dict[np.dtype, DType] = {dt.numpy: dt for dt in DType}
+#: numpy dtype -> burn DType (one dict lookup in `NumpyBackend.dtype`; bfloat16 added lazily).
+FROM_NUMPY: dict[np.dtype, DType] = FROM_NUMPY_MAP
 F32 = np.dtype(np.float32)
 
 # --- quiet floating-point errors -------------------------------------------------------------
