@@ -31,6 +31,18 @@ from burn.functional.conv import (
 )
 from burn.functional.embedding import embedding
 from burn.functional.interpolate import interpolate
+from burn.functional.loss import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from burn.functional.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -50,4 +62,7 @@ __all__ = [
     "interpolate", "leaky_relu", "log_sigmoid", "log_softmax", "max_pool1d",
     "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "mish", "prelu",
     "relu", "selu", "sigmoid", "silu", "softmax", "softmin", "softplus", "tanh", "unfold4d",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
+    "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
+    "smooth_l1_loss",
 ]
