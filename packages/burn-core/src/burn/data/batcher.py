@@ -21,9 +21,7 @@ import numpy as np
 
 from burn.device import Device
 from burn.dtype import DType, as_dtype
-from burn.dtype import from_numpy as dtype_of_numpy
 from burn.frontend import tensor
-from burn.record.arrays import adopt
 
 # invariant: items come as a `list`, which is invariant in its element type
 ItemT = TypeVar("ItemT")
@@ -155,16 +153,13 @@ def map_leaves(fn: Callable[[Any], Any], value: Any) -> Any:
     return fn(value)
 
 
-def to_device(collated: Any, device: Device, float_dtype: DType | None = None,
-              copy: bool = True) -> Any:
+def to_device(collated: Any, device: Device, float_dtype: DType | None = None) -> Any:
     """Turn every numpy array in a collated structure into a tensor on ``device``.
 
     Args:
         collated: output of `collate`.
         device: where the tensors go.
         float_dtype: dtype floating arrays are cast to; None keeps theirs.
-        copy: copy the arrays; False lets a tensor adopt its array as storage where the
-            backend allows it (NumPy backend), so the arrays must not be written to afterwards.
 
     Returns:
         The same structure with tensors in place of arrays (strings are left as they are).
@@ -173,9 +168,7 @@ def to_device(collated: Any, device: Device, float_dtype: DType | None = None,
         if not isinstance(value, np.ndarray):
             return value
         cast = float_dtype if float_dtype is not None and value.dtype.kind == "f" else None
-        if copy:
-            return tensor(value, dtype=cast, device=device)
-        return adopt(value, cast or dtype_of_numpy(value.dtype, "to_device"), device)
+        return tensor(value, dtype=cast, device=device)
 
     return map_leaves(leaf, collated)
 
@@ -184,8 +177,8 @@ class StackBatcher:
     """Stacks items into tensors, as ``torch.utils.data.default_collate`` does (see `collate`).
 
     dtypes are kept (uint8 images stay uint8, float64 arrays stay float64, Python floats give
-    float64) unless ``float_dtype`` is set. ``to_device`` takes ownership of the collated arrays:
-    on the NumPy backend they become the tensors' storage, without a copy.
+    float64) unless ``float_dtype`` is set. ``to_device`` copies the collated arrays into the
+    backend (through its ``*_from_data``).
 
     Args:
         float_dtype: dtype every floating array is cast to (e.g. ``burn.float32``); None keeps
@@ -200,8 +193,8 @@ class StackBatcher:
         return collate(items)
 
     def to_device(self, collated: Any, device: Device) -> Any:
-        """Tensor stage: see `to_device` (the arrays are adopted, not copied)."""
-        return to_device(collated, device, self.float_dtype, copy=False)
+        """Tensor stage: see `to_device`."""
+        return to_device(collated, device, self.float_dtype)
 
     def batch(self, items: list[Any], device: Device) -> Any:
         """The collated items as tensors on ``device``."""

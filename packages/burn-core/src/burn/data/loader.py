@@ -9,7 +9,7 @@ receive the dataset and the batcher pickled once, when they start (so both must 
 under the ``"spawn"`` start method); each epoch starts a fresh pool unless
 ``persistent_workers`` keeps it. On Linux, large arrays come back through shared memory rather
 than the result pipe: `collate` stacks them straight into a block, which the main process maps
-(no copy), and `StackBatcher` makes the tensors adopt them (no copy on the NumPy backend).
+(no copy) and hands to the batcher's ``to_device`` (which copies them into the backend).
 
 Batches are always yielded in index order, whatever order the workers finish in, so a seed
 gives the same batches for any number and kind of workers.

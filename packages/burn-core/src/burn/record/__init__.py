@@ -1,4 +1,4 @@
-"""Saving and loading modules: burnpack (`.bpk`, burn's memory-mapped format), safetensors, and
+"""Saving and loading modules: burnpack (`.bpk`, burn's format, checksummed), safetensors, and
 PyTorch checkpoint import (`.pt` / `.pth`, no pickle code run).
 
 `save(module, path)` / `load(module, path)` pick the format from the extension. Every loader
@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from burn.record import errors
 from burn.record.errors import (
     CorruptRecordError,
+    RecordChecksumError,
     RecordError,
     RecordKeyError,
     RecordMismatchError,
@@ -26,14 +27,11 @@ from burn.record.errors import (
 )
 from burn.record.native import EXTENSION as NATIVE_EXTENSION
 from burn.record.native import load_native, read_native, save_native
-from burn.record.policy import DTypePolicy, Entry, LoadReport, Remap
+from burn.record.policy import DTypePolicy, Entry, LoadReport, Recordable, Remap
 from burn.record.safetensors_format import EXTENSION as SAFETENSORS_EXTENSION
 from burn.record.safetensors_format import load_safetensors, read_safetensors, save_safetensors
 from burn.record.torch_import import EXTENSIONS as PYTORCH_EXTENSIONS
 from burn.record.torch_import import PyTorchAdapter, load_pytorch, read_pytorch
-
-if TYPE_CHECKING:
-    from burn.nn.module import Module
 
 # format name -> (extensions, saver or None for import-only, loader)
 FORMATS: dict[str, tuple[tuple[str, ...], Callable[..., None] | None,
@@ -63,7 +61,7 @@ def format_of(path: str | os.PathLike[str], format: str | None = None) -> str:
                              "pass format=", known=[e for x, _, _ in FORMATS.values() for e in x])
 
 
-def save(module: Module, path: str | os.PathLike[str], format: str | None = None,
+def save(module: Recordable, path: str | os.PathLike[str], format: str | None = None,
          metadata: Mapping[str, str] | None = None) -> None:
     """Save `module`'s Params and Buffers (atomically: a crash leaves any old file intact).
 
@@ -83,7 +81,7 @@ def save(module: Module, path: str | os.PathLike[str], format: str | None = None
     saver(module, path, metadata)
 
 
-def load(module: Module, path: str | os.PathLike[str], format: str | None = None, *,
+def load(module: Recordable, path: str | os.PathLike[str], format: str | None = None, *,
          dtype: DTypePolicy = "cast", remap: Remap | None = None, strict: bool = True,
          **options: Any) -> LoadReport:
     """Load a record into `module` (values replaced in place, ids kept).
@@ -97,12 +95,12 @@ def load(module: Module, path: str | os.PathLike[str], format: str | None = None
             a None replacement drops matching keys.
         strict: raise on missing / unexpected keys and shape mismatches; when False load what
             fits and report the rest.
-        options: format-specific options (pytorch: `adapter`).
+        options: format-specific options (burnpack: `mmap`, `verify`; pytorch: `adapter`).
     Returns:
         The LoadReport (loaded, missing, unexpected, mismatched keys; stored metadata).
     Raises:
-        UnknownFormatError, CorruptRecordError, UnsafePickleError, RecordKeyError,
-        RecordShapeError.
+        UnknownFormatError, CorruptRecordError (RecordChecksumError), UnsafePickleError,
+        RecordKeyError, RecordShapeError.
     """
     loader = FORMATS[format_of(path, format)][2]
     return loader(module, path, dtype=dtype, remap=remap, strict=strict, **options)
@@ -110,7 +108,8 @@ def load(module: Module, path: str | os.PathLike[str], format: str | None = None
 
 __all__ = [
     "FORMATS", "CorruptRecordError", "DTypePolicy", "Entry", "LoadReport", "PyTorchAdapter",
-    "RecordError", "RecordKeyError", "RecordMismatchError", "RecordShapeError", "Remap",
+    "RecordChecksumError", "RecordError", "RecordKeyError", "RecordMismatchError",
+    "RecordShapeError", "Recordable", "Remap",
     "UnknownFormatError", "UnsafePickleError", "errors", "format_of", "load", "load_native",
     "load_pytorch", "load_safetensors", "read_native", "read_pytorch", "read_safetensors",
     "save", "save_native", "save_safetensors",

@@ -42,6 +42,18 @@ class CorruptRecordError(RecordError, ValueError):
     """A truncated, malformed or otherwise unreadable record file."""
 
 
+class RecordChecksumError(CorruptRecordError):
+    """Stored tensor bytes that do not match their checksum (the file was damaged).
+
+    Attributes:
+        key: the stored tensor whose bytes are wrong.
+    """
+
+    def __init__(self, op: str, message: str, *, key: str, **details: Any) -> None:
+        super().__init__(op, message, key=key, **details)
+        self.key = key
+
+
 class UnsafePickleError(RecordError):
     """A pickle asked for a global (callable or class) outside the allow-list; nothing ran."""
 

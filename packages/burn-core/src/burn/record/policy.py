@@ -4,18 +4,30 @@ partial loading with a report."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from burn.dtype import from_numpy
-from burn.record.arrays import adopt
+from burn.frontend.creation import tensor
 from burn.record.errors import RecordError, RecordKeyError, RecordShapeError
 
-if TYPE_CHECKING:
-    from burn.nn.module import Module
+
+class Recordable(Protocol):
+    """What saving and loading need of a module (`burn.nn.Module` is one; `burn.record` does not
+    import `burn.nn`, which imports `burn.record` for `Module.save` / `load`)."""
+
+    def named_tensors(self) -> Iterator[tuple[str, Any]]:
+        """Every Param and Buffer (with `shape`, `dtype`, `device`, `to_numpy`, `set_`) by
+        dotted path."""
+        ...
+
+    def named_modules(self) -> Iterator[tuple[str, Any]]:
+        """This module (named "") and every submodule by dotted path."""
+        ...
+
 
 DTypePolicy = Literal["cast", "keep"]
 Remap = Sequence[tuple[str, str | None]]
@@ -26,8 +38,8 @@ Shape = tuple[int, ...]
 class Entry:
     """A stored tensor: its shape, and how to read its values (on demand, in the stored dtype).
 
-    `read` returns an array the loader may adopt as a tensor primitive: fresh, or read-only
-    mapped file memory.
+    `read` returns an array the loader copies into a tensor (through the backend's
+    `*_from_data`).
     """
 
     shape: Shape
@@ -35,7 +47,7 @@ class Entry:
 
 
 Source = dict[str, Entry]
-Adapter = Callable[[Source, "Module"], Source]
+Adapter = Callable[[Source, Recordable], Source]
 
 
 @dataclass
@@ -114,7 +126,7 @@ def _rename(key: str, rules: list[tuple[re.Pattern[str], str | None]]) -> str | 
     return key
 
 
-def load_into(module: Module, source: Source, *, path: str, op: str,
+def load_into(module: Recordable, source: Source, *, path: str, op: str,
               metadata: Mapping[str, str] | None = None, dtype: DTypePolicy = "cast",
               remap: Remap | None = None, strict: bool = True,
               adapter: Adapter | None = None) -> LoadReport:
@@ -164,7 +176,7 @@ def load_into(module: Module, source: Source, *, path: str, op: str,
             continue
         values = source[key].read()
         target = param.dtype if dtype == "cast" else from_numpy(values.dtype, op)
-        param.set_(adopt(values, target, param.device))
+        param.set_(tensor(values, dtype=target, device=param.device))
         report.loaded.append(key)
     return report
 

@@ -4,32 +4,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from burn.record.arrays import host_array
 from burn.record.errors import CorruptRecordError
 from burn.record.files import atomic_path
 from burn.record.policy import (
     DTypePolicy,
     Entry,
     LoadReport,
+    Recordable,
     Remap,
     Source,
     check_metadata,
     load_into,
 )
 
-if TYPE_CHECKING:
-    from burn.nn.module import Module
-
 EXTENSION = ".safetensors"
 
 
-def save_safetensors(module: Module, path: str | os.PathLike[str],
+def save_safetensors(module: Recordable, path: str | os.PathLike[str],
                      metadata: Mapping[str, str] | None = None) -> None:
     """Save every Param and Buffer of `module` as a safetensors file (atomically).
 
@@ -38,7 +35,7 @@ def save_safetensors(module: Module, path: str | os.PathLike[str],
         path: the target file (conventionally `*.safetensors`).
         metadata: str -> str pairs stored in the header.
     """
-    arrays = {key: host_array(p) for key, p in module.named_tensors()}
+    arrays = {key: np.asarray(p.to_numpy(), order="C") for key, p in module.named_tensors()}
     meta = check_metadata(metadata, "save_safetensors")
     with atomic_path(path) as tmp:
         save_file(arrays, tmp, metadata=meta or None)
@@ -76,7 +73,7 @@ def _entry(handle: Any, name: str, key: str) -> Entry:
     return Entry(tuple(handle.get_slice(key).get_shape()), read)
 
 
-def load_safetensors(module: Module, path: str | os.PathLike[str], *,
+def load_safetensors(module: Recordable, path: str | os.PathLike[str], *,
                      dtype: DTypePolicy = "cast", remap: Remap | None = None,
                      strict: bool = True) -> LoadReport:
     """Load a safetensors file into `module`.

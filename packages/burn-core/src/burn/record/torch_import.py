@@ -8,16 +8,21 @@ import pickle
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 
 from burn.record.errors import CorruptRecordError, RecordError
-from burn.record.policy import DTypePolicy, Entry, LoadReport, Remap, Source, load_into
+from burn.record.policy import (
+    DTypePolicy,
+    Entry,
+    LoadReport,
+    Recordable,
+    Remap,
+    Source,
+    load_into,
+)
 from burn.record.unpickler import SafeUnpickler, TensorRef
-
-if TYPE_CHECKING:
-    from burn.nn.module import Module
 
 EXTENSIONS = (".pt", ".pth")
 
@@ -146,7 +151,7 @@ class PyTorchAdapter:
         default_factory=lambda: {"weight": "gamma", "bias": "beta"})
     drop: tuple[str, ...] = ("num_batches_tracked",)
 
-    def __call__(self, source: Source, module: Module) -> Source:
+    def __call__(self, source: Source, module: Recordable) -> Source:
         """Adapt `source` for `module` (see the class docstring)."""
         targets = {k for k, _ in module.named_tensors()}
         modules = dict(module.named_modules())
@@ -174,15 +179,15 @@ def _stored(array: np.ndarray) -> Entry:
     return Entry(array.shape, lambda: array)
 
 
-def _is_linear(module: Module | None) -> bool:
+def _is_linear(module: object) -> bool:
     if module is None:
         return False
     cls = type(module)
     return bool(getattr(cls, "torch_transpose_weight", cls.__name__ == "Linear"))
 
 
-def load_pytorch(module: Module, path: str | os.PathLike[str], *, dtype: DTypePolicy = "cast",
-                 remap: Remap | None = None, strict: bool = True,
+def load_pytorch(module: Recordable, path: str | os.PathLike[str], *,
+                 dtype: DTypePolicy = "cast", remap: Remap | None = None, strict: bool = True,
                  adapter: PyTorchAdapter | None = None) -> LoadReport:
     """Load a torch checkpoint (a state_dict saved with `torch.save`) into `module`.
 
