@@ -132,7 +132,52 @@ def test_regression_loss_decreases(tmp_path) -> None:
         assert losses[-1] < 0.5 * losses[0]
     assert set(summary.final_metrics()) == {"train", "valid"}
     assert summary.final_metrics()["train"]["lr"] == pytest.approx(0.05)
-    assert model.devices() == [burn.default_device().autodiff()]
+    assert model.devices() == [burn.default_device().inner()]
+
+
+def test_fit_returns_model_ready_for_inference(tmp_path) -> None:
+    train, valid = regression_loaders()
+    model = regressor()
+    summary = learner(model, tmp_path).fit(train, valid, 2)
+    trained = summary.model
+    assert trained.devices() == [burn.default_device().inner()]
+    assert not any(m.training for _, m in trained.named_modules())
+    x = np.random.default_rng(5).normal(size=(6, 3)).astype(np.float32)
+    out = trained(burn.from_numpy(x))  # a plain tensor, no .to(...) needed
+    assert out.shape == (6, 1) and out.dtype == burn.float32
+    assert not out.device.is_autodiff
+    w = weights(trained)
+    # burn's Linear weight is [d_in, d_out] (Burn's layout): torch's linear takes its transpose
+    ref = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(w["linear.weight"]).T,
+                                     torch.from_numpy(w["linear.bias"]))
+    np.testing.assert_allclose(out.to_numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+    # fitting again trains on the autodiff device from where the first fit stopped
+    again = learner(model, tmp_path / "again").fit(train, valid, 1)
+    assert again.model is model and model.devices() == [burn.default_device().inner()]
+    assert not np.allclose(weights(model)["linear.weight"], w["linear.weight"])
+
+
+def test_plain_input_to_autodiff_model_names_the_fix() -> None:
+    model = regressor().to(burn.default_device().autodiff())
+    x = burn.ones(2, 3, device=burn.default_device().inner())
+    with pytest.raises(burn.errors.DeviceError) as err:
+        model(x)
+    message = str(err.value)
+    assert f"input is on {x.device}" in message
+    assert f"the model on {burn.default_device().autodiff()}" in message
+    assert "model.valid()" in message and "x.to(" in message
+    assert message.startswith("Linear: ")  # the layer that met the input
+    # the hint's two fixes both work
+    assert model(x.to(str(model.devices()[0]))).shape == (2, 1)
+    assert model.valid()(x).shape == (2, 1)
+
+
+def test_device_error_without_autodiff_is_unchanged() -> None:
+    model = regressor()
+    x = burn.ones(2, 3).to(burn.default_device().autodiff())
+    with pytest.raises(burn.errors.DeviceError) as err:
+        model(x)
+    assert "model.valid()" not in str(err.value) and "different devices" in str(err.value)
 
 
 def test_classification_metrics_match_reference(tmp_path) -> None:
@@ -144,7 +189,7 @@ def test_classification_metrics_match_reference(tmp_path) -> None:
     summary = learner(model, tmp_path, metrics=metrics).fit(train, valid, 3)
     assert summary.history["train"][-1]["accuracy"] > summary.history["train"][0]["accuracy"]
     assert all(seen == (False, False) for seen in model.seen)  # eval mode, no grad
-    assert model.training
+    assert not model.training  # returned ready for inference
     # the last validation ran with the final weights: recompute with numpy / torch
     x = np.stack([item[0] for item in valid.dataset])
     y = np.array([item[1] for item in valid.dataset])

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from burn.device import Device, as_device
+from burn.errors import DeviceError
 from burn.frontend.tensor import Tensor
 from burn.nn.param import Param
 
@@ -40,6 +41,20 @@ def _entries(name: str, value: Any) -> Iterator[tuple[str, Any]]:
         yield name, value
 
 
+def _device_hint(module: Module, err: DeviceError, inputs: list[Any]) -> DeviceError:
+    """`err`, or (when plain inputs meet an autodiff model) a DeviceError saying what to call."""
+    if err.details.get("hint"):
+        return err
+    model = [d for d in module.devices() if d.is_autodiff]
+    plain = [x.device for x in inputs if isinstance(x, Tensor) and not x.device.is_autodiff]
+    if not model or not plain:
+        return err
+    return DeviceError(
+        f"{type(module).__name__}", f"input is on {plain[0]}, the model on {model[0]}",
+        hint=f"move the input with x.to('{model[0]}') or use model.valid() for inference",
+        cause=str(err))
+
+
 class Module:
     """Base class of layers and models, as Burn's `Module` and torch's `nn.Module`.
 
@@ -50,7 +65,10 @@ class Module:
     training: bool = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)  # type: ignore[attr-defined]
+        try:
+            return self.forward(*args, **kwargs)  # type: ignore[attr-defined]
+        except DeviceError as err:
+            raise _device_hint(self, err, [*args, *kwargs.values()]) from err
 
     # --- traversal ---
     def _items(self) -> Iterator[tuple[str, Module | Param]]:
@@ -128,6 +146,15 @@ class Module:
     def eval(self: M) -> M:
         """`train(False)`."""
         return self.train(False)
+
+    def valid(self: M) -> M:
+        """Ready for inference, as Burn's `AutodiffModule::valid`: every tensor on its device
+        without the Autodiff decorator (no gradient tracking) and eval mode. Unlike Burn it
+        moves this module in place and returns it (as `to`)."""
+        for _, item in self.named_tensors():
+            if item.device.is_autodiff:
+                item.set_(item.value().to_device(item.device.inner()))
+        return self.eval()
 
     def freeze(self: M) -> M:
         """Stop training every Param (optimizers skip them, autodiff does not track them)."""

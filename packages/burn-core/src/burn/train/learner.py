@@ -71,7 +71,8 @@ class Learner:
     and optionally `valid_step(batch) -> ValidOutput` (else `train_step` validates too).
 
     Args:
-        model: the model; it is moved to `device.autodiff()` in place.
+        model: the model; `fit` moves it to `device.autodiff()` in place to train, and
+            returns it ready for inference (`model.valid()`: inner device, eval mode).
         optimizer: e.g. `burn.optim.AdamConfig().init()`.
         scheduler_or_lr: an `LrScheduler`, or a constant learning rate.
         device: the training device (the default device when None).
@@ -133,7 +134,9 @@ class Learner:
                 After a mid-epoch checkpoint (Ctrl-C), the epoch's finished batches are
                 skipped and its training metrics cover the remaining ones only.
         Returns:
-            The summary; `summary.model` is the trained model.
+            The summary; `summary.model` is the trained model, ready for inference as after
+            Burn's `valid()`: on the inner (non-autodiff) device, in eval mode. A later `fit`
+            moves it back to the autodiff device.
         """
         start = time.perf_counter()
         self.model.to(self.device)
@@ -163,7 +166,7 @@ class Learner:
             log.warning("interrupted: saving a checkpoint")
             self._save(summary.epochs, self._batches_done, None, history)
         finally:
-            self.model.train()
+            self.model.valid()
             if display is not None:
                 display.close()
         return self._finish(summary, start)

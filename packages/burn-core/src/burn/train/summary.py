@@ -15,7 +15,8 @@ class TrainingSummary:
     """The outcome of a `Learner.fit` run.
 
     Args:
-        model: the trained model (on the training device).
+        model: the trained model, ready for inference (`model.valid()`: on the training
+            device without autodiff, eval mode).
         history: per split, one row per epoch: {"epoch": n, metric: value, ...}.
         epochs: epochs completed (resumed ones included).
         elapsed: wall-clock seconds of this run.
