@@ -31,6 +31,7 @@ from burn.nn.activation import (
 )
 from burn.nn.attention import MhaCache, MhaOutput, MultiHeadAttention, MultiHeadAttentionConfig
 from burn.nn.config import Config
+from burn.nn.container import Flatten, ModuleDict, ModuleList, Sequential, Unflatten
 from burn.nn.conv import (
     Conv1d,
     Conv1dConfig,
@@ -108,6 +109,7 @@ from burn.nn.pool import (
 )
 from burn.nn.resize import Interpolate, InterpolateConfig, PixelShuffle, PixelShuffleConfig
 from burn.nn.rnn import BiLstm, BiLstmConfig, Gru, GruConfig, Lstm, LstmConfig, Rnn, RnnConfig
+from burn.nn.state import IncompatibleKeys, StateDictKeyError
 from burn.nn.transformer import (
     PositionWiseFeedForward,
     PositionWiseFeedForwardConfig,
@@ -144,6 +146,13 @@ __all__ = [
     "MhaOutput",
     "MultiHeadAttention",
     "MultiHeadAttentionConfig",
+    "Flatten",
+    "IncompatibleKeys",
+    "ModuleDict",
+    "ModuleList",
+    "Sequential",
+    "StateDictKeyError",
+    "Unflatten",
     "L1Loss",
     "L1LossConfig",
     "NllLoss",

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from burn.device import Device
-from burn.errors import ShapeError
+from burn.errors import DTypeError, ShapeError
 from burn.frontend.tensor import Tensor
 from burn.nn.init import InitConfig
 from burn.nn.module import Module
@@ -47,3 +47,19 @@ def check_input(layer: str, x: Tensor, expected: str, ranks: tuple[int, ...] | N
         ok = -x.ndim <= dim < x.ndim and x.shape[dim] == size
     if not ok:
         raise ShapeError(layer, f"expected input {expected}", x=x.shape)
+
+
+def check_float_input(layer: str, x: Tensor, weight: Tensor) -> None:
+    """Raise DTypeError unless `x` is a float tensor of `weight`'s dtype (a float64 input to a
+    float32 layer is refused rather than silently promoted).
+
+    Args:
+        layer: the layer's name, for the message.
+        x: the input.
+        weight: a param of the layer, giving its dtype.
+    Raises:
+        DTypeError: naming `layer` and both dtypes.
+    """
+    if x.dtype != weight.dtype:
+        raise DTypeError(layer, f"expected a {weight.dtype.value} input (the layer's dtype); "
+                         "cast the input or the layer", input=x.dtype, layer=weight.dtype)

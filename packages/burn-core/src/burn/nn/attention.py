@@ -89,6 +89,10 @@ class MultiHeadAttention(Module):
         bias: whether the four projections have biases.
         device: where the params live.
         initializer: of the projections' weights and biases (Linear's default when None).
+
+    Defaults that differ from torch: `dropout` 0.1 (torch 0.0); inputs are always batch first
+    (torch's `batch_first` False); `initializer` Linear's U(-1/sqrt(d_model), 1/sqrt(d_model))
+    (torch: xavier_uniform for the packed in-projection, zero biases).
     Raises:
         ValueRangeError: when n_heads does not divide d_model.
     """

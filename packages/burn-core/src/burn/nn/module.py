@@ -185,6 +185,28 @@ class Module:
         record.load(self, path, **options)
         return self
 
+    def state_dict(self) -> dict[str, Tensor]:
+        """Every Param and Buffer by dotted path, detached (torch's `state_dict`)."""
+        from burn.nn import state
+
+        return state.state_dict(self)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True) -> Any:
+        """Copy a state dict (burn tensors or arrays by path) into this module, as torch's
+        `load_state_dict`; returns `IncompatibleKeys(missing_keys, unexpected_keys)`. See
+        `burn.nn.state.load_state_dict`."""
+        from burn.nn import state
+
+        return state.load_state_dict(self, state_dict, strict)
+
+    def load_torch_state_dict(self, state_dict: Any, strict: bool = True) -> Any:
+        """Load a torch `state_dict()` (torch names and layouts: packed LSTM / GRU / attention
+        weights, [out, in] linear weights) into this module; returns the `LoadReport`. See
+        `burn.nn.torch_adapters.load_torch_state_dict`."""
+        from burn.nn import torch_adapters
+
+        return torch_adapters.load_torch_state_dict(self, state_dict, strict=strict)
+
     # --- printing ---
     def extra_repr(self) -> str:
         """Layer settings shown in the summary (override in layers)."""

@@ -1,9 +1,15 @@
 """Recurrent layers: Rnn (tanh / relu), Lstm, BiLstm and Gru, with torch's gate formulations.
 
-Every layer is one layer deep. Each gate is a `GateController` (Burn's layout): an input
-transform `Linear(d_input, d_hidden)` and a hidden transform `Linear(d_hidden, d_hidden)`, each
-with its own bias as torch's `b_ih` / `b_hh`. The forward packs the gates' weights so that one
-matmul projects the whole sequence and one matmul per step projects the hidden state.
+Each gate is a `GateController` (Burn's layout): an input transform `Linear(d_input, d_hidden)`
+and a hidden transform `Linear(d_hidden, d_hidden)`, each with its own bias as torch's `b_ih` /
+`b_hh`. The forward packs the gates' weights so that one matmul projects the whole sequence and
+one matmul per step projects the hidden state.
+
+Rnn, Lstm and Gru take torch's `num_layers`, `bidirectional` and inter-layer `dropout`. The
+layer's own gates are layer 0's forward direction (so a one-layer layer has Burn's param
+names); `reverse` holds layer 0's reverse direction and `stacked` the layers above, each a
+one-layer layer of the same class (`stacked.0.reverse.input_gate...` is layer 1's reverse
+direction). `burn.nn.torch_adapters` maps torch's `weight_ih_l{k}[_reverse]` onto them.
 
 Inputs are [batch, seq, d_input] (`batch_first=True`, Burn's default) or [seq, batch, d_input];
 states are torch-shaped [directions, batch, d_hidden].
@@ -15,14 +21,15 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import burn
 import burn.functional as F
 from burn.device import Device
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.tensor import Tensor
-from burn.nn._layer import LayerConfig, check_input
+from burn.nn._layer import LayerConfig, check_float_input, check_input
+from burn.nn.dropout import Dropout
 from burn.nn.init import Initializer, Uniform
 from burn.nn.linear import Linear
 from burn.nn.module import Module
@@ -63,18 +70,42 @@ def _affine(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
 
 
 class _Recurrent(Module, ABC):
-    """Base of the one-directional layers: gates named `_gate_names`, a cell (`_cell`) and the
-    time loop (`_scan`) shared by Rnn, Lstm and Gru."""
+    """Base of Rnn, Lstm and Gru: gates named `_gate_names` (layer 0, forward direction), a cell
+    (`_cell`), the time loop (`_scan`), and the other directions and layers."""
 
     _gate_names: tuple[str, ...] = ()
 
     def __init__(self, d_input: int, d_hidden: int, bias: bool = True, batch_first: bool = True,
-                 device: _DeviceLike = None, initializer: Initializer | None = None) -> None:
+                 device: _DeviceLike = None, initializer: Initializer | None = None,
+                 num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0) -> None:
+        layer = type(self).__name__
+        if num_layers < 1:
+            raise ValueRangeError(layer, "num_layers must be at least 1", num_layers=num_layers)
         init = initializer or Uniform(-1 / math.sqrt(d_hidden), 1 / math.sqrt(d_hidden))
         self.d_input, self.d_hidden = d_input, d_hidden
         self.bias, self.batch_first = bias, batch_first
+        self.num_layers, self.bidirectional = num_layers, bidirectional
         for name in self._gate_names:
             setattr(self, name, GateController(d_input, d_hidden, bias, device, init))
+        self.reverse = (self._one_layer(d_input, device, init) if bidirectional else None)
+        d_upper = d_hidden * (2 if bidirectional else 1)
+        self.stacked = [self._one_layer(d_upper, device, init, bidirectional)
+                        for _ in range(num_layers - 1)]
+        self.dropout = Dropout(dropout)
+
+    def _one_layer(self, d_input: int, device: _DeviceLike, init: Initializer,
+                   bidirectional: bool = False) -> Any:
+        """A one-layer layer of this class and options (a direction or a stacked layer)."""
+        return type(self)(d_input, self.d_hidden, bias=self.bias, device=device,
+                          initializer=init, bidirectional=bidirectional, **self._options())
+
+    def _options(self) -> dict[str, Any]:
+        """Subclass-specific constructor options, passed on to `_one_layer`."""
+        return {}
+
+    def layer_stack(self) -> list[Any]:
+        """The layers bottom up: this one (layer 0), then `stacked`."""
+        return [self, *self.stacked]
 
     @abstractmethod
     def _cell(self, x_proj: Tensor, h_proj: Tensor, state: States) -> States:
@@ -102,17 +133,39 @@ class _Recurrent(Module, ABC):
         return burn.stack(outputs[::-1] if reverse else outputs, dim=1), state
 
     def _run(self, x: Tensor, given: tuple[Tensor | None, ...]) -> tuple[Tensor, States]:
-        """Check `x` and the initial states (None = zeros), scan, and lay the results out as
-        torch: output in the input's layout, final states [1, batch, d_hidden]."""
+        """Check `x` and the initial states (None = zeros), run every layer and direction, and
+        lay the results out as torch: output in the input's layout, final states
+        [num_layers * directions, batch, d_hidden] (layer-major, forward direction first)."""
         layer = type(self).__name__
+        check_float_input(layer, x, self.input_gate_weight())
         x = _batch_major(layer, x, self.d_input, self.batch_first)
-        init = tuple(_initial_state(layer, s, 1, x, self.d_hidden)[0] for s in given)
-        out, final = self._scan(x, init)
-        return _sequence_out(out, self.batch_first), tuple(s.unsqueeze(0) for s in final)
+        dirs = 2 if self.bidirectional else 1
+        init = [_initial_state(layer, s, self.num_layers * dirs, x, self.d_hidden)
+                for s in given]
+        finals: list[list[Tensor]] = [[] for _ in given]
+        for k, stage in enumerate(self.layer_stack()):
+            if k:
+                x = self.dropout(x)
+            outs = []
+            for d, cell in enumerate([stage] if stage.reverse is None
+                                     else [stage, stage.reverse]):
+                out, final = cell._scan(x, tuple(s[k * dirs + d] for s in init), reverse=d == 1)
+                outs.append(out)
+                for acc, f in zip(finals, final, strict=True):
+                    acc.append(f)
+            x = outs[0] if len(outs) == 1 else burn.cat(outs, dim=-1)
+        return (_sequence_out(x, self.batch_first),
+                tuple(burn.stack(f, dim=0) for f in finals))
+
+    def input_gate_weight(self) -> Tensor:
+        """Layer 0's first input weight (the layer's dtype)."""
+        gate: GateController = getattr(self, self._gate_names[0])
+        return gate.input_transform.weight
 
     def extra_repr(self) -> str:
         return (f"d_input={self.d_input}, d_hidden={self.d_hidden}, bias={self.bias}, "
-                f"batch_first={self.batch_first}")
+                f"batch_first={self.batch_first}, num_layers={self.num_layers}, "
+                f"bidirectional={self.bidirectional}")
 
 
 def _batch_major(layer: str, x: Tensor, d_input: int, batch_first: bool) -> Tensor:
@@ -144,10 +197,10 @@ class _HiddenOnly(_Recurrent):
     def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Args:
             x: [batch, seq, d_input] ([seq, batch, d_input] unless batch_first).
-            state: h_0 [1, batch, d_hidden]; zeros when None.
+            state: h_0 [num_layers * directions, batch, d_hidden]; zeros when None.
         Returns:
-            (output, h_n) as torch: output [batch, seq, d_hidden] ([seq, batch, d_hidden]
-            unless batch_first), h_n [1, batch, d_hidden].
+            (output, h_n) as torch: output [batch, seq, directions * d_hidden] (seq first
+            unless batch_first), h_n [num_layers * directions, batch, d_hidden].
         Raises:
             ShapeError: for a bad input or state shape.
         """
@@ -156,7 +209,7 @@ class _HiddenOnly(_Recurrent):
 
 
 class Rnn(_HiddenOnly):
-    """Elman RNN, as torch.nn.RNN (one layer): h_t = act(x_t W_i + b_i + h_{t-1} W_h + b_h).
+    """Elman RNN, as torch.nn.RNN: h_t = act(x_t W_i + b_i + h_{t-1} W_h + b_h).
 
     Args:
         d_input: input features.
@@ -167,20 +220,30 @@ class Rnn(_HiddenOnly):
         device: where the params live.
         initializer: of every weight and bias (torch's U(-1/sqrt(d_hidden), 1/sqrt(d_hidden))
             when None).
+        num_layers: stacked layers, each fed the previous one's output.
+        bidirectional: add a reverse direction per layer (outputs concatenated).
+        dropout: probability of dropping each layer's output but the last, in training.
+
+    Defaults that differ from torch: `batch_first` True (torch False).
     Raises:
-        ValueRangeError: for another nonlinearity.
+        ValueRangeError: for another nonlinearity, or num_layers < 1.
     """
 
     _gate_names = ("gate",)
 
     def __init__(self, d_input: int, d_hidden: int, bias: bool = True,
                  nonlinearity: Literal["tanh", "relu"] = "tanh", batch_first: bool = True,
-                 device: _DeviceLike = None, initializer: Initializer | None = None) -> None:
+                 device: _DeviceLike = None, initializer: Initializer | None = None,
+                 num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueRangeError("Rnn", "nonlinearity must be 'tanh' or 'relu'",
                                   nonlinearity=nonlinearity)
-        super().__init__(d_input, d_hidden, bias, batch_first, device, initializer)
         self.nonlinearity = nonlinearity
+        super().__init__(d_input, d_hidden, bias, batch_first, device, initializer, num_layers,
+                         bidirectional, dropout)
+
+    def _options(self) -> dict[str, Any]:
+        return {"nonlinearity": self.nonlinearity}
 
     def _cell(self, x_proj: Tensor, h_proj: Tensor, state: States) -> States:
         pre = x_proj + h_proj
@@ -191,7 +254,7 @@ class Rnn(_HiddenOnly):
 
 
 class Lstm(_Recurrent):
-    """Long short-term memory, as torch.nn.LSTM (one layer; gates i, f, g, o):
+    """Long short-term memory, as torch.nn.LSTM (gates i, f, g, o):
     c_t = f * c_{t-1} + i * g, h_t = o * tanh(c_t).
 
     Args:
@@ -202,6 +265,13 @@ class Lstm(_Recurrent):
         device: where the params live.
         initializer: of every weight and bias (torch's U(-1/sqrt(d_hidden), 1/sqrt(d_hidden))
             when None).
+        num_layers: stacked layers, each fed the previous one's output.
+        bidirectional: add a reverse direction per layer (outputs concatenated).
+        dropout: probability of dropping each layer's output but the last, in training.
+
+    Defaults that differ from torch: `batch_first` True (torch False).
+    Raises:
+        ValueRangeError: for num_layers < 1.
     """
 
     _gate_names = ("input_gate", "forget_gate", "cell_gate", "output_gate")
@@ -210,10 +280,11 @@ class Lstm(_Recurrent):
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Args:
             x: [batch, seq, d_input] ([seq, batch, d_input] unless batch_first).
-            state: (h_0, c_0), each [1, batch, d_hidden]; zeros when None.
+            state: (h_0, c_0), each [num_layers * directions, batch, d_hidden]; zeros when
+                None.
         Returns:
-            (output, (h_n, c_n)) as torch: output [batch, seq, d_hidden] ([seq, batch, d_hidden]
-            unless batch_first), h_n and c_n [1, batch, d_hidden].
+            (output, (h_n, c_n)) as torch: output [batch, seq, directions * d_hidden] (seq
+            first unless batch_first), h_n and c_n [num_layers * directions, batch, d_hidden].
         Raises:
             ShapeError: for a bad input or state shape.
         """
@@ -227,7 +298,7 @@ class Lstm(_Recurrent):
 
 
 class Gru(_HiddenOnly):
-    """Gated recurrent unit, as torch.nn.GRU (one layer; gates r, z, n, the reset gate applied
+    """Gated recurrent unit, as torch.nn.GRU (gates r, z, n, the reset gate applied
     after the hidden matmul): n = tanh(x W_in + b_in + r * (h W_hn + b_hn)),
     h_t = (1 - z) * n + z * h_{t-1}.
 
@@ -239,6 +310,13 @@ class Gru(_HiddenOnly):
         device: where the params live.
         initializer: of every weight and bias (torch's U(-1/sqrt(d_hidden), 1/sqrt(d_hidden))
             when None).
+        num_layers: stacked layers, each fed the previous one's output.
+        bidirectional: add a reverse direction per layer (outputs concatenated).
+        dropout: probability of dropping each layer's output but the last, in training.
+
+    Defaults that differ from torch: `batch_first` True (torch False).
+    Raises:
+        ValueRangeError: for num_layers < 1.
     """
 
     _gate_names = ("reset_gate", "update_gate", "new_gate")
@@ -252,8 +330,9 @@ class Gru(_HiddenOnly):
 
 
 class BiLstm(Module):
-    """Bidirectional LSTM, as torch.nn.LSTM(bidirectional=True) with one layer: a forward and a
-    reverse `Lstm` whose hidden states are concatenated.
+    """Bidirectional LSTM (Burn's BiLstm), as torch.nn.LSTM(bidirectional=True) with one layer:
+    a forward and a reverse `Lstm` whose hidden states are concatenated. `Lstm(...,
+    bidirectional=True)` is the same computation with torch's options (num_layers, dropout).
 
     Args:
         d_input: input features.
@@ -263,6 +342,8 @@ class BiLstm(Module):
         device: where the params live.
         initializer: of every weight and bias (torch's U(-1/sqrt(d_hidden), 1/sqrt(d_hidden))
             when None).
+
+    Defaults that differ from torch: `batch_first` True (torch False).
     """
 
     def __init__(self, d_input: int, d_hidden: int, bias: bool = True, batch_first: bool = True,
@@ -285,6 +366,7 @@ class BiLstm(Module):
         Raises:
             ShapeError: for a bad input or state shape.
         """
+        check_float_input("BiLstm", x, self.forward_lstm.input_gate_weight())
         x = _batch_major("BiLstm", x, self.d_input, self.batch_first)
         h0, c0 = (_initial_state("BiLstm", s, 2, x, self.d_hidden)
                   for s in (state or (None, None)))
@@ -309,7 +391,14 @@ class _RecurrentConfig(LayerConfig):
 
 
 @dataclass
-class RnnConfig(_RecurrentConfig):
+class _StackedConfig(_RecurrentConfig):
+    num_layers: int = 1
+    bidirectional: bool = False
+    dropout: float = 0.0
+
+
+@dataclass
+class RnnConfig(_StackedConfig):
     """Config of `Rnn` (same arguments)."""
 
     nonlinearity: Literal["tanh", "relu"] = "tanh"
@@ -317,7 +406,7 @@ class RnnConfig(_RecurrentConfig):
 
 
 @dataclass
-class LstmConfig(_RecurrentConfig):
+class LstmConfig(_StackedConfig):
     """Config of `Lstm` (same arguments)."""
 
     module = Lstm
@@ -331,7 +420,7 @@ class BiLstmConfig(_RecurrentConfig):
 
 
 @dataclass
-class GruConfig(_RecurrentConfig):
+class GruConfig(_StackedConfig):
     """Config of `Gru` (same arguments)."""
 
     module = Gru

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import burn.functional as F
 from burn.device import Device
@@ -119,6 +119,9 @@ class TransformerEncoderLayer(_Layer):
         layer_norm_eps: eps of the LayerNorms.
         device: where the params live.
         initializer: of the linear layers (Linear's default when None).
+
+    Defaults that differ from torch: `activation` "gelu" (torch "relu"); inputs are always
+    batch first (torch's `batch_first` False).
     """
 
     def forward(self, x: Tensor, mask_pad: Tensor | None = None,
@@ -177,6 +180,9 @@ class TransformerDecoderLayer(_Layer):
         layer_norm_eps: eps of the LayerNorms.
         device: where the params live.
         initializer: of the linear layers (Linear's default when None).
+
+    Defaults that differ from torch: `activation` "gelu" (torch "relu"); inputs are always
+    batch first (torch's `batch_first` False).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -259,30 +265,52 @@ class TransformerDecoderCache:
     layers: list[TransformerDecoderLayerCache]
 
 
-class TransformerEncoder(Module):
-    """A stack of `TransformerEncoderLayer`s (Burn's TransformerEncoder; no final norm).
+class _Stack(Module):
+    """Shared by the encoder and decoder stacks: the layers and the optional final LayerNorm
+    (torch's `norm` argument)."""
+
+    layer_class: type[_Layer]
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int,
+                 dropout: float = 0.1, norm_first: bool = False,
+                 activation: Activation = "gelu", layer_norm_eps: float = 1e-5,
+                 device: _DeviceLike = None, initializer: Initializer | None = None,
+                 norm: bool = False) -> None:
+        self.layers: list[Any] = [self.layer_class(d_model, n_heads, d_ff, dropout, norm_first,
+                                                   activation, layer_norm_eps, device,
+                                                   initializer)
+                       for _ in range(n_layers)]
+        self.norm = LayerNorm(d_model, layer_norm_eps, device=device) if norm else None
+
+    def _final(self, x: Tensor) -> Tensor:
+        return x if self.norm is None else self.norm(x)
+
+    def extra_repr(self) -> str:
+        return f"n_layers={len(self.layers)}"
+
+
+class TransformerEncoder(_Stack):
+    """A stack of `TransformerEncoderLayer`s (Burn's TransformerEncoder), with torch's optional
+    final LayerNorm.
 
     Args:
         d_model, n_heads, d_ff: as `TransformerEncoderLayer`.
         n_layers: layers.
         dropout, norm_first, activation, layer_norm_eps, device, initializer: as
             `TransformerEncoderLayer`.
+        norm: apply a final LayerNorm (named `norm`, as torch's `norm=LayerNorm(d_model)`;
+            Burn has none). Use it with `norm_first`, whose last layer output is not normed.
+
+    Defaults that differ from torch: `activation` "gelu" (torch "relu").
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int,
-                 dropout: float = 0.1, norm_first: bool = False,
-                 activation: Activation = "gelu", layer_norm_eps: float = 1e-5,
-                 device: _DeviceLike = None, initializer: Initializer | None = None) -> None:
-        self.layers = [TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
-                                               activation, layer_norm_eps, device, initializer)
-                       for _ in range(n_layers)]
-
+    layer_class = TransformerEncoderLayer
     def forward(self, x: Tensor, mask_pad: Tensor | None = None,
                 mask_attn: Tensor | None = None) -> Tensor:
         """Args and Returns: as `TransformerEncoderLayer.forward`."""
         for layer in self.layers:
             x = layer(x, mask_pad, mask_attn)
-        return x
+        return self._final(x)
 
     def new_autoregressive_cache(self) -> TransformerEncoderCache:
         """An empty cache for `forward_autoregressive`."""
@@ -293,30 +321,25 @@ class TransformerEncoder(Module):
         """Args and Returns: as `TransformerEncoderLayer.forward_autoregressive`."""
         for layer, layer_cache in zip(self.layers, cache.layers, strict=True):
             x = layer.forward_autoregressive(x, layer_cache, mask_pad)
-        return x
-
-    def extra_repr(self) -> str:
-        return f"n_layers={len(self.layers)}"
+        return self._final(x)
 
 
-class TransformerDecoder(Module):
-    """A stack of `TransformerDecoderLayer`s (Burn's TransformerDecoder; no final norm).
+class TransformerDecoder(_Stack):
+    """A stack of `TransformerDecoderLayer`s (Burn's TransformerDecoder), with torch's optional
+    final LayerNorm.
 
     Args:
         d_model, n_heads, d_ff: as `TransformerDecoderLayer`.
         n_layers: layers.
         dropout, norm_first, activation, layer_norm_eps, device, initializer: as
             `TransformerDecoderLayer`.
+        norm: apply a final LayerNorm (named `norm`, as torch's `norm=LayerNorm(d_model)`;
+            Burn has none).
+
+    Defaults that differ from torch: `activation` "gelu" (torch "relu").
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int,
-                 dropout: float = 0.1, norm_first: bool = False,
-                 activation: Activation = "gelu", layer_norm_eps: float = 1e-5,
-                 device: _DeviceLike = None, initializer: Initializer | None = None) -> None:
-        self.layers = [TransformerDecoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
-                                               activation, layer_norm_eps, device, initializer)
-                       for _ in range(n_layers)]
-
+    layer_class = TransformerDecoderLayer
     def forward(self, target: Tensor, memory: Tensor, target_mask_pad: Tensor | None = None,
                 target_mask_attn: Tensor | None = None, memory_mask_pad: Tensor | None = None,
                 memory_mask_attn: Tensor | None = None) -> Tensor:
@@ -324,7 +347,7 @@ class TransformerDecoder(Module):
         for layer in self.layers:
             target = layer(target, memory, target_mask_pad, target_mask_attn, memory_mask_pad,
                            memory_mask_attn)
-        return target
+        return self._final(target)
 
     def new_autoregressive_cache(self) -> TransformerDecoderCache:
         """An empty cache for `forward_autoregressive`."""
@@ -338,10 +361,7 @@ class TransformerDecoder(Module):
         for layer, layer_cache in zip(self.layers, cache.layers, strict=True):
             target = layer.forward_autoregressive(target, memory, layer_cache, target_mask_pad,
                                                   memory_mask_pad)
-        return target
-
-    def extra_repr(self) -> str:
-        return f"n_layers={len(self.layers)}"
+        return self._final(target)
 
 
 @dataclass(kw_only=True)
@@ -375,6 +395,7 @@ class _TransformerLayerConfig(_TransformerOptions):
 @dataclass
 class _TransformerStackConfig(_TransformerLayerConfig):
     n_layers: int
+    norm: bool = False
 
 
 @dataclass
