@@ -42,3 +42,7 @@ class AutodiffError(BurnError, RuntimeError):
 
 class ValueRangeError(BurnError, ValueError):
     """An argument value outside what the op accepts (negative size, zero step, ...)."""
+
+
+class DivisionByZeroError(BurnError, ZeroDivisionError):
+    """Integer division or remainder by zero (float division gives inf / nan instead)."""

@@ -71,6 +71,17 @@ FULL_AND_DIMS: dict[str, list[tuple[Fn, Fn]]] = {
          lambda x: torch.var(x, (0, 2), correction=0, keepdim=True)),
         (lambda x: x.var(-1, correction=2), lambda x: torch.var(x, -1, correction=2)),
     ],
+    "std": [
+        (lambda x: x.std(), torch.std),
+        (lambda x: x.std(dim=(0, 2), correction=0, keepdim=True),
+         lambda x: torch.std(x, (0, 2), correction=0, keepdim=True)),
+    ],
+    "logsumexp": [
+        (lambda x: x.logsumexp(1), lambda x: torch.logsumexp(x, 1)),
+        (lambda x: x.logsumexp((0, -1), keepdim=True),
+         lambda x: torch.logsumexp(x, (0, -1), keepdim=True)),
+        (lambda x: burn.functional.logsumexp(x, -1), lambda x: torch.logsumexp(x, -1)),
+    ],
     "sum_dim": [(lambda x, d=d: x.sum_dim(d), lambda x, d=d: torch.sum(x, d, keepdim=True))
                 for d in (0, 2, -2)],
     "mean_dim": [(lambda x, d=d: x.mean_dim(d), lambda x, d=d: torch.mean(x, d, keepdim=True))
@@ -130,7 +141,7 @@ FULL_AND_DIMS: dict[str, list[tuple[Fn, Fn]]] = {
          lambda x: torch.argsort(x, dim=1, descending=True)),
     ],
 }
-FLOAT_ONLY = {"mean", "var", "mean_dim"}
+FLOAT_ONLY = {"mean", "var", "std", "logsumexp", "mean_dim"}
 #: ops whose int results widen in torch (sum of int32 is int64): ints are checked with int64.
 INT64_ONLY = {"sum", "prod", "sum_dim", "prod_dim", "cumsum", "cumprod"}
 #: ops that reduce values multiplicatively: inputs near 1 keep them finite in every dtype.
@@ -146,7 +157,7 @@ def _data(name: str, rng: np.random.Generator, shape: tuple[int, ...], dtype: st
         if "int" in dtype:
             return rand(rng, shape, dtype, int_range=(-2, 3))
         return rand(rng, shape, dtype, Domain(0.6, 1.4)) * rng.choice([-1, 1], size=shape)
-    if name in ("sum", "sum_dim", "mean", "mean_dim", "var", "cumsum"):
+    if name in ("sum", "sum_dim", "mean", "mean_dim", "var", "std", "logsumexp", "cumsum"):
         return rand(rng, shape, dtype)
     return distinct(rng, shape, dtype, spacing=0.25 if "float" in dtype else 1)
 
@@ -166,7 +177,7 @@ def test_reduction_forward(name: str, dtype: str, layout: str, device: burn.Devi
                            rng: np.random.Generator) -> None:
     # float16 / bfloat16 accumulate rounded values: tolerance scaled for the longest sums
     scale = 4.0 if dtype in ("float16", "bfloat16") and name in (
-        "sum", "mean", "var", "cumsum", "prod", "cumprod") else 1.0
+        "sum", "mean", "var", "std", "logsumexp", "cumsum", "prod", "cumprod") else 1.0
     shape = LOW_PRECISION_SHAPE if dtype in ("float16", "bfloat16") else SHAPE
     x = T(_data(name, rng, shape, dtype), dtype, layout)
     for fb, ft in FULL_AND_DIMS[name]:
@@ -208,3 +219,17 @@ def test_topk_k_equals_size(device: burn.Device, rng: np.random.Generator) -> No
     x = T(distinct(rng, (2, 4), "float32"), "float32")
     check_forward(lambda a: a.topk(4), lambda a: torch.topk(a, 4).values, [x], device)
     check_forward(lambda a: a.topk(0), lambda a: torch.topk(a, 0).values, [x], device)
+
+
+@pytest.mark.op("logsumexp")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logsumexp_infinite_rows(dtype: str, device: burn.Device, grad_device: burn.Device,
+                                 rng: np.random.Generator) -> None:
+    """Rows of -inf give -inf (not nan) and rows holding +inf give +inf, as torch; large values
+    do not overflow; the gradient of finite rows is the softmax."""
+    inf = np.inf
+    x = T(np.array([[-inf, -inf, -inf], [1.0, inf, 2.0], [1000.0, 1000.0, -inf]]), dtype)
+    check_forward(lambda a: a.logsumexp(1), lambda a: torch.logsumexp(a, 1), [x], device)
+    big = T(np.array([[1000.0, 999.0, -1000.0], [-1e4, 0.5, 3.0]]), dtype)
+    check_backward(lambda a: a.logsumexp(-1), lambda a: torch.logsumexp(a, -1), [big],
+                   grad_device, rng)

@@ -24,10 +24,12 @@ from burn.frontend.creation import (
 )
 from burn.frontend.indexing import one_hot, where
 from burn.frontend.layout import cat, stack
+from burn.frontend.reduction import logsumexp
 from burn.frontend.tensor import Tensor
 
 __all__ = [
     "Tensor", "arange", "bernoulli", "cat", "empty", "empty_like", "eye", "from_dlpack",
-    "from_numpy", "full", "full_like", "normal", "one_hot", "ones", "ones_like", "rand",
-    "randint", "randn", "seed", "stack", "tensor", "uniform", "where", "zeros", "zeros_like",
+    "from_numpy", "full", "full_like", "logsumexp", "normal", "one_hot", "ones", "ones_like",
+    "rand", "randint", "randn", "seed", "stack", "tensor", "uniform", "where", "zeros",
+    "zeros_like",
 ]

@@ -2,32 +2,74 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 from burn.dtype import promote
-from burn.errors import DTypeError, ShapeError, ValueRangeError
+from burn.errors import DivisionByZeroError, DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
-from burn.frontend.dispatch import BinaryOp, binary, binary_op
+from burn.frontend.dispatch import BinaryOp, Impl, binary, binary_op
 from burn.frontend.layout import cat
 from burn.frontend.validation import as_scalar, broadcast_shapes, check_device, norm_dim
 
 if TYPE_CHECKING:
+    from burn.backend.protocol import Backend
     from burn.frontend.tensor import Tensor
 
 ADD = BinaryOp("add", {"float_": "float_add", "int_": "int_add"},
-               {"float_": "float_add_scalar", "int_": "int_add_scalar"}, commutative=True)
+               {"float_": "float_add_scalar", "int_": "int_add_scalar"}, commutative=True,
+               on_bool="bool")
 SUB = BinaryOp("sub", {"float_": "float_sub", "int_": "int_sub"},
-               {"float_": "float_sub_scalar", "int_": "int_sub_scalar"})
+               {"float_": "float_sub_scalar", "int_": "int_sub_scalar"}, on_bool="refuse")
 MUL = BinaryOp("mul", {"float_": "float_mul", "int_": "int_mul"},
-               {"float_": "float_mul_scalar", "int_": "int_mul_scalar"}, commutative=True)
+               {"float_": "float_mul_scalar", "int_": "int_mul_scalar"}, commutative=True,
+               on_bool="bool")
 DIV = BinaryOp("div", {"float_": "float_div"}, {"float_": "float_div_scalar"})
+
+
+def _float_floor_div(b: Backend, x: Any, y: Any) -> Any:
+    """torch's float floor division: round((x - x % y) / y), exact where floor(x / y) rounds up
+    (1 // 0.1 is 9); floor(x / y) where y is 0 or infinite; nan for an infinite x."""
+    exact = b.float_round(b.float_div(b.float_sub(x, b.float_remainder(x, y)), y))
+    naive = b.float_floor(b.float_div(x, y))
+    edge = b.bool_or(b.float_equal_elem(y, 0.0), b.float_is_inf(y))
+    return b.float_mask_where(exact, edge, naive)
+
+
+def _float_floor_div_scalar(b: Backend, x: Any, s: float) -> Any:
+    if s == 0 or math.isinf(s):
+        return b.float_floor(b.float_div_scalar(x, s))
+    shifted = b.float_sub(x, b.float_remainder_scalar(x, s))
+    return b.float_round(b.float_div_scalar(shifted, s))
+
+
+def _nonzero_divisor(op: str, backend_op: str) -> Impl:
+    """An int op `backend_op(x, y)` (tensor or scalar y) refusing a zero divisor (as torch)."""
+
+    def impl(b: Backend, x: Any, y: Any) -> Any:
+        if isinstance(y, int):
+            zero = y == 0
+        else:
+            zero = bool(b.bool_into_data(b.bool_any(b.int_equal_elem(y, 0))))
+        if zero:
+            raise DivisionByZeroError(op, "integer division by zero",
+                                      dtype=b.dtype(x).value, shape=b.shape(x))
+        return getattr(b, backend_op)(x, y)
+
+    return impl
+
+
 FLOOR_DIV = BinaryOp(
     "floor_div",
-    {"float_": lambda b, x, y: b.float_floor(b.float_div(x, y)), "int_": "int_div"},
-    {"float_": lambda b, x, s: b.float_floor(b.float_div_scalar(x, s)), "int_": "int_div_scalar"},
+    {"float_": _float_floor_div, "int_": _nonzero_divisor("floor_div", "int_div")},
+    {"float_": _float_floor_div_scalar,
+     "int_": _nonzero_divisor("floor_div", "int_div_scalar")},
 )
-REMAINDER = BinaryOp("remainder", {"float_": "float_remainder", "int_": "int_remainder"},
-                     {"float_": "float_remainder_scalar", "int_": "int_remainder_scalar"})
+REMAINDER = BinaryOp(
+    "remainder", {"float_": "float_remainder",
+                  "int_": _nonzero_divisor("remainder", "int_remainder")},
+    {"float_": "float_remainder_scalar",
+     "int_": _nonzero_divisor("remainder", "int_remainder_scalar")})
 POW = BinaryOp("pow", {"float_": "float_powf", "int_": "int_powi"},
                {"float_": "float_powf_scalar", "int_": "int_powi_scalar"})
 POWF = BinaryOp("powf", {"float_": "float_powf"}, {"float_": "float_powf_scalar"})
@@ -46,9 +88,13 @@ class ArithmeticMixin(TensorBase):
     __rmul__ = binary_op(MUL, reflected=True)
     div = __truediv__ = binary_op(DIV, doc="True division; int operands give a float result.")
     __rtruediv__ = binary_op(DIV, reflected=True)
-    floor_div = __floordiv__ = binary_op(FLOOR_DIV, doc="Floor division: floor(a / b).")
+    floor_div = __floordiv__ = binary_op(
+        FLOOR_DIV, doc="Floor division: floor(a / b) (torch's rounding; DivisionByZeroError for "
+        "an int divisor of 0).")
     __rfloordiv__ = binary_op(FLOOR_DIV, reflected=True)
-    remainder = __mod__ = binary_op(REMAINDER, doc="Remainder with the divisor's sign (`%`).")
+    remainder = __mod__ = binary_op(
+        REMAINDER, doc="Remainder with the divisor's sign (`%`; DivisionByZeroError for an int "
+        "divisor of 0).")
     __rmod__ = binary_op(REMAINDER, reflected=True)
     powf = binary_op(POWF, doc="Power with a float result (tensor or scalar exponent).")
     __rpow__ = binary_op(POW, reflected=True)

@@ -77,8 +77,8 @@ class ComparisonMixin(TensorBase):
 
     def any_dim(self, dim: int) -> Tensor:
         """`any` over one dim, kept with size 1."""
-        return self._truth()._same("any_dim", norm_dim("any_dim", dim, self.ndim))
+        return self.any(norm_dim("any_dim", dim, self.ndim, scalar=True), keepdim=True)
 
     def all_dim(self, dim: int) -> Tensor:
         """`all` over one dim, kept with size 1."""
-        return self._truth()._same("all_dim", norm_dim("all_dim", dim, self.ndim))
+        return self.all(norm_dim("all_dim", dim, self.ndim, scalar=True), keepdim=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, promote
+from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType
 from burn.errors import DTypeError, ValueRangeError
 from burn.frontend.base import PREFIX, TensorBase, _new, _tensor_class
 from burn.frontend.validation import (
@@ -15,6 +15,7 @@ from burn.frontend.validation import (
     broadcast_shapes,
     check_device,
     norm_dims,
+    promote_tensors,
     scalar_dtype,
 )
 
@@ -34,8 +35,10 @@ class BinaryOp:
     """A binary op: its backend implementation per kind prefix, for a tensor and a scalar rhs.
 
     A kind absent from `tensor` lifts bool -> int64 -> float32 until one is present (so `/` on
-    ints is float division and `+` on bools adds ints); a kind absent from `scalar` turns the
-    scalar into a 0-d tensor.
+    ints is float division); a kind absent from `scalar` turns the scalar into a 0-d tensor.
+    `on_bool` says what two bool operands give: "lift" (the lifted result), "bool" (the lifted
+    result cast back to bool: `+` is or, `*` is and, as torch) or "refuse" (DTypeError, as torch
+    for `-`).
     """
 
     name: str
@@ -43,6 +46,7 @@ class BinaryOp:
     scalar: dict[str, Impl] = field(default_factory=dict)
     commutative: bool = False
     out_bool: bool = False
+    on_bool: Literal["lift", "bool", "refuse"] = "lift"
 
 
 def _call(impl: Impl, bk: Backend, a: Any, b: Any) -> Any:
@@ -50,6 +54,9 @@ def _call(impl: Impl, bk: Backend, a: Any, b: Any) -> Any:
 
 
 def _lift(op: BinaryOp, dtype: DType, lhs: DType, rhs: object) -> DType:
+    if dtype is DType.bool and op.on_bool == "refuse":
+        raise DTypeError(op.name, "not supported for two bool operands", lhs=lhs.value,
+                         rhs=getattr(rhs, "value", rhs))
     while PREFIX[dtype] not in op.tensor:
         if dtype not in _LIFT:
             raise DTypeError(op.name, f"not supported for {dtype.kind.value} tensors",
@@ -81,23 +88,36 @@ def _binary_tensors(x: TensorBase, y: TensorBase, op: BinaryOp, reflected: bool)
     if reflected:
         x, y = y, x
     check_device(op.name, x, y)
-    dtype = _lift(op, promote(x._dtype, y._dtype), x._dtype, y._dtype)
+    promoted = promote_tensors((x, y))
+    dtype = _lift(op, promoted, x._dtype, y._dtype)
     a, b = x._cast(dtype), y._cast(dtype)
     broadcast_shapes(op.name, a.shape, b.shape)
-    return a._wrap(_call(op.tensor[a._k], a._bk, a._prim, b._prim),
-                   DType.bool if op.out_bool else None)
+    out = a._wrap(_call(op.tensor[a._k], a._bk, a._prim, b._prim),
+                  DType.bool if op.out_bool else None)
+    return _bool_back(op, promoted, out)
+
+
+def _bool_back(op: BinaryOp, promoted: DType, out: Tensor) -> Tensor:
+    """`out` cast back to bool when both operands were bool and `op` keeps bools closed."""
+    if promoted is DType.bool and op.on_bool == "bool":
+        return out._cast(DType.bool)
+    return out
 
 
 def _binary_scalar(x: TensorBase, value: object, op: BinaryOp, reflected: bool) -> Tensor:
-    dtype = _lift(op, scalar_dtype(op.name, x._dtype, value), x._dtype, value)
+    promoted = scalar_dtype(op.name, x._dtype, value)
+    dtype = _lift(op, promoted, x._dtype, value)
     a = x._cast(dtype)
     impl = op.scalar.get(a._k)
     if impl is None or (reflected and not op.commutative):
         s = a._full((), value)
-        return _binary_tensors(s, a, op, False) if reflected else _binary_tensors(a, s, op, False)
+        out = (_binary_tensors(s, a, op, False) if reflected
+               else _binary_tensors(a, s, op, False))
+        return _bool_back(op, promoted, out)
     scalar = cast(Scalar, value)  # scalar_dtype above let only a bool / int / float through
     v = float(scalar) if a._k == "float_" else int(scalar)
-    return a._wrap(_call(impl, a._bk, a._prim, v), DType.bool if op.out_bool else None)
+    return _bool_back(op, promoted, a._wrap(_call(impl, a._bk, a._prim, v),
+                                            DType.bool if op.out_bool else None))
 
 
 def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[..., Tensor]:
@@ -166,13 +186,15 @@ def reduce(
         full: the reduction over all elements (0-d result).
         per_dim: the reduction over one dim, kept.
     Returns:
-        The reduced tensor.
+        The reduced tensor (a 0-d input takes dim 0 / -1 and gives a 0-d result, as torch).
     """
     if dim is None:
         out = full(x)
         return out.reshape((1,) * x.ndim) if keepdim else out
     shape = x.shape
-    dims = norm_dims(name, dim, len(shape))
+    dims = norm_dims(name, dim, len(shape), scalar=True)
+    if not shape:
+        return full(x)
     for d in dims:
         x = per_dim(x, d)
     if keepdim:

@@ -17,7 +17,7 @@ from burn.frontend.validation import (
     broadcast_shapes,
     check_device,
     norm_dim,
-    promote_all,
+    promote_tensors,
     require_kind,
     scalar_dtype,
 )
@@ -68,23 +68,24 @@ def _norm_slice(s: slice, n: int, op: str) -> tuple[slice, int]:
     return slice(start, last - 1 if last > 0 else None, step), length
 
 
-def checked_indices(op: str, idx: TensorBase, size: int) -> TensorBase:
-    """`idx` (int tensor) with negative entries wrapped, after a range check against `size`.
+def checked_indices(op: str, idx: TensorBase, size: int, wrap_negative: bool = True
+                    ) -> TensorBase:
+    """`idx` (int tensor) with negative entries wrapped, after a range check against `size`;
+    the backend decides where the check runs (`Backend.check_indices`: on the host at once for
+    the NumPy backend, on the device for device backends).
 
+    Args:
+        op: the op the indices serve, for errors.
+        idx: the indices.
+        size: the extent indexed.
+        wrap_negative: accept [-size, size) (else only [0, size)).
     Raises:
-        BurnIndexError: for an index outside [-size, size).
+        BurnIndexError: for a non-int tensor, or an index out of range.
     """
-    arr = idx._bk.int_into_data(idx._prim) if idx._k == "int_" else None
-    if arr is None:
+    if idx._k != "int_":
         raise BurnIndexError(op, "indices must be an int tensor", dtype=idx._dtype.value)
-    if arr.size:
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < -size or hi >= size:
-            raise BurnIndexError(op, "index out of range", size=size, min=lo, max=hi)
-        if lo < 0:
-            return idx._wrap(idx._bk.int_from_data(np.where(arr < 0, arr + size, arr),
-                                                   idx._device))
-    return idx
+    out = idx._bk.check_indices(op, idx._prim, size, wrap_negative)
+    return idx if out is idx._prim else idx._wrap(out)
 
 
 def _parse(x: TensorBase, index: object, op: str) -> _Plan:
@@ -383,12 +384,21 @@ class IndexingMixin(TensorBase):
         return x._same("mask_where", m._prim, v._prim)
 
     def mask_fill(self, mask: Tensor, value: float) -> Tensor:
-        """Fill `value` (a scalar) where the bool `mask` (broadcasts to self) is true."""
+        """Fill `value` (a scalar) where the bool `mask` (broadcasts to self) is true; the
+        result keeps self's dtype (as torch: 2.5 fills an int tensor with 2).
+
+        Raises:
+            ValueRangeError: for a nan / inf value on an int or bool tensor.
+        """
         m = self._mask("mask_fill", mask)
         if isinstance(value, TensorBase):
             return self.mask_where(m, value)
         value = as_scalar(value)  # type: ignore[assignment]
-        x = self._cast(scalar_dtype("mask_fill", self._dtype, value))
+        scalar_dtype("mask_fill", self._dtype, value)  # rejects non-scalars
+        if self._k != "float_" and not math.isfinite(value):
+            raise ValueRangeError("mask_fill", "a non-finite value cannot fill an int or bool "
+                                  "tensor", dtype=self._dtype.value, value=value)
+        x = self._tensor()
         shape = broadcast_shapes("mask_fill", x.shape, m.shape)
         if shape != x.shape:
             x = x.expand(shape)
@@ -433,13 +443,14 @@ class IndexingMixin(TensorBase):
             ValueRangeError: for values outside [0, num_classes).
         """
         require_kind("one_hot", self._dtype, Kind.INT)
-        data = self._bk.int_into_data(self._prim)
-        lo, hi = (int(data.min()), int(data.max())) if data.size else (0, -1)
-        if num_classes < 0:
-            num_classes = hi + 1
-        if lo < 0 or hi >= num_classes:
-            raise ValueRangeError("one_hot", "class values must be in [0, num_classes)",
-                                  num_classes=num_classes, min=lo, max=hi)
+        if num_classes < 0:  # the size depends on the values: read them (as torch does)
+            data = self._bk.int_into_data(self._prim)
+            if data.size and int(data.min()) < 0:
+                raise ValueRangeError("one_hot", "class values must be non-negative",
+                                      min=int(data.min()))
+            num_classes = int(data.max()) + 1 if data.size else 0
+        else:  # the backend checks where its data lives
+            checked_indices("one_hot", self, num_classes, wrap_negative=False)
         classes = self._wrap(self._bk.int_arange(0, num_classes, 1, DType.int64, self._device),
                              DType.int64)
         return (self._cast(DType.int64).unsqueeze(-1) == classes)._cast(DType.int64)
@@ -454,8 +465,8 @@ def where(condition: Tensor, x: Tensor | float, y: Tensor | float) -> Tensor:
     if not isinstance(condition, TensorBase) or condition._k != "bool_":
         raise DTypeError("where", "condition must be a bool tensor",
                          condition=getattr(condition, "dtype", type(condition).__name__))
-    dtypes = [t._dtype for t in (x, y) if isinstance(t, TensorBase)]
-    dtype = promote_all(dtypes) if dtypes else DType.bool
+    tensors = [t for t in (x, y) if isinstance(t, TensorBase)]
+    dtype = promote_tensors(tensors) if tensors else DType.bool
     for s in (x, y):
         if not isinstance(s, TensorBase):
             dtype = scalar_dtype("where", dtype, as_scalar(s))

@@ -77,7 +77,8 @@ class LayoutMixin(TensorBase):
 
     def flip(self, dims: int | Sequence[int]) -> Tensor:
         """Reverse the order of elements along `dims`."""
-        return self._same("flip", norm_dims("flip", dims, self.ndim))
+        axes = norm_dims("flip", dims, self.ndim, scalar=True)
+        return self._same("flip", axes) if self.ndim else self._wrap(self._prim)
 
     def expand(self, *shape: int | Sequence[int]) -> Tensor:
         """Broadcast to `shape` (NumPy rules; new dims on the left; -1 keeps a size).
@@ -141,7 +142,10 @@ class LayoutMixin(TensorBase):
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Drop size-1 dims: all of them, or those of `dim` that have size 1 (as torch)."""
         shape = self.shape
-        dims = range(len(shape)) if dim is None else norm_dims("squeeze", dim, len(shape))
+        dims = range(len(shape)) if dim is None else norm_dims("squeeze", dim, len(shape),
+                                                                scalar=True)
+        if not shape:
+            return self.reshape(())
         drop = {d for d in dims if shape[d] == 1}
         return self.reshape(tuple(s for i, s in enumerate(shape) if i not in drop))
 
@@ -180,11 +184,14 @@ class LayoutMixin(TensorBase):
         return self._same("slice", slices)
 
     def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
-        """Split into at most `chunks` pieces of size ceil(n / chunks) (as torch)."""
+        """Split into at most `chunks` pieces of size ceil(n / chunks) (as torch: an empty dim
+        gives `chunks` empty pieces)."""
         if chunks <= 0:
             raise ValueRangeError("chunk", "chunks must be positive", chunks=chunks)
         n = self.shape[norm_dim("chunk", dim, self.ndim)]
-        return self.split(max(1, -(-n // chunks)), dim)
+        if n == 0:
+            return self.split([0] * chunks, dim)
+        return self.split(-(-n // chunks), dim)
 
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> list[Tensor]:
         """Pieces of one size (the last may be smaller) or of the given sizes along `dim`.

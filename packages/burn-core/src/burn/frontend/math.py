@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from burn.dtype import DType, Kind
 from burn.frontend.base import TensorBase
@@ -11,11 +12,19 @@ from burn.frontend.dispatch import BinaryOp, binary_op
 from burn.frontend.validation import require_kind
 
 if TYPE_CHECKING:
+    from burn.backend.protocol import Backend
     from burn.frontend.tensor import Tensor
 
 ATAN2 = BinaryOp("atan2", {"float_": "float_atan2"})
-HYPOT = BinaryOp("hypot", {"float_": lambda b, x, y: b.float_sqrt(
-    b.float_add(b.float_mul(x, x), b.float_mul(y, y)))})
+
+
+def _hypot(b: Backend, x: Any, y: Any) -> Any:
+    """sqrt(x^2 + y^2), inf where either operand is infinite (even with a nan, as torch)."""
+    h = b.float_sqrt(b.float_add(b.float_mul(x, x), b.float_mul(y, y)))
+    return b.float_mask_fill(h, b.bool_or(b.float_is_inf(x), b.float_is_inf(y)), math.inf)
+
+
+HYPOT = BinaryOp("hypot", {"float_": _hypot})
 
 
 def _float_op(op: str) -> Callable[[TensorBase], Tensor]:

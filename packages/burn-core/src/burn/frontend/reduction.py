@@ -43,9 +43,14 @@ class ReductionMixin(TensorBase):
     def _along(self, op: str, dim: int) -> Tensor:
         """Backend `<kind>_<op>(x, dim)`; identity on 0-d tensors (dim 0 or -1, as torch)."""
         if not self.shape:
-            norm_dim(op, dim, 1)
+            norm_dim(op, dim, 0, scalar=True)
             return self._wrap(self._prim)
         return self._same(op, self._dim(op, dim))
+
+    def _scalar_with_index(self, op: str, dim: int) -> tuple[Tensor, Tensor]:
+        """(self, int64 index 0) of a 0-d tensor after checking `dim` is 0 or -1 (as torch)."""
+        norm_dim(op, dim, 0, scalar=True)
+        return self._wrap(self._prim), self._full((), 0, DType.int64)
 
     # --- sum / mean / prod ---
     def sum(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
@@ -89,11 +94,44 @@ class ReductionMixin(TensorBase):
         """
         require_kind("var", self._dtype, Kind.FLOAT)
         shape = self.shape
-        dims = tuple(range(len(shape))) if dim is None else norm_dims("var", dim, len(shape))
+        dims = tuple(range(len(shape))) if dim is None else norm_dims("var", dim, len(shape),
+                                                                       scalar=True)
+        dims = dims if shape else ()
         diff = self - self.mean(dims, keepdim=True)
         n = math.prod(shape[d] for d in dims)
         total = (diff * diff).sum(dims, keepdim=keepdim)
         return total / float(max(n - correction, 0))
+
+    def std(self, dim: Dims = None, correction: int = 1, keepdim: bool = False) -> Tensor:
+        """Standard deviation: `var(dim, correction, keepdim).sqrt()`.
+
+        Raises:
+            DTypeError: for int and bool tensors.
+        """
+        if dim is not None:
+            norm_dims("std", dim, self.ndim, scalar=True)
+        return self.var(dim, correction, keepdim).sqrt()
+
+    def logsumexp(self, dim: int | Iterable[int], keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x))) over `dim` (int or tuple), computed stably: the max along the dims
+        is taken out first; rows of -inf give -inf and rows with +inf give +inf (as torch).
+
+        Raises:
+            DTypeError: for int and bool tensors (cast to float first).
+        """
+        require_kind("logsumexp", self._dtype, Kind.FLOAT)
+        dims = norm_dims("logsumexp", dim, self.ndim, scalar=True)
+        dims = dims if self.ndim else ()
+        x = self._tensor()
+        if x.numel() == 0:
+            return x.exp().sum(dims, keepdim=keepdim).log()
+        m = x.max(dims, keepdim=True).detach()
+        m = m.mask_fill(m.is_inf(), 0.0)  # -inf rows: exp(x - 0) = 0, log(0) = -inf
+        out = (x - m).exp().sum(dims, keepdim=True).log() + m
+        if keepdim:
+            return out
+        shape = x.shape
+        return out.reshape(tuple(s for i, s in enumerate(shape) if i not in dims))
 
     # --- max / min ---
     def max(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
@@ -113,7 +151,8 @@ class ReductionMixin(TensorBase):
         return self._extreme("min", dim, keepdim)
 
     def _extreme(self, op: str, dim: Dims, keepdim: bool) -> Tensor:
-        check_nonempty(op, self, None if dim is None else norm_dims(op, dim, self.ndim))  # type: ignore
+        dims = None if dim is None or not self.ndim else norm_dims(op, dim, self.ndim)
+        check_nonempty(op, self, dims)
         x = self._orderable()
         out = reduce(x, op, dim, keepdim, lambda t: t._same(op),
                      lambda t, d: t._wrap(t._fn(f"{op}_dim_with_indices")(t._prim, d)[0]))
@@ -136,6 +175,8 @@ class ReductionMixin(TensorBase):
         return self._extreme_with_indices("min_dim_with_indices", dim)
 
     def _extreme_with_indices(self, op: str, dim: int) -> tuple[Tensor, Tensor]:
+        if not self.shape:
+            return self._scalar_with_index(op, dim)
         d = self._dim(op, dim)
         check_nonempty(op, self, (d,))
         x = self._orderable()
@@ -156,6 +197,8 @@ class ReductionMixin(TensorBase):
             check_nonempty(op, self)
             out = x.flatten()._arg(op, 0, False)
             return out.reshape((1,) * self.ndim) if keepdim else out
+        if not self.shape:
+            return self._scalar_with_index(op, dim)[1]
         d = self._dim(op, dim)
         check_nonempty(op, self, (d,))
         out = x._wrap(x._fn(op)(x._prim, d), DType.int64)
@@ -179,6 +222,8 @@ class ReductionMixin(TensorBase):
         return self._running("cummin", dim)
 
     def _running(self, op: str, dim: int) -> tuple[Tensor, Tensor]:
+        if not self.shape:
+            return self._scalar_with_index(op, dim)
         x = self._orderable()
         values, indices = x._fn(op)(x._prim, self._dim(op, dim))
         return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)
@@ -186,9 +231,9 @@ class ReductionMixin(TensorBase):
     # --- sort / topk ---
     def sort_with_indices(self, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
         """Stable sort along `dim`: values and their int64 source indices."""
-        x = self._orderable()
         if not self.shape:
-            return self._wrap(self._prim), self._full((), 0, DType.int64)
+            return self._scalar_with_index("sort", dim)
+        x = self._orderable()
         values, indices = x._fn("sort_with_indices")(x._prim, self._dim("sort", dim),
                                                       descending)
         return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)
@@ -208,14 +253,21 @@ class ReductionMixin(TensorBase):
         Raises:
             ValueRangeError: when k is negative or larger than the dim.
         """
-        d = self._dim("topk", dim)
-        n = self.shape[d]
+        d = norm_dim("topk", dim, self.ndim, scalar=True)
+        n = self.shape[d] if self.shape else 1
         if not 0 <= k <= n:
             raise ValueRangeError("topk", "k out of range for the dim", k=k, shape=self.shape,
                                   dim=dim)
         values, indices = self.sort_with_indices(d, descending=largest)
+        if not self.shape:
+            return values, indices  # torch: a 0-d input gives its one value for k 0 or 1
         return values.narrow(d, 0, k), indices.narrow(d, 0, k)
 
     def topk(self, k: int, dim: int = -1, largest: bool = True) -> Tensor:
         """The `k` largest (or smallest) values along `dim`, sorted."""
         return self.topk_with_indices(k, dim, largest)[0]
+
+
+def logsumexp(x: Tensor, dim: int | Iterable[int], keepdim: bool = False) -> Tensor:
+    """`x.logsumexp(dim, keepdim)`: log(sum(exp(x))) over `dim`, computed stably."""
+    return x.logsumexp(dim, keepdim)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
-from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, Kind, promote
+from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, Kind, promote, result_type
 from burn.errors import BurnIndexError, DeviceError, DTypeError, ShapeError, ValueRangeError
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def broadcast_shapes(op: str, *shapes: Shape) -> Shape:
     return tuple(out)
 
 
-def norm_dim(op: str, dim: int, ndim: int, *, extra: int = 0) -> int:
+def norm_dim(op: str, dim: int, ndim: int, *, extra: int = 0, scalar: bool = False) -> int:
     """A dim in [-ndim - extra, ndim + extra) made non-negative.
 
     Args:
@@ -49,12 +49,13 @@ def norm_dim(op: str, dim: int, ndim: int, *, extra: int = 0) -> int:
         dim: the dim, possibly negative.
         ndim: rank of the tensor.
         extra: 1 for ops that insert a dim (unsqueeze, stack).
+        scalar: a 0-d tensor counts as one dim (dim 0 / -1 accepted, as torch's reductions).
     Returns:
-        The dim in [0, ndim + extra).
+        The dim in [0, ndim + extra) (0 for a 0-d tensor with `scalar`).
     Raises:
         BurnIndexError: for a dim out of range.
     """
-    n = ndim + extra
+    n = (max(ndim, 1) if scalar else ndim) + extra
     if not isinstance(dim, int | np.integer) or isinstance(dim, bool):
         raise DTypeError(op, "dim must be an int", dim=dim)
     if not -n <= dim < n:
@@ -62,14 +63,15 @@ def norm_dim(op: str, dim: int, ndim: int, *, extra: int = 0) -> int:
     return int(dim) % n
 
 
-def norm_dims(op: str, dims: int | Iterable[int], ndim: int) -> tuple[int, ...]:
-    """Normalise an int or a sequence of dims; sorted, without repeats.
+def norm_dims(op: str, dims: int | Iterable[int], ndim: int, *, scalar: bool = False
+              ) -> tuple[int, ...]:
+    """Normalise an int or a sequence of dims; sorted, without repeats (`scalar`: see norm_dim).
 
     Raises:
         BurnIndexError: for a dim out of range or repeated.
     """
     seq = (dims,) if isinstance(dims, int | np.integer) else tuple(dims)
-    out = tuple(norm_dim(op, d, ndim) for d in seq)
+    out = tuple(norm_dim(op, d, ndim, scalar=scalar) for d in seq)
     if len(set(out)) != len(out):
         raise BurnIndexError(op, "dim repeated", dims=seq, ndim=ndim)
     return tuple(sorted(out))
@@ -136,6 +138,13 @@ def promote_all(dtypes: Iterable[DType]) -> DType:
     for d in it:
         out = promote(out, d)
     return out
+
+
+def promote_tensors(tensors: Iterable[TensorBase]) -> DType:
+    """The dtype tensors promote to in an elementwise op (torch.result_type: a 0-d tensor
+    widens the result only with a higher category, see `burn.dtype.result_type`)."""
+    ts = list(tensors)
+    return result_type([t._dtype for t in ts if t.shape], [t._dtype for t in ts if not t.shape])
 
 
 def require_kind(op: str, dtype: DType, *kinds: Kind) -> None:

@@ -1,6 +1,7 @@
 """`burn.functional`: module ops (convolution, pooling, interpolation, attention, ...) and
 activations, validated and dispatched to the backend's ModuleOps / ActivationOps."""
 
+from burn.frontend.reduction import logsumexp
 from burn.functional.activation import (
     elu,
     gelu,
@@ -59,7 +60,7 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "attention", "avg_pool1d", "avg_pool2d",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "deform_conv2d", "elu", "embedding", "gelu", "grid_sample_2d", "hard_sigmoid",
-    "interpolate", "leaky_relu", "log_sigmoid", "log_softmax", "max_pool1d",
+    "interpolate", "leaky_relu", "log_sigmoid", "logsumexp", "log_softmax", "max_pool1d",
     "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "mish", "prelu",
     "relu", "selu", "sigmoid", "silu", "softmax", "softmin", "softplus", "tanh", "unfold4d",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss",

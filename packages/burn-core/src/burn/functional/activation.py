@@ -74,15 +74,23 @@ def log_sigmoid(x: Tensor) -> Tensor:
     return _act("log_sigmoid", x)
 
 
+def _along(op: str, x: Tensor, dim: int) -> Tensor:
+    """Backend activation `op(x, dim)`; a 0-d x takes dim 0 / -1 as one element (as torch)."""
+    x = float_input(op, "x", x)
+    d = norm_dim(op, dim, x.ndim, scalar=True)
+    if not x.ndim:
+        return _act(op, x.reshape((1,)), 0).reshape(())
+    return _act(op, x, d)
+
+
 def softmax(x: Tensor, dim: int) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`."""
-    return _act("softmax", x, norm_dim("softmax", dim, float_input("softmax", "x", x).ndim))
+    return _along("softmax", x, dim)
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
     """log(softmax(x, dim)), computed stably."""
-    return _act("log_softmax", x,
-                norm_dim("log_softmax", dim, float_input("log_softmax", "x", x).ndim))
+    return _along("log_softmax", x, dim)
 
 
 def softmin(x: Tensor, dim: int) -> Tensor:

@@ -36,13 +36,21 @@ def _sign(x: Array) -> Array:
     return r
 
 
+def _float_remainder(a: Array, b: Any) -> Array:
+    """torch's float remainder: fmod, shifted by the divisor when the signs differ (a zero result
+    keeps the dividend's sign: 3.0 % -1.5 is 0.0, -3.0 % 1.5 is -0.0)."""
+    m = np.fmod(a, b)
+    shift = (m != 0) & ((m < 0) != (np.asarray(b) < 0))
+    return np.where(shift, m + b, m).astype(m.dtype, copy=False)
+
+
 # op -> (numpy function, or {kind letter: function}; kinds; may warn; scalar form suffix)
 BINARY: dict[str, tuple[Fn | dict[str, Fn], str, bool, str]] = {
     "add": (np.add, "fi", True, "_scalar"),
     "sub": (np.subtract, "fi", True, "_scalar"),
     "mul": (np.multiply, "fi", True, "_scalar"),
     "div": ({"f": np.divide, "i": np.floor_divide}, "fi", True, "_scalar"),
-    "remainder": (np.remainder, "fi", True, "_scalar"),
+    "remainder": ({"f": _float_remainder, "i": np.remainder}, "fi", True, "_scalar"),
     "powf": (np.power, "f", True, "_scalar"),
     "powi": (np.power, "i", True, "_scalar"),
     "atan2": (np.arctan2, "f", True, ""),
