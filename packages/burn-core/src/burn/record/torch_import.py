@@ -3,12 +3,13 @@ without running pickle code, and adapt torch naming / layout conventions to burn
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +23,17 @@ from burn.record.policy import (
     Source,
     load_into,
 )
-from burn.record.unpickler import SafeUnpickler, TensorRef
+from burn.record.unpickler import BoundedReader, SafeUnpickler, TensorRef
 
 EXTENSIONS = (".pt", ".pth")
+
+
+# A compressed zip entry may inflate to at most this many times its stored size (torch never
+# compresses; zip-bomb guards such as Apache POI's use the same ratio) or to _SMALL bytes.
+MAX_INFLATION = 100
+_SMALL = 1 << 20
+# Nesting depth of dicts around the tensors (state dicts nest a few levels).
+MAX_DEPTH = 64
 
 
 def read_pytorch(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
@@ -32,7 +41,10 @@ def read_pytorch(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     storage bytes where torch's layout already is contiguous, fresh copies otherwise).
 
     Nested dicts (e.g. `{"model": state_dict, "epoch": 3}`) are flattened with dotted keys;
-    non-tensor values are skipped.
+    non-tensor values are skipped. Every allocation is bounded by what the file holds: declared
+    sizes and strides are checked against the storage bytes (a tensor never has more elements
+    than its storage: expanded tensors are refused), storages are read only up to their
+    declared size, and a compressed entry may inflate at most `MAX_INFLATION` times.
 
     Args:
         path: a file written by `torch.save`: the zip format (the default since torch 1.6) or
@@ -41,7 +53,8 @@ def read_pytorch(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         Arrays by key, with torch's dtype and shape (shared storages are read once).
     Raises:
         UnsafePickleError: when the pickle asks for anything outside the allow-list.
-        CorruptRecordError: for a file that is not a readable torch checkpoint.
+        CorruptRecordError: for a file that is not a readable torch checkpoint, or declares
+            more data than it holds.
     """
     name = os.fspath(path)
     try:
@@ -49,13 +62,32 @@ def read_pytorch(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
             with zipfile.ZipFile(name) as zf:
                 return _read_zip(zf, name)
         with open(name, "rb") as f:
-            return _read_legacy(f, name)
+            return _read_legacy(BoundedReader(f, os.fstat(f.fileno()).st_size), name)
     except RecordError:
         raise
     except (zipfile.BadZipFile, pickle.UnpicklingError, ValueError, TypeError, KeyError,
-            EOFError, AttributeError, IndexError) as e:
+            EOFError, AttributeError, IndexError, OverflowError, MemoryError, RecursionError,
+            NotImplementedError) as e:
         raise CorruptRecordError("load_pytorch", f"{name}: unreadable torch checkpoint",
-                                 error=f"{type(e).__name__}: {e}") from None
+                                 error=f"{type(e).__name__}: {str(e)[:500]}") from None
+
+
+def _read_entry(zf: zipfile.ZipFile, entry: str, nbytes: int | None = None) -> bytes:
+    """The bytes of a zip entry: exactly `nbytes` (None: the entry's declared size), streamed
+    so that no more than that is ever inflated."""
+    info = zf.getinfo(entry)
+    size = info.file_size if nbytes is None else nbytes
+    if info.file_size != size:
+        raise ValueError(f"entry {entry} holds {info.file_size} bytes, expected {size}")
+    if info.compress_type != zipfile.ZIP_STORED and size > max(
+            MAX_INFLATION * info.compress_size, _SMALL):
+        raise ValueError(f"entry {entry} would inflate {info.compress_size} bytes to {size} "
+                         f"(more than {MAX_INFLATION} times: a zip bomb?)")
+    with zf.open(info) as f:
+        data = f.read(size + 1)
+    if len(data) != size:
+        raise ValueError(f"entry {entry} holds {len(data)} bytes, expected {size}")
+    return data
 
 
 def _read_zip(zf: zipfile.ZipFile, name: str) -> dict[str, np.ndarray]:
@@ -63,17 +95,18 @@ def _read_zip(zf: zipfile.ZipFile, name: str) -> dict[str, np.ndarray]:
     if len(pickles) != 1:
         raise ValueError("no single <archive>/data.pkl entry (not a torch zip checkpoint)")
     root = pickles[0].removesuffix("data.pkl")
-    little = zf.read(root + "byteorder") != b"big" if root + "byteorder" in zf.namelist() \
-        else True
-    with zf.open(pickles[0]) as f:
-        unpickler = SafeUnpickler(f, name)
-        refs = _tensors(unpickler.load())
-    roots = {key: _as_native(zf.read(f"{root}data/{key}"), dtype, little)
-             for key, dtype in unpickler.storages.items()}
+    little = (_read_entry(zf, root + "byteorder") != b"big"
+              if root + "byteorder" in zf.namelist() else True)
+    data = _read_entry(zf, pickles[0])
+    unpickler = SafeUnpickler(BoundedReader(io.BytesIO(data), len(data)), name)
+    refs = _tensors(unpickler.load())
+    roots = {key: _as_native(_read_entry(zf, f"{root}data/{key}", numel * dtype.itemsize),
+                             dtype, little)
+             for key, (dtype, numel) in unpickler.storages.items()}
     return _resolve(refs, roots)
 
 
-def _read_legacy(f: IO[bytes], name: str) -> dict[str, np.ndarray]:
+def _read_legacy(f: BoundedReader, name: str) -> dict[str, np.ndarray]:
     """torch.save(..., _use_new_zipfile_serialization=False): magic, protocol and system-info
     pickles, the object pickle, the storage key list, then each storage as an int64 element
     count followed by its bytes."""
@@ -85,8 +118,10 @@ def _read_legacy(f: IO[bytes], name: str) -> dict[str, np.ndarray]:
     refs = _tensors(unpickler.load())
     roots = {}
     for key in unpickler.load():
-        dtype = unpickler.storages[str(key)]
+        dtype, declared = unpickler.storages[str(key)]
         numel = int.from_bytes(_read_exactly(f, 8), "little" if little else "big")
+        if numel != declared:
+            raise ValueError(f"storage {key} holds {numel} elements, declared {declared}")
         roots[str(key)] = _as_native(_read_exactly(f, numel * dtype.itemsize), dtype, little)
     return _resolve(refs, roots)
 
@@ -94,7 +129,7 @@ def _read_legacy(f: IO[bytes], name: str) -> dict[str, np.ndarray]:
 _LEGACY_MAGIC, _LEGACY_PROTOCOL = 0x1950A86A20F9469CFC6C, 1001
 
 
-def _read_exactly(f: IO[bytes], n: int) -> bytes:
+def _read_exactly(f: BoundedReader, n: int) -> bytes:
     data = f.read(n)
     if len(data) != n:
         raise EOFError(f"storage data truncated ({len(data)} of {n} bytes)")
@@ -110,15 +145,21 @@ def _as_native(raw: bytes, dtype: np.dtype, little: bool) -> np.ndarray:
     return swapped.view(dtype)
 
 
-def _tensors(obj: Any, prefix: str = "", out: dict[str, TensorRef] | None = None
-             ) -> dict[str, TensorRef]:
-    """The TensorRefs in `obj`, nested mappings flattened to dotted keys."""
+def _tensors(obj: Any, prefix: str = "", out: dict[str, TensorRef] | None = None,
+             depth: int = 0) -> dict[str, TensorRef]:
+    """The TensorRefs in `obj`, nested mappings flattened to dotted keys.
+
+    Raises:
+        ValueError: for mappings nested deeper than `MAX_DEPTH` (or containing themselves).
+    """
     out = {} if out is None else out
     if isinstance(obj, TensorRef):
         out[prefix] = obj
     elif isinstance(obj, Mapping):
+        if depth >= MAX_DEPTH:
+            raise ValueError(f"dicts nested deeper than {MAX_DEPTH} levels (or a cycle)")
         for key, value in obj.items():
-            _tensors(value, f"{prefix}.{key}" if prefix else str(key), out)
+            _tensors(value, f"{prefix}.{key}" if prefix else str(key), out, depth + 1)
     return out
 
 
