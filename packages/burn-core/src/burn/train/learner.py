@@ -276,8 +276,11 @@ class Learner:
             summary.checkpoint = self.checkpointer.latest()
             summary.best_checkpoint = self.checkpointer.best()
         if self.plot and self.artifact_dir is not None:
-            summary.plot = plot_history(summary.history,
-                                        self.artifact_dir / "training_curves.png")
+            summary.plot = plot_history(
+                summary.history, self.artifact_dir / "training_curves.png",
+                higher_is_better={m.name: None if m.train_only else m.higher_is_better
+                                  for m in self.metrics["train"]},
+                stopped_epoch=summary.epochs if summary.stopped_early else None)
         summary.elapsed = time.perf_counter() - start
         if self.progress:
             print(summary, flush=True)
