@@ -177,9 +177,24 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     """
     op = "binary_cross_entropy"
     _same_shape(op, input, target)
-    loss = -(target * input.log().clamp_min(-100.0)
-             + (1 - target) * (1 - input).log().clamp_min(-100.0))
+    loss = _bce_terms(input, target)
     return _reduce(op, loss if weight is None else loss * weight, reduction)
+
+
+def _clamped_log(x: Tensor) -> Tensor:
+    """log(x) clamped at -100 (as torch's BCE), detached: log(0) gives -100, never nan."""
+    x = x.detach()
+    return burn.where(x > 0, x, 1.0).log().mask_fill(x <= 0, -100.0).clamp_min(-100.0)
+
+
+def _bce_terms(p: Tensor, y: Tensor) -> Tensor:
+    """Elementwise -(y log p + (1 - y) log(1 - p)) with torch's gradients, finite everywhere:
+    d/dp = (p - y) / max(p (1 - p), 1e-12) and d/dy = log(1 - p) - log p (logs clamped)."""
+    log_p, log_q = _clamped_log(p), _clamped_log(1 - p)
+    value = -(y * log_p + (1 - y) * log_q)
+    slope = ((p - y) / (p * (1 - p)).clamp_min(1e-12)).detach()
+    through_p = p * slope  # carries d/dp = slope; adds 0 to the value
+    return value + (through_p - through_p.detach())
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,

@@ -23,8 +23,9 @@ def _times(deriv: Any) -> ElementwiseRule:
 
 
 def _over_norm(inner: Any, g: P, a: P, b: P) -> P:
-    """g / (a^2 + b^2)."""
-    return inner.float_div(g, inner.float_add(_sq(inner, a), _sq(inner, b)))
+    """g / (a^2 + b^2), 0 where a = b = 0 (as torch's atan2 gradient at the origin)."""
+    norm = inner.float_add(_sq(inner, a), _sq(inner, b))
+    return inner.float_mask_fill(inner.float_div(g, norm), inner.float_equal_elem(norm, 0.0), 0.0)
 
 
 def _sq(i: Any, v: P) -> P:
@@ -89,6 +90,14 @@ class MathOps(OpsBase):
     def sigmoid(self, x: T) -> T:
         """The inner sigmoid with the direct rule grad * s * (1 - s)."""
         return self._elementwise(x, self.inner.sigmoid, _sigmoid_rule, Uses.OUTPUT)
+
+    def relu(self, x: T) -> T:
+        """The inner relu; no gradient where x <= 0 (0 at x = 0, as Burn / torch)."""
+        return self._elementwise(x, self.inner.relu, _relu_rule, Uses.INPUT)
+
+
+def _relu_rule(i: Any, g: P, x: P) -> P:
+    return i.float_mask_fill(g, i.float_lower_equal_elem(x, 0.0), 0.0)
 
 
 def _sigmoid_rule(i: Any, g: P, s: P) -> P:
