@@ -12,7 +12,8 @@ from burn.device import Device
 from burn.errors import ValueRangeError
 from burn.frontend.tensor import Tensor
 from burn.functional._common import IntOrTuple, ntuple
-from burn.nn._layer import LayerConfig, check_input
+from burn.nn._layer import LayerConfig, check_float_input, check_input
+from burn.nn._padding import PADDING_MODES, pad_spatial
 from burn.nn.init import TORCH_DEFAULT, Initializer, fans
 from burn.nn.module import Module
 from burn.nn.param import Param
@@ -27,8 +28,15 @@ class _ConvBase(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple,
                  stride: IntOrTuple, padding: IntOrTuple | str, dilation: IntOrTuple,
                  groups: int, bias: bool, device: Device | str | None,
-                 initializer: Initializer | None) -> None:
+                 initializer: Initializer | None, padding_mode: str = "zeros") -> None:
         name = type(self).__name__
+        if padding_mode not in PADDING_MODES:
+            raise ValueRangeError(name, f"padding_mode must be one of {PADDING_MODES}",
+                                  padding_mode=padding_mode)
+        if self.transposed and padding_mode != "zeros":
+            raise ValueRangeError(name, 'only "zeros" padding_mode is supported (as torch)',
+                                  padding_mode=padding_mode)
+        self.padding_mode = padding_mode
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = ntuple(name, "kernel_size", kernel_size, self.dims, 1)
         self.stride, self.padding, self.dilation = stride, padding, dilation
@@ -50,11 +58,12 @@ class _ConvBase(Module):
         check_input(type(self).__name__, x, f"[N, C_in={self.in_channels}, {spatial}] "
                     f"or [C_in, {spatial}]", ranks=(n + 1, n + 2), dim=-n - 1,
                     size=self.in_channels)
+        check_float_input(type(self).__name__, x, self.weight)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding}, groups={self.groups}, "
-                f"bias={self.bias is not None}")
+                f"bias={self.bias is not None}, padding_mode={self.padding_mode!r}")
 
 
 class ConvNd(_ConvBase):
@@ -68,6 +77,9 @@ class ConvNd(_ConvBase):
         bias: whether to add a learned bias.
         device: where the params live.
         initializer: of weight and bias (torch's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) when None).
+        padding_mode: "zeros", "reflect", "replicate" or "circular" (torch's modes).
+    Raises:
+        ValueRangeError: for another padding_mode, or channels not divisible by groups.
     """
 
     transposed = False
@@ -77,9 +89,9 @@ class ConvNd(_ConvBase):
                  stride: IntOrTuple = 1, padding: IntOrTuple | str = 0,
                  dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
                  device: Device | str | None = None,
-                 initializer: Initializer | None = None) -> None:
+                 initializer: Initializer | None = None, padding_mode: str = "zeros") -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device, initializer)
+                         groups, bias, device, initializer, padding_mode)
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
@@ -87,11 +99,30 @@ class ConvNd(_ConvBase):
         Returns:
             [N, C_out, *spatial_out] (no N for unbatched input).
         Raises:
-            ShapeError: for a wrong rank or channel count.
+            ShapeError: for a wrong rank or channel count, or a reflect / circular padding
+                too large for the input. DTypeError: for an input not of the layer's dtype.
         """
         self._check(x)
-        return type(self)._fn(x, self.weight, self.bias, self.stride, self.padding,
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            x = pad_spatial(type(self).__name__, x, self._pads(), self.padding_mode)
+            padding = 0
+        return type(self)._fn(x, self.weight, self.bias, self.stride, padding,
                               self.dilation, self.groups)
+
+    def _pads(self) -> list[tuple[int, int]]:
+        """(before, after) padding per spatial dim, as torch computes it for a padding_mode."""
+        name, n = type(self).__name__, self.dims
+        if self.padding == "valid":
+            return [(0, 0)] * n
+        if self.padding == "same":
+            if any(v != 1 for v in ntuple(name, "stride", self.stride, n, 1)):
+                raise ValueRangeError(name, "padding='same' needs stride 1", stride=self.stride)
+            dilation = ntuple(name, "dilation", self.dilation, n, 1)
+            totals = [d * (k - 1) for d, k in zip(dilation, self.kernel_size, strict=True)]
+            return [(t // 2, t - t // 2) for t in totals]
+        assert not isinstance(self.padding, str)
+        return [(p, p) for p in ntuple(name, "padding", self.padding, n, 0)]
 
 
 class ConvTransposeNd(_ConvBase):
@@ -105,6 +136,9 @@ class ConvTransposeNd(_ConvBase):
         bias: whether to add a learned bias.
         device: where the params live.
         initializer: of weight and bias (torch's default when None).
+        padding_mode: "zeros" only (torch refuses the others for transposed convolutions).
+    Raises:
+        ValueRangeError: for another padding_mode, or channels not divisible by groups.
     """
 
     transposed = True
@@ -114,9 +148,9 @@ class ConvTransposeNd(_ConvBase):
                  stride: IntOrTuple = 1, padding: IntOrTuple = 0,
                  output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
                  dilation: IntOrTuple = 1, device: Device | str | None = None,
-                 initializer: Initializer | None = None) -> None:
+                 initializer: Initializer | None = None, padding_mode: str = "zeros") -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device, initializer)
+                         groups, bias, device, initializer, padding_mode)
         self.output_padding = output_padding
 
     def forward(self, x: Tensor) -> Tensor:
@@ -182,6 +216,7 @@ class ConvConfig(LayerConfig):
     groups: int = 1
     bias: bool = True
     initializer: Initializer = TORCH_DEFAULT
+    padding_mode: str = "zeros"
 
 
 @dataclass

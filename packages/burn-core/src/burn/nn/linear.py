@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from burn.device import Device
 from burn.frontend.tensor import Tensor
-from burn.nn._layer import LayerConfig, check_input
+from burn.nn._layer import LayerConfig, check_float_input, check_input
 from burn.nn.init import TORCH_DEFAULT, Initializer
 from burn.nn.module import Module
 from burn.nn.param import Param
@@ -43,9 +43,11 @@ class Linear(Module):
         Returns:
             [..., d_output].
         Raises:
-            ShapeError: when the last dim is not d_input.
+            ShapeError: when the last dim is not d_input. DTypeError: for an input not of the
+                layer's dtype.
         """
         check_input("Linear", x, f"[..., d_input={self.d_input}]", dim=-1, size=self.d_input)
+        check_float_input("Linear", x, self.weight)
         out = x @ self.weight
         return out if self.bias is None else out + self.bias
 

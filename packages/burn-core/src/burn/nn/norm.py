@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import burn
 from burn.device import Device
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.tensor import Tensor
-from burn.nn._layer import LayerConfig, check_input
+from burn.nn._layer import LayerConfig, check_float_input, check_input
 from burn.nn.init import ones, zeros
 from burn.nn.module import Buffer, Module
 from burn.nn.param import Param
@@ -40,23 +41,31 @@ class BatchNorm(Module):
     3d in one class).
 
     Training normalises with the batch statistics (biased variance) and updates the running
-    mean / var Buffers: running = (1 - momentum) * running + momentum * batch (unbiased var).
-    Eval normalises with the running statistics.
+    mean / var Buffers: running = (1 - momentum) * running + momentum * batch (unbiased var);
+    with `momentum=None` the running statistics are the cumulative average of every batch
+    (factor 1 / num_batches_tracked, as torch). Eval normalises with the running statistics;
+    without `track_running_stats` there are none and batch statistics are used in eval too.
 
     Args:
         num_features: channels C.
         eps: added to the variance.
-        momentum: weight of the batch statistic in the running update.
+        momentum: weight of the batch statistic in the running update; None for the
+            cumulative average (then a `num_batches_tracked` Buffer counts the batches).
         affine: whether to learn a per-channel scale (weight) and shift (bias).
+        track_running_stats: keep running statistics (Buffers) for eval.
         device: where params and buffers live.
     """
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = True, device: Device | str | None = None) -> None:
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 device: Device | str | None = None) -> None:
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.track_running_stats = track_running_stats
         self.weight, self.bias = _affine(num_features, affine, True, device)
-        self.running_mean = Buffer(zeros(num_features, device))
-        self.running_var = Buffer(ones(num_features, device))
+        self.running_mean = Buffer(zeros(num_features, device)) if track_running_stats else None
+        self.running_var = Buffer(ones(num_features, device)) if track_running_stats else None
+        self.num_batches_tracked = (Buffer(burn.tensor(0, dtype=burn.int64, device=device))
+                                    if track_running_stats and momentum is None else None)
 
     def forward(self, x: Tensor) -> Tensor:
         """Args:
@@ -64,19 +73,21 @@ class BatchNorm(Module):
         Returns:
             x normalised per channel, same shape.
         Raises:
-            ShapeError: for fewer than 2 dims or a wrong channel count.
+            ShapeError: for fewer than 2 dims or a wrong channel count. DTypeError: for an
+                input whose dtype is not the layer's.
         """
         check_input("BatchNorm", x, f"[N, C={self.num_features}, *]",
                     min_rank=2, dim=1, size=self.num_features)
+        reference = self.weight if self.weight is not None else self.running_mean
+        if reference is not None:
+            check_float_input("BatchNorm", x, reference)
         dims = (0, *range(2, x.ndim))
-        if self.training:
+        if self.training or self.running_mean is None or self.running_var is None:
             out, mean, var = _normalize(x, dims, self.eps)
-            n = x.numel() // self.num_features
-            mean, var = mean.detach().reshape(-1), var.detach().reshape(-1)
-            m = self.momentum
-            self.running_mean.set_(self.running_mean.value() * (1 - m) + mean * m)
-            self.running_var.set_(self.running_var.value() * (1 - m)
-                                  + var * (m * n / max(n - 1, 1)))
+            if self.training and self.running_mean is not None and self.running_var is not None:
+                n = x.numel() // self.num_features
+                self._update_running(mean.detach().reshape(-1),
+                                     var.detach().reshape(-1) * (n / max(n - 1, 1)))
         else:
             mean = _per_channel(self.running_mean.value(), x.ndim)
             var = _per_channel(self.running_var.value(), x.ndim)
@@ -85,9 +96,21 @@ class BatchNorm(Module):
             out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
         return out
 
+    def _update_running(self, mean: Tensor, unbiased_var: Tensor) -> None:
+        assert self.running_mean is not None and self.running_var is not None
+        m = self.momentum
+        if self.num_batches_tracked is not None:
+            count = int(self.num_batches_tracked.item()) + 1
+            self.num_batches_tracked.set_(self.num_batches_tracked.value() + 1)
+            m = 1.0 / count
+        assert m is not None
+        self.running_mean.set_(self.running_mean.value() * (1 - m) + mean * m)
+        self.running_var.set_(self.running_var.value() * (1 - m) + unbiased_var * m)
+
     def extra_repr(self) -> str:
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, " \
-               f"affine={self.weight is not None}"
+               f"affine={self.weight is not None}, " \
+               f"track_running_stats={self.track_running_stats}"
 
 
 BatchNorm1d = BatchNorm
@@ -234,8 +257,9 @@ class BatchNormConfig(LayerConfig):
 
     num_features: int
     eps: float = 1e-5
-    momentum: float = 0.1
+    momentum: float | None = 0.1
     affine: bool = True
+    track_running_stats: bool = True
     module = BatchNorm
 
 

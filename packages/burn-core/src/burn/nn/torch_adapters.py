@@ -139,7 +139,7 @@ def _array(value: Any) -> np.ndarray:
         if str(value.dtype) == "torch.bfloat16":
             value = value.float()
         value = value.numpy()
-    return np.ascontiguousarray(value)
+    return np.array(value, order="C")  # a copy: torch tensors share their memory
 
 
 def _stored(array: np.ndarray) -> Entry:
