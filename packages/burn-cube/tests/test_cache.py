@@ -6,12 +6,14 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 from cache_kernels import run
 
 import burn_cube as bc
+from burn_cube.runtime import cpu
 from burn_cube.runtime.cpu import CpuRuntime
 
 SCRIPT = """
@@ -125,3 +127,64 @@ def test_cache_dir_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     monkeypatch.setenv("HOME", str(tmp_path))
     assert bc.cache.cache_dir() == tmp_path / ".cache" / "burn-cube"
     assert isinstance(CpuRuntime().disk.root, Path)
+
+
+def _only_entry(root: Path) -> Path:
+    (entry,) = entries(root)
+    return entry
+
+
+def test_key_follows_the_real_target(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    real = cpu.native_target(cpu.find_compiler())
+    assert real and "-march=native" not in real  # what the flag resolves to, not its text
+    assert run(13.0) == 13.0
+    first = _only_entry(tmp_path)
+    monkeypatch.setattr(cpu, "native_target", lambda compiler: real + "\n-mother-cpu")
+    assert run(13.0) == 13.0  # another CPU: its own entry, never the first one
+    assert len(entries(tmp_path)) == 2 and first in entries(tmp_path)
+
+
+def test_entry_built_for_another_target_is_rebuilt(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    assert run(17.0) == 17.0
+    digest = _only_entry(tmp_path).with_suffix(".sha256")
+    actual = digest.read_text().split()[0]
+    digest.write_text(f"{actual} {bc.cache.fingerprint('a cpu with other features')}\n")
+    with pytest.warns(RuntimeWarning, match="built for another target"):
+        assert run(17.0) == 17.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run(17.0) == 17.0  # the rebuilt entry verifies
+
+
+def test_non_utf8_digest_is_a_corrupt_entry(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    assert run(19.0) == 19.0
+    _only_entry(tmp_path).with_suffix(".sha256").write_bytes(b"\xff\xfe\x00\x9c digest")
+    with pytest.warns(RuntimeWarning, match="corrupt compile-cache entry"):
+        assert run(19.0) == 19.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run(19.0) == 19.0
+
+
+@pytest.mark.parametrize("index", ['{"artifact": 5, "externals": [], "interface": "x"}',
+                                   '{"artifact": "../x", "externals": {}, "interface": {}}',
+                                   "[" * 100_000], ids=["types", "path", "nested"])
+def test_malformed_launch_index_is_a_miss_and_rewritten(tmp_path: Path, index: str) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(INDEX_SCRIPT.format(addend=1.0, offset=0.0))
+    env = {**os.environ, "BURN_CUBE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run_script() -> list[str]:
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              check=True, env=env).stdout.split()
+
+    assert run_script() == ["1.0", "1", "0"]
+    (path,) = (tmp_path / "cache").glob("*.index.json")
+    path.write_text(index)
+    assert run_script() == ["1.0", "1", "0"]  # a miss: lowered again, the index rewritten
+    assert run_script() == ["1.0", "0", "1"]

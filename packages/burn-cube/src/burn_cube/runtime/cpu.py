@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from burn_cube.cache import DiskCache, cache_key, package_identity
+from burn_cube.cache import DiskCache, cache_key, native_target, package_identity
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
 from burn_cube.ir.nodes import KernelIR, meta_names
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
@@ -96,16 +96,18 @@ class CpuRuntime(Runtime):
 
         source = generate(kernel, "c")
         compiler = find_compiler()
-        key = cache_key(source, compiler_identity(compiler), " ".join(FLAGS), "c")
-        compiled = self._load(key, kernel.name)
+        target = native_target(compiler)
+        key = cache_key(source, compiler_identity(compiler), " ".join(FLAGS), "c", target)
+        compiled = self._load(key, kernel.name, target)
         if compiled is None:
             compiled = self._open(key, kernel.name, self._build(source, compiler, key,
-                                                                kernel.name))
+                                                                kernel.name, target))
         return compiled
 
     def _index_key(self, identity: str) -> str:
-        return cache_key(identity, compiler_identity(find_compiler()), " ".join(FLAGS), "c",
-                         package_identity())
+        compiler = find_compiler()
+        return cache_key(identity, compiler_identity(compiler), " ".join(FLAGS), "c",
+                         native_target(compiler), package_identity())
 
     def cached(self, identity: str, valid: Callable[[dict[str, str]], bool]
                ) -> tuple[CompiledC, KernelIR] | None:
@@ -114,7 +116,7 @@ class CpuRuntime(Runtime):
             if entry is None or not valid(entry["externals"]):
                 return None
             kernel = KernelIR.from_interface(entry["interface"])
-            compiled = self._load(entry["artifact"], kernel.name)
+            compiled = self._load(entry["artifact"], kernel.name, native_target(find_compiler()))
         except (KeyError, TypeError, ValueError):  # malformed entry: a miss, rewritten later
             return None
         return None if compiled is None else (compiled, kernel)
@@ -125,11 +127,12 @@ class CpuRuntime(Runtime):
                 "artifact": compiled.key, "externals": kernel.externals,
                 "interface": kernel.interface()})
 
-    def _load(self, key: str, name: str) -> CompiledC | None:
-        """The loaded library of cache entry ``key`` (None when the entry is missing)."""
+    def _load(self, key: str, name: str, target: str) -> CompiledC | None:
+        """The loaded library of cache entry ``key`` (None when the entry is missing, or not
+        built for ``target``)."""
         if key in self._compiled:
             return self._compiled[key]
-        path = self.disk.get(key, ".so")
+        path = self.disk.get(key, ".so", target)
         return None if path is None else self._open(key, name, path)
 
     def _open(self, key: str, name: str, path: Path) -> CompiledC:
@@ -143,7 +146,7 @@ class CpuRuntime(Runtime):
         compiled = self._compiled[key] = CompiledC(library, function, key)
         return compiled
 
-    def _build(self, source: str, compiler: str, key: str, name: str) -> Path:
+    def _build(self, source: str, compiler: str, key: str, name: str, target: str) -> Path:
         import subprocess
         import tempfile
 
@@ -154,7 +157,7 @@ class CpuRuntime(Runtime):
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 raise CompileError(f"the C compiler failed:\n{proc.stderr[-2000:]}", name)
-            return self.disk.put(key, ".so", out)
+            return self.disk.put(key, ".so", out, target)
 
     def launch(self, compiled: CompiledC, kernel: KernelIR, cube_count: tuple[int, int, int],
                args: list[Any]) -> None:
