@@ -28,6 +28,10 @@ class DTypeError(BurnError, TypeError):
     """A dtype or tensor kind (float / int / bool) the op does not accept."""
 
 
+class UnsupportedDTypeError(DTypeError):
+    """A dtype the device's backend declares it does not support (`Backend.supports`)."""
+
+
 class BurnIndexError(BurnError, IndexError):
     """A dim or index out of range."""
 
@@ -46,3 +50,7 @@ class ValueRangeError(BurnError, ValueError):
 
 class DivisionByZeroError(BurnError, ZeroDivisionError):
     """Integer division or remainder by zero (float division gives inf / nan instead)."""
+
+
+class AllocationError(BurnError, MemoryError):
+    """A tensor larger than the memory there is (checked before allocating)."""

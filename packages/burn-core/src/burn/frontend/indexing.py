@@ -439,10 +439,12 @@ class IndexingMixin(TensorBase):
         """int64 one-hot encoding along a new last dim (num_classes=-1: max + 1).
 
         Raises:
-            DTypeError: for non-int tensors.
+            DTypeError: for non-int tensors or a non-int num_classes.
             ValueRangeError: for values outside [0, num_classes).
         """
         require_kind("one_hot", self._dtype, Kind.INT)
+        if not isinstance(num_classes, int | np.integer) or isinstance(num_classes, bool):
+            raise DTypeError("one_hot", "num_classes must be an int", num_classes=num_classes)
         if num_classes < 0:  # the size depends on the values: read them (as torch does)
             data = self._bk.int_into_data(self._prim)
             if data.size and int(data.min()) < 0:

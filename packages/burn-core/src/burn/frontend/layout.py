@@ -283,6 +283,23 @@ class LayoutMixin(TensorBase):
         return self._triangle("triu", diagonal, False)
 
 
+def _tensor_list(op: str, tensors: object) -> list[Tensor]:
+    """`tensors` as a list, checked to be a non-empty sequence (list / tuple) of tensors.
+
+    Raises:
+        DTypeError: for a tensor or another non-sequence, or elements that are not tensors.
+        ValueRangeError: for an empty sequence.
+    """
+    if not isinstance(tensors, Sequence) or isinstance(tensors, str):
+        raise DTypeError(op, "expected a sequence of tensors", tensors=type(tensors).__name__)
+    ts = list(tensors)
+    if not ts:
+        raise ValueRangeError(op, "expected a non-empty sequence of tensors")
+    if not all(isinstance(t, TensorBase) for t in ts):
+        raise DTypeError(op, "expected tensors", types=[type(t).__name__ for t in ts])
+    return ts
+
+
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim (dtypes promote).
 
@@ -295,11 +312,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         ValueRangeError: for an empty sequence.
         ShapeError: when ranks or sizes outside `dim` differ.
     """
-    ts = list(tensors)
-    if not ts:
-        raise ValueRangeError("cat", "expected a non-empty sequence of tensors")
-    if not all(isinstance(t, TensorBase) for t in ts):
-        raise DTypeError("cat", "expected tensors", types=[type(t).__name__ for t in ts])
+    ts = _tensor_list("cat", tensors)
     for t in ts[1:]:
         check_device("cat", ts[0], t)
     shapes = [t.shape for t in ts]
@@ -323,9 +336,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     Raises:
         ShapeError: when the shapes differ.
     """
-    ts = list(tensors)
-    if not ts:
-        raise ValueRangeError("stack", "expected a non-empty sequence of tensors")
+    ts = _tensor_list("stack", tensors)
     shapes = [t.shape for t in ts]
     if any(s != shapes[0] for s in shapes):
         raise ShapeError("stack", "all tensors must have the same shape", shapes=shapes)

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, Kind, promote, result_type
-from burn.errors import BurnIndexError, DeviceError, DTypeError, ShapeError, ValueRangeError
+from burn.errors import (
+    AllocationError,
+    BurnIndexError,
+    DeviceError,
+    DTypeError,
+    ShapeError,
+    ValueRangeError,
+)
 
 if TYPE_CHECKING:
     from burn.frontend.base import TensorBase
@@ -94,6 +104,51 @@ def shape_arg(op: str, shape: Sequence[object]) -> Shape:
             raise ValueRangeError(op, "sizes must be non-negative", shape=shape)
         sizes.append(int(size))
     return tuple(sizes)
+
+
+@cache
+def memory_limit() -> int:
+    """Bytes one tensor may take: the machine's physical memory (2**40 where it is unknown)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 2**40
+
+
+def check_alloc(op: str, shape: Shape, dtype: DType) -> None:
+    """Raise AllocationError, before allocating, for a tensor larger than `memory_limit()`.
+
+    Raises:
+        AllocationError: naming the op, shape, dtype and byte count.
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > memory_limit():
+        raise AllocationError(op, "tensor larger than the memory of this machine", shape=shape,
+                              dtype=dtype.value, bytes=nbytes, limit=memory_limit())
+
+
+def finite_scalar(op: str, name: str, value: object) -> float:
+    """A finite real number argument (random bounds, arange ends) as a float.
+
+    Raises:
+        DTypeError: for a non-number (bools included).
+        ValueRangeError: for nan or an infinity.
+    """
+    value = as_scalar(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise DTypeError(op, f"{name} must be a number", **{name: type(value).__name__})
+    if not math.isfinite(value):
+        raise ValueRangeError(op, f"{name} must be finite", **{name: value})
+    return float(value)
+
+
+def check_device_arg(op: str, device: object) -> None:
+    """Raise DeviceError unless `device` is a Device, a device spec string or None."""
+    from burn.device import Device
+
+    if not (device is None or isinstance(device, Device | str)):
+        raise DeviceError(op, "device must be a burn.Device, a spec string or None",
+                          device=repr(device))
 
 
 def check_device(op: str, a: TensorBase, b: TensorBase) -> None:

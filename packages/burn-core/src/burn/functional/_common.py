@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.validation import check_device
@@ -19,10 +21,18 @@ def ntuple(op: str, name: str, value: IntOrTuple, n: int, minimum: int = 0) -> t
     """An int or a sequence of `n` ints as an n-tuple of ints >= `minimum`.
 
     Raises:
+        DTypeError: for a float (stride=1.5, padding=nan), a bool or another non-int.
         ValueRangeError: for a wrong length or a value below `minimum`.
     """
-    out = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(out) != n or not all(isinstance(v, int) and v >= minimum for v in out):
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        out = (int(value),) * n
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        out = tuple(value)
+    else:
+        raise DTypeError(op, f"{name} must be an int or a sequence of {n} ints",
+                         **{name: value})
+    if len(out) != n or not all(isinstance(v, int | np.integer) and not isinstance(v, bool)
+                                and v >= minimum for v in out):
         raise ValueRangeError(op, f"{name} must be an int >= {minimum} or {n} of them",
                               **{name: value})
     return out

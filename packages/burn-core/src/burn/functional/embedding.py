@@ -19,7 +19,7 @@ def embedding(weight: Tensor, indices: Tensor) -> Tensor:
 
     Raises:
         ShapeError: for a non-2-d weight. DTypeError: for non-int indices.
-        BurnIndexError: for indices outside [0, V).
+        BurnIndexError: for indices outside [0, V) (negative ones too, as torch).
     """
     op = "embedding"
     weight = float_input(op, "weight", weight)
@@ -29,5 +29,5 @@ def embedding(weight: Tensor, indices: Tensor) -> Tensor:
         raise DTypeError(op, "indices must be an int tensor",
                          indices=getattr(indices, "dtype", type(indices).__name__))
     check_device(op, weight, indices)
-    idx = checked_indices(op, indices, weight.shape[0])
+    idx = checked_indices(op, indices, weight.shape[0], wrap_negative=False)
     return weight._wrap(weight._bk.embedding(weight._prim, idx._prim))
