@@ -7,9 +7,12 @@ Layout of the checkpoint directory:
     latest.json               {"path": "epoch-0004-batch-000012", ...}
     best.json                 {"path": "epoch-0003", "metric": ..., "value": ...}
 
-A checkpoint is written into a hidden temporary directory, which is renamed once complete;
-`latest.json` is replaced (atomically) last, so a crash at any point leaves the previous
-latest checkpoint intact and loadable.
+A checkpoint is written into a hidden temporary directory, which gets a `complete` marker
+(written and synced last) and is then renamed; `latest.json` is replaced (atomically) last, so
+a crash at any point leaves the previous latest checkpoint intact and loadable. Only
+directories with the marker are checkpoints. Pruning renames a checkpoint to a hidden trash
+name before deleting it, so a kill mid-delete never leaves a half-deleted `epoch-NNNN`; the
+first save of a `Checkpointer` removes what interrupted writes and prunes left behind.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from burn.train.monitor import Mode, Monitor
 MODEL_FILE = "model.bpk"
 OPTIMIZER_FILE = "optimizer.npz"
 STATE_FILE = "state.json"
+COMPLETE_FILE = "complete"
 LATEST = "latest.json"
 BEST = "best.json"
 _NAME = re.compile(r"^epoch-(\d+)(?:-batch-(\d+))?$")
@@ -65,6 +69,7 @@ class Checkpointer:
     best_mode: Mode = "min"
     directory: str | os.PathLike[str] | None = None
     _best: Monitor | None = field(init=False, repr=False, default=None)
+    _cleaned: bool = field(init=False, repr=False, default=False)
 
     def __post_init__(self) -> None:
         if self.keep_last < 1:
@@ -107,6 +112,8 @@ class Checkpointer:
         """
         root = self.root
         root.mkdir(parents=True, exist_ok=True)
+        if not self._cleaned:
+            self.clean()
         name = checkpoint_name(epoch, batch)
         final = root / name
         if final.exists() and self.latest() == final:
@@ -137,25 +144,37 @@ class Checkpointer:
         return final
 
     def _prune(self) -> None:
-        """Remove all but the newest `keep_last` checkpoints (latest and best always stay) and
-        the temporary directories of interrupted writes."""
-        root = self.root
+        """Remove all but the newest `keep_last` checkpoints (latest and best always stay)."""
         keep = {p for p in (self.latest(), self.best()) if p is not None}
-        ordered = sorted((p for p in root.iterdir() if p.is_dir() and _NAME.match(p.name)),
-                         key=_progress)
-        keep.update(ordered[-self.keep_last:])
-        for path in root.iterdir():
-            if path.is_dir() and (path.name.startswith(_TEMP_PREFIX)
-                                  or (_NAME.match(path.name) and path not in keep)):
+        keep.update(self.checkpoints()[-self.keep_last:])
+        for path in self.root.iterdir():
+            if path.is_dir() and _NAME.match(path.name) and path not in keep:
+                _remove_dir(path)
+
+    def clean(self) -> None:
+        """Remove what interrupted writes and prunes left in the directory: temporary and
+        trash directories, temporary files, and checkpoint directories without their
+        `complete` marker. (The first `save` calls it.)"""
+        self._cleaned = True
+        if not self.root.is_dir():
+            return
+        for path in self.root.iterdir():
+            if path.name.startswith(_TEMP_PREFIX) and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
+            elif path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file():
+                path.unlink(missing_ok=True)
+            elif _NAME.match(path.name) and path.is_dir() and not _complete(path):
+                _remove_dir(path)
 
     # --- finding and loading ---
     def _pointer(self, manifest: str) -> Path | None:
         path = self.root / manifest
-        if not path.is_file():
+        try:
+            name = json.loads(path.read_text())["path"]
+        except (OSError, ValueError, KeyError, TypeError):  # missing or damaged: no pointer
             return None
-        target = self.root / json.loads(path.read_text())["path"]
-        return target if (target / STATE_FILE).is_file() else None
+        target = self.root / str(name)
+        return target if _NAME.match(str(name)) and _complete(target) else None
 
     def latest(self) -> Path | None:
         """The newest complete checkpoint (None when there is none)."""
@@ -169,8 +188,8 @@ class Checkpointer:
         """The complete checkpoints on disk, oldest first."""
         if not self.root.is_dir():
             return []
-        return sorted((p for p in self.root.iterdir()
-                       if _NAME.match(p.name) and (p / STATE_FILE).is_file()), key=_progress)
+        return sorted((p for p in self.root.iterdir() if _NAME.match(p.name) and _complete(p)),
+                      key=_progress)
 
     def load(self, path: str | os.PathLike[str], model: Module, optimizer: Optimizer,
              scheduler: LrScheduler) -> dict[str, Any]:
@@ -203,7 +222,7 @@ def resolve_checkpoint(path: str | os.PathLike[str]) -> Path:
         FileNotFoundError: when there is no complete checkpoint there.
     """
     path = Path(path)
-    if (path / STATE_FILE).is_file():
+    if _complete(path):
         return path
     latest = Checkpointer(directory=path).latest()
     if latest is None:
@@ -222,14 +241,28 @@ def _write_json(path: Path, obj: Any) -> None:
         tmp.write_text(json.dumps(obj, indent=1))
 
 
+def _complete(path: Path) -> bool:
+    """Whether `path` is a checkpoint whose write finished (its marker exists)."""
+    return (path / COMPLETE_FILE).is_file()
+
+
+def _remove_dir(path: Path) -> None:
+    """Delete a directory by renaming it to a hidden trash name first (which `clean` removes
+    should the deletion be killed)."""
+    trash = path.with_name(f"{_TEMP_PREFIX}trash-{path.name}-{secrets.token_hex(4)}")
+    os.rename(path, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
 def _replace_dir(tmp: Path, final: Path) -> None:
-    """Rename the complete directory `tmp` to `final` (a stale `final` is moved aside first)."""
+    """Mark the written directory `tmp` complete (after syncing its files) and rename it to
+    `final` (a stale `final` is removed first)."""
     for file in tmp.iterdir():
         _fsync(file)
+    (tmp / COMPLETE_FILE).touch()
+    _fsync(tmp / COMPLETE_FILE)
     if final.exists():
-        trash = final.with_name(f"{_TEMP_PREFIX}old-{final.name}-{secrets.token_hex(4)}")
-        os.rename(final, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        _remove_dir(final)
     os.rename(tmp, final)
     _fsync(final.parent)
 
