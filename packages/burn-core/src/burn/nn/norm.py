@@ -108,9 +108,9 @@ class BatchNorm(Module):
         self.running_var.set_(self.running_var.value() * (1 - m) + unbiased_var * m)
 
     def extra_repr(self) -> str:
+        stats = "" if self.track_running_stats else ", track_running_stats=False"
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, " \
-               f"affine={self.weight is not None}, " \
-               f"track_running_stats={self.track_running_stats}"
+               f"affine={self.weight is not None}{stats}"
 
 
 BatchNorm1d = BatchNorm
@@ -228,6 +228,8 @@ class RmsNorm(Module):
         d_model: size of the last dim.
         eps: added to the mean square.
         device: where the weight (ones) lives.
+
+    Defaults that differ from torch: `eps` 1e-5 (torch's None: the dtype's machine epsilon).
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5,

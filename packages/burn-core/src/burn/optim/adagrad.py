@@ -12,7 +12,9 @@ from burn.optim.base import Optimizer, OptimizerConfig, State
 
 @dataclass(kw_only=True)
 class AdaGradConfig(OptimizerConfig):
-    """AdaGrad hyperparameters (Burn's epsilon default; torch's is 1e-10).
+    """AdaGrad hyperparameters (Burn's defaults).
+
+    Defaults that differ from torch: `epsilon` 1e-5 (torch's `eps` 1e-10).
 
     Args:
         weight_decay: L2 penalty (see `OptimizerConfig`).

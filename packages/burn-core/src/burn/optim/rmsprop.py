@@ -12,7 +12,9 @@ from burn.optim.base import Optimizer, OptimizerConfig, State
 
 @dataclass(kw_only=True)
 class RmsPropConfig(OptimizerConfig):
-    """RMSProp hyperparameters (Burn's epsilon default; torch's is 1e-8).
+    """RMSProp hyperparameters (Burn's defaults).
+
+    Defaults that differ from torch: `epsilon` 1e-5 (torch's `eps` 1e-8).
 
     Args:
         weight_decay: L2 penalty (see `OptimizerConfig`).
