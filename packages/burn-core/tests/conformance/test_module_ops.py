@@ -378,6 +378,38 @@ def test_interpolate_backward(mode: str, align: bool, dtype: str, grad_device: b
                        rng)
 
 
+INTERP_SCALES = [1.7, (2.3, 0.6), 0.5]
+
+
+def _interp_scale_pair(mode: str, align: bool, recompute: bool | None
+                       ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    kw: dict[str, Any] = {} if mode == "nearest" else {"align_corners": align}
+
+    def fb(x: Any, scale: Any) -> Any:
+        return bF.interpolate(x, mode=mode, scale_factor=scale, recompute_scale_factor=recompute,
+                              **kw)
+
+    def ft(x: torch.Tensor, scale: Any) -> torch.Tensor:
+        return tF.interpolate(x, scale_factor=scale, mode=mode, recompute_scale_factor=recompute,
+                              **kw)
+    return fb, ft
+
+
+@pytest.mark.parametrize("recompute", [None, True], ids=["scale", "recompute"])
+@pytest.mark.parametrize("mode,align", INTERP_MODES, ids=str)
+@pytest.mark.op("interpolate")
+def test_interpolate_scale_factor(mode: str, align: bool, recompute: bool | None,
+                                  device: burn.Device, grad_device: burn.Device,
+                                  rng: np.random.Generator) -> None:
+    """With scale_factor, source coordinates step by 1 / scale (torch's default) unless
+    recompute_scale_factor=True (then by input / output size)."""
+    fb, ft = _interp_scale_pair(mode, align, recompute)
+    x = T(rand(rng, (1, 2, 5, 7), "float64"), "float64")
+    for scale in INTERP_SCALES:
+        check_forward(lambda a, s=scale: fb(a, s), lambda a, s=scale: ft(a, s), [x], device)
+    check_backward(lambda a: fb(a, 1.7), lambda a: ft(a, 1.7), [x], grad_device, rng)
+
+
 # ------------------------------------------------------------------ embedding / unfold4d
 
 

@@ -78,10 +78,16 @@ GridSamplePadding = Literal["zeros", "border", "reflection"]
 
 @dataclass(frozen=True)
 class InterpolateOptions:
-    """Options of interpolate (2d, NCHW); `nearest` is PyTorch's legacy nearest."""
+    """Options of interpolate (2d, NCHW); `nearest` is PyTorch's legacy nearest.
+
+    `scales` (per spatial dim), when set, is the user's scale factor: source coordinates step by
+    1 / scale (PyTorch's default, recompute_scale_factor=None) instead of input / output size.
+    align_corners ignores it, as PyTorch does.
+    """
 
     mode: InterpolateMode = "nearest"
     align_corners: bool = False
+    scales: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

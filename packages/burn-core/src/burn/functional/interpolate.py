@@ -18,7 +18,8 @@ _MODES = ("nearest", "bilinear", "bicubic")
 
 def interpolate(x: Tensor, size: int | Sequence[int] | None = None,
                 mode: InterpolateMode = "nearest", align_corners: bool = False, *,
-                scale_factor: float | Sequence[float] | None = None) -> Tensor:
+                scale_factor: float | Sequence[float] | None = None,
+                recompute_scale_factor: bool | None = None) -> Tensor:
     """Resize [N, C, H, W] to `size` (or by `scale_factor`), as torch's F.interpolate.
 
     Args:
@@ -26,7 +27,10 @@ def interpolate(x: Tensor, size: int | Sequence[int] | None = None,
         size: output (H, W) or one int for both.
         mode: "nearest" (torch's legacy nearest), "bilinear" or "bicubic".
         align_corners: as torch (ignored by "nearest").
-        scale_factor: alternative to `size`: output = floor(input * factor).
+        scale_factor: alternative to `size`: output = floor(input * factor); source
+            coordinates step by 1 / factor (as torch's default).
+        recompute_scale_factor: True: source coordinates step by input / output size instead
+            (as torch).
     Returns:
         [N, C, H_out, W_out].
     Raises:
@@ -42,13 +46,29 @@ def interpolate(x: Tensor, size: int | Sequence[int] | None = None,
     if (size is None) == (scale_factor is None):
         raise ValueRangeError(op, "give exactly one of size and scale_factor", size=size,
                               scale_factor=scale_factor)
+    scales = None
     if size is not None:
         h, w = ntuple(op, "size", size, 2, 1)
     else:
-        factors = ((scale_factor,) * 2 if isinstance(scale_factor, int | float)
-                   else tuple(scale_factor))  # type: ignore[arg-type]
+        factors = _factors(op, scale_factor)  # type: ignore[arg-type]
         h, w = (math.floor(n * f) for n, f in zip(x.shape[2:], factors, strict=True))
+        scales = None if recompute_scale_factor else factors
     out = (h, w)
     check_out_size(op, out, x=x.shape)
-    prim = x._bk.interpolate(x._prim, out, InterpolateOptions(mode, align_corners))
+    prim = x._bk.interpolate(x._prim, out, InterpolateOptions(mode, align_corners, scales))
     return x._wrap(prim)
+
+
+def _factors(op: str, scale_factor: float | Sequence[float]) -> tuple[float, float]:
+    """One positive finite scale factor per spatial dim.
+
+    Raises:
+        ValueRangeError: for a wrong count or a factor that is not a positive finite number.
+    """
+    factors = ((scale_factor,) * 2 if isinstance(scale_factor, int | float)
+               else tuple(scale_factor))
+    if len(factors) != 2 or not all(isinstance(f, int | float) and not isinstance(f, bool)
+                                    and math.isfinite(f) and f > 0 for f in factors):
+        raise ValueRangeError(op, "scale_factor must be a positive number or 2 of them",
+                              scale_factor=scale_factor)
+    return float(factors[0]), float(factors[1])

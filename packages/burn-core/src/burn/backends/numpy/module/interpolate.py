@@ -15,12 +15,19 @@ from .common import apply_axis_matrices, work_dtype
 _CUBIC_A = -0.75
 
 
-def _source(size: int, out: int, align_corners: bool, dtype: np.dtype) -> np.ndarray:
+def _step(size: int, out: int, scale: float | None) -> float:
+    """Source distance between output indices: 1 / scale for a user scale factor, else
+    size / out (PyTorch's compute_scales_value)."""
+    return 1.0 / scale if scale is not None and scale > 0 else size / out
+
+
+def _source(size: int, out: int, align_corners: bool, scale: float | None,
+            dtype: np.dtype) -> np.ndarray:
     """Real source coordinate of each output index (PyTorch's area_pixel_compute_source_index)."""
     dst = np.arange(out, dtype=dtype)
     if align_corners:
         return dst * dtype.type((size - 1) / (out - 1) if out > 1 else 0.0)
-    return (dst + dtype.type(0.5)) * dtype.type(size / out) - dtype.type(0.5)
+    return (dst + dtype.type(0.5)) * dtype.type(_step(size, out, scale)) - dtype.type(0.5)
 
 
 def _cubic_weights(t: np.ndarray) -> np.ndarray:
@@ -36,16 +43,17 @@ def _cubic_weights(t: np.ndarray) -> np.ndarray:
     return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=1)
 
 
-def _matrix(size: int, out: int, options: InterpolateOptions, dtype: np.dtype) -> np.ndarray:
-    """[out, size] interpolation matrix of one axis."""
+def _matrix(size: int, out: int, options: InterpolateOptions, scale: float | None,
+            dtype: np.dtype) -> np.ndarray:
+    """[out, size] interpolation matrix of one axis (`scale`: the user's factor or None)."""
     rows = np.arange(out)
     mat = np.zeros((out, size), dtype)
     if options.mode == "nearest":
-        scale = np.float32(size) / np.float32(out)
-        src = np.floor(rows.astype(np.float32) * scale).astype(np.int64)
+        step = np.float32(_step(size, out, scale))
+        src = np.floor(rows.astype(np.float32) * step).astype(np.int64)
         mat[rows, np.minimum(src, size - 1)] = 1
         return mat
-    src = _source(size, out, options.align_corners, np.dtype(dtype))
+    src = _source(size, out, options.align_corners, scale, np.dtype(dtype))
     if options.mode == "bilinear":
         src = np.maximum(src, 0)
         i0 = np.minimum(np.floor(src).astype(np.int64), size - 1)
@@ -73,7 +81,9 @@ def _matrices(
             output_size=output_size,
         )
     wt = work_dtype(x.dtype)
-    return [_matrix(n, o, options, wt) for n, o in zip(x.shape[2:], output_size, strict=True)]
+    scales = options.scales or (None, None)
+    return [_matrix(n, o, options, s, wt)
+            for n, o, s in zip(x.shape[2:], output_size, scales, strict=True)]
 
 
 def interpolate(
