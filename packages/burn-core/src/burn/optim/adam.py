@@ -53,6 +53,7 @@ class Adam(Optimizer):
         m1 = state["moment_1"] = state["moment_1"] * c.beta_1 + grad * (1 - c.beta_1)
         m2 = state["moment_2"] = state["moment_2"] * c.beta_2 + grad.square() * (1 - c.beta_2)
         if c.amsgrad:
-            m2 = state["max_moment_2"] = where(m2 > state["max_moment_2"], m2, state["max_moment_2"])
+            peak = state["max_moment_2"]
+            m2 = state["max_moment_2"] = where(m2 > peak, m2, peak)
         denom = m2.sqrt() / math.sqrt(1 - c.beta_2**step) + c.epsilon
         return param - m1 / denom * (lr / (1 - c.beta_1**step))
