@@ -49,6 +49,8 @@ from burn.frontend import (
 if TYPE_CHECKING:
     from burn import data, lr_scheduler, nn, optim, record, train
     from burn.autodiff import Gradients, is_grad_enabled, no_grad
+    from burn.backend.registry import register_backend, register_decorator
+    from burn.profiler import profile
 
 #: Names imported on first access (PEP 562), so `import burn` stays fast: subpackages
 #: (`burn.nn`, `from burn import train`) and names of modules not needed to make tensors.
@@ -56,6 +58,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     **{name: (f"burn.{name}", None)
        for name in ("data", "lr_scheduler", "nn", "optim", "record", "train")},
     **{name: ("burn.autodiff", name) for name in ("Gradients", "is_grad_enabled", "no_grad")},
+    **{name: ("burn.backend.registry", name)
+       for name in ("register_backend", "register_decorator")},
+    "profile": ("burn.profiler", "profile"),
 }
 
 
@@ -81,7 +86,7 @@ __all__ = [
     "bernoulli", "bfloat16", "bool_", "cat", "default_device", "empty", "empty_like", "errors",
     "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like",
     "functional", "int8", "int32", "int64", "is_grad_enabled", "no_grad", "normal", "one_hot",
-    "ones", "ones_like",
+    "ones", "ones_like", "profile", "register_backend", "register_decorator",
     "rand", "randint", "randn", "seed", "set_default_device", "stack", "tensor", "uint8",
     "uniform", "where", "zeros", "zeros_like",
 ]

@@ -2,91 +2,146 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from functools import cache
 from typing import TYPE_CHECKING
 
+from burn.backend.registry import BackendInfo, build_backend, decorator_factory
+from burn.backend.registry import available_backends as _registered
 from burn.errors import DeviceError
 
 if TYPE_CHECKING:
     from burn.backend.protocol import Backend
 
-# backend name -> "module:Class" of a Backend whose constructor takes no argument.
-_BACKENDS: dict[str, str] = {
-    "numpy": "burn.backends.numpy:NumpyBackend",
-}
 # Preference order for the default device when BURN_DEVICE is not set.
 _DEFAULT_ORDER = ("numpy",)
-_AUTODIFF_SUFFIX = "+autodiff"
+AUTODIFF = "autodiff"
 
 
 class Device:
-    """A device: a backend name, an index, and whether the Autodiff decorator wraps it.
+    """A device: a backend name, an index, and the decorators around its backend.
+
+    The spec grammar is ``name[:index][+decorator...]``, decorators listed from the innermost:
+    ``"numpy"``, ``"cuda:1"``, ``"numpy+autodiff"``, ``"numpy+profile+autodiff"``. Autodiff, when
+    present, is the outermost decorator (gradients are taken of what the others compute).
 
     Args:
-        spec: "numpy", "cuda:1", "numpy+autodiff", ... (see `burn.device.available_backends`).
+        spec: the device spec (see `burn.available_backends` for the backends of this machine).
+    Raises:
+        DeviceError: for a malformed spec or an unknown backend or decorator.
     """
 
-    __slots__ = ("name", "index", "is_autodiff")
+    __slots__ = ("name", "index", "decorators", "is_autodiff")
 
     def __init__(self, spec: str = "numpy") -> None:
-        spec = spec.strip()
-        self.is_autodiff = spec.endswith(_AUTODIFF_SUFFIX)
-        spec = spec.removesuffix(_AUTODIFF_SUFFIX)
-        name, _, index = spec.partition(":")
-        if name not in _BACKENDS:
-            raise DeviceError("Device", "unknown backend", spec=spec,
-                              available=sorted(_BACKENDS))
-        if index and not index.isdigit():
-            raise DeviceError("Device", "device index must be a non-negative int", spec=spec)
-        self.name = name
-        self.index = int(index or 0)
+        name, index, decorators = _parse(spec)
+        self.name, self.index, self.decorators = name, index, decorators
+        self.is_autodiff = bool(decorators) and decorators[-1] == AUTODIFF
+
+    def decorate(self, decorator: str) -> Device:
+        """This device with one more decorator outermost (`"profile"`, `"autodiff"`, ...).
+
+        Raises:
+            DeviceError: for an unknown decorator, or one added over autodiff.
+        """
+        return Device(f"{self}+{decorator}")
 
     def autodiff(self) -> Device:
-        """The same device with gradients tracked (the Autodiff decorator around its backend)."""
-        return Device(self._base_spec() + _AUTODIFF_SUFFIX)
+        """The same device with gradients tracked (the Autodiff decorator around its backend);
+        itself when it already tracks them."""
+        return self if self.is_autodiff else self.decorate(AUTODIFF)
+
+    def profile(self) -> Device:
+        """The same device with every op recorded by the Profile decorator (under autodiff,
+        when the device has it), for `burn.profile()`."""
+        if self.is_autodiff:
+            return self.inner().decorate("profile").autodiff()
+        return self.decorate("profile")
 
     def inner(self) -> Device:
-        """The same device without the Autodiff decorator."""
-        return Device(self._base_spec())
+        """The device without its outermost decorator (itself when it has none)."""
+        if not self.decorators:
+            return self
+        return Device(self._spec(self.decorators[:-1]))
+
+    @property
+    def base(self) -> Device:
+        """The device without any decorator."""
+        return Device(self._spec(()))
 
     @property
     def backend(self) -> Backend:
         """The backend instance running this device's ops (shared by equal devices)."""
-        return _backend_for(self.name, self.is_autodiff)
+        return _backend_for(self.name, self.index, self.decorators)
 
-    def _base_spec(self) -> str:
-        return f"{self.name}:{self.index}" if self.index else self.name
+    def _spec(self, decorators: tuple[str, ...]) -> str:
+        base = f"{self.name}:{self.index}" if self.index else self.name
+        return "+".join((base, *decorators))
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Device) and (self.name, self.index, self.is_autodiff)
-                == (other.name, other.index, other.is_autodiff))
+        return (isinstance(other, Device) and (self.name, self.index, self.decorators)
+                == (other.name, other.index, other.decorators))
 
     def __hash__(self) -> int:
-        return hash((self.name, self.index, self.is_autodiff))
+        return hash((self.name, self.index, self.decorators))
 
     def __str__(self) -> str:
-        return self._base_spec() + (_AUTODIFF_SUFFIX if self.is_autodiff else "")
+        return self._spec(self.decorators)
 
     def __repr__(self) -> str:
         return f"Device({str(self)!r})"
 
 
+def _parse(spec: object) -> tuple[str, int, tuple[str, ...]]:
+    if not isinstance(spec, str):
+        raise DeviceError("Device", "a device spec is a string such as 'numpy' or "
+                          "'cuda:1+autodiff'", spec=repr(spec), type=type(spec).__name__)
+    return _parse_spec(spec)
+
+
 @cache
-def _backend_for(name: str, autodiff: bool) -> Backend:
-    if autodiff:
-        from burn.autodiff import Autodiff
+def _parse_spec(spec: str) -> tuple[str, int, tuple[str, ...]]:
+    base, *decorators = (part.strip() for part in spec.strip().split("+"))
+    name, _, index = base.partition(":")
+    if index and not index.isdigit():
+        raise DeviceError("Device", "device index must be a non-negative int", spec=spec)
+    if AUTODIFF in decorators[:-1]:
+        raise DeviceError("Device", "autodiff must be the outermost (last) decorator",
+                          spec=spec)
+    if len(set(decorators)) != len(decorators):
+        raise DeviceError("Device", "a decorator appears twice", spec=spec)
+    from burn.backend.registry import (
+        BACKEND_GROUP,
+        DECORATOR_GROUP,
+        backend_names,
+        decorator_names,
+        is_registered,
+    )
 
-        return Autodiff(_backend_for(name, False))
-    module, _, cls = _BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    if not is_registered(BACKEND_GROUP, name):
+        raise DeviceError("Device", "unknown backend", spec=spec, available=backend_names())
+    for decorator in decorators:
+        if not is_registered(DECORATOR_GROUP, decorator):
+            raise DeviceError("Device", "unknown decorator", spec=spec, decorator=decorator,
+                              available=decorator_names())
+    return name, int(index or 0), tuple(decorators)
 
 
-def available_backends() -> list[str]:
-    """Names of the backends this installation knows."""
-    return list(_BACKENDS)
+@cache
+def _backend_for(name: str, index: int, decorators: tuple[str, ...]) -> Backend:
+    if decorators:
+        return decorator_factory(decorators[-1])(_backend_for(name, index, decorators[:-1]))
+    return build_backend(name, index)
+
+
+def available_backends() -> list[BackendInfo]:
+    """Every registered backend, whether this machine can run it, and why not.
+
+    Returns:
+        One `BackendInfo(name, available, reason)` per backend, sorted by name.
+    """
+    return _registered()
 
 
 _default_lock = threading.Lock()
@@ -107,11 +162,17 @@ def set_default_device(device: Device | str | None) -> None:
     """Set (or, with None, reset to $BURN_DEVICE / the best CPU backend) the default device."""
     global _default
     with _default_lock:
-        _default = Device(device) if isinstance(device, str) else device
+        _default = None if device is None else as_device(device)
 
 
 def as_device(device: Device | str | None) -> Device:
-    """Normalise a device argument; None means the default device."""
+    """Normalise a device argument; None means the default device.
+
+    Raises:
+        DeviceError: for anything but a Device, a spec string or None.
+    """
     if device is None:
         return default_device()
-    return Device(device) if isinstance(device, str) else device
+    if isinstance(device, Device):
+        return device
+    return Device(device)

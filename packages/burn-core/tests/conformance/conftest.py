@@ -76,3 +76,36 @@ def grad_device(device: burn.Device) -> burn.Device:
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     """A generator seeded from the test id (reproducible, different per test)."""
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+# --- the op table: on a device with the Profile decorator ("numpy+profile"), every op the suite
+# runs is checked against the op table's shape and dtype rules as it runs; with
+# BURN_OP_COVERAGE=1 the session also fails unless every op of the table ran.
+_REPORT: list[object] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _op_table_check(device: burn.Device) -> object:
+    if "profile" not in device.decorators:
+        yield None
+        return
+    with burn.profile(verify=True) as report:
+        _REPORT.append(report)
+        yield report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _REPORT or os.environ.get("BURN_OP_COVERAGE") != "1":
+        return
+    from burn.ir import OPS
+
+    # Moving between two devices of one backend needs a backend with two devices.
+    exempt = {f"{kind}_to_device" for kind in ("float", "int", "bool")}
+    missing = sorted(set(OPS) - exempt - _REPORT[0].op_names)  # type: ignore[attr-defined]
+    if missing:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nconformance suite: {len(missing)} ops of the op table never ran: "
+              + ", ".join(missing))
+    else:
+        print(f"\nconformance suite: all {len(OPS) - len(exempt)} ops of the op table (but "
+              f"{', '.join(sorted(exempt))}) ran and matched their shape and dtype rules")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -18,22 +17,15 @@ from burn.autodiff.ops.math import MathOps
 from burn.autodiff.ops.module import ModuleOpsMixin
 from burn.autodiff.ops.reduction import ReductionOps
 from burn.autodiff.tensor import AutodiffTensor
-from burn.backend.protocol import Backend, BoolOps, Distribution, FloatOps, IntOps, ModuleOps
+from burn.backend.protocol import AutodiffBackend, Backend, Distribution
 from burn.device import Device
-from burn.dtype import DType
+from burn.dtype import DType, Kind
 from burn.errors import AutodiffError
+from burn.ir import OPS, OpDef
 
 P = Any
 T = AutodiffTensor
 Shape = tuple[int, ...]
-
-# Float ops whose results are not float: the inner op on unwrapped inputs, nothing recorded.
-_UNTRACKED_FLOAT_OPS = (
-    "float_into_data", "float_into_int", "float_is_nan", "float_is_inf", "float_argmax",
-    "float_argmin", "float_equal", "float_greater", "float_greater_equal", "float_lower",
-    "float_lower_equal", "float_equal_elem", "float_greater_elem", "float_greater_equal_elem",
-    "float_lower_elem", "float_lower_equal_elem",
-)
 
 
 def _wrap(out: Any) -> Any:
@@ -43,18 +35,18 @@ def _wrap(out: Any) -> Any:
     return AutodiffTensor(out)
 
 
-def _delegate(name: str) -> Callable[..., Any]:
-    """A method running the inner backend's `name`: float inputs unwrapped, a device argument
-    replaced by its inner device, float results wrapped as untracked tensors."""
-    params = list(inspect.signature(getattr(Backend, name)).parameters)[1:]
-    dev = params.index("device") if "device" in params else None
-    floats_in = name.startswith("float_") or name.endswith("_backward")
-    floats_out = name.endswith(("_into_float", "_backward"))
+def _delegate(op: OpDef) -> Callable[..., Any]:
+    """A method running the inner backend's op: float tensor inputs unwrapped, a device
+    argument replaced by its inner device, float results wrapped as untracked tensors; which
+    argument is which comes from the op's row in the op table."""
+    name, dev = op.name, op.device_at
+    float_at = tuple(i for i, p in enumerate(op.params) if p.kind is Kind.FLOAT)
+    floats_out = any(r.kind is Kind.FLOAT for r in op.results)
 
     def method(self: Autodiff, *args: Any) -> Any:
         if dev is not None:
             args = (*args[:dev], args[dev].inner(), *args[dev + 1:])
-        if floats_in:
+        if float_at:
             args = tuple(a.primitive if type(a) is AutodiffTensor else a for a in args)
         out = getattr(self.inner, name)(*args)
         return _wrap(out) if floats_out else out
@@ -64,18 +56,25 @@ def _delegate(name: str) -> Callable[..., Any]:
     return method
 
 
-# Module backwards are exposed too (first order: their results are untracked).
-_DELEGATED = sorted(IntOps.__abstractmethods__ | BoolOps.__abstractmethods__
-                    | {n for n in ModuleOps.__abstractmethods__ if n.endswith("_backward")}) + list(
-    _UNTRACKED_FLOAT_OPS)
-assert set(_UNTRACKED_FLOAT_OPS) <= FloatOps.__abstractmethods__
+def _untracked(op: OpDef) -> bool:
+    """Ops that never carry a gradient: int and bool ops, float ops without a float result
+    (comparisons, argmax, into_data ...), and the module backwards (first order)."""
+    has_float_result = any(r.kind is Kind.FLOAT for r in op.results)
+    if op.kind is Kind.FLOAT:
+        return not has_float_result
+    if op.kind is not None:
+        return True
+    return op.name.endswith("_backward")
+
+
+_DELEGATED = sorted(name for name, op in OPS.items() if _untracked(op))
 # Any: its methods are made here, so the checker takes them as present (they implement the
 # abstract int / bool / module-backward ops of Backend).
-_Delegated: Any = type("_Delegated", (), {name: _delegate(name) for name in _DELEGATED})
+_Delegated: Any = type("_Delegated", (), {name: _delegate(OPS[name]) for name in _DELEGATED})
 
 
 class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,
-               ReductionOps, ModuleOpsMixin, Backend):
+               ReductionOps, ModuleOpsMixin, AutodiffBackend):
     """Reverse-mode autodiff around an inner backend (Burn's `Autodiff<B>` decorator).
 
     Float primitives are `AutodiffTensor`s; int and bool primitives are the inner backend's.
@@ -114,6 +113,12 @@ class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,
 
     def detach_values(self, x: T) -> T:
         return AutodiffTensor(x.primitive)
+
+    def supports(self, dtype: DType) -> bool:
+        return self.inner.supports(dtype)
+
+    def check_indices(self, op: str, indices: P, size: int, wrap_negative: bool = True) -> P:
+        return self.inner.check_indices(op, indices, size, wrap_negative)
 
     def seed(self, seed: int) -> None:
         self.inner.seed(seed)

@@ -36,6 +36,7 @@ from burn.backend.options import (
     PoolOptions,
 )
 from burn.dtype import DType
+from burn.ir import check_protocol
 
 if TYPE_CHECKING:
     from burn.device import Device
@@ -747,12 +748,56 @@ class ModuleOps(ActivationOps):
 
 
 class Backend(ModuleOps):
-    """A complete backend: every op group plus the hooks below."""
+    """A complete backend: every op group plus the hooks below.
+
+    The op methods are the rows of the op table (`burn.ir.OPS`); this module checks at import
+    that the two agree, and the device registry refuses a backend class that lacks an op.
+    """
 
     #: short name used in devices ("numpy", "cpu", "wgpu", "cuda", "autodiff(numpy)").
     name: str = "abstract"
     #: whether this backend tracks gradients (the Autodiff decorator does).
     is_autodiff: bool = False
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """Why this backend cannot run on this machine (a missing driver or package), or None
+        when it can. Checked by `burn.available_backends()` without building the backend."""
+        return None
+
+    def supports(self, dtype: DType) -> bool:
+        """Whether tensors of `dtype` can live on this backend (all dtypes by default). The
+        frontend refuses an unsupported dtype with `UnsupportedDTypeError` where a tensor of it
+        would be made (creation, casts)."""
+        return True
+
+    def check_indices(self, op: str, indices: P, size: int, wrap_negative: bool = True) -> P:
+        """`indices` (an int primitive) checked against an extent of `size`, negatives wrapped.
+
+        This default reads the values on the host and raises at once; a device backend may
+        override it to check on the device and raise at the next sync instead, naming `op`.
+
+        Args:
+            op: the op the indices serve, for the error.
+            indices: int primitive of any shape.
+            size: the extent indexed.
+            wrap_negative: accept [-size, size) and wrap negatives (else only [0, size)).
+        Returns:
+            The indices, in [0, size).
+        Raises:
+            BurnIndexError: for an index out of range.
+        """
+        from burn.errors import BurnIndexError
+
+        data = self.int_into_data(indices)
+        if not data.size:
+            return indices
+        lo, hi = int(data.min()), int(data.max())
+        if lo < (-size if wrap_negative else 0) or hi >= size:
+            raise BurnIndexError(op, "index out of range", size=size, min=lo, max=hi)
+        if lo >= 0:
+            return indices
+        return self.int_from_data(np.where(data < 0, data + size, data), self.device_of(indices))
 
     # --- seed / sync / memory hooks ---
     @abstractmethod
@@ -765,3 +810,47 @@ class Backend(ModuleOps):
     def memory_stats(self) -> dict[str, int]:
         """Bytes in use / reserved by the backend's allocator, where it tracks them."""
         return {}
+
+
+class AutodiffBackend(Backend):
+    """A backend that tracks gradients (Burn's AutodiffBackend): what the frontend calls for
+    `require_grad`, `backward`, `grad` and moving tensors between it and its inner backend.
+
+    Float primitives of an autodiff backend wrap the inner backend's; int and bool primitives
+    are the inner backend's own.
+    """
+
+    is_autodiff = True
+    #: the backend that computes.
+    inner: Backend
+
+    @abstractmethod
+    def float_inner(self, x: P) -> P:
+        """The inner backend's primitive of `x` (shared, untracked)."""
+
+    @abstractmethod
+    def float_from_inner(self, x: P) -> P:
+        """An untracked primitive of this backend around an inner float primitive."""
+
+    @abstractmethod
+    def float_require_grad(self, x: P) -> P:
+        """`x` as a leaf that requires grad."""
+
+    @abstractmethod
+    def float_is_require_grad(self, x: P) -> bool:
+        """Whether `x` is a leaf that requires grad."""
+
+    @abstractmethod
+    def backward(self, x: P) -> Any:
+        """Gradients of `x` (seeded with ones) for every leaf that requires grad."""
+
+    @abstractmethod
+    def grad(self, x: P, grads: Any) -> P | None:
+        """The inner primitive holding the gradient of leaf `x`, or None."""
+
+    @abstractmethod
+    def grad_remove(self, x: P, grads: Any) -> P | None:
+        """Like `grad`, and remove it from `grads`."""
+
+
+check_protocol(Backend)

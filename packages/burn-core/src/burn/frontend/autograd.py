@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
+from burn.backend.protocol import AutodiffBackend
 from burn.errors import AutodiffError, DeviceError
 from burn.frontend.base import TensorBase, make
 
@@ -18,8 +19,9 @@ class AutogradMixin(TensorBase):
 
     __slots__ = ()
 
-    def _tracked_float(self, op: str) -> None:
-        """Raise AutodiffError unless this is a float tensor on an autodiff device."""
+    def _tracked_float(self, op: str) -> AutodiffBackend:
+        """This tensor's autodiff backend; AutodiffError unless this is a float tensor on an
+        autodiff device."""
         if not self._bk.is_autodiff:
             raise AutodiffError(op, "tensor is not on an autodiff device (use "
                                 "device.autodiff())", device=str(self._device),
@@ -27,6 +29,7 @@ class AutogradMixin(TensorBase):
         if self._k != "float_":
             raise AutodiffError(op, "only float tensors carry gradients",
                                 dtype=self._dtype.value, shape=self.shape)
+        return cast(AutodiffBackend, self._bk)
 
     def require_grad(self) -> Tensor:
         """Mark this (leaf) tensor as requiring gradients; returns itself.
@@ -34,8 +37,7 @@ class AutogradMixin(TensorBase):
         Raises:
             AutodiffError: off an autodiff device, for non-float tensors, or for op results.
         """
-        self._tracked_float("require_grad")
-        self._prim = self._bk.float_require_grad(self._prim)  # type: ignore[attr-defined]
+        self._prim = self._tracked_float("require_grad").float_require_grad(self._prim)
         return self  # type: ignore[return-value]
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -52,7 +54,7 @@ class AutogradMixin(TensorBase):
     def is_require_grad(self) -> bool:
         """Whether this is a leaf that requires gradients."""
         return (self._bk.is_autodiff and self._k == "float_"
-                and self._bk.float_is_require_grad(self._prim))  # type: ignore[attr-defined]
+                and cast(AutodiffBackend, self._bk).float_is_require_grad(self._prim))
 
     @property
     def requires_grad(self) -> bool:
@@ -67,20 +69,19 @@ class AutogradMixin(TensorBase):
             AutodiffError: off an autodiff device, for non-float or untracked tensors, or when
                 the graph was already freed.
         """
-        self._tracked_float("backward")
-        return self._bk.backward(self._prim)  # type: ignore[attr-defined]
+        return self._tracked_float("backward").backward(self._prim)  # type: ignore[no-any-return]
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """The gradient of this leaf in `grads`, as a tensor on the inner device, or None."""
-        return self._grad_tensor("grad", self._bk.grad, grads)  # type: ignore[attr-defined]
+        return self._grad_tensor("grad", False, grads)
 
     def grad_remove(self, grads: Gradients) -> Tensor | None:
         """Like `grad`, and remove the gradient from `grads`."""
-        return self._grad_tensor("grad_remove", self._bk.grad_remove,  # type: ignore
-                                 grads)
+        return self._grad_tensor("grad_remove", True, grads)
 
-    def _grad_tensor(self, op: str, fetch: Any, grads: Gradients) -> Tensor | None:
-        self._tracked_float(op)
+    def _grad_tensor(self, op: str, remove: bool, grads: Gradients) -> Tensor | None:
+        backend = self._tracked_float(op)
+        fetch = backend.grad_remove if remove else backend.grad
         prim = fetch(self._prim, grads)
         if prim is None:
             return None
@@ -92,7 +93,8 @@ class AutogradMixin(TensorBase):
         cut from the graph; the tensor itself off autodiff devices."""
         if not self._bk.is_autodiff:
             return self  # type: ignore[return-value]
-        prim = self._bk.float_inner(self._prim) if self._k == "float_" else self._prim  # type: ignore[attr-defined]
+        backend = cast(AutodiffBackend, self._bk)
+        prim = backend.float_inner(self._prim) if self._k == "float_" else self._prim
         return make(prim, self._device.inner(), self._dtype)
 
     @staticmethod
@@ -113,7 +115,7 @@ class AutogradMixin(TensorBase):
                               device=str(device))
         prim = tensor._prim
         if tensor._k == "float_":
-            prim = device.backend.float_from_inner(prim)  # type: ignore[attr-defined]
+            prim = cast(AutodiffBackend, device.backend).float_from_inner(prim)
         return make(prim, device, tensor._dtype)
 
     def detach(self) -> Tensor:

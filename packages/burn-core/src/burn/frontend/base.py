@@ -7,7 +7,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from burn.dtype import DType, Kind
-from burn.errors import DTypeError
+from burn.errors import DTypeError, UnsupportedDTypeError
 
 if TYPE_CHECKING:
     from burn.backend.protocol import Backend
@@ -102,6 +102,9 @@ class TensorBase:
         """This tensor converted to `dtype` (any kind to any kind); itself when already it."""
         if dtype is self._dtype:
             return self._tensor()
+        if not self._bk.supports(dtype):
+            raise UnsupportedDTypeError("cast", "dtype not supported on this device",
+                                        dtype=dtype.value, device=str(self._device))
         return self._wrap(_CASTS[self._k, PREFIX[dtype]](self._bk, self._prim, dtype), dtype)
 
     def _to_float(self) -> Tensor:

@@ -1,0 +1,140 @@
+"""Op records: an op with its input and output tensor descriptions and host arguments.
+
+`OpIR` is what a decorator backend receives for each op (Burn's `OperationIr`): enough to
+defer it (fusion), send it (remote) or log it (the profiler) without running it. Output shapes
+and dtypes come from the op table's rules; a record whose given outputs disagree with them, or
+whose inputs the op cannot take, is refused where it is made.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from burn.dtype import DType
+from burn.errors import BurnError, ShapeError
+from burn.ir.opdef import OpDef
+from burn.ir.rules import Shape
+from burn.ir.table import OPS
+
+_ids = itertools.count(1)
+
+
+def new_id() -> int:
+    """A fresh tensor id (unique in this process)."""
+    return next(_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorIR:
+    """A tensor as an op record sees it: an id, a shape (None where only a run tells) and a
+    dtype."""
+
+    id: int
+    shape: Shape
+    dtype: DType
+
+
+#: A record's value of one tensor parameter: a tensor, None (absent optional), or a list.
+TensorArg = TensorIR | None | tuple[TensorIR, ...]
+
+
+@dataclass(frozen=True)
+class OpIR:
+    """One op of a stream.
+
+    Attributes:
+        op: the op's row in the table.
+        inputs: each tensor parameter's value, by name.
+        scalars: each host argument, by name.
+        outputs: the result tensors (None for an absent optional result).
+    Raises:
+        BurnError: (ShapeError / DTypeError / BurnIndexError) at construction when the inputs
+            do not fit the op, or when `outputs` differ from what the op table infers.
+    """
+
+    op: OpDef
+    inputs: dict[str, TensorArg]
+    scalars: dict[str, Any] = field(default_factory=dict)
+    outputs: tuple[TensorIR | None, ...] | None = None
+
+    def __post_init__(self) -> None:
+        expected = {p.name for p in self.op.params}
+        given = set(self.inputs) | set(self.scalars)
+        if given != expected:
+            raise BurnError(self.op.name, "parameters do not match the op's signature",
+                            missing=sorted(expected - given),
+                            unexpected=sorted(given - expected), signature=self.op.signature)
+        inferred = self.op.infer(*_describe(self.inputs), self.scalars)
+        made = tuple(None if shape is None else TensorIR(new_id(), shape, dtype)
+                     for shape, dtype in inferred)
+        if self.outputs is None:
+            object.__setattr__(self, "outputs", made)
+            return
+        described = tuple(None if t is None else (t.shape, t.dtype) for t in self.outputs)
+        inferred_out = tuple(None if t is None else (t.shape, t.dtype) for t in made)
+        if len(described) != len(inferred_out) or any(
+                not _matches(g, e) for g, e in zip(described, inferred_out, strict=False)):
+            raise ShapeError(self.op.name, "record's outputs differ from the op's rules",
+                             given=described, inferred=inferred_out)
+
+    @property
+    def name(self) -> str:
+        """The op's backend method name."""
+        return self.op.name
+
+    def __str__(self) -> str:
+        ins = ", ".join(f"{k}={_text(v)}" for k, v in self.inputs.items())
+        outs = ", ".join(_text(t) for t in self.outputs or ())
+        return f"{self.op.name}({ins}) -> {outs or '()'}"
+
+
+def _describe(inputs: dict[str, TensorArg]) -> tuple[dict[str, Any], dict[str, Any]]:
+    shapes: dict[str, Any] = {}
+    dtypes: dict[str, Any] = {}
+    for name, value in inputs.items():
+        if isinstance(value, tuple):
+            shapes[name] = [t.shape for t in value]
+            dtypes[name] = [t.dtype for t in value]
+        else:
+            shapes[name] = None if value is None else value.shape
+            dtypes[name] = None if value is None else value.dtype
+    return shapes, dtypes
+
+
+def _matches(given: Any, expected: Any) -> bool:
+    """Equal, where a None size in the inferred shape matches any size."""
+    if given is None or expected is None:
+        return given is expected
+    (gs, gd), (es, ed) = given, expected
+    return gd is ed and len(gs) == len(es) and all(e is None or g == e for g, e in zip(gs, es,
+                                                                                          strict=True))
+
+
+def _text(value: TensorArg) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_text(t) for t in value) + "]"
+    return f"#{value.id}{list(value.shape)}:{value.dtype.value}"
+
+
+def make_record(name: str, inputs: dict[str, TensorArg], scalars: dict[str, Any] | None = None,
+                outputs: tuple[TensorIR | None, ...] | None = None) -> OpIR:
+    """An `OpIR` for the op named `name`.
+
+    Args:
+        name: a backend method of the op table ("float_add").
+        inputs: each tensor parameter's value.
+        scalars: each host argument.
+        outputs: the results, checked against the rules; inferred when None.
+    Returns:
+        The record.
+    Raises:
+        BurnError: for an unknown op, missing parameters or inputs the op cannot take.
+    """
+    op = OPS.get(name)
+    if op is None:
+        raise BurnError(name, "not an op of the op table")
+    return OpIR(op, dict(inputs), dict(scalars or {}), outputs)

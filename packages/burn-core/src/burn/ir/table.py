@@ -1,0 +1,254 @@
+"""The op table: one row per op of the backend protocol.
+
+Rows are written by family; a row given several kinds becomes one op per kind
+(``add`` for float and int is ``float_add`` and ``int_add``). `OPS` maps each backend method
+name to its `OpDef`. The protocol (`burn.backend.protocol`) is checked against this table at
+import: adding an op is one row here plus its implementation in every backend.
+
+Cube lowerings name burn-cube's expression-table ops (add, exp, select, ...); operands are
+parameter names, constants or nested lowerings. For ``clamp`` a None bound drops its min/max.
+"""
+
+from __future__ import annotations
+
+from burn.dtype import Kind
+from burn.ir import rules as r
+from burn.ir.opdef import CubeExpr, OpDef
+from burn.ir.rules import Rule
+from burn.ir.signature import parse_params, parse_results
+
+OPS: dict[str, OpDef] = {}
+
+_KINDS = {"float": Kind.FLOAT, "int": Kind.INT, "bool": Kind.BOOL}
+FIB = ("float", "int", "bool")
+FI = ("float", "int")
+
+
+def op(name: str, params: str, returns: str, shape: Rule, *, family: str,
+       kinds: tuple[str, ...] = ("float",), cube: CubeExpr | None = None,
+       prefixed: bool = True, default: bool = False) -> None:
+    """Add a row per kind: ``{kind}_{name}`` (or `name` itself when not `prefixed`)."""
+    for kind_name in kinds or (None,):
+        kind = _KINDS.get(kind_name) if kind_name else None
+        full = f"{kind_name}_{name}" if prefixed and kind_name else name
+        if full in OPS:
+            raise ValueError(f"op table: {full} defined twice")
+        OPS[full] = OpDef(full, kind, family, parse_params(params, kind, full),
+                          parse_results(returns, kind, full), returns, shape, cube, default)
+
+
+def _module(name: str, params: str, returns: str, shape: Rule, default: bool = False) -> None:
+    op(name, params, returns, shape, family="module", kinds=(), default=default)
+
+
+def _activation(name: str, params: str, cube: CubeExpr | None = None,
+                shape: Rule = r.same) -> None:
+    op(name, params, "F", shape, family="activation", prefixed=False, cube=cube, default=True)
+
+
+def _sigmoid(x: CubeExpr | str) -> CubeExpr:
+    return ("div", 1.0, ("add", 1.0, ("exp", ("neg", x))))
+
+
+def _sign(x: str) -> CubeExpr:
+    return ("select", ("gt", x, 0), 1, ("select", ("lt", x, 0), -1, x))
+
+
+def _floor_div(a: str, b: str) -> CubeExpr:
+    """Integer floor division from the truncating `div`."""
+    q = ("div", a, b)
+    inexact = ("ne", ("mul", q, b), a)
+    return ("select", ("and", inexact, ("ne", ("lt", a, 0), ("lt", b, 0))), ("sub", q, 1), q)
+
+
+def _floor_mod(a: str, b: str) -> CubeExpr:
+    return ("sub", a, ("mul", _floor_div(a, b), b))
+
+
+# --- creation, I/O, casts -----------------------------------------------------------------
+op("from_data", "data: data, device: device", "T", r.from_data, family="creation", kinds=FIB)
+op("into_data", "x: T", "data", r.none, family="creation", kinds=FIB)
+op("to_device", "x: T, device: device", "T", r.same, family="creation", kinds=FIB)
+op("empty", "shape: shape, dtype: dtype, device: device", "T", r.full, family="creation",
+   kinds=FI)
+op("full", "shape: shape, value: scalar, dtype: dtype, device: device", "T", r.full,
+   family="creation", kinds=FI)
+op("full", "shape: shape, value: bool, device: device", "T", r.full, family="creation",
+   kinds=("bool",))
+op("random", "shape: shape, dist: dist, dtype: dtype, device: device", "T", r.full,
+   family="creation")
+op("random", "shape: shape, low: int, high: int, dtype: dtype, device: device", "T", r.full,
+   family="creation", kinds=("int",))
+op("arange", "start: int, end: int, step: int, dtype: dtype, device: device", "T", r.arange,
+   family="creation", kinds=("int",))
+op("cast", "x: T, dtype: dtype", "T", r.same, family="creation", kinds=FI,
+   cube=("cast", "x", "dtype"))
+op("into_int", "x: T, dtype: dtype", "I", r.same, family="creation", kinds=("float", "bool"),
+   cube=("cast", "x", "dtype"))
+op("into_float", "x: T, dtype: dtype", "F", r.same, family="creation", kinds=("int", "bool"),
+   cube=("cast", "x", "dtype"))
+
+# --- arithmetic ---------------------------------------------------------------------------
+for _name, _cube in (("add", "add"), ("sub", "sub"), ("mul", "mul")):
+    op(_name, "lhs: T, rhs: T", "T", r.elementwise, family="arithmetic", kinds=FI,
+       cube=(_cube, "lhs", "rhs"))
+    op(f"{_name}_scalar", "lhs: T, rhs: scalar", "T", r.same, family="arithmetic", kinds=FI,
+       cube=(_cube, "lhs", "rhs"))
+for _suffix, _rhs, _shape in (("", "T", r.elementwise), ("_scalar", "scalar", r.same)):
+    op(f"div{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
+       cube=("div", "lhs", "rhs"))
+    op(f"div{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
+       kinds=("int",), cube=_floor_div("lhs", "rhs"))
+    op(f"remainder{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
+       cube=("sub", "lhs", ("mul", ("floor", ("div", "lhs", "rhs")), "rhs")))
+    op(f"remainder{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
+       kinds=("int",), cube=_floor_mod("lhs", "rhs"))
+op("neg", "x: T", "T", r.same, family="arithmetic", kinds=FI, cube=("neg", "x"))
+op("recip", "x: T", "T", r.same, family="arithmetic", cube=("div", 1.0, "x"))
+op("matmul", "lhs: T, rhs: T", "T", r.matmul, family="arithmetic", kinds=FI)
+op("clamp", "x: T, min: scalar?, max: scalar?", "T", r.same, family="arithmetic", kinds=FI,
+   cube=("min", ("max", "x", "min"), "max"))
+op("powf", "lhs: T, rhs: T", "T", r.elementwise, family="arithmetic",
+   cube=("pow", "lhs", "rhs"))
+op("powf_scalar", "lhs: T, rhs: float", "T", r.same, family="arithmetic",
+   cube=("pow", "lhs", "rhs"))
+op("powi", "lhs: T, rhs: T", "T", r.elementwise, family="arithmetic", kinds=("int",))
+op("powi_scalar", "lhs: T, rhs: int", "T", r.same, family="arithmetic", kinds=("int",))
+
+# --- math (elementwise) -------------------------------------------------------------------
+for _name in ("exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+              "asin", "acos", "atan", "erf", "round", "floor", "ceil", "trunc"):
+    op(_name, "x: T", "T", r.same, family="math", cube=(_name, "x"))
+op("abs", "x: T", "T", r.same, family="math", kinds=FI, cube=("abs", "x"))
+op("sign", "x: T", "T", r.same, family="math", kinds=FI, cube=_sign("x"))
+op("asinh", "x: T", "T", r.same, family="math",
+   cube=("mul", _sign("x"), ("log", ("add", ("abs", "x"),
+                                     ("sqrt", ("add", ("mul", "x", "x"), 1.0))))))
+op("acosh", "x: T", "T", r.same, family="math",
+   cube=("log", ("add", "x", ("sqrt", ("sub", ("mul", "x", "x"), 1.0)))))
+op("atanh", "x: T", "T", r.same, family="math",
+   cube=("mul", 0.5, ("log", ("div", ("add", 1.0, "x"), ("sub", 1.0, "x")))))
+op("atan2", "lhs: T, rhs: T", "T", r.elementwise, family="math")
+op("is_nan", "x: T", "B", r.same, family="math", cube=("isnan", "x"))
+op("is_inf", "x: T", "B", r.same, family="math", cube=("isinf", "x"))
+
+# --- bitwise ------------------------------------------------------------------------------
+for _name, _cube in (("and", "bitand"), ("or", "bitor"), ("xor", "bitxor"),
+                     ("left_shift", "shl"), ("right_shift", "shr")):
+    op(f"bitwise_{_name}", "lhs: T, rhs: T", "T", r.elementwise, family="bitwise",
+       kinds=("int",), cube=(_cube, "lhs", "rhs"))
+op("bitwise_not", "x: T", "T", r.same, family="bitwise", kinds=("int",), cube=("invert", "x"))
+
+# --- comparison ---------------------------------------------------------------------------
+for _name, _cube in (("equal", "eq"), ("greater", "gt"), ("greater_equal", "ge"),
+                     ("lower", "lt"), ("lower_equal", "le")):
+    op(_name, "lhs: T, rhs: T", "B", r.elementwise, family="comparison",
+       kinds=FIB if _name == "equal" else FI, cube=(_cube, "lhs", "rhs"))
+    op(f"{_name}_elem", "lhs: T, rhs: scalar", "B", r.same, family="comparison", kinds=FI,
+       cube=(_cube, "lhs", "rhs"))
+op("not", "x: T", "T", r.same, family="comparison", kinds=("bool",), cube=("not", "x"))
+for _name, _cube in (("and", "and"), ("or", "or"), ("xor", "ne")):
+    op(_name, "lhs: T, rhs: T", "T", r.elementwise, family="comparison", kinds=("bool",),
+       cube=(_cube, "lhs", "rhs"))
+
+# --- layout -------------------------------------------------------------------------------
+op("reshape", "x: T, shape: shape", "T", r.reshape, family="layout", kinds=FIB)
+op("swap_dims", "x: T, dim1: int, dim2: int", "T", r.swap_dims, family="layout", kinds=FIB)
+op("permute", "x: T, axes: shape", "T", r.permute, family="layout", kinds=FIB)
+op("flip", "x: T, axes: shape", "T", r.same, family="layout", kinds=FIB)
+op("expand", "x: T, shape: shape", "T", r.expand, family="layout", kinds=FIB)
+op("repeat_dim", "x: T, dim: int, times: int", "T", r.repeat_dim, family="layout", kinds=FIB)
+op("cat", "xs: [T], dim: int", "T", r.cat, family="layout", kinds=FIB)
+op("unfold", "x: T, dim: int, size: int, step: int", "T", r.unfold, family="layout", kinds=FIB)
+
+# --- indexing -----------------------------------------------------------------------------
+op("slice", "x: T, slices: slices", "T", r.slice_, family="indexing", kinds=FIB)
+op("slice_assign", "x: T, slices: slices, value: T", "T", r.same, family="indexing", kinds=FIB)
+op("select", "x: T, dim: int, indices: I", "T", r.select, family="indexing", kinds=FIB)
+op("select_assign", "x: T, dim: int, indices: I, values: T", "T", r.same, family="indexing",
+   kinds=FI)
+op("gather", "dim: int, x: T, indices: I", "T", r.gather, family="indexing", kinds=FIB)
+op("scatter", "dim: int, x: T, indices: I, values: T, reduce: str", "T", r.same,
+   family="indexing", kinds=FI)
+op("scatter", "dim: int, x: T, indices: I, values: T", "T", r.same, family="indexing",
+   kinds=("bool",))
+op("mask_where", "x: T, mask: B, value: T", "T", r.elementwise, family="indexing", kinds=FIB,
+   cube=("select", "mask", "value", "x"))
+op("mask_fill", "x: T, mask: B, value: scalar", "T", r.elementwise, family="indexing",
+   kinds=FI, cube=("select", "mask", "value", "x"))
+
+# --- reductions ---------------------------------------------------------------------------
+for _name in ("sum", "prod", "max", "min"):
+    op(_name, "x: T", "T", r.reduce_all, family="reduction", kinds=FI)
+for _name in ("sum_dim", "prod_dim"):
+    op(_name, "x: T, dim: int", "T", r.reduce_dim, family="reduction", kinds=FI)
+op("mean_dim", "x: T, dim: int", "T", r.reduce_dim, family="reduction")
+for _name in ("max_dim_with_indices", "min_dim_with_indices"):
+    op(_name, "x: T, dim: int", "(T, I64)", r.pair(r.reduce_dim), family="reduction", kinds=FI)
+for _name in ("argmax", "argmin"):
+    op(_name, "x: T, dim: int", "I64", r.reduce_dim, family="reduction", kinds=FI)
+for _name in ("cumsum", "cumprod"):
+    op(_name, "x: T, dim: int", "T", r.same, family="reduction", kinds=FI)
+for _name in ("cummax", "cummin"):
+    op(_name, "x: T, dim: int", "(T, I64)", r.pair(r.same), family="reduction", kinds=FI)
+op("sort_with_indices", "x: T, dim: int, descending: bool", "(T, I64)", r.pair(r.same),
+   family="reduction", kinds=FI)
+op("any", "x: T", "B", r.reduce_all, family="reduction", kinds=("bool",))
+op("all", "x: T", "B", r.reduce_all, family="reduction", kinds=("bool",))
+op("any_dim", "x: T, dim: int", "B", r.reduce_dim, family="reduction", kinds=("bool",))
+op("all_dim", "x: T, dim: int", "B", r.reduce_dim, family="reduction", kinds=("bool",))
+op("argwhere", "x: T", "I64", r.argwhere, family="reduction", kinds=("bool",))
+
+# --- activations (defaults written with float ops) ----------------------------------------
+_activation("relu", "x: F", ("max", "x", 0.0))
+_activation("leaky_relu", "x: F, negative_slope: float",
+            ("select", ("lt", "x", 0.0), ("mul", "x", "negative_slope"), "x"))
+_activation("prelu", "x: F, weight: F", ("select", ("lt", "x", 0.0), ("mul", "x", "weight"), "x"),
+            shape=r.elementwise)
+_activation("gelu", "x: F, approximate: str")
+_activation("sigmoid", "x: F", _sigmoid("x"))
+_activation("hard_sigmoid", "x: F, alpha: float, beta: float",
+            ("min", ("max", ("add", ("mul", "x", "alpha"), "beta"), 0.0), 1.0))
+_activation("softplus", "x: F, beta: float, threshold: float")
+_activation("log_sigmoid", "x: F")
+_activation("silu", "x: F", ("mul", "x", _sigmoid("x")))
+_activation("mish", "x: F")
+_activation("elu", "x: F, alpha: float",
+            ("select", ("le", "x", 0.0), ("mul", "alpha", ("sub", ("exp", "x"), 1.0)), "x"))
+_activation("selu", "x: F")
+_activation("softmax", "x: F, dim: int")
+_activation("log_softmax", "x: F, dim: int")
+
+# --- module ops ---------------------------------------------------------------------------
+_module("conv", "x: F, weight: F, bias: F?, options: options", "F", r.conv)
+_module("conv_backward", "x: F, weight: F, bias: F?, grad: F, options: options", "(F, F, F?)",
+        r.grads_of("x", "weight", "bias"))
+_module("conv_transpose", "x: F, weight: F, bias: F?, options: options", "F", r.conv_transpose)
+_module("conv_transpose_backward", "x: F, weight: F, bias: F?, grad: F, options: options",
+        "(F, F, F?)", r.grads_of("x", "weight", "bias"))
+_module("deform_conv2d", "x: F, offset: F, weight: F, mask: F?, bias: F?, options: options",
+        "F", r.conv)
+_module("deform_conv2d_backward",
+        "x: F, offset: F, weight: F, mask: F?, bias: F?, grad: F, options: options",
+        "(F, F, F, F?, F?)", r.grads_of("x", "offset", "weight", "mask", "bias"))
+_module("unfold4d", "x: F, kernel_size: shape, options: options", "F", r.unfold4d)
+_module("avg_pool", "x: F, options: options", "F", r.pool)
+_module("avg_pool_backward", "x: F, grad: F, options: options", "F", r.grads_of("x"))
+_module("max_pool_with_indices", "x: F, options: options", "(F, I64)", r.pair(r.pool))
+_module("max_pool_backward", "x: F, indices: I, grad: F, options: options", "F",
+        r.grads_of("x"))
+_module("adaptive_avg_pool", "x: F, output_size: shape", "F", r.resized)
+_module("adaptive_avg_pool_backward", "x: F, grad: F", "F", r.grads_of("x"))
+_module("interpolate", "x: F, output_size: shape, options: options", "F", r.resized)
+_module("interpolate_backward", "x: F, grad: F, output_size: shape, options: options", "F",
+        r.grads_of("x"))
+_module("grid_sample_2d", "x: F, grid: F, options: options", "F", r.grid_sample)
+_module("grid_sample_2d_backward", "x: F, grid: F, grad: F, options: options", "(F, F)",
+        r.grads_of("x", "grid"))
+_module("embedding", "weight: F, indices: I", "F", r.embedding, default=True)
+_module("attention", "q: F, k: F, v: F, mask: B?, scale: float?, is_causal: bool", "F",
+        r.attention, default=True)
+
+#: Backend methods that are not ops: introspection and hooks.
+HOOKS = frozenset({"shape", "dtype", "device_of", "detach_values", "seed", "sync",
+                   "memory_stats", "supports", "check_indices", "unavailable_reason"})
