@@ -19,6 +19,7 @@ TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
 # the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
 EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset"]
 PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask",
+            "-e", "packages/burn-cube",
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
 # What the typecheck session checks: every package's sources.
 TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn-dataset/src",
@@ -33,6 +34,10 @@ def tests(session: nox.Session, backend: str) -> None:
     session.run("pytest", "packages/burn-core/tests", env={"BURN_DEVICE": backend})
     session.run("pytest", "packages/burn-core/tests/conformance",
                 env={"BURN_DEVICE": f"{backend}+autodiff"})
+    # Under the Profile decorator every op is checked against the op table's shape and dtype
+    # rules as it runs, and the session fails unless every op of the table ran.
+    session.run("pytest", "packages/burn-core/tests/conformance",
+                env={"BURN_DEVICE": f"{backend}+profile", "BURN_OP_COVERAGE": "1"})
 
 
 @nox.session

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import burn
+from burn.errors import UnsupportedDTypeError
 
 _HERE = Path(__file__).parent.resolve()
 
@@ -58,6 +59,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
     if report.skipped and _in_suite(item):
         report.outcome = "failed"
         report.longrepr = f"conformance tests never skip; this one did: {report.longrepr}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> object:
+    """A test passes when the op equals PyTorch's, or when the backend declares the dtype
+    unsupported (`Backend.supports`) and the op raises UnsupportedDTypeError for it."""
+    outcome = yield
+    error = outcome.excinfo[1] if outcome.excinfo else None
+    if isinstance(error, UnsupportedDTypeError) and _in_suite(pyfuncitem):
+        dtype = burn.DType(error.details["dtype"])
+        backend = burn.Device(error.details["device"]).backend
+        if not backend.supports(dtype):
+            pyfuncitem.user_properties.append(("unsupported", dtype.value))
+            outcome.force_result(True)
 
 
 @pytest.fixture(scope="session")
