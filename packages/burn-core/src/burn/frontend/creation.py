@@ -11,10 +11,17 @@ from burn.backend.protocol import Distribution
 from burn.device import Device, as_device
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, Kind, as_dtype
 from burn.dtype import from_numpy as dtype_of_numpy
-from burn.errors import DTypeError, ShapeError, ValueRangeError
+from burn.errors import DTypeError, ShapeError, UnsupportedDTypeError, ValueRangeError
 from burn.frontend.base import PREFIX, TensorBase, make
 from burn.frontend.tensor import Tensor
-from burn.frontend.validation import as_scalar, require_kind, shape_arg
+from burn.frontend.validation import (
+    as_scalar,
+    check_alloc,
+    check_device_arg,
+    finite_scalar,
+    require_kind,
+    shape_arg,
+)
 
 DTypeLike = DType | str | type | np.dtype | None
 DeviceLike = Device | str | None
@@ -22,12 +29,27 @@ DeviceLike = Device | str | None
 _PY_DEFAULTS = {"b": DType.bool, "i": DEFAULT_INT, "u": DEFAULT_INT, "f": DEFAULT_FLOAT}
 
 
+def device_for(op: str, device: DeviceLike, dtype: DType) -> Device:
+    """The device a new tensor of `dtype` goes to, checked to support that dtype.
+
+    Raises:
+        UnsupportedDTypeError: naming the op, dtype and device.
+        DeviceError: for a device argument that is not a Device, a spec string or None.
+    """
+    check_device_arg(op, device)
+    dev = as_device(device)
+    if not dev.backend.supports(dtype):
+        raise UnsupportedDTypeError(op, "dtype not supported on this device", dtype=dtype.value,
+                                    device=str(dev))
+    return dev
+
+
 def _dtype(value: DTypeLike, op: str, default: DType) -> DType:
     return default if value is None else as_dtype(value, op)
 
 
 def _from_array(arr: np.ndarray, dtype: DType, device: DeviceLike) -> Tensor:
-    dev = as_device(device)
+    dev = device_for("tensor", device, dtype)
     arr = arr.astype(dtype.numpy, copy=False)
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
@@ -85,7 +107,8 @@ def from_dlpack(obj: Any, device: DeviceLike = None) -> Tensor:
 
 def _filled(op: str, shape: tuple[int, ...], value: Any, dtype: DType, device: DeviceLike
             ) -> Tensor:
-    dev = as_device(device)
+    check_alloc(op, shape, dtype)
+    dev = device_for(op, device, dtype)
     bk = dev.backend
     if dtype is DType.bool:
         return make(bk.bool_full(shape, bool(value), dev), dev, dtype)
@@ -137,7 +160,8 @@ def empty(*shape: int | tuple[int, ...], dtype: DTypeLike = None,
     dt = _dtype(dtype, "empty", DEFAULT_FLOAT)
     if dt is DType.bool:
         return _filled("empty", dims, False, dt, device)
-    dev = as_device(device)
+    check_alloc("empty", dims, dt)
+    dev = device_for("empty", device, dt)
     fn = dev.backend.float_empty if dt.is_float else dev.backend.int_empty
     return make(fn(dims, dt, dev), dev, dt)
 
@@ -178,20 +202,24 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
     Returns:
         The 1-d tensor.
     Raises:
-        ValueRangeError: for a zero step or one pointing away from `end`.
+        ValueRangeError: for a zero step, one pointing away from `end`, or nan / inf bounds.
+        DTypeError: for bounds that are not numbers.
     """
     if end is None:
         start, end = 0, start
     start, end, step = as_scalar(start), as_scalar(end), as_scalar(step)  # type: ignore
+    for name, value in (("start", start), ("end", end), ("step", step)):
+        finite_scalar("arange", name, value)
     ints = all(isinstance(v, int) for v in (start, end, step))
     dt = _dtype(dtype, "arange", DEFAULT_INT if ints else DEFAULT_FLOAT)
     if step == 0 or (end - start) * step < 0:
         raise ValueRangeError("arange", "step must be non-zero and lead from start to end",
                               start=start, end=end, step=step)
-    dev = as_device(device)
+    dev = device_for("arange", device, dt)
+    n = max(0, -(-(end - start) // step) if ints else math.ceil((end - start) / step))
+    check_alloc("arange", (n,), dt)
     if ints and dt.kind is Kind.INT:
         return make(dev.backend.int_arange(int(start), int(end), int(step), dt, dev), dev, dt)
-    n = max(0, math.ceil((end - start) / step))
     count = make(dev.backend.int_arange(0, n, 1, DType.int64, dev), dev, DType.int64)
     return (count._cast(DType.float64) * float(step) + float(start))._cast(dt)
 
@@ -199,13 +227,15 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
 def eye(n: int, m: int | None = None, dtype: DTypeLike = None,
         device: DeviceLike = None) -> Tensor:
     """The [n, m] identity matrix (m defaults to n; float32 unless `dtype`)."""
-    shape_arg("eye", (n, n if m is None else m))
+    shape = shape_arg("eye", (n, n if m is None else m))
     dt = _dtype(dtype, "eye", DEFAULT_FLOAT)
+    check_alloc("eye", shape, dt)
     return _from_array(np.eye(n, m, dtype=dt.numpy), dt, device)
 
 
 def seed(n: int, device: DeviceLike = None) -> None:
     """Reseed the random generator of `device`'s backend (the default device's when None)."""
+    check_device_arg("seed", device)
     as_device(device).inner().backend.seed(n)
 
 
@@ -213,7 +243,8 @@ def _random(op: str, shape: tuple[int, ...], dist: Distribution, dtype: DTypeLik
             device: DeviceLike) -> Tensor:
     dt = _dtype(dtype, op, DEFAULT_FLOAT)
     require_kind(op, dt, Kind.FLOAT)
-    dev = as_device(device)
+    check_alloc(op, shape, dt)
+    dev = device_for(op, device, dt)
     return make(dev.backend.float_random(shape, dist, dt, dev), dev, dt)
 
 
@@ -236,8 +267,9 @@ def uniform(shape: int | tuple[int, ...], low: float = 0.0, high: float = 1.0,
     """Uniform values in [low, high).
 
     Raises:
-        ValueRangeError: when low > high.
+        ValueRangeError: when low > high or a bound is nan / inf.
     """
+    low, high = finite_scalar("uniform", "low", low), finite_scalar("uniform", "high", high)
     if low > high:
         raise ValueRangeError("uniform", "low must not exceed high", low=low, high=high)
     return _random("uniform", shape_arg("uniform", (shape,)),
@@ -249,8 +281,9 @@ def normal(shape: int | tuple[int, ...], mean: float = 0.0, std: float = 1.0,
     """Normal values of `mean` and `std`.
 
     Raises:
-        ValueRangeError: for a negative std.
+        ValueRangeError: for a negative std, or a nan / inf mean or std.
     """
+    mean, std = finite_scalar("normal", "mean", mean), finite_scalar("normal", "std", std)
     if std < 0:
         raise ValueRangeError("normal", "std must be non-negative", std=std)
     return _random("normal", shape_arg("normal", (shape,)),
@@ -263,11 +296,15 @@ def bernoulli(shape_or_probs: int | tuple[int, ...] | Tensor, p: float = 0.5,
     from a float tensor (the result then has its dtype and device, as torch.bernoulli).
 
     Raises:
-        ValueRangeError: for p outside [0, 1].
+        ValueRangeError: for p (or probabilities) outside [0, 1] or nan.
     """
     if isinstance(shape_or_probs, TensorBase):
         probs = shape_or_probs
         require_kind("bernoulli", probs.dtype, Kind.FLOAT)
+        inside = ((probs >= 0.0) & (probs <= 1.0)).all()  # false for nan too
+        if not inside.item():
+            raise ValueRangeError("bernoulli", "probabilities must be in [0, 1] (not nan)",
+                                  shape=probs.shape, dtype=probs.dtype.value)
         u = _random("bernoulli", probs.shape, Distribution("uniform", 0.0, 1.0), probs.dtype,
                     probs.device)
         return (u < probs.detach())._cast(probs.dtype)  # type: ignore
@@ -282,12 +319,18 @@ def randint(low: int, high: int, shape: int | tuple[int, ...], dtype: DTypeLike 
     """Uniform integers in [low, high) (int64 unless `dtype`).
 
     Raises:
-        ValueRangeError: when high <= low.
+        ValueRangeError: when high <= low or a bound is nan / inf.
+        DTypeError: for bounds that are not integers.
     """
+    for name, value in (("low", low), ("high", high)):
+        if not float(finite_scalar("randint", name, value)).is_integer():
+            raise DTypeError("randint", f"{name} must be an integer", **{name: value})
+    low, high = int(low), int(high)
     if high <= low:
         raise ValueRangeError("randint", "high must exceed low", low=low, high=high)
     dt = _dtype(dtype, "randint", DEFAULT_INT)
     require_kind("randint", dt, Kind.INT)
-    dev = as_device(device)
-    return make(dev.backend.int_random(shape_arg("randint", (shape,)), low, high, dt, dev),
-                dev, dt)
+    dims = shape_arg("randint", (shape,))
+    check_alloc("randint", dims, dt)
+    dev = device_for("randint", device, dt)
+    return make(dev.backend.int_random(dims, low, high, dt, dev), dev, dt)
