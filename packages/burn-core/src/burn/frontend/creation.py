@@ -216,7 +216,7 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
         raise ValueRangeError("arange", "step must be non-zero and lead from start to end",
                               start=start, end=end, step=step)
     dev = device_for("arange", device, dt)
-    n = max(0, -(-(end - start) // step) if ints else math.ceil((end - start) / step))
+    n = max(0, int(-(-(end - start) // step)) if ints else math.ceil((end - start) / step))
     check_alloc("arange", (n,), dt)
     if ints and dt.kind is Kind.INT:
         return make(dev.backend.int_arange(int(start), int(end), int(step), dt, dev), dev, dt)
