@@ -164,3 +164,9 @@ def test_float64_input_to_float32_layer_is_refused(layer: Any, shape: tuple[int,
 def test_embedding_float_indices_name_the_layer() -> None:
     with pytest.raises(DTypeError, match="Embedding: indices must be an int tensor"):
         nn.Embedding(4, 2)(burn.zeros(3, dtype=F64))
+
+
+def test_attention_names_itself_for_float64_inputs() -> None:
+    x = burn.zeros((1, 2, 4), dtype=F64)
+    with pytest.raises(DTypeError, match="MultiHeadAttention: expected a float32 input"):
+        nn.MultiHeadAttention(4, 2)(x, x, x)

@@ -20,7 +20,7 @@ import burn.functional as F
 from burn.device import Device
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.tensor import Tensor
-from burn.nn._layer import LayerConfig
+from burn.nn._layer import LayerConfig, check_float_input
 from burn.nn.dropout import Dropout
 from burn.nn.init import Initializer
 from burn.nn.linear import Linear
@@ -165,6 +165,8 @@ class MultiHeadAttention(Module):
             raise ShapeError("MultiHeadAttention", f"expected query [batch, seq_q, d_model={d}], "
                              f"key and value [batch, seq_k, d_model={d}]", query=query.shape,
                              key=key.shape, value=value.shape)
+        for x in (query, key, value):
+            check_float_input("MultiHeadAttention", x, self.query.weight)
 
     def _mask(self, mask_pad: Tensor | None, mask_attn: Tensor | None, q: Tensor, k: Tensor
               ) -> Tensor | None:
