@@ -11,13 +11,14 @@ from burn.data.batcher import (
     default_batcher,
     to_device,
 )
-from burn.data.errors import DataLoaderError
+from burn.data.errors import DataLoaderError, DataLoaderTimeoutError
 from burn.data.loader import DataLoader, IndexedDataset, WorkerType, fetch
 
 __all__ = [
     "Batcher",
     "DataLoader",
     "DataLoaderError",
+    "DataLoaderTimeoutError",
     "IndexedDataset",
     "StackBatcher",
     "StagedBatcher",

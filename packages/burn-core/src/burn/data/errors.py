@@ -30,3 +30,19 @@ class DataLoaderError(BurnError, RuntimeError):
             f"batch {batch} failed: {type(cause).__name__}: {cause}",
             indices="[" + ", ".join(map(str, shown)) + more + "]",
         )
+
+
+class DataLoaderTimeoutError(DataLoaderError, TimeoutError):
+    """A batch's worker gave no result within the loader's ``timeout``; the workers were
+    stopped (process workers are terminated; a thread cannot be, it finishes on its own).
+
+    Attributes:
+        worker: the worker that held the batch (thread name, or process ids of the pool).
+        timeout: the timeout in seconds.
+    """
+
+    def __init__(self, batch: int, indices: Sequence[int], worker: str, timeout: float) -> None:
+        self.worker = worker
+        self.timeout = timeout
+        super().__init__(batch, indices, TimeoutError(
+            f"no result from worker {worker} after {timeout} s"))

@@ -21,9 +21,11 @@ import math
 import mmap
 import os
 import secrets
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from itertools import islice
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -37,7 +39,7 @@ from burn.data.batcher import (
     empty_array,
     map_leaves,
 )
-from burn.data.errors import DataLoaderError
+from burn.data.errors import DataLoaderError, DataLoaderTimeoutError
 from burn.device import Device, as_device
 
 ItemT_co = TypeVar("ItemT_co", covariant=True)
@@ -64,11 +66,13 @@ def fetch(dataset: Any, indices: list[int]) -> list[Any]:
 
 
 def _thread_task(dataset: Any, batcher: Batcher[Any, Any], device: Device,
-                 indices: list[int]) -> Any:
+                 workers: dict[int, str], indices: list[int]) -> Any:
+    workers[id(indices)] = threading.current_thread().name
     return batcher.batch(fetch(dataset, indices), device)
 
 
 _SHARE_MIN_BYTES = 1 << 16
+_TERMINATE_GRACE_S = 2.0  # a terminated process worker's time to exit before SIGKILL
 _SHM_DIR = "/dev/shm"  # POSIX shared memory as files (Linux); elsewhere results are pickled
 _SHARED = os.path.isdir(_SHM_DIR)
 
@@ -227,6 +231,10 @@ class DataLoader(Generic[BatchT]):
             ``"fork"``, ``"forkserver"``); None uses the platform default.
         persistent_workers: keep the workers from one epoch to the next (until `close`)
             instead of starting them every epoch.
+        timeout: seconds to wait for a worker's batch (as torch's DataLoader); 0 waits
+            forever. When it passes, the workers are stopped and `DataLoaderTimeoutError`
+            names the worker and the batch. A KeyboardInterrupt stops the workers too
+            (process workers are terminated; hung threads cannot be, they end on their own).
 
     Attributes:
         epoch: the epoch the next iteration runs (incremented when an iteration starts; set it
@@ -234,7 +242,7 @@ class DataLoader(Generic[BatchT]):
 
     Raises:
         ValueError: for a non-positive ``batch_size`` or ``prefetch``, negative
-            ``num_workers`` or an unknown ``worker_type``.
+            ``num_workers``, a negative ``timeout`` or an unknown ``worker_type``.
         TypeError: for a dataset without ``__len__`` or a way to read items.
     """
 
@@ -252,11 +260,13 @@ class DataLoader(Generic[BatchT]):
         device: Device | str | None = None,
         start_method: str | None = None,
         persistent_workers: bool = False,
+        timeout: float = 0,
     ) -> None:
-        if batch_size < 1 or prefetch < 1 or num_workers < 0:
+        if batch_size < 1 or prefetch < 1 or num_workers < 0 or not timeout >= 0:
             raise ValueError(
-                f"DataLoader: need batch_size >= 1, prefetch >= 1 and num_workers >= 0, got "
-                f"batch_size={batch_size}, prefetch={prefetch}, num_workers={num_workers}")
+                f"DataLoader: need batch_size >= 1, prefetch >= 1, num_workers >= 0 and "
+                f"timeout >= 0, got batch_size={batch_size}, prefetch={prefetch}, "
+                f"num_workers={num_workers}, timeout={timeout}")
         if worker_type not in ("thread", "process"):
             raise ValueError(f"DataLoader: worker_type must be 'thread' or 'process', "
                              f"got {worker_type!r}")
@@ -276,6 +286,8 @@ class DataLoader(Generic[BatchT]):
         self.device = as_device(device)
         self.start_method = start_method
         self.persistent_workers = persistent_workers
+        self.timeout = timeout
+        self._workers: dict[int, str] = {}
         self.epoch = 0
         self._pool: tuple[Executor, Callable[[list[int]], Any], Callable[[Any], BatchT]] | None = (
             None)
@@ -327,7 +339,7 @@ class DataLoader(Generic[BatchT]):
         that turns a task's result into the batch."""
         if self.worker_type == "thread":
             pool: Executor = ThreadPoolExecutor(self.num_workers, thread_name_prefix="burn-data")
-            task = partial(_thread_task, self.dataset, self.batcher, self.device)
+            task = partial(_thread_task, self.dataset, self.batcher, self.device, self._workers)
             return pool, task, lambda batch: batch
         # multiprocessing is imported here, not with burn: most loaders use threads or none
         import multiprocessing
@@ -358,31 +370,46 @@ class DataLoader(Generic[BatchT]):
                 except Exception as e:  # the pool broke (a worker died)
                     raise DataLoaderError(k, indices, e) from e
 
-        failed = True
+        failed, stuck = True, False
         try:
             submit(self.num_workers * self.prefetch)
             while pending:
                 k, future = pending.popleft()
                 try:
-                    batch = finish(future.result())
+                    batch = finish(future.result(timeout=self.timeout or None))
                 except Exception as e:
+                    if isinstance(e, FutureTimeout) and not future.done():
+                        stuck = True
+                        raise DataLoaderTimeoutError(k, batches[k], self._worker_of(
+                            pool, batches[k]), self.timeout) from None
                     raise DataLoaderError(k, batches[k], e) from e
+                self._workers.pop(id(batches[k]), None)
                 submit(1)
                 yield batch
             failed = False
         except GeneratorExit:  # an early break: the workers are fine
             failed = False
             raise
+        except KeyboardInterrupt:
+            stuck = True
+            raise
         finally:
             for _, future in pending:
                 future.cancel()
             if failed or not self.persistent_workers:
-                pool.shutdown(wait=True, cancel_futures=True)
+                _stop(pool, kill=stuck)
                 if self._pool is started:
                     self._pool = None
             for _, future in pending:  # free the shared memory of batches never consumed
-                if not future.cancelled() and future.exception() is None:
+                if future.done() and not future.cancelled() and future.exception() is None:
                     map_leaves(_release, future.result())
+
+    def _worker_of(self, pool: Executor, indices: list[int]) -> str:
+        """The worker holding a batch: its thread's name, or the pool's process ids."""
+        if self.worker_type == "thread":
+            return self._workers.get(id(indices), "(none started it)")
+        processes = getattr(pool, "_processes", None) or {}
+        return "process, one of pids " + str(sorted(processes))
 
     def close(self) -> None:
         """Shut the workers down (those kept by ``persistent_workers``; they also end with the
@@ -390,3 +417,17 @@ class DataLoader(Generic[BatchT]):
         if self._pool is not None:
             self._pool[0].shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _stop(pool: Executor, kill: bool) -> None:
+    """Shut the pool down; with ``kill`` (a timeout or an interrupt) do not wait for the
+    workers, and terminate process workers."""
+    processes = list((getattr(pool, "_processes", None) or {}).values()) if kill else []
+    for process in processes:
+        process.terminate()
+    for process in processes:  # SIGKILL for workers that ignore SIGTERM
+        process.join(_TERMINATE_GRACE_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    pool.shutdown(wait=not kill, cancel_futures=True)
