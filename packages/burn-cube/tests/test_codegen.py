@@ -161,7 +161,8 @@ def test_wgsl_f64_refuses_transcendentals() -> None:
         test_kernels.gelu_any.source("wgsl", 64, d, d)
     src = test_kernels.typed_ops.source("wgsl", 64, d, d, 3, np.float64(1))
     assert "array<f64>" in src and "3.0lf" in src
-    assert "bitcast<f64>((u64(bc_info[10]) << 32u) | u64(bc_info[9]))" in src
+    # words: 3 cube counts, then len, shape, stride, offset of x and of out, then the scalar
+    assert "bitcast<f64>((u64(bc_info[12]) << 32u) | u64(bc_info[11]))" in src
 
 
 def test_bf16_storage() -> None:

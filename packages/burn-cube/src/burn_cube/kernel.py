@@ -1,8 +1,12 @@
-"""The ``@kernel`` decorator: specialization, compile caching and argument checking.
+"""Launchable kernels: the ``@kernel`` decorator and ``Kernel.from_ir``.
 
-A launch first asks the runtime's launch index (keyed by the kernel's source text and
-specialization) for a compiled kernel; only on a miss is the kernel parsed, lowered and
-compiled. The frontend (``ast``) is imported on the first miss.
+``Kernel`` (a decorated function): a launch first asks the runtime's launch index (keyed by the
+kernel's source text and specialization) for a compiled kernel; only on a miss is the kernel
+parsed, lowered and compiled. The frontend (``ast``) is imported on the first miss.
+
+``IRKernel`` (``Kernel.from_ir``, a kernel built with ``burn_cube.ir.KernelBuilder``): one fixed
+specialization, cached in memory across kernel objects and in the runtime's launch index by the
+IR's structural hash, so equal IR built twice compiles once.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ import builtins
 import inspect
 import linecache
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from burn_cube.cache import cache_key
 from burn_cube.errors import LaunchError
-from burn_cube.ir.nodes import KernelIR
+from burn_cube.ir.nodes import Buffer, KernelIR
 from burn_cube.language.builtins import fingerprint
 from burn_cube.runtime import DeviceArray, Runtime, runtime
 from burn_cube.types import (
@@ -61,95 +67,82 @@ def source_text(fn: Callable[..., Any]) -> str | None:
 _MISSING = object()
 
 
-class Kernel:
-    """A kernel function; specialized and compiled on first launch per signature.
+class BaseKernel(ABC):
+    """What every launchable kernel shares: argument checks, compile caching and launching.
 
     Args:
-        fn: The Python function written in the kernel language.
+        name: Kernel name (in errors).
     """
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.name = fn.__name__
-        self.signature = inspect.signature(fn)
-        self.__doc__ = fn.__doc__
-        self._parsed: Any = None  # ParsedKernel, once parsed
-        self._annotations: dict[str, Any] | None = None
-        self._source: str | None = None
-        self._ir: dict[Any, KernelIR] = {}
+    def __init__(self, name: str) -> None:
+        self.name = name
         self._compiled: dict[Any, tuple[Any, KernelIR]] = {}
-        #: ``lowered``: specializations lowered to IR; ``index_hits``: compiled kernels taken
-        #: from the runtime's launch index without lowering.
-        self.stats = {"lowered": 0, "index_hits": 0}
+        #: ``lowered``: specializations lowered to IR; ``compiled``: runtime compilations;
+        #: ``index_hits``: compiled kernels taken from the runtime's launch index;
+        #: ``shared_hits``: compiled kernels shared with an equal IR kernel (``from_ir``).
+        self.stats = {"lowered": 0, "compiled": 0, "index_hits": 0, "shared_hits": 0}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise LaunchError("launch a kernel with kernel.launch(runtime, cube_count, cube_dim, "
                           "*args)", self.name)
 
+    @abstractmethod
     def ir(self, specs: Specs, cube_dim: tuple[int, int, int]) -> KernelIR:
-        """The IR for one specialization (cached).
+        """The IR for one specialization."""
+
+    @abstractmethod
+    def identity(self, specs: Specs, cube_dim: tuple[int, int, int]) -> str | None:
+        """Launch-index identity of a specialization (None: not indexed)."""
+
+    @abstractmethod
+    def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
+             ) -> tuple[Specs, tuple[int, int, int], list[Any],
+                        list[tuple[str, np.ndarray, DeviceArray]]]:
+        """Check the arguments and derive their specialization.
 
         Args:
-            specs: Specialization of every parameter.
+            rt: Target runtime.
             cube_dim: Units per cube.
+            *args: Kernel arguments.
+            **kwargs: Kernel arguments by name.
 
         Returns:
-            The typed IR.
+            The specs, the cube dim, the runtime arguments, and (name, numpy array, device copy)
+            for each uploaded numpy array.
         """
-        key = (tuple(specs.items()), cube_dim)
-        if key not in self._ir:
-            from burn_cube.language.frontend import lower, parse_kernel
 
-            if self._parsed is None:
-                self._parsed = parse_kernel(self.fn)
-            self._ir[key] = lower(self._parsed, specs, cube_dim)
-            self.stats["lowered"] += 1
-        return self._ir[key]
-
-    def identity(self, specs: Specs, cube_dim: tuple[int, int, int]) -> str | None:
-        """Launch-index identity of a specialization: a hash of the kernel's source text, name
-        and specialization (None when the source cannot be read)."""
-        if self._source is None:
-            self._source = source_text(self.fn)
-            if self._source is None:
-                return None
-        return cache_key(self._source, self.fn.__module__, self.fn.__qualname__,
-                         repr(list(specs.items())), repr(cube_dim))
-
-    def _resolve(self, path: str) -> Any:
-        """A dotted global name as the kernel sees it now (closure, module globals, builtins)."""
-        head, *attrs = path.split(".")
-        code = self.fn.__code__
-        obj: Any = _MISSING
-        if head in code.co_freevars and self.fn.__closure__ is not None:
-            try:
-                obj = self.fn.__closure__[code.co_freevars.index(head)].cell_contents
-            except ValueError:  # empty cell
-                return _MISSING
-        if obj is _MISSING:
-            obj = self.fn.__globals__.get(head, getattr(builtins, head, _MISSING))
-        for attr in attrs:
-            obj = getattr(obj, attr, _MISSING)
-        return obj
-
-    def _unchanged(self, externals: dict[str, str]) -> bool:
-        """Whether every global recorded when the kernel was lowered still has that value."""
-        return all(fingerprint(self._resolve(path)) == value
-                   for path, value in externals.items())
+    def _valid(self, externals: dict[str, str]) -> bool:
+        """Whether a launch-index entry's recorded globals still hold (no globals: True)."""
+        return not externals
 
     def _compile(self, rt: Runtime, specs: Specs, dims: tuple[int, int, int]
                  ) -> tuple[Any, KernelIR]:
         """Compiled kernel and (interface) IR: from the launch index, else lowered and built."""
         identity = self.identity(specs, dims)
-        hit = rt.cached(identity, self._unchanged) if identity else None
+        hit = rt.cached(identity, self._valid) if identity else None
         if hit is not None:
             self.stats["index_hits"] += 1
             return hit
         kernel = self.ir(specs, dims)
         compiled = rt.compile(kernel)
+        self.stats["compiled"] += 1
         if identity:
             rt.remember(identity, kernel, compiled)
         return compiled, kernel
+
+    def _check_dims(self, rt: Runtime, cube_dim: Dims) -> tuple[int, int, int]:
+        dims = _dims(cube_dim, "cube_dim", self.name)
+        props = rt.properties
+        if math.prod(dims) > props.max_cube_dim:
+            raise LaunchError(f"cube_dim {dims} has {math.prod(dims)} units; the {rt.name} "
+                              f"runtime allows at most {props.max_cube_dim}", self.name)
+        return dims
+
+    def _check_dtypes(self, rt: Runtime, specs: Specs) -> None:
+        for spec in specs.values():
+            if spec.dtype is not None and spec.dtype.scalar.name not in rt.properties.dtypes:
+                raise LaunchError(f"the {rt.name} runtime does not support {spec.dtype}",
+                                  self.name)
 
     def specialize(self, rt: Runtime, cube_dim: Dims, *args: Any,
                    **kwargs: Any) -> tuple[KernelIR, list[Any], list[tuple[np.ndarray, Any]]]:
@@ -167,61 +160,6 @@ class Kernel:
         specs, dims, values, copies = self.bind(rt, cube_dim, *args, **kwargs)
         kernel = self.ir(specs, dims)
         return kernel, values, [(a, d) for n, a, d in copies if kernel.buffers[n].written]
-
-    def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
-             ) -> tuple[Specs, tuple[int, int, int], list[Any],
-                        list[tuple[str, np.ndarray, DeviceArray]]]:
-        """Check the arguments and derive their specialization.
-
-        Args:
-            rt: Target runtime.
-            cube_dim: Units per cube.
-            *args: Kernel arguments.
-            **kwargs: Kernel arguments by name.
-
-        Returns:
-            The specs, the cube dim, the runtime arguments, and (name, numpy array, device copy)
-            for each uploaded numpy array.
-        """
-        dims = _dims(cube_dim, "cube_dim", self.name)
-        props = rt.properties
-        if math.prod(dims) > props.max_cube_dim:
-            raise LaunchError(f"cube_dim {dims} has {math.prod(dims)} units; the {rt.name} "
-                              f"runtime allows at most {props.max_cube_dim}", self.name)
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise LaunchError(f"bad arguments: {exc}", self.name) from exc
-        if self._annotations is None:
-            self._annotations = inspect.get_annotations(self.fn, eval_str=True)
-        specs: Specs = {}
-        values: list[Any] = []
-        copies: list[tuple[str, np.ndarray, DeviceArray]] = []
-        for name, value in bound.arguments.items():
-            ann = self._annotations.get(name)
-            ann = TensorType() if ann is Tensor else ann
-            if isinstance(ann, ComptimeType):
-                try:
-                    hash(value)
-                except TypeError as exc:
-                    raise LaunchError(f"comptime argument `{name}` must be hashable",
-                                      self.name) from exc
-                specs[name] = ParamSpec("comptime", value=value)
-            elif isinstance(ann, TensorType) or (ann is None and isinstance(
-                    value, np.ndarray | DeviceArray)):
-                array = self._tensor(rt, name, value, ann, copies)
-                dtype = ann.dtype if isinstance(ann, TensorType) and ann.dtype else array.dtype
-                specs[name] = ParamSpec("tensor", dtype, len(array.shape))
-                values.append(array)
-            else:
-                dtype = self._scalar_dtype(name, value, ann)
-                specs[name] = ParamSpec("scalar", dtype)
-                values.append(self._scalar(name, value, dtype))
-        for spec in specs.values():
-            if spec.dtype is not None and spec.dtype.scalar.name not in props.dtypes:
-                raise LaunchError(f"the {rt.name} runtime does not support {spec.dtype}",
-                                  self.name)
-        return specs, dims, values, copies
 
     def _tensor(self, rt: Runtime, name: str, value: Any, ann: Any,
                 copies: list[tuple[str, np.ndarray, DeviceArray]]) -> DeviceArray:
@@ -251,6 +189,12 @@ class Kernel:
                 not array.shape or array.shape[-1] % expected.lanes):
             raise LaunchError(f"tensor `{name}` of {expected}: the last dimension must be a "
                               f"multiple of {expected.lanes}, got shape {array.shape}", self.name)
+        if expected is not None and expected.lanes > 1 and array.is_view and (
+                array.strides[-1] != 1 or array.offset % expected.lanes
+                or any(st % expected.lanes for st in array.strides[:-1])):
+            raise LaunchError(f"view `{name}` of {expected}: needs a unit last stride and other "
+                              f"strides and the offset multiples of {expected.lanes}, got "
+                              f"strides {array.strides}, offset {array.offset}", self.name)
         return array
 
     def _scalar_dtype(self, name: str, value: Any, ann: Any) -> DType:
@@ -331,6 +275,134 @@ class Kernel:
         return generate(kernel, target)
 
 
+class Kernel(BaseKernel):
+    """A kernel function; specialized and compiled on first launch per signature.
+
+    Args:
+        fn: The Python function written in the kernel language.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__(fn.__name__)
+        self.fn = fn
+        self.signature = inspect.signature(fn)
+        self.__doc__ = fn.__doc__
+        self._parsed: Any = None  # ParsedKernel, once parsed
+        self._annotations: dict[str, Any] | None = None
+        self._source: str | None = None
+        self._ir: dict[Any, KernelIR] = {}
+
+    @staticmethod
+    def from_ir(kernel: KernelIR) -> IRKernel:
+        """A launchable kernel from IR built in code (``burn_cube.ir.KernelBuilder``).
+
+        Args:
+            kernel: The IR (with a body).
+
+        Returns:
+            The kernel, launched like a decorated one.
+        """
+        return IRKernel(kernel)
+
+    def ir(self, specs: Specs, cube_dim: tuple[int, int, int]) -> KernelIR:
+        """The IR for one specialization (cached).
+
+        Args:
+            specs: Specialization of every parameter.
+            cube_dim: Units per cube.
+
+        Returns:
+            The typed IR.
+        """
+        key = (tuple(specs.items()), cube_dim)
+        if key not in self._ir:
+            from burn_cube.language.frontend import lower, parse_kernel
+
+            if self._parsed is None:
+                self._parsed = parse_kernel(self.fn)
+            self._ir[key] = lower(self._parsed, specs, cube_dim)
+            self.stats["lowered"] += 1
+        return self._ir[key]
+
+    def identity(self, specs: Specs, cube_dim: tuple[int, int, int]) -> str | None:
+        """Launch-index identity of a specialization: a hash of the kernel's source text, name
+        and specialization (None when the source cannot be read)."""
+        if self._source is None:
+            self._source = source_text(self.fn)
+            if self._source is None:
+                return None
+        return cache_key(self._source, self.fn.__module__, self.fn.__qualname__,
+                         repr(list(specs.items())), repr(cube_dim))
+
+    def _resolve(self, path: str) -> Any:
+        """A dotted global name as the kernel sees it now (closure, module globals, builtins)."""
+        head, *attrs = path.split(".")
+        code = self.fn.__code__
+        obj: Any = _MISSING
+        if head in code.co_freevars and self.fn.__closure__ is not None:
+            try:
+                obj = self.fn.__closure__[code.co_freevars.index(head)].cell_contents
+            except ValueError:  # empty cell
+                return _MISSING
+        if obj is _MISSING:
+            obj = self.fn.__globals__.get(head, getattr(builtins, head, _MISSING))
+        for attr in attrs:
+            obj = getattr(obj, attr, _MISSING)
+        return obj
+
+    def _valid(self, externals: dict[str, str]) -> bool:
+        """Whether every global recorded when the kernel was lowered still has that value."""
+        return all(fingerprint(self._resolve(path)) == value
+                   for path, value in externals.items())
+
+    def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
+             ) -> tuple[Specs, tuple[int, int, int], list[Any],
+                        list[tuple[str, np.ndarray, DeviceArray]]]:
+        """Check the arguments and derive their specialization.
+
+        Args:
+            rt: Target runtime.
+            cube_dim: Units per cube.
+            *args: Kernel arguments.
+            **kwargs: Kernel arguments by name.
+
+        Returns:
+            The specs, the cube dim, the runtime arguments, and (name, numpy array, device copy)
+            for each uploaded numpy array.
+        """
+        dims = self._check_dims(rt, cube_dim)
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise LaunchError(f"bad arguments: {exc}", self.name) from exc
+        if self._annotations is None:
+            self._annotations = inspect.get_annotations(self.fn, eval_str=True)
+        specs: Specs = {}
+        values: list[Any] = []
+        copies: list[tuple[str, np.ndarray, DeviceArray]] = []
+        for name, value in bound.arguments.items():
+            ann = self._annotations.get(name)
+            ann = TensorType() if ann is Tensor else ann
+            if isinstance(ann, ComptimeType):
+                try:
+                    hash(value)
+                except TypeError as exc:
+                    raise LaunchError(f"comptime argument `{name}` must be hashable",
+                                      self.name) from exc
+                specs[name] = ParamSpec("comptime", value=value)
+            elif isinstance(ann, TensorType) or (ann is None and isinstance(
+                    value, np.ndarray | DeviceArray)):
+                array = self._tensor(rt, name, value, ann, copies)
+                dtype = ann.dtype if isinstance(ann, TensorType) and ann.dtype else array.dtype
+                specs[name] = ParamSpec("tensor", dtype, len(array.shape))
+                values.append(array)
+            else:
+                dtype = self._scalar_dtype(name, value, ann)
+                specs[name] = ParamSpec("scalar", dtype)
+                values.append(self._scalar(name, value, dtype))
+        self._check_dtypes(rt, specs)
+        return specs, dims, values, copies
+
 def kernel(fn: Callable[..., Any]) -> Kernel:
     """Decorator: turn a Python function into a burn-cube kernel.
 
@@ -341,3 +413,80 @@ def kernel(fn: Callable[..., Any]) -> Kernel:
         The launchable kernel.
     """
     return Kernel(fn)
+
+
+#: Compiled IR kernels shared by every ``IRKernel``: (runtime id, structural hash) -> entry.
+_SHARED: dict[tuple[int, str], tuple[Any, KernelIR]] = {}
+
+
+class IRKernel(BaseKernel):
+    """A kernel built in code (see ``burn_cube.ir.KernelBuilder``): one fixed specialization,
+    launched like a decorated kernel with ``launch(runtime, cube_count, cube_dim, *args)``.
+
+    Compiled kernels are shared by every ``IRKernel`` of equal IR (its structural hash) in the
+    process, and recorded in the runtime's launch index under that hash.
+
+    Args:
+        kernel: The IR (with a body); ``cube_dim`` launches must match ``kernel.cube_dim``.
+    """
+
+    def __init__(self, kernel: KernelIR) -> None:
+        super().__init__(kernel.name)
+        self.kernel = replace(kernel, externals={})  # nothing outside the IR defines it
+        self.hash = self.kernel.structural_hash()
+        self.names = [p.name for p in kernel.params]
+
+    def ir(self, specs: Specs, cube_dim: tuple[int, int, int]) -> KernelIR:
+        """The kernel's IR (it has one specialization)."""
+        return self.kernel
+
+    def identity(self, specs: Specs, cube_dim: tuple[int, int, int]) -> str | None:
+        """The launch-index identity: the IR's structural hash."""
+        return f"ir:{self.hash}"
+
+    def _compile(self, rt: Runtime, specs: Specs, dims: tuple[int, int, int]
+                 ) -> tuple[Any, KernelIR]:
+        key = (id(rt), self.hash)  # runtimes live as long as the process
+        if key in _SHARED:
+            self.stats["shared_hits"] += 1
+        else:
+            _SHARED[key] = super()._compile(rt, specs, dims)
+        return _SHARED[key]
+
+    def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
+             ) -> tuple[Specs, tuple[int, int, int], list[Any],
+                        list[tuple[str, np.ndarray, DeviceArray]]]:
+        dims = self._check_dims(rt, cube_dim)
+        if dims != self.kernel.cube_dim:
+            raise LaunchError(f"built for cube_dim {self.kernel.cube_dim}, launched with "
+                              f"{dims}", self.name)
+        if len(args) > len(self.names):
+            raise LaunchError(f"bad arguments: takes {len(self.names)} ({', '.join(self.names)})"
+                              f", got {len(args)}", self.name)
+        bound = dict(zip(self.names, args, strict=False))
+        for name, value in kwargs.items():
+            if name not in self.names or name in bound:
+                raise LaunchError(f"bad arguments: unexpected or repeated `{name}`", self.name)
+            bound[name] = value
+        missing = [n for n in self.names if n not in bound]
+        if missing:
+            raise LaunchError(f"bad arguments: missing {', '.join(missing)}", self.name)
+        specs: Specs = {}
+        values: list[Any] = []
+        copies: list[tuple[str, np.ndarray, DeviceArray]] = []
+        for param in self.kernel.params:
+            value = bound[param.name]
+            if param.tensor:
+                buf: Buffer = self.kernel.buffers[param.name]
+                array = self._tensor(rt, param.name, value, TensorType(param.dtype), copies)
+                if len(array.shape) != buf.rank:
+                    raise LaunchError(f"tensor `{param.name}` must have rank {buf.rank}, got "
+                                      f"shape {array.shape}", self.name)
+                specs[param.name] = ParamSpec("tensor", param.dtype, buf.rank)
+                values.append(array)
+            else:
+                specs[param.name] = ParamSpec("scalar", param.dtype)
+                values.append(self._scalar(param.name, value, param.dtype))
+        self._check_dtypes(rt, specs)
+        return specs, dims, values, copies
+

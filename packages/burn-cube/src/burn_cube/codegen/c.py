@@ -79,7 +79,7 @@ class CEmitter(Emitter):
         if self.hoist and self.hoist.index(buf_name, index):
             return ""
         buf = self.kernel.buffers[buf_name]
-        size = str(buf.size) if buf.shared else f"t_{buf.name}_len"
+        size = str(buf.size) if buf.shared else f"t_{buf.name}_extent"
         return f"(uint64_t)({self.expr(index)}) < (uint64_t){size}"
 
     def guard(self, exprs: list[ir.Expr]) -> str:
@@ -273,7 +273,7 @@ class CEmitter(Emitter):
             t = self.storage_type(p.dtype)
             if p.tensor:
                 self.line(f"{t} *t_{p.name} = ({t} *)bc_args[{i}];")
-                for name, _, _ in meta_names(k.buffers[p.name]):
+                for name, _, _ in meta_names(k.buffers[p.name], extent=True):
                     self.line(f"const uint32_t {name} = (uint32_t)bc_meta[{meta_index}];")
                     meta_index += 1
             else:

@@ -154,7 +154,7 @@ class Emitter:
             case ir.Var(name=name):
                 return self.var(name)
             case ir.Meta(buf=buf, field=field, dim=dim):
-                return f"t_{buf}_{field}{dim if field != 'len' else ''}"
+                return f"t_{buf}_{field}{dim if field in ('shape', 'stride') else ''}"
             case ir.Load():
                 return self.load(e)
             case ir.AtomicAdd(buf=buf, index=index, value=value, dtype=dtype):

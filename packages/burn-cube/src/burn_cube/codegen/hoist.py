@@ -210,7 +210,7 @@ class Hoist:
         if a is None:
             return None
         buf = self.kernel.buffers[buf_name]
-        size = str(buf.size) if buf.shared else f"(int64_t)t_{buf.name}_len"
+        size = str(buf.size) if buf.shared else f"(int64_t)t_{buf.name}_extent"
         lo, hi = a.bounds()
         self._require((*a.exact(), f"{lo} >= 0", f"{hi} < {size}"))
         unit = "bc_unit" if a.scale == 1 else f"{a.scale} * bc_unit"

@@ -6,7 +6,9 @@ emitters never need type inference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from burn_cube.types import DType, dtype_named
@@ -30,7 +32,9 @@ class Var:
 
 @dataclass(frozen=True)
 class Meta:
-    """Tensor metadata (u32): ``len``, or ``shape``/``stride`` of dimension ``dim``."""
+    """Tensor metadata (u32): ``len`` (logical elements), ``shape``/``stride`` of dimension
+    ``dim``, or ``offset`` (storage index of the first element; views); all counted in lines
+    for Line tensors."""
 
     buf: str
     field: str
@@ -190,12 +194,66 @@ class Param:
     tensor: bool
 
 
-def meta_names(buf: Buffer) -> list[tuple[str, str, int]]:
-    """The metadata values of a tensor, in ABI order: ``(target name, field, dim)``."""
+def meta_names(buf: Buffer, extent: bool = False) -> list[tuple[str, str, int]]:
+    """The metadata values of a tensor, in ABI order: ``(target name, field, dim)``.
+
+    Args:
+        buf: A tensor parameter.
+        extent: Also pass ``extent``, the elements (lines) of the underlying storage, which the
+            C target's bounds checks compare storage indexes with.
+
+    Returns:
+        len, shapes, strides, offset (and extent).
+    """
     names = [(f"t_{buf.name}_len", "len", 0)]
     names += [(f"t_{buf.name}_shape{d}", "shape", d) for d in range(buf.rank)]
     names += [(f"t_{buf.name}_stride{d}", "stride", d) for d in range(buf.rank)]
-    return names
+    names.append((f"t_{buf.name}_offset", "offset", 0))
+    return names + ([(f"t_{buf.name}_extent", "extent", 0)] if extent else [])
+
+
+def statements(stmts: list[Stmt]) -> Iterator[Stmt]:
+    """Every statement, nested blocks included (pre-order)."""
+    for s in stmts:
+        yield s
+        for child in ("then", "orelse", "body"):
+            yield from statements(getattr(s, child, []))
+
+
+def _subexpressions(e: Expr) -> Iterator[Expr]:
+    yield e
+    match e:
+        case Op(args=args):
+            for a in args:
+                yield from _subexpressions(a)
+        case Load(index=index):
+            yield from _subexpressions(index)
+        case AtomicAdd(index=index, value=value):
+            yield from _subexpressions(index)
+            yield from _subexpressions(value)
+
+
+def expressions(stmts: list[Stmt]) -> Iterator[Expr]:
+    """Every expression of the statements, subexpressions and nested blocks included."""
+    for s in statements(stmts):
+        for name in ("var", "value", "index", "expr", "cond", "start", "stop"):
+            e = getattr(s, name, None)
+            if e is not None:
+                yield from _subexpressions(e)
+
+
+def _structure(obj: Any) -> Any:
+    """A nested-tuple form of IR nodes without source lines."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return (type(obj).__name__, *(_structure(getattr(obj, f.name)) for f in fields(obj)
+                                      if f.name not in ("line", "externals")))
+    if isinstance(obj, list | tuple):
+        return tuple(_structure(o) for o in obj)
+    if isinstance(obj, dict):
+        return tuple((k, _structure(v)) for k, v in obj.items())
+    if isinstance(obj, set | frozenset):
+        return tuple(sorted(map(str, obj)))
+    return (type(obj).__name__, obj) if isinstance(obj, bool | int | float) else obj
 
 
 @dataclass
@@ -230,6 +288,12 @@ class KernelIR:
                                   written=data["tensors"][p.name][1])
                    for p in params if p.tensor}
         return cls(data["name"], params, buffers, {}, [], tuple(data["cube_dim"]))
+
+    def structural_hash(self) -> str:
+        """A hash of everything that defines the kernel (not source lines or externals): equal
+        IR built twice gives one hash; any other constant, op or type gives another."""
+        text = repr(_structure(self))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     @property
     def tensors(self) -> list[Buffer]:

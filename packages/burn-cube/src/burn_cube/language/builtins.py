@@ -12,16 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from burn_cube.errors import KernelError
+from burn_cube.ir.scope import UNARY_MATH
 from burn_cube.types import DType
 
 #: Maps a Python object (stub, ``math`` function, builtin) to the IR operation it denotes.
 BUILTINS: dict[Any, str] = {}
-
-#: Float math functions of one argument (ints are promoted to f32).
-UNARY_MATH = (
-    "exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin", "acos", "atan",
-    "sinh", "cosh", "sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "erf",
-)
 
 
 class Position:
@@ -67,6 +62,7 @@ atomic_add = _stub("atomic_add")
 plane_sum = _stub("plane_sum")
 plane_max = _stub("plane_max")
 unroll = _stub("unroll")
+index_of = _stub("index_of")
 
 for _name in UNARY_MATH + ("pow", "isnan", "isinf"):
     if hasattr(math, _name):

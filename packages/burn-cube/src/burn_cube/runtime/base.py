@@ -37,20 +37,28 @@ class Properties:
 
 
 class DeviceArray:
-    """A contiguous tensor owned by a runtime.
+    """A tensor owned by a runtime: contiguous, or a strided view of another array's storage.
 
     Args:
         runtime: The owning runtime.
-        handle: The runtime's buffer object.
+        handle: The runtime's buffer object (a view shares its base's).
         shape: Shape.
         dtype: Element dtype.
+        strides: Strides in elements (None: C order); 0 broadcasts a dimension.
+        offset: Element index of the first element in the storage.
+        base: The array whose storage a view reads (None for an owning array).
     """
 
-    def __init__(self, runtime: Runtime, handle: Any, shape: tuple[int, ...], dtype: DType):
+    def __init__(self, runtime: Runtime, handle: Any, shape: tuple[int, ...], dtype: DType,
+                 strides: tuple[int, ...] | None = None, offset: int = 0,
+                 base: DeviceArray | None = None):
         self.runtime = runtime
         self.handle = handle
         self.shape = shape
         self.dtype = dtype
+        self._strides = strides
+        self.offset = offset
+        self.base = base
 
     @property
     def size(self) -> int:
@@ -59,12 +67,55 @@ class DeviceArray:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        """Strides in elements (C order)."""
+        """Strides in elements (C order unless this is a strided view)."""
+        if self._strides is not None:
+            return self._strides
         out, acc = [], 1
         for dim in reversed(self.shape):
             out.append(acc)
             acc *= dim
         return tuple(reversed(out))
+
+    @property
+    def extent(self) -> int:
+        """Number of elements of the underlying storage."""
+        return self.base.extent if self.base is not None else self.size
+
+    @property
+    def is_view(self) -> bool:
+        """Whether this array reads another array's storage with its own layout."""
+        return self.base is not None
+
+    def view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0
+             ) -> DeviceArray:
+        """A strided view of this array's storage, read in place by kernels (use ``index_of``
+        in the kernel to address its logical elements).
+
+        Args:
+            shape: Shape of the view.
+            strides: Element strides (>= 0; 0 broadcasts the dimension).
+            offset: Storage index of the view's first element.
+
+        Returns:
+            The view (it keeps this array alive).
+
+        Raises:
+            LaunchError: Negative strides or offset, or elements outside the storage.
+        """
+        from burn_cube.errors import LaunchError
+
+        shape, strides = tuple(int(d) for d in shape), tuple(int(s) for s in strides)
+        if len(shape) != len(strides) or any(d < 0 for d in shape) or \
+                any(s < 0 for s in strides) or offset < 0:
+            raise LaunchError(f"bad view of a {self.shape} {self.dtype} array: shape {shape}, "
+                              f"strides {strides}, offset {offset} (non-negative, one stride "
+                              "per dimension)")
+        last = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True))
+        if 0 not in shape and last >= self.extent:
+            raise LaunchError(f"view with shape {shape}, strides {strides}, offset {offset} "
+                              f"reaches element {last} of a storage of {self.extent}")
+        root = self.base if self.base is not None else self
+        return DeviceArray(self.runtime, self.handle, shape, self.dtype, strides, offset, root)
 
     @property
     def nbytes(self) -> int:
@@ -76,18 +127,32 @@ class DeviceArray:
         return self.runtime.download(self)
 
     def __repr__(self) -> str:
-        return f"DeviceArray({self.runtime.name}, shape={self.shape}, dtype={self.dtype})"
+        layout = f", strides={self.strides}, offset={self.offset}" if self.is_view else ""
+        return f"DeviceArray({self.runtime.name}, shape={self.shape}, dtype={self.dtype}{layout})"
+
+
+def gather_view(storage: np.ndarray, view: DeviceArray) -> np.ndarray:
+    """The elements of a view, as a new contiguous array, from its base's downloaded storage."""
+    flat = storage.reshape(-1)
+    item = flat.itemsize
+    return np.lib.stride_tricks.as_strided(
+        flat[view.offset:], view.shape, tuple(s * item for s in view.strides)).copy()
 
 
 def meta_value(array: DeviceArray, field: str, dim: int, lanes: int = 1) -> int:
-    """A tensor's ``len``, ``shape[dim]`` or ``stride[dim]`` as the kernel sees it: counted in
-    lines of ``lanes`` elements (the last dimension is the vectorized one)."""
+    """A tensor's ``len``, ``shape[dim]``, ``stride[dim]``, ``offset`` or ``extent`` as the
+    kernel sees it: counted in lines of ``lanes`` elements (the last dimension is the
+    vectorized one)."""
     if field == "len":
         return array.size // lanes
+    if field == "offset":
+        return array.offset // lanes
+    if field == "extent":
+        return array.extent // lanes
     if field == "shape":
         last = dim == len(array.shape) - 1
         return array.shape[dim] // lanes if last else array.shape[dim]
-    return array.strides[dim] // lanes if dim < len(array.shape) - 1 else 1
+    return array.strides[dim] // lanes if dim < len(array.shape) - 1 else array.strides[dim]
 
 
 class Runtime(ABC):
@@ -116,9 +181,16 @@ class Runtime(ABC):
     def upload(self, array: np.ndarray) -> DeviceArray:
         """Copy a numpy array to the device."""
 
-    @abstractmethod
     def download(self, array: DeviceArray) -> np.ndarray:
-        """Copy a device array back to numpy (waits for pending work)."""
+        """Copy a device array (or the elements of a view) back to numpy (waits for pending
+        work)."""
+        if array.base is not None:
+            return gather_view(self.download_storage(array.base), array)
+        return self.download_storage(array)
+
+    @abstractmethod
+    def download_storage(self, array: DeviceArray) -> np.ndarray:
+        """Copy an owning (non-view) device array back to numpy, waiting for pending work."""
 
     @abstractmethod
     def compile(self, kernel: KernelIR) -> Any:

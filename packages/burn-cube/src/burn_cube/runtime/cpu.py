@@ -88,7 +88,7 @@ class CpuRuntime(Runtime):
             raise LaunchError(f"unsupported numpy dtype {array.dtype}")
         return DeviceArray(self, np.array(array, order="C", copy=True), array.shape, dtype)
 
-    def download(self, array: DeviceArray) -> np.ndarray:
+    def download_storage(self, array: DeviceArray) -> np.ndarray:
         return array.handle.copy()
 
     def compile(self, kernel: KernelIR) -> CompiledC:
@@ -168,7 +168,8 @@ class CpuRuntime(Runtime):
             if param.tensor:
                 pointers[i] = arg.handle.ctypes.data
                 buf = kernel.buffers[param.name]
-                meta += [meta_value(arg, f, d, buf.dtype.lanes) for _, f, d in meta_names(buf)]
+                meta += [meta_value(arg, f, d, buf.dtype.lanes)
+                         for _, f, d in meta_names(buf, extent=True)]
             else:
                 scalar = np.array(arg, dtype=param.dtype.numpy)
                 keep.append(scalar)

@@ -96,7 +96,7 @@ class CudaRuntime(Runtime):
             handle = cupy.asarray(np.ascontiguousarray(array).view(_held(array.dtype)))
         return DeviceArray(self, handle, array.shape, dtype)
 
-    def download(self, array: DeviceArray) -> np.ndarray:
+    def download_storage(self, array: DeviceArray) -> np.ndarray:
         out = cupy.asnumpy(array.handle, stream=self.stream)
         self.stream.synchronize()
         return out.view(array.dtype.numpy)

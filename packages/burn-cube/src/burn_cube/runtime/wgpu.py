@@ -150,7 +150,7 @@ class WgpuRuntime(Runtime):
             self.device.queue.write_buffer(buffer, 0, _padded(data))
         return self._wrap(buffer, array.shape, dtype)
 
-    def download(self, array: DeviceArray) -> np.ndarray:
+    def download_storage(self, array: DeviceArray) -> np.ndarray:
         held = _held(array.dtype)
         nbytes = array.size * held.itemsize
         if nbytes == 0:
