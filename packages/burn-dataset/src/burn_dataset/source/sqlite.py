@@ -8,14 +8,15 @@ import sqlite3
 import threading
 import uuid
 import weakref
-from collections.abc import Iterable, Mapping
-from contextlib import closing
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import closing, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from burn_dataset.dataset import Dataset
 from burn_dataset.errors import (
+    CorruptFileError,
     DatasetUnavailableError,
     MissingSplitError,
     SchemaMismatchError,
@@ -35,9 +36,24 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
 
 
+@contextmanager
+def _reading(path: Path, what: str) -> Iterator[None]:
+    """Turn SQLite's errors on a damaged or foreign file into `CorruptFileError`s naming the
+    file and what was being read."""
+    try:
+        yield
+    except sqlite3.DatabaseError as e:
+        raise CorruptFileError(f"{path}: not a readable SQLite dataset ({what}): "
+                               f"{type(e).__name__}: {e}") from e
+
+
 def list_splits(path: str | os.PathLike[str]) -> list[str]:
-    """Names of the splits (tables) of the SQLite file at ``path``, sorted."""
-    with closing(_connect_read_only(Path(path))) as conn:
+    """Names of the splits (tables) of the SQLite file at ``path``, sorted.
+
+    Raises:
+        CorruptFileError: the file is not SQLite, or is truncated or damaged.
+    """
+    with _reading(Path(path), "table list"), closing(_connect_read_only(Path(path))) as conn:
         rows = conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
         ).fetchall()
@@ -58,6 +74,8 @@ class SqliteDataset(Dataset[dict[str, Any]]):
     Raises:
         DatasetUnavailableError: the file does not exist.
         MissingSplitError: the file has no such table (lists the splits it has).
+        CorruptFileError: the file is not SQLite, or is truncated or damaged (also when an
+            item is read: the message names the file, split and rowids).
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str) -> None:
@@ -69,6 +87,10 @@ class SqliteDataset(Dataset[dict[str, Any]]):
         if split not in splits:
             raise MissingSplitError(f"{self.path}: no split {split!r}; splits are {splits}")
         self._local = threading.local()
+        with _reading(self.path, f"split {split!r}"):
+            self._index(split)
+
+    def _index(self, split: str) -> None:
         conn = self._conn()
         table = _quote(split)
         self.columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
@@ -115,8 +137,13 @@ class SqliteDataset(Dataset[dict[str, Any]]):
         for start in range(0, len(rowids), 500):  # stay under SQLite's parameter limit
             chunk = sorted(set(rowids[start:start + 500]))
             marks = ",".join("?" * len(chunk))
-            for row in conn.execute(f"{self._select} WHERE rowid IN ({marks})", chunk):
-                by_rowid[row[0]] = dict(zip(self.columns, row[1:], strict=True))
+            with _reading(self.path, f"split {self.split!r}, rowids {chunk[0]}..{chunk[-1]}"):
+                for row in conn.execute(f"{self._select} WHERE rowid IN ({marks})", chunk):
+                    by_rowid[row[0]] = dict(zip(self.columns, row[1:], strict=True))
+        missing = [r for r in rowids if r not in by_rowid]
+        if missing:
+            raise CorruptFileError(f"{self.path}: split {self.split!r} lost rowids "
+                                   f"{missing[:8]} (the file changed since it was opened)")
         return [by_rowid[r] for r in rowids]
 
 
