@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xtask.op_rows import render_op_rows
+
 SUITE = Path("packages/burn-core/tests/conformance")
 OUTPUT = Path("docs/ops.md")
+DIFFERENCES = Path("docs/differences.md")
 DEFAULT_BACKENDS = ("numpy", "numpy+autodiff")
 PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
 REPORT_OPTION = "--ops-report"
@@ -147,8 +150,10 @@ def run_backend(backend: str, root: Path, pytest_args: Sequence[str] = ()) -> Ba
 # -------------------------------------------------------------------------------- table
 
 
-def render(runs: Sequence[BackendRun]) -> str:
-    """docs/ops.md: one row per (family, op), one column per backend."""
+def render(runs: Sequence[BackendRun], op_rows: Sequence[str] = (),
+           differences: str = "") -> str:
+    """docs/ops.md: one row per (family, op), one column per backend; then the op table
+    (`op_rows`, see `xtask.op_rows`) and the deliberate differences (docs/differences.md)."""
     statuses = [run.status() for run in runs]
     keys = sorted({key for status in statuses for key in status})
     lines = [
@@ -179,6 +184,12 @@ def render(runs: Sequence[BackendRun]) -> str:
             line += "; collection errors in " + ", ".join(f"`{e}`" for e in
                                                          run.collection_errors)
         lines.append(line)
+    if op_rows:
+        lines += ["", *op_rows]
+    if differences:
+        body = differences.split("\n", 1)[1] if differences.startswith("# ") else differences
+        lines += ["", "## Deliberate differences from Burn and PyTorch", "",
+                  f"(From `{DIFFERENCES.as_posix()}`.)", body.strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -226,11 +237,20 @@ def add_subcommand(sub: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     root = (args.root or find_root(Path.cwd())).resolve()
+    op_rows = render_op_rows()  # before the runs: without burn-core nothing is written
     runs = [run_backend(b, root, args.pytest_args) for b in args.backends]
+    failed = [run for run in runs if run.error or not run.tests]
+    if failed:
+        for run in failed:
+            print(f"xtask ops-table: {run.backend}: {run.error or 'no test ran'}; "
+                  "docs/ops.md left as it was", file=sys.stderr)
+        return 1
     out = args.output if args.output.is_absolute() else root / args.output
-    write_atomic(out, render(runs))
+    differences = root / DIFFERENCES
+    write_atomic(out, render(runs, op_rows,
+                             differences.read_text() if differences.exists() else ""))
     print(f"xtask ops-table: wrote {out}")
     if args.strict:
         bad = [s for run in runs for s in run.status().values() if s != PASS]
         return 1 if bad or any(run.error for run in runs) else 0
-    return 0 if not any(run.error for run in runs) else 1
+    return 0
