@@ -1,11 +1,13 @@
 """Train a small CNN on an image folder with the Learner: `ImageFolderDataset.classification`
 labels each image by its sub-folder and DataLoader workers decode and batch the images:
 `python -m custom_image_dataset [--data DIR] [--epochs N]`. Without `--data` it first draws a
-folder of 32x32 circles, squares and triangles with pillow."""
+folder of 32x32 circles, squares and triangles with pillow. Artifacts go to `--artifact-dir`
+(default `artifacts/custom-image-dataset`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from functools import partial
 from pathlib import Path
 from typing import cast
@@ -18,7 +20,8 @@ import burn.optim as optim
 from burn.data import DataLoader, WorkerType
 from burn.nn import BatchNorm2d, Conv2d, CrossEntropyLoss, Linear, MaxPool2d, Module, Relu
 from burn.train import AccuracyMetric, ClassificationOutput, Learner, LossMetric
-from burn_dataset import ImageFolderDataset, train_valid_split
+from burn.train.metrics import BatchInfo
+from burn_dataset import DatasetUnavailableError, ImageFolderDataset, train_valid_split
 from burn_dataset.source import ImageItem, Label
 
 SHAPES = ("circle", "square", "triangle")
@@ -109,10 +112,21 @@ class ShapeCnn(Module):
         return ClassificationOutput(self.loss(logits, labels), logits, labels)
 
 
+def test_accuracy(model: Module, loader: DataLoader[ImageItem]) -> float:
+    """The accuracy of `model` (ready for inference, as `Learner.fit` returns it) over
+    `loader`, through the same `AccuracyMetric` the Learner reports."""
+    metric = AccuracyMetric()
+    for images, labels in loader:
+        metric.update(ClassificationOutput(burn.tensor(0.0), model(images), labels),
+                      BatchInfo(None, labels.shape[0]))
+    return metric.value()
+
+
 def run(data: Path, epochs: int, artifact_dir: Path, seed: int = 0, batch_size: int = 32,
-        workers: int = 2, worker_type: WorkerType = "thread",
-        progress: bool = True) -> tuple[float, int, list[str]]:
-    """Load the folder, hold out 20% of it, train and validate.
+        workers: int = 2, worker_type: WorkerType = "thread", progress: bool = True,
+        resume: bool = False) -> tuple[float, int, list[str]]:
+    """Load the folder, hold out 30% of it (half to validate each epoch, half to test), train,
+    then test.
 
     Args:
         data: a folder of one sub-folder of images per class.
@@ -123,17 +137,22 @@ def run(data: Path, epochs: int, artifact_dir: Path, seed: int = 0, batch_size: 
         workers: DataLoader workers (0: batches are built in the training loop).
         worker_type: "thread" or "process".
         progress: show training progress and the summary.
+        resume: continue from the latest checkpoint in `artifact_dir` (if any).
     Returns:
-        (held-out accuracy after the last epoch, held-out images, class names).
+        (test accuracy, test images, class names).
+    Raises:
+        DatasetUnavailableError: `data` is not a folder.
     """
     burn.seed(seed)
     # one decoding thread per batch: the DataLoader workers already run batches in parallel
     folder = ImageFolderDataset.classification(data, num_workers=1)
-    train, valid = train_valid_split(folder, 0.2, seed)
+    train, rest = train_valid_split(folder, 0.3, seed)
+    valid, test = train_valid_split(rest, 0.5, seed)
     side = folder[0].image.shape[0]
     if progress:
         print(f"{data}: {len(folder)} images of {folder.classes}, {side}x{side}; "
-              f"{len(train)} to train, {len(valid)} held out", flush=True)
+              f"{len(train)} to train, {len(valid)} to validate, {len(test)} to test",
+              flush=True)
     loader = partial(DataLoader, batcher=ImageBatcher(), num_workers=workers,
                      worker_type=worker_type)
     train_loader = loader(train, batch_size=batch_size, shuffle=True, seed=seed)
@@ -141,9 +160,9 @@ def run(data: Path, epochs: int, artifact_dir: Path, seed: int = 0, batch_size: 
     model = ShapeCnn(len(folder.classes), side, folder[0].image.shape[2])
     learner = Learner(model, optim.AdamConfig().init(), 3e-3,
                       metrics=[LossMetric(), AccuracyMetric()], progress=progress,
-                      artifact_dir=artifact_dir)
-    summary = learner.fit(train_loader, valid_loader, epochs)
-    return summary.final_metrics()["valid"]["accuracy"], len(valid), folder.classes
+                      artifact_dir=artifact_dir, resume_hint="--resume continues it")
+    trained = learner.fit(train_loader, valid_loader, epochs, resume=resume).model
+    return test_accuracy(trained, loader(test, batch_size=128)), len(test), folder.classes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,20 +172,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-class", type=int, default=200, help="images drawn per class")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--artifact-dir", type=Path,
-                        default=Path("artifacts/custom-image-dataset"))
+                        default=Path("artifacts/custom-image-dataset"),
+                        help="logs, checkpoints, curves, drawn shapes (default: %(default)s)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers")
     parser.add_argument("--worker-type", choices=("thread", "process"), default="thread")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--resume", action="store_true", help="continue the latest checkpoint")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a quick check: 12 images per class, 1 epoch, no progress display")
     args = parser.parse_args(argv)
-    data = args.data or draw_shapes(args.artifact_dir / "shapes", args.per_class,
-                                    seed=args.seed)
-    accuracy, n_valid, classes = run(data, args.epochs, args.artifact_dir, args.seed,
-                                     args.batch_size, args.workers, args.worker_type,
-                                     progress=not args.quiet)
-    print(f"held-out accuracy: {accuracy:.4f} on {n_valid} images "
-          f"(chance: {1 / len(classes):.2f})")
+    for flag in ("per_class", "epochs", "batch_size"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.workers < 0:
+        parser.error("--workers must be at least 0")
+    per_class, epochs = (12, 1) if args.smoke else (args.per_class, args.epochs)
+    data = args.data or draw_shapes(args.artifact_dir / "shapes", per_class, seed=args.seed)
+    try:
+        accuracy, n_test, classes = run(data, epochs, args.artifact_dir, args.seed,
+                                        args.batch_size, args.workers, args.worker_type,
+                                        progress=not (args.quiet or args.smoke),
+                                        resume=args.resume)
+    except DatasetUnavailableError as e:
+        print(f"error: {e} (--data takes a folder of <class>/<image> files)", file=sys.stderr)
+        return 2
+    print(f"test accuracy: {accuracy:.4f} on {n_test} images (chance: {1 / len(classes):.2f})")
     return 0
 
 

@@ -1,11 +1,13 @@
 """Train an MLP or a small CNN on MNIST with the Learner and report the accuracy on held-out
 images: `python -m burn_mnist [--model mlp|cnn] [--epochs N]`. Without the MNIST files (and no
-way to download them) it says where to put them and trains on scikit-learn's 8x8 digits."""
+way to download them) it says where to put them and trains on scikit-learn's 8x8 digits.
+Artifacts go to `--artifact-dir` (default `artifacts/mnist`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ import burn.optim as optim
 from burn.data import DataLoader, StackBatcher
 from burn.nn import Conv2d, CrossEntropyLoss, Dropout, Linear, MaxPool2d, Module, Relu
 from burn.train import AccuracyMetric, ClassificationOutput, Learner, LossMetric
+from burn.train.metrics import BatchInfo
 from burn_dataset import (
     Dataset,
     DatasetUnavailableError,
@@ -67,7 +70,19 @@ def load_digits(train_size: int, test_size: int,
 
 def load_data(train_size: int, test_size: int, seed: int,
               download: bool) -> tuple[Dataset[MnistItem], Dataset[MnistItem], str]:
-    """MNIST, else (with a note on how to get it) the digits fallback; also names the source."""
+    """MNIST, else (with a note on how to get it) the digits fallback; also names the source.
+    A note says when fewer images than asked for exist."""
+    train, test, source = _load_source(train_size, test_size, seed, download)
+    for flag, asked, got in (("--train-size", train_size, len(train)),
+                             ("--test-size", test_size, len(test))):
+        if got < asked:
+            print(f"{flag} {asked}: {source} has {got} such images; using all of them",
+                  flush=True)
+    return train, test, source
+
+
+def _load_source(train_size: int, test_size: int, seed: int,
+                 download: bool) -> tuple[Dataset[MnistItem], Dataset[MnistItem], str]:
     try:
         return (*load_mnist(train_size, test_size, download), "MNIST")
     except DatasetUnavailableError as e:
@@ -145,40 +160,56 @@ class Cnn(Classifier):
         return self.head(self.dropout(x.flatten(1)))
 
 
+def test_accuracy(model: Module, loader: Iterable[tuple[burn.Tensor, burn.Tensor]]) -> float:
+    """The accuracy of `model` (ready for inference, as `Learner.fit` returns it) over
+    `loader`, through the same `AccuracyMetric` the Learner reports."""
+    metric = AccuracyMetric()
+    for images, labels in loader:
+        metric.update(ClassificationOutput(burn.tensor(0.0), model(images), labels),
+                      BatchInfo(None, labels.shape[0]))
+    return metric.value()
+
+
 def run(model_name: str, epochs: int, artifact_dir: Path, train_size: int, test_size: int,
         seed: int = 0, batch_size: int = 64, lr: float = 2e-3, download: bool = True,
-        progress: bool = True) -> tuple[float, str, int]:
-    """Load the data, train with the Learner, validate on the held-out images.
+        progress: bool = True, resume: bool = False) -> tuple[float, str, int]:
+    """Load the data, train with the Learner (validating each epoch on 10% of the training
+    images), then test on the held-out images of the test split.
 
     Args:
         model_name: "mlp" or "cnn".
         epochs: training epochs.
         artifact_dir: where the logs, checkpoints and curves go.
-        train_size, test_size: at most this many training / held-out images.
+        train_size, test_size: at most this many training (validation included) / test
+            images.
         seed: seed of the init, the fallback split and the shuffles.
         batch_size: images per batch.
         lr: Adam's learning rate.
         download: allow downloading MNIST when it is not in the cache.
         progress: show training progress and the summary.
+        resume: continue from the latest checkpoint in `artifact_dir` (if any).
     Returns:
-        (held-out accuracy after the last epoch, the data source, held-out images).
+        (test accuracy, the data source, test images).
     """
     burn.seed(seed)
-    train, test, source = load_data(train_size, test_size, seed, download)
+    train_all, test, source = load_data(train_size, test_size, seed, download)
+    train, valid = train_valid_split(train_all, 0.1, seed)
     side = train[0].image.shape[0]
     batcher = StackBatcher(burn.float32)
     train_loader = DataLoader(MapperDataset(train, to_pair), batcher, batch_size=batch_size,
                               shuffle=True, seed=seed)
+    valid_loader = DataLoader(MapperDataset(valid, to_pair), batcher, batch_size=256)
     test_loader = DataLoader(MapperDataset(test, to_pair), batcher, batch_size=256)
     model = Mlp(side) if model_name == "mlp" else Cnn(side)
     if progress:
         print(f"training a {model_name} on {len(train)} {source} images "
-              f"({side}x{side}), validating on {len(test)} held-out ones", flush=True)
+              f"({side}x{side}), validating on {len(valid)}, testing on {len(test)} held-out "
+              f"ones", flush=True)
     learner = Learner(model, optim.AdamConfig().init(), lr,
                       metrics=[LossMetric(), AccuracyMetric()], progress=progress,
-                      artifact_dir=artifact_dir)
-    summary = learner.fit(train_loader, test_loader, epochs)
-    return summary.final_metrics()["valid"]["accuracy"], source, len(test)
+                      artifact_dir=artifact_dir, resume_hint="--resume continues it")
+    trained = learner.fit(train_loader, valid_loader, epochs, resume=resume).model
+    return test_accuracy(trained, test_loader), source, len(test)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,19 +217,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--artifact-dir", type=Path, default=Path("artifacts/mnist"))
-    parser.add_argument("--train-size", type=int, default=6_000, help="training images used")
-    parser.add_argument("--test-size", type=int, default=2_000, help="held-out images used")
+    parser.add_argument("--artifact-dir", type=Path, default=Path("artifacts/mnist"),
+                        help="logs, checkpoints and curves (default: %(default)s)")
+    parser.add_argument("--train-size", type=int, default=6_000,
+                        help="training images used, 10%% of them to validate each epoch")
+    parser.add_argument("--test-size", type=int, default=2_000,
+                        help="test images used for the final accuracy")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-download", action="store_true",
                         help="only use MNIST files already in the cache")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--resume", action="store_true", help="continue the latest checkpoint")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a quick check: 300 training and 100 test images, 1 epoch, "
+                             "no download, no progress display")
     args = parser.parse_args(argv)
+    if args.train_size < 10:
+        parser.error(f"--train-size must be at least 10 (10% validate), got {args.train_size}")
+    for flag in ("test_size", "epochs", "batch_size"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1")
+    train_size, test_size, epochs = ((300, 100, 1) if args.smoke else
+                                     (args.train_size, args.test_size, args.epochs))
     try:
         accuracy, source, n_test = run(
-            args.model, args.epochs, args.artifact_dir, args.train_size, args.test_size,
-            args.seed, args.batch_size, download=not args.no_download, progress=not args.quiet)
+            args.model, epochs, args.artifact_dir, train_size, test_size, args.seed,
+            args.batch_size,
+            download=not (args.no_download or args.smoke),
+            progress=not (args.quiet or args.smoke), resume=args.resume)
     except DatasetUnavailableError as e:
         print(f"no data to train on: {e}", file=sys.stderr)
         return 1

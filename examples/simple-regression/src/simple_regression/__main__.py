@@ -1,5 +1,6 @@
 """Train a 2-64-64-1 MLP on y = sin(x1) + x2^2 + noise with the Learner, save it, reload it
-into a fresh model and check its test predictions: `python -m simple_regression [--epochs N]`."""
+into a fresh model and check its test predictions: `python -m simple_regression [--epochs N]`.
+Artifacts go to `--artifact-dir` (default `artifacts/simple-regression`)."""
 
 from __future__ import annotations
 
@@ -64,16 +65,14 @@ class Mlp(Module):
         return RegressionOutput(self.loss(predictions, y), predictions, y)
 
 
-def predict(model: Mlp, x: np.ndarray) -> np.ndarray:
-    """The model's predictions for `x` in eval mode, without gradients."""
-    model.eval()
-    device = model.devices()[0]
-    with burn.no_grad():
-        return np.asarray(model(burn.tensor(x, device=device)).to_numpy())
+def predict(model: Module, x: np.ndarray) -> np.ndarray:
+    """The predictions of `model` (ready for inference: `Learner.fit` returns it so, a fresh
+    model is in eval mode after `eval()`) for `x`."""
+    return np.asarray(model.eval()(burn.tensor(x, device=model.devices()[0])).to_numpy())
 
 
 def run(epochs: int, artifact_dir: Path, seed: int = 0, progress: bool = True,
-        resume: bool = False, batch_size: int = 64) -> tuple[float, bool]:
+        resume: bool = False, batch_size: int = 64, points: int = 3000) -> tuple[float, bool]:
     """Train, save, reload and evaluate.
 
     Args:
@@ -83,16 +82,18 @@ def run(epochs: int, artifact_dir: Path, seed: int = 0, progress: bool = True,
         progress: show training progress and the summary.
         resume: continue from the latest checkpoint in `artifact_dir` (if any).
         batch_size: items per batch.
+        points: data points: the first 2/3 train, the next 1/6 validate, the last 1/6 test.
     Returns:
         (test MSE of the reloaded model, whether its predictions match the trained model's).
     """
     burn.seed(seed)
-    x, y = synthetic(3000, seed)
+    x, y = synthetic(points, seed)
+    n_train, n_valid = points * 2 // 3, points // 6
     items = list(zip(x, y, strict=True))
-    train = DataLoader(items[:2000], StackBatcher(), batch_size=batch_size, shuffle=True,
+    train = DataLoader(items[:n_train], StackBatcher(), batch_size=batch_size, shuffle=True,
                        seed=seed)
-    valid = DataLoader(items[2000:2500], StackBatcher(), batch_size=256)
-    x_test, y_test = x[2500:], y[2500:]
+    valid = DataLoader(items[n_train:n_train + n_valid], StackBatcher(), batch_size=256)
+    x_test, y_test = x[n_train + n_valid:], y[n_train + n_valid:]
 
     steps = max(1, epochs * len(train))
     learner = Learner(Mlp(), optim.AdamConfig().init(),
@@ -100,7 +101,8 @@ def run(epochs: int, artifact_dir: Path, seed: int = 0, progress: bool = True,
                       metrics=[LossMetric(), LearningRateMetric(), IterationSpeedMetric()],
                       checkpointer=Checkpointer(keep_last=1, best_metric="loss"),
                       early_stopping=EarlyStopping("loss", patience=5, min_delta=1e-4),
-                      progress=progress, artifact_dir=artifact_dir)
+                      progress=progress, artifact_dir=artifact_dir,
+                      resume_hint="--resume continues it")
     model = learner.fit(train, valid, epochs, resume=resume).model
 
     path = artifact_dir / "model.bpk"
@@ -115,13 +117,19 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (1 when the reload mismatches)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--artifact-dir", type=Path, default=Path("artifacts/simple-regression"))
+    parser.add_argument("--artifact-dir", type=Path, default=Path("artifacts/simple-regression"),
+                        help="logs, checkpoints, curves and model.bpk (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.add_argument("--resume", action="store_true", help="continue the latest checkpoint")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a quick check: 600 points, 2 epochs, no progress display")
     args = parser.parse_args(argv)
-    mse, match = run(args.epochs, args.artifact_dir, args.seed, progress=not args.quiet,
-                     resume=args.resume)
+    if args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    epochs, points = (min(args.epochs, 2), 600) if args.smoke else (args.epochs, 3000)
+    mse, match = run(epochs, args.artifact_dir, args.seed, progress=not (args.quiet or args.smoke),
+                     resume=args.resume, points=points)
     print(f"saved {args.artifact_dir / 'model.bpk'}; reloaded predictions match: {match}")
     print(f"test MSE: {mse:.4f} (noise variance 0.01)")
     return 0 if match else 1

@@ -42,24 +42,32 @@ def forward(params: list[burn.Tensor], x: burn.Tensor) -> burn.Tensor:
     return x
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Train, print the loss curve and the final accuracy."""
+def main(argv: list[str] | None = None) -> int:
+    """Train, print the loss curve and the final accuracy; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--smoke", action="store_true",
+                        help="a quick check: 50 points per class, 2 epochs")
     args = parser.parse_args(argv)
+    for flag in ("epochs", "batch_size"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1")
+    if not args.lr > 0:
+        parser.error(f"--lr must be positive, got {args.lr}")
+    epochs, per_class = (min(args.epochs, 2), 50) if args.smoke else (args.epochs, 400)
 
     burn.seed(0)
     device = burn.default_device().autodiff()
-    features, labels = spiral(400, seed=0)
+    features, labels = spiral(per_class, seed=0)
     x_all = burn.tensor(features, device=device)
     y_all = burn.tensor(labels, device=device)
     params = init_params(device, [2, 64, 64, CLASSES])
     order_rng = np.random.default_rng(1)
-    print(f"training on {device} ({len(labels)} points, {args.epochs} epochs)")
+    print(f"training on {device} ({len(labels)} points, {epochs} epochs)")
     start = time.perf_counter()
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(1, epochs + 1):
         total = 0.0
         order = order_rng.permutation(len(labels))
         for lo in range(0, len(order), args.batch_size):
@@ -77,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
         predicted = forward(params, x_all).argmax(1)
     accuracy = (predicted == y_all).float().mean().item()
     print(f"accuracy {accuracy:.3f} in {time.perf_counter() - start:.1f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

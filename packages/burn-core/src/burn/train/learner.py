@@ -88,6 +88,9 @@ class Learner:
         steps: the object providing `train_step` / `valid_step` (default: `model`).
         log_format: "csv" or "jsonl" metric logs.
         plot: draw `training_curves.png` in `artifact_dir` at the end of `fit`.
+        resume_hint: how to continue an earlier run, named in the notice that `fit` starts
+            from scratch next to its checkpoints (a command line passes its own flag, e.g.
+            "--resume continues it").
     """
 
     def __init__(self, model: Module, optimizer: Optimizer,
@@ -98,7 +101,8 @@ class Learner:
                  progress: bool | ProgressDisplay = True,
                  artifact_dir: str | os.PathLike[str] | None = "artifacts",
                  steps: TrainStep | None = None, log_format: LogFormat = "csv",
-                 plot: bool = True) -> None:
+                 plot: bool = True,
+                 resume_hint: str = "fit(..., resume=True) continues it") -> None:
         self.model = model
         self.optimizer = optimizer
         self.scheduler = (scheduler_or_lr if isinstance(scheduler_or_lr, LrScheduler)
@@ -117,6 +121,7 @@ class Learner:
         self.logger = (MetricLogger(self.artifact_dir / "logs", log_format)
                        if self.artifact_dir is not None else None)
         self.plot = plot and self.artifact_dir is not None
+        self.resume_hint = resume_hint
         self._batches_done = 0
 
     def fit(self, train_loader: Loader, valid_loader: Loader | None = None, epochs: int = 1, *,
@@ -258,7 +263,7 @@ class Learner:
             path = None
             if self.checkpointer is not None and self.checkpointer.latest() is not None:
                 log.warning("%s holds checkpoints of an earlier run: training from scratch "
-                            "(fit(..., resume=True) continues it)", self.checkpointer.root)
+                            "(%s)", self.checkpointer.root, self.resume_hint)
         if path is None:
             return 0, 0
         state = (self.checkpointer or Checkpointer()).load(path, self.model, self.optimizer,
