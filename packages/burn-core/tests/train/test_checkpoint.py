@@ -1,4 +1,5 @@
-"""Checkpointer crash safety: pruning killed midway, leftovers of interrupted writes."""
+"""Checkpointer crash safety: pruning killed midway, leftovers of interrupted writes, legacy
+checkpoints (written before the completion marker) kept and loadable."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _save(ckpt: Checkpointer, epoch: int, seed: int) -> dict[str, np.ndarray]:
 def _loads(ckpt: Checkpointer, path: Path, expected: dict[str, np.ndarray]) -> None:
     model = Linear(3, 2)
     state = ckpt.load(path, model, optim.AdamConfig().init(), LinearLrScheduler(0.1, 0.01, 8))
-    assert state["epoch"] == int(path.name.split("-")[1])
+    assert state["epoch"] == int(checkpoint_module.resolve_checkpoint(path).name.split("-")[1])
     for key, value in model.named_tensors():
         assert value.shape == expected[key].shape and value.dtype == burn.float32
         np.testing.assert_array_equal(value.to_numpy(), expected[key])
@@ -63,31 +64,86 @@ def _save_values(seed: int) -> dict[str, np.ndarray]:
     return {k: p.to_numpy() for k, p in Linear(3, 2).named_tensors()}
 
 
-def test_directory_without_completion_marker_is_not_a_checkpoint(tmp_path):
-    ckpt = Checkpointer(keep_last=3, directory=tmp_path)
+def _legacy_layout(path: Path) -> None:
+    """Turn a checkpoint into what the code before the completion marker wrote: the same
+    model.bpk, optimizer.npz and state.json, without the marker."""
+    (path / checkpoint_module.COMPLETE_FILE).unlink()
+    assert sorted(p.name for p in path.iterdir()) == sorted(
+        [checkpoint_module.MODEL_FILE, checkpoint_module.OPTIMIZER_FILE,
+         checkpoint_module.STATE_FILE])
+
+
+def test_unmarked_directory_missing_files_is_no_checkpoint_and_is_kept(tmp_path):
+    ckpt = Checkpointer(keep_last=1, directory=tmp_path)
     _save(ckpt, 1, seed=1)
-    half = tmp_path / "epoch-0002"
-    shutil.copytree(tmp_path / "epoch-0001", half)
-    (half / checkpoint_module.COMPLETE_FILE).unlink()  # e.g. a half-deleted folder
+    halves = {"epoch-0002": checkpoint_module.MODEL_FILE,  # e.g. half-deleted folders
+              "epoch-0003": checkpoint_module.OPTIMIZER_FILE}
+    for name, missing in halves.items():
+        half = tmp_path / name
+        shutil.copytree(tmp_path / "epoch-0001", half)
+        _legacy_layout(half)
+        (half / missing).unlink()
+        assert not checkpoint_module.is_legacy_checkpoint(half)
+        with pytest.raises(FileNotFoundError):
+            checkpoint_module.resolve_checkpoint(half)
+    truncated = tmp_path / "epoch-0004"
+    shutil.copytree(tmp_path / "epoch-0001", truncated)
+    _legacy_layout(truncated)
+    model = truncated / checkpoint_module.MODEL_FILE
+    model.write_bytes(model.read_bytes()[:-8])
     assert [p.name for p in ckpt.checkpoints()] == ["epoch-0001"]
-    with pytest.raises(FileNotFoundError):
-        checkpoint_module.resolve_checkpoint(half)
+    _save(Checkpointer(keep_last=1, directory=tmp_path), 5, seed=5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # pruned epoch 1 only
+        "epoch-0002", "epoch-0003", "epoch-0004", "epoch-0005", "latest.json"]
+
+
+def test_legacy_checkpoints_are_listed_resumed_and_kept(tmp_path):
+    ckpt = Checkpointer(keep_last=3, best_metric="loss", directory=tmp_path)
+    saved = {epoch: _save(ckpt, epoch, seed=epoch) for epoch in (1, 2)}
+    for epoch in (1, 2):
+        _legacy_layout(tmp_path / f"epoch-000{epoch}")
+    fresh = Checkpointer(keep_last=3, directory=tmp_path)
+    assert [p.name for p in fresh.checkpoints()] == ["epoch-0001", "epoch-0002"]
+    assert fresh.latest() == tmp_path / "epoch-0002"
+    assert checkpoint_module.resolve_checkpoint(tmp_path) == tmp_path / "epoch-0002"
+    _loads(fresh, tmp_path, saved[2])  # resume from the root's latest
+    saved[3] = _save(fresh, 3, seed=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "epoch-0001", "epoch-0002", "epoch-0003", "latest.json"]
+    for epoch in (1, 2, 3):  # upgraded: marked, and still loadable
+        path = tmp_path / f"epoch-000{epoch}"
+        assert (path / checkpoint_module.COMPLETE_FILE).is_file()
+        _loads(Checkpointer(directory=tmp_path), path, saved[epoch])
 
 
 def test_leftovers_of_interrupted_writes_are_cleaned_on_start(tmp_path):
     ckpt = Checkpointer(keep_last=2, directory=tmp_path)
     _save(ckpt, 1, seed=1)
     leftovers = [tmp_path / ".latest.json.0123abcd.tmp", tmp_path / ".tmp-epoch-0002-beef",
-                 tmp_path / ".tmp-trash-epoch-0000-cafe", tmp_path / "epoch-0002"]
+                 tmp_path / ".tmp-trash-epoch-0000-cafe"]
+    user_files = [tmp_path / ".notes.tmp", tmp_path / "epoch-0002"]  # not the checkpointer's
     leftovers[0].write_text("{")
-    for directory in leftovers[1:]:
+    user_files[0].write_text("mine")
+    for directory in [*leftovers[1:], user_files[1]]:
         directory.mkdir()
         (directory / checkpoint_module.STATE_FILE).write_text("{}")
     fresh = Checkpointer(keep_last=2, directory=tmp_path)
     _save(fresh, 3, seed=3)
+    _save(fresh, 4, seed=4)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "epoch-0001", "epoch-0003", "latest.json"]
-    _loads(fresh, tmp_path / "epoch-0001", _save_values(1))
+        ".notes.tmp", "epoch-0002", "epoch-0003", "epoch-0004", "latest.json"]
+    assert (user_files[1] / checkpoint_module.STATE_FILE).read_text() == "{}"
+    _loads(fresh, tmp_path / "epoch-0003", _save_values(3))
+
+
+def test_save_over_a_directory_that_is_no_checkpoint_renames_it_aside(tmp_path):
+    stray = tmp_path / "epoch-0001"
+    stray.mkdir(parents=True)
+    (stray / "notes.txt").write_text("mine")
+    saved = _save(Checkpointer(directory=tmp_path), 1, seed=1)
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith("epoch-0001.kept-")]
+    assert len(kept) == 1 and (kept[0] / "notes.txt").read_text() == "mine"
+    _loads(Checkpointer(directory=tmp_path), stray, saved)
 
 
 def test_damaged_latest_pointer_is_no_checkpoint(tmp_path):

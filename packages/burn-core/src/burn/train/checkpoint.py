@@ -9,10 +9,14 @@ Layout of the checkpoint directory:
 
 A checkpoint is written into a hidden temporary directory, which gets a `complete` marker
 (written and synced last) and is then renamed; `latest.json` is replaced (atomically) last, so
-a crash at any point leaves the previous latest checkpoint intact and loadable. Only
-directories with the marker are checkpoints. Pruning renames a checkpoint to a hidden trash
-name before deleting it, so a kill mid-delete never leaves a half-deleted `epoch-NNNN`; the
-first save of a `Checkpointer` removes what interrupted writes and prunes left behind.
+a crash at any point leaves the previous latest checkpoint intact and loadable. Directories
+with the marker are checkpoints, and so are legacy ones (written before the marker existed:
+no marker but the whole file set, see `is_legacy_checkpoint`), which the first save marks.
+Pruning renames a checkpoint to a hidden trash name before deleting it, so a kill mid-delete
+never leaves a half-deleted `epoch-NNNN`. The first save of a `Checkpointer` removes only what
+it can prove is its own leftover: hidden temporary and trash directories (`.tmp-*`) and
+temporary pointer files (`.latest.json.<hex>.tmp`); any other directory, even an `epoch-*`
+one that is no checkpoint, is left alone (neither listed nor pruned).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 import re
 import secrets
 import shutil
+import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +37,9 @@ from burn import record
 from burn.lr_scheduler import LrScheduler
 from burn.nn.module import Module
 from burn.optim import Optimizer
+from burn.record.errors import CorruptRecordError
 from burn.record.files import atomic_path
+from burn.record.native import read_native
 from burn.train.monitor import Mode, Monitor
 
 MODEL_FILE = "model.bpk"
@@ -43,6 +50,7 @@ LATEST = "latest.json"
 BEST = "best.json"
 _NAME = re.compile(r"^epoch-(\d+)(?:-batch-(\d+))?$")
 _TEMP_PREFIX = ".tmp-"
+_TEMP_FILE = re.compile(rf"^\.(?:{re.escape(LATEST)}|{re.escape(BEST)})\.[0-9a-f]+\.tmp$")
 
 
 def checkpoint_name(epoch: int, batch: int = 0) -> str:
@@ -144,27 +152,30 @@ class Checkpointer:
         return final
 
     def _prune(self) -> None:
-        """Remove all but the newest `keep_last` checkpoints (latest and best always stay)."""
+        """Remove all but the newest `keep_last` checkpoints (latest and best always stay);
+        directories that are no checkpoints are never touched."""
         keep = {p for p in (self.latest(), self.best()) if p is not None}
-        keep.update(self.checkpoints()[-self.keep_last:])
-        for path in self.root.iterdir():
-            if path.is_dir() and _NAME.match(path.name) and path not in keep:
+        listed = self.checkpoints()
+        keep.update(listed[-self.keep_last:])
+        for path in listed:
+            if path not in keep:
                 _remove_dir(path)
 
     def clean(self) -> None:
-        """Remove what interrupted writes and prunes left in the directory: temporary and
-        trash directories, temporary files, and checkpoint directories without their
-        `complete` marker. (The first `save` calls it.)"""
+        """Remove the leftovers of interrupted writes and prunes (hidden `.tmp-*` directories,
+        temporary `latest.json` / `best.json` files) and mark legacy checkpoints complete.
+        Nothing else is deleted. (The first `save` calls it.)"""
         self._cleaned = True
         if not self.root.is_dir():
             return
         for path in self.root.iterdir():
             if path.name.startswith(_TEMP_PREFIX) and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
-            elif path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file():
+            elif _TEMP_FILE.match(path.name) and path.is_file():
                 path.unlink(missing_ok=True)
-            elif _NAME.match(path.name) and path.is_dir() and not _complete(path):
-                _remove_dir(path)
+            elif is_legacy_checkpoint(path):
+                _mark_complete(path)
+                _fsync(path.parent)
 
     # --- finding and loading ---
     def _pointer(self, manifest: str) -> Path | None:
@@ -174,7 +185,7 @@ class Checkpointer:
         except (OSError, ValueError, KeyError, TypeError):  # missing or damaged: no pointer
             return None
         target = self.root / str(name)
-        return target if _NAME.match(str(name)) and _complete(target) else None
+        return target if _NAME.match(str(name)) and _is_checkpoint(target) else None
 
     def latest(self) -> Path | None:
         """The newest complete checkpoint (None when there is none)."""
@@ -185,11 +196,10 @@ class Checkpointer:
         return self._pointer(BEST)
 
     def checkpoints(self) -> list[Path]:
-        """The complete checkpoints on disk, oldest first."""
+        """The complete (or legacy) checkpoints on disk, oldest first."""
         if not self.root.is_dir():
             return []
-        return sorted((p for p in self.root.iterdir() if _NAME.match(p.name) and _complete(p)),
-                      key=_progress)
+        return sorted((p for p in self.root.iterdir() if _is_checkpoint(p)), key=_progress)
 
     def load(self, path: str | os.PathLike[str], model: Module, optimizer: Optimizer,
              scheduler: LrScheduler) -> dict[str, Any]:
@@ -222,7 +232,7 @@ def resolve_checkpoint(path: str | os.PathLike[str]) -> Path:
         FileNotFoundError: when there is no complete checkpoint there.
     """
     path = Path(path)
-    if _complete(path):
+    if _is_checkpoint(path):
         return path
     latest = Checkpointer(directory=path).latest()
     if latest is None:
@@ -246,6 +256,42 @@ def _complete(path: Path) -> bool:
     return (path / COMPLETE_FILE).is_file()
 
 
+def is_legacy_checkpoint(path: Path) -> bool:
+    """Whether `path` is a checkpoint written before the completion marker: an `epoch-*`
+    directory without the marker whose file set is whole (a `model.bpk` with a well-formed
+    header covering its tensors, an `optimizer.npz` that is a whole zip, a `state.json` with
+    the optimizer, the scheduler and the progress the directory's name says).
+
+    Args:
+        path: a directory in a checkpoint root.
+    Returns:
+        True for a legacy checkpoint; False for anything else (marked checkpoints included).
+    """
+    if not _NAME.match(path.name) or not path.is_dir() or _complete(path):
+        return False
+    try:
+        state = json.loads((path / STATE_FILE).read_text())
+        read_native(path / MODEL_FILE)
+        whole_zip = zipfile.is_zipfile(path / OPTIMIZER_FILE)
+    except (OSError, ValueError, CorruptRecordError):
+        return False
+    return (whole_zip and isinstance(state, dict)
+            and {"optimizer", "scheduler"} <= state.keys()
+            and (state.get("epoch"), state.get("batch")) == _progress(path))
+
+
+def _is_checkpoint(path: Path) -> bool:
+    """Whether `path` is a checkpoint directory: marked complete, or legacy."""
+    return _NAME.match(path.name) is not None and (_complete(path)
+                                                   or is_legacy_checkpoint(path))
+
+
+def _mark_complete(path: Path) -> None:
+    """Write (and sync) the completion marker of the checkpoint directory `path`."""
+    (path / COMPLETE_FILE).touch()
+    _fsync(path / COMPLETE_FILE)
+
+
 def _remove_dir(path: Path) -> None:
     """Delete a directory by renaming it to a hidden trash name first (which `clean` removes
     should the deletion be killed)."""
@@ -256,13 +302,15 @@ def _remove_dir(path: Path) -> None:
 
 def _replace_dir(tmp: Path, final: Path) -> None:
     """Mark the written directory `tmp` complete (after syncing its files) and rename it to
-    `final` (a stale `final` is removed first)."""
+    `final`. A checkpoint already at `final` (superseded progress) is removed first; anything
+    else there is renamed aside to `<name>.kept-<hex>`, never deleted."""
     for file in tmp.iterdir():
         _fsync(file)
-    (tmp / COMPLETE_FILE).touch()
-    _fsync(tmp / COMPLETE_FILE)
-    if final.exists():
+    _mark_complete(tmp)
+    if _is_checkpoint(final):
         _remove_dir(final)
+    elif final.exists():
+        os.rename(final, final.with_name(f"{final.name}.kept-{secrets.token_hex(4)}"))
     os.rename(tmp, final)
     _fsync(final.parent)
 
