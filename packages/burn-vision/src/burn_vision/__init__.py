@@ -1,0 +1,1 @@
+"""burn-vision."""

@@ -1,0 +1,200 @@
+"""The NumPy backend's fast paths: the same ops computed on the host arrays (numpy and
+scipy.ndimage), reached through the public Tensor API. Integer and bool results (labels,
+NMS indices, bool / int morphology) take this path under any decorator; float ops only on a
+plain "numpy" device, so that Autodiff differentiates the default path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy import ndimage
+
+import burn
+from burn import Tensor
+from burn.dtype import Kind
+from burn_vision.border import BorderMode, border_index
+from burn_vision.default.window import window_reduce
+from burn_vision.extension import VisionOps, register_vision_ops
+from burn_vision.stats import Connectivity, ConnectedStats
+
+_SCIPY_MODES = {"constant": "constant", "replicate": "nearest", "reflect": "reflect",
+                "reflect101": "mirror", "wrap": "grid-wrap"}
+_STRUCTURE = {4: ndimage.generate_binary_structure(2, 1),
+              8: ndimage.generate_binary_structure(2, 2)}
+
+
+def _plain(x: Tensor) -> bool:
+    """True when `x` is on an undecorated device (no gradients to keep)."""
+    return not x.device.decorators
+
+
+def _pad(a: np.ndarray, top: int, bottom: int, left: int, right: int, mode: BorderMode,
+         value: float | bool) -> np.ndarray:
+    """numpy twin of `border.pad2d`'s index maps for the last two dims."""
+    if mode == "constant":
+        widths = [(0, 0)] * (a.ndim - 2) + [(top, bottom), (left, right)]
+        return np.pad(a, widths, constant_values=value)
+    rows = border_index(a.shape[-2], top, bottom, mode)
+    cols = border_index(a.shape[-1], left, right, mode)
+    return a[..., rows[:, None], cols[None, :]]
+
+
+class NumpyVisionOps(VisionOps):
+    """Host kernels for the NumPy backend."""
+
+    def connected_components(self, img: Tensor, connectivity: Connectivity,
+                             compact: bool) -> Tensor:
+        labels, _ = _label(img.to_numpy(), connectivity)
+        return burn.tensor(labels, device=img.device)
+
+    def connected_components_with_stats(self, img: Tensor, connectivity: Connectivity,
+                                        compact: bool) -> tuple[Tensor, ConnectedStats]:
+        labels, counts = _label(img.to_numpy(), connectivity)
+        stats = _stats(labels, max(counts, default=0))
+        device = img.device
+        return burn.tensor(labels, device=device), ConnectedStats(
+            *(burn.tensor(s, device=device) for s in stats),
+            max_label=burn.tensor(np.asarray(counts, dtype=np.int64), device=device))
+
+    def morph(self, x: Tensor, erode: bool, mask: np.ndarray, anchor: tuple[int, int],
+              border: BorderMode, value: float | bool) -> Tensor:
+        if x.kind == Kind.FLOAT and not _plain(x):
+            return super().morph(x, erode, mask, anchor, border, value)
+        a = x.to_numpy()
+        kh, kw = mask.shape
+        ax, ay = anchor
+        padded = _pad(a, ay, kh - 1 - ay, ax, kw - 1 - ax, border, value)
+        combine: Callable[[np.ndarray, np.ndarray], np.ndarray] = (
+            np.minimum if erode else np.maximum)
+        out = window_reduce(padded, mask, a.shape[-2:], combine)
+        return burn.tensor(np.ascontiguousarray(out), dtype=x.dtype, device=x.device)
+
+    def filter2d(self, x: Tensor, kernel: Tensor, anchor: tuple[int, int], border: BorderMode,
+                 value: float) -> Tensor:
+        if not _plain(x):
+            return super().filter2d(x, kernel, anchor, border, value)
+        a = x.to_numpy()
+        k = kernel.to_numpy().astype(np.float64)
+        kh, kw = k.shape[-2:]
+        origin = (anchor[1] - kh // 2, anchor[0] - kw // 2)
+        mode = _SCIPY_MODES[border]
+        if k.ndim == 2:
+            planes = a.reshape((-1,) + a.shape[-2:])
+            out = np.stack([_correlate(p, k, origin, mode, value) for p in planes])
+        else:
+            c = k.shape[0]
+            planes = a.reshape((-1, c) + a.shape[-2:])
+            out = np.stack([np.stack([_correlate(p[i], k[i], origin, mode, value)
+                                      for i in range(c)]) for p in planes])
+        return burn.tensor(out.reshape(a.shape).astype(a.dtype, copy=False), device=x.device)
+
+    def nms(self, boxes: Tensor, scores: Tensor, iou_threshold: float,
+            score_threshold: float | None, max_output: int | None) -> Tensor:
+        kept = _nms(boxes.to_numpy(), scores.to_numpy(), iou_threshold,
+                    score_threshold)
+        return burn.tensor(kept[:max_output], dtype=burn.int64, device=boxes.device)
+
+
+def _label(img: np.ndarray, connectivity: Connectivity) -> tuple[np.ndarray, list[int]]:
+    """scipy's labelling per image (compact, in raster order of the first pixel)."""
+    labels = np.zeros(img.shape, dtype=np.int64)
+    counts = []
+    for k in range(img.shape[0]):
+        if img[k].size:
+            counts.append(int(ndimage.label(img[k], _STRUCTURE[connectivity],
+                                            output=labels[k])))
+        else:
+            counts.append(0)
+    return labels, counts
+
+
+def _stats(labels: np.ndarray, top_label: int) -> list[np.ndarray]:
+    """area, left, top, right, bottom [B, top_label + 1] from the horizontal runs of equal
+    labels of each row (far fewer than pixels)."""
+    b, h, w = labels.shape
+    out = [np.zeros((b, top_label + 1), dtype=np.int64) for _ in range(5)]
+    area, left, top, right, bottom = out
+    for k in range(b):
+        flat = labels[k].ravel()
+        if flat.size == 0:
+            continue
+        start = np.empty(flat.size, dtype=bool)
+        start[0] = True
+        np.not_equal(flat[1:], flat[:-1], out=start[1:])
+        start[::w] = True
+        first = np.flatnonzero(start)
+        last = np.append(first[1:], flat.size) - 1
+        run = flat[first]
+        present = np.bincount(run, minlength=top_label + 1) > 0
+        area[k] = np.bincount(run, weights=last - first + 1, minlength=top_label + 1)
+        for target, values, ufunc in ((left, first % w, np.minimum), (top, first // w, np.minimum),
+                                      (right, last % w, np.maximum),
+                                      (bottom, last // w, np.maximum)):
+            acc = np.full(top_label + 1, flat.size if ufunc is np.minimum else -1, np.int64)
+            ufunc.at(acc, run, values)
+            target[k] = np.where(present, acc, 0)
+    return out
+
+
+def _correlate(plane: np.ndarray, kernel: np.ndarray, origin: tuple[int, int], mode: str,
+               value: float) -> np.ndarray:
+    """scipy's correlation, split into a column and a row pass when the kernel has rank 1."""
+    u, s, vt = np.linalg.svd(kernel)
+    if s.size > 1 and s[1] <= 1e-9 * s[0] or s.size == 1:
+        col, row = u[:, 0] * s[0], vt[0]
+        tmp = ndimage.correlate1d(plane, col, axis=0, mode=mode, cval=value, origin=origin[0])
+        return ndimage.correlate1d(tmp, row, axis=1, mode=mode, cval=value, origin=origin[1])
+    return ndimage.correlate(plane, kernel, mode=mode, cval=value, origin=origin)
+
+
+def _nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float,
+         score_threshold: float | None) -> np.ndarray:
+    """Greedy NMS on the host: overlapping pairs come from a sweep along x (only boxes whose
+    x ranges meet are compared), then one pass in score order."""
+    index = np.arange(len(boxes))
+    if score_threshold is not None:
+        index = index[scores > score_threshold]
+    order = index[np.argsort(-scores[index], kind="stable")]
+    b = boxes[order]
+    n = len(b)
+    if n == 0:
+        return order.astype(np.int64)
+    by_x = np.argsort(b[:, 0], kind="stable")
+    x1 = b[by_x, 0]
+    end = np.searchsorted(x1, b[by_x, 2], side="left")  # boxes starting before this one ends
+    suppressed = [np.empty(0, dtype=np.int64)]
+    chunk = max(1, 4_000_000 // max(1, int(np.mean(end - np.arange(n)))))
+    for lo in range(0, n, chunk):
+        p = np.arange(lo, min(lo + chunk, n))
+        count = np.maximum(end[p] - p - 1, 0)
+        i = np.repeat(p, count)
+        j = i + 1 + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+        ri, rj = by_x[i], by_x[j]  # ranks in score order
+        hit = _iou_pairs(b[ri], b[rj]) > iou_threshold
+        lo_rank, hi_rank = np.minimum(ri[hit], rj[hit]), np.maximum(ri[hit], rj[hit])
+        suppressed.append(lo_rank * n + hi_rank)
+    pairs = np.sort(np.concatenate(suppressed))
+    src, dst = pairs // n, pairs % n
+    bounds = np.searchsorted(src, np.arange(n + 1))
+    removed = np.zeros(n, dtype=bool)
+    keep = []
+    for r in range(n):
+        if not removed[r]:
+            keep.append(r)
+            removed[dst[bounds[r]:bounds[r + 1]]] = True
+    return order[np.asarray(keep, dtype=np.int64)].astype(np.int64)
+
+
+def _iou_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise IoU of boxes a [P, 4] and b [P, 4] (0 where the union is empty)."""
+    iw = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0, None)
+    ih = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0, None)
+    inter = iw * ih
+    union = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+             - inter)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+
+
+register_vision_ops("numpy", NumpyVisionOps())
