@@ -7,7 +7,7 @@ from burn import Tensor
 from burn.dtype import Kind
 from burn_vision._checks import choice, image_arg
 from burn_vision.extension import vision_ops
-from burn_vision.stats import Connectivity, ConnectedStats, ConnectedStatsOptions
+from burn_vision.stats import ConnectedStats, ConnectedStatsOptions, Connectivity
 
 _FORM = "bool [B, H, W]"
 

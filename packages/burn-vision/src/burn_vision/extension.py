@@ -15,7 +15,7 @@ from burn_vision.default import connected as _connected
 from burn_vision.default import filters as _filters
 from burn_vision.default import morphology as _morphology
 from burn_vision.default import nms as _nms
-from burn_vision.stats import Connectivity, ConnectedStats
+from burn_vision.stats import ConnectedStats, Connectivity
 
 
 class VisionOps:

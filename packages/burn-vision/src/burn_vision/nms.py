@@ -57,7 +57,7 @@ def batched_nms(boxes: Tensor, scores: Tensor, classes: Tensor, iou_threshold: f
     if boxes.shape[0] == 0:
         return burn.zeros((0,), dtype=burn.int64, device=boxes.device)
     # shift each class to its own region of the plane so that classes never overlap.
-    extent = float((boxes.abs().max().item())) * 2 + 1
+    extent = float(boxes.abs().max().item()) * 2 + 1
     shift = classes.to_device(boxes.device).cast(boxes.dtype).reshape(-1, 1) * extent
     return vision_ops(boxes.device).nms(boxes + shift, scores, iou_threshold, score_threshold,
                                         max_output)

@@ -16,7 +16,7 @@ from burn.dtype import Kind
 from burn_vision.border import BorderMode, border_index
 from burn_vision.default.window import window_reduce
 from burn_vision.extension import VisionOps, register_vision_ops
-from burn_vision.stats import Connectivity, ConnectedStats
+from burn_vision.stats import ConnectedStats, Connectivity
 
 _SCIPY_MODES = {"constant": "constant", "replicate": "nearest", "reflect": "reflect",
                 "reflect101": "mirror", "wrap": "grid-wrap"}
@@ -51,11 +51,11 @@ class NumpyVisionOps(VisionOps):
     def connected_components_with_stats(self, img: Tensor, connectivity: Connectivity,
                                         compact: bool) -> tuple[Tensor, ConnectedStats]:
         labels, counts = _label(img.to_numpy(), connectivity)
-        stats = _stats(labels, max(counts, default=0))
-        device = img.device
-        return burn.tensor(labels, device=device), ConnectedStats(
-            *(burn.tensor(s, device=device) for s in stats),
-            max_label=burn.tensor(np.asarray(counts, dtype=np.int64), device=device))
+        area, left, top, right, bottom = (burn.tensor(s, device=img.device)
+                                          for s in _stats(labels, max(counts, default=0)))
+        max_label = burn.tensor(np.asarray(counts, dtype=np.int64), device=img.device)
+        return burn.tensor(labels, device=img.device), ConnectedStats(
+            area, left, top, right, bottom, max_label)
 
     def morph(self, x: Tensor, erode: bool, mask: np.ndarray, anchor: tuple[int, int],
               border: BorderMode, value: float | bool) -> Tensor:

@@ -9,7 +9,7 @@ import numpy as np
 import burn
 from burn import Tensor
 from burn_vision.default.window import window_reduce
-from burn_vision.stats import Connectivity, ConnectedStats
+from burn_vision.stats import ConnectedStats, Connectivity
 
 _CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
 _SQUARE = np.ones((3, 3), dtype=bool)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 import burn
@@ -17,6 +19,14 @@ def _minimum(a: Tensor, b: Tensor) -> Tensor:
 
 def _maximum(a: Tensor, b: Tensor) -> Tensor:
     return burn.where(b > a, b, a)
+
+
+def _and(a: Tensor, b: Tensor) -> Tensor:
+    return a.logical_and(b)
+
+
+def _or(a: Tensor, b: Tensor) -> Tensor:
+    return a.logical_or(b)
 
 
 def morph(x: Tensor, erode: bool, mask: np.ndarray, anchor: tuple[int, int],
@@ -37,8 +47,9 @@ def morph(x: Tensor, erode: bool, mask: np.ndarray, anchor: tuple[int, int],
     kh, kw = mask.shape
     ax, ay = anchor
     padded = pad2d(x, ay, kh - 1 - ay, ax, kw - 1 - ax, border, value)
+    combine: Callable[[Tensor, Tensor], Tensor]
     if x.kind == Kind.BOOL:
-        combine = Tensor.logical_and if erode else Tensor.logical_or
+        combine = _and if erode else _or
     else:
         combine = _minimum if erode else _maximum
     return window_reduce(padded, mask, (x.shape[-2], x.shape[-1]), combine)
