@@ -11,6 +11,23 @@ class CorruptFileError(DatasetError):
     """A file exists but cannot be decoded (bad image, truncated IDX, invalid JSON line...)."""
 
 
+class MalformedRowError(CorruptFileError):
+    """A row of a text file (CSV) with a missing or extra field or a value that does not parse.
+
+    Args:
+        file: the file.
+        row: the 0-based data row.
+        line: the 1-based line of the file where the row starts (None when unknown).
+        column: the column at fault.
+        what: what is wrong.
+    """
+
+    def __init__(self, file: str, row: int, line: int | None, column: str, what: str) -> None:
+        where = f"line {line}" if line is not None else "line unknown"
+        super().__init__(f"{file}: row {row} ({where}), column {column!r}: {what}")
+        self.file, self.row, self.line, self.column = file, row, line, column
+
+
 class ChecksumMismatchError(CorruptFileError):
     """A downloaded file's digest differs from the expected one."""
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import polars as pl
 
 from burn_dataset.dataset import Dataset
@@ -21,6 +22,7 @@ from burn_dataset.errors import (
     MissingColumnError,
     SchemaMismatchError,
 )
+from burn_dataset.source.csv_rows import CsvFile
 
 PathArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 Frame = pl.DataFrame | pl.LazyFrame
@@ -83,24 +85,35 @@ class DataframeDataset(Dataset[dict[str, Any]]):
         *,
         columns: Sequence[str] | None = None,
         chunk_size: int = 1024,
+        lazy: bool = True,
         **scan_options: Any,
     ) -> DataframeDataset:
-        """Lazily scan one or more CSV files (``polars.scan_csv``); rows of all files in order.
+        """Scan one or more CSV files (``polars.scan_csv``); rows of all files in order.
+
+        A row with fewer (or more) fields than the header, or a value that does not parse as
+        its column's dtype, raises a `MalformedRowError` when its chunk is read (lazy) or here
+        (``lazy=False``). An empty cell is a null value, as in polars and pandas. The first
+        read of a lazy file's rows costs one more pass over the file, which finds each row's
+        line and field count.
 
         Args:
             paths: a file or a sequence of files sharing one schema.
             columns: columns to keep (default: all).
             chunk_size: rows fetched per read.
+            lazy: read chunks on demand (True) or every file here (False).
             **scan_options: passed to ``polars.scan_csv``.
 
         Raises:
             DatasetUnavailableError: a file does not exist.
             SchemaMismatchError: files disagree on column names or types (names both files).
             MissingColumnError: a requested column is absent from a file.
+            MalformedRowError: (``lazy=False``) a row with a missing field or a bad value;
+                names the file, the 0-based data row, the 1-based line and the column.
             CorruptFileError: polars cannot parse a file.
         """
-        return cls._from_files(paths, lambda p: pl.scan_csv(p, **scan_options), columns,
-                               chunk_size)
+        files = [CsvFile(p, scan_options) for p in _as_paths(paths)]
+        return cls._from_files([f.path for f in files], lambda p: pl.scan_csv(p, **scan_options),
+                               columns, chunk_size, files, lazy)
 
     @classmethod
     def from_parquet(
@@ -122,15 +135,24 @@ class DataframeDataset(Dataset[dict[str, Any]]):
         scan: Callable[[Path], pl.LazyFrame],
         columns: Sequence[str] | None,
         chunk_size: int,
+        csv: Sequence[CsvFile] = (),
+        lazy: bool = True,
     ) -> DataframeDataset:
+        """The dataset over ``paths``, each scanned with ``scan``; ``csv`` (one per path, or
+        none) locates malformed rows; ``lazy=False`` reads every file now."""
         parts = [(str(p), _wrap(str(p), "scan", functools.partial(scan, p)))
                  for p in _as_paths(paths)]
         ds = cls.__new__(cls)
-        ds._init_parts(parts, columns, chunk_size)
+        ds._init_parts(parts, columns, chunk_size, dict(enumerate(csv)))
+        if not lazy:
+            ds._parts = [(label, ds._collect(k, "read", ds._lazy_part(k)[1],
+                                             range(ds._height_of(k))))
+                         for k, (label, _) in enumerate(ds._parts)]
         return ds
 
     def _init_parts(
-        self, parts: Sequence[tuple[str, Frame]], columns: Sequence[str] | None, chunk_size: int
+        self, parts: Sequence[tuple[str, Frame]], columns: Sequence[str] | None, chunk_size: int,
+        csv: dict[int, CsvFile] | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
@@ -153,6 +175,7 @@ class DataframeDataset(Dataset[dict[str, Any]]):
                 )
         self.schema = schemas[0]
         self.chunk_size = chunk_size
+        self._csv = csv or {}
         self._parts = parts
         self._ends = list(itertools.accumulate(_height(label, f) for label, f in parts))
         self.scans = 0
@@ -181,6 +204,10 @@ class DataframeDataset(Dataset[dict[str, Any]]):
 
     def __len__(self) -> int:
         return self._ends[-1]
+
+    def _height_of(self, part: int) -> int:
+        """Row count of part ``part``."""
+        return self._ends[part] - (self._ends[part - 1] if part else 0)
 
     def _locate(self, index: int) -> tuple[int, int]:
         """The part holding row ``index`` and the row's position in it."""
@@ -216,9 +243,9 @@ class DataframeDataset(Dataset[dict[str, Any]]):
         with self._lock:
             missing = [start for start in starts if (part, start) not in self._cache]
         if len(missing) > _CACHED_CHUNKS:  # random access: one scan for just these rows
-            label, frame = self._lazy_part(part)
+            _, frame = self._lazy_part(part)
             picked = frame.with_row_index(_ROW).filter(pl.col(_ROW).is_in(locals_)).drop(_ROW)
-            found = self._collect(label, f"read {len(locals_)} rows", picked).to_dicts()
+            found = self._collect(part, f"read {len(locals_)} rows", picked, locals_).to_dicts()
             return dict(zip(locals_, found, strict=True))
         chunks = {start: self._chunk(part, start) for start in starts}
         return {local: chunks[local - local % size][local % size] for local in locals_}
@@ -231,9 +258,10 @@ class DataframeDataset(Dataset[dict[str, Any]]):
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        label, frame = self._lazy_part(part)
-        rows = self._collect(label, f"read rows {start}..{start + self.chunk_size}",
-                             frame.slice(start, self.chunk_size)).to_dicts()
+        _, frame = self._lazy_part(part)
+        stop = min(start + self.chunk_size, self._height_of(part))
+        rows = self._collect(part, f"read rows {start}..{stop}",
+                             frame.slice(start, self.chunk_size), range(start, stop)).to_dicts()
         with self._lock:
             self._cache[key] = rows
             while len(self._cache) > _CACHED_CHUNKS:
@@ -247,11 +275,29 @@ class DataframeDataset(Dataset[dict[str, Any]]):
             raise TypeError(f"{label}: part {part} is an eager frame, not a lazy scan")
         return label, frame
 
-    def _collect(self, label: str, what: str, frame: pl.LazyFrame) -> pl.DataFrame:
-        """Run one scan of a lazy part, counted in ``scans``."""
+    def _collect(self, part: int, what: str, frame: pl.LazyFrame,
+                 rows: Sequence[int]) -> pl.DataFrame:
+        """Run one scan of part ``part``, counted in ``scans``, reading its data rows
+        ``rows`` (sorted); those of a CSV file are checked for missing fields.
+
+        Raises:
+            MalformedRowError: a CSV row with a missing or extra field or a bad value.
+            CorruptFileError: polars cannot read the part.
+        """
         with self._lock:
             self.scans += 1
-        return _wrap(label, what, frame.collect)
+        label, csv = self._parts[part][0], self._csv.get(part)
+        try:
+            out = frame.collect()
+        except pl.exceptions.PolarsError as e:
+            bad = None if csv is None else csv.diagnose(self.schema, rows, self.columns)
+            raise (bad or CorruptFileError(f"{label}: cannot {what}: {e}")) from e
+        except OSError as e:
+            raise CorruptFileError(f"{label}: cannot {what}: {e}") from e
+        bad = None if csv is None else csv.bad_fields(np.asarray(rows, dtype=np.int64))
+        if bad is not None:
+            raise bad
+        return out
 
 
 def _height(label: str, frame: Frame) -> int:
