@@ -30,7 +30,13 @@ def test_lazy_names_resolve_on_access():
         "import burn\nfrom burn import nn\nassert burn.nn.Linear is nn.Linear\n"
         "assert burn.train.Learner.__name__ == 'Learner'\nassert callable(burn.no_grad)")
     assert loaded["burn.nn"] and loaded["burn.train"]
-    assert not loaded["ml_dtypes"]
+
+
+def test_float_tensors_do_not_load_ml_dtypes():
+    loaded = _loaded_after(
+        "import burn\nt = burn.tensor([1.5, 2.0]) * burn.ones(2, dtype=burn.float16)\n"
+        "assert t.dtype is burn.float32 and t.to_numpy().dtype.name == 'float32'")
+    assert not loaded["ml_dtypes"] and not loaded["burn.nn"]
 
 
 def test_bfloat16_loads_ml_dtypes_when_used():
