@@ -46,7 +46,7 @@ def positive_int(op: str, name: str, value: object) -> int:
         ValueRangeError: for a non-int or an int < 1.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueRangeError(op, f"{name} must be an int >= 1", **{name: value})
+        raise ValueRangeError(op, f"{name} must be an int >= 1", got=value)
     return value
 
 
@@ -60,14 +60,14 @@ def pair(op: str, name: str, value: int | Sequence[int], minimum: int = 1) -> tu
     if (len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in items)
             or any(v < minimum for v in items)):
         raise ValueRangeError(op, f"{name} must be an int or a pair of ints >= {minimum}",
-                              **{name: value})
+                              got=value)
     return items[0], items[1]
 
 
 def choice(op: str, name: str, value: object, allowed: Sequence[object]) -> None:
     """Raises ValueRangeError unless `value` is one of `allowed`."""
     if value not in allowed:
-        raise ValueRangeError(op, f"{name} must be one of {list(allowed)}", **{name: value})
+        raise ValueRangeError(op, f"{name} must be one of {list(allowed)}", got=value)
 
 
 def probability(op: str, name: str, value: float) -> float:
@@ -77,7 +77,7 @@ def probability(op: str, name: str, value: float) -> float:
         ValueRangeError: outside [0, 1].
     """
     if not 0.0 <= value <= 1.0:
-        raise ValueRangeError(op, f"{name} must be in [0, 1]", **{name: value})
+        raise ValueRangeError(op, f"{name} must be in [0, 1]", got=value)
     return float(value)
 
 

@@ -60,7 +60,7 @@ def morphology(x: Tensor, op: MorphOp, kernel: Tensor | np.ndarray | None = None
     """Apply a morphological operation to the last two dims of `x`.
 
     "open" is dilate(erode), "close" erode(dilate), "gradient" dilate - erode, "tophat"
-    x - open, "blackhat" close - x (for bool images: and-not instead of minus). As OpenCV,
+    x - open, "blackhat" close - x (for bool images: and-not; uint8 saturates at 0). As OpenCV,
     dilation does not reflect the element, and `iterations` repeats each erosion / dilation.
 
     Args:
@@ -123,7 +123,12 @@ def dilate(x: Tensor, kernel: Tensor | np.ndarray | None = None,
 
 
 def _difference(a: Tensor, b: Tensor) -> Tensor:
-    return a.logical_and(b.logical_not()) if a.kind == Kind.BOOL else a - b
+    """a - b; and-not for bool; saturated at 0 for uint8 (as OpenCV, instead of wrapping)."""
+    if a.kind == Kind.BOOL:
+        return a.logical_and(b.logical_not())
+    if a.dtype == burn.uint8:
+        return burn.where(a < b, 0, a - b)
+    return a - b
 
 
 def _element(op: str, kernel: Tensor | np.ndarray | None) -> np.ndarray:
