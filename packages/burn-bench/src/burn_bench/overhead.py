@@ -1,4 +1,5 @@
-"""Per-op overhead: `a + b` on 64-element float32 tensors, burn vs numpy vs PyTorch eager."""
+"""Per-op overhead: `a + b` on 64-element float32 tensors, burn vs numpy vs PyTorch eager; and
+what recording costs (`burn.profile()` on a Profile device) against the plain numpy device."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from burn_bench.timing import Candidate, measure_interleaved, report
 
 SIZE = 64
 TORCH, TORCH_GRAD = "torch eager a + b", "torch eager a + b (requires_grad)"
+PLAIN = "burn numpy a + b"
 
 
 def run() -> str:
@@ -23,11 +25,17 @@ def run() -> str:
     tracked = plain.autodiff()
     a_g = burn.tensor(data[0], device=tracked).require_grad()
     b_g = burn.tensor(data[1], device=tracked).require_grad()
-    results = measure_interleaved([
-        Candidate("numpy a + b", lambda: a_np + b_np, vs=TORCH),
-        Candidate(TORCH, lambda: a_t + b_t),
-        Candidate(TORCH_GRAD, lambda: a_tg + b_tg),
-        Candidate("burn numpy a + b", lambda: a + b, vs=TORCH),
-        Candidate("burn numpy+autodiff a + b", lambda: a_g + b_g, vs=TORCH_GRAD),
-    ])
-    return report("per-op overhead, a + b, 64 x float32", results)
+    profiled = plain.profile()
+    a_p, b_p = burn.tensor(data[0], device=profiled), burn.tensor(data[1], device=profiled)
+    with burn.profile() as recording:
+        results = measure_interleaved([
+            Candidate("numpy a + b", lambda: a_np + b_np, vs=TORCH),
+            Candidate(TORCH, lambda: a_t + b_t),
+            Candidate(TORCH_GRAD, lambda: a_tg + b_tg),
+            Candidate(PLAIN, lambda: a + b, vs=TORCH),
+            Candidate("burn numpy+autodiff a + b", lambda: a_g + b_g, vs=TORCH_GRAD),
+            Candidate("burn numpy+profile a + b, recording", lambda: a_p + b_p, vs=PLAIN),
+        ])
+    extra = (results[-1].seconds - results[3].seconds) * 1e6
+    return (report("per-op overhead, a + b, 64 x float32", results)
+            + f"\nrecording adds {extra:.2f} us per op ({len(recording)} ops recorded)")

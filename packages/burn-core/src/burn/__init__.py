@@ -30,6 +30,7 @@ from burn.frontend import (
     from_numpy,
     full,
     full_like,
+    logsumexp,
     normal,
     one_hot,
     ones,
@@ -85,8 +86,8 @@ __all__ = [
     "lr_scheduler", "nn", "optim", "record", "train",
     "bernoulli", "bfloat16", "bool_", "cat", "default_device", "empty", "empty_like", "errors",
     "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like",
-    "functional", "int8", "int32", "int64", "is_grad_enabled", "no_grad", "normal", "one_hot",
-    "ones", "ones_like", "profile", "register_backend", "register_decorator",
+    "functional", "int8", "int32", "int64", "is_grad_enabled", "logsumexp", "no_grad", "normal",
+    "one_hot", "ones", "ones_like", "profile", "register_backend", "register_decorator",
     "rand", "randint", "randn", "seed", "set_default_device", "stack", "tensor", "uint8",
     "uniform", "where", "zeros", "zeros_like",
 ]

@@ -26,9 +26,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burn.backend.decorator import Decorator
-from burn.ir import OpDef, OpIR, TensorArg
+from burn.ir import OpDef, OpIR, TensorArg, TensorIR
 
 _active: list[ProfileReport] = []
+_clock = time.perf_counter_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +83,8 @@ class ProfileReport:
 
     def __init__(self, verify: bool = False) -> None:
         self.verify = verify
-        self._calls: list[tuple[OpDef, dict[str, TensorArg], dict[str, Any], int]] = []
-
-    def add(self, op: OpDef, inputs: dict[str, TensorArg], scalars: dict[str, Any],
-            nanoseconds: int) -> None:
-        """Keep one call (what `Profile` does for each op)."""
-        self._calls.append((op, inputs, scalars, nanoseconds))
+        # (op, its arguments with tensors described, nanoseconds): records are built on demand.
+        self._calls: list[tuple[OpDef, list[Any], int]] = []
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -95,8 +92,7 @@ class ProfileReport:
     @property
     def records(self) -> list[ProfiledOp]:
         """Every op as a record (outputs inferred by the op table) with its wall time."""
-        return [ProfiledOp(OpIR(op, inputs, scalars), ns / 1e9)
-                for op, inputs, scalars, ns in self._calls]
+        return [ProfiledOp(OpIR(op, *_split(op, args)), ns / 1e9) for op, args, ns in self._calls]
 
     @property
     def op_names(self) -> set[str]:
@@ -106,14 +102,14 @@ class ProfileReport:
     def key_averages(self) -> list[OpStats]:
         """Statistics per op name, the most total time first."""
         stats: dict[str, OpStats] = defaultdict(lambda: OpStats(""))
-        for op, inputs, _, ns in self._calls:
+        for op, args, ns in self._calls:
             s = stats[op.name]
             s.name = op.name
             seconds = ns / 1e9
             s.calls += 1
             s.total += seconds
             s.min, s.max = min(s.min, seconds), max(s.max, seconds)
-            s.shapes[_shape_text(inputs)] += 1
+            s.shapes[_shape_text(_split(op, args)[0])] += 1
         return sorted(stats.values(), key=lambda s: -s.total)
 
     def table(self, row_limit: int | None = None) -> str:
@@ -123,12 +119,12 @@ class ProfileReport:
         Args:
             row_limit: show only this many ops (the slowest in total).
         """
-        rows = self.key_averages()[:row_limit]
-        total = sum(s.total for s in self.key_averages()) or 1.0
+        stats = self.key_averages()
+        total = sum(s.total for s in stats) or 1.0
         head = (f"{'op':<28} {'calls':>6} {'total ms':>9} {'mean us':>9} {'min us':>8} "
                 f"{'max us':>8} {'%':>6}  input shapes (most frequent)")
         lines = [head, "-" * len(head)]
-        for s in rows:
+        for s in stats[:row_limit]:
             shapes, _ = s.shapes.most_common(1)[0]
             lines.append(f"{s.name:<28} {s.calls:>6} {s.total * 1e3:>9.3f} "
                          f"{s.mean * 1e6:>9.1f} {s.min * 1e6:>8.1f} {s.max * 1e6:>8.1f} "
@@ -140,12 +136,26 @@ class ProfileReport:
         return self.table()
 
 
+def _split(op: OpDef, args: list[Any]) -> tuple[dict[str, TensorArg], dict[str, Any]]:
+    """Captured arguments as a record's inputs (tensors) and scalars (host values)."""
+    inputs: dict[str, TensorArg] = {}
+    scalars: dict[str, Any] = {}
+    for param, value in zip(op.params, args, strict=True):
+        if not param.is_tensor:
+            scalars[param.name] = value
+        elif param.many:
+            inputs[param.name] = tuple(TensorIR(*t) for t in value)
+        else:
+            inputs[param.name] = None if value is None else TensorIR(*value)
+    return inputs, scalars
+
+
 def _shape_text(inputs: dict[str, TensorArg]) -> str:
     parts = []
     for value in inputs.values():
         if value is None:
             continue
-        for t in value if isinstance(value, tuple) else (value,):
+        for t in (value,) if isinstance(value, TensorIR) else value:
             parts.append(f"{list(t.shape)}:{t.dtype.value}")
     return " ".join(parts)
 
@@ -163,16 +173,32 @@ class Profile(Decorator):
         if not _active:
             return self.forward(op, args)
         report = _active[-1]
-        start = time.perf_counter_ns()
-        out = getattr(self.inner, op.name)(*args)
-        elapsed = time.perf_counter_ns() - start
-        if op.params and op.params[0].type == "data":
-            args = (HostData(args[0].shape, args[0].dtype), *args[1:])
-        inputs, scalars = self.split(op, args)
+        inner = self.inner
+        start = _clock()
+        out = getattr(inner, op.name)(*args)
+        elapsed = _clock() - start
         if report.verify:
-            self.record(op, args, out)
-        report.add(op, inputs, scalars, elapsed)
+            self.record(op, _host_data(op, args), out)
+        # Tensors as (id, shape, dtype) triples, made into TensorIRs when records are asked for.
+        captured = list(args)
+        shape, dtype = inner.shape, inner.dtype
+        for i in op.tensor_at:
+            x = captured[i]
+            if x is not None:
+                captured[i] = (id(x), shape(x), dtype(x))
+        for i in op.list_at:
+            captured[i] = tuple((id(x), shape(x), dtype(x)) for x in captured[i])
+        if op.device_at is not None and op.params[0].type == "data":
+            captured[0] = HostData(args[0].shape, args[0].dtype)
+        report._calls.append((op, captured, elapsed))
         return out
+
+
+def _host_data(op: OpDef, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`args` with a host array argument replaced by its shape and dtype."""
+    if op.params and op.params[0].type == "data":
+        return (HostData(args[0].shape, args[0].dtype), *args[1:])
+    return args
 
 
 @contextmanager

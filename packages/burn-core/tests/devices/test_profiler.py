@@ -11,6 +11,7 @@ import torch
 import burn
 import burn.functional as F
 from burn.backend.decorator import Decorator
+from burn.backends.numpy import NumpyBackend
 from burn.errors import ShapeError
 from burn.ir import OpDef
 
@@ -75,7 +76,7 @@ def test_profile_under_autodiff_sees_the_backward_ops():
     np.testing.assert_allclose(gw.to_numpy(), wt.grad.numpy(), rtol=1e-6)
 
 
-class Lying(burn.backends.numpy.NumpyBackend):  # type: ignore[attr-defined]
+class Lying(NumpyBackend):
     """A backend whose exp returns the wrong shape."""
 
     def float_exp(self, x: np.ndarray) -> np.ndarray:

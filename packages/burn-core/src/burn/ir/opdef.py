@@ -54,12 +54,18 @@ class OpDef:
     tensor_params: tuple[Param, ...] = field(init=False, repr=False)
     #: position of the `device` parameter, if any (decorators map it to the inner device).
     device_at: int | None = field(init=False, repr=False)
+    #: positions of the single (maybe optional) tensor parameters and of the tensor lists.
+    tensor_at: tuple[int, ...] = field(init=False, repr=False)
+    list_at: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tensor_params", tuple(p for p in self.params if p.is_tensor))
+        set_ = object.__setattr__
+        set_(self, "tensor_params", tuple(p for p in self.params if p.is_tensor))
         names = [p.name for p in self.params]
-        object.__setattr__(self, "device_at",
-                           names.index("device") if "device" in names else None)
+        set_(self, "device_at", names.index("device") if "device" in names else None)
+        set_(self, "tensor_at",
+             tuple(i for i, p in enumerate(self.params) if p.is_tensor and not p.many))
+        set_(self, "list_at", tuple(i for i, p in enumerate(self.params) if p.many))
 
     @property
     def signature(self) -> str:

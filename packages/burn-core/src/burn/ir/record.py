@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from burn.dtype import DType
 from burn.errors import BurnError, ShapeError
@@ -26,10 +26,9 @@ def new_id() -> int:
     return next(_ids)
 
 
-@dataclass(frozen=True, slots=True)
-class TensorIR:
+class TensorIR(NamedTuple):
     """A tensor as an op record sees it: an id, a shape (None where only a run tells) and a
-    dtype."""
+    dtype. (A named tuple: records are made per op, and tuples are the cheapest to make.)"""
 
     id: int
     shape: Shape
@@ -94,12 +93,12 @@ def _describe(inputs: dict[str, TensorArg]) -> tuple[dict[str, Any], dict[str, A
     shapes: dict[str, Any] = {}
     dtypes: dict[str, Any] = {}
     for name, value in inputs.items():
-        if isinstance(value, tuple):
-            shapes[name] = [t.shape for t in value]
-            dtypes[name] = [t.dtype for t in value]
-        else:
+        if value is None or isinstance(value, TensorIR):
             shapes[name] = None if value is None else value.shape
             dtypes[name] = None if value is None else value.dtype
+        else:  # a list parameter
+            shapes[name] = [t.shape for t in value]
+            dtypes[name] = [t.dtype for t in value]
     return shapes, dtypes
 
 
@@ -115,9 +114,9 @@ def _matches(given: Any, expected: Any) -> bool:
 def _text(value: TensorArg) -> str:
     if value is None:
         return "None"
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_text(t) for t in value) + "]"
-    return f"#{value.id}{list(value.shape)}:{value.dtype.value}"
+    if isinstance(value, TensorIR):
+        return f"#{value.id}{list(value.shape)}:{value.dtype.value}"
+    return "[" + ", ".join(_text(t) for t in value) + "]"
 
 
 def make_record(name: str, inputs: dict[str, TensorArg], scalars: dict[str, Any] | None = None,
