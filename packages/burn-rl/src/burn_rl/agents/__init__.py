@@ -1,0 +1,1 @@
+"""Agents: DQN and PPO."""
