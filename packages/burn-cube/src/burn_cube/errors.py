@@ -46,3 +46,7 @@ class MissingCompilerError(CompileError):
 
 class RuntimeUnavailableError(KernelError):
     """A runtime was requested whose library or device is not available."""
+
+
+class DeviceIndexError(RuntimeUnavailableError):
+    """A runtime was requested with a device index it does not have."""

@@ -8,10 +8,12 @@ cast to ``uint32_t`` where the kernel reads them). Kernels with
 unit loop and locals become per-unit arrays; control flow that contains a barrier must be
 uniform across the cube (as on GPUs) and is evaluated once, for unit 0.
 
-Every tensor/shared access is bounds-checked: an out-of-bounds statement is skipped and flagged
-in ``status``, which the runtime turns into a ``LaunchError``. Barrier-free kernels also get a
-per-cube fast path (``hoist.py``): when the cube's affine accesses are proven in bounds up front,
-its unit loop runs without those checks (``#pragma omp simd`` where units are independent).
+Every tensor/shared access is bounds-checked (a tensor's storage index against ``extent``, the
+elements of its storage, which a strided view may exceed with ``len``): an out-of-bounds
+statement is skipped and flagged in ``status``, which the runtime turns into a ``LaunchError``.
+Barrier-free kernels also get a per-cube fast path (``hoist.py``): when the cube's affine accesses
+are proven in bounds up front, its unit loop runs without those checks (``#pragma omp simd``
+where units are independent).
 """
 
 from __future__ import annotations

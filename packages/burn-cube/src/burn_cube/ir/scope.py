@@ -259,7 +259,7 @@ class Scope:
             raise self.error(f"index of `{buf.name}` must be an integer, not {typed.dtype}")
         return typed
 
-    def index_of(self, ref: Any, pos: Any) -> ir.Expr:
+    def strided_index(self, ref: Any, pos: Any) -> ir.Expr:
         """Storage index of logical (row-major) position ``pos`` of a tensor: ``pos`` unravelled
         against the shape, dotted with the strides, plus the offset. Reads strided views
         (permuted, broadcast with stride 0, sliced) in place."""
@@ -422,7 +422,7 @@ class Scope:
             return buf.size if buf.shared else self.meta(buf.name, "len")
         if op == "index_of":
             need(2)
-            return self.index_of(args[0], args[1])
+            return self.strided_index(args[0], args[1])
         if op == "atomic_add":
             need(3)
             buf = self.buffer(args[0], "atomic_add(buffer, index, value)")

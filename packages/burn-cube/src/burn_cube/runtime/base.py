@@ -156,9 +156,21 @@ def meta_value(array: DeviceArray, field: str, dim: int, lanes: int = 1) -> int:
 
 
 class Runtime(ABC):
-    """One device and the way to compile for it and run on it."""
+    """One device and the way to compile for it and run on it.
+
+    Args:
+        index: Device index (see ``devices``).
+    """
 
     name = ""
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+
+    @classmethod
+    def devices(cls) -> list[str]:
+        """Descriptions of the devices this runtime can use, in index order (one by default)."""
+        return [cls.name]
 
     @property
     @abstractmethod

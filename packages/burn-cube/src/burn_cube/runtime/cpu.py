@@ -67,7 +67,8 @@ class CpuRuntime(Runtime):
 
     name = "cpu"
 
-    def __init__(self) -> None:
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
         self.disk = DiskCache()
         self._compiled: dict[str, CompiledC] = {}
         self._allocated = 0

@@ -47,6 +47,11 @@ class CompiledCuda:
     aliased: CompiledCuda | None = None
 
 
+def _device_name(index: int) -> str:
+    name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 def _overlap(kernel: KernelIR, by_name: dict[str, Any]) -> bool:
     """Whether two tensor arguments share memory while the kernel writes one of them."""
     spans = []
@@ -58,22 +63,34 @@ def _overlap(kernel: KernelIR, by_name: dict[str, Any]) -> bool:
                for i, (a0, a1, wa) in enumerate(spans) for b0, b1, wb in spans[i + 1:])
 
 
+def _require_cupy() -> None:
+    if cupy is None:
+        raise RuntimeUnavailableError("the cuda runtime needs CuPy: pip install "
+                                      "'burn-cube[cuda]'")
+    if not cupy.cuda.is_available():
+        raise RuntimeUnavailableError("CuPy found no CUDA device")
+
+
 class CudaRuntime(Runtime):
-    """Runs kernels on CUDA device 0."""
+    """Runs kernels on one CUDA device (its own stream; every call runs with the device
+    current)."""
 
     name = "cuda"
 
-    def __init__(self) -> None:
-        if cupy is None:
-            raise RuntimeUnavailableError("the cuda runtime needs CuPy: pip install "
-                                          "'burn-cube[cuda]'")
-        if not cupy.cuda.is_available():
-            raise RuntimeUnavailableError("CuPy found no CUDA device")
-        self.stream = cupy.cuda.Stream(non_blocking=True)
+    @classmethod
+    def devices(cls) -> list[str]:
+        _require_cupy()
+        return [_device_name(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
+        _require_cupy()
+        self.device = cupy.cuda.Device(index)
+        with self.device:
+            self.stream = cupy.cuda.Stream(non_blocking=True)
         self.pool = cupy.get_default_memory_pool()
-        props = cupy.cuda.runtime.getDeviceProperties(0)
-        self.description = props["name"].decode() if isinstance(props["name"], bytes) \
-            else str(props["name"])
+        props = cupy.cuda.runtime.getDeviceProperties(index)
+        self.description = _device_name(index)
         self.max_threads = int(props["maxThreadsPerBlock"])
         self.max_grid = tuple(int(v) for v in props["maxGridSize"])
         self._modules: dict[str, CompiledCuda] = {}
@@ -85,20 +102,21 @@ class CudaRuntime(Runtime):
                           self.max_threads, self.max_grid, 32)  # type: ignore[arg-type]
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
-        with self.stream:
+        with self.device, self.stream:
             return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
         if dtype is None:
             raise LaunchError(f"unsupported numpy dtype {array.dtype}")
-        with self.stream:
+        with self.device, self.stream:
             handle = cupy.asarray(np.ascontiguousarray(array).view(_held(array.dtype)))
         return DeviceArray(self, handle, array.shape, dtype)
 
     def download_storage(self, array: DeviceArray) -> np.ndarray:
-        out = cupy.asnumpy(array.handle, stream=self.stream)
-        self.stream.synchronize()
+        with self.device:
+            out = cupy.asnumpy(array.handle, stream=self.stream)
+            self.stream.synchronize()
         return out.view(array.dtype.numpy)
 
     def compile(self, kernel: KernelIR) -> CompiledCuda:
@@ -107,8 +125,9 @@ class CudaRuntime(Runtime):
     def _load(self, kernel: KernelIR, source: str) -> CompiledCuda:
         if source not in self._modules:
             try:
-                module = cupy.RawModule(code=source, options=("--std=c++17",))
-                function = module.get_function("bc_kernel")
+                with self.device:
+                    module = cupy.RawModule(code=source, options=("--std=c++17",))
+                    function = module.get_function("bc_kernel")
             except Exception as exc:  # cupy.cuda.compiler.CompileException and driver errors
                 raise CompileError(f"NVRTC failed: {exc}", kernel.name) from exc
             self._modules[source] = CompiledCuda(module, function, source)
@@ -131,7 +150,8 @@ class CudaRuntime(Runtime):
             if compiled.aliased is None:
                 compiled.aliased = self._load(kernel, generate_aliased(kernel))
             compiled = compiled.aliased
-        compiled.function(cube_count, kernel.cube_dim, tuple(values), stream=self.stream)
+        with self.device:
+            compiled.function(cube_count, kernel.cube_dim, tuple(values), stream=self.stream)
 
     def sync(self) -> None:
         self.stream.synchronize()

@@ -69,17 +69,28 @@ class CompiledWgsl:
 
 
 class WgpuRuntime(Runtime):
-    """Runs kernels through wgpu on the default adapter."""
+    """Runs kernels through wgpu on one adapter: index 0 is the default high-performance
+    adapter, index k >= 1 the k-th of ``devices()`` (wgpu's adapter enumeration)."""
 
     name = "wgpu"
 
-    def __init__(self) -> None:
+    @classmethod
+    def devices(cls) -> list[str]:
+        if wgpu is None:
+            raise RuntimeUnavailableError("the wgpu runtime needs wgpu-py: pip install "
+                                          "'burn-cube[wgpu]'")
+        os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+        return [a.summary for a in wgpu.gpu.enumerate_adapters_sync()]
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
         if wgpu is None:
             raise RuntimeUnavailableError("the wgpu runtime needs wgpu-py: pip install "
                                           "'burn-cube[wgpu]'")
         os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
         try:
-            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance") \
+                if index == 0 else wgpu.gpu.enumerate_adapters_sync()[index]
         except Exception as exc:  # wgpu raises plain RuntimeError when no adapter exists
             raise RuntimeUnavailableError(f"no wgpu adapter: {exc}") from exc
         if adapter is None:
