@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "dataset", "cube", "lint", "typecheck"]
+nox.options.sessions = ["tests", "dataset", "cube", "vision", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
@@ -23,7 +23,7 @@ PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
 # What the typecheck session checks: every package's sources.
 TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn-dataset/src",
-         "packages/burn-bench/src"]
+         "packages/burn-bench/src", "packages/burn-vision/src"]
 
 
 @nox.session
@@ -45,6 +45,13 @@ def dataset(session: nox.Session) -> None:
     """burn-dataset's tests (the package stands alone: no burn-core)."""
     session.install("-e", "packages/burn-dataset[test]")
     session.run("pytest", "packages/burn-dataset/tests")
+
+
+@nox.session
+def vision(session: nox.Session) -> None:
+    """burn-vision's tests against OpenCV, scikit-image and torch (fast and default paths)."""
+    session.install(TORCH, "-e", "packages/burn-core", "-e", "packages/burn-vision[test]")
+    session.run("pytest", "packages/burn-vision/tests")
 
 
 @nox.session
@@ -72,5 +79,5 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy over every package (burn-dataset's polars and pillow come with the examples)."""
     session.install("mypy==2.4.1", TORCH, *PACKAGES, "-e", "packages/burn-cube[wgpu]",
-                    "-e", "packages/burn-bench")
+                    "-e", "packages/burn-bench", "-e", "packages/burn-vision")
     session.run("mypy", *TYPED)
