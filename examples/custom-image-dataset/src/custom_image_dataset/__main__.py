@@ -19,8 +19,7 @@ import burn
 import burn.optim as optim
 from burn.data import DataLoader, WorkerType
 from burn.nn import BatchNorm2d, Conv2d, CrossEntropyLoss, Linear, MaxPool2d, Module, Relu
-from burn.train import AccuracyMetric, ClassificationOutput, Learner, LossMetric
-from burn.train.metrics import BatchInfo
+from burn.train import AccuracyMetric, ClassificationOutput, Learner, LossMetric, evaluate
 from burn_dataset import DatasetUnavailableError, ImageFolderDataset, train_valid_split
 from burn_dataset.source import ImageItem, Label
 
@@ -112,16 +111,6 @@ class ShapeCnn(Module):
         return ClassificationOutput(self.loss(logits, labels), logits, labels)
 
 
-def test_accuracy(model: Module, loader: DataLoader[ImageItem]) -> float:
-    """The accuracy of `model` (ready for inference, as `Learner.fit` returns it) over
-    `loader`, through the same `AccuracyMetric` the Learner reports."""
-    metric = AccuracyMetric()
-    for images, labels in loader:
-        metric.update(ClassificationOutput(burn.tensor(0.0), model(images), labels),
-                      BatchInfo(None, labels.shape[0]))
-    return metric.value()
-
-
 def run(data: Path, epochs: int, artifact_dir: Path, seed: int = 0, batch_size: int = 32,
         workers: int = 2, worker_type: WorkerType = "thread", progress: bool = True,
         resume: bool = False) -> tuple[float, int, list[str]]:
@@ -162,7 +151,8 @@ def run(data: Path, epochs: int, artifact_dir: Path, seed: int = 0, batch_size: 
                       metrics=[LossMetric(), AccuracyMetric()], progress=progress,
                       artifact_dir=artifact_dir, resume_hint="--resume continues it")
     trained = learner.fit(train_loader, valid_loader, epochs, resume=resume).model
-    return test_accuracy(trained, loader(test, batch_size=128)), len(test), folder.classes
+    accuracy = evaluate(trained, loader(test, batch_size=128), [AccuracyMetric()])["accuracy"]
+    return accuracy, len(test), folder.classes
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +15,7 @@ import burn
 import burn.optim as optim
 from burn.data import DataLoader, StackBatcher
 from burn.nn import Conv2d, CrossEntropyLoss, Dropout, Linear, MaxPool2d, Module, Relu
-from burn.train import AccuracyMetric, ClassificationOutput, Learner, LossMetric
-from burn.train.metrics import BatchInfo
+from burn.train import AccuracyMetric, ClassificationOutput, Learner, LossMetric, evaluate
 from burn_dataset import (
     Dataset,
     DatasetUnavailableError,
@@ -160,16 +158,6 @@ class Cnn(Classifier):
         return self.head(self.dropout(x.flatten(1)))
 
 
-def test_accuracy(model: Module, loader: Iterable[tuple[burn.Tensor, burn.Tensor]]) -> float:
-    """The accuracy of `model` (ready for inference, as `Learner.fit` returns it) over
-    `loader`, through the same `AccuracyMetric` the Learner reports."""
-    metric = AccuracyMetric()
-    for images, labels in loader:
-        metric.update(ClassificationOutput(burn.tensor(0.0), model(images), labels),
-                      BatchInfo(None, labels.shape[0]))
-    return metric.value()
-
-
 def run(model_name: str, epochs: int, artifact_dir: Path, train_size: int, test_size: int,
         seed: int = 0, batch_size: int = 64, lr: float = 2e-3, download: bool = True,
         progress: bool = True, resume: bool = False) -> tuple[float, str, int]:
@@ -209,7 +197,7 @@ def run(model_name: str, epochs: int, artifact_dir: Path, train_size: int, test_
                       metrics=[LossMetric(), AccuracyMetric()], progress=progress,
                       artifact_dir=artifact_dir, resume_hint="--resume continues it")
     trained = learner.fit(train_loader, valid_loader, epochs, resume=resume).model
-    return test_accuracy(trained, test_loader), source, len(test)
+    return evaluate(trained, test_loader, [AccuracyMetric()])["accuracy"], source, len(test)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,8 @@ checkpoints, early stopping, progress display, metric logs and training curves.
                       early_stopping=EarlyStopping("loss", patience=3),
                       artifact_dir="runs/mnist")
     summary = learner.fit(train_loader, valid_loader, epochs=10)   # resume=True to continue
-    print(summary); model = summary.model
+    print(summary); model = summary.model     # ready for inference (model.valid())
+    print(evaluate(model, test_loader, [AccuracyMetric()]))
 
 The model (or `steps=`) implements `train_step(batch) -> TrainOutput` (e.g. a
 `ClassificationOutput(loss, logits, targets)`) and `valid_step(batch) -> ValidOutput`.
@@ -15,6 +16,7 @@ The model (or `steps=`) implements `train_step(batch) -> TrainOutput` (e.g. a
 from burn.train import metrics
 from burn.train.checkpoint import Checkpointer, resolve_checkpoint
 from burn.train.early_stopping import EarlyStopping
+from burn.train.evaluate import evaluate
 from burn.train.learner import Learner
 from burn.train.logger import MetricLogger
 from burn.train.metrics import (
@@ -50,5 +52,5 @@ __all__ = [
     "MemoryUseMetric", "Metric", "MetricLogger", "Monitor", "PlainProgress", "PrecisionMetric",
     "ProgressDisplay", "RecallMetric", "RegressionOutput", "RichProgress", "StepOutput",
     "TopKAccuracyMetric", "TrainOutput", "TrainStep", "TrainingSummary", "ValidOutput",
-    "ValidStep", "metrics", "plot_history", "resolve_checkpoint",
+    "ValidStep", "evaluate", "metrics", "plot_history", "resolve_checkpoint",
 ]

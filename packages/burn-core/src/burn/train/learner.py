@@ -14,13 +14,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from burn.autodiff import no_grad
 from burn.device import Device, as_device, default_device
 from burn.lr_scheduler import ConstantLr, LrScheduler
 from burn.nn.module import Module
 from burn.optim import Optimizer
 from burn.train.checkpoint import Checkpointer, resolve_checkpoint
 from burn.train.early_stopping import EarlyStopping
+from burn.train.evaluate import eval_step
 from burn.train.logger import LogFormat, MetricLogger
 from burn.train.metrics import (
     BatchInfo,
@@ -220,9 +220,7 @@ class Learner:
 
     def _valid_batch(self, batch: Any) -> StepOutput:
         """The validation step of one batch (no gradients)."""
-        step = getattr(self.steps, "valid_step", self.steps.train_step)
-        with no_grad():
-            return step(move_batch(batch, self.device))
+        return eval_step(self.steps, move_batch(batch, self.device))
 
     def _end_epoch(self, epoch: int, metrics: dict[str, dict[str, float]],
                    history: History) -> bool:
