@@ -4,7 +4,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from burn import errors, functional
-from burn.device import Device, available_backends, default_device, set_default_device
+from burn.device import Device, available_backends, default_device, set_default_device, sync
 from burn.dtype import (
     DType,
     Kind,
@@ -88,7 +88,7 @@ __all__ = [
     "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like",
     "functional", "int8", "int32", "int64", "is_grad_enabled", "logsumexp", "no_grad", "normal",
     "one_hot", "ones", "ones_like", "profile", "register_backend", "register_decorator",
-    "rand", "randint", "randn", "seed", "set_default_device", "stack", "tensor", "uint8",
+    "rand", "randint", "randn", "seed", "set_default_device", "stack", "sync", "tensor", "uint8",
     "uniform", "where", "zeros", "zeros_like",
 ]
 

@@ -176,3 +176,13 @@ def as_device(device: Device | str | None) -> Device:
     if isinstance(device, Device):
         return device
     return Device(device)
+
+
+def sync(device: Device | str | None = None) -> None:
+    """Wait for the queued work of `device` (the default device when None) to finish; errors a
+    device backend deferred (such as an index out of range found on the device) raise here.
+
+    Raises:
+        DeviceError: for a bad device argument; any error the backend deferred.
+    """
+    as_device(device).backend.sync()

@@ -120,6 +120,9 @@ class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,
     def check_indices(self, op: str, indices: P, size: int, wrap_negative: bool = True) -> P:
         return self.inner.check_indices(op, indices, size, wrap_negative)
 
+    def check_nonzero(self, op: str, divisor: Any) -> None:
+        self.inner.check_nonzero(op, divisor)
+
     def seed(self, seed: int) -> None:
         self.inner.seed(seed)
 

@@ -131,6 +131,9 @@ class Decorator(_Ops, Backend):
     def check_indices(self, op: str, indices: Any, size: int, wrap_negative: bool = True) -> Any:
         return self.inner.check_indices(op, indices, size, wrap_negative)
 
+    def check_nonzero(self, op: str, divisor: Any) -> None:
+        self.inner.check_nonzero(op, divisor)
+
     def seed(self, seed: int) -> None:
         self.inner.seed(seed)
 

@@ -792,12 +792,26 @@ class Backend(ModuleOps):
         data = self.int_into_data(indices)
         if not data.size:
             return indices
-        lo, hi = int(data.min()), int(data.max())
-        if lo < (-size if wrap_negative else 0) or hi >= size:
-            raise BurnIndexError(op, "index out of range", size=size, min=lo, max=hi)
-        if lo >= 0:
+        low = -size if wrap_negative else 0
+        bad = data[(data < low) | (data >= size)]
+        if bad.size:
+            raise BurnIndexError(op, f"index {int(bad.flat[0])} out of range [{low}, {size})",
+                                 size=size, indices_shape=tuple(data.shape))
+        if int(data.min()) >= 0:
             return indices
         return self.int_from_data(np.where(data < 0, data + size, data), self.device_of(indices))
+
+    def check_nonzero(self, op: str, divisor: P) -> None:
+        """Raise DivisionByZeroError if the int primitive `divisor` holds a zero (integer
+        division and remainder). This default reads the values on the host; a device backend may
+        check on the device and raise at the next sync instead, naming `op`.
+        """
+        from burn.errors import DivisionByZeroError
+
+        zero = self.int_equal_elem(divisor, 0)
+        if bool(self.bool_into_data(self.bool_any(zero))):
+            raise DivisionByZeroError(op, "integer division by zero",
+                                      dtype=self.dtype(divisor).value, shape=self.shape(divisor))
 
     # --- seed / sync / memory hooks ---
     @abstractmethod

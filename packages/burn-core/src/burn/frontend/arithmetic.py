@@ -47,11 +47,9 @@ def _nonzero_divisor(op: str, backend_op: str) -> Impl:
     """An int op `backend_op(x, y)` (tensor or scalar y) refusing a zero divisor (as torch)."""
 
     def impl(b: Backend, x: Any, y: Any) -> Any:
-        if isinstance(y, int):
-            zero = y == 0
-        else:
-            zero = bool(b.bool_into_data(b.bool_any(b.int_equal_elem(y, 0))))
-        if zero:
+        if not isinstance(y, int):
+            b.check_nonzero(op, y)  # where the data lives: the backend decides
+        elif y == 0:
             raise DivisionByZeroError(op, "integer division by zero",
                                       dtype=b.dtype(x).value, shape=b.shape(x))
         return getattr(b, backend_op)(x, y)

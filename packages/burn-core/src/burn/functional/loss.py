@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
-
 import burn
-from burn.errors import BurnIndexError, DTypeError, ShapeError, ValueRangeError
+from burn.errors import DTypeError, ShapeError, ValueRangeError
+from burn.frontend.indexing import checked_indices
 from burn.frontend.tensor import Tensor
 from burn.functional.activation import log_sigmoid, log_softmax
 
@@ -57,7 +56,7 @@ def _class_dim(op: str, input: Tensor, weight: Tensor | None) -> tuple[int, int]
 def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_classes: int,
                    ignore_index: int) -> None:
     """Check a class-index target: int kind, input's shape without the class dim, every value
-    but `ignore_index` in [0, n_classes) (read on the host, as torch checks it).
+    but `ignore_index` in [0, n_classes) (checked where the backend keeps the data).
 
     Raises:
         DTypeError, ShapeError, BurnIndexError: naming `op`.
@@ -73,11 +72,8 @@ def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_cla
     if target.shape != expected:
         raise ShapeError(op, "class-index target must be input's shape without the class dim",
                          input=input.shape, target=target.shape)
-    values = np.asarray(target.to_numpy()).reshape(-1)
-    bad = values[(values != ignore_index) & ((values < 0) | (values >= n_classes))]
-    if bad.size:
-        raise BurnIndexError(op, f"target class {int(bad[0])} out of range [0, {n_classes})",
-                             ignore_index=ignore_index)
+    kept = target.mask_fill(target == ignore_index, 0)
+    checked_indices(op, kept, n_classes, wrap_negative=False)  # where the backend decides
 
 
 def _index_loss(op: str, logp: Tensor, target: Tensor, weight: Tensor | None,
