@@ -19,11 +19,18 @@ TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
 # the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
 EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset"]
 PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask",
-            "-e", "packages/burn-cube",
+            "-e", "packages/burn-cube[wgpu]",
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
 # What the typecheck session checks: every package's sources.
 TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn-dataset/src",
          "packages/burn-bench/src", "packages/burn-vision/src"]
+
+
+def cube_runtimes() -> list[str]:
+    """burn-cube runtimes this machine has: cpu always, wgpu when a Vulkan driver is installed
+    (Mesa's llvmpipe on CPU-only machines)."""
+    has_vulkan = any(Path("/usr/share/vulkan/icd.d").glob("*.json"))
+    return ["cpu", "wgpu"] if has_vulkan else ["cpu"]
 
 
 @nox.session
@@ -31,7 +38,9 @@ TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn
 def tests(session: nox.Session, backend: str) -> None:
     """Whole burn-core test suite on `backend`, then the conformance suite under autodiff."""
     session.install(TORCH, *PACKAGES)
-    session.run("pytest", "packages/burn-core/tests", env={"BURN_DEVICE": backend})
+    # The op table's lowerings run as burn-cube kernels on every runtime this machine has.
+    session.run("pytest", "packages/burn-core/tests",
+                env={"BURN_DEVICE": backend, "BURN_CUBE_RUNTIMES": ",".join(cube_runtimes())})
     session.run("pytest", "packages/burn-core/tests/conformance",
                 env={"BURN_DEVICE": f"{backend}+autodiff"})
     # Under the Profile decorator every op is checked against the op table's shape and dtype
@@ -59,10 +68,8 @@ def cube(session: nox.Session) -> None:
     """burn-cube's kernel suite on every runtime this machine has: cpu always, wgpu when a
     Vulkan driver is installed (Mesa's llvmpipe on CPU-only machines); the suite prints the list."""
     session.install("-e", "packages/burn-cube[wgpu,test]")
-    runtimes = ["cpu"]
-    if any(Path("/usr/share/vulkan/icd.d").glob("*.json")):
-        runtimes.append("wgpu")
-    else:
+    runtimes = cube_runtimes()
+    if "wgpu" not in runtimes:
         session.warn("no Vulkan driver: wgpu is not tested (apt-get install mesa-vulkan-drivers)")
     session.run("pytest", "packages/burn-cube/tests",
                 env={"BURN_CUBE_RUNTIMES": ",".join(runtimes)})

@@ -1,0 +1,133 @@
+"""Elementwise ops of the op table as burn-cube kernels, built with `burn_cube.KernelBuilder`.
+
+`elementwise_kernel(op, dtypes)` turns a row's cube lowering into a kernel with one tensor
+parameter per tensor input (read in place as strided views: broadcast inputs are views with
+stride 0), one runtime scalar per number argument, and an output tensor. The cube backends and
+the fusion decorator build on it; burn-cube is imported only when a kernel is built.
+
+The lowering names burn-cube's IR ops (C semantics): ``div`` of integers truncates, as the
+expression tables' ``div.int`` does.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from burn.dtype import DType, Kind
+from burn.errors import DTypeError
+from burn.ir.opdef import CubeExpr, OpDef
+
+#: burn dtypes burn-cube has (no 8-bit ints).
+CUBE_DTYPES = {DType.float64: "f64", DType.float32: "f32", DType.float16: "f16",
+               DType.bfloat16: "bf16", DType.int64: "i64", DType.int32: "i32",
+               DType.bool: "bool_"}
+_BINARY = {"add", "sub", "mul", "div", "pow", "lt", "le", "gt", "ge", "eq", "ne", "bitand",
+           "bitor", "bitxor", "shl", "shr"}
+
+
+def cube_dtype(op: str, dtype: DType) -> Any:
+    """The burn-cube dtype of `dtype`.
+
+    Raises:
+        DTypeError: for a dtype burn-cube does not have (int8, uint8).
+    """
+    import burn_cube
+
+    name = CUBE_DTYPES.get(dtype)
+    if name is None:
+        raise DTypeError(op, "no burn-cube kernel for this dtype", dtype=dtype.value)
+    return getattr(burn_cube, name)
+
+
+def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,
+                       args: tuple[tuple[str, Any], ...] = ()) -> Any:
+    """A burn-cube kernel computing `op` elementwise (cached per op, dtypes, rank and the
+    compile-time arguments).
+
+    Args:
+        op: a row with a cube lowering.
+        dtypes: the dtype of each tensor parameter, in order, then of the result.
+        rank: the rank of every tensor argument (inputs are views expanded to the output).
+        args: compile-time host arguments: the `dtype` of casts, and which optional bounds of
+            clamp are None (``(("min", None),)``).
+    Returns:
+        A `burn_cube` kernel taking the tensor inputs, then the number arguments (runtime
+        scalars, in parameter order), then the output.
+    Raises:
+        DTypeError: when `op` has no lowering or a dtype has no burn-cube form.
+    """
+    if op.cube is None:
+        raise DTypeError(op.name, "no burn-cube lowering for this op")
+    return _build(op, dtypes, rank, args)
+
+
+@cache
+def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
+           args: tuple[tuple[str, Any], ...]) -> Any:
+    from burn_cube import KernelBuilder
+
+    assert op.cube is not None  # elementwise_kernel checked it
+    fixed = dict(args)
+    b = KernelBuilder(op.name)
+    tensors = iter(dtypes)
+    env: dict[str, Any] = {}
+    handles = []
+    for p in op.params:
+        if p.is_tensor:
+            handle = b.tensor(p.name, cube_dtype(op.name, next(tensors)), rank=rank, write=False)
+            handles.append((p.name, handle))
+        elif p.type == "dtype":
+            env[p.name] = cube_dtype(op.name, fixed[p.name])
+        elif p.name in fixed:
+            env[p.name] = fixed[p.name]
+        elif p.type in ("scalar", "scalar?", "float", "float?"):
+            scalar_dtype = dtypes[0] if p.type.startswith("scalar") else _float_of(dtypes)
+            env[p.name] = b.scalar(p.name, cube_dtype(op.name, scalar_dtype))
+    out_dtype = cube_dtype(op.name, next(tensors))
+    out = b.tensor("out", out_dtype, rank=rank, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        for name, handle in handles:
+            env[name] = handle[b.index_of(handle, pos)]
+        value = _emit(b, op.cube, env)
+        if getattr(value, "dtype", out_dtype) != out_dtype:  # e.g. a select of bools is i32
+            value = b.cast(value, out_dtype)
+        out[b.index_of(out, pos)] = value
+    return b.kernel()
+
+
+def _float_of(dtypes: tuple[DType, ...]) -> DType:
+    return next((d for d in dtypes if d.kind is Kind.FLOAT), DType.float32)
+
+
+def _emit(b: Any, expr: CubeExpr | str | float | int | bool, env: dict[str, Any]) -> Any:
+    """A lowering as builder values (parameter names from `env`, constants as literals)."""
+    if isinstance(expr, str):
+        return env[expr]
+    if not isinstance(expr, tuple):
+        return expr
+    name, *operands = expr
+    if name == "cast":
+        return b.cast(_emit(b, operands[0], env), env[operands[1]])
+    values = [_emit(b, o, env) for o in operands]
+    if name in ("min", "max") and any(v is None for v in values):  # clamp, an open bound
+        return next(v for v in values if v is not None)
+    if name == "div" and not any(_is_float(v) for v in values):
+        return b.binary_value("floordiv", *values)  # integers: C's truncating division
+    if name in _BINARY:
+        return b.binary_value(name, *values)
+    if name in ("and", "or", "not"):
+        return getattr(b, f"{name}_")(*values)
+    if name == "invert":
+        return ~values[0]
+    if name == "neg":
+        return -values[0]
+    if name == "select":
+        return b.select(*values)
+    return b.call_value(name, *values)
+
+
+def _is_float(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    return isinstance(value, float) or (dtype is not None and dtype.is_float)
