@@ -38,12 +38,23 @@ def test_schedule_bad_input() -> None:
 
 def test_epsilon_greedy_frequencies() -> None:
     rng = np.random.default_rng(0)
-    q = np.tile(np.array([[0.0, 3.0, 1.0, 2.0]]), (20_000, 1))
-    actions = epsilon_greedy(q, 0.2, rng)
+    q = np.array([0.0, 3.0, 1.0, 2.0])
+    asked: list[int] = []
+
+    def q_values(obs: np.ndarray) -> np.ndarray:
+        asked.append(len(obs))
+        return np.tile(q, (len(obs), 1)) + obs[:, :1]
+
+    obs = np.zeros((20_000, 2), np.float32)
+    actions = epsilon_greedy(obs, q_values, 4, 0.2, rng)
     assert actions.shape == (20_000,) and actions.dtype == np.int64
     freq = np.bincount(actions, minlength=4) / len(actions)
     np.testing.assert_allclose(freq, [0.05, 0.85, 0.05, 0.05], atol=0.01)
-    np.testing.assert_array_equal(epsilon_greedy(q[:5], 0.0, rng), [1] * 5)
+    # only the greedy rows are evaluated: about 80% of them, and none when all explore
+    assert abs(asked[0] - 16_000) < 400
+    np.testing.assert_array_equal(epsilon_greedy(obs[:5], q_values, 4, 0.0, rng), [1] * 5)
+    epsilon_greedy(obs[:50], q_values, 4, 1.0, rng)
+    assert asked == [asked[0], 5]
 
 
 def test_boltzmann_matches_softmax() -> None:

@@ -6,7 +6,8 @@ import argparse
 import importlib
 
 SUITES = {"overhead": "burn_bench.overhead", "mlp": "burn_bench.mlp", "loader": "burn_bench.loader",
-          "record": "burn_bench.record", "vision": "burn_bench.vision"}
+          "record": "burn_bench.record", "vision": "burn_bench.vision",
+          "dqn-step": "burn_bench.dqn"}
 
 
 def main(argv: list[str] | None = None) -> None:

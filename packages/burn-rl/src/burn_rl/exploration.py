@@ -4,6 +4,7 @@ action choices over Q-values."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,18 +67,28 @@ class ExponentialSchedule:
         return self.end + (self.start - self.end) * math.exp(-step / self.decay)
 
 
-def epsilon_greedy(q_values: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """Per row of `q_values` [n, actions], a uniform random action with probability `epsilon`,
-    else the argmax (the first one on ties, as torch's argmax).
+def epsilon_greedy(observation: np.ndarray, q_values: Callable[[np.ndarray], np.ndarray],
+                   n_actions: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Per observation, a uniform random action with probability `epsilon`, else the argmax of
+    its Q-values (the first one on ties, as torch's argmax). `q_values` is only called on the
+    rows that act greedily (not at all when every row explores), as CleanRL's loop.
 
+    Args:
+        observation: [n, *obs_shape].
+        q_values: observations [m, *obs_shape] -> Q-values [m, n_actions].
+        n_actions: the number of actions.
+        epsilon: the exploration rate.
+        rng: the generator of the exploration draws.
     Returns:
         int64 actions, [n].
     """
-    greedy = np.argmax(q_values, axis=1)
-    explore = rng.random(len(greedy)) < epsilon
-    if explore.any():
-        greedy[explore] = rng.integers(0, q_values.shape[1], int(explore.sum()))
-    return greedy.astype(np.int64)
+    n = len(observation)
+    explore = rng.random(n) < epsilon
+    actions = rng.integers(0, n_actions, n).astype(np.int64)
+    if not explore.all():
+        greedy = ~explore
+        actions[greedy] = np.argmax(q_values(observation[greedy]), axis=1)
+    return actions
 
 
 def boltzmann(q_values: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:

@@ -18,7 +18,7 @@ from burn.optim.grads import to_grads_params
 from burn.train.progress import ProgressDisplay
 from burn_rl.buffer import NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer
 from burn_rl.checkpoint import load_checkpoint, save_checkpoint
-from burn_rl.environment import Environment
+from burn_rl.environment import Environment, StepResult
 from burn_rl.errors import ActionSpaceError
 from burn_rl.exploration import LinearSchedule, Schedule, epsilon_greedy
 from burn_rl.metrics import EpisodeTracker, RlLog, RlMetrics
@@ -175,12 +175,10 @@ class DqnAgent:
 
     def action(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Greedy actions (`deterministic`), else epsilon-greedy at the current step's epsilon
-        (Q-values are only computed when some row acts greedily)."""
+        (Q-values are only computed for the rows that act greedily)."""
         epsilon = 0.0 if deterministic else self.epsilon
-        n = len(observation)
-        if epsilon >= 1.0:
-            return self.rng.integers(0, self.n_actions, n)
-        return epsilon_greedy(self.forward(observation), epsilon, self.rng)
+        return epsilon_greedy(np.asarray(observation), self.forward, self.n_actions, epsilon,
+                              self.rng)
 
     @property
     def epsilon(self) -> float:
@@ -223,6 +221,29 @@ class DqnAgent:
             self.target.load_state_dict({k: online[k] * tau + current[k] * (1.0 - tau)
                                          for k in online})
 
+    def train_step(self, observation: np.ndarray) -> tuple[StepResult, list[float]]:
+        """One environment step of training: act epsilon-greedily on `observation`, store the
+        transition, then run the gradient steps and the target update due at this step.
+
+        Returns:
+            (the environment's step result, the losses of the gradient steps run).
+        """
+        cfg, n = self.config, self.env.num_envs
+        action = self.action(observation)
+        result = self.env.step(action)
+        transition = self.nstep.push(observation, action, result.reward,
+                                     result.next_observation, result.terminated,
+                                     result.truncated)
+        if transition is not None:
+            self.buffer.add(transition)
+        self.env_steps += n
+        losses = []
+        if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_frequency < n:
+            losses = [self.update() for _ in range(cfg.gradient_steps)]
+        if self.env_steps % cfg.target_update_interval < n:
+            self.update_target()
+        return result, losses
+
     def learn(self, total_steps: int, *, log_interval: int = 1_000,
               artifact_dir: str | os.PathLike[str] | None = None,
               progress: bool | ProgressDisplay = False,
@@ -241,7 +262,7 @@ class DqnAgent:
             The metrics rows (episode_return, episode_length, loss, exploration,
             steps_per_second, env_steps).
         """
-        cfg, env = self.config, self.env
+        env = self.env
         metrics = RlMetrics()
         log = RlLog(metrics, total_steps, log_interval, artifact_dir, progress)
         tracker = EpisodeTracker(env.num_envs)
@@ -249,22 +270,12 @@ class DqnAgent:
         n = env.num_envs
         try:
             while self.env_steps < total_steps:
-                action = self.action(obs)
-                result = env.step(action)
-                metrics.episodes_done(tracker.step(result.reward, result.done))
-                transition = self.nstep.push(obs, action, result.reward, result.next_observation,
-                                             result.terminated, result.truncated)
-                if transition is not None:
-                    self.buffer.add(transition)
+                result, losses = self.train_step(obs)
                 obs = result.observation
-                self.env_steps += n
+                metrics.episodes_done(tracker.step(result.reward, result.done))
                 metrics.steps(n)
-                if self.env_steps >= cfg.learning_starts and (
-                        self.env_steps % cfg.train_frequency < n):
-                    for _ in range(cfg.gradient_steps):
-                        metrics.record("loss", self.update())
-                if self.env_steps % cfg.target_update_interval < n:
-                    self.update_target()
+                for loss in losses:
+                    metrics.record("loss", loss)
                 if self.env_steps % log_interval < n:
                     metrics.record("exploration", self.epsilon)
                     row = log.write(self.env_steps)

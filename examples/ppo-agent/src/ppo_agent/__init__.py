@@ -1,0 +1,1 @@
+"""burn-rl PPO agents for CartPole-v1 (discrete actions) and Pendulum-v1 (Gaussian actions)."""
