@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "dataset", "cube", "vision", "lint", "typecheck"]
+nox.options.sessions = ["tests", "dataset", "cube", "vision", "rl", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
@@ -23,7 +23,7 @@ PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
 # What the typecheck session checks: every package's sources.
 TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn-dataset/src",
-         "packages/burn-bench/src", "packages/burn-vision/src"]
+         "packages/burn-bench/src", "packages/burn-vision/src", "packages/burn-rl/src"]
 
 
 def cube_runtimes() -> list[str]:
@@ -54,6 +54,15 @@ def dataset(session: nox.Session) -> None:
     """burn-dataset's tests (the package stands alone: no burn-core)."""
     session.install("-e", "packages/burn-dataset[test]")
     session.run("pytest", "packages/burn-dataset/tests")
+
+
+@nox.session
+def rl(session: nox.Session) -> None:
+    """burn-rl's tests (losses against torch, short seeded gymnasium runs) and the ppo-agent
+    example's smoke run; one BLAS thread, the networks are small."""
+    session.install(TORCH, "-e", "packages/burn-core[train]", "-e", "packages/burn-rl[test]",
+                    "-e", "examples/ppo-agent")
+    session.run("pytest", "packages/burn-rl/tests", env={"OPENBLAS_NUM_THREADS": "1"})
 
 
 @nox.session
