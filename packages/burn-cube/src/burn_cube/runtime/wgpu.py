@@ -97,8 +97,13 @@ class WgpuRuntime(Runtime):
             raise RuntimeUnavailableError("no wgpu adapter found")
         self.features = [f for f in _FEATURES if f in adapter.features]
         limits = {k: adapter.limits[k] for k in _LIMITS if k in adapter.limits}
-        self.device = adapter.request_device_sync(required_features=self.features,
-                                                  required_limits=limits)
+        try:
+            self.device = adapter.request_device_sync(required_features=self.features,
+                                                      required_limits=limits)
+        except Exception as exc:  # e.g. an OpenGL adapter without compute shaders
+            raise RuntimeUnavailableError(
+                f"wgpu adapter {index} ({adapter.summary}) cannot run compute kernels: {exc}"
+            ) from exc
         self.limits = self.device.limits
         self.description = adapter.summary
         self._pipelines: dict[str, CompiledWgsl] = {}
