@@ -12,10 +12,10 @@ import numpy as np
 
 import burn
 import burn.functional as F
-from burn.errors import ValueRangeError
 from burn.optim import AdamConfig, clip_grad_norm_
 from burn.optim.grads import to_grads_params
 from burn.train.progress import ProgressDisplay
+from burn_rl.agents.base import flat_observation_shape, training_device
 from burn_rl.buffer import NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer
 from burn_rl.checkpoint import load_checkpoint, save_checkpoint
 from burn_rl.environment import Environment, StepResult
@@ -136,15 +136,11 @@ class DqnAgent:
         if not isinstance(env.action_space, spaces.Discrete):
             raise ActionSpaceError("DqnAgent", "DQN needs a Discrete action space",
                                    action_space=env.action_space)
-        shape = env.observation_space.shape or ()
-        if len(shape) != 1:
-            raise ValueRangeError("DqnAgent", "the observation must be a flat vector",
-                                  observation_space=env.observation_space)
+        shape = flat_observation_shape("DqnAgent", env)
         self.env = env
-        self.observation_shape: tuple[int, ...] = tuple(shape)
+        self.observation_shape: tuple[int, ...] = shape
         self.n_actions = int(env.action_space.n)
-        self.device = burn.default_device().autodiff() if device is None else (
-            burn.Device(device) if isinstance(device, str) else device).autodiff()
+        self.device = training_device(device)
         burn.seed(seed, self.device)
         sizes = [shape[0], *cfg.hidden, self.n_actions]
         self.q = Mlp(sizes, "relu", self.device)

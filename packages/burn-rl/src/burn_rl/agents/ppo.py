@@ -12,11 +12,11 @@ import numpy as np
 
 import burn
 import burn.functional as F
-from burn.errors import ValueRangeError
 from burn.nn import Module, Param
 from burn.optim import AdamConfig, clip_grad_norm_
 from burn.optim.grads import to_grads_params
 from burn.train.progress import ProgressDisplay
+from burn_rl.agents.base import flat_observation_shape, training_device
 from burn_rl.checkpoint import load_checkpoint, save_checkpoint
 from burn_rl.environment import Environment
 from burn_rl.errors import ActionSpaceError
@@ -206,14 +206,10 @@ class PpoAgent:
         else:
             raise ActionSpaceError("PpoAgent", "PPO needs a Discrete or flat Box action space",
                                    action_space=space)
-        shape = env.observation_space.shape or ()
-        if len(shape) != 1:
-            raise ValueRangeError("PpoAgent", "the observation must be a flat vector",
-                                  observation_space=env.observation_space)
+        shape = flat_observation_shape("PpoAgent", env)
         self.env = env
-        self.observation_shape: tuple[int, ...] = tuple(shape)
-        self.device = burn.default_device().autodiff() if device is None else (
-            burn.Device(device) if isinstance(device, str) else device).autodiff()
+        self.observation_shape: tuple[int, ...] = shape
+        self.device = training_device(device)
         burn.seed(seed, self.device)
         self.model = ActorCritic(shape[0], action_dim, self.continuous, cfg.hidden,
                                  cfg.init_log_std, self.device)
