@@ -91,7 +91,7 @@ class RlMetrics:
 #: The direction of each RL metric in the learning-curve plot (None: no best marker).
 DIRECTIONS: dict[str, bool | None] = {
     "episode_return": True, "episode_length": None, "loss": False, "exploration": None,
-    "steps_per_second": None, "env_steps": None, "eval_return": True}
+    "steps_per_second": None, "env_steps": None, "entropy": None, "approx_kl": None}
 
 
 class RlLog:
