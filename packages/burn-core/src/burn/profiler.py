@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from burn.backend.decorator import Decorator
-from burn.ir import OpDef, OpIR, TensorArg, TensorIR
+from burn.ir import OpDef, OpIR, TensorArg, TensorIR, split_args
 
 _active: list[ProfileReport] = []
 _clock = time.perf_counter_ns
@@ -137,17 +137,12 @@ class ProfileReport:
 
 
 def _split(op: OpDef, args: list[Any]) -> tuple[dict[str, TensorArg], dict[str, Any]]:
-    """Captured arguments as a record's inputs (tensors) and scalars (host values)."""
-    inputs: dict[str, TensorArg] = {}
-    scalars: dict[str, Any] = {}
-    for param, value in zip(op.params, args, strict=True):
-        if not param.is_tensor:
-            scalars[param.name] = value
-        elif param.many:
-            inputs[param.name] = tuple(TensorIR(*t) for t in value)
-        else:
-            inputs[param.name] = None if value is None else TensorIR(*value)
-    return inputs, scalars
+    """Captured arguments (tensors as (id, shape, dtype) triples) as inputs and scalars."""
+    return split_args(op, args, _tensor_ir)
+
+
+def _tensor_ir(triple: tuple[int, Any, Any]) -> TensorIR:
+    return TensorIR(*triple)
 
 
 def _shape_text(inputs: dict[str, TensorArg]) -> str:

@@ -17,6 +17,7 @@ from burn.autodiff.ops.math import MathOps
 from burn.autodiff.ops.module import ModuleOpsMixin
 from burn.autodiff.ops.reduction import ReductionOps
 from burn.autodiff.tensor import AutodiffTensor
+from burn.backend.decorator import InnerHooks
 from burn.backend.protocol import AutodiffBackend, Backend, Distribution
 from burn.device import Device
 from burn.dtype import DType, Kind
@@ -74,7 +75,7 @@ _Delegated: Any = type("_Delegated", (), {name: _delegate(OPS[name]) for name in
 
 
 class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,
-               ReductionOps, ModuleOpsMixin, AutodiffBackend):
+               ReductionOps, ModuleOpsMixin, InnerHooks, AutodiffBackend):
     """Reverse-mode autodiff around an inner backend (Burn's `Autodiff<B>` decorator).
 
     Float primitives are `AutodiffTensor`s; int and bool primitives are the inner backend's.
@@ -87,6 +88,7 @@ class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,
     """
 
     is_autodiff = True
+    decorator_name = "autodiff"
 
     def __init__(self, inner: Backend, checkpoint: CheckpointStrategy | None = None) -> None:
         self.inner = inner
@@ -105,32 +107,11 @@ class Autodiff(_Delegated, ArithmeticOps, MathOps, LayoutOps, IndexingOps,
         return self.inner.dtype(x.primitive if type(x) is AutodiffTensor else x)
 
     def device_of(self, x: P) -> Device:
-        inner_device = self.inner.device_of(x.primitive if type(x) is AutodiffTensor else x)
-        device = self._devices.get(inner_device)
-        if device is None:
-            device = self._devices[inner_device] = inner_device.autodiff()
-        return device
+        return self.outer_device(
+            self.inner.device_of(x.primitive if type(x) is AutodiffTensor else x))
 
     def detach_values(self, x: T) -> T:
         return AutodiffTensor(x.primitive)
-
-    def supports(self, dtype: DType) -> bool:
-        return self.inner.supports(dtype)
-
-    def check_indices(self, op: str, indices: P, size: int, wrap_negative: bool = True) -> P:
-        return self.inner.check_indices(op, indices, size, wrap_negative)
-
-    def check_nonzero(self, op: str, divisor: Any) -> None:
-        self.inner.check_nonzero(op, divisor)
-
-    def seed(self, seed: int) -> None:
-        self.inner.seed(seed)
-
-    def sync(self) -> None:
-        self.inner.sync()
-
-    def memory_stats(self) -> dict[str, int]:
-        return self.inner.memory_stats()
 
     # --- creation, I/O, casts ---
     def float_from_data(self, data: np.ndarray, device: Device) -> T:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from burn.backend.protocol import Backend
-from burn.ir import OPS, OpDef, OpIR, TensorArg, TensorIR
+from burn.ir import OPS, OpDef, OpIR, TensorIR, split_args
 
 if TYPE_CHECKING:
     from burn.device import Device
@@ -41,15 +41,48 @@ def _op_method(op: OpDef) -> Callable[..., Any]:
 _Ops: Any = type("_Ops", (), {name: _op_method(op) for name, op in OPS.items()})
 
 
-class Decorator(_Ops, Backend):
+class InnerHooks(Backend):
+    """The hooks of a backend that wraps `inner` (decorators and Autodiff): dtype support,
+    index and divisor checks, seed, sync and memory are the inner backend's; devices are the
+    inner backend's with `decorator_name` added."""
+
+    inner: Backend
+    #: the name in device specs (``numpy+<name>``).
+    decorator_name: ClassVar[str] = "decorator"
+    _devices: dict[Device, Device]
+
+    def outer_device(self, inner_device: Device) -> Device:
+        """`inner_device` as seen from this backend (``<inner spec>+<decorator_name>``)."""
+        device = self._devices.get(inner_device)
+        if device is None:
+            device = self._devices[inner_device] = inner_device.decorate(self.decorator_name)
+        return device
+
+    def supports(self, dtype: DType) -> bool:
+        return self.inner.supports(dtype)
+
+    def check_indices(self, op: str, indices: Any, size: int, wrap_negative: bool = True) -> Any:
+        return self.inner.check_indices(op, indices, size, wrap_negative)
+
+    def check_nonzero(self, op: str, divisor: Any) -> None:
+        self.inner.check_nonzero(op, divisor)
+
+    def seed(self, seed: int) -> None:
+        self.inner.seed(seed)
+
+    def sync(self) -> None:
+        self.inner.sync()
+
+    def memory_stats(self) -> dict[str, int]:
+        return self.inner.memory_stats()
+
+
+class Decorator(_Ops, InnerHooks):
     """A backend around `inner` that receives every op as (op, args).
 
     Args:
         inner: the backend that computes.
     """
-
-    #: the name in device specs (``numpy+<name>``).
-    decorator_name: ClassVar[str] = "decorator"
 
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
@@ -82,33 +115,19 @@ class Decorator(_Ops, Backend):
         Raises:
             BurnError: when the arguments or `out` do not fit the op.
         """
-        inputs, scalars = self.split(op, args)
+        inputs, scalars = split_args(op, args, self.describe)
         outputs = None
         if out is not None and op.results:
             items = out if type(out) is tuple else (out,)
             outputs = tuple(None if o is None else self.describe(o) for o in items)
         return OpIR(op, inputs, scalars, outputs)
 
-    def split(self, op: OpDef, args: tuple[Any, ...]
-              ) -> tuple[dict[str, TensorArg], dict[str, Any]]:
-        """A call's tensor arguments described (by parameter name) and its host arguments."""
-        inputs: dict[str, TensorArg] = {}
-        scalars: dict[str, Any] = {}
-        for param, value in zip(op.params, args, strict=True):
-            if not param.is_tensor:
-                scalars[param.name] = value
-            elif param.many:
-                inputs[param.name] = tuple(self.describe(v) for v in value)
-            else:
-                inputs[param.name] = None if value is None else self.describe(value)
-        return inputs, scalars
-
     def describe(self, x: Any) -> TensorIR:
         """An inner primitive as a `TensorIR` (its id is the primitive's identity)."""
         inner = self.inner
         return TensorIR(id(x), inner.shape(x), inner.dtype(x))
 
-    # --- hooks: the inner backend's, with devices seen from outside ---
+    # --- introspection: the inner backend's, with devices seen from outside ---
     def shape(self, x: Any) -> tuple[int, ...]:
         return self.inner.shape(x)
 
@@ -116,29 +135,7 @@ class Decorator(_Ops, Backend):
         return self.inner.dtype(x)
 
     def device_of(self, x: Any) -> Device:
-        inner_device = self.inner.device_of(x)
-        device = self._devices.get(inner_device)
-        if device is None:
-            device = self._devices[inner_device] = inner_device.decorate(self.decorator_name)
-        return device
+        return self.outer_device(self.inner.device_of(x))
 
     def detach_values(self, x: Any) -> Any:
         return self.inner.detach_values(x)
-
-    def supports(self, dtype: DType) -> bool:
-        return self.inner.supports(dtype)
-
-    def check_indices(self, op: str, indices: Any, size: int, wrap_negative: bool = True) -> Any:
-        return self.inner.check_indices(op, indices, size, wrap_negative)
-
-    def check_nonzero(self, op: str, divisor: Any) -> None:
-        self.inner.check_nonzero(op, divisor)
-
-    def seed(self, seed: int) -> None:
-        self.inner.seed(seed)
-
-    def sync(self) -> None:
-        self.inner.sync()
-
-    def memory_stats(self) -> dict[str, int]:
-        return self.inner.memory_stats()

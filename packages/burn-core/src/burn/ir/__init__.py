@@ -8,7 +8,7 @@
 """
 
 from burn.ir.opdef import CubeExpr, OpDef
-from burn.ir.record import OpIR, TensorArg, TensorIR, make_record, new_id
+from burn.ir.record import OpIR, TensorArg, TensorIR, make_record, new_id, split_args
 from burn.ir.signature import Param, Result
 from burn.ir.table import HOOKS, OPS
 
@@ -55,4 +55,4 @@ def missing_ops(cls: type) -> list[str]:
 
 
 __all__ = ["HOOKS", "OPS", "CubeExpr", "OpDef", "OpIR", "Param", "Result", "TensorArg",
-           "TensorIR", "check_protocol", "make_record", "missing_ops", "new_id"]
+           "TensorIR", "check_protocol", "make_record", "missing_ops", "new_id", "split_args"]

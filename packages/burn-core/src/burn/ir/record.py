@@ -9,6 +9,7 @@ whose inputs the op cannot take, is refused where it is made.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -117,6 +118,28 @@ def _text(value: TensorArg) -> str:
     if isinstance(value, TensorIR):
         return f"#{value.id}{list(value.shape)}:{value.dtype.value}"
     return "[" + ", ".join(_text(t) for t in value) + "]"
+
+
+def split_args(op: OpDef, args: Sequence[Any], tensor: Callable[[Any], TensorIR]
+               ) -> tuple[dict[str, TensorArg], dict[str, Any]]:
+    """A call's arguments as a record's inputs (each tensor through `tensor`, by parameter
+    name) and scalars (the host arguments).
+
+    Args:
+        op: the op's row.
+        args: its arguments in protocol order.
+        tensor: turns one tensor argument into its `TensorIR`.
+    """
+    inputs: dict[str, TensorArg] = {}
+    scalars: dict[str, Any] = {}
+    for param, value in zip(op.params, args, strict=True):
+        if not param.is_tensor:
+            scalars[param.name] = value
+        elif param.many:
+            inputs[param.name] = tuple(map(tensor, value))
+        else:
+            inputs[param.name] = None if value is None else tensor(value)
+    return inputs, scalars
 
 
 def make_record(name: str, inputs: dict[str, TensorArg], scalars: dict[str, Any] | None = None,
