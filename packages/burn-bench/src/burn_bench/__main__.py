@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import importlib
 
-SUITES = {"overhead": "burn_bench.overhead", "mlp": "burn_bench.mlp", "loader": "burn_bench.loader",
-          "record": "burn_bench.record", "vision": "burn_bench.vision",
-          "dqn-step": "burn_bench.dqn"}
+#: suite name -> its module, whose `run()` returns the report; or (module, workload) for the
+#: training steps of `burn_bench.training`.
+SUITES: dict[str, str | tuple[str, str]] = {
+    "overhead": "burn_bench.overhead", "mlp": ("burn_bench.training", "mlp"),
+    "lenet": ("burn_bench.training", "lenet"),
+    "transformer-encoder": ("burn_bench.training", "transformer-encoder"),
+    "loader": "burn_bench.loader", "record": "burn_bench.record", "vision": "burn_bench.vision",
+    "dqn-step": "burn_bench.dqn"}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,7 +24,12 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown suite(s) {unknown}; choose from {sorted(SUITES)}")
     for name in args.suites or SUITES:
-        print(importlib.import_module(SUITES[name]).run(), end="\n\n", flush=True)
+        target = SUITES[name]
+        if isinstance(target, tuple):
+            text = importlib.import_module(target[0]).run_workload(target[1])
+        else:
+            text = importlib.import_module(target).run()
+        print(text, end="\n\n", flush=True)
 
 
 if __name__ == "__main__":

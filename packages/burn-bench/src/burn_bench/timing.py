@@ -1,7 +1,9 @@
-"""Timing helpers shared by the suites: best-of-batches per-call times, interleaved."""
+"""Timing helpers shared by the suites: per-call times of interleaved batches (min, median,
+max)."""
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,12 +11,21 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Measurement:
-    """Seconds per call of one candidate (the best of several repeats)."""
+    """Seconds per call of one candidate: `seconds` is the best batch mean, `median` and
+    `worst` the median and slowest of the batch means (equal to `seconds` when not given)."""
 
     name: str
     seconds: float
     #: name of the candidate this one is compared with in reports (None: not compared).
     vs: str | None = None
+    median: float = 0.0
+    worst: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.median:
+            object.__setattr__(self, "median", self.seconds)
+        if not self.worst:
+            object.__setattr__(self, "worst", self.seconds)
 
     def ratio_to(self, other: Measurement) -> float:
         """How many times faster this candidate is than `other` (> 1 means faster)."""
@@ -49,7 +60,7 @@ def measure(name: str, fn: Callable[[], object], *, vs: str | None = None,
 def measure_interleaved(candidates: list[Candidate], *, min_time: float = 0.2,
                         rounds: int = 7) -> list[Measurement]:
     """Time several candidates in alternating rounds (one batch of each per round), so that
-    drifts in machine load hit them alike; each keeps its best batch mean.
+    drifts in machine load hit them alike; each keeps the min, median and max batch means.
 
     Args:
         candidates: what to time.
@@ -59,11 +70,12 @@ def measure_interleaved(candidates: list[Candidate], *, min_time: float = 0.2,
         One Measurement per candidate, in order.
     """
     numbers = [_calibrate(c.fn, min_time) for c in candidates]
-    best = [float("inf")] * len(candidates)
+    means: list[list[float]] = [[] for _ in candidates]
     for _ in range(rounds):
         for i, (candidate, number) in enumerate(zip(candidates, numbers, strict=True)):
-            best[i] = min(best[i], _batch_mean(candidate.fn, number))
-    return [Measurement(c.name, b, c.vs) for c, b in zip(candidates, best, strict=True)]
+            means[i].append(_batch_mean(candidate.fn, number))
+    return [Measurement(c.name, min(m), c.vs, statistics.median(m), max(m))
+            for c, m in zip(candidates, means, strict=True)]
 
 
 def _calibrate(fn: Callable[[], object], min_time: float) -> int:
@@ -83,13 +95,19 @@ def _batch_mean(fn: Callable[[], object], number: int) -> float:
 
 
 def report(title: str, results: list[Measurement]) -> str:
-    """A table of per-call times, and for each candidate with a `vs` its speed ratio against
-    that candidate (> 1: faster) measured in the same run."""
+    """A table of per-call times (min, median, max batch means), and for each candidate with a
+    `vs` its time ratio against that candidate (min/median, > 1: slower) measured in the same
+    run."""
     by_name = {r.name: r for r in results}
-    lines = [f"## {title}", f"{'candidate':<36}{'per call':>12}   speed ratio"]
+    lines = [f"## {title}",
+             f"{'candidate':<36}{'min':>12}{'median':>12}{'max':>12}   time ratio (min/median)"]
     for r in results:
-        ratio = f"{r.ratio_to(by_name[r.vs]):.2f}x vs {r.vs}" if r.vs else ""
-        lines.append(f"{r.name:<36}{_fmt(r.seconds):>12}   {ratio}")
+        ratio = ""
+        if r.vs:
+            ref = by_name[r.vs]
+            ratio = f"{r.seconds / ref.seconds:.2f}x / {r.median / ref.median:.2f}x of {r.vs}"
+        lines.append(f"{r.name:<36}{_fmt(r.seconds):>12}{_fmt(r.median):>12}{_fmt(r.worst):>12}"
+                     f"   {ratio}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,201 @@
+"""Training steps of real models, burn (NumPy backend with autodiff) against PyTorch eager.
+
+Suites: `mlp` (784-256-10, batch 64), `lenet` (LeNet-5 on 1x28x28, batch 64) and
+`transformer-encoder` (2 layers, d_model 128, 4 heads, d_ff 512, GELU, seq 64, batch 16). One
+step is forward, `cross_entropy`, backward and an Adam update (torch's epsilon 1e-8, dropout 0).
+Each thread count runs in its own process (OMP/OpenBLAS/MKL threads set before numpy and torch
+start, `torch.set_num_threads` alike) and times torch and burn interleaved in that process. The
+1-thread figures are the stable ones: at 2 threads the two libraries' pools compete on a 2-core
+machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+THREADS = (1, 2)
+LR = 1e-3
+EPSILON = 1e-8
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One model's step: its title, input shape, class count, and the two model builders."""
+
+    title: str
+    input_shape: tuple[int, ...]
+    classes: int
+    burn_model: Callable[[Any], Any]
+    torch_model: Callable[[], Any]
+
+
+def _burn_mlp(device: Any) -> Any:
+    from burn import nn
+
+    return nn.Sequential(nn.Linear(784, 256, device=device), nn.Relu(),
+                         nn.Linear(256, 10, device=device))
+
+
+def _torch_mlp() -> Any:
+    from torch import nn
+
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def _burn_lenet(device: Any) -> Any:
+    from burn import nn
+
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 5, device=device), nn.Relu(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5, device=device), nn.Relu(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(256, 120, device=device), nn.Relu(), nn.Linear(120, 84, device=device),
+        nn.Relu(), nn.Linear(84, 10, device=device))
+
+
+def _torch_lenet() -> Any:
+    from torch import nn
+
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84),
+        nn.ReLU(), nn.Linear(84, 10))
+
+
+def _burn_encoder(device: Any) -> Any:
+    from burn import nn
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            self.encoder = nn.TransformerEncoder(128, 4, 512, 2, dropout=0.0,
+                                                 activation="gelu", device=device)
+            self.head = nn.Linear(128, 10, device=device)
+
+        def forward(self, x: Any) -> Any:
+            return self.head(self.encoder(x)).reshape([-1, 10])
+
+    return Encoder()
+
+
+def _torch_encoder() -> Any:
+    from torch import nn
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu",
+                                               batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.head = nn.Linear(128, 10)
+
+        def forward(self, x: Any) -> Any:
+            return self.head(self.encoder(x)).reshape(-1, 10)
+
+    return Encoder()
+
+
+WORKLOADS = {
+    "mlp": Workload("MLP 784-256-10, batch 64", (64, 784), 10, _burn_mlp, _torch_mlp),
+    "lenet": Workload("LeNet-5, batch 64 of 1x28x28", (64, 1, 28, 28), 10, _burn_lenet,
+                      _torch_lenet),
+    "transformer-encoder": Workload(
+        "TransformerEncoder 2 layers, d 128, 4 heads, d_ff 512, GELU, batch 16 x seq 64",
+        (16, 64, 128), 10, _burn_encoder, _torch_encoder),
+}
+
+
+def _data(work: Workload) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(work.input_shape).astype(np.float32)
+    rows = x.shape[0] * (x.shape[1] if len(work.input_shape) == 3 else 1)
+    return x, rng.integers(0, work.classes, rows)
+
+
+def torch_step_fn(work: Workload) -> Callable[[], float]:
+    """A closure running one torch training step of `work`; it returns the loss."""
+    import torch
+
+    torch.manual_seed(0)
+    model = work.torch_model()
+    optim = torch.optim.Adam(model.parameters(), lr=LR, eps=EPSILON)
+    x, y = (torch.from_numpy(a) for a in _data(work))
+
+    def step() -> float:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optim.zero_grad(set_to_none=True)
+        loss.backward()
+        optim.step()
+        return loss.item()
+
+    return step
+
+
+def burn_step_fn(work: Workload) -> Callable[[], float]:
+    """A closure running one burn training step of `work` on numpy+autodiff; it returns the
+    loss."""
+    import burn
+    import burn.functional as F
+    from burn.optim import AdamConfig
+
+    burn.seed(0)
+    device = burn.Device("numpy").autodiff()
+    model = work.burn_model(device)
+    optim = AdamConfig(epsilon=EPSILON).init()
+    x, y = (burn.tensor(a, device=device) for a in _data(work))
+
+    def step() -> float:
+        loss = F.cross_entropy(model(x), y)
+        optim.step(LR, model, loss.backward())
+        return loss.item()
+
+    return step
+
+
+def measure(name: str, threads: int) -> str:
+    """The report of workload `name` at `threads` threads (in this process)."""
+    import torch
+
+    from burn_bench.timing import Candidate, measure_interleaved, report
+
+    torch.set_num_threads(threads)
+    work = WORKLOADS[name]
+    results = measure_interleaved([
+        Candidate("torch eager step", torch_step_fn(work)),
+        Candidate("burn numpy+autodiff step", burn_step_fn(work), vs="torch eager step"),
+    ], min_time=0.3, rounds=7)
+    return report(f"{work.title}: training step (Adam), {threads} thread(s)", results)
+
+
+def run_workload(name: str) -> str:
+    """Measure workload `name` at 1 and 2 threads, each in a fresh process; both reports."""
+    reports = []
+    for threads in THREADS:
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads),
+               "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        done = subprocess.run([sys.executable, "-m", "burn_bench.training", name, "--threads",
+                               str(threads)], env=env, capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} bench at {threads} thread(s) failed:\n{done.stderr}")
+        reports.append(done.stdout.strip())
+    return "\n\n".join(reports)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m burn_bench.training NAME --threads N`: one report, in this process."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name", choices=sorted(WORKLOADS))
+    parser.add_argument("--threads", type=int, required=True)
+    args = parser.parse_args(argv)
+    print(measure(args.name, args.threads))
+
+
+if __name__ == "__main__":
+    main()
