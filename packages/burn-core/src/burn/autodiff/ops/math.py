@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from burn.autodiff.checkpoint import Uses
 from burn.autodiff.ops.common import (
@@ -95,9 +95,36 @@ class MathOps(OpsBase):
         """The inner relu; no gradient where x <= 0 (0 at x = 0, as Burn / torch)."""
         return self._elementwise(x, self.inner.relu, _relu_rule, Uses.INPUT)
 
+    def gelu(self, x: T, approximate: Literal["none", "tanh"]) -> T:
+        """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas)."""
+        rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
+        return self._elementwise(x, lambda p: self.inner.gelu(p, approximate), rule, Uses.INPUT)
+
 
 def _relu_rule(i: Any, g: P, x: P) -> P:
     return i.float_mask_fill(g, i.float_lower_equal_elem(x, 0.0), 0.0)
+
+
+def _gelu_rule(i: Any, g: P, x: P) -> P:
+    """g * (cdf(x) + x pdf(x)), cdf(x) = (1 + erf(x / sqrt 2)) / 2, pdf the normal density."""
+    cdf = i.float_mul_scalar(i.float_add_scalar(i.float_erf(
+        i.float_mul_scalar(x, 1 / math.sqrt(2))), 1.0), 0.5)
+    x_pdf = i.float_mul(x, i.float_mul_scalar(
+        i.float_exp(i.float_mul_scalar(_sq(i, x), -0.5)), 1 / math.sqrt(2 * math.pi)))
+    return i.float_mul(g, i.float_add(cdf, x_pdf))
+
+
+def _gelu_tanh_rule(i: Any, g: P, x: P) -> P:
+    """g * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3c x^2)), t = tanh(k (x + c x^3)),
+    k = sqrt(2 / pi), c = 0.044715."""
+    k, c = math.sqrt(2 / math.pi), 0.044715
+    x2 = _sq(i, x)
+    t = i.float_tanh(i.float_mul_scalar(i.float_mul(x, i.float_add_scalar(
+        i.float_mul_scalar(x2, c), 1.0)), k))
+    left = i.float_mul_scalar(i.float_add_scalar(t, 1.0), 0.5)
+    slope = i.float_mul_scalar(i.float_add_scalar(i.float_mul_scalar(x2, 3 * c), 1.0), 0.5 * k)
+    right = i.float_mul(i.float_mul(x, i.float_neg(i.float_sub_scalar(_sq(i, t), 1.0))), slope)
+    return i.float_mul(g, i.float_add(left, right))
 
 
 def _sigmoid_rule(i: Any, g: P, s: P) -> P:

@@ -44,6 +44,80 @@ def _float_remainder(a: Array, b: Any) -> Array:
     return np.where(shift, m + b, m).astype(m.dtype, copy=False)
 
 
+# erf of float32 / float16 / bfloat16 in float32: the rational approximation of Eigen and XLA
+# (odd numerator of degree 13, even denominator of degree 8, on x clamped to [-4, 4], where
+# float32 erf is +-1); a few ulp from the exact value. float64 keeps fdlibm's `erf`.
+_ERF_ALPHA = tuple(np.float32(c) for c in (
+    -2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+    -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02))
+_ERF_BETA = tuple(np.float32(c) for c in (
+    -1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+    -1.42647390514189e-02))
+
+
+_ERF_BLOCK = 16384  # elements per pass: the scratch buffers stay in the L2 cache
+
+
+def _erf32(x: Array) -> Array:
+    """erf of a float32 array in float32 (NaN stays NaN, +-inf gives +-1), computed block by
+    block so that the polynomial passes run in cache."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    size = min(flat.size, _ERF_BLOCK)
+    xc, x2, q = (np.empty(size, np.float32) for _ in range(3))
+    for lo in range(0, flat.size, _ERF_BLOCK):
+        p = out[lo:lo + _ERF_BLOCK]
+        n = p.size
+        _erf32_block(flat[lo:lo + n], p, xc[:n], x2[:n], q[:n])
+    return out.reshape(x.shape)
+
+
+def _erf32_block(x: Array, p: Array, xc: Array, x2: Array, q: Array) -> None:
+    """erf of `x` into `p`; `xc`, `x2`, `q` are scratch buffers of x's size."""
+    np.clip(x, np.float32(-4.0), np.float32(4.0), out=xc)
+    np.multiply(xc, xc, out=x2)
+    p.fill(_ERF_ALPHA[0])
+    for c in _ERF_ALPHA[1:]:
+        p *= x2
+        p += c
+    p *= xc
+    q.fill(_ERF_BETA[0])
+    for c in _ERF_BETA[1:]:
+        q *= x2
+        q += c
+    p /= q
+
+
+def _erf(x: Array) -> Array:
+    """erf: float64 through fdlibm, narrower floats in float32 (`_erf32`), cast back."""
+    if x.dtype == np.float64:
+        return erf(x)
+    if x.dtype == np.float32:
+        return _erf32(x)
+    return _erf32(x.astype(np.float32)).astype(x.dtype)
+
+
+_SQRT1_2 = np.float32(1 / np.sqrt(2))
+_SQRT2_PI = np.float32(np.sqrt(2 / np.pi))
+
+
+def _gelu32(x: Array, approximate: str) -> Array:
+    """GELU of a float32 array in float32, in one buffer (torch's formulas)."""
+    if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        out = x * x
+        out *= np.float32(0.044715)
+        out += np.float32(1.0)
+        out *= x
+        out *= _SQRT2_PI
+        np.tanh(out, out=out)
+    else:  # 0.5 x (1 + erf(x / sqrt(2)))
+        out = _erf32(x * _SQRT1_2)
+    out += np.float32(1.0)
+    out *= x
+    out *= np.float32(0.5)
+    return out
+
+
 # op -> (numpy function, or {kind letter: function}; kinds; may warn; scalar form suffix)
 BINARY: dict[str, tuple[Fn | dict[str, Fn], str, bool, str]] = {
     "add": (np.add, "fi", True, "_scalar"),
@@ -91,7 +165,7 @@ UNARY: dict[str, tuple[Fn | dict[str, Fn], str, bool]] = {
     "asinh": (np.arcsinh, "f", True),
     "acosh": (np.arccosh, "f", True),
     "atanh": (np.arctanh, "f", True),
-    "erf": (erf, "f", True),
+    "erf": (_erf, "f", True),
     "round": (np.rint, "f", False),  # half to even, as torch
     "floor": (np.floor, "f", False),
     "ceil": (np.ceil, "f", False),
@@ -179,6 +253,17 @@ class ElementwiseOps:
     def int_matmul(self, lhs: Array, rhs: Array) -> Array:
         return np.asarray(np.matmul(lhs, rhs))
 
+    @lowp
+    def gelu(self, x: Array, approximate: str) -> Array:
+        """GELU, exact or tanh; float32 (and float16 / bfloat16, upcast) computed in float32."""
+        token = QUIET_SET(QUIET_TOKEN)
+        try:
+            if x.dtype == np.float32:
+                return _gelu32(x, approximate)
+            return _gelu64(x, approximate)
+        finally:
+            QUIET_RESET(token)
+
     def float_clamp(self, x: Array, min: float | None, max: float | None) -> Array:
         """Clamp; NaN stays NaN (np.clip propagates it)."""
         if min is None and max is None:
@@ -212,6 +297,15 @@ class ElementwiseOps:
         if max is not None:
             max = int(np.clip(max, info.min, info.max))
         return np.clip(x, min, max, out=...)  # type: ignore[call-overload]
+
+
+def _gelu64(x: Array, approximate: str) -> Array:
+    """GELU of a float64 array (exact through fdlibm's erf)."""
+    if approximate == "tanh":
+        gate = np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x * x * x))
+    else:
+        gate = erf(x / np.sqrt(2))
+    return np.asarray(0.5 * x * (1.0 + gate))
 
 
 def _rsqrt(x: Array) -> Array:
