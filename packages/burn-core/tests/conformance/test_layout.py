@@ -36,7 +36,9 @@ OPS: dict[str, list[V]] = {
         V(((2, 3, 4),), lambda x: x.reshape(4, 6), lambda x: x.reshape(4, 6)),
         V(((2, 3, 4),), lambda x: x.reshape((-1, 3)), lambda x: x.reshape(-1, 3)),
         V(((2, 3),), lambda x: x.reshape(6), lambda x: x.reshape(6)),
-        V(((0, 3),), lambda x: x.reshape(3, 0), lambda x: x.reshape(3, 0), grad=False),
+        V(((0, 3),), lambda x: x.reshape(0, 3, 1), lambda x: x.reshape(0, 3, 1), grad=False),
+        V(((2, 6),), lambda x: x.reshape(0, 2, -1), lambda x: x.reshape(2, 2, 3)),  # 0 keeps
+        V(((2, 3, 4),), lambda x: x.reshape((0, 0, 2, 2)), lambda x: x.reshape(2, 3, 2, 2)),
         V(((),), lambda x: x.reshape(1, 1), lambda x: x.reshape(1, 1)),
         V(((1,),), lambda x: x.reshape(()), lambda x: x.reshape(())),
     ],
@@ -68,7 +70,9 @@ OPS: dict[str, list[V]] = {
     ],
     "repeat": [
         V(((2, 3),), lambda x: x.repeat(2, 1), lambda x: x.repeat(2, 1)),
-        V(((2, 3),), lambda x: x.repeat((2, 1, 2)), lambda x: x.repeat(2, 1, 2)),
+        V(((1, 3),), lambda x: x.repeat(4, 1, 1), lambda x: x.repeat(4, 1)),  # Burn: extra 1s
+        V(((2, 3, 2),), lambda x: x.repeat((2, 3)), lambda x: x.repeat(2, 3, 1)),  # from dim 0
+        V(((2, 3),), lambda x: x.repeat(1, 0), lambda x: x.repeat(1, 0), grad=False),
     ],
     "unfold": [
         V(((5, 4),), lambda x: x.unfold(0, 2, 1), lambda x: x.unfold(0, 2, 1)),
@@ -103,11 +107,29 @@ OPS: dict[str, list[V]] = {
         V(((5, 3),), lambda x: x.split(2), lambda x: x.split(2)),
         V(((2, 4),), lambda x: x.split([1, 3], dim=1), lambda x: x.split([1, 3], dim=1)),
         V(((5, 3),), lambda x: x.split(2)[-1], lambda x: x.split(2)[-1]),
+        V(((5, 3),), lambda x: x.split([2, 0, 3]), lambda x: x.split([2, 3])),  # Burn: no 0s
+        V(((0, 3),), lambda x: x.split(2), lambda x: [], grad=False),  # Burn: no pieces
     ],
-    "roll": [
-        V(((3, 4),), lambda x: x.roll(1, 0), lambda x: x.roll(1, 0)),
-        V(((3, 4),), lambda x: x.roll((1, -2), (0, 1)), lambda x: x.roll((1, -2), (0, 1))),
-        V(((5,),), lambda x: x.roll(7, 0), lambda x: x.roll(7, 0)),
+    "roll": [  # Burn's direction: torch's roll with the shifts negated
+        V(((3, 4),), lambda x: x.roll(1, 0), lambda x: x.roll(-1, 0)),
+        V(((3, 4),), lambda x: x.roll((1, -2), (0, 1)), lambda x: x.roll((-1, 2), (0, 1))),
+        V(((5,),), lambda x: x.roll(7, 0), lambda x: x.roll(-7, 0)),
+        V(((3, 4),), lambda x: x.roll((1, 2), (1, 1)), lambda x: x.roll(-3, 1)),
+        V(((2, 3),), lambda x: x.roll(4), lambda x: x.roll(-4)),
+        V(((0, 3),), lambda x: x.roll(1, 0), lambda x: x, grad=False),
+    ],
+    "roll_dim": [
+        V(((3, 4),), lambda x: x.roll_dim(-1, 1), lambda x: x.roll(1, 1)),
+        V(((3, 4),), lambda x: x.roll_dim(5, -2), lambda x: x.roll(-5, 0)),
+    ],
+    "movedim": [
+        V(((2, 3, 4),), lambda x: x.movedim(0, -1), lambda x: x.movedim(0, -1)),
+        V(((2, 3, 4, 5),), lambda x: x.movedim((0, 3), (2, 0)),
+          lambda x: x.movedim((0, 3), (2, 0))),
+    ],
+    "iter_dim": [
+        V(((3, 4),), lambda x: tuple(x.iter_dim(1)), lambda x: x.split(1, 1)),
+        V(((2, 3),), lambda x: tuple(x.iter_dim(-2))[1], lambda x: x[1:2]),
     ],
     "pad": [
         V(((2, 3, 4),), lambda x: x.pad((1, 2)), lambda x: tF.pad(x, (1, 2)), kinds="fi"),

@@ -286,7 +286,8 @@ class IndexingMixin(TensorBase):
     index_select = select
 
     def select_assign(self, dim: int, indices: Tensor, values: Tensor) -> Tensor:
-        """A copy with `values` *added* at rows `indices` along `dim` (torch.index_add)."""
+        """A copy with `values` *added* at rows `indices` along `dim` (torch.index_add; bool
+        tensors or-accumulate, as Burn)."""
         d = norm_dim("select_assign", dim, self.ndim)
         idx = checked_indices("select_assign", _as_index_tensor(self, indices, "select_assign"),
                               self.shape[d])
@@ -295,6 +296,10 @@ class IndexingMixin(TensorBase):
         if idx.ndim != 1 or v.shape != want:
             raise ShapeError("select_assign", "values must match the selected shape",
                              shape=self.shape, indices=idx.shape, values=v.shape)
+        if self._k == "bool_":  # Burn: or-accumulate
+            acc = self._cast(DType.int64)._same("select_assign", d, idx._prim,
+                                                v._cast(DType.int64)._prim)
+            return acc._cast(DType.bool)
         return self._same("select_assign", d, idx._prim, v._prim)
 
     def gather(self, dim: int, indices: Tensor) -> Tensor:
@@ -311,7 +316,8 @@ class IndexingMixin(TensorBase):
 
     def scatter(self, dim: int, indices: Tensor, values: Tensor | float,
                 reduce: Literal["assign", "add"] = "assign") -> Tensor:
-        """torch.scatter (reduce="assign") / scatter_add (reduce="add") on a copy."""
+        """torch.scatter (reduce="assign") / scatter_add (reduce="add") on a copy; bool tensors
+        or-accumulate with "add" (Burn; PyTorch refuses)."""
         shape = self.shape
         d = norm_dim("scatter", dim, len(shape))
         idx = checked_indices("scatter", _as_index_tensor(self, indices, "scatter"), shape[d])
@@ -328,9 +334,9 @@ class IndexingMixin(TensorBase):
         if reduce not in ("assign", "add"):
             raise ValueRangeError("scatter", "reduce must be 'assign' or 'add'", reduce=reduce)
         if self._k == "bool_":
-            if reduce == "add":
-                raise DTypeError("scatter", "reduce='add' is not supported for bool tensors",
-                                 dtype="bool")
+            if reduce == "add":  # Burn: or-accumulate
+                return self._cast(DType.int64).scatter(d, idx._tensor(), v._cast(DType.int64),
+                                                       "add")._cast(DType.bool)
             return self._wrap(self._bk.bool_scatter(d, self._prim, idx._prim, v._prim))
         return self._wrap(self._fn("scatter")(d, self._prim, idx._prim, v._prim, reduce))
 
@@ -430,18 +436,25 @@ class IndexingMixin(TensorBase):
         return b._wrap(b._bk.bool_argwhere(b._prim), DType.int64)
 
     def nonzero(self) -> list[Tensor]:
-        """Coordinates of the non-zero elements: one 1-d int64 tensor per dim."""
+        """Coordinates of the non-zero elements: one 1-d int64 tensor per dim; an empty list
+        when there are none (Burn; PyTorch gives empty tensors)."""
         coords = self.argwhere()
         n = coords.shape[0]
+        if n == 0:
+            return []
         return [c.reshape((n,)) for c in coords.chunk(max(self.ndim, 1), 1)][:self.ndim]
 
     def one_hot(self, num_classes: int = -1) -> Tensor:
-        """int64 one-hot encoding along a new last dim (num_classes=-1: max + 1).
+        """One-hot encoding along a new last dim (num_classes=-1: max + 1): int64 for int
+        tensors (as torch), the input's dtype for float tensors (Burn; PyTorch refuses floats,
+        whose values are truncated to class indices).
 
         Raises:
-            DTypeError: for non-int tensors or a non-int num_classes.
+            DTypeError: for bool tensors or a non-int num_classes.
             ValueRangeError: for values outside [0, num_classes).
         """
+        if self._k == "float_":
+            return self._cast(DType.int64).one_hot(num_classes)._cast(self._dtype)
         require_kind("one_hot", self._dtype, Kind.INT)
         if not isinstance(num_classes, int | np.integer) or isinstance(num_classes, bool):
             raise DTypeError("one_hot", "num_classes must be an int", num_classes=num_classes)
@@ -453,10 +466,35 @@ class IndexingMixin(TensorBase):
             num_classes = int(data.max()) + 1 if data.size else 0
         else:  # the backend checks where its data lives
             checked_indices("one_hot", self, num_classes, wrap_negative=False)
-        classes = self._wrap(self._bk.int_arange(0, num_classes, 1, DType.int64, self._device),
-                             DType.int64)
-        return (self._cast(DType.int64).unsqueeze(-1) == classes)._cast(DType.int64)
+        return (self._cast(DType.int64).unsqueeze(-1) == self._classes(num_classes)
+                )._cast(DType.int64)
 
+    def _classes(self, num_classes: int) -> Tensor:
+        """int64 [0, 1, ..., num_classes - 1] on this device."""
+        return self._wrap(self._bk.int_arange(0, num_classes, 1, DType.int64, self._device),
+                          DType.int64)
+
+    def one_hot_fill(self, num_classes: int, on_value: float = 1.0, off_value: float = 0.0,
+                     axis: int = -1) -> Tensor:
+        """Burn's one_hot_fill: `on_value` at each value's class, `off_value` elsewhere, along a
+        new dim at `axis`; negative values count from `num_classes` (-1: the last class); the
+        result has the input's dtype (floats are truncated to class indices).
+
+        Raises:
+            DTypeError: for bool tensors or a non-int num_classes.
+            ValueRangeError: for values outside [-num_classes, num_classes).
+        """
+        require_kind("one_hot_fill", self._dtype, Kind.INT, Kind.FLOAT)
+        if not isinstance(num_classes, int | np.integer) or isinstance(num_classes, bool) \
+                or num_classes < 0:
+            raise DTypeError("one_hot_fill", "num_classes must be a non-negative int",
+                             num_classes=num_classes)
+        ax = norm_dim("one_hot_fill", axis, self.ndim, extra=1)
+        idx = checked_indices("one_hot_fill", self._cast(DType.int64), num_classes)._tensor()
+        shape = [1] * (self.ndim + 1)
+        shape[ax] = num_classes
+        hit = idx.unsqueeze(ax) == self._classes(num_classes).reshape(shape)
+        return where(hit, on_value, off_value)._cast(self._dtype)
 
 def where(condition: Tensor, x: Tensor | float, y: Tensor | float) -> Tensor:
     """Elementwise `x if condition else y`; all three broadcast, x and y promote.

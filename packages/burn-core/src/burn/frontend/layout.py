@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,13 +35,16 @@ class LayoutMixin(TensorBase):
     __slots__ = ()
 
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
-        """The same elements in a new shape; one size may be -1 (inferred).
+        """The same elements in a new shape; one size may be -1 (inferred) and a 0 keeps the
+        input's size at that position (Burn; PyTorch reads 0 as a zero size; past the input's
+        rank 0 is a zero size).
 
         Raises:
             ShapeError: when the element counts differ or -1 is ambiguous.
         """
         new = _ints("reshape", shape)
         old = self.shape
+        new = tuple(old[i] if s == 0 and i < len(old) else s for i, s in enumerate(new))
         numel = math.prod(old)
         if -1 in new:
             known = math.prod(s for s in new if s != -1)
@@ -110,18 +113,21 @@ class LayoutMixin(TensorBase):
         return self._same("repeat_dim", norm_dim("repeat_dim", dim, self.ndim), times)
 
     def repeat(self, *times: int | Sequence[int]) -> Tensor:
-        """torch.Tensor.repeat: tile along every dim; extra leading counts add dims.
+        """Tile along dims 0, 1, ... (Burn's `repeat`): counts start at dim 0, dims without a
+        count stay, counts past the last dim must be 1. PyTorch aligns counts to the last dim
+        and adds leading dims for extra counts: `x.reshape((1,) * k + x.shape).repeat(...)`.
 
         Raises:
-            ShapeError: when fewer counts than dims are given.
+            ShapeError: for a count other than 1 past the last dim.
+            ValueRangeError: for a negative count.
         """
         reps = _ints("repeat", times)
         shape = self.shape
-        if len(reps) < len(shape):
-            raise ShapeError("repeat", "need at least one count per dim", shape=shape,
+        if any(r != 1 for r in reps[len(shape):]):
+            raise ShapeError("repeat", "counts past the last dim must be 1", shape=shape,
                              times=reps)
-        x = self.reshape((1,) * (len(reps) - len(shape)) + shape)
-        for d, r in enumerate(reps):
+        x = self._tensor()
+        for d, r in enumerate(reps[:len(shape)]):
             if r != 1:
                 x = x.repeat_dim(d, r)
         return x
@@ -188,34 +194,48 @@ class LayoutMixin(TensorBase):
         gives `chunks` empty pieces)."""
         if chunks <= 0:
             raise ValueRangeError("chunk", "chunks must be positive", chunks=chunks)
-        n = self.shape[norm_dim("chunk", dim, self.ndim)]
+        d = norm_dim("chunk", dim, self.ndim)
+        n = self.shape[d]
         if n == 0:
-            return self.split([0] * chunks, dim)
+            return self._pieces(d, [0] * chunks)
         return self.split(-(-n // chunks), dim)
 
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> list[Tensor]:
         """Pieces of one size (the last may be smaller) or of the given sizes along `dim`.
 
+        As Burn (PyTorch differs): an empty dim gives no pieces and zero sizes give no piece.
+
         Raises:
             ShapeError: when the given sizes do not sum to the dim's size.
+            ValueRangeError: for a non-positive split size.
         """
         d = norm_dim("split", dim, self.ndim)
         n = self.shape[d]
         if isinstance(split_size_or_sections, int):
             size = split_size_or_sections
-            if size <= 0 and n:
+            if size <= 0:
                 raise ValueRangeError("split", "split size must be positive", size=size)
-            sizes = [min(size, n - i) for i in range(0, n, size)] if n else [0]
+            sizes = [min(size, n - i) for i in range(0, n, size)]
         else:
             sizes = list(split_size_or_sections)
             if sum(sizes) != n or any(s < 0 for s in sizes):
                 raise ShapeError("split", "sizes must sum to the dim's size",
                                  shape=self.shape, dim=dim, sizes=sizes)
-        starts = np.cumsum([0, *sizes[:-1]])
+        return self._pieces(d, [s for s in sizes if s])
+
+    def _pieces(self, d: int, sizes: Sequence[int]) -> list[Tensor]:
+        """Consecutive narrows of `sizes` along dim `d`."""
+        starts = np.cumsum([0, *sizes])[:len(sizes)]
         return [self.narrow(d, int(s), size) for s, size in zip(starts, sizes, strict=True)]
 
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
-        """Shift elements cyclically along `dims` (all elements, flattened, when None)."""
+        """Rotate elements along `dims` (all elements, flattened, when None) as Burn: a positive
+        shift moves elements towards index 0 (`out[i] = x[(i + shift) % n]`); PyTorch's
+        `roll(s)` is `roll(-s)` here. A dim may repeat: its shifts add up.
+
+        Raises:
+            ValueRangeError: when `shifts` and `dims` differ in length.
+        """
         if dims is None:
             if not isinstance(shifts, int):
                 raise ValueRangeError("roll", "one shift when dims is None", shifts=shifts)
@@ -225,14 +245,44 @@ class LayoutMixin(TensorBase):
         if len(shift_t) != len(dim_t):
             raise ValueRangeError("roll", "need one shift per dim", shifts=shift_t, dims=dim_t)
         x = self._tensor()
-        shape = self.shape
         for s, dim in zip(shift_t, dim_t, strict=True):
-            d = norm_dim("roll", dim, len(shape))
-            n = shape[d]
-            k = s % n if n else 0
-            if k:
-                x = cat([x.narrow(d, n - k, k), x.narrow(d, 0, n - k)], d)
+            x = x.roll_dim(s, dim)
         return x
+
+    def roll_dim(self, shift: int, dim: int) -> Tensor:
+        """Rotate along one dim, as Burn: `out[i] = x[(i + shift) % n]` (see `roll`)."""
+        shape = self.shape
+        d = norm_dim("roll_dim", dim, len(shape))
+        n = shape[d]
+        k = shift % n if n else 0
+        if not k:
+            return self._tensor()
+        return cat([self.narrow(d, k, n - k), self.narrow(d, 0, k)], d)
+
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        """Move dims `source` to positions `destination`, the others keeping their order.
+
+        Raises:
+            ValueRangeError: when `source` and `destination` differ in length.
+        """
+        n = self.ndim
+        src, dst = (tuple(norm_dim("movedim", d, n) for d in ((a,) if isinstance(a, int) else a))
+                    for a in (source, destination))
+        norm_dims("movedim", src, n)  # rejects repeats
+        norm_dims("movedim", dst, n)
+        if len(src) != len(dst):
+            raise ValueRangeError("movedim", "source and destination differ in length",
+                                  source=source, destination=destination)
+        order: list[int | None] = [None] * n
+        for s, t in zip(src, dst, strict=True):
+            order[t] = s
+        rest = iter(d for d in range(n) if d not in src)
+        return self.permute(tuple(next(rest) if o is None else o for o in order))
+
+    def iter_dim(self, dim: int) -> Iterator[Tensor]:
+        """The slices of size 1 along `dim`, in order (the dim is kept, as Burn)."""
+        d = norm_dim("iter_dim", dim, self.ndim)
+        return (self.narrow(d, i, 1) for i in range(self.shape[d]))
 
     def pad(self, pads: Sequence[int], value: float = 0) -> Tensor:
         """Pad with `value`; `pads` as torch's F.pad: (left, right) of the last dim first, then

@@ -63,19 +63,35 @@ class ReductionMixin(TensorBase):
         return self._accumulable()._along("sum_dim", dim)
 
     def mean(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
-        """Mean over all dims or over `dim` (int or tuple).
+        """Mean over all dims or over `dim` (int or tuple). Int tensors give Burn's int mean,
+        the floor of sum / count in the input's dtype (PyTorch refuses ints).
 
         Raises:
-            DTypeError: for int and bool tensors (as torch; cast to float first).
+            DTypeError: for bool tensors.
+            ValueRangeError: for the int mean of an empty extent (no int NaN).
         """
+        if self._k == "int_":
+            return reduce(self._tensor(), "mean", dim, keepdim,
+                          lambda t: t._int_mean(None), lambda t, d: t._int_mean(d))
         require_kind("mean", self._dtype, Kind.FLOAT)
         return reduce(self, "mean", dim, keepdim, _mean_all,  # type: ignore[arg-type]
                       lambda t, d: t._same("mean_dim", d))
 
     def mean_dim(self, dim: int) -> Tensor:
-        """Mean over one dim, kept with size 1 (float tensors)."""
+        """Mean over one dim, kept with size 1 (int tensors: see `mean`)."""
+        if self._k == "int_":
+            return self._int_mean(self._dim("mean_dim", dim)) if self.shape else self._tensor()
         require_kind("mean_dim", self._dtype, Kind.FLOAT)
         return self._along("mean_dim", dim)
+
+    def _int_mean(self, dim: int | None) -> Tensor:
+        """Floor of sum / count over all elements (None) or one dim (kept), in self's dtype."""
+        count = math.prod(self.shape) if dim is None else self.shape[dim]
+        if count == 0:
+            raise ValueRangeError("mean", "an int mean of nothing is undefined",
+                                  shape=self.shape, dtype=self._dtype.value)
+        total = self.sum() if dim is None else self.sum_dim(dim)
+        return (total // count)._cast(self._dtype)
 
     def prod(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
         """Product over all dims or over `dim` (int or tuple); ints and bools in int64."""

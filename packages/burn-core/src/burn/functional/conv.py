@@ -111,9 +111,6 @@ def _conv_transpose(op: str, nd: int, x: Tensor, weight: Tensor, bias: Tensor | 
     pad = ntuple(op, "padding", padding, nd)
     dil = ntuple(op, "dilation", dilation, nd, 1)
     out_pad = ntuple(op, "output_padding", output_padding, nd)
-    if any(o >= max(s, d) for o, s, d in zip(out_pad, st, dil, strict=True)):
-        raise ValueRangeError(op, "output_padding must be smaller than stride or dilation",
-                              output_padding=out_pad, stride=st, dilation=dil)
     check_out_size(op, [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
                         zip(xb.shape[2:], st, pad, dil, weight.shape[2:], out_pad, strict=True)],
                    x=x.shape, weight=weight.shape)
