@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -27,16 +28,62 @@ def _prim(x: T | None) -> P | None:
     return None if x is None else x.primitive
 
 
+def _conv_input_grad(inner: Any, g: P, weight: P, x_shape: Shape, options: ConvOptions) -> P:
+    """Input gradient of a conv: the transposed conv of `g` with the same weight, its output
+    padded to x's spatial size."""
+    kernel = inner.shape(weight)[2:]
+    padding_out = tuple(
+        size - ((o - 1) * st - 2 * p + d * (k - 1) + 1) for size, o, k, st, p, d in zip(
+            x_shape[2:], inner.shape(g)[2:], kernel, options.stride, options.padding,
+            options.dilation, strict=True))
+    t_options = ConvTransposeOptions(options.stride, options.padding, padding_out,
+                                     options.dilation, options.groups)
+    return inner.conv_transpose(g, weight, None, t_options)
+
+
+def _conv_weight_grad(inner: Any, x: P, g: P, kernel: Shape, options: ConvOptions) -> P:
+    """Weight gradient of an ungrouped conv: the conv of x [C, N, *S] (channels as the batch)
+    with g [O, N, *out] as the kernel, stride and dilation swapped, cropped to `kernel`."""
+    swapped = ConvOptions(options.dilation, options.padding, options.stride, 1)
+    full = inner.conv(inner.float_swap_dims(x, 0, 1), inner.float_swap_dims(g, 0, 1), None,
+                      swapped)
+    crop = [slice(None), slice(None), *(slice(0, k) for k in kernel)]
+    return inner.float_swap_dims(inner.float_slice(full, crop), 0, 1)
+
+
+def _conv_bias_grad(inner: Any, g: P) -> P:
+    """Bias gradient of a conv: g [N, O, *out] summed over the batch and spatial dims."""
+    n, o, *spatial = inner.shape(g)
+    flat = inner.float_reshape(g, (n, o, math.prod(spatial)))
+    return inner.float_reshape(inner.float_sum_dim(inner.float_sum_dim(flat, 2), 0), (o,))
+
+
 class ModuleOpsMixin(OpsBase):
     """Module ops of `Autodiff` (embedding and attention are the protocol's defaults)."""
 
     def conv(self, x: T, weight: T, bias: T | None, options: ConvOptions) -> T:
+        """The inner conv; backward computes only the gradients of tracked inputs: all three
+        through `conv_backward`, the input's alone as a transposed conv, the weight's and bias's
+        alone (ungrouped) as a conv of the input with the output gradient."""
         inner = self.inner
         out = inner.conv(x.primitive, weight.primitive, _prim(bias), options)
         if not tracked(x, weight, bias):
             return AutodiffTensor(out)
-        return record(out, (x, weight, bias), lambda g, s: inner.conv_backward(
-            s[0], s[1], s[2], g, options), (save(x), save(weight), save(bias)))
+        need_x, need_w = x.node is not None, weight.node is not None
+        need_b = bias is not None and bias.node is not None
+        if need_x and (need_w or need_b):
+            return record(out, (x, weight, bias), lambda g, s: inner.conv_backward(
+                s[0], s[1], s[2], g, options), (save(x), save(weight), save(bias)))
+        x_shape, w_shape = inner.shape(x.primitive), inner.shape(weight.primitive)
+        if need_x:
+            return record(out, (x, weight, bias), lambda g, s: (
+                _conv_input_grad(inner, g, s[0], x_shape, options), None, None), (save(weight),))
+        if options.groups != 1:
+            return record(out, (x, weight, bias), lambda g, s: (None, *inner.conv_backward(
+                s[0], s[1], s[2], g, options)[1:]), (save(x), save(weight), save(bias)))
+        return record(out, (x, weight, bias), lambda g, s: (
+            None, _conv_weight_grad(inner, s[0], g, w_shape[2:], options) if need_w else None,
+            _conv_bias_grad(inner, g) if need_b else None), (save(x),))
 
     def conv_transpose(self, x: T, weight: T, bias: T | None,
                        options: ConvTransposeOptions) -> T:

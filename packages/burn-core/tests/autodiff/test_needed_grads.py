@@ -1,0 +1,82 @@
+"""Autodiff computes only the gradients of tracked inputs: which backend ops a backward runs
+(seen through `burn.profile()`), and that the gradients it does compute equal PyTorch's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+import burn.functional as F
+
+CONVS: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    1: (F.conv1d, torch.nn.functional.conv1d), 2: (F.conv2d, torch.nn.functional.conv2d),
+    3: (F.conv3d, torch.nn.functional.conv3d)}
+CASES = [  # x shape, weight shape, options
+    ((4, 3, 13, 11), (5, 3, 3, 2), {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2)}),
+    ((2, 4, 9), (6, 2, 3), {"stride": (2,), "padding": (1,), "groups": 2}),
+    ((2, 3, 7, 6, 5), (4, 3, 2, 3, 2), {"stride": (1, 2, 1), "padding": (0, 1, 1),
+                                        "dilation": (2, 1, 1)}),
+]
+# tracked inputs -> the backward's conv ops (ungrouped; grouped weight grads use conv_backward)
+EXPECTED = {"x": ["conv_transpose"], "wb": ["conv"], "w": ["conv"], "xwb": ["conv_backward"]}
+
+
+def _backward_ops(fn: Callable[[], burn.Tensor]) -> tuple[list[str], Any]:
+    """The names of the ops the backward of sum(fn() ** 2) runs, and its gradients."""
+    out = fn()
+    with burn.profile() as prof:
+        grads = (out * out).sum().backward()
+    return [r.record.name for r in prof.records], grads
+
+
+@pytest.mark.parametrize("tracked", sorted(EXPECTED))
+@pytest.mark.parametrize("case", range(len(CASES)), ids=["2d", "1d-groups", "3d"])
+def test_conv_backward_computes_only_tracked_grads(case: int, tracked: str) -> None:
+    x_shape, w_shape, options = CASES[case]
+    device = burn.Device("numpy").profile().autodiff()
+    rng = np.random.default_rng(case)
+    arrays = {"x": rng.standard_normal(x_shape), "w": rng.standard_normal(w_shape),
+              "b": rng.standard_normal(w_shape[0])}
+    arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
+    inputs = {k: burn.tensor(v, device=device) for k, v in arrays.items()}
+    inputs = {k: t.require_grad() if k in tracked else t for k, t in inputs.items()}
+    ours, theirs = CONVS[len(x_shape) - 2]
+    names, grads = _backward_ops(
+        lambda: ours(inputs["x"], inputs["w"], inputs["b"], **options))
+    conv_ops = [n for n in names if n.startswith("conv")]
+    grouped_params = options.get("groups", 1) > 1 and "x" not in tracked
+    assert conv_ops == (["conv_backward"] if grouped_params else EXPECTED[tracked])
+    refs = {k: torch.from_numpy(v).requires_grad_(k in tracked) for k, v in arrays.items()}
+    out = theirs(refs["x"], refs["w"], refs["b"], **options)
+    (out * out).sum().backward()
+    for key in tracked:
+        grad, ref = inputs[key].grad(grads), refs[key]
+        assert grad is not None and ref.grad is not None
+        assert grad.shape == tuple(ref.shape) and grad.to_numpy().dtype == np.float32
+        scale = float(ref.grad.abs().max())
+        np.testing.assert_allclose(grad.to_numpy(), ref.grad.numpy(), rtol=1e-5,
+                                   atol=2e-6 * scale)
+
+
+@pytest.mark.parametrize("tracked", ["lhs", "rhs"])
+def test_matmul_backward_multiplies_only_for_the_tracked_operand(tracked: str) -> None:
+    device = burn.Device("numpy").profile().autodiff()
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((5, 4)), rng.standard_normal((4, 3))
+    lhs, rhs = burn.tensor(a, device=device), burn.tensor(b, device=device)
+    lhs, rhs = (lhs.require_grad(), rhs) if tracked == "lhs" else (lhs, rhs.require_grad())
+    names, grads = _backward_ops(lambda: lhs @ rhs)
+    assert names.count("float_matmul") == 1
+    ta = torch.from_numpy(a).requires_grad_(tracked == "lhs")
+    tb = torch.from_numpy(b).requires_grad_(tracked == "rhs")
+    out = ta @ tb
+    (out * out).sum().backward()
+    ours, ref = (lhs, ta) if tracked == "lhs" else (rhs, tb)
+    grad = ours.grad(grads)
+    assert grad is not None and ref.grad is not None and grad.shape == tuple(ref.shape)
+    np.testing.assert_allclose(grad.to_numpy(), ref.grad.numpy(), rtol=1e-12)
