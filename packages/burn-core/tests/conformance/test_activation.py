@@ -36,8 +36,17 @@ def _hard_sigmoid(x: torch.Tensor, alpha: float = 0.2, beta: float = 0.5) -> tor
     return torch.clamp(x * alpha + beta, 0.0, 1.0)
 
 
+def _quiet_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """softmax with an extra zero logit (Burn's quiet_softmax), the max detached."""
+    m = x.detach().amax(dim, keepdim=True)
+    e = (x - m).exp()
+    return e / (e.sum(dim, keepdim=True) + (-m).exp())
+
+
 SMOOTH = Domain(-4, 4)
 KINKED = Domain(-4, 4, avoid="zero", margin=0.05)
+#: values at least 0.05 away from every integer (the kinks of hardtanh, relu6, threshold, ...).
+OFF_INT = Domain(-7, 7, avoid="int", margin=0.05)
 
 #: op -> list of (burn, torch, domain) variants of one input tensor.
 ACTIVATIONS: dict[str, list[tuple[Fn, Fn, Domain]]] = {
@@ -68,6 +77,26 @@ ACTIVATIONS: dict[str, list[tuple[Fn, Fn, Domain]]] = {
             (lambda x: bF.elu(x, alpha=0.5), lambda x: tF.elu(x, alpha=0.5), KINKED)],
     "selu": [(bF.selu, tF.selu, KINKED)],
     "tanh": [(bF.tanh, torch.tanh, SMOOTH)],
+    "hardtanh": [(bF.hardtanh, tF.hardtanh, OFF_INT),
+                 (lambda x: bF.hardtanh(x, -2, 3), lambda x: tF.hardtanh(x, -2, 3), OFF_INT)],
+    "relu6": [(bF.relu6, tF.relu6, OFF_INT)],
+    "tanhshrink": [(bF.tanhshrink, tF.tanhshrink, SMOOTH)],
+    "softsign": [(bF.softsign, tF.softsign, KINKED)],
+    "celu": [(bF.celu, tF.celu, KINKED),
+             (lambda x: bF.celu(x, alpha=0.5), lambda x: tF.celu(x, alpha=0.5), KINKED)],
+    "threshold": [(lambda x: bF.threshold(x, 1.0, -3.0), lambda x: tF.threshold(x, 1.0, -3.0),
+                   OFF_INT)],
+    "thresholded_relu": [(bF.thresholded_relu, lambda x: torch.where(x > 1, x, 0.0), OFF_INT),
+                         (lambda x: bF.thresholded_relu(x, alpha=-1.0),
+                          lambda x: torch.where(x > -1, x, 0.0), OFF_INT)],
+    "glu": [(lambda x: bF.glu(burn.cat([x, x * 0.5], -1)),
+             lambda x: tF.glu(torch.cat([x, x * 0.5], -1)), SMOOTH),
+            (lambda x: bF.glu(burn.cat([x, -x], 0), dim=0),
+             lambda x: tF.glu(torch.cat([x, -x], 0), dim=0), SMOOTH)],
+    "quiet_softmax": [(lambda x: bF.quiet_softmax(x, -1), lambda x: _quiet_softmax(x, -1),
+                       SMOOTH),
+                      (lambda x: bF.quiet_softmax(x, 1), lambda x: _quiet_softmax(x, 1),
+                       Domain(-40, 4))],
 }
 FORWARD_CASES = [
     Case("float32", ((3, 5),)),

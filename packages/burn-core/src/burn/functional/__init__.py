@@ -3,22 +3,31 @@ activations, validated and dispatched to the backend's ModuleOps / ActivationOps
 
 from burn.frontend.reduction import logsumexp
 from burn.functional.activation import (
+    celu,
     elu,
     gelu,
+    glu,
     hard_sigmoid,
+    hardtanh,
     leaky_relu,
     log_sigmoid,
     log_softmax,
     mish,
     prelu,
+    quiet_softmax,
     relu,
+    relu6,
     selu,
     sigmoid,
     silu,
     softmax,
     softmin,
     softplus,
+    softsign,
     tanh,
+    tanhshrink,
+    threshold,
+    thresholded_relu,
 )
 from burn.functional.attention import attention
 from burn.functional.conv import (
@@ -65,5 +74,6 @@ __all__ = [
     "relu", "selu", "sigmoid", "silu", "softmax", "softmin", "softplus", "tanh", "unfold4d",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
     "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
-    "smooth_l1_loss",
+    "smooth_l1_loss", "celu", "glu", "hardtanh", "quiet_softmax", "relu6", "softsign",
+    "tanhshrink", "threshold", "thresholded_relu",
 ]

@@ -126,3 +126,81 @@ def selu(x: Tensor) -> Tensor:
 def tanh(x: Tensor) -> Tensor:
     """Hyperbolic tangent."""
     return _act("float_tanh", x)
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """clamp(x, min_val, max_val).
+
+    Raises:
+        ValueRangeError: when min_val > max_val.
+    """
+    if min_val > max_val:
+        raise ValueRangeError("hardtanh", "min_val must not exceed max_val", min_val=min_val,
+                              max_val=max_val)
+    return float_input("hardtanh", "x", x).clamp(min_val, max_val)
+
+
+def relu6(x: Tensor) -> Tensor:
+    """min(max(x, 0), 6)."""
+    return float_input("relu6", "x", x).clamp(0.0, 6.0)
+
+
+def tanhshrink(x: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    x = float_input("tanhshrink", "x", x)
+    return x - x.tanh()
+
+
+def softsign(x: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    x = float_input("softsign", "x", x)
+    return x / (x.abs() + 1.0)
+
+
+def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha * (exp(x / alpha) - 1) below.
+
+    Raises:
+        ValueRangeError: for alpha == 0.
+    """
+    if alpha == 0:
+        raise ValueRangeError("celu", "alpha must not be 0", alpha=alpha)
+    x = float_input("celu", "x", x)
+    return x.mask_where(x <= 0, ((x / alpha).exp() - 1.0) * alpha)
+
+
+def threshold(x: Tensor, threshold: float, value: float) -> Tensor:
+    """x where x > threshold, else `value`."""
+    x = float_input("threshold", "x", x)
+    return x.mask_fill(x <= threshold, value)
+
+
+def thresholded_relu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x where x > alpha, else 0 (Burn's and ONNX's ThresholdedRelu)."""
+    return threshold(x, alpha, 0.0)
+
+
+def glu(x: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: first half of `dim` times sigmoid of the second half.
+
+    Raises:
+        ShapeError: when the size of `dim` is odd.
+    """
+    x = float_input("glu", "x", x)
+    d = norm_dim("glu", dim, x.ndim)
+    n = x.shape[d]
+    if n % 2:
+        raise ShapeError("glu", "the size of dim must be even", shape=x.shape, dim=dim)
+    return x.narrow(d, 0, n // 2) * sigmoid(x.narrow(d, n // 2, n // 2))
+
+
+def quiet_softmax(x: Tensor, dim: int) -> Tensor:
+    """Burn's softmax with an extra zero logit ("off by one"): exp(x - m) / (sum(exp(x - m)) +
+    exp(-m)), m the (detached) max along `dim`; rows of very negative logits go to 0."""
+    x = float_input("quiet_softmax", "x", x)
+    d = norm_dim("quiet_softmax", dim, x.ndim, scalar=True)
+    if not x.ndim:
+        return quiet_softmax(x.reshape((1,)), 0).reshape(())
+    m = x.detach().max_dim(d)
+    e = (x - m).exp()
+    return e / (e.sum_dim(d) + (-m).exp())
