@@ -8,6 +8,7 @@ from burn.device import Device
 from burn.frontend import full_like
 from burn.frontend.tensor import Tensor
 from burn.optim.base import Optimizer, OptimizerConfig, State
+from burn.optim.buffers import Buf, TensorOps
 
 
 @dataclass(kw_only=True)
@@ -40,8 +41,10 @@ class AdaGrad(Optimizer):
     def _init_state(self, param: Tensor) -> State:
         return {"step": 0, "sum": full_like(param, self.config.initial_accumulator_value)}
 
-    def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
+    def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
+                ) -> Buf:
         c = self.config
         step = state["step"] = state["step"] + 1
-        total = state["sum"] = state["sum"] + grad.square()
-        return param - grad / (total.sqrt() + c.epsilon) * (lr / (1 + (step - 1) * c.lr_decay))
+        total = state["sum"] = ops.add_(state["sum"], ops.square(grad))
+        scaled = ops.div_into(grad, ops.add_scalar_(ops.sqrt(total), c.epsilon))
+        return ops.sub_into(param, ops.mul_(scaled, lr / (1 + (step - 1) * c.lr_decay)))

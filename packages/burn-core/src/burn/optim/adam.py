@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass
 
 from burn.device import Device
-from burn.frontend import where, zeros_like
+from burn.frontend import zeros_like
 from burn.frontend.tensor import Tensor
 from burn.optim.base import Optimizer, OptimizerConfig, State
+from burn.optim.buffers import Buf, TensorOps
 
 
 @dataclass(kw_only=True)
@@ -47,13 +48,17 @@ class Adam(Optimizer):
             state["max_moment_2"] = zeros_like(param)
         return state
 
-    def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
+    def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
+                ) -> Buf:
         c = self.config
         step = state["step"] = state["step"] + 1
-        m1 = state["moment_1"] = state["moment_1"] * c.beta_1 + grad * (1 - c.beta_1)
-        m2 = state["moment_2"] = state["moment_2"] * c.beta_2 + grad.square() * (1 - c.beta_2)
+        m1 = state["moment_1"] = ops.add_(ops.mul_(state["moment_1"], c.beta_1),
+                                          ops.mul(grad, 1 - c.beta_1))
+        m2 = state["moment_2"] = ops.add_(ops.mul_(state["moment_2"], c.beta_2),
+                                          ops.mul_(ops.square(grad), 1 - c.beta_2))
         if c.amsgrad:
-            peak = state["max_moment_2"]
-            m2 = state["max_moment_2"] = where(m2 > peak, m2, peak)
-        denom = m2.sqrt() / math.sqrt(1 - c.beta_2**step) + c.epsilon
-        return param - m1 / denom * (lr / (1 - c.beta_1**step))
+            m2 = state["max_moment_2"] = ops.max_(state["max_moment_2"], m2)
+        denom = ops.add_scalar_(ops.div_scalar_(ops.sqrt(m2), math.sqrt(1 - c.beta_2**step)),
+                                c.epsilon)
+        return ops.sub_into(param, ops.mul_(ops.div_into(m1, denom),
+                                            lr / (1 - c.beta_1**step)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from burn.device import Device
-from burn.frontend.tensor import Tensor
 from burn.optim.adam import Adam, AdamConfig
+from burn.optim.buffers import Buf, TensorOps
 
 
 @dataclass(kw_only=True)
@@ -30,6 +30,6 @@ class AdamW(Adam):
 
     config: AdamWConfig
 
-    def _decay(self, lr: float, param: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
+    def _decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]) -> tuple[Buf, Buf]:
         decay = self.config.weight_decay
-        return (param * (1 - lr * decay) if decay else param), grad
+        return (ops.mul(param, 1 - lr * decay) if decay else param), grad

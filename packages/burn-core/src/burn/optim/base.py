@@ -13,6 +13,7 @@ from burn.errors import ShapeError
 from burn.frontend import tensor
 from burn.frontend.tensor import Tensor
 from burn.nn import Config, Param
+from burn.optim.buffers import Buf, NumpyOps, TensorOps, numpy_arrays
 from burn.optim.grads import GradientsParams, Params, named_params, to_grads_params
 
 #: One param's optimizer state: tensors on the param's inner device, and counters.
@@ -35,8 +36,10 @@ class Optimizer(ABC):
     """Base of optimizers, as Burn's `Optimizer`: `step(lr, module, grads)` updates the module's
     trainable Params in place.
 
-    Updates are computed on the inner backend (no autodiff graph). State is kept per Param id as
-    inner tensors; `state_dict()` keys it by parameter path, so it survives a module rebuild.
+    Updates are computed on the inner backend (no autodiff graph); on the plain NumPy backend
+    they reuse the state's buffers in place (`burn.optim.buffers`), with the same values. State
+    is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so it
+    survives a module rebuild.
 
     Args:
         config: the hyperparameters.
@@ -63,22 +66,34 @@ class Optimizer(ABC):
             grad = grads.get(param.id)
             if grad is None or not param.trainable:
                 continue
-            value, grad = self._decay(lr, param.inner(), grad)
-            new = self._update(lr, value, grad, self._param_state(path, param, value))
+            value = param.inner()
+            state = self._param_state(path, param, value)
+            if numpy_arrays(value, grad):  # reuse the state's and the temporaries' buffers
+                arrays = {k: v._prim if isinstance(v, Tensor) else v for k, v in state.items()}
+                p, g = self._decay(lr, value._prim, grad._prim, NumpyOps)
+                new = value._wrap(self._update(lr, p, g, arrays, NumpyOps))
+                state.update({k: value._wrap(v) if isinstance(v, np.ndarray) else v
+                              for k, v in arrays.items()})
+            else:
+                p, g = self._decay(lr, value, grad, TensorOps)
+                new = self._update(lr, p, g, state, TensorOps)
             param.set_(Tensor.from_inner(new, param.device) if param.device.is_autodiff else new)
 
-    def _decay(self, lr: float, param: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
+    def _decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]) -> tuple[Buf, Buf]:
         """(param, grad) after weight decay: L2 added to the gradient (override to decouple)."""
         decay = self.config.weight_decay
-        return (param, grad + param * decay) if decay else (param, grad)
+        return (param, ops.add_into(grad, ops.mul(param, decay))) if decay else (param, grad)
 
     def _init_state(self, param: Tensor) -> State:
         """The state of a param before its first update (none by default)."""
         return {}
 
     @abstractmethod
-    def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
-        """The new values of `param` (inner tensors); updates `state` in place."""
+    def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
+                ) -> Buf:
+        """The new values of `param`, computed with `ops` (inner tensors, or numpy arrays with
+        `NumpyOps`); updates `state` (whose buffers `NumpyOps` may overwrite). `param` and
+        `grad` are read only."""
 
     def _param_state(self, path: str, param: Param, value: Tensor) -> State:
         """The state of `param`, from a loaded state dict (by path) or fresh."""

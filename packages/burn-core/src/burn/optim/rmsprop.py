@@ -8,6 +8,7 @@ from burn.device import Device
 from burn.frontend import zeros_like
 from burn.frontend.tensor import Tensor
 from burn.optim.base import Optimizer, OptimizerConfig, State
+from burn.optim.buffers import Buf, TensorOps
 
 
 @dataclass(kw_only=True)
@@ -47,14 +48,16 @@ class RmsProp(Optimizer):
             state["momentum"] = zeros_like(param)
         return state
 
-    def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
+    def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
+                ) -> Buf:
         c = self.config
-        square_avg = state["square_avg"] = state["square_avg"] * c.alpha \
-            + grad.square() * (1 - c.alpha)
+        square_avg = state["square_avg"] = ops.add_(
+            ops.mul_(state["square_avg"], c.alpha), ops.mul_(ops.square(grad), 1 - c.alpha))
         if c.centered:
-            grad_avg = state["grad_avg"] = state["grad_avg"] * c.alpha + grad * (1 - c.alpha)
-            square_avg = square_avg - grad_avg.square()
-        step = grad / (square_avg.sqrt() + c.epsilon)
+            grad_avg = state["grad_avg"] = ops.add_(ops.mul_(state["grad_avg"], c.alpha),
+                                                    ops.mul(grad, 1 - c.alpha))
+            square_avg = ops.sub_into(square_avg, ops.square(grad_avg))
+        step = ops.div_into(grad, ops.add_scalar_(ops.sqrt(square_avg), c.epsilon))
         if c.momentum:
-            step = state["momentum"] = state["momentum"] * c.momentum + step
-        return param - step * lr
+            step = state["momentum"] = ops.add_(ops.mul_(state["momentum"], c.momentum), step)
+        return ops.sub_into(param, ops.mul(step, lr))

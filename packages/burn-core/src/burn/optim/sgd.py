@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from burn.device import Device
-from burn.frontend.tensor import Tensor
 from burn.optim.base import Optimizer, OptimizerConfig, State
+from burn.optim.buffers import Buf, TensorOps
 
 
 @dataclass(kw_only=True)
@@ -38,11 +38,13 @@ class Sgd(Optimizer):
 
     config: SgdConfig
 
-    def _update(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor:
+    def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
+                ) -> Buf:
         momentum = self.config.momentum
         if momentum:
             buf = state.get("momentum")
-            buf = grad if buf is None else buf * momentum + grad * (1 - self.config.dampening)
+            buf = ops.owned(grad) if buf is None else ops.add_(
+                ops.mul_(buf, momentum), ops.mul(grad, 1 - self.config.dampening))
             state["momentum"] = buf
-            grad = grad + buf * momentum if self.config.nesterov else buf
-        return param - grad * lr
+            grad = ops.add_into(grad, ops.mul(buf, momentum)) if self.config.nesterov else buf
+        return ops.sub_into(param, ops.mul(grad, lr))
