@@ -285,6 +285,20 @@ class IndexingMixin(TensorBase):
 
     index_select = select
 
+    def take(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
+        """Rows `indices` (ints of any shape, negatives wrap) along `dim`: the result's shape is
+        `shape[:dim] + indices.shape + shape[dim + 1:]` (Burn's take, numpy.take with an axis;
+        torch.take indexes the flattened tensor instead).
+
+        Raises:
+            BurnIndexError: for non-int or out-of-range indices.
+        """
+        d = norm_dim("take", dim, self.ndim)
+        shape = self.shape
+        idx = checked_indices("take", _as_index_tensor(self, indices, "take"), shape[d])
+        flat = idx.reshape((-1,))  # type: ignore[attr-defined]
+        return self._same("select", d, flat._prim).reshape(shape[:d] + idx.shape + shape[d + 1:])
+
     def select_assign(self, dim: int, indices: Tensor, values: Tensor) -> Tensor:
         """A copy with `values` *added* at rows `indices` along `dim` (torch.index_add; bool
         tensors or-accumulate, as Burn)."""

@@ -15,12 +15,13 @@ from burn.frontend.conversion import ConversionMixin
 from burn.frontend.indexing import IndexingMixin
 from burn.frontend.layout import LayoutMixin
 from burn.frontend.math import MathMixin
+from burn.frontend.numeric import NumericMixin
 from burn.frontend.reduction import ReductionMixin
 from burn.frontend.validation import norm_dim
 
 
 class Tensor(ArithmeticMixin, MathMixin, LayoutMixin, IndexingMixin, ComparisonMixin,
-             ReductionMixin, BitwiseMixin, ConversionMixin, AutogradMixin):
+             ReductionMixin, BitwiseMixin, ConversionMixin, AutogradMixin, NumericMixin):
     """An n-d array of one dtype on one device; ops dispatch to the device's backend by kind
     (`float_*`, `int_*`, `bool_*`).
 

@@ -1,0 +1,124 @@
+"""Burn's numeric composites: fmod, finiteness and closeness tests, pairwise max / min, max_abs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from burn.dtype import DType, Kind
+from burn.errors import ValueRangeError
+from burn.frontend.base import TensorBase
+from burn.frontend.validation import (
+    as_scalar,
+    check_device,
+    finite_scalar,
+    norm_dim,
+    promote_tensors,
+    require_kind,
+    scalar_dtype,
+)
+
+if TYPE_CHECKING:
+    from burn.frontend.tensor import Tensor
+
+#: is_close's default tolerances (Burn's and torch.isclose's).
+DEFAULT_RTOL = 1e-5
+DEFAULT_ATOL = 1e-8
+
+
+class NumericMixin(TensorBase):
+    """fmod, is_finite, contains_nan, is_close, all_close, max_pair, min_pair, max_abs."""
+
+    __slots__ = ()
+
+    def _operands(self, op: str, other: object) -> tuple[Tensor, Tensor]:
+        """(self, other) promoted to one float or int dtype (`other`: tensor or scalar).
+
+        Raises:
+            DTypeError: for bool operands or a non-scalar `other`.
+            DeviceError: for tensors on different devices.
+        """
+        if isinstance(other, TensorBase):
+            check_device(op, self, other)
+            dtype = promote_tensors((self, other))
+            y = other._cast(dtype)
+        else:
+            dtype = scalar_dtype(op, self._dtype, as_scalar(other))
+            y = self._full((), as_scalar(other), dtype)
+        require_kind(op, dtype, Kind.FLOAT, Kind.INT)
+        return self._cast(dtype), y
+
+    def fmod(self, other: Tensor | float) -> Tensor:
+        """C's fmod: the remainder of division truncated towards zero, with the dividend's sign
+        (torch.fmod); float: `x - other * trunc(x / other)` as Burn, so `fmod(x, inf)` is x.
+
+        Raises:
+            DTypeError: for bool operands.
+            DivisionByZeroError: for an int zero divisor.
+        """
+        x, y = self._operands("fmod", other)
+        if x._k == "int_":
+            r = x % y  # floor remainder: the divisor's sign
+            wrong_sign = (r != 0) & ((r < 0) ^ (x < 0))
+            return r.mask_where(wrong_sign, r - y)
+        q = (x / y).trunc()
+        prod = (y * q).mask_where((q == 0) & y.is_inf(), x * 0.0)
+        return x - prod
+
+    def is_finite(self) -> Tensor:
+        """Elementwise: neither nan nor +-inf (all true for int and bool tensors)."""
+        t = self._tensor()
+        return ~(t.is_nan() | t.is_inf())
+
+    def contains_nan(self) -> Tensor:
+        """Whether any element is nan, as a 0-d bool tensor (Burn: shape [1])."""
+        return self._tensor().is_nan().any()
+
+    def is_close(self, other: Tensor | float, rtol: float = DEFAULT_RTOL,
+                 atol: float = DEFAULT_ATOL) -> Tensor:
+        """Elementwise `|self - other| <= atol + rtol * |other|` for finite values; infinities
+        are close when equal; nan is never close (torch.isclose without equal_nan).
+
+        Raises:
+            DTypeError: for bool operands.
+            ValueRangeError: for a negative or non-finite tolerance.
+        """
+        for name, tol in (("rtol", rtol), ("atol", atol)):
+            if finite_scalar("is_close", name, tol) < 0:
+                raise ValueRangeError("is_close", f"{name} must be non-negative", **{name: tol})
+        x, y = self._operands("is_close", other)
+        if x._k == "int_":
+            x, y = x._cast(DType.float64), y._cast(DType.float64)
+        both_finite = x.is_finite() & y.is_finite()
+        near = ((x - y).abs() <= y.abs() * float(rtol) + float(atol)) & both_finite
+        return near | (~both_finite & (x == y))
+
+    def all_close(self, other: Tensor | float, rtol: float = DEFAULT_RTOL,
+                  atol: float = DEFAULT_ATOL) -> bool:
+        """Whether `is_close` holds everywhere, as a Python bool (torch.allclose)."""
+        return bool(self.is_close(other, rtol, atol).all().item())
+
+    def max_pair(self, other: Tensor | float) -> Tensor:
+        """Elementwise max of two tensors (broadcast, promoted) as Burn: `other` where
+        `self < other`, else self (a nan in `other` keeps self; torch.maximum gives nan)."""
+        x, y = self._operands("max_pair", other)
+        return x.mask_where(x < y, y)
+
+    def min_pair(self, other: Tensor | float) -> Tensor:
+        """Elementwise min as Burn: `other` where `other < self`, else self (see max_pair)."""
+        x, y = self._operands("min_pair", other)
+        return x.mask_where(y < x, y)
+
+    def max_abs(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Largest absolute value over all elements or along `dim` (float and int tensors).
+
+        Raises:
+            ValueRangeError: when reducing an empty extent.
+        """
+        require_kind("max_abs", self._dtype, Kind.FLOAT, Kind.INT)
+        return self._tensor().abs().max(dim, keepdim)
+
+    def max_abs_dim(self, dim: int) -> Tensor:
+        """Largest absolute value along one dim, kept with size 1."""
+        require_kind("max_abs_dim", self._dtype, Kind.FLOAT, Kind.INT)
+        return self._tensor().abs().max_dim(norm_dim("max_abs_dim", dim, self.ndim,
+                                                     scalar=True))
