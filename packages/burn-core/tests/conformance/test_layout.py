@@ -138,6 +138,17 @@ OPS: dict[str, list[V]] = {
           kinds="fi"),
         V(((2, 3),), lambda x: x.pad((0, 0, 1, 1), value=1.5),
           lambda x: tF.pad(x, (0, 0, 1, 1), value=1.5), kinds="f"),
+        V(((2, 3, 4),), lambda x: x.pad((1, 3, 2, 0), mode="reflect"),
+          lambda x: tF.pad(x, (1, 3, 2, 0), mode="reflect"), kinds="f"),
+        V(((2, 3, 4),), lambda x: x.pad((2, 1, 0, 3), mode="edge"),
+          lambda x: tF.pad(x, (2, 1, 0, 3), mode="replicate"), kinds="f"),
+        V(((2, 3, 4),), lambda x: x.pad((1, 3, 2, 0), mode="reflect"),  # ints / bools: numpy
+          lambda x: torch.from_numpy(np.pad(x.numpy(), ((0, 0), (2, 0), (1, 3)), "reflect")),
+          kinds="ib"),
+        V(((3, 2),), lambda x: x.pad((0, 2, 1, 1), mode="replicate"),
+          lambda x: torch.from_numpy(np.pad(x.numpy(), ((1, 1), (0, 2)), "edge")), kinds="ib"),
+        V(((0, 3),), lambda x: x.pad((1, 1), mode="reflect"),
+          lambda x: torch.zeros(0, 5, dtype=x.dtype), grad=False),
     ],
     "tril": [
         V(((4, 5),), lambda x: x.tril(), lambda x: x.tril()),

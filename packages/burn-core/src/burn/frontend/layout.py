@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -284,17 +284,24 @@ class LayoutMixin(TensorBase):
         d = norm_dim("iter_dim", dim, self.ndim)
         return (self.narrow(d, i, 1) for i in range(self.shape[d]))
 
-    def pad(self, pads: Sequence[int], value: float = 0) -> Tensor:
-        """Pad with `value`; `pads` as torch's F.pad: (left, right) of the last dim first, then
-        of the dim before, ...; negative pads crop.
+    def pad(self, pads: Sequence[int], value: float = 0,
+            mode: Literal["constant", "reflect", "edge", "replicate"] = "constant") -> Tensor:
+        """Pad; `pads` as torch's F.pad: (left, right) of the last dim first, then of the dim
+        before, .... Modes (Burn's): "constant" fills `value` (negative pads crop); "reflect"
+        mirrors without repeating the border (pads < the dim's size); "edge" (torch's
+        "replicate", also accepted) repeats the border element.
 
         Raises:
-            ShapeError: for an odd number of pads, more pads than dims, or cropping too much.
+            ShapeError: for an odd number of pads, more pads than dims, cropping too much, or
+                reflect / edge pads the dim cannot supply.
+            ValueRangeError: for an unknown mode, or negative reflect / edge pads.
         """
         shape = self.shape
         if len(pads) % 2 or len(pads) > 2 * len(shape):
             raise ShapeError("pad", "need an even number of pads, two per dim at most",
                              shape=shape, pads=tuple(pads))
+        if mode != "constant":
+            return self._pad_border(tuple(pads), mode)
         x = self._tensor()
         new = list(shape)
         region = [slice(0, s, 1) for s in shape]
@@ -313,6 +320,32 @@ class LayoutMixin(TensorBase):
             return x
         base = x._full(tuple(new), value)
         return base._same("slice_assign", region, x._prim)
+
+    def _pad_border(self, pads: tuple[int, ...], mode: str) -> Tensor:
+        """`pad` in "reflect" or "edge" mode (see `pad`)."""
+        if mode not in ("reflect", "edge", "replicate"):
+            raise ValueRangeError("pad", "mode must be 'constant', 'reflect' or 'edge'",
+                                  mode=mode)
+        if any(p < 0 for p in pads):
+            raise ValueRangeError("pad", f"{mode} pads must be non-negative", pads=pads)
+        shape = self.shape
+        x = self._tensor()
+        for i in range(len(pads) // 2):
+            d = len(shape) - 1 - i
+            lo, hi, n = pads[2 * i], pads[2 * i + 1], shape[d]
+            if not lo and not hi:
+                continue
+            if mode == "reflect" and max(lo, hi) >= n or n == 0:
+                raise ShapeError("pad", f"{mode} pads must be smaller than the dim's size"
+                                 if mode == "reflect" else "cannot pad an empty dim by its edge",
+                                 shape=shape, pads=pads, dim=d)
+            if mode == "reflect":
+                parts = [x.narrow(d, 1, lo).flip(d), x, x.narrow(d, n - 1 - hi, hi).flip(d)]
+            else:
+                parts = [x.narrow(d, 0, 1).repeat_dim(d, lo), x,
+                         x.narrow(d, n - 1, 1).repeat_dim(d, hi)]
+            x = cat(parts, d)
+        return x
 
     def _triangle(self, op: str, diagonal: int, lower: bool) -> Tensor:
         shape = self.shape
