@@ -118,9 +118,7 @@ def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarr
     nd = len(out)
     xp = pad_spatial(x.astype(work_dtype(x.dtype), copy=False), pads, -np.inf)
     win = windows(xp, options.kernel_size, options.stride, options.dilation, out)
-    flat = win.reshape(*win.shape[: 2 + nd], -1)
-    arg = flat.argmax(axis=-1)
-    y = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+    y, arg = _window_argmax(win, options.kernel_size, bool(np.isnan(x).any()))
     offsets = np.unravel_index(arg, options.kernel_size)
     index = np.zeros(arg.shape, np.int64)
     for i, (n, s, p, d) in enumerate(
@@ -129,6 +127,26 @@ def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarr
         start = (np.arange(out[i]) * s - p).reshape(-1, *(1,) * (nd - 1 - i))
         index = index * n + start + offsets[i] * d
     return y.astype(x.dtype, copy=False), index
+
+
+def _window_argmax(
+    win: np.ndarray, kernel: tuple[int, ...], has_nan: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Max and flat argmax over the trailing kernel dims of a window view, one branch-free pass
+    per kernel offset (no copy of the windows); the first maximum wins, and the first NaN over
+    any number."""
+    offsets = list(np.ndindex(*kernel))
+    best = np.array(win[(..., *offsets[0])])
+    arg = np.zeros(best.shape, np.min_scalar_type(len(offsets)))
+    for t, offset in enumerate(offsets[1:], start=1):
+        value = win[(..., *offset)]
+        better = value > best
+        if has_nan:
+            better |= np.isnan(value) & ~np.isnan(best)
+        np.maximum(best, value, out=best)  # NaN propagates
+        arg *= ~better
+        arg += better * arg.dtype.type(t)
+    return best, arg
 
 
 def max_pool_backward(
@@ -158,7 +176,12 @@ def max_pool_backward(
     plane = math.prod(x.shape[2:])
     flat = indices.reshape(n * c, -1) + (np.arange(n * c) * plane)[:, None]
     gx = np.zeros(n * c * plane, work_dtype(x.dtype))
-    np.add.at(gx, flat.ravel(), grad_out.reshape(-1).astype(gx.dtype, copy=False))
+    values = grad_out.reshape(-1).astype(gx.dtype, copy=False)
+    spans = (d * (k - 1) + 1 for k, d in zip(options.kernel_size, options.dilation, strict=True))
+    if all(s >= span for s, span in zip(options.stride, spans, strict=True)):
+        gx[flat.ravel()] = values  # windows do not overlap: each position is hit at most once
+    else:
+        np.add.at(gx, flat.ravel(), values)
     return gx.reshape(x.shape).astype(x.dtype, copy=False)
 
 
