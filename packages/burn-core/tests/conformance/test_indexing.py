@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as tF
 
 import burn
+from burn.errors import ValueRangeError
 
 from .reference import (
     GRAD_DTYPES,
@@ -242,6 +243,32 @@ def test_select_assign_backward(dtype: str, grad_device: burn.Device,
                    lambda a, i, b: torch.index_add(a, 1, i, b), [x, idx, v], grad_device, rng)
 
 
+@pytest.mark.parametrize("dtype,layout", IDX_DTYPES)
+@pytest.mark.op("select_assign")
+def test_select_assign_assign(dtype: str, layout: str, device: burn.Device,
+                              rng: np.random.Generator) -> None:
+    x = T(rand(rng, (4, 5), dtype), dtype, layout)
+    for dim, idx, vshape in ((0, [3, 0, -2], (3, 5)), (1, [4, 1], (4, 2)), (1, [], (4, 0))):
+        v = T(rand(rng, vshape, dtype), dtype, layout)
+        check_forward(lambda a, i, b, d=dim: a.select_assign(d, i, b, update="assign"),
+                      lambda a, i, b, d=dim: a.index_copy(d, i % a.shape[d], b),
+                      [x, _idx(np.array(idx, dtype=np.int64)), v], device)
+    with pytest.raises(ValueRangeError, match="select_assign"):
+        burn.zeros(2, 2, device=device).select_assign(0, burn.tensor([0], device=device),
+                                                      burn.zeros(1, 2, device=device), "mul")
+
+
+@pytest.mark.parametrize("dtype", GRAD_DTYPES)
+@pytest.mark.op("select_assign")
+def test_select_assign_assign_backward(dtype: str, grad_device: burn.Device,
+                                       rng: np.random.Generator) -> None:
+    x = T(rand(rng, (4, 5), dtype), dtype, "transposed")
+    v = T(rand(rng, (4, 2), dtype), dtype)
+    check_backward(lambda a, i, b: a.select_assign(1, i, b, "assign"),
+                   lambda a, i, b: a.index_copy(1, i, b), [x, _idx(np.array([4, 1])), v],
+                   grad_device, rng)
+
+
 def _gather_cases(rng: np.random.Generator, dtype: str, layout: str) -> list[tuple[Any, ...]]:
     x = T(rand(rng, (3, 4), dtype), dtype, layout)
     return [(x, 0, _idx(rng.integers(0, 3, size=(2, 4)))),
@@ -345,6 +372,58 @@ def test_scatter_nd(dtype: str, layout: str, device: burn.Device,
         pick = coords[rng.permutation(len(coords))[:vshape[0]]]
         v = T(rand(rng, vshape, dtype), dtype)
         check_forward(lambda a, i, b: a.scatter_nd(i, b), _nd_put, [x, _idx(pick), v], device)
+
+
+TORCH_REDUCE = {"add": "sum", "mul": "prod", "min": "amin", "max": "amax"}
+
+
+def _nd_reduce(reduce: str) -> Any:
+    """torch reference of scatter_nd with `reduce`: scatter_reduce over the flattened first k
+    dims (include_self, as Burn's update ops)."""
+    def ref(x: torch.Tensor, idx: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        k = idx.shape[-1]
+        rows = int(np.prod(x.shape[:k]))
+        flat = torch.zeros(idx.shape[:-1], dtype=torch.int64)
+        for j in range(k):
+            flat = flat * x.shape[j] + idx[..., j]
+        table = x.reshape((rows,) + x.shape[k:])
+        vv = v.reshape((-1,) + x.shape[k:])
+        where = flat.reshape((-1,) + (1,) * (x.ndim - k)).expand(vv.shape)
+        return table.scatter_reduce(0, where, vv, TORCH_REDUCE[reduce]).reshape(x.shape)
+    return ref
+
+
+@pytest.mark.parametrize("dtype,layout", IDX_DTYPES[:4])
+@pytest.mark.parametrize("reduce", ["add", "mul", "min", "max"])
+@pytest.mark.op("scatter_nd")
+def test_scatter_nd_reduce(reduce: str, dtype: str, layout: str, device: burn.Device,
+                           rng: np.random.Generator) -> None:
+    x = T(rand(rng, (3, 4, 2), dtype), dtype, layout)
+    for k, vshape in ((1, (2, 4, 2)), (2, (3, 2)), (3, (5,))):
+        coords = np.array(list(np.ndindex(*(3, 4, 2)[:k])))
+        pick = coords[rng.permutation(len(coords))[:vshape[0]]]
+        if reduce == "add":  # repeats accumulate
+            pick = np.concatenate([pick, pick[:1]])
+            vshape = (vshape[0] + 1,) + vshape[1:]
+        v = T(rand(rng, vshape, dtype), dtype)
+        check_forward(lambda a, i, b: a.scatter_nd(i, b, reduce), _nd_reduce(reduce),
+                      [x, _idx(pick), v], device)
+    with pytest.raises(ValueRangeError, match="scatter_nd"):
+        burn.zeros(2, 2, device=device).scatter_nd(burn.tensor([[0]], device=device),
+                                                   burn.zeros(1, 2, device=device), "sum")
+
+
+@pytest.mark.parametrize("dtype", GRAD_DTYPES)
+@pytest.mark.parametrize("reduce", ["add", "mul", "min", "max"])
+@pytest.mark.op("scatter_nd")
+def test_scatter_nd_reduce_backward(reduce: str, dtype: str, grad_device: burn.Device,
+                                    rng: np.random.Generator) -> None:
+    data = (rng.permutation(24).reshape(3, 4, 2) - 12) * 0.25 + 0.125  # distinct: no ties
+    x = T(data.astype(np.float64), dtype, "transposed")
+    coords = np.array(list(np.ndindex(3, 4)))[rng.permutation(12)[:5]]
+    v = T((rng.permutation(10).reshape(5, 2) - 5) * 0.3 + 0.05, dtype)
+    check_backward(lambda a, i, b: a.scatter_nd(i, b, reduce), _nd_reduce(reduce),
+                   [x, _idx(coords), v], grad_device, rng)
 
 
 @pytest.mark.parametrize("name,dtype", [op_param(n, d) for n in ("gather_nd", "scatter_nd")

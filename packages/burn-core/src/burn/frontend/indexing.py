@@ -299,9 +299,19 @@ class IndexingMixin(TensorBase):
         flat = idx.reshape((-1,))  # type: ignore[attr-defined]
         return self._same("select", d, flat._prim).reshape(shape[:d] + idx.shape + shape[d + 1:])
 
-    def select_assign(self, dim: int, indices: Tensor, values: Tensor) -> Tensor:
-        """A copy with `values` *added* at rows `indices` along `dim` (torch.index_add; bool
-        tensors or-accumulate, as Burn)."""
+    def select_assign(self, dim: int, indices: Tensor, values: Tensor,
+                      update: Literal["add", "assign"] = "add") -> Tensor:
+        """A copy with `values` added (update="add": torch.index_add; bool tensors
+        or-accumulate, as Burn) or written (update="assign": torch.index_copy; which of repeated
+        indices wins is undefined, as Burn) at rows `indices` along `dim`.
+
+        Raises:
+            ShapeError: when `values` is not the selected shape.
+            ValueRangeError: for another `update`.
+        """
+        if update not in ("add", "assign"):
+            raise ValueRangeError("select_assign", "update must be 'add' or 'assign'",
+                                  update=update)
         d = norm_dim("select_assign", dim, self.ndim)
         idx = checked_indices("select_assign", _as_index_tensor(self, indices, "select_assign"),
                               self.shape[d])
@@ -310,6 +320,11 @@ class IndexingMixin(TensorBase):
         if idx.ndim != 1 or v.shape != want:
             raise ShapeError("select_assign", "values must match the selected shape",
                              shape=self.shape, indices=idx.shape, values=v.shape)
+        if update == "assign":
+            view = [1] * self.ndim
+            view[d] = idx.shape[0]
+            rows = idx.reshape(tuple(view)).expand(v.shape)  # type: ignore[attr-defined]
+            return self.scatter(d, rows, v)
         if self._k == "bool_":  # Burn: or-accumulate
             acc = self._cast(DType.int64)._same("select_assign", d, idx._prim,
                                                 v._cast(DType.int64)._prim)
@@ -379,8 +394,20 @@ class IndexingMixin(TensorBase):
         table, batch, flat = self._flat_nd("gather_nd", indices)
         return table._same("select", 0, flat._prim).reshape(batch + table.shape[1:])
 
-    def scatter_nd(self, indices: Tensor, values: Tensor | float) -> Tensor:
-        """A copy with `values` [..., *rest] assigned at `indices` [..., k]."""
+    def scatter_nd(self, indices: Tensor, values: Tensor | float,
+                   reduce: Literal["assign", "add", "mul", "min", "max"] = "assign") -> Tensor:
+        """A copy with `values` [..., *rest] combined at `indices` [..., k] into the first k
+        dims: written ("assign"), added ("add", repeats accumulate), multiplied ("mul") or
+        reduced with the current value ("min" / "max", Burn's min_pair / max_pair). As Burn,
+        repeated indices are only defined for "add".
+
+        Raises:
+            ShapeError: for indices that are not [..., k] or values that do not broadcast.
+            ValueRangeError: for another `reduce`.
+        """
+        if reduce not in ("assign", "add", "mul", "min", "max"):
+            raise ValueRangeError("scatter_nd", "reduce must be 'assign', 'add', 'mul', 'min' "
+                                  "or 'max'", reduce=reduce)
         table, batch, flat = self._flat_nd("scatter_nd", indices)
         rest = table.shape[1:]
         v = self._value_tensor("scatter_nd", values)
@@ -388,6 +415,12 @@ class IndexingMixin(TensorBase):
         rows = (math.prod(batch),)
         v = v.expand(batch + rest).reshape(rows + rest)
         idx = flat.reshape(rows + (1,) * len(rest)).expand(rows + rest)
+        if reduce == "add":
+            return table.scatter(0, idx, v, "add").reshape(self.shape)
+        if reduce != "assign":
+            current = table._same("select", 0, flat._prim)
+            v = (current * v if reduce == "mul" else current.min_pair(v) if reduce == "min"
+                 else current.max_pair(v))
         return table.scatter(0, idx, v).reshape(self.shape)
 
     def mask_where(self, mask: Tensor, value: Tensor | float) -> Tensor:
