@@ -98,15 +98,16 @@ def _im2col(
     options: ConvOptions | ConvTransposeOptions,
     out: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, tuple[int, ...]]:
-    """Columns [G, N*prod(out), C/G*prod(kernel)] of x's padded windows, and the output shape."""
+    """Columns [G, C/G*prod(kernel), N*prod(out)] of x's padded windows (kernel-major: each
+    row copies runs along the output's last dim), and the output shape."""
     nd, groups = len(kernel), options.groups
     n, c = x.shape[:2]
     xp = pad_spatial(x, [(p, p) for p in options.padding])
     win = windows(xp, kernel, options.stride, options.dilation, out)
     out = win.shape[2 : 2 + nd]
     win = win.reshape(n, groups, c // groups, *win.shape[2:])
-    perm = (1, 0, *range(3, 3 + nd), 2, *range(3 + nd, 3 + 2 * nd))
-    return win.transpose(perm).reshape(groups, n * math.prod(out), -1), out
+    perm = (1, 2, *range(3 + nd, 3 + 2 * nd), 0, *range(3, 3 + nd))
+    return win.transpose(perm).reshape(groups, -1, n * math.prod(out)), out
 
 
 def _col2im(
@@ -116,11 +117,11 @@ def _col2im(
     kernel: Sequence[int],
     options: ConvOptions | ConvTransposeOptions,
 ) -> np.ndarray:
-    """Adjoint of `_im2col`: sums columns [G, N*prod(out), C/G*prod(kernel)] into [N, C, *S]."""
+    """Adjoint of `_im2col`: sums columns [G, C/G*prod(kernel), N*prod(out)] into [N, C, *S]."""
     nd, padding = len(kernel), options.padding
     g, (n, c) = cols.shape[0], shape[:2]
-    per_window = cols.reshape(g, n, *out, c // g, *kernel)
-    perm = (1, 0, 2 + nd, *range(2, 2 + nd), *range(3 + nd, 3 + 2 * nd))
+    per_window = cols.reshape(g, c // g, *kernel, n, *out)
+    perm = (2 + nd, 0, 1, *range(3 + nd, 3 + 2 * nd), *range(2, 2 + nd))
     padded = [s + 2 * p for s, p in zip(shape[2:], padding, strict=True)]
     full = scatter_windows(per_window.transpose(perm), padded, options.stride, options.dilation)
     crop: tuple[EllipsisType | slice, ...] = (
@@ -162,7 +163,7 @@ def conv(
     wt = work_dtype(x.dtype)
     cols, out = _im2col(x.astype(wt, copy=False), weight.shape[2:], options)
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
-    y = _add_bias(_unrows(w @ cols.transpose(0, 2, 1), x.shape[0], out), bias)
+    y = _add_bias(_unrows(w @ cols, x.shape[0], out), bias)
     return y.astype(x.dtype, copy=False)
 
 
@@ -194,8 +195,8 @@ def conv_backward(
     cols, _ = _im2col(x.astype(wt, copy=False), kernel, options)
     go = _rows(grad_out.astype(wt, copy=False), g)
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
-    gw = (go @ cols).reshape(weight.shape)
-    gx = _col2im(go.transpose(0, 2, 1) @ w, x.shape, out, kernel, options)
+    gw = (go @ cols.transpose(0, 2, 1)).reshape(weight.shape)
+    gx = _col2im(w.transpose(0, 2, 1) @ go, x.shape, out, kernel, options)
     return (
         gx.astype(x.dtype, copy=False),
         gw.astype(weight.dtype, copy=False),
@@ -244,7 +245,7 @@ def conv_transpose(
     out = _transpose_out("conv_transpose", x, kernel, options)
     wt = work_dtype(x.dtype)
     w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
-    cols = _rows(x.astype(wt, copy=False), g).transpose(0, 2, 1) @ w
+    cols = w.transpose(0, 2, 1) @ _rows(x.astype(wt, copy=False), g)
     y = _col2im(cols, (x.shape[0], c_out, *out), x.shape[2:], kernel, options)
     return _add_bias(y, bias).astype(x.dtype, copy=False)
 
@@ -277,8 +278,8 @@ def conv_transpose_backward(
     go = grad_out.astype(wt, copy=False)
     cols, _ = _im2col(go, kernel, options, out=x.shape[2:])
     w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
-    gw = (_rows(x.astype(wt, copy=False), g) @ cols).reshape(weight.shape)
-    gx = _unrows(w @ cols.transpose(0, 2, 1), x.shape[0], x.shape[2:])
+    gw = (_rows(x.astype(wt, copy=False), g) @ cols.transpose(0, 2, 1)).reshape(weight.shape)
+    gx = _unrows(w @ cols, x.shape[0], x.shape[2:])
     return gx.astype(x.dtype, copy=False), gw.astype(weight.dtype, copy=False), _bias_grad(go, bias)
 
 
