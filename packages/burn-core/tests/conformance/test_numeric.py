@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import burn
-from burn.errors import BurnIndexError, DTypeError, ValueRangeError
+from burn.errors import BurnIndexError, DTypeError, ShapeError, ValueRangeError
 
 from .reference import (
     FLOATS,
@@ -217,3 +217,27 @@ def test_take_backward(name: str, dtype: str, grad_device: burn.Device,
         check_backward(lambda a, i, d=dim: a.take(d, i), lambda a, i, d=dim: _take_ref(a, d, i),
                        [T(rand(rng, shape, dtype), dtype, "transposed"),
                         T(idx, "int64", grad=False)], grad_device, rng)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("categorical", d) for d in FLOATS])
+def test_categorical(name: str, dtype: str, device: burn.Device) -> None:
+    burn.seed(7, device)
+    onehot = np.zeros((2, 3, 4))
+    onehot[..., 2] = 1.0
+    onehot[1, 0] = [0, 0, 0, 5]
+    want = torch.from_numpy(onehot.argmax(-1)).unsqueeze(-1).expand(2, 3, 6)
+    check_forward(lambda w: w.categorical(6), lambda w: want.contiguous(),
+                  [T(onehot, dtype, "transposed")], device)
+    weights = np.array([1.0, 2.0, 0.0, 7.0])
+    n = 20000
+    got = burn.tensor(weights, dtype=dtype, device=device).categorical(n)
+    assert got.shape == (n,) and got.dtype == burn.int64
+    freq = np.bincount(got.numpy(), minlength=4) / n
+    # binomial standard error <= 0.0036 at n = 20000: 0.015 is beyond 4 of them
+    np.testing.assert_allclose(freq, weights / weights.sum(), atol=0.015)
+    with pytest.raises(ValueRangeError, match="categorical"):
+        burn.ones(3, device=device).categorical(0)
+    with pytest.raises(ShapeError, match="categorical"):
+        burn.ones(2, 0, device=device).categorical(1)
+    with pytest.raises(DTypeError, match="categorical"):
+        burn.ones(3, dtype=burn.int64, device=device).categorical(1)

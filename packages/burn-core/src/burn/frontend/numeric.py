@@ -1,11 +1,13 @@
-"""Burn's numeric composites: fmod, finiteness and closeness tests, pairwise max / min, max_abs."""
+"""Burn's numeric composites: fmod, finiteness and closeness tests, pairwise max / min, max_abs,
+categorical sampling."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from burn.backend.protocol import Distribution
 from burn.dtype import DType, Kind
-from burn.errors import ValueRangeError
+from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.validation import (
     as_scalar,
@@ -26,7 +28,8 @@ DEFAULT_ATOL = 1e-8
 
 
 class NumericMixin(TensorBase):
-    """fmod, is_finite, contains_nan, is_close, all_close, max_pair, min_pair, max_abs."""
+    """fmod, is_finite, contains_nan, is_close, all_close, max_pair, min_pair, max_abs,
+    categorical."""
 
     __slots__ = ()
 
@@ -122,3 +125,32 @@ class NumericMixin(TensorBase):
         require_kind("max_abs_dim", self._dtype, Kind.FLOAT, Kind.INT)
         return self._tensor().abs().max_dim(norm_dim("max_abs_dim", dim, self.ndim,
                                                      scalar=True))
+
+    def categorical(self, num_samples: int) -> Tensor:
+        """Sample class indices from the (unnormalised, non-negative) weights of the last dim,
+        Burn's inverse-CDF sampler: int64 [..., num_samples], leading dims are batches. Rows of
+        all-zero weights give undefined indices (as Burn); the backend's generator draws.
+
+        Raises:
+            DTypeError: for a non-float tensor or a non-int num_samples.
+            ValueRangeError: for num_samples < 1.
+            ShapeError: for a 0-d tensor or no categories.
+        """
+        require_kind("categorical", self._dtype, Kind.FLOAT)
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool):
+            raise DTypeError("categorical", "num_samples must be an int",
+                             num_samples=type(num_samples).__name__)
+        if num_samples < 1:
+            raise ValueRangeError("categorical", "num_samples must be >= 1",
+                                  num_samples=num_samples)
+        shape = self.shape
+        if not shape or shape[-1] == 0:
+            raise ShapeError("categorical", "need a last dim of categories", shape=shape)
+        k = shape[-1]
+        rows = self._tensor().reshape(-1, k)
+        cdf = (rows / rows.sum_dim(1)).cumsum(1)
+        draws = self._wrap(self._bk.float_random((rows.shape[0], num_samples),
+                                                 Distribution("uniform", 0.0, 1.0), self._dtype,
+                                                 self._device))
+        below = (cdf.unsqueeze(2) < draws.unsqueeze(1)).sum_dim(1)  # int64 [rows, 1, samples]
+        return below.clamp(0, k - 1).reshape(shape[:-1] + (num_samples,))
