@@ -58,22 +58,29 @@ _ERF_BETA = tuple(np.float32(c) for c in (
 _ERF_BLOCK = 16384  # elements per pass: the scratch buffers stay in the L2 cache
 
 
-def _erf32(x: Array) -> Array:
-    """erf of a float32 array in float32 (NaN stays NaN, +-inf gives +-1), computed block by
-    block so that the polynomial passes run in cache."""
+def _blocked(x: Array, kernel: Callable[[Array, Array, list[Array]], None], scratch: int
+             ) -> Array:
+    """`kernel(x_block, out_block, scratch_buffers)` over a float32 array block by block, so
+    that its passes run in cache; returns the output of x's shape."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
     size = min(flat.size, _ERF_BLOCK)
-    xc, x2, q = (np.empty(size, np.float32) for _ in range(3))
+    buffers = [np.empty(size, np.float32) for _ in range(scratch)]
     for lo in range(0, flat.size, _ERF_BLOCK):
-        p = out[lo:lo + _ERF_BLOCK]
-        n = p.size
-        _erf32_block(flat[lo:lo + n], p, xc[:n], x2[:n], q[:n])
+        block = out[lo:lo + _ERF_BLOCK]
+        n = block.size
+        kernel(flat[lo:lo + n], block, [b[:n] for b in buffers])
     return out.reshape(x.shape)
 
 
-def _erf32_block(x: Array, p: Array, xc: Array, x2: Array, q: Array) -> None:
-    """erf of `x` into `p`; `xc`, `x2`, `q` are scratch buffers of x's size."""
+def _erf32(x: Array) -> Array:
+    """erf of a float32 array in float32 (NaN stays NaN, +-inf gives +-1)."""
+    return _blocked(x, _erf32_block, 3)
+
+
+def _erf32_block(x: Array, p: Array, scratch: list[Array]) -> None:
+    """erf of `x` into `p`, with three scratch buffers of x's size."""
+    xc, x2, q = scratch
     np.clip(x, np.float32(-4.0), np.float32(4.0), out=xc)
     np.multiply(xc, xc, out=x2)
     p.fill(_ERF_ALPHA[0])
@@ -86,6 +93,16 @@ def _erf32_block(x: Array, p: Array, xc: Array, x2: Array, q: Array) -> None:
         q *= x2
         q += c
     p /= q
+
+
+def _gelu32_block(x: Array, out: Array, scratch: list[Array]) -> None:
+    """Exact GELU of `x` into `out`: 0.5 x (1 + erf(x / sqrt(2))), four scratch buffers."""
+    scaled = scratch[3]
+    np.multiply(x, _SQRT1_2, out=scaled)
+    _erf32_block(scaled, out, scratch[:3])
+    out += np.float32(1.0)
+    out *= x
+    out *= np.float32(0.5)
 
 
 def _erf(x: Array) -> Array:
@@ -102,16 +119,16 @@ _SQRT2_PI = np.float32(np.sqrt(2 / np.pi))
 
 
 def _gelu32(x: Array, approximate: str) -> Array:
-    """GELU of a float32 array in float32, in one buffer (torch's formulas)."""
-    if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        out = x * x
-        out *= np.float32(0.044715)
-        out += np.float32(1.0)
-        out *= x
-        out *= _SQRT2_PI
-        np.tanh(out, out=out)
-    else:  # 0.5 x (1 + erf(x / sqrt(2)))
-        out = _erf32(x * _SQRT1_2)
+    """GELU of a float32 array in float32 (torch's formulas): exact block by block in cache,
+    tanh in one buffer."""
+    if approximate != "tanh":
+        return _blocked(x, _gelu32_block, 4)
+    out = x * x  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    out *= np.float32(0.044715)
+    out += np.float32(1.0)
+    out *= x
+    out *= _SQRT2_PI
+    np.tanh(out, out=out)
     out += np.float32(1.0)
     out *= x
     out *= np.float32(0.5)
