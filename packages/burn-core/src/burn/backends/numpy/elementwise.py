@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from . import blas
 from ._common import QUIET_RESET, QUIET_SET, QUIET_TOKEN, erf, lowp
 
 Array = np.ndarray
@@ -264,8 +265,9 @@ class ElementwiseOps:
     # --- ops that are not a plain ufunc call --------------------------------------------------
     @lowp
     def float_matmul(self, lhs: Array, rhs: Array) -> Array:
-        """Batched matmul; float16 / bfloat16 multiply in float32."""
-        return np.asarray(np.matmul(lhs, rhs))
+        """Batched matmul; float16 / bfloat16 multiply in float32; small products on one BLAS
+        thread (`blas.matmul`)."""
+        return blas.matmul(lhs, rhs)
 
     def int_matmul(self, lhs: Array, rhs: Array) -> Array:
         return np.asarray(np.matmul(lhs, rhs))

@@ -1,0 +1,78 @@
+"""Small matrix products run on one BLAS thread, large ones on the configured count; the count
+is restored after each call and the products equal numpy's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from burn.backends.numpy import NumpyBackend, blas
+
+B = NumpyBackend()
+
+
+class FakeLib:
+    """A threadpoolctl lib controller that records the thread count each product ran with."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.sets: list[int] = []
+        self.seen: list[int] = []  # the thread count of each product
+
+    def get_num_threads(self) -> int:
+        return self.threads
+
+    def set_num_threads(self, n: int) -> None:
+        self.sets.append(n)
+        self.threads = n
+
+
+@pytest.fixture
+def lib(monkeypatch: pytest.MonkeyPatch) -> FakeLib:
+    fake = FakeLib(2)
+    monkeypatch.setattr(blas, "_libs", [fake])
+    original = np.matmul
+
+    def spy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        fake.seen.append(fake.threads)
+        return original(a, b)
+
+    monkeypatch.setattr(blas.np, "matmul", spy)
+    return fake
+
+
+@pytest.mark.parametrize(("lhs", "rhs", "threads"), [
+    ((64, 784), (784, 256), 1),  # 12.8M multiply-adds: one thread
+    ((4, 64, 32), (32, 64), 1),  # batched, broadcast rhs
+    ((1024, 512), (512, 128), 2),  # 67M: the configured two
+    ((2, 1024, 256), (2, 256, 64), 2),  # batched, 33.5M
+])
+def test_threads_follow_the_product_size(lib: FakeLib, lhs: tuple, rhs: tuple,
+                                         threads: int) -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(lhs).astype(np.float32), rng.standard_normal(rhs).astype(np.float32)
+    out = B.float_matmul(a, b)
+    ref = np.asarray(np.einsum("...ij,...jk->...ik", a, b))
+    assert out.shape == ref.shape and out.dtype == np.float32
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-3)
+    assert lib.seen == [threads]
+    assert lib.threads == 2  # restored
+    assert lib.sets == ([1, 2] if threads == 1 else [])
+
+
+def test_single_threaded_pool_is_left_alone(lib: FakeLib) -> None:
+    lib.threads = 1
+    B.float_matmul(np.ones((3, 4), np.float32), np.ones((4, 5), np.float32))
+    assert lib.sets == [] and lib.seen == [1]
+
+
+def test_count_is_restored_when_the_product_fails(lib: FakeLib) -> None:
+    with pytest.raises(ValueError):
+        blas.matmul(np.ones((3, 4), np.float32), np.ones((5, 6), np.float32))
+    assert lib.threads == 2 and lib.sets == [1, 2]
+
+
+def test_finds_numpys_openblas() -> None:
+    libs = blas._openblas()
+    assert all(lib.internal_api == "openblas" for lib in libs)
+    assert all(lib.get_num_threads() >= 1 for lib in libs)
