@@ -36,7 +36,8 @@ OPS: dict[str, list[V]] = {
         V(((2, 3, 4),), lambda x: x.reshape(4, 6), lambda x: x.reshape(4, 6)),
         V(((2, 3, 4),), lambda x: x.reshape((-1, 3)), lambda x: x.reshape(-1, 3)),
         V(((2, 3),), lambda x: x.reshape(6), lambda x: x.reshape(6)),
-        V(((0, 3),), lambda x: x.reshape(0, 3, 1), lambda x: x.reshape(0, 3, 1), grad=False),
+        V(((0, 3),), lambda x: x.reshape(3, 0), lambda x: x.reshape(3, 0), grad=False),
+        V(((2, 3, 0),), lambda x: x.flatten(1), lambda x: x.flatten(1), grad=False),
         V(((2, 6),), lambda x: x.reshape(0, 2, -1), lambda x: x.reshape(2, 2, 3)),  # 0 keeps
         V(((2, 3, 4),), lambda x: x.reshape((0, 0, 2, 2)), lambda x: x.reshape(2, 3, 2, 2)),
         V(((),), lambda x: x.reshape(1, 1), lambda x: x.reshape(1, 1)),

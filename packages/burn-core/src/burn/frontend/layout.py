@@ -35,17 +35,18 @@ class LayoutMixin(TensorBase):
     __slots__ = ()
 
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
-        """The same elements in a new shape; one size may be -1 (inferred) and a 0 keeps the
-        input's size at that position (Burn; PyTorch reads 0 as a zero size; past the input's
-        rank 0 is a zero size).
+        """The same elements in a new shape; one size may be -1 (inferred). A 0 keeps the
+        input's size at that position (Burn) when the input has elements (a zero size could not
+        hold them); for an empty input, or past the input's rank, 0 is a zero size (PyTorch).
 
         Raises:
             ShapeError: when the element counts differ or -1 is ambiguous.
         """
         new = _ints("reshape", shape)
         old = self.shape
-        new = tuple(old[i] if s == 0 and i < len(old) else s for i, s in enumerate(new))
         numel = math.prod(old)
+        if numel and 0 in new:
+            new = tuple(old[i] if s == 0 and i < len(old) else s for i, s in enumerate(new))
         if -1 in new:
             known = math.prod(s for s in new if s != -1)
             if new.count(-1) > 1 or known == 0 or numel % known:
