@@ -130,6 +130,16 @@ def test_nonzero_none(device: burn.Device) -> None:
         assert out == [], out
     check_forward(lambda a: a.nonzero(), lambda a: list(torch.nonzero(a, as_tuple=True)),
                   [T(np.eye(3), "bool")], device)
+    assert burn.tensor(True, device=device).nonzero() == []  # 0-d: no dims, no coordinates
+
+
+@pytest.mark.op("getitem")
+def test_all_false_mask_index(device: burn.Device, rng: np.random.Generator) -> None:
+    """A mask without a true element selects nothing (nonzero's [] does not leak into it)."""
+    x = T(rand(rng, (2, 3), "float32"), "float32", "transposed")
+    none = T(np.zeros((2, 3)), "bool")
+    check_forward(lambda a, m: a[m], lambda a, m: a[m], [x, none], device)
+    check_forward(lambda a, m: a[1:, m[0]], lambda a, m: a[1:, m[0]], [x, none], device)
 
 
 @pytest.mark.op("split")

@@ -123,7 +123,7 @@ def _parse(x: TensorBase, index: object, op: str) -> _Plan:
             if item.shape != shape[d:d + k]:
                 raise BurnIndexError(op, "mask shape does not match the indexed dims",
                                      shape=shape, mask=item.shape, dim=d)
-            for j, coords in enumerate(item.nonzero()):  # type: ignore[attr-defined]
+            for j, coords in enumerate(item._coords()):  # type: ignore[attr-defined]
                 advanced.append((len(view) + j, coords))
             for n in shape[d:d + k]:
                 slices.append(slice(0, n, 1))
@@ -485,11 +485,17 @@ class IndexingMixin(TensorBase):
     def nonzero(self) -> list[Tensor]:
         """Coordinates of the non-zero elements: one 1-d int64 tensor per dim; an empty list
         when there are none (Burn; PyTorch gives empty tensors)."""
+        coords = self._coords()
+        return coords if coords and coords[0].shape[0] else []
+
+    def _coords(self) -> list[Tensor]:
+        """One 1-d int64 tensor of coordinates of the non-zero elements per dim (empty ones
+        when there are none; none for a 0-d tensor)."""
+        if not self.ndim:
+            return []
         coords = self.argwhere()
         n = coords.shape[0]
-        if n == 0:
-            return []
-        return [c.reshape((n,)) for c in coords.chunk(max(self.ndim, 1), 1)][:self.ndim]
+        return [c.reshape((n,)) for c in coords.chunk(self.ndim, 1)]
 
     def one_hot(self, num_classes: int = -1) -> Tensor:
         """One-hot encoding along a new last dim (num_classes=-1: max + 1): int64 for int
