@@ -66,3 +66,11 @@ def test_dataset_readme_snippet_runs_twice(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     for _ in range(2):  # a second run finds data.db from the first
         run_blocks(readme, blocks, {"__name__": "dataset_readme"})
+
+
+def test_readme_examples_run(tmp_path, monkeypatch) -> None:
+    readme = ROOT / "README.md"
+    blocks = python_blocks(readme)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    run_blocks(readme, blocks, {"__name__": "readme"})
