@@ -80,3 +80,20 @@ def test_matmul_backward_multiplies_only_for_the_tracked_operand(tracked: str) -
     grad = ours.grad(grads)
     assert grad is not None and ref.grad is not None and grad.shape == tuple(ref.shape)
     np.testing.assert_allclose(grad.to_numpy(), ref.grad.numpy(), rtol=1e-12)
+
+
+def test_matmul_gradient_of_a_shared_rhs_is_one_product_over_all_rows() -> None:
+    """[B, S, k] @ [k, n] (a linear layer on a sequence): the rhs gradient is one [k, B*S] x
+    [B*S, n] product, not B products summed."""
+    device = burn.Device("numpy").profile().autodiff()
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((3, 5, 4)), rng.standard_normal((4, 6))
+    lhs, rhs = burn.tensor(a, device=device), burn.tensor(b, device=device).require_grad()
+    names, grads = _backward_ops(lambda: lhs @ rhs)
+    assert names.count("float_matmul") == 1 and "float_sum_dim" not in names
+    tb = torch.from_numpy(b).requires_grad_()
+    out = torch.from_numpy(a) @ tb
+    (out * out).sum().backward()
+    grad = rhs.grad(grads)
+    assert grad is not None and tb.grad is not None and grad.shape == (4, 6)
+    np.testing.assert_allclose(grad.to_numpy(), tb.grad.numpy(), rtol=1e-12)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from burn.autodiff.checkpoint import Uses
@@ -140,7 +141,12 @@ class ArithmeticOps(OpsBase):
             gl = gr = None
             if need_l:
                 gl = unbroadcast(inner, inner.float_matmul(g, _mt(inner, b)), ls)
-            if need_r:
+            if need_r and len(rs) == 2 < len(ls):  # one product over every row of the batch
+                rows = math.prod(ls[:-1])
+                gr = inner.float_matmul(
+                    inner.float_swap_dims(inner.float_reshape(a, (rows, ls[-1])), 0, 1),
+                    inner.float_reshape(g, (rows, rs[-1])))
+            elif need_r:
                 gr = unbroadcast(inner, inner.float_matmul(_mt(inner, a), g), rs)
             return gl, gr
         return record(out, (lhs, rhs), fn,
