@@ -1,6 +1,7 @@
 """Module save / load: a 105M-parameter model (25 x 2048 x 2048 float32) in burnpack and
-safetensors, against `safetensors.numpy.save_file` / `load_file`; and the resident memory a
-burnpack load adds (it memory-maps the file: no copy)."""
+safetensors, against `safetensors.numpy.save_file` / `load_file`, candidates interleaved and
+compared like with like (fsync'd saves with fsync'd saves, full reads with full reads); and the
+resident memory a burnpack load adds (it memory-maps the file: no copy)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from safetensors.numpy import load_file, save_file
 import burn
 from burn import record
 from burn.nn import Module, Param
-from burn_bench.timing import measure, report
+from burn_bench.timing import Candidate, measure_interleaved, report
 
 COUNT, SIDE = 25, 2048
 MIB = 1 << 20
@@ -93,27 +94,25 @@ def run() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         native, st, raw = Path(tmp, "m.bpk"), Path(tmp, "m.safetensors"), Path(tmp, "raw.st")
         st_save, st_load = "safetensors save_file", "safetensors load_file"
-        saves = [
-            measure(st_save, lambda: save_file(arrays, raw)),
-            measure("safetensors save_file + fsync", lambda: _synced(save_file, arrays, raw),
-                    vs=st_save),
-            measure("burn save .bpk (atomic, fsync)", lambda: record.save(source, native),
-                    vs=st_save),
-            measure("burn save .safetensors (atomic)", lambda: record.save(source, st),
-                    vs=st_save),
-        ]
-        loads = [
-            measure(st_load, lambda: load_file(raw), repeats=3),
-            measure("burn load .bpk (mmap)", lambda: record.load(target, native), vs=st_load,
-                    repeats=3),
-            measure("burn load .safetensors", lambda: record.load(target, st), vs=st_load,
-                    repeats=3),
-            measure(st_read := "safetensors load_file + read all",
-                    lambda: _read_all(list(load_file(raw).values())), repeats=3),
-            measure("burn load .bpk + read all (copies)", lambda: _read_all(
-                [p.to_numpy() for _, p in _loaded(native).named_tensors()]),
-                    vs=st_read, repeats=3),
-        ]
+        saves = measure_interleaved([
+            Candidate(st_save, lambda: save_file(arrays, raw)),
+            Candidate("safetensors save_file + fsync", lambda: _synced(save_file, arrays, raw),
+                      vs=st_save),
+            Candidate("burn save .bpk (atomic, fsync)", lambda: record.save(source, native),
+                      vs="safetensors save_file + fsync"),
+            Candidate("burn save .safetensors (atomic, fsync)",
+                      lambda: record.save(source, st), vs="safetensors save_file + fsync"),
+        ], rounds=5)
+        # like with like: full reads against full reads; the lazy mmap load is listed alone
+        loads = measure_interleaved([
+            Candidate(st_load, lambda: load_file(raw)),
+            Candidate("burn load .bpk (mmap, lazy)", lambda: record.load(target, native)),
+            Candidate("burn load .safetensors", lambda: record.load(target, st), vs=st_load),
+            Candidate(st_read := "safetensors load_file + read all",
+                      lambda: _read_all(list(load_file(raw).values()))),
+            Candidate("burn load .bpk + read all (copies)", lambda: _read_all(
+                [p.to_numpy() for _, p in _loaded(native).named_tensors()]), vs=st_read),
+        ], rounds=3)
         memory = [
             _memory("burn load .bpk (mmap)", lambda: _loaded(native)),
             _memory("burn load .safetensors", lambda: _loaded(st)),
