@@ -1,0 +1,78 @@
+"""The command line: bad names exit 2 listing the valid ones, a failing child step exits 1
+naming it, examples run in their smoke mode, and `python -m xtask` works at the root."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xtask.build import readme_snippet, sibling_closure, wheel_of
+from xtask.checks import nox_backends
+from xtask.cli import main
+from xtask.errors import StepFailedError
+from xtask.examples import smoke_args
+from xtask.steps import run_step
+from xtask.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_unknown_backend(workspace: Path, capsys) -> None:
+    assert main(["--root", str(workspace), "test", "--backend", "cuda"]) == 2
+    assert "unknown backend 'cuda'; valid backends: cpu, numpy" in capsys.readouterr().err
+
+
+def test_nox_backends_of_the_repository() -> None:
+    assert "numpy" in nox_backends(REPO)
+
+
+def test_failing_step_names_itself() -> None:
+    with pytest.raises(StepFailedError, match="step 'exit three' failed with exit status 3"):
+        run_step("exit three", [sys.executable, "-c", "raise SystemExit(3)"])
+    with pytest.raises(StepFailedError, match="'missing' failed with exit status 127"):
+        run_step("missing", ["/nonexistent/program"])
+
+
+def test_examples_list_and_run(workspace: Path, capsys) -> None:
+    assert main(["--root", str(workspace), "examples", "--list"]) == 0
+    assert capsys.readouterr().out == "fast\nslow  (excluded)\n"
+    assert main(["--root", str(workspace), "examples", "--run-all"]) == 0
+    captured = capsys.readouterr()
+    assert "example fast" in captured.err and "example slow" not in captured.err
+    assert main(["--root", str(workspace), "examples", "--run", "nope"]) == 2
+    assert "valid examples: fast, slow" in capsys.readouterr().err
+
+
+def test_failing_example_exits_1_naming_it(workspace: Path, capsys) -> None:
+    main_py = workspace / "examples" / "slow" / "src" / "slow" / "__main__.py"
+    main_py.write_text("raise SystemExit(5)\n")
+    assert main(["--root", str(workspace), "examples", "--run-all", "--include-excluded"]) == 1
+    assert "step 'example slow' failed with exit status 5" in capsys.readouterr().err
+
+
+def test_smoke_args(workspace: Path, tmp_path: Path) -> None:
+    example = Workspace.load(workspace).example("fast")
+    assert smoke_args(example, tmp_path) == ["--smoke", "--artifact-dir", str(tmp_path)]
+
+
+def test_build_helpers(workspace: Path, tmp_path: Path) -> None:
+    ws = Workspace.load(workspace)
+    b = ws.package("pkg-b")
+    assert [m.name for m in sibling_closure(ws, b)] == ["pkg-a"]
+    assert wheel_of(tmp_path, b) == tmp_path / "pkg_b-0.1.0-py3-none-any.whl"
+    (b.path / "README.md").write_text("x\n\n```bash\nls\n```\n\n```python\nimport pkg_b\n```\n")
+    assert readme_snippet(b) == "import pkg_b\n"
+    assert readme_snippet(ws.package("pkg-a")) is None
+
+
+def test_python_m_xtask_at_the_root_without_site_packages() -> None:
+    # -S: no site-packages, so no installed xtask; the root folder must still run the real one
+    out = subprocess.run(
+        [sys.executable, "-S", "-m", "xtask", "--help"], cwd=REPO, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    for command in ("ops-table", "validate", "test", "examples", "build", "version"):
+        assert command in out.stdout
