@@ -45,6 +45,13 @@ def test_set_requirement_keeps_extras_markers_and_other_names() -> None:
     )
 
 
+def test_set_requirement_leaves_the_project_name() -> None:
+    text = '[project]\nname = "pkg-a"\ndependencies = [\n    "pkg-a",\n]\n'
+    assert set_requirement(text, "pkg-a", ">=0.1,<0.2") == (
+        '[project]\nname = "pkg-a"\ndependencies = [\n    "pkg-a>=0.1,<0.2",\n]\n'
+    )
+
+
 def test_plan_bumps_and_updates_dependents(workspace: Path) -> None:
     files = plan(Workspace.load(workspace), "pkg-a", "minor", DAY)
     a, b = workspace / "packages" / "pkg-a", workspace / "packages" / "pkg-b"

@@ -1,3 +1,2 @@
-"""Workspace tasks of Burn for Python (run as `xtask <command>`)."""
-
-__version__ = "0.1.0"
+"""Workspace tasks of Burn for Python (run as `xtask <command>` or `python -m xtask <command>`;
+not published, so it has no `__version__`: it also runs from the source tree, uninstalled)."""

@@ -46,10 +46,15 @@ def compatible_range(version: str) -> str:
 
 
 def set_requirement(text: str, name: str, spec: str) -> str:
-    """`text` (a pyproject) with every quoted requirement on `name` (extras and markers kept)
-    given the version specifier `spec`."""
-    pattern = re.compile(rf'"{re.escape(name)}(\[[^\]"]*\])?\s*(?:[<>=!~][^";]*)?(;[^"]*)?"')
-    return pattern.sub(lambda m: f'"{name}{m.group(1) or ""}{spec}{m.group(2) or ""}"', text)
+    """`text` (a pyproject) with every requirement on `name` in an array (extras and markers
+    kept) given the version specifier `spec`."""
+    # an array item: after `[` or `,` (not `name = "..."`)
+    pattern = re.compile(
+        rf'([\[,]\s*)"{re.escape(name)}(\[[^\]"]*\])?\s*(?:[<>=!~][^";]*)?(;[^"]*)?"'
+    )
+    return pattern.sub(
+        lambda m: f'{m.group(1)}"{name}{m.group(2) or ""}{spec}{m.group(3) or ""}"', text
+    )
 
 
 def set_version(text: str, version: str, path: Path) -> str:

@@ -5,6 +5,8 @@ code with ``burn_cube.KernelBuilder``) and launch it with
 ``kern.launch(burn_cube.runtime("cpu"), cube_count, cube_dim, *args)``.
 """
 
+from importlib import metadata as _metadata
+
 from burn_cube import errors
 from burn_cube.autotune import Autotuner, autotune
 from burn_cube.ir import KernelBuilder
@@ -68,7 +70,7 @@ from burn_cube.language.builtins import (
 from burn_cube.runtime import DeviceArray, Properties, Runtime, available, devices, runtime
 from burn_cube.types import Comptime, DType, Line, Tensor, bf16, bool_, f16, f32, f64, i32, i64, u32
 
-__version__ = "0.1.0"
+__version__ = _metadata.version("burn-cube")  # the one version: pyproject.toml
 
 __all__ = [
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z", "CUBE_COUNT",

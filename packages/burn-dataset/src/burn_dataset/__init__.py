@@ -6,6 +6,7 @@ Items are plain Python / numpy values; turning them into tensors is a Batcher's 
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
 from typing import Any
 
 from burn_dataset import source, transform
@@ -41,7 +42,7 @@ from burn_dataset.transform import (
     train_valid_split,
 )
 
-__version__ = "0.1.0"
+__version__ = _metadata.version("burn-dataset")  # the one version: pyproject.toml
 
 
 def __getattr__(name: str) -> Any:

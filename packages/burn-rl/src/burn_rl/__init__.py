@@ -1,6 +1,8 @@
 """Reinforcement learning with burn: environments (gymnasium), transition buffers, policies,
 exploration, agents (DQN, PPO), metrics, checkpoints and evaluation."""
 
+from importlib import metadata as _metadata
+
 from burn_rl.agents.dqn import DqnAgent, DqnConfig, dqn_loss, dqn_targets
 from burn_rl.agents.ppo import ActorCritic, PpoAgent, PpoConfig, gae, ppo_loss
 from burn_rl.async_policy import AsyncPolicy
@@ -42,3 +44,5 @@ __all__ = [
     "UnknownEnvironmentError", "boltzmann", "dqn_loss", "dqn_targets", "epsilon_greedy",
     "evaluate", "gae", "make", "ppo_loss",
 ]
+
+__version__ = _metadata.version("burn-rl")  # the one version: pyproject.toml

@@ -5,6 +5,8 @@ a backend registers faster paths with `register_vision_ops` (the NumPy backend's
 `burn_vision.numpy_ops`, registered on import).
 """
 
+from importlib import metadata as _metadata
+
 from burn_vision import numpy_ops as _numpy_ops  # noqa: F401  (registers the NumPy fast paths)
 from burn_vision.augment import RandomGaussianBlur
 from burn_vision.border import BORDER_MODES, BorderMode
@@ -34,7 +36,7 @@ from burn_vision.nms import batched_nms, nms
 from burn_vision.stats import ConnectedStats, ConnectedStatsOptions, Connectivity
 from burn_vision.transform import Transform2d, resize
 
-__version__ = "0.1.0"
+__version__ = _metadata.version("burn-vision")  # the one version: pyproject.toml
 
 __all__ = [
     "BORDER_MODES", "MORPH_OPS", "BorderMode", "ConnectedStats", "ConnectedStatsOptions",

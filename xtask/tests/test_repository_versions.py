@@ -1,0 +1,45 @@
+"""The repository's packages: one version each (pyproject, read back as `__version__`), a
+changelog that has it, and compatible version ranges on each other."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from xtask.build import sibling_closure
+from xtask.examples import module_name
+from xtask.version import compatible_range, set_requirement
+from xtask.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+WS = Workspace.load(REPO)
+
+
+@pytest.mark.parametrize("member", WS.packages(), ids=lambda m: m.name)
+def test_version_is_read_from_the_pyproject(member) -> None:
+    module = importlib.import_module(module_name(member))
+    assert module.__version__ == member.version
+    source = (member.path / "src" / module_name(member) / "__init__.py").read_text()
+    assert member.version not in source  # not written a second time
+
+
+@pytest.mark.parametrize("member", WS.packages(), ids=lambda m: m.name)
+def test_changelog_has_unreleased_and_the_version(member) -> None:
+    text = (member.path / "CHANGELOG.md").read_text()
+    assert "\n## Unreleased\n" in text
+    assert f"\n## {member.version}" in text
+
+
+@pytest.mark.parametrize("member", WS.members, ids=lambda m: m.name)
+def test_requirements_on_siblings_carry_their_compatible_range(member) -> None:
+    text = member.pyproject.read_text()
+    for package in WS.packages():
+        assert set_requirement(text, package.name, compatible_range(package.version)) == text
+
+
+def test_burn_rl_requires_burn_core_within_its_minor() -> None:
+    rl = WS.package("burn-rl")
+    assert [m.name for m in sibling_closure(WS, rl)] == ["burn-core"]
+    assert f"burn-core{compatible_range(WS.package('burn-core').version)}" in rl.requires()
