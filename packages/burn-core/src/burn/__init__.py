@@ -56,7 +56,7 @@ from burn.frontend import (
 )
 
 if TYPE_CHECKING:
-    from burn import data, lr_scheduler, nn, optim, record, train
+    from burn import data, linalg, lr_scheduler, nn, optim, record, train
     from burn.autodiff import Gradients, is_grad_enabled, no_grad
     from burn.backend.registry import register_backend, register_decorator
     from burn.profiler import profile
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 #: (`burn.nn`, `from burn import train`) and names of modules not needed to make tensors.
 _LAZY: dict[str, tuple[str, str | None]] = {
     **{name: (f"burn.{name}", None)
-       for name in ("data", "lr_scheduler", "nn", "optim", "record", "train")},
+       for name in ("data", "linalg", "lr_scheduler", "nn", "optim", "record", "train")},
     **{name: ("burn.autodiff", name) for name in ("Gradients", "is_grad_enabled", "no_grad")},
     **{name: ("burn.backend.registry", name)
        for name in ("register_backend", "register_decorator")},
@@ -91,6 +91,7 @@ def __dir__() -> list[str]:
 __version__ = _metadata.version("burn-core")  # the one version: pyproject.toml
 __all__ = [
     "DType", "Device", "Gradients", "Kind", "Tensor", "arange", "available_backends", "data",
+    "linalg",
     "lr_scheduler", "nn", "optim", "record", "train",
     "bernoulli", "bfloat16", "bool_", "cat", "default_device", "empty", "empty_like", "errors",
     "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like",

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from burn.dtype import DType, Kind
-from burn.errors import ValueRangeError
+from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.dispatch import check_nonempty, reduce
 from burn.frontend.validation import norm_dim, norm_dims, require_kind
@@ -92,6 +92,43 @@ class ReductionMixin(TensorBase):
                                   shape=self.shape, dtype=self._dtype.value)
         total = self.sum() if dim is None else self.sum_dim(dim)
         return (total // count)._cast(self._dtype)
+
+    def median(self, dim: int) -> Tensor:
+        """The median along `dim`, kept with size 1; for an even count the lower of the two
+        middle values (Burn and torch.median; float and int tensors).
+
+        Raises:
+            ValueRangeError: for an empty dim.
+        """
+        return self.median_with_indices(dim)[0]
+
+    def median_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """`median` and the int64 index of that value along `dim` (both kept with size 1)."""
+        require_kind("median", self._dtype, Kind.FLOAT, Kind.INT)
+        if not self.shape:
+            return self._scalar_with_index("median", dim)
+        d = self._dim("median", dim)
+        check_nonempty("median", self, (d,))
+        values, indices = self.sort_with_indices(d)
+        mid = (self.shape[d] - 1) // 2
+        return values.narrow(d, mid, 1), indices.narrow(d, mid, 1)
+
+    def cov(self, dim: int = 1, correction: int = 1) -> Tensor:
+        """Covariance of the variables of the other dim, the observations along `dim` (Burn's
+        cov; for a 2-d [variables, observations] x and dim=1, torch.cov(x, correction)):
+        [k, k] for k variables.
+
+        Raises:
+            DTypeError: for a non-float tensor.
+            ShapeError: for a tensor that is not 2-d.
+        """
+        require_kind("cov", self._dtype, Kind.FLOAT)
+        if self.ndim != 2:
+            raise ShapeError("cov", "need a 2-d tensor", shape=self.shape)
+        d = self._dim("cov", dim)
+        x = self._tensor()
+        centered = (x - x.mean_dim(d)).swap_dims(d, 0)  # [observations, variables]
+        return centered.transpose(0, 1) @ centered / float(self.shape[d] - correction)
 
     def prod(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
         """Product over all dims or over `dim` (int or tuple); ints and bools in int64."""
