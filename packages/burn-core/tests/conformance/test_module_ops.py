@@ -309,11 +309,12 @@ def _first(out: Any) -> Any:
 
 
 ADAPTIVE = {1: ((2, 3, 10), [4, 3, 10, 1, 13]), 2: ((2, 3, 7, 5), [(3, 2), (7, 5), (1, 1),
-                                                                   (4, 4), (9, 3)])}
+                                                                   (4, 4), (9, 3)]),
+            3: ((2, 2, 5, 4, 3), [(2, 3, 2), (5, 4, 3), 1, (3, None, 2), (7, 2, 5)])}
 
 
 @pytest.mark.parametrize("name,dtype,layout", [op_param(f"adaptive_avg_pool{nd}d", d, lay)
-                                               for nd in (1, 2) for d, lay in FWD])
+                                               for nd in (1, 2, 3) for d, lay in FWD])
 def test_adaptive_avg_pool(name: str, dtype: str, layout: str, device: burn.Device,
                            rng: np.random.Generator) -> None:
     nd = int(name[-2])
@@ -324,8 +325,8 @@ def test_adaptive_avg_pool(name: str, dtype: str, layout: str, device: burn.Devi
         check_forward(lambda a, s=size: fb(a, s), lambda a, s=size: ft(a, s), [x], device)
 
 
-@pytest.mark.parametrize("name,dtype", [op_param(f"adaptive_avg_pool{nd}d", d) for nd in (1, 2)
-                                        for d in GRAD_DTYPES])
+@pytest.mark.parametrize("name,dtype", [op_param(f"adaptive_avg_pool{nd}d", d)
+                                        for nd in (1, 2, 3) for d in GRAD_DTYPES])
 def test_adaptive_avg_pool_backward(name: str, dtype: str, grad_device: burn.Device,
                                     rng: np.random.Generator) -> None:
     nd = int(name[-2])

@@ -57,6 +57,7 @@ from burn.functional.loss import (
 from burn.functional.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     avg_pool1d,
     avg_pool2d,
     max_pool1d,
@@ -77,4 +78,5 @@ __all__ = [
     "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
     "smooth_l1_loss", "celu", "glu", "hardtanh", "quiet_softmax", "relu6", "softsign",
     "tanhshrink", "threshold", "thresholded_relu", "batch_norm", "linear",
+    "adaptive_avg_pool3d",
 ]

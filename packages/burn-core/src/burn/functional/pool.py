@@ -124,3 +124,30 @@ def adaptive_avg_pool1d(x: Tensor, output_size: int | tuple[int]) -> Tensor:
 def adaptive_avg_pool2d(x: Tensor, output_size: int | tuple[int | None, int | None]) -> Tensor:
     """Adaptive average pooling of [N, C, H, W] to `output_size` (None keeps a size)."""
     return _adaptive("adaptive_avg_pool2d", 2, x, output_size)
+
+
+def adaptive_avg_pool3d(x: Tensor,
+                        output_size: int | tuple[int | None, int | None, int | None]) -> Tensor:
+    """Adaptive average pooling of [N, C, D, H, W] (or [C, D, H, W]) to `output_size` (None
+    keeps a size). Adaptive windows are products of per-axis windows, so this pools (H, W) in
+    2-d, then D in 1-d: exact, on every backend, differentiable.
+
+    Raises:
+        ShapeError: for another rank or an empty output.
+        ValueRangeError: for a malformed output_size or empty spatial dims.
+    """
+    op = "adaptive_avg_pool3d"
+    xb, was = batched(op, float_input(op, "x", x), 3)
+    sizes = (output_size,) * 3 if isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) != 3:
+        raise ValueRangeError(op, "output_size must be an int or 3 of them",
+                              output_size=output_size)
+    n, c, d, h, w = xb.shape
+    od, oh, ow = (size if s is None else s for s, size in zip(sizes, (d, h, w), strict=True))
+    check_out_size(op, (od, oh, ow), x=x.shape)
+    if d * h * w == 0:
+        raise ValueRangeError(op, "input spatial dims must be non-empty", x=x.shape)
+    planes = adaptive_avg_pool2d(xb.reshape(n, c * d, h, w), (oh, ow))
+    depth = planes.reshape(n, c, d, oh * ow).swap_dims(2, 3).reshape(n, c * oh * ow, d)
+    out = adaptive_avg_pool1d(depth, od).reshape(n, c, oh, ow, od).permute(0, 1, 4, 2, 3)
+    return unbatched(out, was)
