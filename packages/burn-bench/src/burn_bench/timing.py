@@ -99,15 +99,16 @@ def report(title: str, results: list[Measurement]) -> str:
     `vs` its time ratio against that candidate (min/median, > 1: slower) measured in the same
     run."""
     by_name = {r.name: r for r in results}
-    lines = [f"## {title}",
-             f"{'candidate':<36}{'min':>12}{'median':>12}{'max':>12}   time ratio (min/median)"]
+    width = max([36, *(len(r.name) + 2 for r in results)])
+    lines = [f"## {title}", f"{'candidate':<{width}}{'min':>12}{'median':>12}{'max':>12}"
+             "   time ratio (min/median)"]
     for r in results:
         ratio = ""
         if r.vs:
             ref = by_name[r.vs]
             ratio = f"{r.seconds / ref.seconds:.2f}x / {r.median / ref.median:.2f}x of {r.vs}"
-        lines.append(f"{r.name:<36}{_fmt(r.seconds):>12}{_fmt(r.median):>12}{_fmt(r.worst):>12}"
-                     f"   {ratio}")
+        lines.append(f"{r.name:<{width}}{_fmt(r.seconds):>12}{_fmt(r.median):>12}"
+                     f"{_fmt(r.worst):>12}   {ratio}")
     return "\n".join(lines)
 
 
