@@ -1,5 +1,5 @@
-"""Functional linear (Burn's [d_input, d_output] weight) and batch_norm (given statistics)
-against torch.nn.functional."""
+"""Functional linear (Burn's [d_input, d_output] weight), batch_norm (given statistics) and
+fold4d against torch.nn.functional."""
 
 from __future__ import annotations
 
@@ -92,3 +92,37 @@ def test_batch_norm_backward(name: str, dtype: str, grad_device: burn.Device,
         return (xt - mt) / (vt + 1e-5).sqrt() * wt + bt
 
     check_backward(F.batch_norm, formula, [x, m, v, w, b], grad_device, rng)
+
+
+FOLDS = [((5, 6), (2, 3), {}), ((7, 5), (3, 2), dict(stride=(2, 1), padding=(1, 2),
+                                                     dilation=(1, 2))),
+         ((4, 4), (1, 1), {}), ((6, 6), (3, 3), dict(stride=3))]
+
+
+def _blocks(size: tuple[int, int], k: tuple[int, int], cfg: dict) -> int:
+    return tF.unfold(torch.zeros(1, 1, *size), k, **cfg).shape[-1]
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("fold4d", d, lay) for d, lay in FORWARD])
+def test_fold4d(name: str, dtype: str, layout: str, device: burn.Device,
+                rng: np.random.Generator) -> None:
+    for size, k, cfg in FOLDS:
+        x = T(rand(rng, (2, 3 * k[0] * k[1], _blocks(size, k, cfg)), dtype), dtype, layout)
+        check_forward(lambda a, s=size, kk=k, c=cfg: F.fold4d(a, s, kk, **c),
+                      lambda a, s=size, kk=k, c=cfg: tF.fold(a, s, kk, **c), [x], device,
+                      upcast=True)
+        check_forward(lambda a, s=size, kk=k, c=cfg: F.fold4d(F.unfold4d(a, kk, **c), s, kk, **c),
+                      lambda a, s=size, kk=k, c=cfg: tF.fold(tF.unfold(a, kk, **c), s, kk, **c),
+                      [T(rand(rng, (1, 2, *size), dtype), dtype)], device, upcast=True)
+    with pytest.raises(ShapeError, match="fold4d"):
+        F.fold4d(burn.ones(1, 6, 5, device=device), (4, 4), (2, 2))
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("fold4d", d) for d in GRAD_DTYPES])
+def test_fold4d_backward(name: str, dtype: str, grad_device: burn.Device,
+                         rng: np.random.Generator) -> None:
+    for size, k, cfg in FOLDS[:2]:
+        x = T(rand(rng, (2, 2 * k[0] * k[1], _blocks(size, k, cfg)), dtype), dtype, "transposed")
+        check_backward(lambda a, s=size, kk=k, c=cfg: F.fold4d(a, s, kk, **c),
+                       lambda a, s=size, kk=k, c=cfg: tF.fold(a, s, kk, **c), [x], grad_device,
+                       rng)

@@ -37,6 +37,7 @@ from burn.functional.conv import (
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
+    fold4d,
     unfold4d,
 )
 from burn.functional.embedding import embedding
@@ -78,5 +79,5 @@ __all__ = [
     "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
     "smooth_l1_loss", "celu", "glu", "hardtanh", "quiet_softmax", "relu6", "softsign",
     "tanhshrink", "threshold", "thresholded_relu", "batch_norm", "linear",
-    "adaptive_avg_pool3d",
+    "adaptive_avg_pool3d", "fold4d",
 ]

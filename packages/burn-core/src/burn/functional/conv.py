@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from burn.backend.options import ConvOptions, ConvTransposeOptions, window_out
 from burn.errors import ShapeError, ValueRangeError
+from burn.frontend.creation import tensor, zeros
 from burn.functional._common import (
     IntOrTuple,
     batched,
@@ -173,3 +176,35 @@ def unfold4d(x: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
     dil = ntuple(op, "dilation", dilation, 2, 1)
     check_out_size(op, window_out(x.shape[2:], k, st, pad, dil), x=x.shape, kernel=k)
     return x._wrap(x._bk.unfold4d(x._prim, k, ConvOptions(st, pad, dil, 1)))  # type: ignore
+
+
+def fold4d(x: Tensor, output_size: IntOrTuple, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
+           padding: IntOrTuple = 0, dilation: IntOrTuple = 1) -> Tensor:
+    """The inverse of `unfold4d` (torch.nn.functional.fold): blocks [N, C * kh * kw, L] summed
+    into [N, C, H, W] (overlaps add), as a scatter-add of every block element to its position.
+
+    Raises:
+        ShapeError: for a non-3-d input, a channel count not divisible by kh * kw, or a block
+            count L that is not the number of blocks of `output_size`.
+    """
+    op = "fold4d"
+    x = float_input(op, "x", x)
+    size = ntuple(op, "output_size", output_size, 2, 1)
+    k = ntuple(op, "kernel_size", kernel_size, 2, 1)
+    st, pad = ntuple(op, "stride", stride, 2, 1), ntuple(op, "padding", padding, 2)
+    dil = ntuple(op, "dilation", dilation, 2, 1)
+    blocks = window_out(size, k, st, pad, dil)
+    if (x.ndim != 3 or x.shape[1] % (k[0] * k[1])
+            or x.shape[2] != blocks[0] * blocks[1] or min(blocks) <= 0):
+        raise ShapeError(op, "x must be [N, C * kh * kw, L] with L the blocks of output_size",
+                         x=x.shape, output_size=size, kernel=k, blocks=blocks)
+    n, c = x.shape[0], x.shape[1] // (k[0] * k[1])
+    hp, wp = size[0] + 2 * pad[0], size[1] + 2 * pad[1]
+    ki, kj, bi, bj = np.meshgrid(np.arange(k[0]), np.arange(k[1]), np.arange(blocks[0]),
+                                 np.arange(blocks[1]), indexing="ij")
+    flat = (bi * st[0] + ki * dil[0]) * wp + bj * st[1] + kj * dil[1]  # [kh, kw, bh, bw]
+    where = tensor(flat.reshape(1, 1, -1), dtype="int64", device=x.device)
+    values = x.reshape(n, c, -1)
+    canvas = zeros(n, c, hp * wp, dtype=x.dtype, device=x.device)
+    out = canvas.scatter(2, where.expand(values.shape), values, "add").reshape(n, c, hp, wp)
+    return out[:, :, pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1]]
