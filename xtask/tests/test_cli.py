@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xtask.build import readme_snippet, sibling_closure, wheel_of
+from xtask.build import readme_extras, readme_snippet, sibling_closure, wheel_of
 from xtask.checks import nox_backends
 from xtask.cli import main
 from xtask.errors import StepFailedError
@@ -66,6 +66,11 @@ def test_build_helpers(workspace: Path, tmp_path: Path) -> None:
     (b.path / "README.md").write_text("x\n\n```bash\nls\n```\n\n```python\nimport pkg_b\n```\n")
     assert readme_snippet(b) == "import pkg_b\n"
     assert readme_snippet(ws.package("pkg-a")) is None
+    assert readme_extras(b) == []
+    (b.path / "README.md").write_text(
+        "    pip install -e 'packages/pkg-b[gpu,test]'\n    pip install 'pkg-b[io]' pkg-a[x]\n"
+    )
+    assert readme_extras(b) == ["gpu", "io"]
 
 
 def test_python_m_xtask_at_the_root_without_site_packages() -> None:

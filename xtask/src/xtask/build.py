@@ -1,6 +1,6 @@
 """`xtask build`: a wheel and an sdist of every package into `dist/`, then each wheel installed
 alone in a fresh venv (with only the sibling wheels it requires), imported, and the first Python
-snippet of its README run."""
+snippet of its README run (with the extras its README installs it with)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,20 @@ def readme_snippet(member: Member) -> str | None:
     readme = member.path / "README.md"
     found = _SNIPPET.search(readme.read_text()) if readme.is_file() else None
     return found.group(1) if found else None
+
+
+def readme_extras(member: Member) -> list[str]:
+    """The extras the member's README installs it with (`pip install ...<folder or name>[a,b]`),
+    test extras left out: what its README snippet may rely on."""
+    readme = member.path / "README.md"
+    text = readme.read_text() if readme.is_file() else ""
+    names = "|".join(re.escape(n) for n in (member.name, member.path.name))
+    found: dict[str, None] = {}
+    for line in text.splitlines():
+        if "pip install" in line:
+            for group in re.findall(rf"(?:{names})\[([\w,\s-]+)\]", line):
+                found.update(dict.fromkeys(e.strip() for e in group.split(",")))
+    return [e for e in found if e and e != "test"]
 
 
 def sibling_closure(ws: Workspace, member: Member) -> list[Member]:
@@ -64,7 +78,25 @@ def check_wheel(ws: Workspace, member: Member, dist: Path) -> None:
         )
         snippet = readme_snippet(member)
         if snippet is not None:
-            run_step(f"{member.name}: README snippet", [py, "-c", snippet], cwd=Path(tmp))
+            extras = readme_extras(member)
+            if extras:
+                run_step(
+                    f"{member.name}: install README extras {','.join(extras)}",
+                    [
+                        py,
+                        "-m",
+                        "pip",
+                        "install",
+                        "-q",
+                        "--no-cache-dir",
+                        f"{wheels[0]}[{','.join(extras)}]",
+                        *wheels[1:],
+                    ],
+                )
+            # a file, not `-c`: burn-cube kernels read their own source
+            script = Path(tmp) / "readme_snippet.py"
+            script.write_text(snippet)
+            run_step(f"{member.name}: README snippet", [py, script], cwd=Path(tmp))
 
 
 def run(args: argparse.Namespace) -> int:
