@@ -40,6 +40,7 @@ from burn.functional.conv import (
     fold4d,
     unfold4d,
 )
+from burn.functional.ctc import ctc_loss
 from burn.functional.embedding import embedding
 from burn.functional.interpolate import interpolate
 from burn.functional.layers import batch_norm, linear
@@ -79,5 +80,5 @@ __all__ = [
     "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
     "smooth_l1_loss", "celu", "glu", "hardtanh", "quiet_softmax", "relu6", "softsign",
     "tanhshrink", "threshold", "thresholded_relu", "batch_norm", "linear",
-    "adaptive_avg_pool3d", "fold4d",
+    "adaptive_avg_pool3d", "ctc_loss", "fold4d",
 ]
