@@ -19,11 +19,14 @@ CONVS: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {
 CASES = [  # x shape, weight shape, options
     ((4, 3, 13, 11), (5, 3, 3, 2), {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2)}),
     ((2, 4, 9), (6, 2, 3), {"stride": (2,), "padding": (1,), "groups": 2}),
+    ((3, 2, 11), (4, 2, 3), {"stride": (2,), "padding": (2,), "dilation": (2,)}),
     ((2, 3, 7, 6, 5), (4, 3, 2, 3, 2), {"stride": (1, 2, 1), "padding": (0, 1, 1),
                                         "dilation": (2, 1, 1)}),
 ]
-# tracked inputs -> the backward's conv ops (ungrouped; grouped weight grads use conv_backward)
-EXPECTED = {"x": ["conv_transpose"], "wb": ["conv"], "w": ["conv"], "xwb": ["conv_backward"]}
+# tracked inputs -> the backward's conv ops (ungrouped 1d / 2d; grouped and 3d weight grads
+# use conv_backward)
+EXPECTED = {"x": ["conv_transpose"], "wb": ["unfold4d"], "w": ["unfold4d"],
+            "xwb": ["conv_backward"]}
 
 
 def _backward_ops(fn: Callable[[], burn.Tensor]) -> tuple[list[str], Any]:
@@ -35,7 +38,7 @@ def _backward_ops(fn: Callable[[], burn.Tensor]) -> tuple[list[str], Any]:
 
 
 @pytest.mark.parametrize("tracked", sorted(EXPECTED))
-@pytest.mark.parametrize("case", range(len(CASES)), ids=["2d", "1d-groups", "3d"])
+@pytest.mark.parametrize("case", range(len(CASES)), ids=["2d", "1d-groups", "1d", "3d"])
 def test_conv_backward_computes_only_tracked_grads(case: int, tracked: str) -> None:
     x_shape, w_shape, options = CASES[case]
     device = burn.Device("numpy").profile().autodiff()
@@ -48,9 +51,11 @@ def test_conv_backward_computes_only_tracked_grads(case: int, tracked: str) -> N
     ours, theirs = CONVS[len(x_shape) - 2]
     names, grads = _backward_ops(
         lambda: ours(inputs["x"], inputs["w"], inputs["b"], **options))
-    conv_ops = [n for n in names if n.startswith("conv")]
-    grouped_params = options.get("groups", 1) > 1 and "x" not in tracked
-    assert conv_ops == (["conv_backward"] if grouped_params else EXPECTED[tracked])
+    conv_ops = [n for n in names if n.startswith(("conv", "unfold"))]
+    unfoldable = options.get("groups", 1) == 1 and len(x_shape) < 5
+    params_only = "x" not in tracked
+    assert conv_ops == (EXPECTED[tracked] if unfoldable or not params_only
+                        else ["conv_backward"])
     refs = {k: torch.from_numpy(v).requires_grad_(k in tracked) for k, v in arrays.items()}
     out = theirs(refs["x"], refs["w"], refs["b"], **options)
     (out * out).sum().backward()

@@ -42,13 +42,20 @@ def _conv_input_grad(inner: Any, g: P, weight: P, x_shape: Shape, options: ConvO
 
 
 def _conv_weight_grad(inner: Any, x: P, g: P, kernel: Shape, options: ConvOptions) -> P:
-    """Weight gradient of an ungrouped conv: the conv of x [C, N, *S] (channels as the batch)
-    with g [O, N, *out] as the kernel, stride and dilation swapped, cropped to `kernel`."""
-    swapped = ConvOptions(options.dilation, options.padding, options.stride, 1)
-    full = inner.conv(inner.float_swap_dims(x, 0, 1), inner.float_swap_dims(g, 0, 1), None,
-                      swapped)
-    crop = [slice(None), slice(None), *(slice(0, k) for k in kernel)]
-    return inner.float_swap_dims(inner.float_slice(full, crop), 0, 1)
+    """Weight gradient of an ungrouped 1d / 2d conv: the unfolded input [N, C*K, L] times the
+    output gradient [N, O, L], summed over the batch (a 1d conv runs as a 2d one of height 1)."""
+    n, c, *spatial = inner.shape(x)
+    o, out = inner.shape(g)[1], inner.shape(g)[2:]
+    weight_shape = (o, c, *kernel)
+    if len(kernel) == 1:
+        x = inner.float_reshape(x, (n, c, 1, spatial[0]))
+        options = ConvOptions((1, *options.stride), (0, *options.padding),
+                              (1, *options.dilation), 1)
+        kernel = (1, kernel[0])
+    cols = inner.unfold4d(x, (kernel[0], kernel[1]), options)
+    per_sample = inner.float_matmul(inner.float_reshape(g, (n, o, math.prod(out))),
+                                    inner.float_swap_dims(cols, 1, 2))
+    return inner.float_reshape(inner.float_sum_dim(per_sample, 0), weight_shape)
 
 
 def _conv_bias_grad(inner: Any, g: P) -> P:
@@ -64,7 +71,7 @@ class ModuleOpsMixin(OpsBase):
     def conv(self, x: T, weight: T, bias: T | None, options: ConvOptions) -> T:
         """The inner conv; backward computes only the gradients of tracked inputs: all three
         through `conv_backward`, the input's alone as a transposed conv, the weight's and bias's
-        alone (ungrouped) as a conv of the input with the output gradient."""
+        alone (ungrouped 1d / 2d) from the unfolded input."""
         inner = self.inner
         out = inner.conv(x.primitive, weight.primitive, _prim(bias), options)
         if not tracked(x, weight, bias):
@@ -78,7 +85,7 @@ class ModuleOpsMixin(OpsBase):
         if need_x:
             return record(out, (x, weight, bias), lambda g, s: (
                 _conv_input_grad(inner, g, s[0], x_shape, options), None, None), (save(weight),))
-        if options.groups != 1:
+        if options.groups != 1 or len(w_shape) > 4:
             return record(out, (x, weight, bias), lambda g, s: (None, *inner.conv_backward(
                 s[0], s[1], s[2], g, options)[1:]), (save(x), save(weight), save(bias)))
         return record(out, (x, weight, bias), lambda g, s: (
