@@ -1,6 +1,6 @@
 """`burn.linalg`: Burn's linear-algebra functions, as composites of tensor ops (so every backend
 runs them and Autodiff differentiates them): outer, vector norms, diag, trace, matvec,
-cosine_similarity, det."""
+cosine_similarity, det, qr."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import math
 from burn.dtype import DType
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.creation import arange, full
+from burn.frontend.layout import cat
 from burn.frontend.tensor import Tensor
 from burn.frontend.validation import check_device, norm_dim
 from burn.functional._common import float_input
@@ -16,7 +17,7 @@ from burn.functional._common import float_input
 #: smallest positive normal value of each float dtype (cosine_similarity's default eps).
 _TINY = {DType.float64: 2.2250738585072014e-308, DType.float32: 1.1754943508222875e-38,
          DType.float16: 6.103515625e-05, DType.bfloat16: 1.1754943508222875e-38}
-__all__ = ["cosine_similarity", "det", "diag", "matvec", "outer", "trace", "vector_norm",
+__all__ = ["cosine_similarity", "det", "diag", "matvec", "outer", "qr", "trace", "vector_norm",
            "vector_normalize"]
 
 
@@ -170,3 +171,52 @@ def det(x: Tensor) -> Tensor:
         factors = (a.narrow(-1, k, 1) / safe).mask_fill(rows <= k, 0.0)
         a = a - factors * a.narrow(-2, k, 1)
     return out.cast(dtype)
+
+
+def qr(x: Tensor, reduced: bool = True) -> tuple[Tensor, Tensor]:
+    """QR decomposition of the last two dims [..., m, n] by Householder reflections, with
+    Burn's signs: step k reflects column k onto -sign(pivot) * norm (a zero pivot counts as
+    positive), also for the last 1-element column of a square matrix (LAPACK / torch leave that
+    one, so the last row of R and column of Q can differ in sign from torch's).
+
+    Args:
+        x: [..., m, n] float tensor.
+        reduced: Q [..., m, min(m, n)] and R [..., min(m, n), n] (torch's "reduced"); else Q
+            [..., m, m] and R [..., m, n].
+    Returns:
+        (Q, R) with Q orthonormal columns, R upper triangular and Q @ R == x.
+    Raises:
+        DTypeError: for a non-float x.
+        ShapeError: for fewer than 2 dims.
+    """
+    x = float_input("qr", "x", x)
+    shape = x.shape
+    if len(shape) < 2:
+        raise ShapeError("qr", "need at least 2 dims", shape=shape)
+    m, n = shape[-2:]
+    batch = shape[:-2]
+    r = x
+    q = full(batch + (m, m), 0.0, x.dtype, x.device) + _eye(x, m)
+    for k in range(min(m, n)):
+        col = r.narrow(-2, k, m - k).narrow(-1, k, 1)  # [..., m - k, 1]
+        pivot = col.narrow(-2, 0, 1)
+        norm = col.square().sum_dim(-2).sqrt()
+        sign = -pivot.sign().mask_fill(pivot == 0, 1.0)
+        u = col - norm * sign * _eye(x, m - k).narrow(-1, 0, 1)  # col - target * e0
+        uu = u.square().sum_dim(-2)
+        scale = (2.0 / uu.mask_fill(uu == 0, 1.0)).mask_fill(uu == 0, 0.0)  # no reflection
+        low = r.narrow(-2, k, m - k)
+        low = low - u @ (u.transpose(-1, -2) @ low) * scale
+        r = cat([r.narrow(-2, 0, k), low], -2) if k else low
+        right = q.narrow(-1, k, m - k)
+        right = right - (right @ u) @ u.transpose(-1, -2) * scale
+        q = cat([q.narrow(-1, 0, k), right], -1) if k else right
+    if reduced and m > n:
+        return q.narrow(-1, 0, n), r.narrow(-2, 0, n)
+    return q, r
+
+
+def _eye(x: Tensor, n: int) -> Tensor:
+    """The [n, n] identity of x's dtype and device."""
+    rows = arange(n, device=x.device)
+    return (rows.reshape(n, 1) == rows.reshape(1, n)).cast(x.dtype)

@@ -218,3 +218,63 @@ def test_cov_backward(name: str, dtype: str, grad_device: burn.Device,
     check_backward(lambda a: a.cov(), torch.cov, [x], grad_device, rng)
 
 
+
+
+def _positive(q: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Q and R (flattened, concatenated) with signs making R's diagonal positive: the unique
+    QR of a full-rank matrix, whatever the sign convention (R's sign, a constant, is not
+    differentiated)."""
+    d = r.diagonal(0, -2, -1).sign().detach()
+    k = d.shape[-1]
+    q = q[..., :k] * d.unsqueeze(-2)
+    r = r[..., :k, :] * d.unsqueeze(-1)
+    return torch.cat([q.flatten(), r.flatten()])
+
+
+def _positive_burn(q: burn.Tensor, r: burn.Tensor) -> burn.Tensor:
+    d = L.diag(r).sign().detach()
+    k = d.shape[-1]
+    q = q.narrow(-1, 0, k) * d.unsqueeze(-2)
+    r = r.narrow(-2, 0, k) * d.unsqueeze(-1)
+    return burn.cat([q.flatten(), r.flatten()])
+
+
+QR_SHAPES = [(4, 3), (3, 5), (2, 4, 4), (5, 2), (1, 1)]
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("qr", d) for d in GRAD_DTYPES])
+def test_qr(name: str, dtype: str, device: burn.Device, rng: np.random.Generator) -> None:
+    # Burn's documented example (its sign convention reflects the last column too)
+    check_forward(lambda a: L.qr(a),
+                  lambda a: (torch.tensor([[-0.6, 0.8], [-0.8, -0.6]], dtype=a.dtype),
+                             torch.tensor([[-5.0, -6.0], [0.0, -2.0]], dtype=a.dtype)),
+                  [T(np.array([[3.0, 2.0], [4.0, 6.0]]), dtype)], device)
+    for shape in QR_SHAPES:
+        for reduced in (True, False):
+            x = T(rand(rng, shape, dtype), dtype, "transposed")
+            mode = "reduced" if reduced else "complete"
+            check_forward(lambda a, red=reduced: _positive_burn(*L.qr(a, red)),
+                          lambda a, m=mode: _positive(*torch.linalg.qr(a, m)), [x], device)
+            _check_qr(x, reduced, mode, device)
+    with pytest.raises(ShapeError, match="qr"):
+        L.qr(burn.ones(3, device=device))
+
+
+def _check_qr(x: T, reduced: bool, mode: str, device: burn.Device) -> None:
+    """Q and R have torch's shapes, Q has orthonormal columns, R is upper triangular and
+    Q @ R reproduces x."""
+    check_forward(lambda a: tuple(t.tril(-1) if i else t.transpose(-1, -2) @ t
+                                  for i, t in enumerate(L.qr(a, reduced))),
+                  lambda a: tuple(t.tril(-1) if i else t.transpose(-1, -2) @ t
+                                  for i, t in enumerate(torch.linalg.qr(a, mode))),
+                  [x], device)
+    check_forward(lambda a: (lambda q, r: q @ r)(*L.qr(a, reduced)), lambda a: a, [x], device)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("qr", d) for d in GRAD_DTYPES])
+def test_qr_backward(name: str, dtype: str, grad_device: burn.Device,
+                     rng: np.random.Generator) -> None:
+    for shape in ((4, 3), (3, 3), (2, 4, 2)):
+        x = T(rand(rng, shape, dtype), dtype, "transposed")
+        check_backward(lambda a: _positive_burn(*L.qr(a)),
+                       lambda a: _positive(*torch.linalg.qr(a)), [x], grad_device, rng)
