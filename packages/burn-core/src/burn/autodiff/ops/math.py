@@ -1,4 +1,5 @@
-"""Elementwise math: one table of derivatives for the one-input ops, plus atan2 and sigmoid."""
+"""Elementwise math: one table of derivatives for the one-input ops, plus atan2 and the
+activations with direct rules (sigmoid, relu, softmax, log_softmax, gelu)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,18 @@ class MathOps(OpsBase):
     def relu(self, x: T) -> T:
         """The inner relu; no gradient where x <= 0 (0 at x = 0, as Burn / torch)."""
         return self._elementwise(x, self.inner.relu, _relu_rule, Uses.INPUT)
+
+    def softmax(self, x: T, dim: int) -> T:
+        """The inner softmax (one op) with torch's direct rule s * (g - sum(g * s, dim))."""
+        def rule(i: Any, g: P, s: P) -> P:
+            return i.float_mul(s, i.float_sub(g, i.float_sum_dim(i.float_mul(g, s), dim)))
+        return self._elementwise(x, lambda p: self.inner.softmax(p, dim), rule, Uses.OUTPUT)
+
+    def log_softmax(self, x: T, dim: int) -> T:
+        """The inner log_softmax (one op) with torch's direct rule g - exp(out) sum(g, dim)."""
+        def rule(i: Any, g: P, out: P) -> P:
+            return i.float_sub(g, i.float_mul(i.float_exp(out), i.float_sum_dim(g, dim)))
+        return self._elementwise(x, lambda p: self.inner.log_softmax(p, dim), rule, Uses.OUTPUT)
 
     def gelu(self, x: T, approximate: Literal["none", "tanh"]) -> T:
         """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas)."""
