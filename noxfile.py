@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "dataset", "cube", "vision", "rl", "lint", "typecheck"]
+nox.options.sessions = ["tests", "dataset", "cube", "vision", "rl", "lint", "typecheck", "xtask"]
 nox.options.reuse_existing_virtualenvs = True
 
 # Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
@@ -97,3 +97,33 @@ def typecheck(session: nox.Session) -> None:
     session.install("mypy==2.4.1", TORCH, *PACKAGES, "-e", "packages/burn-cube[wgpu]",
                     "-e", "packages/burn-bench", "-e", "packages/burn-vision")
     session.run("mypy", *TYPED)
+
+
+# Every library package, installed for the xtask tests (they import each to read __version__).
+LIBRARIES = [arg for name in ("burn-core", "burn-cube", "burn-dataset", "burn-rl", "burn-vision",
+                              "burn-bench") for arg in ("-e", f"packages/{name}")]
+
+
+@nox.session
+def xtask(session: nox.Session) -> None:
+    """xtask's own tests: workspace lists, version bumps, exit statuses, `python -m xtask`."""
+    session.install(TORCH, *LIBRARIES, "-e", "xtask")
+    session.run("pytest", "xtask/tests", "-p", "no:cacheprovider")
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """Every example of the workspace (not the excluded ones) in its smoke mode, through
+    `xtask examples --run-all` (not in the default sessions: the tests session runs most)."""
+    session.install(TORCH, "-e", "packages/burn-cube[wgpu]", *LIBRARIES, "-e", "xtask",
+                    *[arg for path in sorted(Path("examples").iterdir())
+                      if (path / "pyproject.toml").is_file() for arg in ("-e", str(path))])
+    session.run("python", "-m", "xtask", "examples", "--run-all")
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """`xtask build`: wheel + sdist per package into dist/, each wheel checked in a fresh venv
+    (not in the default sessions: it downloads each package's dependencies)."""
+    session.install("-e", "xtask")
+    session.run("python", "-m", "xtask", "build")
