@@ -1,9 +1,11 @@
 """The repository's packages: one version each (pyproject, read back as `__version__`), a
-changelog that has it, and compatible version ranges on each other."""
+changelog that has it, compatible version ranges on each other, and a uv.lock of them all that
+leaves torch (the tests' reference, a CUDA build on PyPI) out."""
 
 from __future__ import annotations
 
 import importlib
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,13 @@ def test_burn_rl_requires_burn_core_within_its_minor() -> None:
     rl = WS.package("burn-rl")
     assert [m.name for m in sibling_closure(WS, rl)] == ["burn-core"]
     assert f"burn-core{compatible_range(WS.package('burn-core').version)}" in rl.requires()
+
+
+def test_uv_lock_covers_the_workspace_without_torch() -> None:
+    lock = tomllib.loads((REPO / "uv.lock").read_text())
+    root = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
+    expected = sorted([root, *(m.name for m in WS.members if not m.excluded)])
+    assert lock["manifest"]["members"] == expected  # regenerate with `uv lock` when this fails
+    assert lock["manifest"]["excludes"] == ["torch"]
+    names = [p["name"] for p in lock["package"]]
+    assert "torch" not in names and not [n for n in names if n.startswith("nvidia-")]
