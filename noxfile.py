@@ -127,3 +127,11 @@ def build(session: nox.Session) -> None:
     (not in the default sessions: it downloads each package's dependencies)."""
     session.install("-e", "xtask")
     session.run("python", "-m", "xtask", "build")
+
+
+@nox.session
+def bench_smoke(session: nox.Session) -> None:
+    """burn-bench's tests: its training steps and timing report, on burn and torch (not in the
+    default sessions; `python -m burn_bench` runs the full suites)."""
+    session.install(TORCH, "-e", "packages/burn-core", "-e", "packages/burn-bench")
+    session.run("pytest", "packages/burn-bench/tests", "-p", "no:cacheprovider")
