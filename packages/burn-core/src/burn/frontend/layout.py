@@ -156,6 +156,50 @@ class LayoutMixin(TensorBase):
         drop = {d for d in dims if shape[d] == 1}
         return self.reshape(tuple(s for i, s in enumerate(shape) if i not in drop))
 
+    def squeeze_dim(self, dim: int) -> Tensor:
+        """Burn's squeeze_dim: drop `dim`, which must have size 1.
+
+        Raises:
+            ShapeError: when the dim's size is not 1.
+        """
+        return self.squeeze_dims((dim,))
+
+    def squeeze_dims(self, dims: Sequence[int] = ()) -> Tensor:
+        """Burn's squeeze_dims: drop `dims` (each of size 1); no dims drops every size-1 dim.
+
+        Raises:
+            ShapeError: when a given dim's size is not 1.
+        """
+        shape = self.shape
+        if not dims:
+            return self.squeeze()
+        axes = norm_dims("squeeze_dims", dims, len(shape))
+        if any(shape[d] != 1 for d in axes):
+            raise ShapeError("squeeze_dims", "only size-1 dims can be dropped", shape=shape,
+                             dims=tuple(dims))
+        return self.reshape(tuple(s for i, s in enumerate(shape) if i not in axes))
+
+    def unsqueeze_dim(self, dim: int) -> Tensor:
+        """Burn's unsqueeze_dim: `unsqueeze(dim)`."""
+        return self.unsqueeze(dim)
+
+    def unsqueeze_dims(self, dims: Sequence[int]) -> Tensor:
+        """Burn's unsqueeze_dims: size-1 dims at the positions `dims` of the result
+        (negatives count from the result's end).
+
+        Raises:
+            BurnIndexError: for a position out of range or repeated.
+        """
+        shape = self.shape
+        rank = len(shape) + len(dims)
+        axes = set(norm_dims("unsqueeze_dims", dims, rank))
+        rest = iter(shape)
+        return self.reshape(tuple(1 if i in axes else next(rest) for i in range(rank)))
+
+    def split_with_sizes(self, sizes: Sequence[int], dim: int = 0) -> list[Tensor]:
+        """Burn's split_with_sizes: `split(sizes, dim)` (zero sizes give no piece)."""
+        return self.split(list(sizes), dim)
+
     def unsqueeze(self, dim: int) -> Tensor:
         """Insert a size-1 dim at `dim` (in [-ndim - 1, ndim])."""
         shape = self.shape

@@ -94,6 +94,14 @@ class MathMixin(TensorBase):
     atan2 = binary_op(ATAN2, doc="Elementwise atan2(self, other), as a float tensor.")
     hypot = binary_op(HYPOT, doc="Elementwise sqrt(self**2 + other**2), as a float tensor.")
 
+    def deg2rad(self) -> Tensor:
+        """Degrees to radians (int and bool inputs give float32, as torch)."""
+        return self._to_float() * (math.pi / 180.0)
+
+    def rad2deg(self) -> Tensor:
+        """Radians to degrees (int and bool inputs give float32, as torch)."""
+        return self._to_float() * (180.0 / math.pi)
+
     def abs(self) -> Tensor:
         """Elementwise absolute value (float and int tensors)."""
         return self._same("abs")

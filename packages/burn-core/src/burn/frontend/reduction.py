@@ -155,6 +155,23 @@ class ReductionMixin(TensorBase):
         total = (diff * diff).sum(dims, keepdim=keepdim)
         return total / float(max(n - correction, 0))
 
+    def var_bias(self, dim: int) -> Tensor:
+        """Burn's var_bias: the population variance (correction 0) along `dim`, kept."""
+        return self.var(dim, correction=0, keepdim=True)
+
+    def var_mean(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Burn's var_mean: (unbiased variance, mean) along `dim`, both kept."""
+        return self.var(dim, keepdim=True), self.mean(dim, keepdim=True)
+
+    def var_mean_bias(self, dim: int) -> tuple[Tensor, Tensor]:
+        """Burn's var_mean_bias: (population variance, mean) along `dim`, both kept."""
+        return self.var_bias(dim), self.mean(dim, keepdim=True)
+
+    def dot(self, other: Tensor) -> Tensor:
+        """Burn's dot: the sum of the elementwise product, as a 0-d tensor (Burn: shape [1];
+        shapes broadcast, dtypes promote; ints and bools sum in int64)."""
+        return (self._tensor() * other).sum()
+
     def std(self, dim: Dims = None, correction: int = 1, keepdim: bool = False) -> Tensor:
         """Standard deviation: `var(dim, correction, keepdim).sqrt()`.
 
@@ -315,6 +332,22 @@ class ReductionMixin(TensorBase):
         if not self.shape:
             return values, indices  # torch: a 0-d input gives its one value for k 0 or 1
         return values.narrow(d, 0, k), indices.narrow(d, 0, k)
+
+    def sort_descending(self, dim: int = -1) -> Tensor:
+        """Burn's sort_descending: `sort(dim, descending=True)`."""
+        return self.sort(dim, descending=True)
+
+    def sort_descending_with_indices(self, dim: int = -1) -> tuple[Tensor, Tensor]:
+        """Burn's sort_descending_with_indices: `sort_with_indices(dim, descending=True)`."""
+        return self.sort_with_indices(dim, descending=True)
+
+    def argsort_descending(self, dim: int = -1) -> Tensor:
+        """Burn's argsort_descending: `argsort(dim, descending=True)`."""
+        return self.argsort(dim, descending=True)
+
+    def argtopk(self, k: int, dim: int = -1) -> Tensor:
+        """Burn's argtopk: the int64 indices of the k largest values along `dim`."""
+        return self.topk_with_indices(k, dim)[1]
 
     def topk(self, k: int, dim: int = -1, largest: bool = True) -> Tensor:
         """The `k` largest (or smallest) values along `dim`, sorted."""

@@ -1,0 +1,76 @@
+"""Burn's names for ops the API has under PyTorch's names (var_bias, var_mean, dot, deg2rad,
+sort_descending, argtopk, squeeze_dims, unsqueeze_dims, split_with_sizes, ...) against torch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+from burn.errors import ShapeError
+
+from .reference import GRAD_DTYPES, T, check_backward, check_forward, distinct, op_param, rand
+
+#: op -> (burn fn, torch fn, number of inputs, float-only, differentiable)
+NAMES: dict[str, tuple[Callable[..., Any], Callable[..., Any], int, bool, bool]] = {
+    "var_bias": (lambda x: x.var_bias(1), lambda x: x.var(1, correction=0, keepdim=True), 1,
+                 True, True),
+    "var_mean": (lambda x: x.var_mean(0), lambda x: torch.var_mean(x, 0, keepdim=True), 1, True,
+                 False),
+    "var_mean_bias": (lambda x: x.var_mean_bias(-1),
+                      lambda x: torch.var_mean(x, -1, correction=0, keepdim=True), 1, True,
+                      False),
+    "dot": (lambda x, y: x.dot(y), lambda x, y: (x * y).sum(), 2, False, True),
+    "deg2rad": (lambda x: x.deg2rad(), torch.deg2rad, 1, False, True),
+    "rad2deg": (lambda x: x.rad2deg(), torch.rad2deg, 1, False, True),
+    "sort_descending": (lambda x: x.sort_descending(1),
+                        lambda x: x.sort(1, descending=True).values, 1, False, True),
+    "sort_descending_with_indices": (lambda x: x.sort_descending_with_indices(0),
+                                     lambda x: tuple(x.sort(0, descending=True)), 1, False,
+                                     False),
+    "argsort_descending": (lambda x: x.argsort_descending(),
+                           lambda x: x.argsort(-1, descending=True), 1, False, False),
+    "argtopk": (lambda x: x.argtopk(2, 1), lambda x: x.topk(2, 1).indices, 1, False, False),
+    "squeeze_dim": (lambda x: x.reshape(3, 1, 4).squeeze_dim(-2),
+                    lambda x: x.reshape(3, 1, 4).squeeze(-2), 1, False, True),
+    "squeeze_dims": (lambda x: x.reshape(1, 3, 4, 1).squeeze_dims([0, -1]),
+                     lambda x: x.reshape(3, 4), 1, False, True),
+    "unsqueeze_dim": (lambda x: x.unsqueeze_dim(1), lambda x: x.unsqueeze(1), 1, False, True),
+    "unsqueeze_dims": (lambda x: x.unsqueeze_dims([0, -1, 2]),
+                       lambda x: x.reshape(1, 3, 1, 4, 1), 1, False, True),
+    "split_with_sizes": (lambda x: x.split_with_sizes([1, 0, 3], 1),
+                         lambda x: list(x.split([1, 3], 1)), 1, False, False),
+}
+DTYPES = [("float32", "contiguous"), ("float64", "transposed"), ("int64", "strided"),
+          ("int8", "transposed")]
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param(n, d, lay) for n in NAMES
+                                               for d, lay in DTYPES
+                                               if not NAMES[n][3] or "float" in d])
+def test_burn_name(name: str, dtype: str, layout: str, device: burn.Device,
+                   rng: np.random.Generator) -> None:
+    fb, ft, arity, _, _ = NAMES[name]
+    args = [T(distinct(rng, (3, 4), dtype), dtype, layout) for _ in range(arity)]
+    check_forward(fb, ft, args, device)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param(n, d) for n in NAMES if NAMES[n][4]
+                                        for d in GRAD_DTYPES])
+def test_burn_name_backward(name: str, dtype: str, grad_device: burn.Device,
+                            rng: np.random.Generator) -> None:
+    fb, ft, arity, _, _ = NAMES[name]
+    args = [T(distinct(rng, (3, 4), dtype), dtype, "transposed") for _ in range(arity)]
+    check_backward(fb, ft, args, grad_device, rng)
+
+
+@pytest.mark.op("squeeze_dims")
+def test_squeeze_dims_refuses_sizes(device: burn.Device, rng: np.random.Generator) -> None:
+    x = burn.tensor(rand(rng, (2, 1, 3), "float32"), device=device)
+    for fn in (lambda: x.squeeze_dim(0), lambda: x.squeeze_dims([1, 2])):
+        with pytest.raises(ShapeError, match="squeeze_dims"):
+            fn()
