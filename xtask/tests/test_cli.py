@@ -25,6 +25,12 @@ def test_unknown_backend(workspace: Path, capsys) -> None:
     assert "unknown backend 'cuda'; valid backends: cpu, numpy" in capsys.readouterr().err
 
 
+def test_unknown_bench_suite(workspace: Path, capsys) -> None:
+    assert main(["--root", str(workspace), "bench", "mlp", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown suite 'nope'; valid suites:" in err and "overhead" in err
+
+
 def test_nox_backends_of_the_repository() -> None:
     assert "numpy" in nox_backends(REPO)
 
@@ -79,5 +85,5 @@ def test_python_m_xtask_at_the_root_without_site_packages() -> None:
         [sys.executable, "-S", "-m", "xtask", "--help"], cwd=REPO, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    for command in ("ops-table", "validate", "test", "examples", "build", "version"):
+    for command in ("ops-table", "validate", "test", "examples", "build", "version", "bench"):
         assert command in out.stdout

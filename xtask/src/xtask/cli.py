@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from xtask import build, checks, examples, ops_table, version
+from xtask import bench, build, checks, examples, ops_table, version
 from xtask.errors import UnknownNameError, XtaskError
 
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     checks.add_subcommands(sub)
     examples.add_subcommand(sub)
     build.add_subcommand(sub)
+    bench.add_subcommand(sub)
     version.add_subcommand(sub)
     return parser
 
