@@ -44,6 +44,24 @@ NAMES: dict[str, tuple[Callable[..., Any], Callable[..., Any], int, bool, bool]]
                        lambda x: x.reshape(1, 3, 1, 4, 1), 1, False, True),
     "split_with_sizes": (lambda x: x.split_with_sizes([1, 0, 3], 1),
                          lambda x: list(x.split([1, 3], 1)), 1, False, False),
+    "sum_dims": (lambda x: x.sum_dims([0, 1]), lambda x: x.sum((0, 1), keepdim=True), 1, False,
+                 True),
+    "sum_dims_squeeze": (lambda x: x.sum_dims_squeeze([1]), lambda x: x.sum(1), 1, False, True),
+    "mean_dims": (lambda x: x.mean_dims([1, 0]), lambda x: x.mean((0, 1), keepdim=True), 1, True,
+                  True),
+    "prod_dims": (lambda x: x.prod_dims([-1]), lambda x: x.prod(-1, keepdim=True), 1, False,
+                  True),
+    "max_dims": (lambda x: x.max_dims([0, 1]), lambda x: x.amax((0, 1), keepdim=True), 1, False,
+                 True),
+    "min_dims": (lambda x: x.min_dims([1]), lambda x: x.amin(1, keepdim=True), 1, False, True),
+    "max_abs_dims": (lambda x: (x + 50).max_abs_dims([0]),  # shifted: no ties of |x|
+                     lambda x: (x + 50).abs().amax(0, keepdim=True), 1, False, True),
+    "t": (lambda x: x.t(), lambda x: x.t(), 1, False, True),
+    "slice_dim": (lambda x: x.slice_dim(1, slice(-1, 0, -2)), lambda x: x[:, [3, 1]], 1, False,
+                  True),
+    "select_dim": (lambda x: x.select_dim(-2, -1), lambda x: x[-1], 1, False, True),
+    "slice_fill": (lambda x: x.slice_fill([slice(1, 3), 2], 5), lambda x: x.index_fill(
+        1, torch.tensor([2]), 5).where(torch.arange(3).view(3, 1) >= 1, x), 1, False, True),
 }
 DTYPES = [("float32", "contiguous"), ("float64", "transposed"), ("int64", "strided"),
           ("int8", "transposed")]
@@ -66,6 +84,14 @@ def test_burn_name_backward(name: str, dtype: str, grad_device: burn.Device,
     fb, ft, arity, _, _ = NAMES[name]
     args = [T(distinct(rng, (3, 4), dtype), dtype, "transposed") for _ in range(arity)]
     check_backward(fb, ft, args, grad_device, rng)
+
+
+@pytest.mark.op("rank")
+def test_rank_dims(device: burn.Device) -> None:
+    x = burn.zeros(2, 3, 4, device=device)
+    assert (x.rank(), x.dims()) == (3, [2, 3, 4])
+    assert (burn.zeros((), device=device).rank(), burn.zeros(0, device=device).dims()) == (0, [0])
+    assert burn.ones(3, device=device).t().shape == (3,)
 
 
 @pytest.mark.op("squeeze_dims")

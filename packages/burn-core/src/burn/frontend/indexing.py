@@ -274,6 +274,10 @@ class IndexingMixin(TensorBase):
         out[tuple(slices)] = values
         return out
 
+    def slice_fill(self, slices: Sequence[slice | int], value: float) -> Tensor:
+        """Burn's slice_fill: a copy with the region `self[slices]` set to the scalar `value`."""
+        return self.slice_assign(slices, value)
+
     def select(self, dim: int, indices: Tensor | Sequence[int]) -> Tensor:
         """Rows `indices` (1-d ints, negatives wrap) along `dim` (torch.index_select)."""
         d = norm_dim("select", dim, self.ndim)

@@ -66,6 +66,31 @@ class LayoutMixin(TensorBase):
 
     transpose = swap_dims
 
+    def t(self) -> Tensor:
+        """Swap the last two dims (Burn's `t` / `transpose()`); 0-d and 1-d tensors are
+        returned as they are (torch.Tensor.t)."""
+        return self.swap_dims(-2, -1) if self.ndim >= 2 else self._tensor()
+
+    def slice_dim(self, dim: int, index: slice | int) -> Tensor:
+        """Burn's slice_dim: `index` (a slice with steps / negatives, or an int kept as a size-1
+        range) along `dim`, every other dim whole.
+
+        Raises:
+            BurnIndexError: for a dim or an int index out of range.
+        """
+        d = norm_dim("slice_dim", dim, self.ndim)
+        if isinstance(index, int):
+            n = self.shape[d]
+            if not -n <= index < n:
+                raise BurnIndexError("slice_dim", "index out of range", shape=self.shape,
+                                     dim=dim, index=index)
+            index = slice(index % n, index % n + 1)
+        return self[(slice(None),) * d + (index,)]  # type: ignore[index]
+
+    def select_dim(self, dim: int, index: int) -> Tensor:
+        """Burn's select_dim: the slice at `index` along `dim`, that dim dropped."""
+        return self.slice_dim(dim, index).squeeze(norm_dim("select_dim", dim, self.ndim))
+
     def permute(self, *dims: int | Sequence[int]) -> Tensor:
         """Reorder the dims.
 

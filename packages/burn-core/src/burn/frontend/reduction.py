@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from burn.dtype import DType, Kind
@@ -154,6 +154,41 @@ class ReductionMixin(TensorBase):
         n = math.prod(shape[d] for d in dims)
         total = (diff * diff).sum(dims, keepdim=keepdim)
         return total / float(max(n - correction, 0))
+
+    def _fold(self, op: str, dims: Sequence[int]) -> Tensor:
+        """Burn's `<op>_dims`: `<op>_dim` over each of `dims` in turn (all kept)."""
+        x = self._tensor()
+        for d in dims:
+            x = getattr(x, op + "_dim")(d)
+        return x
+
+    def sum_dims(self, dims: Sequence[int]) -> Tensor:
+        """Burn's sum_dims: sums over `dims`, kept with size 1."""
+        return self._fold("sum", dims)
+
+    def sum_dims_squeeze(self, dims: Sequence[int]) -> Tensor:
+        """Burn's sum_dims_squeeze: sums over `dims`, dropped."""
+        return self.sum_dims(dims).squeeze_dims(dims) if dims else self._tensor()
+
+    def mean_dims(self, dims: Sequence[int]) -> Tensor:
+        """Burn's mean_dims: means over `dims`, kept with size 1."""
+        return self._fold("mean", dims)
+
+    def prod_dims(self, dims: Sequence[int]) -> Tensor:
+        """Burn's prod_dims: products over `dims`, kept with size 1."""
+        return self._fold("prod", dims)
+
+    def max_dims(self, dims: Sequence[int]) -> Tensor:
+        """Burn's max_dims: maxima over `dims`, kept with size 1."""
+        return self._fold("max", dims)
+
+    def min_dims(self, dims: Sequence[int]) -> Tensor:
+        """Burn's min_dims: minima over `dims`, kept with size 1."""
+        return self._fold("min", dims)
+
+    def max_abs_dims(self, dims: Sequence[int]) -> Tensor:
+        """Burn's max_abs_dims: largest absolute values over `dims`, kept with size 1."""
+        return self._fold("max_abs", dims)
 
     def var_bias(self, dim: int) -> Tensor:
         """Burn's var_bias: the population variance (correction 0) along `dim`, kept."""

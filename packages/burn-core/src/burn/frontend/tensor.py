@@ -46,6 +46,14 @@ class Tensor(ArithmeticMixin, MathMixin, LayoutMixin, IndexingMixin, ComparisonM
         """Number of elements."""
         return math.prod(self.shape)
 
+    def rank(self) -> int:
+        """Number of dims (Burn's rank; `ndim`)."""
+        return len(self.shape)
+
+    def dims(self) -> list[int]:
+        """The shape as a list (Burn's dims)."""
+        return list(self.shape)
+
     def size(self, dim: int | None = None) -> tuple[int, ...] | int:
         """The shape, or the size of one dim."""
         shape = self.shape
