@@ -1,36 +1,15 @@
-"""`python -m burn_bench [suite ...]`: run benchmark suites and print their ratio tables."""
+"""`python -m burn_bench` / `burn-bench`: `list`, `run ...`, or bare suite names (run them)."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
+import sys
 
-#: suite name -> its module, whose `run()` returns the report; or (module, workload) for the
-#: training steps of `burn_bench.training`.
-SUITES: dict[str, str | tuple[str, str]] = {
-    "overhead": "burn_bench.overhead", "mlp": ("burn_bench.training", "mlp"),
-    "lenet": ("burn_bench.training", "lenet"),
-    "transformer-encoder": ("burn_bench.training", "transformer-encoder"),
-    "loader": "burn_bench.loader", "record": "burn_bench.record", "vision": "burn_bench.vision",
-    "dqn-step": "burn_bench.dqn"}
+from burn_bench.cli import main
+from burn_bench.suites import ALIASES
+from burn_bench.suites import SUITES as _SUITES
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Run the named suites (all by default) and print each report."""
-    parser = argparse.ArgumentParser(prog="burn-bench", description=__doc__)
-    parser.add_argument("suites", nargs="*", help=f"any of {', '.join(SUITES)} (default: all)")
-    args = parser.parse_args(argv)
-    unknown = sorted(set(args.suites) - set(SUITES))
-    if unknown:
-        parser.error(f"unknown suite(s) {unknown}; choose from {sorted(SUITES)}")
-    for name in args.suites or SUITES:
-        target = SUITES[name]
-        if isinstance(target, tuple):
-            text = importlib.import_module(target[0]).run_workload(target[1])
-        else:
-            text = importlib.import_module(target).run()
-        print(text, end="\n\n", flush=True)
-
+#: every suite name the command line accepts (current names, then earlier ones)
+SUITES: list[str] = [*_SUITES, *ALIASES]
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

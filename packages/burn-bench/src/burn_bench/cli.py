@@ -1,0 +1,174 @@
+"""`burn-bench list` and `burn-bench run`: the suites, backends and dtypes; a grid of runs with
+a table of min / median / max and the ratio to each reference measured in the same run, saved
+as JSON (`burn_bench.results`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+import burn
+from burn_bench import config, results
+from burn_bench.errors import BenchError
+from burn_bench.runner import run_grid
+from burn_bench.suites import (
+    DECORATORS,
+    DTYPES,
+    KNOWN_BACKENDS,
+    REFERENCES,
+    SUITES,
+    check_backend,
+    check_names,
+    suite,
+    unavailable_reason,
+)
+
+COMMANDS = ("list", "run")
+
+
+def _csv(text: str) -> list[str]:
+    return [part for part in text.split(",") if part]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line parser (`list`, `run`)."""
+    parser = argparse.ArgumentParser(prog="burn-bench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="every suite, backend (with availability) and dtype")
+    run = sub.add_parser("run", help="run a grid of suites; print and save the results")
+    run.add_argument("--profile", help="a profile of benchmarks.toml (the defaults below)")
+    run.add_argument("--benches", type=_csv, help="comma-separated suites")
+    run.add_argument("--backends", type=_csv, help="device specs name[:index][+decorator...]")
+    run.add_argument("--dtypes", type=_csv, help=f"any of {', '.join(DTYPES)}")
+    run.add_argument("--compare", type=_csv, help="references: torch,numpy")
+    run.add_argument("--size", type=int, help="side of the operands")
+    run.add_argument("--rounds", type=int, help="interleaved rounds")
+    run.add_argument("--min-time", type=float, help="seconds per batch at least")
+    run.add_argument("--json", type=Path, help="also write the results to this file")
+    run.add_argument("--results-dir", type=Path,
+                     help="save under DIR/<machine>/<commit>.json (default: benchmarks/results "
+                          "of the checkout holding benchmarks.toml)")
+    run.add_argument("--no-save", action="store_true", help="do not save under results-dir")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `burn-bench`; bare suite names (`burn-bench mlp`) mean `run --benches`.
+
+    Returns:
+        The exit status (2 for bad names, printed with the valid ones).
+    """
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if not args_in:
+        args_in = ["run", "--profile", "full"]
+    elif args_in[0] not in COMMANDS and not args_in[0].startswith("-"):
+        args_in = ["run", "--benches", ",".join(args_in)]
+    parser = build_parser()
+    args = parser.parse_args(args_in)
+    console = Console(width=160)
+    try:
+        if args.command == "list":
+            console.print(list_table())
+            return 0
+        return _run(args, console)
+    except BenchError as exc:
+        parser.error(str(exc))
+    return 2  # unreachable: parser.error exits
+
+
+def list_table() -> Table:
+    """The table of every suite, backend and dtype, with availability."""
+    table = Table(title="burn-bench")
+    table.add_column("kind")
+    table.add_column("name")
+    table.add_column("status / about")
+    for s in SUITES.values():
+        table.add_row(f"{s.kind} suite", s.name, s.about)
+    present = {info.name for info in burn.available_backends()}
+    for name in sorted({*KNOWN_BACKENDS, *present}):
+        reason = unavailable_reason(name)
+        table.add_row("backend", name, "available" if reason is None else f"missing: {reason}")
+    table.add_row("decorators", ", ".join(DECORATORS), "spec: name[:index][+decorator...]")
+    table.add_row("dtypes", ", ".join(DTYPES), "")
+    table.add_row("references", ", ".join(REFERENCES), "")
+    return table
+
+
+def _settings(args: argparse.Namespace) -> config.Profile:
+    """The run's settings: the command line's options over the profile of benchmarks.toml
+    (`--profile`, default "smoke" when a benchmarks.toml is found; built-in defaults if not)."""
+    root = config.find_root()
+    base = None
+    if root is not None:
+        path = root / config.FILE
+        base = config.profile(config.read(path), args.profile or "smoke", path)
+    elif args.profile:
+        raise config.ConfigError(f"no {config.FILE} at or above {Path.cwd()}")
+    benches = args.benches or (base.benches if base else [])
+    if not benches:
+        raise BenchError("no benches given (--benches or --profile)")
+    merged = config.Profile(
+        args.profile or "command line", [suite(b).name for b in benches],
+        args.backends or (base.backends if base else ["numpy"]),
+        args.dtypes or (base.dtypes if base else ["float32"]),
+        args.compare if args.compare is not None else (base.compare if base else ["torch"]),
+        args.size or (base.size if base else 128), args.rounds or (base.rounds if base else 7),
+        args.min_time or (base.min_time if base else 0.2))
+    for backend in merged.backends:
+        check_backend(backend)
+    check_names("dtype", merged.dtypes, DTYPES)
+    check_names("reference", merged.compare, REFERENCES)
+    return merged
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    s = _settings(args)
+    doc = run_grid(s.benches, s.backends, s.dtypes, s.size, s.compare, rounds=s.rounds,
+                   min_time=s.min_time)
+    for name, text in doc["reports"].items():
+        console.print(f"[bold]{name}[/bold]\n{text}\n", markup=True, highlight=False)
+    if doc["rows"]:
+        console.print(results_table(doc, s.compare))
+    if args.json:
+        results.save(doc, args.json)
+        console.print(f"results: {args.json}")
+    root = config.find_root()
+    results_dir = args.results_dir or (root / "benchmarks" / "results" if root else None)
+    if results_dir is not None and not args.no_save:
+        path = results.save(doc, results_dir / doc["machine"] / f"{doc['commit']}.json")
+        console.print(f"saved: {path}")
+    return 0
+
+
+def results_table(doc: dict[str, Any], compare: list[str]) -> Table:
+    """The rows of a results document: burn's min / median / max and its median ratio to each
+    reference (> 1: burn is slower), or the reason a row did not run."""
+    table = Table(title=f"burn-bench {doc['commit']} on {doc['machine']}",
+                  caption="x REF: burn's median / REF's median, same run (> 1: burn slower)")
+    for column in ("bench", "backend", "dtype", "size", "min", "median", "max"):
+        table.add_column(column, justify="right" if column in ("size", "min", "median", "max")
+                         else "left")
+    for ref in compare:
+        table.add_column(f"x {ref}", justify="right")
+    table.add_column("kernels / compile / status")
+    for row in doc["rows"]:
+        head = [row["bench"], row["backend"], row["dtype"], str(row["size"])]
+        if row["status"] != "ok":
+            table.add_row(*head, "", "", "", *("" for _ in compare),
+                          f"{row['status']}: {row['reason']}")
+            continue
+        t = row["times"]["burn"]
+        ratios = [f"{row['ratios'][r]:.2f}" if r in row["ratios"] else "-" for r in compare]
+        extra = " / ".join("-" if row[k] is None else str(row[k])
+                           for k in ("kernels", "compile_s"))
+        table.add_row(*head, *(_fmt(t[k]) for k in ("min", "median", "max")), *ratios, extra)
+    return table
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"

@@ -1,0 +1,112 @@
+"""The results document (JSON, schema below), its checks, and atomic saving.
+
+Schema, version 1 (every key present; `null` where not measured)::
+
+    {"schema": "burn-bench/results", "version": 1,
+     "machine": str, "commit": str, "created": ISO-8601 UTC str,
+     "versions": {"python": str, "burn": str, "torch": str, "numpy": str},
+     "settings": {"rounds": int, "min_time": float, "compare": [str]},
+     "rows": [{"bench": str, "backend": str, "dtype": str, "size": int,
+               "status": "ok" | "unavailable" | "error", "reason": str | null,
+               "kernels": int | null, "compile_s": float | null,
+               "times": {candidate: {"min": s, "median": s, "max": s}},
+               "ratios": {reference: float}}],      # burn median / reference median, > 1 slower
+     "reports": {suite: str}}                        # text of the report suites
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from burn_bench.errors import ResultSchemaError
+
+SCHEMA, VERSION = "burn-bench/results", 1
+_TOP = {"schema": str, "version": int, "machine": str, "commit": str, "created": str,
+        "versions": dict, "settings": dict, "rows": list, "reports": dict}
+_ROW = {"bench": str, "backend": str, "dtype": str, "size": int, "status": str,
+        "times": dict, "ratios": dict}
+_OPTIONAL_ROW = {"reason": str, "kernels": int, "compile_s": float}
+STATUSES = ("ok", "unavailable", "error")
+
+
+def validate(doc: Any, source: str = "<results>") -> dict[str, Any]:
+    """Check `doc` against the schema.
+
+    Args:
+        doc: the parsed JSON document.
+        source: the file name used in error messages.
+    Returns:
+        `doc`, unchanged.
+    Raises:
+        ResultSchemaError: the first mismatch, naming `source` and the key.
+    """
+    def fail(what: str) -> ResultSchemaError:
+        return ResultSchemaError(f"{source}: not a burn-bench results file ({what})")
+
+    if not isinstance(doc, dict):
+        raise fail(f"top level is {type(doc).__name__}, not an object")
+    _check_keys(doc, _TOP, {}, fail, "")
+    if doc["schema"] != SCHEMA or doc["version"] != VERSION:
+        raise fail(f"schema {doc['schema']!r} version {doc['version']!r}, "
+                   f"expected {SCHEMA!r} version {VERSION}")
+    for i, row in enumerate(doc["rows"]):
+        if not isinstance(row, dict):
+            raise fail(f"rows[{i}] is not an object")
+        _check_keys(row, _ROW, _OPTIONAL_ROW, fail, f"rows[{i}].")
+        if row["status"] not in STATUSES:
+            raise fail(f"rows[{i}].status {row['status']!r} not in {STATUSES}")
+        for name, stats in row["times"].items():
+            if not isinstance(stats, dict) or not all(
+                    isinstance(stats.get(k), (int, float)) for k in ("min", "median", "max")):
+                raise fail(f"rows[{i}].times[{name!r}] needs numeric min, median and max")
+    return doc
+
+
+def _check_keys(obj: dict[str, Any], required: dict[str, type], optional: dict[str, type],
+                fail: Any, prefix: str) -> None:
+    for key, kind in required.items():
+        if key not in obj:
+            raise fail(f"missing key {prefix}{key}")
+        if not isinstance(obj[key], kind) or isinstance(obj[key], bool):
+            raise fail(f"{prefix}{key} is {type(obj[key]).__name__}, not {kind.__name__}")
+    for key, kind in optional.items():
+        value = obj.get(key)
+        if value is not None and not isinstance(value, (kind, int) if kind is float else kind):
+            raise fail(f"{prefix}{key} is {type(value).__name__}, not {kind.__name__} or null")
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and validate a results file.
+
+    Raises:
+        ResultSchemaError: unreadable, not JSON, or not matching the schema (names the file).
+    """
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ResultSchemaError(f"{path}: cannot read results ({exc})") from exc
+    return validate(doc, str(path))
+
+
+def save(doc: dict[str, Any], path: Path) -> Path:
+    """Validate `doc` and write it to `path` atomically (temp file, then os.replace).
+
+    Returns:
+        `path`.
+    """
+    validate(doc, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path

@@ -1,0 +1,100 @@
+"""Run a grid of op suites (bench x backend x dtype), each burn call interleaved with its
+references in the same run, and build the results document (`burn_bench.results`)."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import burn
+from burn_bench import __version__
+from burn_bench.ops import BUILDERS
+from burn_bench.results import SCHEMA, VERSION
+from burn_bench.suites import report_runner, suite, unavailable_reason
+from burn_bench.timing import Candidate, Measurement, measure_interleaved
+
+
+def run_op(bench: str, backend: str, dtype: str, size: int, compare: list[str], *,
+           rounds: int, min_time: float) -> dict[str, Any]:
+    """Time one (bench, backend, dtype) row: burn and each available reference, interleaved.
+
+    Returns:
+        The row (schema of `burn_bench.results`); status "unavailable" with the reason when
+        the backend is missing here, "error" with the message when the bench failed.
+    """
+    row: dict[str, Any] = {"bench": bench, "backend": backend, "dtype": dtype, "size": size,
+                           "status": "ok", "reason": None, "kernels": None,
+                           "compile_s": None, "times": {}, "ratios": {}}
+    reason = unavailable_reason(backend)
+    if reason is not None:
+        return {**row, "status": "unavailable", "reason": reason}
+    try:
+        calls = BUILDERS[bench](size, dtype, burn.Device(backend))
+        names = ["burn", *(name for name in compare if name in calls)]
+        measured = measure_interleaved([Candidate(name, calls[name]) for name in names],
+                                       min_time=min_time, rounds=rounds)
+    except Exception as exc:  # one failing row must not stop the others
+        return {**row, "status": "error", "reason": f"{type(exc).__name__}: {exc}"}
+    by_name: dict[str, Measurement] = {m.name: m for m in measured}
+    row["times"] = {m.name: {"min": m.seconds, "median": m.median, "max": m.worst}
+                    for m in measured}
+    row["ratios"] = {name: by_name["burn"].median / m.median
+                     for name, m in by_name.items() if name != "burn"}
+    return row
+
+
+def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: int,
+             compare: list[str], *, rounds: int, min_time: float) -> dict[str, Any]:
+    """Run every op bench of `benches` over backends x dtypes and every report suite once.
+
+    Returns:
+        The results document (report and planned suites under "reports").
+    """
+    rows, reports = [], {}
+    for name in benches:
+        found = suite(name)
+        if found.kind == "report":
+            reports[found.name] = _report(found.name)
+        elif found.kind == "planned":
+            reports[found.name] = "planned: not measured yet"
+        else:
+            rows += [run_op(name, backend, dtype, size, compare, rounds=rounds,
+                            min_time=min_time) for backend in backends for dtype in dtypes]
+    return {"schema": SCHEMA, "version": VERSION, "machine": machine(),
+            "commit": commit(Path.cwd()),
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "versions": {"python": platform.python_version(), "burn-bench": __version__,
+                         "torch": torch.__version__, "numpy": np.__version__},
+            "settings": {"rounds": rounds, "min_time": min_time, "compare": compare},
+            "rows": rows, "reports": reports}
+
+
+def _report(name: str) -> str:
+    """The text of report suite `name`, or why it cannot run here (a missing optional
+    dependency: pillow, opencv, burn-rl...)."""
+    try:
+        return report_runner(name)()
+    except ImportError as exc:
+        return f"unavailable: {exc} (see burn-bench's optional dependencies)"
+
+
+def machine() -> str:
+    """This machine's name, safe as a directory name."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", platform.node() or "unknown")
+
+
+def commit(where: Path) -> str:
+    """The short commit hash of the git checkout at `where` ("unknown" outside one)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=where,
+                             capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"

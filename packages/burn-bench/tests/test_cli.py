@@ -1,0 +1,130 @@
+"""burn-bench's command line, results schema and benchmarks.toml (behaviour only, no timed
+assertions)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from burn_bench import config, results
+from burn_bench.__main__ import SUITES
+from burn_bench.cli import main
+from burn_bench.errors import ConfigError, ResultSchemaError, UnknownNameError
+from burn_bench.runner import run_grid, run_op
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY = ["--size", "4", "--rounds", "1", "--min-time", "0.0005"]
+
+
+@pytest.mark.parametrize(("flag", "bad", "valid"), [
+    ("--benches", "nope", "matmul"), ("--backends", "tpu", "cuda"),
+    ("--backends", "numpy+turbo", "fusion"), ("--dtypes", "int3", "float32"),
+    ("--compare", "jax", "torch")])
+def test_unknown_names_exit_listing_valid_ones(flag: str, bad: str, valid: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", flag, bad, "--no-save"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert repr(bad.split("+")[-1]) in err and valid in err
+
+
+def test_bare_suite_names_run_like_before(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["unknown-suite"])
+    assert "dispatch-overhead" in capsys.readouterr().err
+    assert {"overhead", "mlp", "lenet", "transformer-encoder", "loader", "record", "vision",
+            "dqn-step", "matmul", "unary"} <= set(SUITES)
+
+
+def test_list_names_every_suite_and_missing_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("matmul", "dqn-step", "compile", "numpy", "available", "wgpu", "missing"):
+        assert name in out
+
+
+def test_run_saves_valid_json(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    code = main(["run", "--benches", "unary,matmul", "--backends", "numpy,cuda",
+                 "--dtypes", "float32", "--compare", "torch,numpy", *TINY,
+                 "--json", str(target), "--results-dir", str(tmp_path / "res")])
+    assert code == 0
+    doc = results.load(target)
+    saved = list((tmp_path / "res").glob("*/*.json"))
+    assert len(saved) == 1 and results.load(saved[0]) == doc
+    assert [(r["bench"], r["backend"], r["status"]) for r in doc["rows"]] == [
+        ("unary", "numpy", "ok"), ("unary", "cuda", "unavailable"),
+        ("matmul", "numpy", "ok"), ("matmul", "cuda", "unavailable")]
+    ok = doc["rows"][0]
+    assert set(ok["times"]) == {"burn", "torch", "numpy"} and set(ok["ratios"]) == {"torch",
+                                                                                    "numpy"}
+    burn_t, torch_t = ok["times"]["burn"], ok["times"]["torch"]
+    assert burn_t["min"] <= burn_t["median"] <= burn_t["max"]
+    assert ok["ratios"]["torch"] == pytest.approx(burn_t["median"] / torch_t["median"])
+    assert doc["rows"][1]["reason"]
+
+
+def test_failing_row_is_reported_and_others_run() -> None:
+    row = run_op("conv2d", "numpy", "float32", 0, ["torch"], rounds=1, min_time=0.0005)
+    assert row["status"] == "error" and row["reason"]
+    doc = run_grid(["compile", "unary"], ["numpy"], ["float32"], 4, ["torch"], rounds=1,
+                   min_time=0.0005)
+    assert doc["reports"] == {"compile": "planned: not measured yet"}
+    assert [r["status"] for r in doc["rows"]] == ["ok"]
+
+
+def _doc() -> dict[str, object]:
+    return run_grid(["binary"], ["numpy"], ["float32"], 4, ["torch"], rounds=1, min_time=0.0005)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d.pop("rows"), "missing key rows"),
+    (lambda d: d.update(version=99), "version 99"),
+    (lambda d: d["rows"][0].update(status="fast"), "status 'fast'"),
+    (lambda d: d["rows"][0]["times"]["burn"].pop("median"), "numeric min, median and max"),
+    (lambda d: d["rows"][0].update(size="4"), "rows[0].size is str")])
+def test_schema_mismatch_names_the_file(tmp_path: Path, edit: object, message: str) -> None:
+    doc = _doc()
+    edit(doc)  # type: ignore[operator]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultSchemaError, match=str(path)) as info:
+        results.load(path)
+    assert message in str(info.value)
+    with pytest.raises(ResultSchemaError):
+        results.save(doc, tmp_path / "never.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]  # nothing half-written
+
+
+def test_not_json_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text("{")
+    with pytest.raises(ResultSchemaError, match="x.json"):
+        results.load(path)
+
+
+def test_benchmarks_toml_maps_burns_list_to_suites() -> None:
+    doc = config.read(ROOT / config.FILE)
+    burn_list = doc["burn"]["benches"]
+    assert len(burn_list) == 18
+    for name in doc["profile"]:
+        config.profile(doc, name, ROOT / config.FILE)
+
+
+@pytest.mark.parametrize(("text", "error", "message"), [
+    ('[profile.p]\nbenches=["matmul"]\nbackends=["tpu"]\ndtypes=["float32"]\nsize=1\nrounds=1\n'
+     'min_time=0.1\n', UnknownNameError, "backend 'tpu'"),
+    ('[profile.p]\nbenches=["mat"]\nbackends=["numpy"]\ndtypes=["float32"]\nsize=1\nrounds=1\n'
+     'min_time=0.1\n', UnknownNameError, "bench 'mat'"),
+    ('[profile.p]\nbenches=["matmul"]\n', ConfigError, "missing or bad key"),
+    ("[burn\n", ConfigError, "cannot read")])
+def test_bad_benchmarks_toml_names_the_file(tmp_path: Path, text: str, error: type[Exception],
+                                            message: str) -> None:
+    path = tmp_path / config.FILE
+    path.write_text(text)
+    with pytest.raises(error, match=message) as info:
+        config.read(path)
+    assert str(path) in str(info.value)
