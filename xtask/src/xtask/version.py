@@ -137,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
     atomic_write(files)
     for path in files:
         print(f"updated {path.relative_to(ws.root)}")
+    print(
+        "next: `uv lock` (uv.lock records versions); editable installs report the new "
+        "__version__ once reinstalled (`uv sync` or `pip install -e`)"
+    )
     return 0
 
 
