@@ -52,7 +52,7 @@ def vector_norm(x: Tensor, p: float = 2.0, dim: int = -1) -> Tensor:
         x = x.reshape((1,))
     a = x.abs()
     if p == 0:
-        return (x != 0).sum_dim(d)._cast(x.dtype)
+        return (x != 0).sum_dim(d).cast(x.dtype)
     if p == math.inf:
         return a.max_dim(d)
     if p == -math.inf:

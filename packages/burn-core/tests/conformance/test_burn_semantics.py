@@ -84,6 +84,8 @@ def test_one_hot_fill(name: str, dtype: str, device: burn.Device,
         burn.tensor([3], device=device).one_hot_fill(3)
     with pytest.raises(DTypeError, match="one_hot_fill"):
         burn.tensor([True], device=device).one_hot_fill(3)
+    with pytest.raises(ValueRangeError, match="num_classes"):
+        burn.tensor([0], device=device).one_hot_fill(-1)
 
 
 @pytest.mark.parametrize("name,dtype", [op_param(n, d) for n in ("mean", "mean_dim")

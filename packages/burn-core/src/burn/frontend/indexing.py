@@ -539,13 +539,16 @@ class IndexingMixin(TensorBase):
 
         Raises:
             DTypeError: for bool tensors or a non-int num_classes.
-            ValueRangeError: for values outside [-num_classes, num_classes).
+            ValueRangeError: for a negative num_classes.
+            BurnIndexError: for values outside [-num_classes, num_classes).
         """
         require_kind("one_hot_fill", self._dtype, Kind.INT, Kind.FLOAT)
-        if not isinstance(num_classes, int | np.integer) or isinstance(num_classes, bool) \
-                or num_classes < 0:
-            raise DTypeError("one_hot_fill", "num_classes must be a non-negative int",
+        if not isinstance(num_classes, int | np.integer) or isinstance(num_classes, bool):
+            raise DTypeError("one_hot_fill", "num_classes must be an int",
                              num_classes=num_classes)
+        if num_classes < 0:
+            raise ValueRangeError("one_hot_fill", "num_classes must be non-negative",
+                                  num_classes=num_classes)
         ax = norm_dim("one_hot_fill", axis, self.ndim, extra=1)
         idx = checked_indices("one_hot_fill", self._cast(DType.int64), num_classes)._tensor()
         shape = [1] * (self.ndim + 1)
