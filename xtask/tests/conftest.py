@@ -15,7 +15,9 @@ members = ["packages/*", "examples/*"]
 exclude = ["examples/slow"]
 """
 
-MAIN = """import argparse, sys
+MAIN = """import argparse
+import sys
+
 p = argparse.ArgumentParser()
 p.add_argument("--smoke", action="store_true")
 p.add_argument("--artifact-dir")

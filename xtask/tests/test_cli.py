@@ -59,6 +59,23 @@ def test_failing_example_exits_1_naming_it(workspace: Path, capsys) -> None:
     assert "step 'example slow' failed with exit status 5" in capsys.readouterr().err
 
 
+def test_validate_runs_every_step_and_names_the_failing_one(workspace: Path, capsys) -> None:
+    tests = workspace / "packages" / "pkg-b" / "tests"
+    tests.mkdir()
+    (tests / "test_b.py").write_text("def test_b() -> None:\n    assert 1 + 1 == 2\n")
+    assert main(["--root", str(workspace), "validate"]) == 0
+    steps = [line for line in capsys.readouterr().err.splitlines() if line.startswith("xtask: ")]
+    assert steps == [
+        "xtask: ruff check",
+        "xtask: ruff format --check",
+        "xtask: mypy",
+        "xtask: pkg-b tests",
+    ]
+    (tests / "test_b.py").write_text("def test_b() -> None:\n    assert 1 + 1 == 3\n")
+    assert main(["--root", str(workspace), "validate"]) == 1
+    assert "step 'pkg-b tests' failed with exit status 1" in capsys.readouterr().err
+
+
 def test_smoke_args(workspace: Path, tmp_path: Path) -> None:
     example = Workspace.load(workspace).example("fast")
     assert smoke_args(example, tmp_path) == ["--smoke", "--artifact-dir", str(tmp_path)]

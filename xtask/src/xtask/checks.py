@@ -49,19 +49,17 @@ def run_test(args: argparse.Namespace) -> int:
 
 def run_validate(args: argparse.Namespace) -> int:
     ws = Workspace.load(find_root(args.root))
-    packages = ws.packages()
+    # the library packages and the workspace's own tooling (xtask)
+    checked = [*ws.packages(), *(m for m in ws.members if m.path.name == "xtask")]
     run_step("ruff check", [python(), "-m", "ruff", "check", "."], cwd=ws.root)
     run_step(
         "ruff format --check",
         [python(), "-m", "ruff", "format", "--check", "."],
         cwd=ws.root,
     )
-    run_step(
-        "mypy",
-        [python(), "-m", "mypy", *(str(m.path / "src") for m in packages), "xtask/src"],
-        cwd=ws.root,
-    )
-    for member in [*packages, *(m for m in ws.members if m.path.name == "xtask")]:
+    sources = [str(m.path / "src") for m in checked if (m.path / "src").is_dir()]
+    run_step("mypy", [python(), "-m", "mypy", *sources], cwd=ws.root)
+    for member in checked:
         tests = member.path / "tests"
         if tests.is_dir():
             run_step(
