@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -41,3 +44,16 @@ def test_burn_matches_references(bench: str, dtype: str, backend: str) -> None:
                 assert got.min() >= 0 and got.max() < 1 and got.std() > 0
             else:
                 np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_without_torch_the_reference_is_left_out() -> None:
+    """torch is an optional extra: without it (`import torch` fails) the op suites still run
+    burn against numpy, and the results say torch is absent."""
+    script = ("import sys; sys.modules['torch'] = None\n"
+              "from burn_bench.runner import run_grid\n"
+              "doc = run_grid(['unary', 'autodiff'], ['numpy'], ['float32'], 4,"
+              " ['torch', 'numpy'], rounds=1, min_time=0.0005)\n"
+              "print(json.dumps([sorted(r['times']) for r in doc['rows']]))")
+    out = subprocess.run([sys.executable, "-c", "import json\n" + script], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert json.loads(out) == [["burn", "numpy"], ["burn"]]

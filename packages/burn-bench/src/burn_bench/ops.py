@@ -2,81 +2,107 @@
 device), the burn call and the PyTorch / numpy calls doing the same work on the same data.
 
 Each builder takes the size scale `n` (the side of the square operands), a numpy dtype name and
-a burn device, and returns the candidates' calls keyed by "burn", "torch" and, where numpy has
-the op, "numpy". Every burn call ends with `burn.sync(device)` (device synchronisation)."""
+a burn device, and returns the candidates' calls keyed by "burn", "torch" (when torch, an
+optional dependency, is installed) and, where numpy has the op, "numpy". Every burn call ends
+with `burn.sync(device)` (device synchronisation)."""
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import torch
 
 import burn
 import burn.functional as F
 
-Calls = dict[str, Callable[[], object]]
+Call = Callable[[], object]
+Calls = dict[str, Call]
 Builder = Callable[[int, str, Any], Calls]
+#: given the torch module and a numpy -> torch tensor conversion, the reference call
+TorchRef = Callable[[Any, Callable[[np.ndarray], Any]], Call]
 
 
 def _data(dtype: str, *shape: int) -> np.ndarray:
     return np.random.default_rng(0).standard_normal(shape).astype(dtype)
 
 
-def _synced(device: Any, fn: Callable[[], object]) -> Callable[[], object]:
-    def call() -> object:
-        out = fn()
+def _calls(device: Any, burn_fn: Call, torch_ref: TorchRef, numpy_fn: Call | None = None
+           ) -> Calls:
+    """The calls of one bench: burn's (synchronised), torch's where installed, numpy's."""
+    def synced() -> object:
+        out = burn_fn()
         burn.sync(device)
         return out
-    return call
 
-
-def _elementwise(n: int, dtype: str, device: Any, burn_fn: Callable[[Any], object],
-                 torch_fn: Callable[[Any], object],
-                 numpy_fn: Callable[[np.ndarray], object] | None) -> Calls:
-    x = _data(dtype, n, n)
-    b, t = burn.tensor(x, device=device), torch.from_numpy(x.copy())
-    calls: Calls = {"burn": _synced(device, lambda: burn_fn(b)), "torch": lambda: torch_fn(t)}
+    calls: Calls = {"burn": synced}
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError:
+        torch = None
+    if torch is not None:
+        calls["torch"] = torch_ref(torch, lambda x: torch.from_numpy(x.copy()))
     if numpy_fn is not None:
-        calls["numpy"] = lambda: numpy_fn(x)
+        calls["numpy"] = numpy_fn
     return calls
+
+
+def _unary(n: int, dtype: str, device: Any, burn_fn: Callable[[Any], object],
+           torch_fn: Callable[[Any, Any], object],
+           numpy_fn: Callable[[np.ndarray], object] | None,
+           shape: tuple[int, ...] | None = None) -> Calls:
+    """Calls applying one function to the same tensor (n x n unless `shape` is given);
+    `torch_fn(torch, t)`."""
+    x = _data(dtype, *(shape or (n, n)))
+    b = burn.tensor(x, device=device)
+
+    def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
+        t = to(x)
+        return lambda: torch_fn(torch, t)
+    return _calls(device, lambda: burn_fn(b), ref,
+                  None if numpy_fn is None else lambda: numpy_fn(x))
+
+
+def _binary(n: int, dtype: str, device: Any, fn: Callable[[Any, Any], object],
+            transpose: bool = False) -> Calls:
+    """Calls applying `fn(a, b)` (the same operator on every library) to n x n operands."""
+    x, y = _data(dtype, n, n), _data(dtype, n, n)
+    y = (y.T if transpose else y[::-1]).copy()
+    a, b = burn.tensor(x, device=device), burn.tensor(y, device=device)
+
+    def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
+        ta, tb = to(x), to(y)
+        return lambda: fn(ta, tb)
+    return _calls(device, lambda: fn(a, b), ref, lambda: fn(x, y))
 
 
 def unary(n: int, dtype: str, device: Any) -> Calls:
     """`exp(x)` on an n x n tensor."""
-    return _elementwise(n, dtype, device, lambda b: b.exp(), torch.exp, np.exp)
+    return _unary(n, dtype, device, lambda b: b.exp(), lambda torch, t: torch.exp(t), np.exp)
 
 
 def binary(n: int, dtype: str, device: Any) -> Calls:
     """`a * b` on n x n tensors."""
-    x, y = _data(dtype, n, n), _data(dtype, n, n)[::-1].copy()
-    a, b = burn.tensor(x, device=device), burn.tensor(y, device=device)
-    ta, tb = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
-    return {"burn": _synced(device, lambda: a * b), "torch": lambda: ta * tb,
-            "numpy": lambda: x * y}
+    return _binary(n, dtype, device, lambda a, b: a * b)
 
 
 def matmul(n: int, dtype: str, device: Any) -> Calls:
     """`a @ b` of two n x n matrices."""
-    x, y = _data(dtype, n, n), _data(dtype, n, n).T.copy()
-    a, b = burn.tensor(x, device=device), burn.tensor(y, device=device)
-    ta, tb = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
-    return {"burn": _synced(device, lambda: a @ b), "torch": lambda: ta @ tb,
-            "numpy": lambda: x @ y}
+    return _binary(n, dtype, device, lambda a, b: a @ b, transpose=True)
 
 
 def reduce(n: int, dtype: str, device: Any) -> Calls:
     """`x.sum(dim=1)` of an n x n tensor."""
-    return _elementwise(n, dtype, device, lambda b: b.sum(1), lambda t: t.sum(1),
-                        lambda x: x.sum(1))
+    return _unary(n, dtype, device, lambda b: b.sum(1), lambda torch, t: t.sum(1),
+                  lambda x: x.sum(1))
 
 
 def softmax(n: int, dtype: str, device: Any) -> Calls:
     """`softmax(x, dim=1)` of an n x n tensor."""
-    return _elementwise(n, dtype, device, lambda b: F.softmax(b, 1),
-                        lambda t: torch.softmax(t, 1), None)
+    return _unary(n, dtype, device, lambda b: F.softmax(b, 1),
+                  lambda torch, t: torch.softmax(t, 1), None)
 
 
 def custom_gelu(n: int, dtype: str, device: Any) -> Calls:
@@ -84,8 +110,8 @@ def custom_gelu(n: int, dtype: str, device: Any) -> Calls:
 
     What Burn's custom-gelu bench composes: the fusion candidate."""
     root = math.sqrt(2.0)
-    return _elementwise(n, dtype, device, lambda b: b * 0.5 * ((b / root).erf() + 1.0),
-                        lambda t: t * 0.5 * (torch.erf(t / root) + 1.0), None)
+    return _unary(n, dtype, device, lambda b: b * 0.5 * ((b / root).erf() + 1.0),
+                  lambda torch, t: t * 0.5 * (torch.erf(t / root) + 1.0), None)
 
 
 def random(n: int, dtype: str, device: Any) -> Calls:
@@ -93,17 +119,21 @@ def random(n: int, dtype: str, device: Any) -> Calls:
 
     numpy draws float64 and casts (its generator has no float16)."""
     gen = np.random.default_rng(0)
-    tdtype = getattr(torch, dtype)
-    return {"burn": _synced(device, lambda: burn.rand(n, n, dtype=dtype, device=device)),
-            "torch": lambda: torch.rand(n, n, dtype=tdtype),
-            "numpy": lambda: gen.random((n, n)).astype(dtype, copy=False)}
+
+    def ref(torch: Any, _: Callable[[np.ndarray], Any]) -> Call:
+        return lambda: torch.rand(n, n, dtype=getattr(torch, dtype))
+    return _calls(device, lambda: burn.rand(n, n, dtype=dtype, device=device), ref,
+                  lambda: gen.random((n, n)).astype(dtype, copy=False))
 
 
 def data(n: int, dtype: str, device: Any) -> Calls:
     """Host data to a tensor and back (`burn.tensor(array).numpy()`), n x n."""
     x = _data(dtype, n, n)
-    return {"burn": lambda: burn.tensor(x, device=device).numpy(),
-            "torch": lambda: torch.tensor(x).numpy(), "numpy": lambda: np.array(x)}
+
+    def ref(torch: Any, _: Callable[[np.ndarray], Any]) -> Call:
+        return lambda: torch.tensor(x).numpy()
+    return _calls(device, lambda: burn.tensor(x, device=device).numpy(), ref,
+                  lambda: np.array(x))
 
 
 def autodiff(n: int, dtype: str, device: Any) -> Calls:
@@ -115,40 +145,38 @@ def autodiff(n: int, dtype: str, device: Any) -> Calls:
     x, y = _data(dtype, n, n) / n, _data(dtype, n, n)
     a = burn.tensor(x, device=device).require_grad()
     b = burn.tensor(y, device=device).require_grad()
-    ta = torch.from_numpy(x.copy()).requires_grad_()
-    tb = torch.from_numpy(y.copy()).requires_grad_()
 
     def burn_step() -> object:
         grads = (a @ b).exp().sum().backward()
         return a.grad(grads), b.grad(grads)
 
-    def torch_step() -> object:
-        ta.grad = tb.grad = None
-        (ta @ tb).exp().sum().backward()
-        return ta.grad, tb.grad
+    def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
+        ta, tb = to(x).requires_grad_(), to(y).requires_grad_()
 
-    return {"burn": _synced(device, burn_step), "torch": torch_step}
-
-
-def _image(n: int, dtype: str) -> np.ndarray:
-    return _data(dtype, 2, 8, n, n)
+        def torch_step() -> object:
+            ta.grad = tb.grad = None
+            (ta @ tb).exp().sum().backward()
+            return ta.grad, tb.grad
+        return torch_step
+    return _calls(device, burn_step, ref)
 
 
 def conv2d(n: int, dtype: str, device: Any) -> Calls:
     """3x3 convolution, padding 1: batch 2, 8 -> 16 channels, n x n images."""
-    x, w = _image(n, dtype), _data(dtype, 16, 8, 3, 3)
+    x, w = _data(dtype, 2, 8, n, n), _data(dtype, 16, 8, 3, 3)
     bx, bw = burn.tensor(x, device=device), burn.tensor(w, device=device)
-    tx, tw = torch.from_numpy(x.copy()), torch.from_numpy(w.copy())
-    return {"burn": _synced(device, lambda: F.conv2d(bx, bw, padding=1)),
-            "torch": lambda: torch.nn.functional.conv2d(tx, tw, padding=1)}
+
+    def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
+        tx, tw = to(x), to(w)
+        return lambda: torch.nn.functional.conv2d(tx, tw, padding=1)
+    return _calls(device, lambda: F.conv2d(bx, bw, padding=1), ref)
 
 
 def max_pool2d(n: int, dtype: str, device: Any) -> Calls:
     """3x3 max pooling, stride 2: batch 2, 8 channels, n x n images."""
-    x = _image(n, dtype)
-    bx, tx = burn.tensor(x, device=device), torch.from_numpy(x.copy())
-    return {"burn": _synced(device, lambda: F.max_pool2d(bx, 3, stride=2)),
-            "torch": lambda: torch.nn.functional.max_pool2d(tx, 3, stride=2)}
+    return _unary(n, dtype, device, lambda b: F.max_pool2d(b, 3, stride=2),
+                  lambda torch, t: torch.nn.functional.max_pool2d(t, 3, stride=2), None,
+                  shape=(2, 8, n, n))
 
 
 #: bench name -> builder of its calls

@@ -4,6 +4,7 @@ references in the same run, and build the results document (`burn_bench.results`
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
 import platform
 import re
 import subprocess
@@ -11,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 import burn
 from burn_bench import __version__
@@ -71,7 +71,7 @@ def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: i
             "commit": commit(Path.cwd()),
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "versions": {"python": platform.python_version(), "burn-bench": __version__,
-                         "torch": torch.__version__, "numpy": np.__version__},
+                         "torch": _version("torch"), "numpy": np.__version__},
             "settings": {"rounds": rounds, "min_time": min_time, "compare": compare},
             "rows": rows, "reports": reports}
 
@@ -83,6 +83,13 @@ def _report(name: str) -> str:
         return report_runner(name)()
     except ImportError as exc:
         return f"unavailable: {exc} (see burn-bench's optional dependencies)"
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
 
 
 def machine() -> str:
