@@ -31,6 +31,16 @@ def test_unknown_bench_suite(workspace: Path, capsys) -> None:
     assert "unknown suite 'nope'; valid suites:" in err and "overhead" in err
 
 
+def test_bench_profiles(workspace: Path, capsys) -> None:
+    assert main(["--root", str(workspace), "bench", "--profile", "smoke"]) == 1
+    assert "benchmarks.toml is missing" in capsys.readouterr().err
+    (workspace / "benchmarks.toml").write_text("[profile.smoke]\n[profile.full]\n")
+    assert main(["--root", str(workspace), "bench", "--profile", "quick"]) == 2
+    assert "unknown profile 'quick'; valid profiles: full, smoke" in capsys.readouterr().err
+    assert main(["--root", str(workspace), "bench", "mlp", "--profile", "smoke"]) == 1
+    assert "not both" in capsys.readouterr().err
+
+
 def test_nox_backends_of_the_repository() -> None:
     assert "numpy" in nox_backends(REPO)
 
