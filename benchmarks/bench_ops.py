@@ -1,0 +1,52 @@
+"""asv benchmarks generated from burn-bench's op suites and the "asv" profile of
+benchmarks.toml: one class per bench, parametrised over (backend, dtype, candidate), the
+candidate being burn or a reference (torch, numpy) timed on the same data.
+
+A backend missing on the machine, or a reference without the op, raises NotImplementedError in
+`setup`, which asv records as skipped (n/a)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import burn
+from burn_bench import config
+from burn_bench.ops import BUILDERS
+from burn_bench.suites import unavailable_reason
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = config.profile(config.read(ROOT / config.FILE), "asv", ROOT / config.FILE)
+
+
+class OpBench:
+    """Base of the generated classes: `bench` names the op suite."""
+
+    bench = ""
+    params = (PROFILE.backends, PROFILE.dtypes, ["burn", *PROFILE.compare])
+    param_names = ("backend", "dtype", "candidate")
+    rounds = PROFILE.rounds  # asv's own repeat count
+
+    def setup(self, backend: str, dtype: str, candidate: str) -> None:
+        """Build the calls; NotImplementedError (asv: skipped) when they cannot run here."""
+        reason = unavailable_reason(backend)
+        if reason is not None:
+            raise NotImplementedError(f"{backend}: {reason}")
+        calls = BUILDERS[self.bench](PROFILE.size, dtype, burn.Device(backend))
+        if candidate not in calls:
+            raise NotImplementedError(f"{self.bench}: no {candidate} reference")
+        self.call = calls[candidate]
+        self.call()  # warm-up
+
+    def time_op(self, backend: str, dtype: str, candidate: str) -> Any:
+        """One call of the candidate (burn calls synchronise their device)."""
+        return self.call()
+
+
+def _class_name(bench: str) -> str:
+    return "Time" + "".join(part.capitalize() for part in bench.replace("_", "-").split("-"))
+
+
+for _bench in PROFILE.benches:
+    if _bench in BUILDERS:
+        globals()[_class_name(_bench)] = type(_class_name(_bench), (OpBench,), {"bench": _bench})

@@ -1,0 +1,45 @@
+"""The asv benchmark module (benchmarks/bench_ops.py at the repository root): one class per op
+bench of benchmarks.toml's "asv" profile, runnable, with skips for what cannot run here."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from burn_bench.ops import BUILDERS
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_ops", ROOT / "benchmarks" / "bench_ops.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_parametrised_class_per_bench() -> None:
+    module = _module()
+    classes = {getattr(module, n).bench: getattr(module, n) for n in dir(module)
+               if n.startswith("Time")}
+    assert sorted(classes) == sorted(b for b in module.PROFILE.benches if b in BUILDERS)
+    for cls in classes.values():
+        assert cls.param_names == ("backend", "dtype", "candidate")
+        assert cls.params[2][0] == "burn" and callable(cls.time_op)
+
+
+def test_setup_runs_or_skips() -> None:
+    module = _module()
+    bench = module.TimeMatmul()
+    bench.setup("numpy", "float32", "numpy")
+    out = bench.time_op("numpy", "float32", "numpy")
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    with pytest.raises(NotImplementedError, match="cuda"):
+        bench.setup("cuda", "float32", "burn")
+    with pytest.raises(NotImplementedError, match="no numpy reference"):
+        module.TimeSoftmax().setup("numpy", "float32", "numpy")
