@@ -5,6 +5,7 @@ leaves torch (the tests' reference, a CUDA build on PyPI) out."""
 from __future__ import annotations
 
 import importlib
+import re
 import tomllib
 from pathlib import Path
 
@@ -55,3 +56,20 @@ def test_uv_lock_covers_the_workspace_without_torch() -> None:
     assert lock["manifest"]["excludes"] == ["torch"]
     names = [p["name"] for p in lock["package"]]
     assert "torch" not in names and not [n for n in names if n.startswith("nvidia-")]
+
+
+@pytest.mark.parametrize("member", [m for m in WS.members if not m.excluded], ids=lambda m: m.name)
+def test_uv_lock_records_each_members_requirements(member) -> None:
+    """Fails when a pyproject's requirements change without `uv lock` (pip install uv; uv lock)."""
+    lock = tomllib.loads((REPO / "uv.lock").read_text())
+    locked = next(p for p in lock["package"] if p["name"] == member.name)
+    assert locked["version"] == member.version
+    declared = {_name(r) for r in member.requires()}
+    assert {r["name"] for r in locked["metadata"].get("requires-dist", [])} == declared
+
+
+def _name(requirement: str) -> str:
+    """The normalised project name of a requirement string."""
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+    assert match is not None, requirement
+    return re.sub(r"[-_.]+", "-", match.group(0)).lower()
