@@ -13,6 +13,7 @@ from typing import Any
 import burn
 from burn_bench import config
 from burn_bench.ops import BUILDERS
+from burn_bench.runner import same_threads
 from burn_bench.suites import unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,14 @@ class OpBench:
         if candidate not in calls:
             raise NotImplementedError(f"{self.bench}: no {candidate} reference")
         self.call = calls[candidate]
+        self.threads = same_threads(PROFILE.threads)
+        self.threads.__enter__()
         self.call()  # warm-up
+
+    def teardown(self, backend: str, dtype: str, candidate: str) -> None:
+        """Restore the thread counts `setup` set."""
+        if hasattr(self, "threads"):
+            self.threads.__exit__(None, None, None)
 
     def time_op(self, backend: str, dtype: str, candidate: str) -> Any:
         """One call of the candidate (burn calls synchronise their device)."""

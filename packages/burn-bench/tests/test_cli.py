@@ -128,3 +128,18 @@ def test_bad_benchmarks_toml_names_the_file(tmp_path: Path, text: str, error: ty
     with pytest.raises(error, match=message) as info:
         config.read(path)
     assert str(path) in str(info.value)
+
+
+def test_same_threads_limits_both_libraries_and_restores() -> None:
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from burn_bench.runner import same_threads
+
+    torch_before = torch.get_num_threads()
+    blas_before = [pool["num_threads"] for pool in threadpool_info()]
+    with same_threads(1):
+        assert torch.get_num_threads() == 1
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    assert torch.get_num_threads() == torch_before
+    assert [pool["num_threads"] for pool in threadpool_info()] == blas_before

@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--size", type=int, help="side of the operands")
     run.add_argument("--rounds", type=int, help="interleaved rounds")
     run.add_argument("--min-time", type=float, help="seconds per batch at least")
+    run.add_argument("--threads", type=int, help="BLAS / torch threads of the op suites")
     run.add_argument("--json", type=Path, help="also write the results to this file")
     run.add_argument("--results-dir", type=Path,
                      help="save under DIR/<machine>/<commit>.json (default: benchmarks/results "
@@ -118,7 +119,8 @@ def _settings(args: argparse.Namespace) -> config.Profile:
         args.dtypes or (base.dtypes if base else ["float32"]),
         args.compare if args.compare is not None else (base.compare if base else ["torch"]),
         args.size or (base.size if base else 128), args.rounds or (base.rounds if base else 7),
-        args.min_time or (base.min_time if base else 0.2))
+        args.min_time or (base.min_time if base else 0.2),
+        args.threads or (base.threads if base else 1))
     for backend in merged.backends:
         check_backend(backend)
     check_names("dtype", merged.dtypes, DTYPES)
@@ -129,7 +131,7 @@ def _settings(args: argparse.Namespace) -> config.Profile:
 def _run(args: argparse.Namespace, console: Console) -> int:
     s = _settings(args)
     doc = run_grid(s.benches, s.backends, s.dtypes, s.size, s.compare, rounds=s.rounds,
-                   min_time=s.min_time)
+                   min_time=s.min_time, threads=s.threads)
     for name, text in doc["reports"].items():
         console.print(f"[bold]{name}[/bold]\n{text}\n", markup=True, highlight=False)
     if doc["rows"]:

@@ -27,6 +27,7 @@ class Profile:
     size: int
     rounds: int
     min_time: float
+    threads: int = 1
 
 
 def find_root(start: Path | None = None) -> Path | None:
@@ -71,7 +72,8 @@ def profile(doc: dict[str, Any], name: str, path: Path) -> Profile:
     try:
         result = Profile(name, list(table["benches"]), list(table["backends"]),
                          list(table["dtypes"]), list(table.get("compare", REFERENCES)),
-                         int(table["size"]), int(table["rounds"]), float(table["min_time"]))
+                         int(table["size"]), int(table["rounds"]), float(table["min_time"]),
+                         int(table.get("threads", 1)))
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: missing or bad key ({exc!r})") from exc
     for bench in result.benches:

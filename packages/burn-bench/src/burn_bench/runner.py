@@ -3,15 +3,19 @@ references in the same run, and build the results document (`burn_bench.results`
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import importlib
 import importlib.metadata
 import platform
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 import burn
 from burn_bench import __version__
@@ -51,8 +55,12 @@ def run_op(bench: str, backend: str, dtype: str, size: int, compare: list[str], 
 
 
 def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: int,
-             compare: list[str], *, rounds: int, min_time: float) -> dict[str, Any]:
+             compare: list[str], *, rounds: int, min_time: float, threads: int = 1
+             ) -> dict[str, Any]:
     """Run every op bench of `benches` over backends x dtypes and every report suite once.
+
+    Op suites run with `threads` BLAS / OpenMP threads for numpy's OpenBLAS (burn's numpy
+    backend included) and torch alike; report suites set their own thread counts.
 
     Returns:
         The results document (report and planned suites under "reports").
@@ -65,15 +73,36 @@ def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: i
         elif found.kind == "planned":
             reports[found.name] = "planned: not measured yet"
         else:
-            rows += [run_op(name, backend, dtype, size, compare, rounds=rounds,
-                            min_time=min_time) for backend in backends for dtype in dtypes]
+            with same_threads(threads):
+                rows += [run_op(name, backend, dtype, size, compare, rounds=rounds,
+                                min_time=min_time) for backend in backends for dtype in dtypes]
     return {"schema": SCHEMA, "version": VERSION, "machine": machine(),
             "commit": commit(Path.cwd()),
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "versions": {"python": platform.python_version(), "burn-bench": __version__,
                          "torch": _version("torch"), "numpy": np.__version__},
-            "settings": {"rounds": rounds, "min_time": min_time, "compare": compare},
+            "settings": {"rounds": rounds, "min_time": min_time, "compare": compare,
+                         "threads": threads},
             "rows": rows, "reports": reports}
+
+
+@contextlib.contextmanager
+def same_threads(threads: int) -> Iterator[None]:
+    """Limit numpy's BLAS / OpenMP pools and torch's intra-op pool to `threads`, restored
+    after."""
+    try:
+        torch: Any = importlib.import_module("torch")
+    except ImportError:
+        torch = None
+    before = torch.get_num_threads() if torch is not None else 0
+    with threadpool_limits(threads):
+        if torch is not None:
+            torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            if torch is not None:
+                torch.set_num_threads(before)
 
 
 def _report(name: str) -> str:
