@@ -14,6 +14,7 @@ from rich.table import Table
 
 import burn
 from burn_bench import config, results
+from burn_bench.claims import write_report
 from burn_bench.errors import BenchError
 from burn_bench.runner import run_grid
 from burn_bench.suites import (
@@ -28,7 +29,7 @@ from burn_bench.suites import (
     unavailable_reason,
 )
 
-COMMANDS = ("list", "run")
+COMMANDS = ("list", "run", "claims")
 
 
 def _csv(text: str) -> list[str]:
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save under DIR/<machine>/<commit>.json (default: benchmarks/results "
                           "of the checkout holding benchmarks.toml)")
     run.add_argument("--no-save", action="store_true", help="do not save under results-dir")
+    claims = sub.add_parser("claims", help="markdown + plots of Burn's claims from saved results")
+    claims.add_argument("--results-dir", type=Path, help="default: benchmarks/results")
+    claims.add_argument("--out", type=Path, help="default: benchmarks/claims")
     return parser
 
 
@@ -76,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             console.print(list_table())
             return 0
+        if args.command == "claims":
+            return _claims(args, console)
         return _run(args, console)
     except BenchError as exc:
         parser.error(str(exc))
@@ -117,7 +123,7 @@ def _settings(args: argparse.Namespace) -> config.Profile:
         args.profile or "command line", [suite(b).name for b in benches],
         args.backends or (base.backends if base else ["numpy"]),
         args.dtypes or (base.dtypes if base else ["float32"]),
-        args.compare if args.compare is not None else (base.compare if base else ["torch"]),
+        args.compare if args.compare is not None else (base.compare if base else list(REFERENCES)),
         args.size or (base.size if base else 128), args.rounds or (base.rounds if base else 7),
         args.min_time or (base.min_time if base else 0.2),
         args.threads or (base.threads if base else 1))
@@ -144,6 +150,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if results_dir is not None and not args.no_save:
         path = results.save(doc, results_dir / doc["machine"] / f"{doc['commit']}.json")
         console.print(f"saved: {path}")
+    return 0
+
+
+def _claims(args: argparse.Namespace, console: Console) -> int:
+    root = config.find_root() or Path.cwd()
+    results_dir = args.results_dir or root / "benchmarks" / "results"
+    path = write_report(results_dir, args.out or root / "benchmarks" / "claims")
+    console.print(f"claims: {path}")
     return 0
 
 

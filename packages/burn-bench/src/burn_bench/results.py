@@ -17,12 +17,11 @@ Schema, version 1 (every key present; `null` where not measured)::
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from burn_bench.errors import ResultSchemaError
+from burn_bench.files import write_atomic
 
 SCHEMA, VERSION = "burn-bench/results", 1
 _TOP = {"schema": str, "version": int, "machine": str, "commit": str, "created": str,
@@ -99,14 +98,4 @@ def save(doc: dict[str, Any], path: Path) -> Path:
         `path`.
     """
     validate(doc, str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return path
+    return write_atomic(path, lambda f: f.write(json.dumps(doc, indent=1, sort_keys=True) + "\n"))

@@ -1,0 +1,121 @@
+"""`burn-bench claims`: a markdown report, with PNG plots (matplotlib, extra `claims`), of what
+the stored results say about Burn's claims: fusion speedup per backend and compile times. It
+reads the saved results only, so it can be regenerated without re-running anything."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from burn_bench import results
+from burn_bench.files import write_atomic
+
+#: Burn's statements, in prose (paraphrased from its documentation and announcements)
+FUSION_CLAIM = ("Burn: the fusion decorator fuses element-wise kernels without a performance "
+                "drop against the unfused backend.")
+COMPILE_CLAIM = "Burn: editing a model and re-running recompiles in under five seconds."
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Fusion speedup of one (commit, bench, backend, dtype): unfused median / fused median."""
+
+    commit: str
+    bench: str
+    backend: str
+    dtype: str
+    speedup: float
+
+
+def load_all(results_dir: Path) -> list[dict[str, Any]]:
+    """Every results file under `results_dir` (`<machine>/<commit>.json`), checked, oldest
+    first by creation time.
+
+    Raises:
+        ResultSchemaError: a file does not match the schema (names it).
+    """
+    docs = [results.load(path) for path in sorted(results_dir.glob("*/*.json"))]
+    return sorted(docs, key=lambda doc: doc["created"])
+
+
+def fusion_speedups(docs: list[dict[str, Any]]) -> list[Speedup]:
+    """For each measured `X+fusion` row whose `X` row was measured in the same run, the
+    speedup of fusion (> 1: the fused backend is faster)."""
+    found = []
+    for doc in docs:
+        ok = {(r["bench"], r["backend"], r["dtype"]): r for r in doc["rows"]
+              if r["status"] == "ok"}
+        for (bench, backend, dtype), row in ok.items():
+            if "+fusion" not in backend:
+                continue
+            base = ok.get((bench, backend.replace("+fusion", ""), dtype))
+            if base is not None:
+                found.append(Speedup(doc["commit"], bench, backend, dtype,
+                                     base["times"]["burn"]["median"]
+                                     / row["times"]["burn"]["median"]))
+    return found
+
+
+def compile_times(docs: list[dict[str, Any]]) -> list[tuple[str, str, str, float]]:
+    """(commit, bench, backend, compile seconds) of every row that reports a compile time."""
+    return [(doc["commit"], r["bench"], r["backend"], float(r["compile_s"]))
+            for doc in docs for r in doc["rows"] if r.get("compile_s") is not None]
+
+
+def write_report(results_dir: Path, out_dir: Path) -> Path:
+    """Write `claims.md` (and its plots where there is data) into `out_dir`.
+
+    Returns:
+        The markdown file's path.
+    Raises:
+        ResultSchemaError: a results file does not match the schema.
+    """
+    docs = load_all(results_dir)
+    speedups, compiles = fusion_speedups(docs), compile_times(docs)
+    lines = ["# Burn's claims, measured", "",
+             f"From {len(docs)} results file(s) under `{results_dir}`.", "",
+             "## Fusion", "", f"> {FUSION_CLAIM}", ""]
+    if speedups:
+        _plot(out_dir / "fusion.png", lambda ax: _bars(
+            ax, [f"{s.bench} {s.backend} {s.dtype} @{s.commit}" for s in speedups],
+            [s.speedup for s in speedups], "speedup of +fusion (> 1: faster)"))
+        lines += ["![fusion speedup](fusion.png)", "",
+                  "| commit | bench | backend | dtype | speedup |", "|---|---|---|---|---|"]
+        lines += [f"| {s.commit} | {s.bench} | {s.backend} | {s.dtype} | {s.speedup:.2f} |"
+                  for s in speedups]
+    else:
+        lines.append("No measurement yet: no results with both a backend and its `+fusion`.")
+    lines += ["", "## Compile and recompile times", "", f"> {COMPILE_CLAIM}", ""]
+    if compiles:
+        _plot(out_dir / "compile.png", lambda ax: _bars(
+            ax, [f"{b} {k} @{c}" for c, b, k, _ in compiles], [t for *_, t in compiles],
+            "compile time (s)"))
+        lines += ["![compile times](compile.png)", "", "| commit | bench | backend | seconds |",
+                  "|---|---|---|---|"]
+        lines += [f"| {c} | {b} | {k} | {t:.3f} |" for c, b, k, t in compiles]
+    else:
+        lines.append("No measurement yet: no results report compile times.")
+    return write_atomic(out_dir / "claims.md", lambda f: f.write("\n".join(lines) + "\n"))
+
+
+def _bars(ax: Any, labels: list[str], values: list[float], title: str) -> None:
+    ax.barh(labels, values)
+    ax.set_title(title)
+
+
+def _plot(path: Path, draw: Callable[[Any], None]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    try:
+        draw(ax)
+        fig.tight_layout()
+        write_atomic(path, lambda f: fig.savefig(f, format="png"), binary=True)
+    finally:
+        plt.close(fig)
+
