@@ -132,7 +132,9 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def bench_smoke(session: nox.Session) -> None:
-    """burn-bench's tests: its training steps and timing report, on burn and torch (not in the
-    default sessions; `python -m burn_bench` runs the full suites)."""
-    session.install(TORCH, "-e", "packages/burn-core", "-e", "packages/burn-bench")
+    """burn-bench's tests: every op suite at tiny sizes against torch and numpy, the command
+    line, results schema, benchmarks.toml, asv module, claims report and the training steps
+    (not in the default sessions; `burn-bench run --profile full` runs the full suites)."""
+    session.install(TORCH, "pytest", "-e", "packages/burn-core",
+                    "-e", "packages/burn-bench[claims]")
     session.run("pytest", "packages/burn-bench/tests", "-p", "no:cacheprovider")
