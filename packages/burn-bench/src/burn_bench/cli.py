@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,15 @@ def _csv(text: str) -> list[str]:
     return [part for part in text.split(",") if part]
 
 
+def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line parser (`list`, `run`)."""
     parser = argparse.ArgumentParser(prog="burn-bench", description=__doc__)
@@ -47,10 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backends", type=_csv, help="device specs name[:index][+decorator...]")
     run.add_argument("--dtypes", type=_csv, help=f"any of {', '.join(DTYPES)}")
     run.add_argument("--compare", type=_csv, help="references: torch,numpy")
-    run.add_argument("--size", type=int, help="side of the operands")
-    run.add_argument("--rounds", type=int, help="interleaved rounds")
-    run.add_argument("--min-time", type=float, help="seconds per batch at least")
-    run.add_argument("--threads", type=int, help="BLAS / torch threads of the op suites")
+    run.add_argument("--size", type=_positive(int), help="side of the operands")
+    run.add_argument("--rounds", type=_positive(int), help="interleaved rounds")
+    run.add_argument("--min-time", type=_positive(float), help="seconds per batch at least")
+    run.add_argument("--threads", type=_positive(int), help="BLAS / torch threads of the op suites")
     run.add_argument("--json", type=Path, help="also write the results to this file")
     run.add_argument("--results-dir", type=Path,
                      help="save under DIR/<machine>/<commit>.json (default: benchmarks/results "

@@ -76,6 +76,8 @@ def profile(doc: dict[str, Any], name: str, path: Path) -> Profile:
                          int(table.get("threads", 1)))
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: missing or bad key ({exc!r})") from exc
+    if min(result.size, result.rounds, result.min_time, result.threads) <= 0:
+        raise ConfigError(f"{where}: size, rounds, min_time and threads must be > 0")
     for bench in result.benches:
         suite(bench, where)
     for backend in result.backends:
