@@ -147,3 +147,21 @@ def test_same_threads_limits_both_libraries_and_restores() -> None:
         assert all(pool["num_threads"] == 1 for pool in threadpool_info())
     assert torch.get_num_threads() == torch_before
     assert [pool["num_threads"] for pool in threadpool_info()] == blas_before
+
+
+def test_commit_names_the_checkout_and_marks_uncommitted_changes(tmp_path: Path) -> None:
+    import subprocess
+
+    from burn_bench.runner import commit
+
+    assert commit(tmp_path) == "unknown"
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "f").write_text("a")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "m"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    assert head.startswith(commit(tmp_path)) and len(commit(tmp_path)) == 12
+    (tmp_path / "f").write_text("b")
+    assert commit(tmp_path) == head[:12] + "-dirty"

@@ -127,9 +127,10 @@ def machine() -> str:
 
 
 def commit(where: Path) -> str:
-    """The short commit hash of the git checkout at `where` ("unknown" outside one)."""
+    """The short commit hash of the git checkout at `where`, "-dirty" when it has uncommitted
+    changes ("unknown" outside a checkout)."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=where,
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=where,
                              capture_output=True, text=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
