@@ -161,15 +161,53 @@ def autodiff(n: int, dtype: str, device: Any) -> Calls:
     return _calls(device, burn_step, ref)
 
 
-def conv2d(n: int, dtype: str, device: Any) -> Calls:
-    """3x3 convolution, padding 1: batch 2, 8 -> 16 channels, n x n images."""
-    x, w = _data(dtype, 2, 8, n, n), _data(dtype, 16, 8, 3, 3)
-    bx, bw = burn.tensor(x, device=device), burn.tensor(w, device=device)
+def _conv(dtype: str, device: Any, op: str, x_shape: tuple[int, ...],
+          w_shape: tuple[int, ...], **options: int) -> Calls:
+    """Calls of `op` (a name shared by burn.functional and torch.nn.functional) with a bias,
+    on the same input and weight; the bias has w_shape[0] (conv) or w_shape[1] (transposed)
+    channels."""
+    out = w_shape[1] if "transpose" in op else w_shape[0]
+    x, w, bias = _data(dtype, *x_shape), _data(dtype, *w_shape), _data(dtype, out)
+    bx, bw, bb = (burn.tensor(a, device=device) for a in (x, w, bias))
+    burn_op = getattr(F, op)
 
     def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
-        tx, tw = to(x), to(w)
-        return lambda: torch.nn.functional.conv2d(tx, tw, padding=1)
-    return _calls(device, lambda: F.conv2d(bx, bw, padding=1), ref)
+        tx, tw, tb = to(x), to(w), to(bias)
+        torch_op = getattr(torch.nn.functional, op)
+        return lambda: torch_op(tx, tw, tb, **options)
+    return _calls(device, lambda: burn_op(bx, bw, bb, **options), ref)
+
+
+def conv2d(n: int, dtype: str, device: Any) -> Calls:
+    """3x3 convolution with bias, padding 1: batch 2, 8 -> 16 channels, n x n images."""
+    return _conv(dtype, device, "conv2d", (2, 8, n, n), (16, 8, 3, 3), padding=1)
+
+
+def conv3d(n: int, dtype: str, device: Any) -> Calls:
+    """3x3x3 convolution with bias, padding 1: batch 2, 4 -> 8 channels, 4 x n x n volumes."""
+    return _conv(dtype, device, "conv3d", (2, 4, 4, n, n), (8, 4, 3, 3, 3), padding=1)
+
+
+def conv_transpose2d(n: int, dtype: str, device: Any) -> Calls:
+    """3x3 transposed convolution with bias, stride 2: batch 2, 8 -> 16 channels, n x n."""
+    return _conv(dtype, device, "conv_transpose2d", (2, 8, n, n), (8, 16, 3, 3), stride=2)
+
+
+def conv_transpose3d(n: int, dtype: str, device: Any) -> Calls:
+    """3x3x3 transposed convolution with bias: batch 2, 4 -> 8 channels, 4 x n x n."""
+    return _conv(dtype, device, "conv_transpose3d", (2, 4, 4, n, n), (4, 8, 3, 3, 3))
+
+
+def matmul_fused(n: int, dtype: str, device: Any) -> Calls:
+    """`gelu(relu(a @ b) + bias)` for n x n matrices (Burn's matmul-fused bench)."""
+    x, y, bias = _data(dtype, n, n), _data(dtype, n, n).T.copy(), _data(dtype, n)
+    a, b, c = (burn.tensor(v, device=device) for v in (x, y, bias))
+
+    def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
+        ta, tb, tc = to(x), to(y), to(bias)
+        act = torch.nn.functional
+        return lambda: act.gelu(act.relu(ta @ tb) + tc)
+    return _calls(device, lambda: F.gelu(F.relu(a @ b) + c), ref)
 
 
 def max_pool2d(n: int, dtype: str, device: Any) -> Calls:
@@ -183,4 +221,5 @@ def max_pool2d(n: int, dtype: str, device: Any) -> Calls:
 BUILDERS: dict[str, Builder] = {
     "unary": unary, "binary": binary, "matmul": matmul, "reduce": reduce, "softmax": softmax,
     "custom-gelu": custom_gelu, "random": random, "data": data, "autodiff": autodiff,
-    "conv2d": conv2d, "max-pool2d": max_pool2d}
+    "conv2d": conv2d, "conv3d": conv3d, "conv-transpose2d": conv_transpose2d,
+    "conv-transpose3d": conv_transpose3d, "matmul-fused": matmul_fused, "max-pool2d": max_pool2d}

@@ -36,8 +36,7 @@ _REPORTS: dict[str, tuple[str, str, str | None]] = {
     "vision": ("burn_bench.vision", "burn-vision ops against OpenCV (needs opencv)", None),
     "dqn-step": ("burn_bench.dqn", "DQN update cadence (needs burn-rl, gymnasium)", None),
 }
-_PLANNED = ("bool_select", "conv3d", "conv-transpose2d", "conv-transpose3d", "matmul-fused",
-            "compile")
+_PLANNED = ("bool_select", "compile")
 #: earlier names of the report suites, still accepted
 ALIASES = {"overhead": "dispatch-overhead", "mlp": "mlp-train-step", "loader": "dataloader",
            "record": "load-record"}
