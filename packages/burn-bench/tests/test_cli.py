@@ -165,3 +165,14 @@ def test_commit_names_the_checkout_and_marks_uncommitted_changes(tmp_path: Path)
     assert head.startswith(commit(tmp_path)) and len(commit(tmp_path)) == 12
     (tmp_path / "f").write_text("b")
     assert commit(tmp_path) == head[:12] + "-dirty"
+
+
+def test_short_forms_expand_to_run() -> None:
+    from burn_bench.cli import expand
+    from burn_bench.suites import SUITES as ALL
+
+    assert expand(["mlp", "matmul"]) == ["run", "--benches", "mlp,matmul"]
+    assert expand(["list"]) == ["list"]
+    every = expand([])
+    assert every[:2] == ["run", "--benches"]
+    assert set(every[2].split(",")) == {n for n, s in ALL.items() if s.kind != "planned"}

@@ -73,16 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `burn-bench`; bare suite names (`burn-bench mlp`) mean `run --benches`.
+    """Entry point of `burn-bench`; bare suite names (`burn-bench mlp`) mean `run --benches`,
+    no arguments every suite but the planned ones.
 
     Returns:
         The exit status (2 for bad names, printed with the valid ones).
     """
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    if not args_in:
-        args_in = ["run", "--profile", "full"]
-    elif args_in[0] not in COMMANDS and not args_in[0].startswith("-"):
-        args_in = ["run", "--benches", ",".join(args_in)]
+    args_in = expand(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(args_in)
     console = Console(width=160)
@@ -96,6 +93,19 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as exc:
         parser.error(str(exc))
     return 2  # unreachable: parser.error exits
+
+
+def expand(argv: list[str]) -> list[str]:
+    """The arguments with the short forms spelled out: none -> every suite but the planned ones
+    (at the full profile's settings when there is a benchmarks.toml); bare suite names ->
+    `run --benches NAMES`."""
+    if not argv:
+        every = ",".join(name for name, found in SUITES.items() if found.kind != "planned")
+        return ["run", "--benches", every, *(["--profile", "full"] if config.find_root()
+                                             else [])]
+    if argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        return ["run", "--benches", ",".join(argv)]
+    return argv
 
 
 def list_table() -> Table:
