@@ -176,3 +176,14 @@ def test_short_forms_expand_to_run() -> None:
     every = expand([])
     assert every[:2] == ["run", "--benches"]
     assert set(every[2].split(",")) == {n for n, s in ALL.items() if s.kind != "planned"}
+
+
+def test_rows_count_the_backend_ops_of_one_call() -> None:
+    doc = run_grid(["unary", "custom-gelu", "autodiff"], ["numpy", "numpy+autodiff"],
+                   ["float32"], 4, ["torch"], rounds=1, min_time=0.0005)
+    kernels = {(r["bench"], r["backend"]): r["kernels"] for r in doc["rows"]}
+    assert all(isinstance(k, int) and k >= 1 for k in kernels.values())
+    # the composed GELU dispatches more ops than one tanh; backward adds ops to the forward
+    assert kernels["custom-gelu", "numpy"] > kernels["unary", "numpy"]
+    assert kernels["autodiff", "numpy"] > 2
+    assert kernels["unary", "numpy+autodiff"] == kernels["unary", "numpy"]

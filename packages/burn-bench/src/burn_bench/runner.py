@@ -51,7 +51,23 @@ def run_op(bench: str, backend: str, dtype: str, size: int, compare: list[str], 
                     for m in measured}
     row["ratios"] = {name: by_name["burn"].median / m.median
                      for name, m in by_name.items() if name != "burn"}
+    row["kernels"] = kernel_count(bench, backend, dtype, size)
     return row
+
+
+def kernel_count(bench: str, backend: str, dtype: str, size: int) -> int | None:
+    """Backend ops one burn call of `bench` dispatches, recorded with the profile decorator
+    innermost (right above the backend, below autodiff or fusion); None where the device
+    cannot be profiled."""
+    name, *decorators = backend.split("+")
+    spec = "+".join([name, "profile", *(d for d in decorators if d != "profile")])
+    try:
+        calls = BUILDERS[bench](size, dtype, burn.Device(spec))
+        with burn.profile() as recording:
+            calls["burn"]()
+    except burn.errors.BurnError:
+        return None
+    return len(recording)
 
 
 def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: int,
