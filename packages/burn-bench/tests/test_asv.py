@@ -26,7 +26,7 @@ def _module() -> ModuleType:
 def test_one_parametrised_class_per_bench() -> None:
     module = _module()
     classes = {getattr(module, n).bench: getattr(module, n) for n in dir(module)
-               if n.startswith("Time")}
+               if n.startswith("Time") and issubclass(getattr(module, n), module.OpBench)}
     assert sorted(classes) == sorted(b for b in module.PROFILE.benches if b in BUILDERS)
     for cls in classes.values():
         assert cls.param_names == ("backend", "dtype", "candidate")
@@ -43,3 +43,14 @@ def test_setup_runs_or_skips() -> None:
         bench.setup("cuda", "float32", "burn")
     with pytest.raises(NotImplementedError, match="no numpy reference"):
         module.TimeSoftmax().setup("numpy", "float32", "numpy")
+
+
+def test_train_step_bench_trains() -> None:
+    bench = _module().TimeTrainStep()
+    assert bench.params[0] == ["lenet", "mlp", "transformer-encoder"]
+    bench.setup("mlp", "burn")
+    try:
+        first, second = bench.time_step("mlp", "burn"), bench.time_step("mlp", "burn")
+    finally:
+        bench.teardown("mlp", "burn")
+    assert isinstance(first, float) and second < first
