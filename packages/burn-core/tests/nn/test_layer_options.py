@@ -151,7 +151,9 @@ F64 = burn.float64
                                                  (1, 3, 4, 4)),
     (lambda: nn.Lstm(3, 2), (1, 4, 3)), (lambda: nn.Gru(3, 2, num_layers=2), (1, 4, 3)),
     (lambda: nn.Rnn(3, 2), (1, 4, 3)), (lambda: nn.BiLstm(3, 2), (1, 4, 3)),
-    (lambda: nn.BatchNorm(3), (2, 3)),
+    (lambda: nn.BatchNorm(3), (2, 3)), (lambda: nn.LayerNorm(3), (2, 3)),
+    (lambda: nn.GroupNorm(1, 3), (2, 3, 4)), (lambda: nn.InstanceNorm(3, affine=True), (2, 3, 4)),
+    (lambda: nn.RmsNorm(3), (2, 3)),
 ])
 def test_float64_input_to_float32_layer_is_refused(layer: Any, shape: tuple[int, ...]) -> None:
     module = layer()

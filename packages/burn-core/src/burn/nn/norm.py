@@ -142,12 +142,15 @@ class LayerNorm(Module):
         Returns:
             same shape.
         Raises:
-            ShapeError: when the trailing dims differ from normalized_shape.
+            ShapeError: when the trailing dims differ from normalized_shape. DTypeError: for an
+                input whose dtype is not the layer's.
         """
         k = len(self.normalized_shape)
         if x.ndim < k or x.shape[x.ndim - k:] != self.normalized_shape:
             raise ShapeError("LayerNorm", "expected input [..., "
                              f"{', '.join(map(str, self.normalized_shape))}]", x=x.shape)
+        if self.weight is not None:
+            check_float_input("LayerNorm", x, self.weight)
         out = _normalize(x, tuple(range(x.ndim - k, x.ndim)), self.eps)[0]
         if self.weight is not None:
             out = out * self.weight
@@ -185,10 +188,13 @@ class GroupNorm(Module):
         Returns:
             same shape.
         Raises:
-            ShapeError: for fewer than 2 dims or a wrong channel count.
+            ShapeError: for fewer than 2 dims or a wrong channel count. DTypeError: for an
+                input whose dtype is not the layer's.
         """
         check_input(type(self).__name__, x, f"[N, C={self.num_channels}, *]",
                     min_rank=2, dim=1, size=self.num_channels)
+        if self.weight is not None:
+            check_float_input(type(self).__name__, x, self.weight)
         grouped = x.reshape(x.shape[0], self.num_groups, -1)
         out = _normalize(grouped, (2,), self.eps)[0].reshape(x.shape)
         if self.weight is not None and self.bias is not None:
@@ -243,9 +249,11 @@ class RmsNorm(Module):
         Returns:
             same shape.
         Raises:
-            ShapeError: when the last dim is not d_model.
+            ShapeError: when the last dim is not d_model. DTypeError: for an input whose dtype
+                is not the layer's.
         """
         check_input("RmsNorm", x, f"[..., d_model={self.d_model}]", dim=-1, size=self.d_model)
+        check_float_input("RmsNorm", x, self.weight)
         rms = ((x * x).mean(-1, keepdim=True) + self.eps).sqrt()
         return x / rms * self.weight
 
