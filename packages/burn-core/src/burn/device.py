@@ -103,8 +103,8 @@ def _parse(spec: object) -> tuple[str, int, tuple[str, ...]]:
 @cache
 def _parse_spec(spec: str) -> tuple[str, int, tuple[str, ...]]:
     base, *decorators = (part.strip() for part in spec.strip().split("+"))
-    name, _, index = base.partition(":")
-    if index and not index.isdigit():
+    name, colon, index = base.partition(":")
+    if colon and not index.isdigit():
         raise DeviceError("Device", "device index must be a non-negative int", spec=spec)
     if AUTODIFF in decorators[:-1]:
         raise DeviceError("Device", "autodiff must be the outermost (last) decorator",

@@ -40,6 +40,15 @@ def test_spec_grammar(spec, name, index, decorators):
     assert burn.Device(str(d)) == d and hash(burn.Device(str(d))) == hash(d)
 
 
+def test_devices_pickle_and_copy():
+    import copy
+    import pickle
+
+    d = burn.Device("numpy+profile+autodiff")
+    for other in (pickle.loads(pickle.dumps(d)), copy.deepcopy(d)):
+        assert other == d and other.is_autodiff and other.decorators == d.decorators
+
+
 def test_builders_compose_decorators():
     d = burn.Device("numpy")
     assert str(d.autodiff()) == "numpy+autodiff" and d.autodiff().autodiff() == d.autodiff()
@@ -53,6 +62,7 @@ def test_builders_compose_decorators():
     ("tpu", "unknown backend"),
     ("numpy+fusion9", "unknown decorator"),
     ("numpy:x", "device index must be a non-negative int"),
+    ("numpy:", "device index must be a non-negative int"),
     ("numpy+autodiff+profile", "autodiff must be the outermost"),
     ("numpy+profile+profile", "a decorator appears twice"),
     (42, "a device spec is a string"),
