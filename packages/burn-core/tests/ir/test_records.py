@@ -105,6 +105,16 @@ def test_data_dependent_size_is_none_and_matches_any_given_size():
     (lambda: make_record("float_frobnicate", {}), BurnError, "not an op of the op table"),
     (lambda: make_record("float_cat", {"xs": (t(2, 3), t(2, 4))}, {"dim": 0}), ShapeError,
      "float_cat: shapes differ outside the cat dim"),
+    (lambda: make_record("float_add", {"lhs": t(2), "rhs": "x"}), BurnError,
+     "float_add: `rhs` must be a TensorIR"),
+    (lambda: make_record("float_add", {"lhs": t(2), "rhs": None}), BurnError,
+     "float_add: `rhs` must be a TensorIR"),
+    (lambda: make_record("float_add", {"lhs": t(-1), "rhs": t(2)}), ShapeError,
+     "float_add: `lhs` has a malformed shape"),
+    (lambda: make_record("float_add", {"lhs": TensorIR(1, (2,), "float32"), "rhs": t(2)}),
+     DTypeError, "float_add: `lhs` has no burn dtype"),
+    (lambda: make_record("float_cat", {"xs": t(2)}, {"dim": 0}), BurnError,
+     "float_cat: `xs` must be a tuple of TensorIR"),
 ])
 def test_inconsistent_records_are_refused_where_made(build, error, words):
     with pytest.raises(error, match=words.replace("[", r"\[").replace("]", r"\]")):

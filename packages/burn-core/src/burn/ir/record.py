@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from burn.dtype import DType
-from burn.errors import BurnError, ShapeError
+from burn.errors import BurnError, DTypeError, ShapeError
 from burn.ir.opdef import OpDef
 from burn.ir.rules import Shape
 from burn.ir.table import OPS
@@ -66,6 +66,9 @@ class OpIR:
             raise BurnError(self.op.name, "parameters do not match the op's signature",
                             missing=sorted(expected - given),
                             unexpected=sorted(given - expected), signature=self.op.signature)
+        for param in self.op.tensor_params:
+            _check_tensor_arg(self.op.name, param.name, self.inputs[param.name], param.many,
+                              param.optional)
         inferred = self.op.infer(*_describe(self.inputs), self.scalars)
         made = tuple(None if shape is None else TensorIR(new_id(), shape, dtype)
                      for shape, dtype in inferred)
@@ -88,6 +91,26 @@ class OpIR:
         ins = ", ".join(f"{k}={_text(v)}" for k, v in self.inputs.items())
         outs = ", ".join(_text(t) for t in self.outputs or ())
         return f"{self.op.name}({ins}) -> {outs or '()'}"
+
+
+def _check_tensor_arg(op: str, name: str, value: Any, many: bool, optional: bool) -> None:
+    """Raise a typed error unless `value` is what a tensor parameter takes: a TensorIR with a
+    shape of non-negative ints (or None) and a DType; a tuple of them for a list parameter;
+    None only for an optional one."""
+    if value is None and optional:
+        return
+    is_list = isinstance(value, tuple) and not isinstance(value, TensorIR)
+    items = value if many and is_list else (value,)
+    if many and not is_list:
+        raise BurnError(op, f"`{name}` must be a tuple of TensorIR", got=type(value).__name__)
+    for t in items:
+        if not isinstance(t, TensorIR):
+            raise BurnError(op, f"`{name}` must be a TensorIR", got=type(t).__name__)
+        if not isinstance(t.shape, tuple) or not all(
+                d is None or (type(d) is int and d >= 0) for d in t.shape):
+            raise ShapeError(op, f"`{name}` has a malformed shape", shape=t.shape)
+        if not isinstance(t.dtype, DType):
+            raise DTypeError(op, f"`{name}` has no burn dtype", dtype=t.dtype)
 
 
 def _describe(inputs: dict[str, TensorArg]) -> tuple[dict[str, Any], dict[str, Any]]:
