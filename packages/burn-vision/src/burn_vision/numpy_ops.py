@@ -110,29 +110,30 @@ def _label(img: np.ndarray, connectivity: Connectivity) -> tuple[np.ndarray, lis
 
 
 def _stats(labels: np.ndarray, top_label: int) -> list[np.ndarray]:
-    """area, left, top, right, bottom [B, top_label + 1] from the horizontal runs of equal
-    labels of each row (far fewer than pixels)."""
+    """area, left, top, right, bottom [B, top_label + 1]: one bincount and one scatter
+    min / max (ufunc.at) over the label image each.
+
+    Args:
+        labels: int64 [B, H, W].
+        top_label: the largest label of the batch.
+    Returns:
+        Five int64 [B, top_label + 1] arrays; 0 for labels absent from an image.
+    """
     b, h, w = labels.shape
     out = [np.zeros((b, top_label + 1), dtype=np.int64) for _ in range(5)]
     area, left, top, right, bottom = out
+    if labels.size == 0:
+        return out
+    rows = np.repeat(np.arange(h, dtype=np.int64), w)
+    cols = np.tile(np.arange(w, dtype=np.int64), h)
     for k in range(b):
         flat = labels[k].ravel()
-        if flat.size == 0:
-            continue
-        start = np.empty(flat.size, dtype=bool)
-        start[0] = True
-        np.not_equal(flat[1:], flat[:-1], out=start[1:])
-        start[::w] = True
-        first = np.flatnonzero(start)
-        last = np.append(first[1:], flat.size) - 1
-        run = flat[first]
-        present = np.bincount(run, minlength=top_label + 1) > 0
-        area[k] = np.bincount(run, weights=last - first + 1, minlength=top_label + 1)
-        for target, values, ufunc in ((left, first % w, np.minimum), (top, first // w, np.minimum),
-                                      (right, last % w, np.maximum),
-                                      (bottom, last // w, np.maximum)):
+        area[k] = np.bincount(flat, minlength=top_label + 1)
+        present = area[k] > 0
+        for target, values, ufunc in ((left, cols, np.minimum), (top, rows, np.minimum),
+                                      (right, cols, np.maximum), (bottom, rows, np.maximum)):
             acc = np.full(top_label + 1, flat.size if ufunc is np.minimum else -1, np.int64)
-            ufunc.at(acc, run, values)
+            ufunc.at(acc, flat, values)
             target[k] = np.where(present, acc, 0)
     return out
 
