@@ -162,8 +162,9 @@ def _nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float,
     if n == 0:
         return order.astype(np.int64)
     by_x = np.argsort(b[:, 0], kind="stable")
-    x1 = b[by_x, 0]
-    end = np.searchsorted(x1, b[by_x, 2], side="left")  # boxes starting before this one ends
+    bx = b[by_x]
+    y1, y2 = np.ascontiguousarray(bx[:, 1]), np.ascontiguousarray(bx[:, 3])
+    end = np.searchsorted(bx[:, 0], bx[:, 2], side="left")  # boxes starting before one ends
     suppressed = [np.empty(0, dtype=np.int64)]
     chunk = max(1, 4_000_000 // max(1, int(np.mean(end - np.arange(n)))))
     for lo in range(0, n, chunk):
@@ -171,9 +172,12 @@ def _nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float,
         count = np.maximum(end[p] - p - 1, 0)
         i = np.repeat(p, count)
         j = i + 1 + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        ri, rj = by_x[i], by_x[j]  # ranks in score order
-        hit = _iou_pairs(b[ri], b[rj]) > iou_threshold
-        lo_rank, hi_rank = np.minimum(ri[hit], rj[hit]), np.maximum(ri[hit], rj[hit])
+        if iou_threshold >= 0:  # disjoint y ranges give IoU 0, which never suppresses
+            meet = (y1[j] < y2[i]) & (y1[i] < y2[j])
+            i, j = i[meet], j[meet]
+        hit = _iou_pairs(bx[i], bx[j]) > iou_threshold
+        ri, rj = by_x[i[hit]], by_x[j[hit]]  # ranks in score order
+        lo_rank, hi_rank = np.minimum(ri, rj), np.maximum(ri, rj)
         suppressed.append(lo_rank * n + hi_rank)
     pairs = np.sort(np.concatenate(suppressed))
     src, dst = pairs // n, pairs % n
