@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Literal
 
 import burn
+from burn.autodiff.backend import Autodiff
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.indexing import checked_indices
 from burn.frontend.tensor import Tensor
+from burn.functional._common import float_input
 from burn.functional.activation import log_sigmoid, log_softmax
 
 Reduction = Literal["mean", "sum", "none"]
@@ -54,9 +56,12 @@ def _class_dim(op: str, input: Tensor, weight: Tensor | None) -> tuple[int, int]
 
 
 def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_classes: int,
-                   ignore_index: int) -> None:
+                   ignore_index: int) -> tuple[Tensor, Tensor]:
     """Check a class-index target: int kind, input's shape without the class dim, every value
     but `ignore_index` in [0, n_classes) (checked where the backend keeps the data).
+
+    Returns:
+        (the ignored targets' mask, the targets with ignored ones set to class 0).
 
     Raises:
         DTypeError, ShapeError, BurnIndexError: naming `op`.
@@ -72,18 +77,18 @@ def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_cla
     if target.shape != expected:
         raise ShapeError(op, "class-index target must be input's shape without the class dim",
                          input=input.shape, target=target.shape)
-    kept = target.mask_fill(target == ignore_index, 0)
+    ignored = target == ignore_index
+    kept = target.mask_fill(ignored, 0)
     checked_indices(op, kept, n_classes, wrap_negative=False)  # where the backend decides
+    return ignored, kept
 
 
 def _index_loss(op: str, logp: Tensor, target: Tensor, weight: Tensor | None,
                 ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
     """Negative log-likelihood of class indices from log-probabilities (with smoothing)."""
     class_dim, n_classes = _class_dim(op, logp, weight)
-    _check_indices(op, logp, target, class_dim, n_classes, ignore_index)
-    ignored = target == ignore_index
+    ignored, safe = _check_indices(op, logp, target, class_dim, n_classes, ignore_index)
     keep = (~ignored).cast(logp.dtype)
-    safe = target.mask_fill(ignored, 0)
     nll = -logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
     w_target = keep if weight is None else weight.select(0, safe.reshape(-1)).reshape(
         target.shape) * keep
@@ -124,18 +129,37 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
         raise ValueRangeError(op, "label_smoothing must be in [0, 1]",
                               label_smoothing=label_smoothing)
     class_dim, n_classes = _class_dim(op, input, weight)
-    logp = log_softmax(input, class_dim)
+    input = float_input(op, "input", input)
+    if weight is not None:
+        weight = float_input(op, "weight", weight, input)
+    w = None if weight is None else _class_view(weight, input.ndim, class_dim)
     if target.kind != burn.Kind.FLOAT or target.shape != input.shape:
-        return _index_loss(op, logp, target, weight, ignore_index, reduction, label_smoothing)
+        ignored, safe = _check_indices(op, input, target, class_dim, n_classes, ignore_index)
+        keep = (~ignored).cast(input.dtype)
+        w_target = keep if weight is None else weight.select(0, safe.reshape(-1)).reshape(
+            target.shape) * keep
+        q = burn.zeros_like(input).scatter(class_dim, safe.unsqueeze(class_dim),
+                                           w_target.unsqueeze(class_dim))
+        if label_smoothing > 0:
+            uniform = keep.unsqueeze(class_dim) if w is None else keep.unsqueeze(class_dim) * w
+            q = q * (1 - label_smoothing) + uniform * (label_smoothing / n_classes)
+        loss = _logits_entropy(input, q, class_dim)
+        return loss.sum() / w_target.sum() if reduction == "mean" else _reduce(op, loss,
+                                                                                 reduction)
+    target = float_input(op, "target", target, input)
     if label_smoothing > 0:  # class probabilities
         target = target * (1 - label_smoothing) + label_smoothing / n_classes
-    prod = logp * target
-    if weight is not None:
-        prod = prod * _class_view(weight, input.ndim, class_dim)
-    loss = -prod.sum(class_dim)
+    loss = _logits_entropy(input, target if w is None else target * w, class_dim)
     if reduction == "mean":
         return loss.sum() / max(input.numel() // n_classes, 1)
     return _reduce(op, loss, reduction)
+
+
+def _logits_entropy(x: Tensor, q: Tensor, dim: int) -> Tensor:
+    """-sum(q * log_softmax(x, dim), dim): one node with direct rules on Autodiff."""
+    if isinstance(x._bk, Autodiff):
+        return x._wrap(x._bk.cross_entropy_logits(x._prim, q._prim, dim))
+    return -(log_softmax(x, dim) * q).sum(dim)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
