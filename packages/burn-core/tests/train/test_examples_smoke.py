@@ -18,6 +18,7 @@ ALL = [("simple-regression", "simple_regression", True),
        ("custom-csv-dataset", "custom_csv_dataset", True),
        ("custom-image-dataset", "custom_image_dataset", True),
        ("mnist", "burn_mnist", True),
+       ("modern-lstm", "modern_lstm", True),
        ("train-mlp", "train_mlp", False),
        ("custom-cube-kernel", "custom_cube_kernel", False)]
 
