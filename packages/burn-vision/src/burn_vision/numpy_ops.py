@@ -13,9 +13,10 @@ from scipy import ndimage
 import burn
 from burn import Tensor
 from burn.dtype import Kind
-from burn_vision.border import BorderMode, border_index
+from burn_vision.border import BorderMode
 from burn_vision.default.window import window_reduce
 from burn_vision.extension import VisionOps, register_vision_ops
+from burn_vision.numpy_stripes import padded_stripes
 from burn_vision.stats import ConnectedStats, Connectivity
 
 _SCIPY_MODES = {"constant": "constant", "replicate": "nearest", "reflect": "reflect",
@@ -27,17 +28,6 @@ _STRUCTURE = {4: ndimage.generate_binary_structure(2, 1),
 def _plain(x: Tensor) -> bool:
     """True when `x` is on an undecorated device (no gradients to keep)."""
     return not x.device.decorators
-
-
-def _pad(a: np.ndarray, top: int, bottom: int, left: int, right: int, mode: BorderMode,
-         value: float | bool) -> np.ndarray:
-    """numpy twin of `border.pad2d`'s index maps for the last two dims."""
-    if mode == "constant":
-        widths = [(0, 0)] * (a.ndim - 2) + [(top, bottom), (left, right)]
-        return np.pad(a, widths, constant_values=value)
-    rows = border_index(a.shape[-2], top, bottom, mode)
-    cols = border_index(a.shape[-1], left, right, mode)
-    return a[..., rows[:, None], cols[None, :]]
 
 
 class NumpyVisionOps(VisionOps):
@@ -64,17 +54,21 @@ class NumpyVisionOps(VisionOps):
         a = x.to_numpy()
         kh, kw = mask.shape
         ax, ay = anchor
-        padded = _pad(a, ay, kh - 1 - ay, ax, kw - 1 - ax, border, value)
         combine: Callable[[np.ndarray, np.ndarray], np.ndarray] = (
             np.minimum if erode else np.maximum)
-        out = window_reduce(padded, mask, a.shape[-2:], combine)
-        return burn.tensor(np.ascontiguousarray(out), dtype=x.dtype, device=x.device)
+        out = np.empty_like(a)
+        for r0, r1, stripe in padded_stripes(a, ay, kh - 1 - ay, ax, kw - 1 - ax, border, value):
+            out[..., r0:r1, :] = window_reduce(stripe, mask, (r1 - r0, a.shape[-1]), combine)
+        return burn.tensor(out, dtype=x.dtype, device=x.device)
 
     def filter2d(self, x: Tensor, kernel: Tensor, anchor: tuple[int, int], border: BorderMode,
                  value: float) -> Tensor:
         if not _plain(x):
             return super().filter2d(x, kernel, anchor, border, value)
         a = x.to_numpy()
+        if a.dtype in (np.float32, np.float64):
+            out = _correlate_stripes(a, kernel.to_numpy().astype(a.dtype), anchor, border, value)
+            return burn.tensor(out, device=x.device)
         k = kernel.to_numpy().astype(np.float64)
         kh, kw = k.shape[-2:]
         origin = (anchor[1] - kh // 2, anchor[0] - kw // 2)
@@ -135,6 +129,36 @@ def _stats(labels: np.ndarray, top_label: int) -> list[np.ndarray]:
             acc = np.full(top_label + 1, flat.size if ufunc is np.minimum else -1, np.int64)
             ufunc.at(acc, flat, values)
             target[k] = np.where(present, acc, 0)
+    return out
+
+
+def _correlate_stripes(a: np.ndarray, k: np.ndarray, anchor: tuple[int, int],
+                       border: BorderMode, value: float) -> np.ndarray:
+    """OpenCV's filter2D on float stripes, accumulated in a's dtype (one multiply-add pass per
+    nonzero tap, in cache).
+
+    Args:
+        a: float [..., H, W] (with a per-channel kernel, [..., C, H, W]).
+        k: [kh, kw] or [C, kh, kw] of a's dtype.
+        anchor: (x, y) inside the kernel.
+        border: the border mode.
+        value: the "constant" fill.
+    Returns:
+        [..., H, W] of a's dtype.
+    """
+    kh, kw = k.shape[-2:]
+    ax, ay = anchor
+    h, w = a.shape[-2:]
+    # a 2-d kernel's taps stay numpy scalars (the fast scalar loops); per channel, [C, 1, 1]
+    taps = [(i, j, k[i, j] if k.ndim == 2 else k[:, i, j, None, None])
+            for i in range(kh) for j in range(kw) if np.any(k[..., i, j])]
+    out = np.zeros_like(a)
+    for r0, r1, stripe in padded_stripes(a, ay, kh - 1 - ay, ax, kw - 1 - ax, border, value):
+        acc = out[..., r0:r1, :]
+        tmp = np.empty_like(acc)
+        for i, j, tap in taps:
+            np.multiply(stripe[..., i:i + r1 - r0, j:j + w], tap, out=tmp)
+            acc += tmp
     return out
 
 

@@ -36,10 +36,17 @@ def window_reduce(padded: T, mask: np.ndarray, out_hw: tuple[int, int],
 
 def _reduce(x: T, offsets: list[tuple[int, int]], out_hw: tuple[int, int],
             combine: Callable[[T, T], T]) -> T:
+    """A numpy ufunc `combine` updates its own result in place after the first step."""
     h, w = out_hw
     acc = None
+    owned = False  # acc is a result of combine (not a view of x)
     for i, j in offsets:
         window = x[..., i:i + h, j:j + w]  # type: ignore[index]
-        acc = window if acc is None else combine(acc, window)
+        if acc is None:
+            acc = window
+        elif owned and isinstance(combine, np.ufunc):
+            combine(acc, window, out=acc)
+        else:
+            acc, owned = combine(acc, window), True
     assert acc is not None
     return acc
