@@ -9,6 +9,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cache_kernels import run
 
@@ -188,3 +189,22 @@ def test_malformed_launch_index_is_a_miss_and_rewritten(tmp_path: Path, index: s
     path.write_text(index)
     assert run_script() == ["1.0", "1", "0"]  # a miss: lowered again, the index rewritten
     assert run_script() == ["1.0", "0", "1"]
+
+
+def test_a_new_runtime_never_reuses_a_dead_ones_compiled_kernel(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """In-memory compiled kernels belong to their runtime object: one made after another died
+    (and so perhaps at its address) looks the kernel up again through its own caches."""
+    import gc
+
+    from cache_kernels import add_const
+
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    for _ in range(3):
+        assert run(2.0) == 2.0
+        gc.collect()
+    assert len(add_const._compiled) == 0  # nothing kept for runtimes that are gone
+    rt = CpuRuntime()
+    x = np.zeros(4, np.float32)
+    add_const.launch(rt, 1, 128, x, 1.0)
+    assert len(add_const._compiled) == 1 and rt in add_const._compiled

@@ -15,6 +15,7 @@ import builtins
 import inspect
 import linecache
 import math
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
@@ -76,7 +77,8 @@ class BaseKernel(ABC):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._compiled: dict[Any, tuple[Any, KernelIR]] = {}
+        self._compiled: weakref.WeakKeyDictionary[Runtime, dict[Any, tuple[Any, KernelIR]]] = (
+            weakref.WeakKeyDictionary())
         #: ``lowered``: specializations lowered to IR; ``compiled``: runtime compilations;
         #: ``index_hits``: compiled kernels taken from the runtime's launch index;
         #: ``shared_hits``: compiled kernels shared with an equal IR kernel (``from_ir``).
@@ -246,10 +248,12 @@ class BaseKernel(ABC):
         if math.prod(counts) * math.prod(dims) >= 2**32:
             raise LaunchError(f"launch of {counts} cubes x {dims} units overflows "
                               "the u32 unit positions", self.name)
-        key = (id(rt), tuple(specs.items()), dims)  # runtimes live as long as the process
-        entry = self._compiled.get(key)
+        # Per runtime object, weakly: a runtime made after another one died may reuse its id.
+        per_runtime = self._compiled.setdefault(rt, {})
+        key = (tuple(specs.items()), dims)
+        entry = per_runtime.get(key)
         if entry is None:
-            entry = self._compiled[key] = self._compile(rt, specs, dims)
+            entry = per_runtime[key] = self._compile(rt, specs, dims)
         compiled, kernel = entry
         rt.launch(compiled, kernel, counts, values)
         for name, host, device in copies:
@@ -415,8 +419,10 @@ def kernel(fn: Callable[..., Any]) -> Kernel:
     return Kernel(fn)
 
 
-#: Compiled IR kernels shared by every ``IRKernel``: (runtime id, structural hash) -> entry.
-_SHARED: dict[tuple[int, str], tuple[Any, KernelIR]] = {}
+#: Compiled IR kernels shared by every ``IRKernel``, by runtime (weakly: a dead runtime's
+#: kernels go with it) and structural hash.
+_SHARED: weakref.WeakKeyDictionary[Runtime, dict[str, tuple[Any, KernelIR]]] = (
+    weakref.WeakKeyDictionary())
 
 
 class IRKernel(BaseKernel):
@@ -446,12 +452,12 @@ class IRKernel(BaseKernel):
 
     def _compile(self, rt: Runtime, specs: Specs, dims: tuple[int, int, int]
                  ) -> tuple[Any, KernelIR]:
-        key = (id(rt), self.hash)  # runtimes live as long as the process
-        if key in _SHARED:
+        shared = _SHARED.setdefault(rt, {})
+        if self.hash in shared:
             self.stats["shared_hits"] += 1
         else:
-            _SHARED[key] = super()._compile(rt, specs, dims)
-        return _SHARED[key]
+            shared[self.hash] = super()._compile(rt, specs, dims)
+        return shared[self.hash]
 
     def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
              ) -> tuple[Specs, tuple[int, int, int], list[Any],
