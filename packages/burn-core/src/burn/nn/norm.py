@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import burn
+from burn.autodiff.backend import Autodiff
 from burn.device import Device
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.tensor import Tensor
@@ -21,6 +22,14 @@ def _normalize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Te
     centered = x - mean
     var = (centered * centered).mean(dims, keepdim=True)
     return centered / (var + eps).sqrt(), mean, var
+
+
+def _normalize_trailing(x: Tensor, k: int, eps: float) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over the last `k` dims: one node with a direct rule on
+    Autodiff, the `_normalize` chain elsewhere."""
+    if isinstance(x._bk, Autodiff) and x.kind == burn.Kind.FLOAT and x.numel():
+        return x._wrap(x._bk.normalize_trailing(x._prim, k, eps))
+    return _normalize(x, tuple(range(x.ndim - k, x.ndim)), eps)[0]
 
 
 def _per_channel(t: Tensor, ndim: int) -> Tensor:
@@ -151,7 +160,7 @@ class LayerNorm(Module):
                              f"{', '.join(map(str, self.normalized_shape))}]", x=x.shape)
         if self.weight is not None:
             check_float_input("LayerNorm", x, self.weight)
-        out = _normalize(x, tuple(range(x.ndim - k, x.ndim)), self.eps)[0]
+        out = _normalize_trailing(x, k, self.eps)
         if self.weight is not None:
             out = out * self.weight
         return out if self.bias is None else out + self.bias
@@ -196,7 +205,7 @@ class GroupNorm(Module):
         if self.weight is not None:
             check_float_input(type(self).__name__, x, self.weight)
         grouped = x.reshape(x.shape[0], self.num_groups, -1)
-        out = _normalize(grouped, (2,), self.eps)[0].reshape(x.shape)
+        out = _normalize_trailing(grouped, 1, self.eps).reshape(x.shape)
         if self.weight is not None and self.bias is not None:
             out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
         return out

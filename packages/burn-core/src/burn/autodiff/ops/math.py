@@ -1,6 +1,5 @@
 """Elementwise math: one table of derivatives for the one-input ops, plus atan2 and the
-activations with direct rules (sigmoid, relu, softmax, log_softmax, gelu), and the cross entropy
-of logits against a target distribution as one node."""
+activations with direct rules (sigmoid, relu, softmax, log_softmax, gelu)."""
 
 from __future__ import annotations
 
@@ -8,14 +7,8 @@ import math
 from typing import Any, Literal
 
 from burn.autodiff.checkpoint import Uses
-from burn.autodiff.ops.common import (
-    ElementwiseRule,
-    OpsBase,
-    record,
-    save,
-    tracked,
-    zeros,
-)
+from burn.autodiff.ops.common import ElementwiseRule, OpsBase, zeros
+from burn.autodiff.ops.composite import CompositeOps
 from burn.autodiff.tensor import AutodiffTensor
 
 P = Any
@@ -83,7 +76,7 @@ def _make(op: str, uses: Uses, rule: ElementwiseRule) -> Any:
     return method
 
 
-class MathOps(OpsBase):
+class MathOps(CompositeOps):
     """Elementwise math float ops of `Autodiff` (the one-input ops come from `_RULES`)."""
 
     def float_atan2(self, lhs: T, rhs: T) -> T:
@@ -116,40 +109,6 @@ class MathOps(OpsBase):
         """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas)."""
         rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
         return self._elementwise(x, lambda p: self.inner.gelu(p, approximate), rule, Uses.INPUT)
-
-    def cross_entropy_logits(self, x: T, q: T, dim: int) -> T:
-        """-sum(q * log_softmax(x, dim), dim) (dim removed) as one node with the direct rules
-        dx = g (sum(q, dim) softmax(x) - q) and dq = -g log_softmax(x, dim).
-
-        Args:
-            x: float logits.
-            q: float (weighted) target distribution shaped like `x`.
-            dim: the class dim (non-negative).
-        Returns:
-            the per-sample loss, `x`'s shape without `dim`.
-        """
-        inner = self.inner
-        logp = inner.log_softmax(x.primitive, dim)
-        shape = inner.shape(logp)
-        out = inner.float_reshape(inner.float_neg(inner.float_sum_dim(
-            inner.float_mul(logp, q.primitive), dim)), shape[:dim] + shape[dim + 1:])
-        if not tracked(x, q):
-            return AutodiffTensor(out)
-        kept = shape[:dim] + (1,) + shape[dim + 1:]
-        need_x, need_q = x.node is not None, q.node is not None
-
-        def fn(g: P, saved: tuple[P, Any]) -> tuple[P | None, P | None]:
-            lp, qp = saved
-            g = inner.float_reshape(g, kept)
-            dx = dq = None
-            if need_x:
-                mass = inner.float_sum_dim(qp, dim)
-                dx = inner.float_mul(g, inner.float_sub(
-                    inner.float_mul(mass, inner.float_exp(lp)), qp))
-            if need_q:
-                dq = inner.float_neg(inner.float_mul(g, lp))
-            return dx, dq
-        return record(out, (x, q), fn, (logp, save(q) if need_x else None))
 
 
 def _relu_rule(i: Any, g: P, x: P) -> P:

@@ -1,0 +1,86 @@
+"""Composites of several inner ops recorded as one node with a direct backward rule: the cross
+entropy of logits and a target distribution, and normalisation over the trailing dims. The
+frontend (`functional.loss`, `nn.norm`) calls them on Autodiff instead of chaining tracked ops.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from burn.autodiff.ops.common import OpsBase, record, save, tracked
+from burn.autodiff.tensor import AutodiffTensor
+
+P = Any
+T = AutodiffTensor
+
+
+class CompositeOps(OpsBase):
+    """Autodiff-only composites (not backend ops: other backends run the frontend's chain)."""
+
+    def cross_entropy_logits(self, x: T, q: T, dim: int) -> T:
+        """-sum(q * log_softmax(x, dim), dim) (dim removed) as one node with the direct rules
+        dx = g (sum(q, dim) softmax(x) - q) and dq = -g log_softmax(x, dim).
+
+        Args:
+            x: float logits.
+            q: float (weighted) target distribution shaped like `x`.
+            dim: the class dim (non-negative).
+        Returns:
+            the per-sample loss, `x`'s shape without `dim`.
+        """
+        inner = self.inner
+        logp = inner.log_softmax(x.primitive, dim)
+        shape = inner.shape(logp)
+        out = inner.float_reshape(inner.float_neg(inner.float_sum_dim(
+            inner.float_mul(logp, q.primitive), dim)), shape[:dim] + shape[dim + 1:])
+        if not tracked(x, q):
+            return AutodiffTensor(out)
+        kept = shape[:dim] + (1,) + shape[dim + 1:]
+        need_x, need_q = x.node is not None, q.node is not None
+
+        def fn(g: P, saved: tuple[P, Any]) -> tuple[P | None, P | None]:
+            lp, qp = saved
+            g = inner.float_reshape(g, kept)
+            dx = dq = None
+            if need_x:
+                mass = inner.float_sum_dim(qp, dim)
+                dx = inner.float_mul(g, inner.float_sub(
+                    inner.float_mul(mass, inner.float_exp(lp)), qp))
+            if need_q:
+                dq = inner.float_neg(inner.float_mul(g, lp))
+            return dx, dq
+        return record(out, (x, q), fn, (logp, save(q) if need_x else None))
+
+    def normalize_trailing(self, x: T, k: int, eps: float) -> T:
+        """(x - mean) / sqrt(var + eps) over the last `k` dims (biased var) as one node with the
+        direct rule dx = (g - mean(g) - xhat mean(g xhat)) / sqrt(var + eps).
+
+        Args:
+            x: float input with at least `k` dims, `k` >= 1.
+            k: how many trailing dims one normalised group spans.
+            eps: added to the variance.
+        Returns:
+            the normalised tensor, `x`'s shape.
+        """
+        inner = self.inner
+        shape = inner.shape(x.primitive)
+        lead = len(shape) - k
+        xs = inner.float_reshape(x.primitive, shape[:lead] + (math.prod(shape[lead:]),))
+        centered = inner.float_sub(xs, inner.float_mean_dim(xs, lead))
+        std = inner.float_sqrt(inner.float_add_scalar(
+            inner.float_mean_dim(inner.float_mul(centered, centered), lead), eps))
+        xhat = inner.float_div(centered, std)
+        out = inner.float_reshape(xhat, shape)
+        if not tracked(x):
+            return AutodiffTensor(out)
+
+        def fn(g: P, saved: tuple[P, P]) -> tuple[P]:
+            xh, sd = saved
+            gs = inner.float_reshape(g, inner.shape(xh))
+            centred_g = inner.float_sub(gs, inner.float_mean_dim(gs, lead))
+            proj = inner.float_mul(xh, inner.float_mean_dim(inner.float_mul(gs, xh), lead))
+            return (inner.float_reshape(inner.float_div(inner.float_sub(centred_g, proj), sd),
+                                        shape),)
+        return record(out, (x,), fn, (xhat, std))
+
