@@ -1,8 +1,11 @@
 """burn-vision against OpenCV in the same run: connected components with stats (random
 4096x4096 binary image, p = 0.5, 8-connectivity), erode 5x5 and filter2D 5x5 on 4096x4096
-float32, NMS on 10k boxes (cv2.dnn.NMSBoxes)."""
+float32, NMS on 10k boxes (cv2.dnn.NMSBoxes). OpenCV's own thread pool follows
+OMP_NUM_THREADS when it is set, so that both sides run on as many threads."""
 
 from __future__ import annotations
+
+import os
 
 import cv2
 import numpy as np
@@ -17,6 +20,9 @@ BOXES = 10_000
 
 def run() -> str:
     """Measure each op on burn's NumPy backend and with OpenCV; return the report table."""
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    if threads.isdigit() and int(threads) > 0:
+        cv2.setNumThreads(int(threads))
     rng = np.random.default_rng(0)
     device = burn.Device("numpy")
     binary = rng.random((SIZE, SIZE)) < 0.5
@@ -48,4 +54,5 @@ def run() -> str:
         Candidate("burn nms", lambda: bv.nms(b, s, 0.5), vs=nm),
     ], min_time=0.1, rounds=3)
     return report(f"vision ops on the NumPy backend vs OpenCV {cv2.__version__}, "
-                  f"{SIZE}x{SIZE} images, {BOXES} boxes", results)
+                  f"{SIZE}x{SIZE} images, {BOXES} boxes, OpenCV threads {cv2.getNumThreads()}",
+                  results)
