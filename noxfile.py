@@ -18,7 +18,7 @@ TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
 # burn-dataset: the data-loader tests use real datasets; [train]: progress, plots, system metrics;
 # the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
 EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset",
-            "modern-lstm"]
+            "modern-lstm", "wgan"]
 PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask",
             "-e", "packages/burn-cube[wgpu]",
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
