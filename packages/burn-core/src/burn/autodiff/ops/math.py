@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from burn.autodiff.checkpoint import Uses
-from burn.autodiff.ops.common import ElementwiseRule, OpsBase, zeros
+from burn.autodiff.checkpoint import NoCheckpointing, Uses
+from burn.autodiff.ops.common import ElementwiseRule, OpsBase, record, tracked, zeros
 from burn.autodiff.ops.composite import CompositeOps
 from burn.autodiff.tensor import AutodiffTensor
 
@@ -106,9 +106,18 @@ class MathOps(CompositeOps):
         return self._elementwise(x, lambda p: self.inner.log_softmax(p, dim), rule, Uses.OUTPUT)
 
     def gelu(self, x: T, approximate: Literal["none", "tanh"]) -> T:
-        """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas)."""
-        rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
-        return self._elementwise(x, lambda p: self.inner.gelu(p, approximate), rule, Uses.INPUT)
+        """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas). The
+        exact form, when every node saves its values (no checkpointing), keeps the output too
+        and reads cdf(x) back as gelu(x) / x instead of recomputing erf."""
+        inner = self.inner
+        if approximate == "tanh" or not isinstance(self.checkpoint, NoCheckpointing):
+            rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
+            return self._elementwise(x, lambda p: inner.gelu(p, approximate), rule, Uses.INPUT)
+        out = inner.gelu(x.primitive, approximate)
+        if not tracked(x):
+            return AutodiffTensor(out)
+        return record(out, (x,), lambda g, saved: (_gelu_rule_from_output(inner, g, *saved),),
+                      (x.primitive, out))
 
 
 def _relu_rule(i: Any, g: P, x: P) -> P:
@@ -119,6 +128,15 @@ def _gelu_rule(i: Any, g: P, x: P) -> P:
     """g * (cdf(x) + x pdf(x)), cdf(x) = (1 + erf(x / sqrt 2)) / 2, pdf the normal density."""
     cdf = i.float_mul_scalar(i.float_add_scalar(i.float_erf(
         i.float_mul_scalar(x, 1 / math.sqrt(2))), 1.0), 0.5)
+    x_pdf = i.float_mul(x, i.float_mul_scalar(
+        i.float_exp(i.float_mul_scalar(_sq(i, x), -0.5)), 1 / math.sqrt(2 * math.pi)))
+    return i.float_mul(g, i.float_add(cdf, x_pdf))
+
+
+def _gelu_rule_from_output(i: Any, g: P, x: P, y: P) -> P:
+    """`_gelu_rule` with cdf(x) = y / x (0.5 at x = 0) from the saved output y = gelu(x): a few
+    ulp from the erf form, without its cost."""
+    cdf = i.float_mask_fill(i.float_div(y, x), i.float_equal_elem(x, 0.0), 0.5)
     x_pdf = i.float_mul(x, i.float_mul_scalar(
         i.float_exp(i.float_mul_scalar(_sq(i, x), -0.5)), 1 / math.sqrt(2 * math.pi)))
     return i.float_mul(g, i.float_add(cdf, x_pdf))
