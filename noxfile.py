@@ -19,6 +19,8 @@ TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
 # the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
 EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset",
             "modern-lstm", "wgan"]
+# The notebook example's test executes it headless.
+NOTEBOOK = ["nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29"]
 PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask",
             "-e", "packages/burn-cube[wgpu]",
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
@@ -38,7 +40,7 @@ def cube_runtimes() -> list[str]:
 @nox.parametrize("backend", BACKENDS)
 def tests(session: nox.Session, backend: str) -> None:
     """Whole burn-core test suite on `backend`, then the conformance suite under autodiff."""
-    session.install(TORCH, *PACKAGES)
+    session.install(TORCH, *PACKAGES, *NOTEBOOK)
     # The op table's lowerings run as burn-cube kernels on every runtime this machine has.
     session.run("pytest", "packages/burn-core/tests",
                 env={"BURN_DEVICE": backend, "BURN_CUBE_RUNTIMES": ",".join(cube_runtimes())})

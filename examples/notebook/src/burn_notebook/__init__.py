@@ -1,0 +1,1 @@
+"""Burn's notebook example: `tour.ipynb`, and a headless runner for it."""
