@@ -44,7 +44,7 @@ def test_notebook_runs_headless_on_the_device(notebook, tmp_path, device) -> Non
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--device", "no-such-backend"], "available backends: numpy"),
+    (["--device", "no-such-backend"], "unknown backend"),
     (["--timeout", "0"], "--timeout must be at least 1"),
     (["--no-such-flag"], "--no-such-flag"),
 ])

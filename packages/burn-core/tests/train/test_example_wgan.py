@@ -115,7 +115,7 @@ def test_grid_places_and_scales_each_image(wgan, tmp_path) -> None:
     (["--epochs", "0"], "--epochs must be at least 1"),
     (["--clip", "0"], "--clip must be positive"),
     (["--lr", "-1"], "--lr must be positive"),
-    (["--device", "no-such-backend"], "available backends: numpy"),
+    (["--device", "no-such-backend"], "unknown backend"),
     (["--no-such-flag"], "--no-such-flag"),
 ])
 def test_bad_flags_exit_2_naming_the_flag(wgan, capsys, args, message) -> None:
