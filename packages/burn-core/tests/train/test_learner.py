@@ -172,12 +172,28 @@ def test_plain_input_to_autodiff_model_names_the_fix() -> None:
     assert model.valid()(x).shape == (2, 1)
 
 
-def test_device_error_without_autodiff_is_unchanged() -> None:
-    model = regressor()
-    x = burn.ones(2, 3).to(burn.default_device().autodiff())
+def test_autodiff_input_to_inference_model_names_the_fix() -> None:
+    """The reverse case (batches of an autodiff loader into the model `fit` returned)."""
+    inner = burn.default_device().inner()
+    model = regressor().to(inner)
+    x = burn.ones(2, 3, device=inner.autodiff())
     with pytest.raises(burn.errors.DeviceError) as err:
         model(x)
-    assert "model.valid()" not in str(err.value) and "different devices" in str(err.value)
+    message = str(err.value)
+    assert message.startswith(f"Linear: input is on {inner.autodiff()}, the model on {inner}")
+    assert "x.inner()" in message and "model.to(" in message and "different devices" in message
+    assert "model.valid()" not in message
+    assert model(x.inner()).shape == (2, 1)  # both fixes work
+    assert model.to(inner.autodiff())(x).shape == (2, 1)
+
+
+def test_device_error_between_unrelated_devices_is_unchanged() -> None:
+    model = regressor().to("numpy+profile")
+    x = burn.ones(2, 3, device="numpy")
+    with pytest.raises(burn.errors.DeviceError) as err:
+        model(x)
+    message = str(err.value)
+    assert "different devices" in message and "hint" not in message
 
 
 def test_classification_metrics_match_reference(tmp_path) -> None:

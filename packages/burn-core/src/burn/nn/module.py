@@ -42,17 +42,27 @@ def _entries(name: str, value: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _device_hint(module: Module, err: DeviceError, inputs: list[Any]) -> DeviceError:
-    """`err`, or (when plain inputs meet an autodiff model) a DeviceError saying what to call."""
+    """`err`, or (when plain inputs meet an autodiff model, or autodiff inputs a model on their
+    inner device, as after `Learner.fit`) a DeviceError saying what to call."""
     if err.details.get("hint"):
         return err
-    model = [d for d in module.devices() if d.is_autodiff]
-    plain = [x.device for x in inputs if isinstance(x, Tensor) and not x.device.is_autodiff]
-    if not model or not plain:
-        return err
-    return DeviceError(
-        f"{type(module).__name__}", f"input is on {plain[0]}, the model on {model[0]}",
-        hint=f"move the input with x.to('{model[0]}') or use model.valid() for inference",
-        cause=str(err))
+    devices = module.devices()
+    tensors = [x.device for x in inputs if isinstance(x, Tensor)]
+    model = [d for d in devices if d.is_autodiff]
+    plain = [d for d in tensors if not d.is_autodiff]
+    if model and plain:
+        hint = f"move the input with x.to('{model[0]}') or use model.valid() for inference"
+        return DeviceError(f"{type(module).__name__}",
+                           f"input is on {plain[0]}, the model on {model[0]}", hint=hint,
+                           cause=str(err))
+    tracked = [d for d in tensors if d.is_autodiff and d.inner() in devices]
+    if tracked and not model:
+        hint = (f"pass x.inner() (or x.to('{tracked[0].inner()}')) for inference, or move the "
+                f"model with model.to('{tracked[0]}') to train it")
+        return DeviceError(f"{type(module).__name__}",
+                           f"input is on {tracked[0]}, the model on {tracked[0].inner()}",
+                           hint=hint, cause=str(err))
+    return err
 
 
 class Module:
