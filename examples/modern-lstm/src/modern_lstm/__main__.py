@@ -18,7 +18,6 @@ import burn
 import burn.optim as optim
 from burn import record
 from burn.data import DataLoader, StackBatcher
-from burn.errors import BurnError
 from burn.nn import Module
 from burn.train import Learner, LossMetric
 from modern_lstm.data import sine_sequences
@@ -99,18 +98,6 @@ def _write_json(path: Path, value: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def device_arg(spec: str) -> burn.Device:
-    """argparse type of `--device`: a device spec such as `numpy` or `numpy+autodiff`.
-
-    Raises:
-        argparse.ArgumentTypeError: for an unknown spec (burn's message lists the valid ones).
-    """
-    try:
-        return burn.Device(spec)
-    except BurnError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (1 when `--infer` finds no model)."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -121,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--seq-len", type=int, default=10)
     parser.add_argument("--sequences", type=int, default=2000)
-    parser.add_argument("--device", type=device_arg, default=None,
+    parser.add_argument("--device", type=burn.device.device_arg, default=None,
                         help="a device spec, e.g. numpy or numpy+autodiff (default: burn's)")
     parser.add_argument("--artifact-dir", type=Path, default=Path("artifacts/modern-lstm"),
                         help="logs, checkpoints, curves and the model (default: %(default)s)")

@@ -14,7 +14,6 @@ import nbclient
 import nbformat
 
 import burn
-from burn.errors import BurnError
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "tour.ipynb"
 
@@ -36,22 +35,10 @@ def execute(device: str, timeout: int = 120) -> list[str]:
             for cell in nb.cells if cell.cell_type == "code"]
 
 
-def device_arg(spec: str) -> burn.Device:
-    """argparse type of `--device`: a device spec such as `numpy` or `numpy+autodiff`.
-
-    Raises:
-        argparse.ArgumentTypeError: for an unknown spec (burn's message lists the valid ones).
-    """
-    try:
-        return burn.Device(spec)
-    except BurnError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (1 when a cell fails)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--device", type=device_arg, default=None,
+    parser.add_argument("--device", type=burn.device.device_arg, default=None,
                         help="a device spec, e.g. numpy or numpy+autodiff (default: burn's)")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     parser.add_argument("--smoke", action="store_true", help="the same run (it is quick)")

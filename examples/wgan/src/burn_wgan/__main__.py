@@ -10,22 +10,9 @@ import sys
 from pathlib import Path
 
 import burn
-from burn.errors import BurnError
 from burn_dataset import DatasetUnavailableError
 from burn_wgan.data import load_images
 from burn_wgan.training import WganConfig, train
-
-
-def device_arg(spec: str) -> burn.Device:
-    """argparse type of `--device`: a device spec such as `numpy` or `numpy+autodiff`.
-
-    Raises:
-        argparse.ArgumentTypeError: for an unknown spec (burn's message lists the valid ones).
-    """
-    try:
-        return burn.Device(spec)
-    except BurnError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write a sample grid every this many epochs")
     parser.add_argument("--train-size", type=int, default=10_000,
                         help="at most this many training images")
-    parser.add_argument("--device", type=device_arg, default=None,
+    parser.add_argument("--device", type=burn.device.device_arg, default=None,
                         help="a device spec, e.g. numpy or numpy+autodiff (default: burn's)")
     parser.add_argument("--artifact-dir", type=Path, default=Path("artifacts/wgan"),
                         help="sample grids and loss curves (default: %(default)s)")

@@ -186,3 +186,18 @@ def sync(device: Device | str | None = None) -> None:
         DeviceError: for a bad device argument; any error the backend deferred.
     """
     as_device(device).backend.sync()
+
+
+def device_arg(spec: str) -> Device:
+    """An argparse ``type=`` for a ``--device`` option: the `Device` of a spec such as
+    ``numpy`` or ``numpy+autodiff``.
+
+    Raises:
+        argparse.ArgumentTypeError: for a bad spec (burn's message lists the valid names).
+    """
+    import argparse
+
+    try:
+        return Device(spec)
+    except DeviceError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e

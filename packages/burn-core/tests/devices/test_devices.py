@@ -174,3 +174,16 @@ def test_broken_entry_point_is_reported_by_available_backends(tmp_path, clean_re
     registry._targets.clear()
     info = next(i for i in burn.available_backends() if i.name == "ghost")
     assert not info.available and "cannot import" in info.reason
+
+
+def test_device_arg_is_an_argparse_type():
+    import argparse
+
+    from burn.device import device_arg
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=device_arg)
+    parsed = parser.parse_args(["--device", "numpy+autodiff"]).device
+    assert parsed == burn.Device("numpy").autodiff()
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown backend.*numpy"):
+        device_arg("tpu")
