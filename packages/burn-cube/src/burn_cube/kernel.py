@@ -362,18 +362,7 @@ class Kernel(BaseKernel):
     def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
              ) -> tuple[Specs, tuple[int, int, int], list[Any],
                         list[tuple[str, np.ndarray, DeviceArray]]]:
-        """Check the arguments and derive their specialization.
-
-        Args:
-            rt: Target runtime.
-            cube_dim: Units per cube.
-            *args: Kernel arguments.
-            **kwargs: Kernel arguments by name.
-
-        Returns:
-            The specs, the cube dim, the runtime arguments, and (name, numpy array, device copy)
-            for each uploaded numpy array.
-        """
+        """`BaseKernel.bind` for a decorated kernel: specs from the arguments' types."""
         dims = self._check_dims(rt, cube_dim)
         try:
             bound = self.signature.bind(*args, **kwargs)
