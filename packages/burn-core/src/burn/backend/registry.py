@@ -26,7 +26,10 @@ DECORATOR_GROUP = "burn.decorators"
 
 # burn-core's own, registered in code so that a source tree works without install metadata.
 _BUILTIN: dict[str, dict[str, str]] = {
-    BACKEND_GROUP: {"numpy": "burn.backends.numpy:NumpyBackend"},
+    BACKEND_GROUP: {"numpy": "burn.backends.numpy:NumpyBackend",
+                    "cpu": "burn.backends.cube:CpuBackend",
+                    "wgpu": "burn.backends.cube:WgpuBackend",
+                    "cuda": "burn.backends.cube:CudaBackend"},
     DECORATOR_GROUP: {"autodiff": "burn.autodiff:Autodiff", "profile": "burn.profiler:Profile"},
 }
 # name -> "module:Class" or a class, per group; filled on first use.

@@ -1,0 +1,203 @@
+"""`CubeBackend`: one backend over burn-cube's runtimes; `cpu`, `wgpu` and `cuda` devices.
+
+A primitive is a `CubeTensor` (a device buffer, or a strided view of one, and a burn dtype).
+Ops come from family modules (creation, elementwise, layout, ...); an op no family has a
+kernel for yet runs on the host NumPy backend (`fallback.py`), counted in `fallbacks`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, ClassVar
+
+import numpy as np
+
+from burn.backend.protocol import Backend
+from burn.device import Device
+from burn.dtype import DType, from_numpy
+from burn.ir import OPS
+from burn.ir.cube import CUBE_DTYPES, cube_dtype
+
+from . import layout
+from .creation import CubeCreationOps
+from .elementwise import ELEMENTWISE_METHODS
+from .fallback import fallback_method
+from .tensor import CubeTensor, Shape
+
+#: Units per cube of the 1-d kernels (elementwise, copies, fills).
+CUBE_DIM = 256
+
+
+def _layout_method(name: str, kind: str) -> Any:
+    fn = layout.LAYOUT[name]
+
+    def method(self: CubeBackend, *args: Any) -> Any:
+        return fn(self, *args)
+
+    method.__name__ = method.__qualname__ = f"{kind}_{name}"
+    return method
+
+
+class CubeBackend(CubeCreationOps, Backend):
+    """A backend on one burn-cube runtime device.
+
+    Args:
+        index: the device index (``cuda:1`` is index 1).
+    """
+
+    #: the burn-cube runtime ("cpu", "wgpu", "cuda").
+    runtime_name: ClassVar[str] = ""
+    is_autodiff = False
+
+    def __init__(self, index: int = 0) -> None:
+        import burn_cube
+
+        from burn.backends.numpy import NumpyBackend
+
+        self.runtime = burn_cube.runtime(self.runtime_name, index)
+        self.index = index
+        self.device = Device(f"{self.name}:{index}" if index else self.name)
+        #: the host backend of ops without a kernel yet, and its device.
+        self.host = NumpyBackend()
+        self.host_device = Device("numpy")
+        #: op name -> calls that ran on the host fallback.
+        self.fallbacks: Counter[str] = Counter()
+        self._dtypes = self.runtime.properties.dtypes
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """Why the runtime cannot run here (burn-cube's message), or None."""
+        try:
+            import burn_cube
+            from burn_cube.errors import KernelError
+
+            burn_cube.runtime(cls.runtime_name)
+        except ImportError as exc:
+            return f"burn-cube is not installed ({exc})"
+        except KernelError as exc:
+            return str(exc)
+        return None
+
+    # --- hooks ----------------------------------------------------------------------------
+    def shape(self, x: CubeTensor) -> Shape:
+        return x.shape
+
+    def dtype(self, x: CubeTensor) -> DType:
+        return x.dtype
+
+    def device_of(self, x: Any) -> Device:
+        return self.device
+
+    def supports(self, dtype: DType) -> bool:
+        """Dtypes burn-cube has (no 8-bit ints) that the runtime's device holds (WGSL: no
+        bfloat16; f64 only where the adapter has it)."""
+        name = CUBE_DTYPES.get(dtype)
+        return name is not None and name.rstrip("_") in self._dtypes
+
+    def seed(self, seed: int) -> None:
+        self.host.seed(seed)
+
+    def sync(self) -> None:
+        self.runtime.sync()
+
+    def memory_stats(self) -> dict[str, int]:
+        return dict(self.runtime.memory_stats())
+
+    # --- buffers and launches -------------------------------------------------------------
+    def empty(self, shape: Shape, dtype: DType) -> CubeTensor:
+        """A new dense tensor (contents undefined)."""
+        from burn_cube.runtime.base import DeviceArray
+
+        cube = cube_dtype("empty", dtype)
+        if self.runtime_name == "cpu":
+            return CubeTensor(DeviceArray(self.runtime, np.empty(shape, cube.numpy), shape,
+                                          cube), dtype)
+        return CubeTensor(self.runtime.allocate(shape, cube), dtype)
+
+    def upload(self, data: np.ndarray) -> CubeTensor:
+        """A device tensor holding a copy of host `data` (of a dtype this device holds)."""
+        from burn_cube.runtime.base import DeviceArray
+
+        dtype = from_numpy(data.dtype, "from_data")
+        cube = cube_dtype("from_data", dtype)
+        if self.runtime_name == "cpu":
+            arr = np.array(data, dtype=cube.numpy, order="C", copy=True)
+            return CubeTensor(DeviceArray(self.runtime, arr, arr.shape, cube), dtype)
+        return CubeTensor(self.runtime.upload(np.array(data, cube.numpy, order="C")), dtype)
+
+    def from_host(self, data: np.ndarray) -> CubeTensor:
+        """A device tensor around a host result the caller gives up (no copy on the cpu)."""
+        from burn_cube.runtime.base import DeviceArray
+
+        if self.runtime_name == "cpu" and data.flags.c_contiguous:
+            dtype = from_numpy(data.dtype, "from_data")
+            cube = cube_dtype("from_data", dtype)
+            if data.dtype == cube.numpy:
+                return CubeTensor(DeviceArray(self.runtime, data, data.shape, cube), dtype)
+        return self.upload(data)
+
+    def launch(self, kernel: Any, units: int, *args: Any) -> None:
+        """Launch a 1-d kernel (`CUBE_DIM` units per cube) over at least `units` units."""
+        kernel.launch(self.runtime, (max(1, math.ceil(units / CUBE_DIM)), 1, 1), CUBE_DIM,
+                      *args)
+
+
+def _assemble(cls: type) -> None:
+    """Give `cls` every op: elementwise and layout kernels, then the host fallback for the
+    abstract ops still missing."""
+    for name, method in ELEMENTWISE_METHODS.items():
+        if name not in cls.__dict__:
+            setattr(cls, name, method)
+    for name in layout.LAYOUT:
+        for kind in ("float", "int", "bool"):
+            if f"{kind}_{name}" in OPS:
+                setattr(cls, f"{kind}_{name}", _layout_method(name, kind))
+    for name, op in OPS.items():
+        if not op.default and name in getattr(cls, "__abstractmethods__", ()):
+            setattr(cls, name, fallback_method(op))
+    cls.__abstractmethods__ = frozenset(
+        n for n in cls.__abstractmethods__ if getattr(getattr(cls, n), "__isabstractmethod__",
+                                                      False))
+
+
+_assemble(CubeBackend)
+
+
+class CpuBackend(CubeBackend):
+    """The host CPU through generated C (gcc/clang + OpenMP)."""
+
+    name = "cpu"
+    runtime_name = "cpu"
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """No C compiler, else None."""
+        try:
+            from burn_cube.runtime.cpu import find_compiler
+
+            find_compiler()
+        except ImportError as exc:
+            return f"burn-cube is not installed ({exc})"
+        except Exception as exc:  # MissingCompilerError: say what to install
+            return str(exc)
+        return None
+
+
+class WgpuBackend(CubeBackend):
+    """A WebGPU adapter (Vulkan, Metal, DX12) through wgpu-py and WGSL."""
+
+    name = "wgpu"
+    runtime_name = "wgpu"
+
+    def supports(self, dtype: DType) -> bool:
+        """As `CubeBackend.supports`, without float64: WGSL has no f64 math functions, even
+        on adapters that store f64."""
+        return dtype is not DType.float64 and super().supports(dtype)
+
+
+class CudaBackend(CubeBackend):
+    """An NVIDIA GPU through CuPy and NVRTC."""
+
+    name = "cuda"
+    runtime_name = "cuda"

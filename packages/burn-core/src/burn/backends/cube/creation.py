@@ -1,0 +1,83 @@
+"""Creation, I/O and devices of the cube backends: uploads, downloads, fills and arange."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from burn.dtype import DType
+
+from .kernels import fill_kernel
+from .tensor import CubeTensor, Shape, host_array
+
+if TYPE_CHECKING:
+    from burn.device import Device
+
+
+def into_data(backend: Any, x: CubeTensor) -> np.ndarray:
+    """A C-contiguous host copy the caller owns."""
+    return np.array(host_array(x), order="C", copy=True)
+
+
+def full(backend: Any, shape: Shape, value: Any, dtype: DType) -> CubeTensor:
+    """A new tensor of `shape` filled with `value` (ints wrap into `dtype`, as numpy casts)."""
+    out = backend.empty(tuple(shape), dtype)
+    if out.size:
+        if dtype.is_float:
+            host: Any = float(value)
+        elif dtype is DType.bool:
+            host = bool(value)
+        else:
+            host = np.array(value).astype(dtype.numpy).item()
+        backend.launch(fill_kernel(dtype), out.size, host, out.view((out.size,), (1,)).array)
+    return out
+
+
+class CubeCreationOps:
+    """from_data / into_data / to_device / empty / full / arange."""
+
+    def float_from_data(self: Any, data: np.ndarray, device: Device) -> CubeTensor:
+        return self.upload(data)
+
+    int_from_data = bool_from_data = float_from_data
+
+    def float_into_data(self: Any, x: CubeTensor) -> np.ndarray:
+        return into_data(self, x)
+
+    int_into_data = bool_into_data = float_into_data
+
+    def float_to_device(self: Any, x: CubeTensor, device: Device) -> CubeTensor:
+        """The same tensor on this device; another device of the runtime copies through the
+        host."""
+        target = device.backend
+        return x if target is self else target.upload(host_array(x))
+
+    int_to_device = bool_to_device = float_to_device
+
+    def float_empty(self: Any, shape: Shape, dtype: DType, device: Device) -> CubeTensor:
+        return self.empty(tuple(shape), dtype)
+
+    int_empty = float_empty
+
+    def float_full(self: Any, shape: Shape, value: float, dtype: DType,
+                   device: Device) -> CubeTensor:
+        return full(self, shape, value, dtype)
+
+    def int_full(self: Any, shape: Shape, value: int, dtype: DType,
+                 device: Device) -> CubeTensor:
+        """`value` wraps into `dtype` (as a numpy cast)."""
+        return full(self, shape, value, dtype)
+
+    def bool_full(self: Any, shape: Shape, value: bool, device: Device) -> CubeTensor:
+        return full(self, shape, value, DType.bool)
+
+    def int_arange(self: Any, start: int, end: int, step: int, dtype: DType,
+                   device: Device) -> CubeTensor:
+        """`start, start + step, ...` below `end` (above it for a negative step)."""
+        count = max(0, math.ceil((end - start) / step))
+        steps = full(self, (count,), step, dtype)
+        if count == 0:
+            return steps
+        return self.int_add_scalar(self.int_cumsum(steps, 0), start - step)
