@@ -52,8 +52,7 @@ class CubeBackend(CubeCreationOps, Backend):
 
     def __init__(self, index: int = 0) -> None:
         import burn_cube
-
-        from burn.backends.numpy import NumpyBackend
+        from burn.backends.numpy import NumpyBackend  # the host fallback
 
         self.runtime = burn_cube.runtime(self.runtime_name, index)
         self.index = index
@@ -144,11 +143,11 @@ class CubeBackend(CubeCreationOps, Backend):
 
 
 def _assemble(cls: type) -> None:
-    """Give `cls` every op: elementwise and layout kernels, then the host fallback for the
-    abstract ops still missing."""
+    """Give `cls` every op: elementwise kernels (where no family mixin has the op) and layout
+    kernels, then the host fallback for the abstract ops still missing."""
     for name, method in ELEMENTWISE_METHODS.items():
-        if name not in cls.__dict__:
-            setattr(cls, name, method)
+        if name in cls.__abstractmethods__ or getattr(cls, name) is getattr(Backend, name):
+            setattr(cls, name, method)  # a family's own method wins over the lowering
     for name in layout.LAYOUT:
         for kind in ("float", "int", "bool"):
             if f"{kind}_{name}" in OPS:
