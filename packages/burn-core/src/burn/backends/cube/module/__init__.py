@@ -1,0 +1,1 @@
+"""Module ops of the cube backends, one family per file."""
