@@ -23,6 +23,10 @@ from . import layout
 from .creation import CubeCreationOps
 from .elementwise import ELEMENTWISE_METHODS
 from .fallback import fallback_method
+from .indexing import CubeIndexingOps
+from .matmul import CubeMatmulOps
+from .module.conv import CubeConvOps
+from .random import CubeRandomOps
 from .tensor import CubeTensor, Shape
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
@@ -39,7 +43,8 @@ def _layout_method(name: str, kind: str) -> Any:
     return method
 
 
-class CubeBackend(CubeCreationOps, Backend):
+class CubeBackend(CubeIndexingOps, CubeConvOps, CubeMatmulOps, CubeRandomOps, CubeCreationOps,
+                  Backend):
     """A backend on one burn-cube runtime device.
 
     Args:
@@ -94,15 +99,6 @@ class CubeBackend(CubeCreationOps, Backend):
         name = CUBE_DTYPES.get(dtype)
         return name is not None and name.rstrip("_") in self._dtypes
 
-    def seed(self, seed: int) -> None:
-        self.host.seed(seed)
-
-    def sync(self) -> None:
-        self.runtime.sync()
-
-    def memory_stats(self) -> dict[str, int]:
-        return dict(self.runtime.memory_stats())
-
     # --- buffers and launches -------------------------------------------------------------
     def empty(self, shape: Shape, dtype: DType) -> CubeTensor:
         """A new dense tensor (contents undefined)."""
@@ -145,19 +141,21 @@ class CubeBackend(CubeCreationOps, Backend):
 def _assemble(cls: type) -> None:
     """Give `cls` every op: elementwise kernels (where no family mixin has the op) and layout
     kernels, then the host fallback for the abstract ops still missing."""
+
+    def abstract(name: str) -> bool:
+        return getattr(getattr(cls, name), "__isabstractmethod__", False)
+
     for name, method in ELEMENTWISE_METHODS.items():
-        if name in cls.__abstractmethods__ or getattr(cls, name) is getattr(Backend, name):
+        if abstract(name) or getattr(cls, name) is getattr(Backend, name):
             setattr(cls, name, method)  # a family's own method wins over the lowering
     for name in layout.LAYOUT:
         for kind in ("float", "int", "bool"):
             if f"{kind}_{name}" in OPS:
                 setattr(cls, f"{kind}_{name}", _layout_method(name, kind))
     for name, op in OPS.items():
-        if not op.default and name in getattr(cls, "__abstractmethods__", ()):
+        if abstract(name):
             setattr(cls, name, fallback_method(op))
-    cls.__abstractmethods__ = frozenset(
-        n for n in cls.__abstractmethods__ if getattr(getattr(cls, n), "__isabstractmethod__",
-                                                      False))
+    cls.__abstractmethods__ = frozenset(n for n in cls.__abstractmethods__ if abstract(n))
 
 
 _assemble(CubeBackend)

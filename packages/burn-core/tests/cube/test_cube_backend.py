@@ -1,0 +1,116 @@
+"""The cube backends as devices: registration, layout views without copies, dtype support,
+moves between devices, and the host fallback's bookkeeping (cpu and wgpu)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+from burn.backends.cube import CubeTensor
+from burn.errors import UnsupportedDTypeError
+
+DEVICES = ["cpu", "wgpu"]
+
+
+def _prim(t: burn.Tensor) -> CubeTensor:
+    prim = t._prim
+    assert isinstance(prim, CubeTensor)
+    return prim
+
+
+def _storage(t: burn.Tensor) -> object:
+    array = _prim(t).array
+    return (array.base if array.base is not None else array).handle
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_cube_devices_are_registered_and_available(name: str) -> None:
+    infos = {info.name: info for info in burn.available_backends()}
+    assert infos[name].available, infos[name].reason
+    assert infos["cuda"].available or infos["cuda"].reason  # says why not, without a GPU
+    device = burn.Device(name)
+    assert device.backend.name == name
+    assert str(burn.Device(f"{name}+autodiff")) == f"{name}+autodiff"
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_layout_ops_are_views_of_the_same_storage(name: str) -> None:
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = burn.tensor(data, device=name)
+    ref = torch.from_numpy(data)
+    views = {
+        "reshape": (x.reshape(6, 4), ref.reshape(6, 4)),
+        "permute": (x.permute(2, 0, 1), ref.permute(2, 0, 1)),
+        "swap_dims": (x.swap_dims(0, 2), ref.transpose(0, 2)),
+        "expand": (x[:, :1].expand(2, 5, 4), ref[:, :1].expand(2, 5, 4)),
+        "slice": (x[1:, ::2, 1:3], ref[1:, ::2, 1:3]),
+        "unfold": (x.unfold(2, 2, 1), ref.unfold(2, 2, 1)),
+    }
+    for what, (view, expected) in views.items():
+        assert _storage(view) is _storage(x), what
+        assert tuple(view.shape) == tuple(expected.shape), what
+        assert view.dtype == burn.float32, what
+        np.testing.assert_array_equal(view.to_numpy(), expected.numpy(), err_msg=what)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_copies_happen_only_where_a_kernel_needs_dense_data(name: str) -> None:
+    x = burn.tensor(np.arange(12, dtype=np.int64).reshape(3, 4), device=name)
+    transposed = x.swap_dims(0, 1)
+    assert not _prim(transposed).is_contiguous
+    flat = transposed.reshape(12)  # a transposed view cannot be reshaped in place
+    assert _storage(flat) is not _storage(x)
+    np.testing.assert_array_equal(flat.to_numpy(), np.arange(12).reshape(3, 4).T.reshape(12))
+    flipped = x.flip([0, 1])
+    np.testing.assert_array_equal(flipped.to_numpy(), np.arange(12).reshape(3, 4)[::-1, ::-1])
+    reversed_rows = x[::-1]
+    np.testing.assert_array_equal(reversed_rows.to_numpy(), np.arange(12).reshape(3, 4)[::-1])
+
+
+@pytest.mark.parametrize("name", DEVICES)
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3), (5,)])
+def test_empty_and_zero_dim_tensors_round_trip(name: str, shape: tuple[int, ...]) -> None:
+    data = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    x = burn.tensor(data, device=name)
+    y = (x * 2 + 1).to_numpy()
+    assert y.shape == shape and y.dtype == np.float32
+    np.testing.assert_array_equal(y, data * 2 + 1)
+
+
+def test_wgpu_refuses_float64_and_bfloat16_with_a_typed_error() -> None:
+    for dtype in (burn.float64, burn.bfloat16):
+        with pytest.raises(UnsupportedDTypeError, match="wgpu"):
+            burn.zeros((2,), dtype=dtype, device="wgpu")
+        with pytest.raises(UnsupportedDTypeError):
+            burn.ones((2,), device="wgpu").to(dtype)
+
+
+def test_cpu_holds_every_float_dtype() -> None:
+    for dtype in (burn.float64, burn.float32, burn.float16, burn.bfloat16):
+        x = burn.tensor([1.5, -2.25], dtype=dtype, device="cpu")
+        assert x.dtype == dtype
+        np.testing.assert_array_equal((x + x).to_numpy().astype(np.float64), [3.0, -4.5])
+
+
+def test_tensors_move_between_every_pair_of_devices() -> None:
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for source in ("numpy", *DEVICES):
+        for target in ("numpy", *DEVICES):
+            moved = burn.tensor(data, device=source).swap_dims(0, 1).to(target)
+            assert str(moved.device) == target
+            np.testing.assert_array_equal(moved.to_numpy(), data.T)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_elementwise_ops_run_on_kernels_not_on_the_host(name: str) -> None:
+    device = burn.Device(name)
+    before = sum(device.backend.fallbacks.values())
+    x = burn.tensor(np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4), device=device)
+    y = ((x.exp() - x.swap_dims(0, 1).reshape(3, 4)) * 0.5).clamp(-1, 1) > 0
+    assert y.dtype == burn.bool_
+    assert sum(device.backend.fallbacks.values()) == before
+    xt = torch.linspace(-2, 2, 12).reshape(3, 4)
+    expected = ((xt.exp() - xt.T.reshape(3, 4)) * 0.5).clamp(-1, 1) > 0
+    np.testing.assert_array_equal(y.to_numpy(), expected.numpy())
