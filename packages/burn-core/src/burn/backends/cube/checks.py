@@ -1,0 +1,174 @@
+"""Device-side argument checks of the cube backends: index ranges and integer divisors.
+
+`check_indices` and `check_nonzero` run a kernel that marks a slot of a per-device flag buffer
+instead of reading the values back; the error (`BurnIndexError`, `DivisionByZeroError`, naming
+the op) is raised at the next sync point: host reads (`*_into_data`), `sync()` and
+`memory_stats()`, which read every pending flag in one download. Only on the error path are the
+offending values read back, to name one in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from burn.dtype import DType
+from burn.errors import BurnError, BurnIndexError, DivisionByZeroError
+from burn.ir.cube import cube_dtype
+
+from .creation import full, into_data
+from .kernels import fill_kernel
+from .tensor import CubeTensor, host_array
+
+#: Flag slots per device; a check beyond them reads the pending flags first.
+CAPACITY = 256
+
+
+@cache
+def _check_kernel(dtype: DType, rank: int, nonzero: bool) -> Any:
+    """Flags `slot` where an element of `indices` is outside [low, size) (nonzero: where it is
+    zero); with `nonzero` False it also writes the indices to dense `out`, negatives wrapped
+    and bad ones replaced by 0, so later kernels never index out of bounds."""
+    from burn_cube import KernelBuilder, i32, u32
+
+    cube = cube_dtype("check_indices", dtype)
+    b = KernelBuilder("check_nonzero" if nonzero else "check_indices")
+    idx = b.tensor("indices", cube, rank=rank, write=False)
+    flags = b.tensor("flags", i32, rank=1, write=True)
+    slot = b.scalar("slot", u32)
+    if not nonzero:
+        out = b.tensor("out", cube, rank=1, write=True)
+        low, size = b.scalar("low", cube), b.scalar("size", cube)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < idx.len):
+        value = b.local(cube, idx[b.index_of(idx, pos)])
+        with b.if_(value == 0 if nonzero else b.or_(value < low, value >= size)):
+            flags[slot] = 1
+            if not nonzero:
+                b.set(value, 0)
+        if not nonzero:
+            out[pos] = b.select(value < 0, value + size, value)
+    return b.kernel()
+
+
+class PendingChecks:
+    """The flag buffer of one backend and the errors its set slots stand for.
+
+    Args:
+        backend: the cube backend.
+    """
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.flags: CubeTensor | None = None
+        #: one error maker per used slot, in slot order.
+        self.errors: list[Callable[[], BurnError]] = []
+
+    def slot(self, error: Callable[[], BurnError]) -> tuple[CubeTensor, int]:
+        """A free slot for a check whose failure `error` builds.
+
+        Returns:
+            The flag buffer and the slot index.
+        """
+        if len(self.errors) == CAPACITY:
+            self.raise_pending()
+        if self.flags is None:
+            self.flags = full(self.backend, (CAPACITY,), 0, DType.int32)
+        self.errors.append(error)
+        return self.flags, len(self.errors) - 1
+
+    def raise_pending(self) -> None:
+        """Read the used flags (one download), clear them, and raise the first failure.
+
+        Raises:
+            BurnError: the error of the first failed check since the last sync point.
+        """
+        if not self.errors or self.flags is None:
+            return
+        errors, self.errors = self.errors, []
+        used = self.flags.view((len(errors),), (1,), 0)
+        set_ = np.array(host_array(used), copy=True)
+        self.backend.launch(fill_kernel(DType.int32), len(errors), 0, used.array)
+        for flag, error in zip(set_, errors, strict=True):
+            if flag:
+                raise error()
+
+
+def pending(backend: Any) -> PendingChecks:
+    """The pending checks of `backend` (created on first use)."""
+    checks = backend.__dict__.get("_pending_checks")
+    if checks is None:
+        checks = backend.__dict__["_pending_checks"] = PendingChecks(backend)
+    return checks
+
+
+def _flat(t: CubeTensor) -> CubeTensor:
+    """A 0-d tensor as a 1-element rank-1 view (kernels index rank >= 1)."""
+    return t if t.shape else t.view((1,), (1,))
+
+
+def _first_bad(indices: CubeTensor, low: int, size: int) -> int:
+    data = host_array(indices)
+    return int(data[(data < low) | (data >= size)].flat[0])
+
+
+class CubeCheckOps:
+    """`check_indices` / `check_nonzero` on the device, reported at the next sync point."""
+
+    def check_indices(self: Any, op: str, indices: CubeTensor, size: int,
+                      wrap_negative: bool = True) -> CubeTensor:
+        """`indices` with negatives wrapped, checked on the device against [-size, size)
+        ([0, size) without `wrap_negative`); a failure raises `BurnIndexError` naming `op` at
+        the next sync point (out-of-range entries read as 0 until then)."""
+        if indices.size == 0:
+            return indices
+        low = -size if wrap_negative else 0
+        top = int(np.iinfo(indices.dtype.numpy).max)
+        shape = indices.shape
+
+        def error() -> BurnError:
+            return BurnIndexError(op, f"index {_first_bad(indices, low, size)} out of range "
+                                  f"[{low}, {size})", size=size, indices_shape=shape)
+
+        flags, slot = pending(self).slot(error)
+        out = self.empty(shape, indices.dtype)
+        view = _flat(indices)
+        self.launch(_check_kernel(indices.dtype, len(view.shape), False), indices.size,
+                    view.array, flags.array, slot, out.view((out.size,), (1,)).array,
+                    max(low, -top), min(size, top))
+        return out
+
+    def check_nonzero(self: Any, op: str, divisor: CubeTensor) -> None:
+        """Flag a zero in the int tensor `divisor` on the device; `DivisionByZeroError` naming
+        `op` is raised at the next sync point."""
+        if divisor.size == 0:
+            return
+        dtype, shape = divisor.dtype.value, divisor.shape
+
+        def error() -> BurnError:
+            return DivisionByZeroError(op, "integer division by zero", dtype=dtype, shape=shape)
+
+        flags, slot = pending(self).slot(error)
+        view = _flat(divisor)
+        self.launch(_check_kernel(divisor.dtype, len(view.shape), True), divisor.size,
+                    view.array, flags.array, slot)
+
+    def sync(self: Any) -> None:
+        """Wait for the device, then raise the first failed check since the last sync."""
+        self.runtime.sync()
+        pending(self).raise_pending()
+
+    def memory_stats(self: Any) -> dict[str, int]:
+        """The runtime's memory figures (a sync point for pending checks)."""
+        pending(self).raise_pending()
+        return dict(self.runtime.memory_stats())
+
+    def float_into_data(self: Any, x: CubeTensor) -> np.ndarray:
+        """A host copy of `x`, after raising any failed pending check."""
+        pending(self).raise_pending()
+        return into_data(self, x)
+
+    int_into_data = bool_into_data = float_into_data

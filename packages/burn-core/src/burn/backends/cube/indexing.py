@@ -1,0 +1,217 @@
+"""Indexing kernels of the cube backends: select, select_assign, gather, scatter, embedding.
+
+Inputs are read in place as strided views (broadcast, permuted, sliced); results are new dense
+tensors. Indices arrive checked and wrapped (`checks.py`), but every kernel wraps negatives
+again and never reads or writes out of bounds: an out-of-range index reads as 0 and writes
+nothing.
+
+Scatter (and select_assign, a scatter of indices broadcast over the values) is deterministic
+and exact: one unit per *line* (every coordinate of the indices but `dim`) walks its indices
+in order and updates the output positions of that line, which no other unit touches. So
+duplicate indices accumulate in index order with "add" and the last one wins with "assign",
+exactly as the NumPy backend's `np.add.at` / fancy assignment, with no float atomics; the cost
+is parallelism over lines only. float16 / bfloat16 accumulate in a float32 copy (as the NumPy
+backend computes them) that is cast back once.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+from burn.dtype import DType
+from burn.ir.cube import cube_dtype
+
+from .checks import CubeCheckOps
+from .layout import contiguous_copy
+from .tensor import CubeTensor, Shape, dense_strides
+
+
+def _coords(b: Any, of: Any, pos: Any, rank: int, skip: int | None = None) -> list[Any]:
+    """Row-major coordinates of position `pos` in the shape of tensor `of` (u32 locals);
+    dimension `skip` is left out of the unravelling (its entry is None)."""
+    from burn_cube import u32
+
+    rest = b.local(u32, pos)
+    coords: list[Any] = [None] * rank
+    for d in reversed(range(rank)):
+        if d != skip:
+            coords[d] = b.local(u32, rest % of.shape[d])
+            b.set(rest, rest // of.shape[d])
+    return coords
+
+
+def _at(t: Any, coords: list[Any], dim: int | None = None, value: Any = None) -> Any:
+    """Storage index of `t` at `coords`, with `value` as the coordinate of `dim`."""
+    index = t.offset
+    for d, c in enumerate(coords):
+        index = index + (value if d == dim else c) * t.stride[d]
+    return index
+
+
+def _wrapped(b: Any, index: Any, size: Any) -> tuple[Any, Any]:
+    """`(valid, position)` of an index value against the extent `size` (u32): negatives
+    wrapped; the position is u32 and 0 where not valid."""
+    from burn_cube import bool_, u32
+
+    extent = b.cast(size, index.dtype)
+    wrapped = b.local(index.dtype, b.select(index < 0, index + extent, index))
+    valid = b.local(bool_, b.and_(wrapped >= 0, wrapped < extent))
+    return valid, b.cast(b.select(valid, wrapped, 0), u32)
+
+
+@cache
+def _select_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int,
+                   index_rank: int) -> Any:
+    """`out[..., k, ...] = x[..., indices.flat[k], ...]` along `dim`; `out` is dense, of x's
+    rank, with `indices.size` entries along `dim` (indices of any rank: embedding)."""
+    from burn_cube import KernelBuilder
+
+    cube = cube_dtype("select", dtype)
+    b = KernelBuilder("index_select")
+    x = b.tensor("x", cube, rank=rank, write=False)
+    idx = b.tensor("indices", cube_dtype("select", index_dtype), rank=index_rank, write=False)
+    out = b.tensor("out", cube, rank=rank, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        c = _coords(b, out, pos, rank)
+        valid, row = _wrapped(b, idx[b.index_of(idx, c[dim])], x.shape[dim])
+        with b.if_(valid):
+            out[pos] = x[_at(x, c, dim, row)]
+        with b.else_():
+            out[pos] = b.cast(0, cube)
+    return b.kernel()
+
+
+@cache
+def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int) -> Any:
+    """`out[i][j] = x[indices[i][j]][j]` (dim 0); `out` is dense, of the indices' shape."""
+    from burn_cube import KernelBuilder
+
+    cube = cube_dtype("gather", dtype)
+    b = KernelBuilder("gather")
+    x = b.tensor("x", cube, rank=rank, write=False)
+    idx = b.tensor("indices", cube_dtype("gather", index_dtype), rank=rank, write=False)
+    out = b.tensor("out", cube, rank=rank, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        c = _coords(b, idx, pos, rank)
+        valid, row = _wrapped(b, idx[_at(idx, c)], x.shape[dim])
+        with b.if_(valid):
+            out[pos] = x[_at(x, c, dim, row)]
+        with b.else_():
+            out[pos] = b.cast(0, cube)
+    return b.kernel()
+
+
+@cache
+def _scatter_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: int, dim: int,
+                    add: bool) -> Any:
+    """In place on `out`: one unit per line of `indices` (all coordinates but `dim`) walks
+    `k` in order: `out[..., indices[..., k, ...], ...] (+)= values[..., k, ...]`."""
+    from burn_cube import KernelBuilder, u32
+
+    cube = cube_dtype("scatter", dtype)
+    b = KernelBuilder("scatter_add" if add else "scatter")
+    idx = b.tensor("indices", cube_dtype("scatter", index_dtype), rank=rank, write=False)
+    values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=rank, write=False)
+    out = b.tensor("out", cube, rank=rank, write=True)
+    lines = b.scalar("lines", u32)
+    line = b.ABSOLUTE_POS
+    with b.if_(line < lines):
+        c = _coords(b, idx, line, rank, skip=dim)
+        with b.for_range(idx.shape[dim]) as k:
+            valid, row = _wrapped(b, idx[_at(idx, c, dim, k)], out.shape[dim])
+            with b.if_(valid):
+                target = b.local(u32, _at(out, c, dim, row))
+                value = b.cast(values[_at(values, c, dim, k)], cube)
+                out[target] = out[target] + value if add else value
+    return b.kernel()
+
+
+def _as_rank1(t: CubeTensor) -> CubeTensor:
+    """A 0-d tensor as a rank-1 view of its one element."""
+    return t if t.shape else t.view((1,), (1,))
+
+
+def select(backend: Any, x: CubeTensor, dim: int, indices: CubeTensor) -> CubeTensor:
+    """`x` at `indices` (any rank, taken flat) along `dim`: dense, `indices.size` entries
+    there."""
+    index = _as_rank1(indices)
+    shape = x.shape[:dim] + (indices.size,) + x.shape[dim + 1:]
+    out = backend.empty(shape, x.dtype)
+    if out.size:
+        kernel = _select_kernel(x.dtype, indices.dtype, len(shape), dim, len(index.shape))
+        backend.launch(kernel, out.size, x.array, index.array, out.array)
+    return out
+
+
+def gather(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor) -> CubeTensor:
+    """torch.gather: dense, of the indices' shape."""
+    out = backend.empty(indices.shape, x.dtype)
+    if out.size:
+        kernel = _gather_kernel(x.dtype, indices.dtype, len(x.shape), dim)
+        backend.launch(kernel, out.size, x.array, indices.array, out.array)
+    return out
+
+
+def scatter(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor, values: CubeTensor,
+            add: bool) -> CubeTensor:
+    """A dense copy of `x` with `values` (at the indices' coordinates) written or added at
+    `indices` along `dim`, in index order."""
+    low = add and x.dtype in (DType.float16, DType.bfloat16)
+    out = backend.float_cast(x, DType.float32) if low else contiguous_copy(backend, x)
+    lines = math.prod(s for d, s in enumerate(indices.shape) if d != dim)
+    if indices.size:
+        kernel = _scatter_kernel(out.dtype, values.dtype, indices.dtype, len(x.shape), dim, add)
+        backend.launch(kernel, lines, indices.array, values.array, out.array, lines)
+    return backend.float_cast(out, x.dtype) if low else out
+
+
+def _rows(indices: CubeTensor, dim: int, shape: Shape) -> CubeTensor:
+    """1-d `indices` seen along `dim` of `shape` (stride 0 elsewhere)."""
+    strides = tuple(indices.strides[0] if d == dim else 0 for d in range(len(shape)))
+    return indices.view(shape, strides)
+
+
+class CubeIndexingOps(CubeCheckOps):
+    """select / select_assign / gather / scatter / embedding kernels, and the device checks."""
+
+    def float_select(self: Any, x: CubeTensor, dim: int, indices: CubeTensor) -> CubeTensor:
+        """torch.index_select (1-d indices)."""
+        return select(self, x, dim, indices)
+
+    int_select = bool_select = float_select
+
+    def float_select_assign(self: Any, x: CubeTensor, dim: int, indices: CubeTensor,
+                            values: CubeTensor) -> CubeTensor:
+        """torch.index_add on a copy: duplicate indices accumulate in index order."""
+        return scatter(self, dim, x, _rows(indices, dim, values.shape), values, True)
+
+    int_select_assign = float_select_assign
+
+    def float_gather(self: Any, dim: int, x: CubeTensor, indices: CubeTensor) -> CubeTensor:
+        """torch.gather (indices may be smaller than `x` outside `dim`)."""
+        return gather(self, dim, x, indices)
+
+    int_gather = bool_gather = float_gather
+
+    def float_scatter(self: Any, dim: int, x: CubeTensor, indices: CubeTensor,
+                      values: CubeTensor, reduce: str = "assign") -> CubeTensor:
+        """torch.scatter ("assign": the last duplicate wins) / scatter_add ("add": duplicates
+        accumulate in index order) on a copy."""
+        return scatter(self, dim, x, indices, values, reduce == "add")
+
+    int_scatter = float_scatter
+
+    def bool_scatter(self: Any, dim: int, x: CubeTensor, indices: CubeTensor,
+                     values: CubeTensor) -> CubeTensor:
+        """Assign-scatter of bool values (the last duplicate wins)."""
+        return scatter(self, dim, x, indices, values, False)
+
+    def embedding(self: Any, weight: CubeTensor, indices: CubeTensor) -> CubeTensor:
+        """Rows of `weight` [V, D] at `indices` (any shape) -> [*indices, D], one kernel."""
+        rows = select(self, weight, 0, indices)
+        shape = (*indices.shape, weight.shape[1])
+        return rows.view(shape, dense_strides(shape))
