@@ -1,0 +1,348 @@
+"""Pooling of the cube backends (avg, max with indices, adaptive avg; 1d and 2d) and backward.
+
+1d inputs run as 2d ones with a height of 1. The window geometry (kernel, stride, padding,
+dilation) goes to the kernels as runtime scalars, so one kernel per dtype serves every shape.
+The backward kernels gather: each input element sums the output gradients of the windows that
+read it (deterministic, no atomics). Adaptive pooling is a separable resampling
+(`resize.resample`) with the NumPy backend's averaging matrices.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from burn.backend.options import PoolOptions, window_out
+from burn.backends.numpy.module.pool import _adaptive_matrix as adaptive_matrix
+from burn.dtype import DType
+from burn.errors import ShapeError
+from burn.ir.cube import cube_dtype
+
+from ..tensor import CubeTensor, Shape
+from .resize import as_4d, device_csr, resample, unravel, work_dtype
+
+#: Names of the window scalars, per axis (h, w): kernel, stride, padding, dilation.
+_WINDOW = ("k", "s", "p", "d")
+
+
+def _geometry(op: str, x: CubeTensor, options: PoolOptions) -> tuple[list[int], list[int]]:
+    """Checks the options against x; returns the output spatial shape and the window scalars
+    (kh, kw, sh, sw, ph, pw, dh, dw; height 1 for 1d)."""
+    nd = len(options.kernel_size)
+    params = (options.stride, options.padding, options.dilation)
+    if nd not in (1, 2) or len(x.shape) != nd + 2 or any(len(p) != nd for p in params):
+        raise ShapeError(op, "x must be [N, C, *spatial] with 1 or 2 spatial dims matching "
+                         "the options", x=x.shape, kernel_size=options.kernel_size)
+    out = window_out(x.shape[2:], options.kernel_size, *params, options.ceil_mode)
+    if min(out) < 1:
+        raise ShapeError(op, "kernel larger than the padded input", x=x.shape,
+                         kernel_size=options.kernel_size)
+    lead = {"k": 1, "s": 1, "p": 0, "d": 1} if nd == 1 else {}
+    values = dict(zip(_WINDOW, (options.kernel_size, *params), strict=True))
+    scalars = [v for name in _WINDOW for v in ([lead[name]] if lead else []) + list(values[name])]
+    return out, scalars
+
+
+def _window_scalars(b: Any) -> dict[str, Any]:
+    """Declares the window scalars (i32) in `_geometry`'s order."""
+    from burn_cube import i32
+
+    return {f"{name}{axis}": b.scalar(f"{name}{axis}", i32) for name in _WINDOW
+            for axis in "hw"}
+
+
+def _count(b: Any, start: Any, k: Any, d: Any, low: Any, high: Any) -> Any:
+    """Number of taps start + i*d (i < k) inside [low, high), as an f32 local."""
+    from burn_cube import f32
+
+    n = b.local(f32, 0.0)
+    with b.for_range(k) as i:
+        tap = start + i * d
+        b.set(n, n + b.cast(b.and_(tap >= low, tap < high), f32))
+    return n
+
+
+def _divisor(b: Any, w: dict[str, Any], oh: Any, ow: Any, size: tuple[Any, Any],
+             include_pad: Any) -> Any:
+    """Element count of window (oh, ow): padded taps count with count_include_pad only."""
+    qh, qw = w["ph"] * include_pad, w["pw"] * include_pad
+    rows = _count(b, oh * w["sh"] - w["ph"], w["kh"], w["dh"], -qh, size[0] + qh)
+    cols = _count(b, ow * w["sw"] - w["pw"], w["kw"], w["dw"], -qw, size[1] + qw)
+    return rows * cols
+
+
+def _inside(b: Any, v: Any, size: Any) -> Any:
+    return b.and_(v >= 0, v < size)
+
+
+@cache
+def _avg_kernel(dtype: DType) -> Any:
+    """Average pooling: one unit per output element."""
+    from burn_cube import KernelBuilder, i32
+
+    work = cube_dtype("avg_pool", work_dtype(dtype))
+    b = KernelBuilder("avg_pool")
+    x = b.tensor("x", cube_dtype("avg_pool", dtype), rank=4, write=False)
+    w = _window_scalars(b)
+    include_pad = b.scalar("include_pad", i32)
+    y = b.tensor("out", cube_dtype("avg_pool", dtype), rank=4, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < y.len):
+        n, c, oh, ow = unravel(b, pos, y)
+        size = (b.cast(x.shape[2], i32), b.cast(x.shape[3], i32))
+        acc = b.local(work, 0.0)
+        with b.for_range(w["kh"]) as i:
+            h = oh * w["sh"] - w["ph"] + i * w["dh"]
+            with b.if_(_inside(b, h, size[0])), b.for_range(w["kw"]) as j:
+                col = ow * w["sw"] - w["pw"] + j * w["dw"]
+                with b.if_(_inside(b, col, size[1])):
+                    b.set(acc, acc + b.cast(x[n, c, h, col], work))
+        y[pos] = acc / b.cast(_divisor(b, w, oh, ow, size, include_pad), work)
+    return b.kernel()
+
+
+@cache
+def _max_kernel(dtype: DType) -> Any:
+    """Max pooling with -inf padding; NaN wins, ties go to the first tap (as NumPy)."""
+    from burn_cube import KernelBuilder, i32, i64
+
+    work = cube_dtype("max_pool", work_dtype(dtype))
+    b = KernelBuilder("max_pool")
+    x = b.tensor("x", cube_dtype("max_pool", dtype), rank=4, write=False)
+    w = _window_scalars(b)
+    y = b.tensor("out", cube_dtype("max_pool", dtype), rank=4, write=True)
+    idx = b.tensor("indices", i64, rank=4, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < y.len):
+        n, c, oh, ow = unravel(b, pos, y)
+        size = (b.cast(x.shape[2], i32), b.cast(x.shape[3], i32))
+        best = b.local(work, float("-inf"))
+        arg = b.local(i32, 0)
+        with b.for_range(w["kh"]) as i, b.for_range(w["kw"]) as j:
+            h = oh * w["sh"] - w["ph"] + i * w["dh"]
+            col = ow * w["sw"] - w["pw"] + j * w["dw"]
+            value = b.local(work, float("-inf"))
+            with b.if_(b.and_(_inside(b, h, size[0]), _inside(b, col, size[1]))):
+                b.set(value, b.cast(x[n, c, h, col], work))
+            tap = i * w["kw"] + j
+            better = b.or_(value > best, b.and_(b.isnan(value), b.not_(b.isnan(best))))
+            with b.if_(b.or_(tap == 0, better)):
+                b.set(best, value)
+                b.set(arg, tap)
+        y[pos] = best
+        h = oh * w["sh"] - w["ph"] + (arg // w["kw"]) * w["dh"]
+        col = ow * w["sw"] - w["pw"] + (arg % w["kw"]) * w["dw"]
+        idx[pos] = b.cast(h * size[1] + col, i64)
+    return b.kernel()
+
+
+def _window_of(b: Any, w: dict[str, Any], at: Any, tap: Any, axis: str, size: Any
+               ) -> tuple[Any, Any]:
+    """(output index, validity) of the window that reads input index `at` (along `axis`)
+    with kernel tap `tap`."""
+    t = at + w[f"p{axis}"] - tap * w[f"d{axis}"]
+    o = t // w[f"s{axis}"]
+    return o, b.and_(b.and_(t >= 0, t % w[f"s{axis}"] == 0), o < size)
+
+
+@cache
+def _avg_backward_kernel(dtype: DType, grad_dtype: DType) -> Any:
+    """grad_x of average pooling: each input element sums grad / divisor of its windows, in
+    kernel-tap order (as the NumPy backend's col2im)."""
+    from burn_cube import KernelBuilder, i32
+
+    work = cube_dtype("avg_pool_backward", work_dtype(dtype))
+    b = KernelBuilder("avg_pool_backward")
+    g = b.tensor("grad", cube_dtype("avg_pool_backward", grad_dtype), rank=4, write=False)
+    w = _window_scalars(b)
+    include_pad = b.scalar("include_pad", i32)
+    gx = b.tensor("grad_x", cube_dtype("avg_pool_backward", dtype), rank=4, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < gx.len):
+        n, c, h, col = unravel(b, pos, gx)
+        size = (b.cast(gx.shape[2], i32), b.cast(gx.shape[3], i32))
+        acc = b.local(work, 0.0)
+        with b.for_range(w["kh"]) as i:
+            oh, row_ok = _window_of(b, w, h, i, "h", b.cast(g.shape[2], i32))
+            with b.if_(row_ok), b.for_range(w["kw"]) as j:
+                ow, col_ok = _window_of(b, w, col, j, "w", b.cast(g.shape[3], i32))
+                with b.if_(col_ok):
+                    div = b.cast(_divisor(b, w, oh, ow, size, include_pad), work)
+                    b.set(acc, acc + b.cast(g[n, c, oh, ow], work) / div)
+        gx[pos] = acc
+    return b.kernel()
+
+
+@cache
+def _max_backward_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) -> Any:
+    """grad_x of max pooling: each input element sums the grads of the windows whose index
+    names it, in output order (as the NumPy backend's scatter)."""
+    from burn_cube import KernelBuilder, i32
+
+    work = cube_dtype("max_pool_backward", work_dtype(dtype))
+    b = KernelBuilder("max_pool_backward")
+    idx = b.tensor("indices", cube_dtype("max_pool_backward", index_dtype), rank=4, write=False)
+    g = b.tensor("grad", cube_dtype("max_pool_backward", grad_dtype), rank=4, write=False)
+    w = _window_scalars(b)
+    gx = b.tensor("grad_x", cube_dtype("max_pool_backward", dtype), rank=4, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < gx.len):
+        n, c, h, col = unravel(b, pos, gx)
+        flat = h * b.cast(gx.shape[3], i32) + col
+        acc = b.local(work, 0.0)
+        with b.for_range(w["kh"]) as ri:
+            oh, row_ok = _window_of(b, w, h, w["kh"] - 1 - ri, "h", b.cast(g.shape[2], i32))
+            with b.if_(row_ok), b.for_range(w["kw"]) as rj:
+                ow, col_ok = _window_of(b, w, col, w["kw"] - 1 - rj, "w",
+                                        b.cast(g.shape[3], i32))
+                with b.if_(col_ok), b.if_(idx[n, c, oh, ow] == flat):
+                    b.set(acc, acc + b.cast(g[n, c, oh, ow], work))
+        gx[pos] = acc
+    return b.kernel()
+
+
+def _check_grad(op: str, x: CubeTensor, grad: CubeTensor, out: list[int],
+                indices: CubeTensor | None = None) -> None:
+    expected = (*x.shape[:2], *out)
+    if grad.shape != expected or (indices is not None and indices.shape != expected):
+        raise ShapeError(op, "grad (and indices) must have the output's shape", grad=grad.shape,
+                         x=x.shape, indices=None if indices is None else indices.shape)
+
+
+def _back_to(t: CubeTensor, shape: Shape) -> CubeTensor:
+    """A dense 4-d result viewed with `shape` (drops the height of 1 of 1d pooling)."""
+    if len(shape) == 4:
+        return t
+    return t.view(shape, (t.strides[0], t.strides[1], t.strides[3]))
+
+
+def _empty4(backend: Any, x: CubeTensor, spatial: list[int], dtype: DType) -> CubeTensor:
+    """A dense 4-d result [N, C, *spatial] (height 1 for 1d)."""
+    return backend.empty((*x.shape[:2], *([1] * (4 - len(x.shape))), *spatial), dtype)
+
+
+def _adaptive_maps(backend: Any, op: str, x: CubeTensor, sizes: Shape, transpose: bool
+                   ) -> list[tuple[int, Any, int]]:
+    nd = len(sizes)
+    if nd not in (1, 2) or len(x.shape) != nd + 2 or min(sizes) < 1:
+        raise ShapeError(op, "x must be [N, C, *spatial] with 1 or 2 spatial dims, output "
+                         "sizes >= 1", x=x.shape, output_size=sizes)
+    work = work_dtype(x.dtype)
+    return [(axis, device_csr(backend, (n, o), work, transpose, adaptive_matrix),
+             n if transpose else o)
+            for axis, n, o in zip((2, 3)[-nd:], x.shape[2:], sizes, strict=True)]
+
+
+class CubePoolOps:
+    """Pooling kernels of the cube backends."""
+
+    def avg_pool(self: Any, x: CubeTensor, options: PoolOptions) -> CubeTensor:
+        """Average pooling 1d/2d (count_include_pad, ceil_mode as PyTorch).
+
+        Args:
+            x: input [N, C, *spatial] (any strides).
+            options: kernel_size, stride, padding, dilation, ceil_mode, count_include_pad.
+
+        Returns:
+            [N, C, *out] of x's dtype.
+        """
+        out, scalars = _geometry("avg_pool", x, options)
+        y = _empty4(self, x, out, x.dtype)
+        if y.size:
+            self.launch(_avg_kernel(x.dtype), y.size, as_4d(x).array, *scalars,
+                        int(options.count_include_pad), y.array)
+        return _back_to(y, (*x.shape[:2], *out))
+
+    def avg_pool_backward(self: Any, x: CubeTensor, grad: CubeTensor,
+                          options: PoolOptions) -> CubeTensor:
+        """Gradient of `avg_pool` with respect to x.
+
+        Args:
+            x: the forward's input [N, C, *spatial].
+            grad: gradient of the output [N, C, *out].
+            options: the forward's options.
+
+        Returns:
+            grad_x of x's shape and dtype.
+        """
+        out, scalars = _geometry("avg_pool_backward", x, options)
+        _check_grad("avg_pool_backward", x, grad, out)
+        gx = _empty4(self, x, list(x.shape[2:]), x.dtype)
+        if gx.size:
+            self.launch(_avg_backward_kernel(x.dtype, grad.dtype), gx.size, as_4d(grad).array,
+                        *scalars, int(options.count_include_pad), gx.array)
+        return _back_to(gx, x.shape)
+
+    def max_pool_with_indices(self: Any, x: CubeTensor, options: PoolOptions
+                              ) -> tuple[CubeTensor, CubeTensor]:
+        """Max pooling 1d/2d; NaN wins, ties go to the first window element.
+
+        Args:
+            x: input [N, C, *spatial] (any strides).
+            options: kernel_size, stride, padding, dilation, ceil_mode.
+
+        Returns:
+            (values [N, C, *out] of x's dtype, int64 flat indices into each input plane).
+        """
+        out, scalars = _geometry("max_pool", x, options)
+        y = _empty4(self, x, out, x.dtype)
+        idx = _empty4(self, x, out, DType.int64)
+        if y.size:
+            self.launch(_max_kernel(x.dtype), y.size, as_4d(x).array, *scalars, y.array,
+                        idx.array)
+        shape = (*x.shape[:2], *out)
+        return _back_to(y, shape), _back_to(idx, shape)
+
+    def max_pool_backward(self: Any, x: CubeTensor, indices: CubeTensor, grad: CubeTensor,
+                          options: PoolOptions) -> CubeTensor:
+        """Gradient of max pooling: each input element gathers the grads of the windows whose
+        index (from `max_pool_with_indices`) names it.
+
+        Args:
+            x: the forward's input [N, C, *spatial].
+            indices: the forward's indices.
+            grad: gradient of the output, indices' shape.
+            options: the forward's options.
+
+        Returns:
+            grad_x of x's shape and dtype.
+        """
+        out, scalars = _geometry("max_pool_backward", x, options)
+        _check_grad("max_pool_backward", x, grad, out, indices)
+        gx = _empty4(self, x, list(x.shape[2:]), x.dtype)
+        if gx.size:
+            kernel = _max_backward_kernel(x.dtype, grad.dtype, indices.dtype)
+            self.launch(kernel, gx.size, as_4d(indices).array, as_4d(grad).array, *scalars,
+                        gx.array)
+        return _back_to(gx, x.shape)
+
+    def adaptive_avg_pool(self: Any, x: CubeTensor, output_size: Shape) -> CubeTensor:
+        """Adaptive average pooling 1d/2d (PyTorch's window bounds).
+
+        Args:
+            x: input [N, C, *spatial] (any strides).
+            output_size: output spatial shape.
+
+        Returns:
+            [N, C, *output_size] of x's dtype.
+        """
+        maps = _adaptive_maps(self, "adaptive_avg_pool", x, tuple(output_size), False)
+        y = resample(self, as_4d(x), maps, x.dtype)
+        return _back_to(y, (*x.shape[:2], *output_size))
+
+    def adaptive_avg_pool_backward(self: Any, x: CubeTensor, grad: CubeTensor) -> CubeTensor:
+        """Gradient of `adaptive_avg_pool` with respect to x.
+
+        Args:
+            x: the forward's input [N, C, *spatial].
+            grad: gradient of the output [N, C, *output_size].
+
+        Returns:
+            grad_x of x's shape and dtype.
+        """
+        op = "adaptive_avg_pool_backward"
+        if len(grad.shape) != len(x.shape) or grad.shape[:2] != x.shape[:2]:
+            raise ShapeError(op, "grad must be [N, C, *output_size]", grad=grad.shape,
+                             x=x.shape)
+        maps = _adaptive_maps(self, op, x, grad.shape[2:], True)
+        return _back_to(resample(self, as_4d(grad), maps, x.dtype), x.shape)
