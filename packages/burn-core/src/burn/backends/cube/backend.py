@@ -21,12 +21,16 @@ from burn.ir.cube import CUBE_DTYPES, cube_dtype
 
 from . import layout
 from .creation import CubeCreationOps
+from .cumulative import CubeCumulativeOps
 from .elementwise import ELEMENTWISE_METHODS
 from .fallback import fallback_method
 from .indexing import CubeIndexingOps
 from .matmul import CubeMatmulOps
 from .module.conv import CubeConvOps
+from .module.pool import CubePoolOps
+from .module.resize import CubeResizeOps
 from .random import CubeRandomOps
+from .reduction import CubeReductionOps
 from .tensor import CubeTensor, Shape
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
@@ -43,8 +47,8 @@ def _layout_method(name: str, kind: str) -> Any:
     return method
 
 
-class CubeBackend(CubeIndexingOps, CubeConvOps, CubeMatmulOps, CubeRandomOps, CubeCreationOps,
-                  Backend):
+class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeIndexingOps, CubeConvOps, CubePoolOps, CubeResizeOps, CubeMatmulOps,
+                  CubeRandomOps, CubeCreationOps, Backend):
     """A backend on one burn-cube runtime device.
 
     Args:
