@@ -12,7 +12,8 @@ place from strided views, in one of two layouts:
 
 and one of two schedules: one unit per row (``cube=False``: a sequential loop), or one cube per
 row (``cube=True``: units stride over the row, then a tree in shared memory). Values accumulate
-in the `acc` dtype (float32 for float16 / bfloat16). Softmax / log-softmax use the same layouts
+in the `acc` dtype (float32 for float16 / bfloat16); each unit's float sum is Kahan-compensated
+(long sequential runs stay accurate). Softmax / log-softmax use the same layouts
 (strided only) with the max, the sum of exponentials and the write as three passes.
 """
 
@@ -109,15 +110,29 @@ def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first
     else:
         acc = b.local(acc_dtype, identity)
         begin = first
+    compensated = op == "sum" and acc_dtype.is_float
+    carry = b.local(acc_dtype, 0) if compensated else None
     with b.for_range(begin, row.count, stride) as k:
         v = b.local(acc_dtype, row.load(k, acc_dtype))
-        if indexed:
+        if carry is not None:
+            _kahan_add(b, acc, carry, v)
+        elif indexed:
             take = b.local(bool_, _better(b, op, v, acc))
             b.set(acc, b.select(take, v, acc))
             b.set(index, b.select(take, k, index))
         else:
             b.set(acc, _combine(b, op, acc, v))
     return acc, index
+
+
+def _kahan_add(b: Any, acc: Any, carry: Any, v: Any) -> None:
+    """``acc += v`` with Kahan compensation in `carry` (dropped once `acc` is not finite, so
+    infinities and NaN propagate as in a plain sum)."""
+    y = b.local(acc.dtype, v - carry)
+    total = b.local(acc.dtype, acc + y)
+    finite = ~(b.isinf(total) | b.isnan(total))
+    b.set(carry, b.select(finite, (total - acc) - y, 0))
+    b.set(acc, total)
 
 
 def _tree(b: Any, op: str, acc: Any, index: Any) -> tuple[Any, Any]:
