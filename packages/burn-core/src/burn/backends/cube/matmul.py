@@ -1,0 +1,229 @@
+"""Matmul of the cube backends: batched [..., m, k] @ [..., k, n] with broadcast batch dims.
+
+Strategies (autotune candidates, by name): the burn-cube kernels of `matmul_kernels` (`naive`
+and the shared-memory tiles `tile<bm>x<bn>x<bk>`) on every runtime, BLAS through numpy on the
+cpu runtime (zero-copy host views of the buffers) and cuBLAS through CuPy on cuda. Which one
+runs is timed once per (dtype, device, power-of-two bucket of batch, m, k and n) by burn-cube's
+`Autotuner` and remembered on disk. Inputs are read in place whatever their strides (transposed,
+sliced, stride-0 broadcast batches); the result is a new dense tensor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from burn.dtype import DType
+from burn.errors import DTypeError
+from burn.ir.rules import matmul as matmul_shape
+
+from .creation import full
+from .elementwise import broadcast_view
+from .matmul_kernels import TILES, naive_kernel, tiled_kernel
+from .tensor import CubeTensor, Shape, host_array
+
+#: Shared-memory bytes a tile may use (WebGPU's guaranteed minimum per workgroup).
+SHARED_BYTES = 16384
+#: Tile candidates tried on the cpu runtime (its tiled C kernels never beat BLAS on floats;
+#: one stays in the race for ints, which numpy multiplies without BLAS).
+CPU_TILES = ("tile64x64x16",)
+
+Runner = Callable[[Any, CubeTensor, CubeTensor, Shape], CubeTensor]
+
+
+def _coalesced(shapes: list[Shape], strides: list[Shape]) -> tuple[Shape, list[Shape]]:
+    """Batch dims of several views of one shape merged where every view allows it.
+
+    Args:
+        shapes: per view, its batch shape (all equal).
+        strides: per view, its batch strides.
+    Returns:
+        The merged batch shape (size-1 dims dropped) and each view's strides for it.
+    """
+    dims: list[int] = []
+    merged: list[list[int]] = [[] for _ in strides]
+    for d, size in enumerate(shapes[0]):
+        if size == 1:
+            continue
+        if dims and all(m[-1] == s[d] * size for m, s in zip(merged, strides, strict=True)):
+            dims[-1] *= size
+            for m, s in zip(merged, strides, strict=True):
+                m[-1] = s[d]
+            continue
+        dims.append(size)
+        for m, s in zip(merged, strides, strict=True):
+            m.append(s[d])
+    return tuple(dims), [tuple(m) for m in merged]
+
+
+def kernel_views(lhs: CubeTensor, rhs: CubeTensor, out: CubeTensor
+                 ) -> tuple[CubeTensor, CubeTensor, CubeTensor]:
+    """`lhs`, `rhs` and the dense `out` as views of one rank (>= 3) whose batch dims are
+    out's, broadcast (stride 0) and merged where the strides allow."""
+    batch = out.shape[:-2]
+    lv = broadcast_view(lhs, (*batch, *lhs.shape[-2:]))
+    rv = broadcast_view(rhs, (*batch, *rhs.shape[-2:]))
+    dims, (ls, rs, os) = _coalesced([batch] * 3, [t.strides[:-2] for t in (lv, rv, out)])
+    if not dims:
+        dims, ls, rs, os = (1,), (0,), (0,), (0,)
+    return (lv.view((*dims, *lhs.shape[-2:]), (*ls, *lv.strides[-2:])),
+            rv.view((*dims, *rhs.shape[-2:]), (*rs, *rv.strides[-2:])),
+            out.view((*dims, *out.shape[-2:]), (*os, *out.strides[-2:])))
+
+
+def run_naive(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
+    """The one-unit-per-element kernel."""
+    out = backend.empty(shape, lhs.dtype)
+    lv, rv, ov = kernel_views(lhs, rhs, out)
+    backend.launch(naive_kernel(lhs.dtype, len(ov.shape)), out.size, lv.array, rv.array,
+                   ov.array)
+    return out
+
+
+def batches_per_launch(backend: Any, units: int) -> int:
+    """Most batches one tiled launch covers: the grid's z limit, and fewer than 2**32 units
+    in all (`units` per batch)."""
+    return int(min(backend.runtime.properties.max_cube_count[2], (2**32 - 1) // units))
+
+
+def tiled_runner(name: str) -> Runner:
+    """The runner of tile configuration `name` (batches split to fit the grid's z limit)."""
+    tile = TILES[name]
+
+    def run(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
+        out = backend.empty(shape, lhs.dtype)
+        lv, rv, ov = kernel_views(lhs, rhs, out)
+        kernel = tiled_kernel(lhs.dtype, len(ov.shape), tile)
+        m, n = shape[-2], shape[-1]
+        cx, cy = math.ceil(n / tile.bn), math.ceil(m / tile.bm)
+        batches = math.prod(ov.shape[:-2])
+        per_launch = batches_per_launch(backend, cx * cy * tile.units)
+        for z0 in range(0, batches, per_launch):
+            kernel.launch(backend.runtime, (cx, cy, min(per_launch, batches - z0)),
+                          (tile.units_x, tile.units_y), lv.array, rv.array, ov.array, z0)
+        return out
+
+    return run
+
+
+def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
+    """numpy's matmul (BLAS for floats, one BLAS thread for small products) on zero-copy host
+    views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
+    from burn.backends.numpy import blas
+
+    a, b = host_array(lhs), host_array(rhs)
+    if not lhs.dtype.is_float:
+        return backend.from_host(np.matmul(a, b))
+    if lhs.dtype in (DType.float16, DType.bfloat16):
+        return backend.from_host(blas.matmul(a.astype(np.float32), b.astype(np.float32))
+                                 .astype(lhs.dtype.numpy))
+    return backend.from_host(blas.matmul(a, b))
+
+
+def _cupy_view(t: CubeTensor) -> Any:
+    """A CuPy array over the storage of `t` with its shape, strides and offset."""
+    import cupy
+
+    root = t.array.base if t.array.base is not None else t.array
+    item = root.handle.itemsize
+    return cupy.ndarray(t.shape, root.handle.dtype, root.handle.data + t.offset * item,
+                        tuple(s * item for s in t.strides))
+
+
+def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
+    """cupy.matmul (cuBLAS) on the device buffers, on the runtime's stream."""
+    import cupy
+
+    out = backend.empty(shape, lhs.dtype)
+    rt = backend.runtime
+    with rt.device, rt.stream:
+        cupy.matmul(_cupy_view(lhs), _cupy_view(rhs), out=out.array.handle)
+    return out
+
+
+RUNNERS: dict[str, Runner] = {"naive": run_naive, "blas": run_blas, "cublas": run_cublas,
+                              **{name: tiled_runner(name) for name in TILES}}
+
+
+def candidates(backend: Any, dtype: DType) -> list[str]:
+    """The strategies that can run `dtype` on `backend`'s runtime, best guess first.
+
+    Tiles need 256 units per cube and fit `SHARED_BYTES`; the naive kernel runs everywhere.
+    """
+    from .matmul_kernels import accumulator
+
+    props = backend.runtime.properties
+    item = accumulator(dtype).numpy.itemsize
+    tiles = [name for name, t in TILES.items()
+             if t.units <= props.max_cube_dim and t.shared_elements() * item <= SHARED_BYTES]
+    if props.name == "cpu":
+        return ["blas", *(t for t in CPU_TILES if t in tiles), "naive"]
+    host = []
+    if props.name == "cuda" and dtype in (DType.float16, DType.float32, DType.float64):
+        host = ["cublas"]
+    return [*host, *tiles, "naive"]
+
+
+def matmul(backend: Any, lhs: CubeTensor, rhs: CubeTensor, strategy: str | None = None
+           ) -> CubeTensor:
+    """`lhs @ rhs`, batched with broadcasting, as a new dense tensor of lhs's dtype.
+
+    Args:
+        backend: the cube backend.
+        lhs: [..., m, k].
+        rhs: [..., k, n] of lhs's dtype.
+        strategy: a name of `RUNNERS` to force (tests); None: the autotuned choice.
+    Returns:
+        [broadcast batch, m, n].
+    Raises:
+        ShapeError: shapes that do not multiply.
+        DTypeError: different dtypes, or bool.
+    """
+    if lhs.dtype is not rhs.dtype or lhs.dtype is DType.bool:
+        raise DTypeError("matmul", "needs two float or two int tensors of one dtype",
+                         lhs=lhs.dtype.value, rhs=rhs.dtype.value)
+    shape: Shape = matmul_shape("matmul", {"lhs": lhs.shape, "rhs": rhs.shape},
+                                {})[0]  # type: ignore[assignment]
+    if math.prod(shape) == 0:
+        return backend.empty(shape, lhs.dtype)
+    if lhs.shape[-1] == 0:
+        return full(backend, shape, 0, lhs.dtype)
+    if strategy is None:
+        strategy = _tuned(backend, lhs, rhs, shape)
+    return RUNNERS[strategy](backend, lhs, rhs, shape)
+
+
+def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
+    """The autotuned strategy for this dtype, device and shape bucket."""
+    from burn_cube.autotune import bucket, default_tuner
+
+    names = candidates(backend, lhs.dtype)
+    if len(names) == 1:
+        return names[0]
+    batch, (m, n), k = math.prod(shape[:-2]), shape[-2:], lhs.shape[-1]
+    rt = backend.runtime
+
+    def run(name: str) -> None:
+        RUNNERS[name](backend, lhs, rhs, shape)
+        backend.sync()
+
+    key = (f"burn.matmul.{lhs.dtype.value}.b{bucket(batch)}.m{bucket(m)}.k{bucket(k)}"
+           f".n{bucket(n)}")
+    return str(default_tuner().tune(key, f"{rt.name}:{rt.properties.device}",
+                                    batch * m * n * k, names, run))
+
+
+class CubeMatmulOps:
+    """float_matmul / int_matmul."""
+
+    def float_matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        """Batched matmul; float16 / bfloat16 accumulate in float32."""
+        return matmul(self, lhs, rhs)
+
+    def int_matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        """Batched matmul accumulated exactly in int64, wrapped into the dtype as numpy."""
+        return matmul(self, lhs, rhs)
+

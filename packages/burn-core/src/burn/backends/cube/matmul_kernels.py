@@ -1,0 +1,194 @@
+"""Matmul kernels of the cube backends, built with `KernelBuilder` and cached per dtype, rank
+and configuration (never per shape: sizes and strides are runtime metadata).
+
+Both kernels take `lhs` [..., m, k] and `rhs` [..., k, n] as strided views already broadcast to
+the batch dims of `out` [..., m, n] (dense), so transposed and stride-0 inputs are read in
+place. Floats accumulate in float32 (float64 for float64), ints in int64 (exact, then wrapped
+into the result dtype as numpy does).
+
+- `naive_kernel`: one unit per output element, a plain loop over k (no shared memory).
+- `tiled_kernel`: a cube of `units_y x units_x` units computes a `bm x bn` output tile, each
+  unit an `rm x rn` register block (rows `ty + i*units_y`, columns `tx + j*units_x`), staging
+  `bm x bk` and `bk x bn` input tiles in shared memory; the cube's batch is `z0 + CUBE_POS_Z`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from burn.dtype import DType
+from burn.ir.cube import cube_dtype
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A tiled-kernel configuration.
+
+    Args:
+        units_y: units per cube along the rows.
+        units_x: units per cube along the columns.
+        rm: output rows per unit.
+        rn: output columns per unit.
+        bk: depth of the shared-memory k tile.
+    """
+
+    units_y: int
+    units_x: int
+    rm: int
+    rn: int
+    bk: int
+
+    @property
+    def bm(self) -> int:
+        """Output rows per cube."""
+        return self.units_y * self.rm
+
+    @property
+    def bn(self) -> int:
+        """Output columns per cube."""
+        return self.units_x * self.rn
+
+    @property
+    def units(self) -> int:
+        """Units per cube."""
+        return self.units_y * self.units_x
+
+    @property
+    def name(self) -> str:
+        """The autotune candidate name, `tile<bm>x<bn>x<bk>`."""
+        return f"tile{self.bm}x{self.bn}x{self.bk}"
+
+    def shared_elements(self) -> int:
+        """Shared-memory elements per cube (both input tiles)."""
+        return self.bm * self.bk + self.bk * self.bn
+
+
+#: The tile configurations the autotuner chooses among (by name).
+TILES = {t.name: t for t in (Tile(16, 16, 1, 1, 16), Tile(16, 16, 2, 2, 16),
+                             Tile(16, 16, 4, 4, 16), Tile(16, 16, 8, 8, 8))}
+
+
+def accumulator(dtype: DType) -> Any:
+    """The burn-cube dtype a product of `dtype` accumulates in."""
+    from burn_cube import f32, i64
+
+    if dtype.is_float:
+        return cube_dtype("matmul", DType.float64) if dtype is DType.float64 else f32
+    return i64
+
+
+def _batch_offsets(b: Any, z: Any, lhs: Any, rhs: Any, out: Any, rank: int) -> tuple[Any, Any]:
+    """Storage offsets of batch `z` (row-major over out's batch dims) in `lhs` and `rhs`."""
+    from burn_cube import u32
+
+    lo, ro = b.local(u32, lhs.offset), b.local(u32, rhs.offset)
+    if rank > 2:
+        rest = b.local(u32, z)
+        for dim in reversed(range(rank - 2)):
+            coord = rest % out.shape[dim] if dim else rest
+            b.set(lo, lo + coord * lhs.stride[dim])
+            b.set(ro, ro + coord * rhs.stride[dim])
+            if dim:
+                b.set(rest, rest // out.shape[dim])
+    return lo, ro
+
+
+def _declare(b: Any, dtype: DType, rank: int) -> tuple[Any, Any, Any]:
+    cube = cube_dtype("matmul", dtype)
+    return (b.tensor("lhs", cube, rank=rank, write=False),
+            b.tensor("rhs", cube, rank=rank, write=False),
+            b.tensor("out", cube, rank=rank, write=True))
+
+
+@cache
+def naive_kernel(dtype: DType, rank: int) -> Any:
+    """One unit per element of the dense `out`: `out[z, i, j] = sum_k lhs[z, i, k] rhs[z, k, j]`.
+
+    Args:
+        dtype: element dtype of all three tensors.
+        rank: their rank (>= 2).
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("matmul_naive")
+    lhs, rhs, out = _declare(b, dtype, rank)
+    acc_t = accumulator(dtype)
+    pos = b.ABSOLUTE_POS
+    m, k, n = lhs.shape[rank - 2], lhs.shape[rank - 1], rhs.shape[rank - 1]
+    with b.if_(pos < out.len):
+        col, rows = pos % n, pos // n
+        lo, ro = _batch_offsets(b, rows // m, lhs, rhs, out, rank)
+        a = b.local(u32, lo + rows % m * lhs.stride[rank - 2])
+        r = b.local(u32, ro + col * rhs.stride[rank - 1])
+        acc = b.local(acc_t, 0)
+        with b.for_range(k):
+            b.set(acc, acc + b.cast(lhs[a], acc_t) * b.cast(rhs[r], acc_t))
+            b.set(a, a + lhs.stride[rank - 1])
+            b.set(r, r + rhs.stride[rank - 2])
+        out[pos] = b.cast(acc, out.dtype)
+    return b.kernel()
+
+
+@cache
+def tiled_kernel(dtype: DType, rank: int, tile: Tile) -> Any:
+    """A `tile.bm x tile.bn` output tile per cube, cubes laid out (column tiles, row tiles,
+    batches from the scalar `z0`), `tile.units_x x tile.units_y` units per cube.
+
+    Args:
+        dtype: element dtype of all three tensors.
+        rank: their rank (>= 2).
+        tile: the configuration.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("matmul_tiled", cube_dim=(tile.units_x, tile.units_y))
+    lhs, rhs, out = _declare(b, dtype, rank)
+    z0 = b.scalar("z0", u32)
+    acc_t = accumulator(dtype)
+    a_tile = b.shared(acc_t, tile.bm * tile.bk, name="a_tile")
+    b_tile = b.shared(acc_t, tile.bk * tile.bn, name="b_tile")
+    m, k, n = lhs.shape[rank - 2], lhs.shape[rank - 1], rhs.shape[rank - 1]
+    z = z0 + b.CUBE_POS_Z
+    lo, ro = _batch_offsets(b, z, lhs, rhs, out, rank)
+    row0 = b.local(u32, b.CUBE_POS_Y * tile.bm)
+    col0 = b.local(u32, b.CUBE_POS_X * tile.bn)
+    tx, ty, unit = b.UNIT_POS_X, b.UNIT_POS_Y, b.UNIT_POS
+    acc = [[b.local(acc_t, 0) for _ in range(tile.rn)] for _ in range(tile.rm)]
+    a, w = [b.local(acc_t) for _ in range(tile.rm)], [b.local(acc_t) for _ in range(tile.rn)]
+
+    def stage(dst: Any, src: Any, base: Any, rows: int, cols: int, row0: Any, col0: Any,
+              nrows: Any, ncols: Any, strides: tuple[Any, Any]) -> None:
+        """`dst[r * cols + c] = src[row0 + r, col0 + c]` (0 outside) for the cube's tile."""
+        for step in range(rows * cols // tile.units):
+            e = unit + step * tile.units
+            r, c = row0 + e // cols, col0 + e % cols
+            value = b.local(acc_t, 0)
+            with b.if_(b.and_(r < nrows, c < ncols)):
+                b.set(value, b.cast(src[base + r * strides[0] + c * strides[1]], acc_t))
+            dst[e] = value
+
+    with b.for_range(0, k, tile.bk) as k0:
+        stage(a_tile, lhs, lo, tile.bm, tile.bk, row0, k0, m, k,
+              (lhs.stride[rank - 2], lhs.stride[rank - 1]))
+        stage(b_tile, rhs, ro, tile.bk, tile.bn, k0, col0, k, n,
+              (rhs.stride[rank - 2], rhs.stride[rank - 1]))
+        b.sync_units()
+        for kk in range(tile.bk):
+            for i in range(tile.rm):
+                b.set(a[i], a_tile[(ty + i * tile.units_y) * tile.bk + kk])
+            for j in range(tile.rn):
+                b.set(w[j], b_tile[kk * tile.bn + tx + j * tile.units_x])
+            for i in range(tile.rm):
+                for j in range(tile.rn):
+                    b.set(acc[i][j], acc[i][j] + a[i] * w[j])
+        b.sync_units()
+    base = z * m * n
+    for i in range(tile.rm):
+        r = row0 + ty + i * tile.units_y
+        for j in range(tile.rn):
+            c = col0 + tx + j * tile.units_x
+            with b.if_(b.and_(r < m, c < n)):
+                out[base + r * n + c] = b.cast(acc[i][j], out.dtype)
+    return b.kernel()

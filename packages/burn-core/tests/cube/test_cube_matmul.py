@@ -1,0 +1,201 @@
+"""Matmul of the cube backends (cpu and wgpu) against torch: every strategy (kernels, BLAS) on
+ordinary, transposed, strided and broadcast views, the public API's dtypes, empty inputs and
+edge values, batch splitting, errors, and CUDA source generation. Every kernel path checks
+that no matmul ran on the host fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+from burn.backends.cube import CubeTensor
+from burn.backends.cube import matmul as mm
+from burn.backends.cube.backend import CubeBackend
+from burn.backends.cube.matmul_kernels import TILES, naive_kernel, tiled_kernel
+from burn.dtype import DType
+from burn.errors import DTypeError, ShapeError
+
+DEVICES = ["cpu", "wgpu"]
+OPS = ("float_matmul", "int_matmul")
+
+View = Callable[[Any], Any]  # applied to a burn tensor and to a torch tensor alike
+
+
+def _backend(device: str) -> CubeBackend:
+    backend = _backend(device)
+    assert isinstance(backend, CubeBackend)
+    return backend
+
+
+def _prim(t: burn.Tensor) -> CubeTensor:
+    prim = t._prim
+    assert isinstance(prim, CubeTensor)
+    return prim
+
+
+def _tr(x: Any) -> Any:
+    """The last two dims exchanged (burn: swap_dims, torch: transpose)."""
+    nd = len(x.shape)
+    return x.swap_dims(nd - 2, nd - 1) if isinstance(x, burn.Tensor) else x.transpose(-2, -1)
+
+
+#: name -> (lhs data shape, rhs data shape, lhs view, rhs view); the views give the operands.
+CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...], View, View]] = {
+    "plain": ((37, 45), (45, 29), lambda x: x, lambda x: x),
+    "transposed": ((45, 37), (29, 45), _tr, _tr),
+    "strided": ((40, 90), (3, 45, 70), lambda x: x[::2, 1::2], lambda x: x[1, :, ::3]),
+    "broadcast": ((2, 1, 5, 7), (3, 7, 66), lambda x: x, lambda x: x),
+    "expanded": ((1, 9, 17), (17, 20), lambda x: x.expand(4, 9, 17), lambda x: x),
+    "batched_t": ((3, 20, 70), (3, 130, 20), _tr, lambda x: x.permute(0, 2, 1)),
+}
+
+
+def _operands(device: str, case: str, dtype: str, seed: int = 0
+              ) -> tuple[burn.Tensor, burn.Tensor, torch.Tensor, torch.Tensor]:
+    sa, sb, va, vb = CASES[case]
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, view in ((sa, va), (sb, vb)):
+        data = rng.integers(-9, 10, shape) if "int" in dtype else rng.standard_normal(shape)
+        host = torch.from_numpy(np.asarray(data, np.float64)).to(getattr(torch, dtype))
+        t = burn.tensor(host.float().numpy() if dtype == "bfloat16" else host.numpy(),
+                        device=device, dtype=getattr(burn, dtype))
+        out.append((view(t), view(host)))
+    return out[0][0], out[1][0], out[0][1], out[1][1]
+
+
+def _expected(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """torch's product, float16 / bfloat16 in float32 as the NumPy backend computes them."""
+    if a.dtype in (torch.float16, torch.bfloat16):
+        return torch.matmul(a.float(), b.float()).to(a.dtype).float().numpy()
+    return torch.matmul(a, b).numpy()
+
+
+def _check(got: burn.Tensor | CubeTensor, a: torch.Tensor, b: torch.Tensor, dtype: str) -> None:
+    values = got.to_numpy() if isinstance(got, burn.Tensor) else _host(got)
+    want = _expected(a, b)
+    assert tuple(got.shape) == want.shape
+    assert got.dtype == getattr(burn, dtype)
+    if dtype in ("float16", "bfloat16"):
+        np.testing.assert_allclose(values.astype(np.float32), want, rtol=2e-2, atol=5e-2)
+    elif "int" in dtype:
+        np.testing.assert_array_equal(values, want)
+    else:
+        np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-4)
+
+
+def _host(t: CubeTensor) -> np.ndarray:
+    from burn.backends.cube.tensor import host_array
+
+    return np.asarray(host_array(t))
+
+
+def _strategies(device: str) -> list[str]:
+    return mm.candidates(_backend(device), DType.float32)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("device,strategy", [(d, s) for d in DEVICES for s in _strategies(d)])
+def test_every_strategy_reads_views_in_place(device: str, strategy: str, case: str) -> None:
+    """Each runner on float32 and int32, straight from the backend (no autotuning)."""
+    backend = _backend(device)
+    for dtype in ("float32", "int32"):
+        a, b, ta, tb = _operands(device, case, dtype)
+        _check(mm.matmul(backend, _prim(a), _prim(b), strategy), ta, tb, dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32",
+                                   "int64"])
+def test_public_matmul_runs_on_kernels(device: str, dtype: str) -> None:
+    """`a @ b` through the frontend (autotuned) for each dtype the device holds."""
+    backend = _backend(device)
+    if not backend.supports(getattr(DType, dtype)):
+        pytest.skip(f"{device} holds no {dtype}")
+    backend.fallbacks.clear()
+    for case in ("plain", "broadcast", "transposed"):
+        a, b, ta, tb = _operands(device, case, dtype, seed=1)
+        _check(a @ b, ta, tb, dtype)
+    assert all(backend.fallbacks[op] == 0 for op in OPS)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shapes", [((0, 3), (3, 2)), ((2, 0), (0, 3)), ((0, 2, 3), (3, 4)),
+                                    ((2, 3), (3, 0)), ((1, 1), (1, 1))], ids=str)
+def test_empty_and_degenerate_shapes(device: str, shapes: tuple[tuple[int, ...], ...]) -> None:
+    backend = _backend(device)
+    backend.fallbacks.clear()
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    got = burn.tensor(a, device=device) @ burn.tensor(b, device=device)
+    want = torch.from_numpy(a) @ torch.from_numpy(b)
+    assert tuple(got.shape) == tuple(want.shape) and got.dtype == burn.float32
+    np.testing.assert_allclose(got.to_numpy(), want.numpy(), rtol=1e-6)
+    assert all(backend.fallbacks[op] == 0 for op in OPS)
+
+
+@pytest.mark.parametrize("device,strategy", [(d, s) for d in DEVICES for s in _strategies(d)])
+def test_edge_values(device: str, strategy: str) -> None:
+    """NaN and inf propagate as in torch; int32 products wrap as numpy's int32 matmul."""
+    backend = _backend(device)
+    a = np.array([[1.0, np.nan, 2.0], [np.inf, 1.0, 0.0], [1.0, 2.0, 3.0]], np.float32)
+    b = np.array([[1.0, 0.0], [0.0, 1.0], [-np.inf, 2.0]], np.float32)
+    got = mm.matmul(backend, backend.upload(a), backend.upload(b), strategy)
+    np.testing.assert_array_equal(_host(got), (torch.from_numpy(a) @ torch.from_numpy(b)).numpy())
+    big = np.full((2, 3), 2**30, np.int32)
+    got = mm.matmul(backend, backend.upload(big), backend.upload(big.T.copy()), strategy)
+    assert _host(got).dtype == np.int32
+    np.testing.assert_array_equal(_host(got), np.matmul(big, big.T))
+    wide = np.full((1, 2), 2**40, np.int64)
+    got = mm.matmul(backend, backend.upload(wide), backend.upload(wide.T.copy()), strategy)
+    np.testing.assert_array_equal(_host(got), np.matmul(wide, wide.T))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batches_beyond_the_grid_limit_are_split(device: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mm, "batches_per_launch", lambda backend, cubes: 2)
+    a, b, ta, tb = _operands(device, "broadcast", "float32")
+    backend = _backend(device)
+    _check(mm.matmul(backend, _prim(a), _prim(b), "tile32x32x16"), ta, tb, "float32")
+
+
+def test_batch_dims_merge_where_the_strides_allow() -> None:
+    backend = _backend("cpu")
+    lhs = backend.upload(np.zeros((2, 3, 4, 5), np.float32))
+    rhs = backend.upload(np.zeros((5, 6), np.float32))
+    out = backend.empty((2, 3, 4, 6), DType.float32)
+    lv, rv, ov = mm.kernel_views(lhs, rhs, out)
+    assert (lv.shape, rv.shape, ov.shape) == ((6, 4, 5), (6, 5, 6), (6, 4, 6))
+    assert rv.strides[0] == 0
+    odd = backend.upload(np.zeros((2, 1, 4, 5), np.float32))  # (2, 3) batch: not mergeable
+    lv, _, _ = mm.kernel_views(odd, backend.upload(np.zeros((3, 5, 6), np.float32)), out)
+    assert lv.shape == (2, 3, 4, 5) and lv.strides[:2] == (20, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_operands_raise_typed_errors(device: str) -> None:
+    backend = _backend(device)
+    f = backend.upload(np.zeros((2, 3), np.float32))
+    with pytest.raises(ShapeError, match="matmul"):
+        mm.matmul(backend, f, backend.upload(np.zeros((4, 2), np.float32)))
+    with pytest.raises(ShapeError, match="matmul"):
+        mm.matmul(backend, backend.upload(np.zeros((), np.float32)), f)
+    with pytest.raises(DTypeError, match="matmul.*int32"):
+        mm.matmul(backend, f, backend.upload(np.zeros((3, 2), np.int32)))
+
+
+@pytest.mark.parametrize("dtype", [DType.float32, DType.float16, DType.bfloat16, DType.float64,
+                                   DType.int32, DType.int64])
+def test_kernels_generate_cuda_source(dtype: DType) -> None:
+    x = np.zeros((2, 3, 3), dtype.numpy)
+    assert "bc_kernel" in naive_kernel(dtype, 3).source("cuda", 256, x, x, x)
+    for tile in TILES.values():
+        src = tiled_kernel(dtype, 3, tile).source("cuda", (tile.units_x, tile.units_y), x, x, x,
+                                                  np.uint32(0))
+        assert "__shared__" in src
