@@ -14,6 +14,13 @@ statement is skipped and flagged in ``status``, which the runtime turns into a `
 Barrier-free kernels also get a per-cube fast path (``hoist.py``): when the cube's affine accesses
 are proven in bounds up front, its unit loop runs without those checks (``#pragma omp simd``
 where units are independent).
+
+``Line`` values are GCC vector types whose ops are lane-wise helpers; a loop over them does not
+vectorize (GCC's loop vectorizer skips vector statements), so lines would run one lane at a time.
+Where the fast path's units each touch one line at ``off + bc_unit`` of line tensors only, it is
+rendered *lane-flat* instead: one scalar loop over the ``BC_CD * lanes`` elements of the cube
+(every line op is lane-wise, so lane ``k`` of a unit is the scalar kernel on element
+``(off + unit) * lanes + k``), which vectorizes at the machine's own width like a scalar kernel.
 """
 
 from __future__ import annotations
@@ -53,11 +60,26 @@ class CEmitter(Emitter):
         self.regions = 0
         self.lazy = 0  # > 0 while rendering select branches (loads checked inline)
         self.hoist: Hoist | None = None  # set while rendering the per-cube fast path
+        self.flat = 0  # lanes while rendering a lane-flat fast path (lines as scalars)
 
-    lane_wise = True
+    @property
+    def lane_wise(self) -> bool:  # type: ignore[override]
+        """Line ops are lane-wise helpers, except in a lane-flat loop (plain scalars)."""
+        return not self.flat
 
     def literal(self, value: int | float | bool, dtype: DType) -> str:
         return table_c.literal(value, self.type(dtype), dtype.name)
+
+    def type(self, dtype: DType) -> str:
+        return super().type(dtype.scalar if self.flat else dtype)
+
+    def render(self, op: str, dtype: DType, result: DType, args: list[str]) -> str:
+        if self.flat:
+            dtype, result = dtype.scalar, result.scalar
+        return super().render(op, dtype, result, args)
+
+    def zero(self, dtype: DType) -> str:
+        return "0" if self.flat else super().zero(dtype)
 
     def lane(self, value: str, k: int) -> str:
         return f"{value}[{k}]"
@@ -109,6 +131,9 @@ class CEmitter(Emitter):
         return " && ".join(c for c in dict.fromkeys(conds) if c)
 
     def element(self, name: str, index: ir.Expr) -> str:
+        if self.flat and self.hoist:
+            return f"{self.buf(name)}_e[({self.hoist.offsets[(name, index)]}) * {self.flat} " \
+                   "+ bc_e]"
         fast = self.hoist.index(name, index) if self.hoist else None
         return f"{self.buf(name)}[{fast}]" if fast else super().element(name, index)
 
@@ -247,12 +272,32 @@ class CEmitter(Emitter):
                     size=dtype.bits // 8 * dtype.lanes, align=dtype.bits // 8))
         return out
 
+    def flat_lanes(self, hoist: Hoist) -> int:
+        """The lanes of a kernel whose fast path can be lane-flat (0 when it cannot): every
+        access at ``off + bc_unit``, every buffer a line tensor of that many lanes."""
+        lanes = {b.dtype.lanes if not b.shared else 0 for b in self.kernel.buffers.values()}
+        lanes |= {dtype_named(f[5:]).lanes for f in self.kernel.features if f.startswith("line:")}
+        if not hoist.unit_stride or len(lanes) != 1:
+            return 0
+        n = lanes.pop()
+        return n if n > 1 else 0
+
     def unit_loop(self, label: str, pragma: str | None) -> None:
         """The loop over the units of a barrier-free kernel; ``label`` ends a unit early."""
+        if self.flat:
+            for p in self.kernel.params:
+                if p.tensor:
+                    t = self.storage_type(p.dtype)
+                    self.line(f"{t} *t_{p.name}_e = ({t} *)t_{p.name};")
         if pragma:
             self.line(pragma)
-        self.line("for (int64_t bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
-        self.depth += 1
+        if self.flat:
+            self.line(f"for (int64_t bc_e = 0; bc_e < BC_CD * {self.flat}; ++bc_e) {{")
+            self.depth += 1
+            self.line(f"const int64_t bc_unit = bc_e / {self.flat};")
+        else:
+            self.line("for (int64_t bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
+            self.depth += 1
         for name, dtype in self.kernel.locals.items():
             self.line(f"{self.type(dtype)} v_{name} = {self.zero(dtype)};")
         for s in self.kernel.body:
@@ -304,9 +349,9 @@ class CEmitter(Emitter):
                     self.line(flag)
                 self.line(f"if ({' && '.join(hoist.conds)}) {{")
                 self.depth += 1
-                self.hoist = hoist
+                self.hoist, self.flat = hoist, self.flat_lanes(hoist)
                 self.unit_loop("bc_end_fast", "#pragma omp simd" if hoist.simd else None)
-                self.hoist = None
+                self.hoist, self.flat = None, 0
                 self.depth -= 1
                 self.line("} else {")
                 self.depth += 1

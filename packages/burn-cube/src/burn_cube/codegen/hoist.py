@@ -109,6 +109,8 @@ class Hoist:
         self.flags: dict[ir.Op, str] = {}
         self.flag_defs: list[str] = []
         self.indexes: dict[tuple[str, ir.Expr], str] = {}
+        #: The cube-invariant part ``off`` of each registered index (``off + scale * unit``).
+        self.offsets: dict[tuple[str, ir.Expr], str] = {}
         forms: set[tuple[int, str]] = set()
         atomics = False
         for e in _exprs(kernel.body):
@@ -121,6 +123,8 @@ class Hoist:
         #: ``#pragma omp simd`` is safe: every access of every unit touches only its own element
         #: (one shared unit-dependent index), so units are independent even if buffers alias.
         self.simd = not atomics and len(forms) == 1 and next(iter(forms))[0] != 0
+        #: Every access is ``off + bc_unit`` for one ``off``: units touch consecutive elements.
+        self.unit_stride = self.simd and next(iter(forms))[0] == 1
 
     @property
     def active(self) -> bool:
@@ -215,6 +219,7 @@ class Hoist:
         self._require((*a.exact(), f"{lo} >= 0", f"{hi} < {size}"))
         unit = "bc_unit" if a.scale == 1 else f"{a.scale} * bc_unit"
         self.indexes[(buf_name, index)] = f"({a.off} + {unit})"
+        self.offsets[(buf_name, index)] = a.off
         return a
 
     def _compare(self, e: ir.Op) -> None:
