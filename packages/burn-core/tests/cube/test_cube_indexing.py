@@ -1,0 +1,323 @@
+"""Indexing kernels of the cube backends (select, select_assign, gather, scatter, embedding) and
+the device-side index / divisor checks, on cpu and wgpu: compared with torch (or the NumPy
+backend where torch leaves duplicates undefined), and run on kernels, not the host fallback."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+import burn.functional as F
+from burn.backends.cube import checks, indexing
+from burn.backends.cube.backend import CubeBackend
+from burn.dtype import DType
+from burn.errors import BurnIndexError, DivisionByZeroError
+
+DEVICES = ["cpu", "wgpu"]
+NUMPY = burn.Device("numpy")
+RNG = np.random.default_rng(0)
+
+
+def _on(device: burn.Device, data: Any, dtype: Any = None) -> burn.Tensor:
+    return burn.tensor(np.asarray(data), device=device, dtype=dtype)
+
+
+def _check(got: burn.Tensor, want: torch.Tensor | np.ndarray, device: burn.Device,
+           op: str) -> None:
+    """Shape and dtype first, then exact values (NaN equal), then no host fallback for `op`."""
+    ref = want.numpy() if isinstance(want, torch.Tensor) else want
+    assert got.shape == ref.shape
+    data = got.to_numpy()
+    assert data.dtype == ref.dtype
+    np.testing.assert_array_equal(data, ref)
+    assert _fallbacks(device)[op] == 0
+
+
+def _fallbacks(device: burn.Device) -> Counter[str]:
+    backend = device.backend
+    assert isinstance(backend, CubeBackend)
+    return backend.fallbacks
+
+
+def _floats(*shape: int) -> np.ndarray:
+    data = RNG.standard_normal(shape).astype(np.float32)
+    data.flat[:3] = [np.nan, np.inf, -np.inf][:data.size]
+    return data
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> burn.Device:
+    """The device, with no failed check pending from an earlier test."""
+    dev = burn.Device(request.param)
+    with contextlib.suppress(BurnIndexError, DivisionByZeroError):
+        burn.sync(dev)
+    return dev
+
+
+# --- select -------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [0, 1, 2])
+@pytest.mark.parametrize("index_dtype", [burn.int32, burn.int64])
+def test_select_matches_torch(device: burn.Device, dim: int, index_dtype: Any) -> None:
+    data = _floats(3, 4, 5)
+    rows = [2, 0, -1, 2, 1]
+    got = _on(device, data).select(dim, _on(device, rows, index_dtype))
+    want = torch.from_numpy(data).index_select(dim, torch.tensor(rows) % data.shape[dim])
+    _check(got, want, device, "float_select")
+
+
+def test_select_of_views_and_dtypes(device: burn.Device) -> None:
+    data = np.arange(60).reshape(3, 4, 5)
+    rows = np.array([3, 1, 0, 3, 2, 1, 0, 2])
+    for dtype, kind in ((burn.int64, "int"), (burn.int32, "int"), (burn.bool_, "bool"),
+                        (burn.float16, "float")):
+        x = _on(device, data % 3 if dtype is burn.bool_ else data, dtype).permute(2, 0, 1)
+        idx = _on(device, rows)[::2]  # a strided index view
+        got = x.select(2, idx)
+        want = torch.from_numpy(x.to_numpy()).index_select(2, torch.from_numpy(rows[::2]))
+        _check(got, want, device, f"{kind}_select")
+    broadcast = _on(device, np.arange(4.0, dtype=np.float32)).reshape(1, 4).expand(3, 4)
+    _check(broadcast.select(1, _on(device, [3, 3])), np.full((3, 2), 3.0, np.float32),
+           device, "float_select")
+
+
+def test_select_empty(device: burn.Device) -> None:
+    x = _on(device, _floats(3, 4))
+    _check(x.select(1, _on(device, np.zeros(0, np.int64))), np.zeros((3, 0), np.float32),
+           device, "float_select")
+    _check(_on(device, np.zeros((0, 4), np.float32)).select(1, _on(device, [1, 0])),
+           np.zeros((0, 2), np.float32), device, "float_select")
+
+
+def test_backend_select_wraps_negatives_and_zeroes_out_of_range(device: burn.Device) -> None:
+    backend = device.backend
+    x = _on(device, np.arange(4.0, dtype=np.float32))
+    idx = _on(device, [-1, 5, 0, -9])
+    got = backend.float_into_data(backend.float_select(x._prim, 0, idx._prim))
+    np.testing.assert_array_equal(got, [3.0, 0.0, 0.0, 0.0])
+
+
+# --- gather -------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [0, 1])
+def test_gather_matches_torch(device: burn.Device, dim: int) -> None:
+    data = _floats(4, 5)
+    index = RNG.integers(0, data.shape[dim], (3, 4))  # smaller than x outside dim
+    got = _on(device, data).gather(dim, _on(device, index))
+    want = torch.from_numpy(data).gather(dim, torch.from_numpy(index))
+    _check(got, want, device, "float_gather")
+
+
+def test_gather_of_views_dtypes_and_empty(device: burn.Device) -> None:
+    data = np.arange(20).reshape(4, 5)
+    index = RNG.integers(-4, 4, (5, 3))
+    x = _on(device, data).transpose(0, 1)  # [5, 4], strided
+    idx = _on(device, index.T.copy()).transpose(0, 1)  # [5, 3], strided
+    want = torch.from_numpy(data.T.copy()).gather(1, torch.from_numpy(index % 4))
+    _check(x.gather(1, idx), want, device, "int_gather")
+    flags = _on(device, data % 2 == 0)
+    _check(flags.gather(0, _on(device, [[3, 0, 1, 2, 0]])),
+           torch.from_numpy(data % 2 == 0).gather(0, torch.tensor([[3, 0, 1, 2, 0]])),
+           device, "bool_gather")
+    _check(_on(device, _floats(3, 2)).gather(0, _on(device, np.zeros((0, 2), np.int64))),
+           np.zeros((0, 2), np.float32), device, "float_gather")
+    _check(_on(device, np.array([1.5, 2.5], np.float32)).gather(0, _on(device, [1, 1, 0])),
+           np.array([2.5, 2.5, 1.5], np.float32), device, "float_gather")
+
+
+# --- scatter ------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_add_matches_torch_with_duplicates(device: burn.Device, dim: int) -> None:
+    data = _floats(4, 6)
+    index = RNG.integers(0, data.shape[dim], (3, 5))
+    values = RNG.standard_normal((4, 6)).astype(np.float32)  # larger than the indices
+    got = _on(device, data).scatter(dim, _on(device, index), _on(device, values), "add")
+    want = torch.from_numpy(data).scatter_add(dim, torch.from_numpy(index),
+                                              torch.from_numpy(values))
+    _check(got, want, device, "float_scatter")
+
+
+def test_scatter_add_is_exact_in_index_order(device: burn.Device) -> None:
+    """Many duplicates into one float: the same bits as the NumPy backend's np.add.at."""
+    values = (RNG.standard_normal(2000) * 100).astype(np.float32)
+    index = np.zeros(2000, np.int64)
+    index[::7] = 1
+    for dtype in (burn.float32, burn.float16, burn.int32):
+        want = burn.zeros(3, dtype=dtype, device=NUMPY).scatter(
+            0, _on(NUMPY, index), _on(NUMPY, values, dtype), "add").to_numpy()
+        got = burn.zeros(3, dtype=dtype, device=device).scatter(
+            0, _on(device, index), _on(device, values, dtype), "add")
+        _check(got, want, device, "int_scatter" if dtype is burn.int32 else "float_scatter")
+
+
+def test_scatter_assign_last_duplicate_wins(device: burn.Device) -> None:
+    x = np.arange(12).reshape(3, 4)
+    index = np.array([[2, 2, 0, 1], [2, 0, 0, 1]])
+    values = np.arange(100, 108).reshape(2, 4)
+    want = burn.tensor(x, device=NUMPY).scatter(0, _on(NUMPY, index), _on(NUMPY, values))
+    got = _on(device, x).scatter(0, _on(device, index), _on(device, values))
+    _check(got, want.to_numpy(), device, "int_scatter")
+    flags = np.zeros((3, 4), bool)
+    want_b = _on(NUMPY, flags).scatter(0, _on(NUMPY, index), _on(NUMPY, values % 2 == 0))
+    got_b = _on(device, flags).scatter(0, _on(device, index), _on(device, values % 2 == 0))
+    _check(got_b, want_b.to_numpy(), device, "bool_scatter")
+
+
+def test_scatter_views_scalar_values_and_empty(device: burn.Device) -> None:
+    data = _floats(5, 3)
+    x = _on(device, data.T.copy()).transpose(0, 1)  # [5, 3] strided
+    index = _on(device, [[4, 0, 1], [1, 1, 1]])
+    want = torch.from_numpy(data).scatter(0, torch.tensor([[4, 0, 1], [1, 1, 1]]), 7.0)
+    _check(x.scatter(0, index, 7.0), want, device, "float_scatter")
+    empty = _on(device, np.zeros((0, 3), np.int64))
+    _check(x.scatter(0, empty, _on(device, _floats(2, 3)), "add"), data, device,
+           "float_scatter")
+
+
+# --- select_assign ------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [0, 1])
+def test_select_assign_matches_torch_index_add(device: burn.Device, dim: int) -> None:
+    data = _floats(4, 5)
+    rows = np.array([1, 3, 1, -1, 0, 1])
+    shape = list(data.shape)
+    shape[dim] = len(rows)
+    values = RNG.standard_normal(shape).astype(np.float32)
+    got = _on(device, data).select_assign(dim, _on(device, rows), _on(device, values))
+    want = torch.from_numpy(data).index_add(dim, torch.from_numpy(rows % data.shape[dim]),
+                                            torch.from_numpy(values))
+    _check(got, want, device, "float_select_assign")
+
+
+def test_select_assign_ints_half_and_views(device: burn.Device) -> None:
+    rows = np.array([2, 2, 0, 2])
+    values = np.arange(12).reshape(4, 3)
+    for dtype, op in ((burn.int64, "int"), (burn.int32, "int"), (burn.float16, "float")):
+        want = _on(NUMPY, np.ones((3, 3)), dtype).select_assign(
+            0, _on(NUMPY, rows), _on(NUMPY, values * 0.37, dtype))
+        got = _on(device, np.ones((3, 3)), dtype).select_assign(
+            0, _on(device, rows), _on(device, values * 0.37, dtype))
+        _check(got, want.to_numpy(), device, f"{op}_select_assign")
+    v = _on(device, values.T.copy(), burn.float32).transpose(0, 1)
+    got = burn.zeros(3, 3, device=device).select_assign(0, _on(device, rows), v)
+    ref = torch.zeros(3, 3).index_add(0, torch.from_numpy(rows), torch.from_numpy(values).float())
+    _check(got, ref, device, "float_select_assign")
+
+
+# --- embedding ----------------------------------------------------------------------------
+def test_embedding_matches_torch(device: burn.Device) -> None:
+    weight = _floats(6, 4)
+    index = np.array([[5, 0, 2], [2, 2, 1]])
+    idx = _on(device, index.T.copy()).transpose(0, 1)  # strided
+    got = F.embedding(_on(device, weight), idx)
+    want = torch.nn.functional.embedding(torch.from_numpy(index), torch.from_numpy(weight))
+    _check(got, want, device, "embedding")
+    assert _fallbacks(device)["float_select"] == 0
+    _check(F.embedding(_on(device, weight), _on(device, 3)), weight[3], device, "embedding")
+    _check(F.embedding(_on(device, weight), _on(device, np.zeros((2, 0), np.int64))),
+           np.zeros((2, 0, 4), np.float32), device, "embedding")
+
+
+def test_embedding_backward_accumulates_duplicates(device: burn.Device) -> None:
+    ad = device.autodiff()
+    weight = _floats(5, 3)
+    weight[:1] = 1.0
+    index = np.array([1, 4, 1, 1, 0])
+    w = burn.tensor(weight, device=ad).require_grad()
+    grads = (F.embedding(w, _on(ad, index))
+             * _on(ad, np.arange(15.0, dtype=np.float32).reshape(5, 3))).sum().backward()
+    tw = torch.from_numpy(weight).requires_grad_()
+    (torch.nn.functional.embedding(torch.from_numpy(index), tw)
+     * torch.arange(15.0).reshape(5, 3)).sum().backward()
+    grad = w.grad(grads)
+    assert grad is not None and tw.grad is not None
+    np.testing.assert_array_equal(grad.to_numpy(), tw.grad.numpy())
+    assert _fallbacks(device)["float_select_assign"] == 0
+
+
+# --- device-side checks -------------------------------------------------------------------
+@pytest.mark.parametrize("op, run", [
+    ("select", lambda x, i: x.select(0, i)),
+    ("gather", lambda x, i: x.gather(0, i.reshape(3, 1).expand(3, 2))),
+    ("embedding", lambda x, i: F.embedding(x, i)),
+    ("scatter", lambda x, i: x.scatter(0, i.reshape(3, 1).expand(3, 2), 1.0)),
+])
+def test_bad_indices_are_reported_at_the_next_sync(device: burn.Device, op: str,
+                                                   run: Callable[..., burn.Tensor]) -> None:
+    x = _on(device, np.arange(8.0, dtype=np.float32).reshape(4, 2))
+    out = run(x, _on(device, [0, 9, 1]))  # checked on the device: no error yet
+    assert out.shape[0] == (4 if op == "scatter" else 3)
+    low = 0 if op == "embedding" else -4  # embedding does not wrap negatives
+    with pytest.raises(BurnIndexError, match=rf"{op}: index 9 out of range \[{low}, 4\)"):
+        burn.sync(device)
+    burn.sync(device)  # reported once
+    assert x.select(0, _on(device, [-1, 0])).to_numpy().tolist() == [[6.0, 7.0], [0.0, 1.0]]
+
+
+def test_bad_indices_raise_at_into_data_and_memory_stats(device: burn.Device) -> None:
+    x = _on(device, np.arange(4.0, dtype=np.float32))
+    out = x.select(0, _on(device, [4]))
+    with pytest.raises(BurnIndexError, match="select: index 4"):
+        out.to_numpy()
+    backend = device.backend
+    bad = backend.check_indices("take", _on(device, [-1, 1])._prim, 3, wrap_negative=False)
+    with pytest.raises(BurnIndexError, match=r"take: index -1 out of range \[0, 3\)"):
+        backend.memory_stats()
+    assert backend.int_into_data(bad).tolist() == [0, 1]  # the bad entry reads as 0
+
+
+def test_checks_wrap_negatives_of_every_int_dtype_and_shape(device: burn.Device) -> None:
+    backend = device.backend
+    for dtype in (burn.int32, burn.int64):
+        idx = _on(device, np.array([[-3, 2], [0, -1]]), dtype).transpose(0, 1)
+        out = backend.check_indices("select", idx._prim, 3)
+        assert backend.dtype(out) is DType(dtype.value) and backend.shape(out) == (2, 2)
+        assert backend.int_into_data(out).tolist() == [[0, 0], [2, 2]]
+    scalar = backend.check_indices("getitem", _on(device, -2)._prim, 5)
+    assert backend.int_into_data(scalar).shape == () and int(backend.int_into_data(scalar)) == 3
+    empty = _on(device, np.zeros(0, np.int64))._prim
+    assert backend.check_indices("select", empty, 0) is empty
+
+
+def test_more_checks_than_flag_slots(device: burn.Device) -> None:
+    x = _on(device, np.arange(3.0, dtype=np.float32))
+    for _ in range(checks.CAPACITY + 5):
+        x = x.select(0, _on(device, [2, 1, 0]))
+    assert x.to_numpy().tolist() == [2.0, 1.0, 0.0]
+
+
+def test_division_by_zero_is_reported_at_the_next_sync(device: burn.Device) -> None:
+    a = _on(device, [4, 5])
+    out = a // _on(device, [2, 0])  # no error yet
+    with pytest.raises(DivisionByZeroError, match="floor_div: integer division by zero"):
+        out.to_numpy()
+    assert (a // _on(device, [2, 5])).to_numpy().tolist() == [2, 1]
+    _ = a % _on(device, np.array(0))
+    with pytest.raises(DivisionByZeroError, match="remainder"):
+        burn.sync(device)
+
+
+# --- CUDA source (compile-only: no GPU here) ----------------------------------------------
+@pytest.mark.parametrize("dtype", [DType.float32, DType.float16, DType.bfloat16, DType.int64,
+                                   DType.bool])
+def test_kernels_generate_cuda(dtype: DType) -> None:
+    x, idx = np.zeros((2, 3), dtype.numpy), np.zeros((2, 3), np.int64)
+    i1 = np.zeros(3, np.int32)
+    assert "__global__" in indexing._select_kernel(dtype, DType.int32, 2, 1, 1).source(
+        "cuda", 256, x, i1, x)
+    assert "__global__" in indexing._gather_kernel(dtype, DType.int64, 2, 0).source(
+        "cuda", 256, x, idx, x)
+    if dtype is not DType.bool:
+        acc = np.zeros((2, 3), np.float32 if dtype.itemsize == 2 else dtype.numpy)
+        acc_dtype = DType.float32 if dtype.itemsize == 2 else dtype
+        assert "__global__" in indexing._scatter_kernel(
+            acc_dtype, dtype, DType.int64, 2, 0, True).source("cuda", 256, idx, x, acc, 3)
+    flags = np.zeros(4, np.int32)
+    assert "__global__" in checks._check_kernel(DType.int64, 2, False).source(
+        "cuda", 256, idx, flags, 0, np.zeros(6, np.int64), -3, 3)
+    assert "__global__" in checks._check_kernel(DType.int32, 1, True).source(
+        "cuda", 256, i1, flags, 0)
