@@ -29,6 +29,7 @@ from .matmul import CubeMatmulOps
 from .module.conv import CubeConvOps
 from .module.pool import CubePoolOps
 from .module.resize import CubeResizeOps
+from .module.sample import CubeSampleOps
 from .random import CubeRandomOps
 from .reduction import CubeReductionOps
 from .tensor import CubeTensor, Shape
@@ -47,7 +48,7 @@ def _layout_method(name: str, kind: str) -> Any:
     return method
 
 
-class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeIndexingOps, CubeConvOps, CubePoolOps, CubeResizeOps, CubeMatmulOps,
+class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeIndexingOps, CubeConvOps, CubePoolOps, CubeResizeOps, CubeSampleOps, CubeMatmulOps,
                   CubeRandomOps, CubeCreationOps, Backend):
     """A backend on one burn-cube runtime device.
 
