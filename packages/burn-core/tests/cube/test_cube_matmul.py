@@ -27,7 +27,7 @@ View = Callable[[Any], Any]  # applied to a burn tensor and to a torch tensor al
 
 
 def _backend(device: str) -> CubeBackend:
-    backend = _backend(device)
+    backend = burn.Device(device).backend
     assert isinstance(backend, CubeBackend)
     return backend
 
