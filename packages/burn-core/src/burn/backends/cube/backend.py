@@ -25,6 +25,7 @@ from .cumulative import CubeCumulativeOps
 from .elementwise import ELEMENTWISE_METHODS
 from .fallback import fallback_method
 from .indexing import CubeIndexingOps
+from .math import CubeMathOps
 from .matmul import CubeMatmulOps
 from .module.conv import CubeConvOps
 from .module.pool import CubePoolOps
@@ -49,7 +50,7 @@ def _layout_method(name: str, kind: str) -> Any:
 
 
 class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeIndexingOps, CubeConvOps, CubePoolOps, CubeResizeOps, CubeSampleOps, CubeMatmulOps,
-                  CubeRandomOps, CubeCreationOps, Backend):
+                  CubeMathOps, CubeRandomOps, CubeCreationOps, Backend):
     """A backend on one burn-cube runtime device.
 
     Args:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from burn.dtype import DType
+from burn.ir.cube import cube_dtype
 
 from .kernels import fill_kernel
 from .tensor import CubeTensor, Shape, host_array
@@ -33,6 +34,23 @@ def full(backend: Any, shape: Shape, value: Any, dtype: DType) -> CubeTensor:
             host = np.array(value).astype(dtype.numpy).item()
         backend.launch(fill_kernel(dtype), out.size, host, out.view((out.size,), (1,)).array)
     return out
+
+
+@cache
+def arange_kernel(dtype: DType) -> Any:
+    """`out[i] = start + i * step` over a rank-1 int tensor (int32 in wrapping u32 arithmetic:
+    `start` and `step` are passed as their u32 bits)."""
+    from burn_cube import KernelBuilder, i32, u32
+
+    cube = cube_dtype("arange", dtype)
+    work = u32 if cube is i32 else cube
+    b = KernelBuilder("arange")
+    start, step = b.scalar("start", work), b.scalar("step", work)
+    out = b.tensor("out", cube, rank=1, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        out[pos] = b.cast(b.cast(pos, work) * step + start, cube)
+    return b.kernel()
 
 
 class CubeCreationOps:
@@ -76,8 +94,9 @@ class CubeCreationOps:
     def int_arange(self: Any, start: int, end: int, step: int, dtype: DType,
                    device: Device) -> CubeTensor:
         """`start, start + step, ...` below `end` (above it for a negative step)."""
-        count = max(0, math.ceil((end - start) / step))
-        steps = full(self, (count,), step, dtype)
-        if count == 0:
-            return steps
-        return self.int_add_scalar(self.int_cumsum(steps, 0), start - step)
+        count = max(0, -(-(end - start) // step))
+        out = self.empty((count,), dtype)
+        if count:
+            bits = (lambda v: v & 0xFFFFFFFF) if dtype is DType.int32 else int
+            self.launch(arange_kernel(dtype), count, bits(start), bits(step), out.array)
+        return out

@@ -163,7 +163,21 @@ def _add_carry(b: Any, x: Any, y: Any) -> tuple[Any, Any]:
     from burn_cube import u32
 
     total = b.local(u32, x + y)
-    return total, b.select(total < x, 1, 0)
+    return total, _carry(b, total < x)
+
+
+def _widen(b: Any, word: Any) -> Any:
+    """A u32 as an i64 (masked: naga's WGSL `i64(u32)` sign-extends words of 2**31 and up)."""
+    from burn_cube import i64
+
+    return b.cast(word, i64) & 0xFFFFFFFF
+
+
+def _carry(b: Any, cond: Any) -> Any:
+    """1 or 0 as a u32 (plain literals would make an i32 select, and promote the sums)."""
+    from burn_cube import u32
+
+    return b.select(cond, b.const(1, u32), b.const(0, u32))
 
 
 def _mulhi64(b: Any, r: tuple[Any, Any], s: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -197,15 +211,15 @@ def int_kernel(dtype: DType, wide: bool) -> Any:
         span = (b.scalar("span_hi", u32), b.scalar("span_lo", u32))
         for i in (0, 2):
             hi, lo = _mulhi64(b, (words[i], words[i + 1]), span)
-            half = b.local(i64, b.cast(hi, i64) * 2 ** 31)  # low + hi * 2**32 never overflows
-            values.append(low + half + half + b.cast(lo, i64))
+            half = b.local(i64, _widen(b, hi) * 2 ** 31)  # low + hi * 2**32 never overflows
+            values.append(low + half + half + _widen(b, lo))
     else:
         span_m1 = b.scalar("span_m1", u32)
         for w in words:  # floor(w * (span_m1 + 1) / 2**32) = high word of w * span_m1 + w
             hi, lo = _mulhilo(b, w, span_m1)
-            offset = hi + b.select(lo + w < w, 1, 0)
+            offset = hi + _carry(b, lo + w < w)
             values.append(b.cast(low + offset, i32) if out_dtype is i32
-                          else low + b.cast(offset, i64))
+                          else low + _widen(b, offset))
     _store_all(b, b.tensor("out", out_dtype, rank=1, write=True), values)
     return b.kernel()
 

@@ -1,0 +1,211 @@
+"""Elementwise ops of the cube backends that the op table has no lowering for: integer power,
+atan2 and the activations gelu, softplus, log_sigmoid, mish and selu, one kernel each.
+
+`MATH` maps an op to its builder expression; `run_math` broadcasts the tensor inputs as stride-0
+views (dense inputs of the output's shape are seen as rank 1), and the kernel computes in a work
+dtype (float32 for float16 / bfloat16, as the NumPy backend; the tensor's own dtype otherwise),
+rounding once on the store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from burn.dtype import DType
+from burn.ir.cube import cube_dtype
+
+from .elementwise import broadcast_view, flat_view
+from .tensor import CubeTensor
+
+#: SELU's constants (torch's).
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+Emit = Callable[[Any, list[Any]], Any]
+
+
+def _powi(b: Any, xs: list[Any]) -> Any:
+    """`x ** e` by squaring, wrapping as integer products do; a negative `e` gives torch's
+    1 / x**|e| truncated (1 for x = 1, +-1 for x = -1, else 0)."""
+    x, e = xs
+    result = b.local(x.dtype, 1)
+    base, exp = b.local(x.dtype, x), b.local(x.dtype, e)
+    with b.if_(exp < 0):
+        odd = (exp & 1) == 1
+        b.set(result, b.select(x == 1, 1, b.select(x == -1, b.select(odd, -1, 1), 0)))
+        b.set(exp, 0)
+    with b.while_(exp > 0):
+        with b.if_((exp & 1) == 1):
+            b.set(result, result * base)
+        b.set(base, base * base)
+        b.set(exp, exp // 2)  # not `>> 1`: WGSL (naga) rejects u32(1li), an i64 shift count
+    return result
+
+
+def _signbit(b: Any, v: Any) -> Any:
+    """Whether `v` has its sign bit set (-0.0 included: 1 / -0.0 is -inf)."""
+    return b.or_(v < 0.0, b.and_(v == 0.0, 1.0 / v < 0.0))
+
+
+#: Cephes' atanf polynomial on [-tan(pi/8), tan(pi/8)] (<= 2 ulp for float32).
+_ATAN_F32 = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
+_TAN_PI_8 = 0.41421356237309503
+
+
+def _atan_unit(b: Any, r: Any) -> Any:
+    """atan of `r` in [0, 1]: the runtime's atan for float64; for float32 Cephes' polynomial
+    after atan(r) = pi/4 + atan((r - 1) / (r + 1)) above tan(pi/8) (WGSL's atan is ~1e-5)."""
+    if r.dtype.bits == 64:
+        return b.atan(r)
+    high = r > _TAN_PI_8
+    x = b.local(r.dtype, b.select(high, (r - 1.0) / (r + 1.0), r))
+    z = b.local(r.dtype, x * x)
+    poly = _ATAN_F32[0]
+    for c in _ATAN_F32[1:]:
+        poly = poly * z + c
+    return b.select(high, math.pi / 4, 0.0) + (poly * z * x + x)
+
+
+def _atan2(b: Any, xs: list[Any]) -> Any:
+    """atan2(y, x) from atan of the smaller over the larger magnitude, with C's special values
+    (signed zeros, +-pi for a negative x, +-pi/4 and +-3pi/4 for infinite pairs, NaN)."""
+    y, x = xs
+    ay, ax = b.local(y.dtype, abs(y)), b.local(x.dtype, abs(x))
+    swap = ay > ax
+    t = b.local(y.dtype, _atan_unit(b, b.select(swap, ax / ay, ay / ax)))
+    b.set(t, b.select(swap, math.pi / 2 - t, t))
+    b.set(t, b.select(b.and_(ay == 0.0, ax == 0.0), 0.0, t))
+    b.set(t, b.select(b.and_(b.isinf(ay), b.isinf(ax)), math.pi / 4, t))
+    b.set(t, b.select(_signbit(b, x), math.pi - t, t))
+    b.set(t, b.select(_signbit(b, y), -t, t))
+    return b.select(b.or_(b.isnan(y), b.isnan(x)), y + x, t)  # WGSL may lose NaNs in atan
+
+
+def _gelu(b: Any, xs: list[Any]) -> Any:
+    """x (1 + erf(x / sqrt 2)) / 2, in the NumPy backend's order."""
+    x = xs[0]
+    return (b.erf(x * (1 / math.sqrt(2))) + 1.0) * x * 0.5
+
+
+def _gelu_tanh(b: Any, xs: list[Any]) -> Any:
+    """x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2, in the NumPy backend's order."""
+    x = xs[0]
+    inner = ((x * x * 0.044715 + 1.0) * x) * math.sqrt(2 / math.pi)
+    return (b.tanh(inner) + 1.0) * x * 0.5
+
+
+def _softplus_of(b: Any, x: Any, beta: Any, threshold: Any) -> Any:
+    """log1p(exp(beta x)) / beta, `x` itself where beta x > threshold (NaN stays NaN)."""
+    bx = b.local(x.dtype, x * beta)
+    soft = b.log1p(b.exp(b.select(bx > threshold, threshold, bx))) / beta
+    return b.select(bx > threshold, x, soft)
+
+
+def _softplus(b: Any, xs: list[Any]) -> Any:
+    """softplus(x, beta, threshold)."""
+    return _softplus_of(b, *xs)
+
+
+def _log_sigmoid(b: Any, xs: list[Any]) -> Any:
+    """-softplus(-x) (threshold 20)."""
+    return -_softplus_of(b, -xs[0], 1.0, 20.0)
+
+
+def _mish(b: Any, xs: list[Any]) -> Any:
+    """x tanh(softplus(x)) (threshold 20)."""
+    return xs[0] * b.tanh(_softplus_of(b, xs[0], 1.0, 20.0))
+
+
+def _selu(b: Any, xs: list[Any]) -> Any:
+    """scale (x, or alpha (exp(x) - 1) where x <= 0)."""
+    x = xs[0]
+    neg = (b.exp(b.select(x > 0.0, 0.0, x)) - 1.0) * SELU_ALPHA
+    return b.select(x <= 0.0, neg, x) * SELU_SCALE
+
+
+#: op (gelu: with its `approximate`) -> builder expression over the inputs, then scalars.
+MATH: dict[str, Emit] = {
+    "int_powi": _powi, "int_powi_scalar": _powi, "float_atan2": _atan2, "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh, "softplus": _softplus, "log_sigmoid": _log_sigmoid,
+    "mish": _mish, "selu": _selu,
+}
+
+
+def _work(dtype: DType) -> DType:
+    """The dtype a kernel computes `dtype` values in."""
+    return DType.float32 if dtype in (DType.float16, DType.bfloat16) else dtype
+
+
+@cache
+def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int) -> Any:
+    """The kernel of `MATH[key]` over `tensors` strided inputs of `dtype` and rank `rank`, then
+    `scalars` runtime scalars (of the work dtype), then the output."""
+    from burn_cube import KernelBuilder
+
+    b = KernelBuilder(key)
+    cube, work = cube_dtype(key, dtype), cube_dtype(key, _work(dtype))
+    ins = [b.tensor(f"x{i}", cube, rank=rank, write=False) for i in range(tensors)]
+    params = [b.scalar(f"s{i}", work) for i in range(scalars)]
+    out = b.tensor("out", cube, rank=rank, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        xs = [b.local(work, b.cast(t[b.index_of(t, pos)], work)) for t in ins]
+        out[b.index_of(out, pos)] = b.cast(MATH[key](b, xs + params), cube)
+    return b.kernel()
+
+
+def run_math(backend: Any, key: str, tensors: list[CubeTensor], scalars: list[Any]
+             ) -> CubeTensor:
+    """Launch `MATH[key]` over `tensors` (broadcast) and host `scalars` on `backend`.
+
+    Returns:
+        A new contiguous tensor of the broadcast shape and the first input's dtype.
+    """
+    dtype = tensors[0].dtype
+    shape = tuple(int(d) for d in np.broadcast_shapes(*(t.shape for t in tensors)))
+    out = backend.empty(shape, dtype)
+    if out.size == 0:
+        return out
+    if all(t.shape == shape and t.is_contiguous for t in tensors):
+        views, out_view = [flat_view(t) for t in tensors], flat_view(out)
+    else:
+        views, out_view = [broadcast_view(t, shape) for t in tensors], out
+    kernel = math_kernel(key, dtype, len(tensors), len(scalars), len(out_view.shape))
+    host = [float(s) if dtype.is_float else np.array(s).astype(dtype.numpy).item()
+            for s in scalars]  # an int scalar wraps into the dtype, as the NumPy backend's
+    backend.launch(kernel, out.size, *(v.array for v in views), *host, out_view.array)
+    return out
+
+
+class CubeMathOps:
+    """int_powi(_scalar), float_atan2, gelu, softplus, log_sigmoid, mish and selu."""
+
+    def int_powi(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        """`lhs ** rhs` (wrapping; negative exponents as torch)."""
+        return run_math(self, "int_powi", [lhs, rhs], [])
+
+    def int_powi_scalar(self, lhs: CubeTensor, rhs: int) -> CubeTensor:
+        """`lhs ** rhs`; `rhs` wraps into lhs's dtype first (as the NumPy backend)."""
+        return run_math(self, "int_powi_scalar", [lhs], [rhs])
+
+    def float_atan2(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        return run_math(self, "float_atan2", [lhs, rhs], [])
+
+    def gelu(self, x: CubeTensor, approximate: str) -> CubeTensor:
+        """Exact ("none") or tanh GELU."""
+        return run_math(self, "gelu_tanh" if approximate == "tanh" else "gelu", [x], [])
+
+    def softplus(self, x: CubeTensor, beta: float, threshold: float) -> CubeTensor:
+        return run_math(self, "softplus", [x], [beta, threshold])
+
+    def log_sigmoid(self, x: CubeTensor) -> CubeTensor:
+        return run_math(self, "log_sigmoid", [x], [])
+
+    def mish(self, x: CubeTensor) -> CubeTensor:
+        return run_math(self, "mish", [x], [])
+
+    def selu(self, x: CubeTensor) -> CubeTensor:
+        return run_math(self, "selu", [x], [])
