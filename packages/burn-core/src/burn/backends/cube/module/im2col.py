@@ -1,0 +1,183 @@
+"""Kernels of the cube convolutions: im2col, col2im (a gather, no atomics) and a converting copy.
+
+Columns are a rank-3 view `[C*K, N, L]` (row = channel and kernel tap, K = prod(kernel),
+L = prod(out)), read and written through their strides, so conv (`[C*K, N*L]`, dense) and
+unfold4d (`[N, C*K, L]`, permuted) share the kernels. im2col and col2im give each unit a
+`chunk` of the last spatial dim: one unit per row on the cpu (divisions amortised over a row),
+one per element on GPUs (coalesced). Geometry (kernel, stride, padding, dilation, window
+counts) is runtime scalars, so kernels are compiled once per dtypes and rank.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from functools import cache, reduce
+from typing import Any
+
+from burn.dtype import DType
+from burn.ir.cube import cube_dtype
+
+#: Per spatial dim scalar parameters of the geometry, in launch order.
+GEOMETRY = ("k", "s", "p", "d", "o")
+
+
+def _geometry(b: Any, nd: int) -> list[dict[str, Any]]:
+    """Declares the u32 scalars `k, s, p, d, o` of every spatial dim (then `chunk`, `chunks`
+    follow)."""
+    from burn_cube import u32
+
+    return [{name: b.scalar(f"{name}{dim}", u32) for name in GEOMETRY} for dim in range(nd)]
+
+
+def _split(b: Any, rest: Any, sizes: Sequence[Any]) -> list[Any]:
+    """Row-major coordinates of `rest` over `sizes` (the first coordinate is not reduced)."""
+    from burn_cube import u32
+
+    rest = b.local(u32, rest)
+    coords: list[Any] = [None] * len(sizes)
+    for i in reversed(range(1, len(sizes))):
+        coords[i] = b.local(u32, rest % sizes[i])
+        b.set(rest, rest // sizes[i])
+    coords[0] = rest
+    return coords
+
+
+def _linear(coords: Sequence[Any], sizes: Sequence[Any]) -> Any:
+    """Row-major linear index of `coords` over `sizes`."""
+    index = coords[0]
+    for coord, size in zip(coords[1:], sizes[1:], strict=True):
+        index = index * size + coord
+    return index
+
+
+@cache
+def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
+    """`cols[c*K + k, n, l] = x[n, c, o*s + k*d - p]` (zero outside x), converted to `dst`.
+
+    Launch args: x (any strides, rank nd+2), cols (rank-3 view), per dim `k s p d o`, then
+    `chunk` (last-dim elements per unit) and `chunks` (units per row).
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_im2col")
+    x = b.tensor("x", cube_dtype("conv", src), rank=nd + 2, write=False)
+    cols = b.tensor("cols", cube_dtype("conv", dst), rank=3, write=True)
+    geo = _geometry(b, nd)
+    chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
+    kernel = [g["k"] for g in geo]
+    outer = [g["o"] for g in geo[:-1]]
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < x.shape[1] * _prod(kernel) * x.shape[0] * _prod(outer) * chunks):
+        c, *rest = _split(b, pos, [x.shape[1], *kernel, x.shape[0], *outer, chunks])
+        taps, n, outs, part = rest[:nd], rest[nd], rest[nd + 1:-1], rest[-1]
+        row = _linear([c, *taps], [x.shape[1], *kernel])
+        col = _linear([*outs, 0], [*outer, geo[-1]["o"]]) if nd > 1 else 0
+        base = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1])
+        inside = b.local(cube_dtype("conv", DType.bool), True)
+        for dim in range(nd - 1):
+            at = outs[dim] * geo[dim]["s"] + taps[dim] * geo[dim]["d"]
+            size = x.shape[2 + dim]
+            b.set(inside, inside & (at >= geo[dim]["p"]) & (at < geo[dim]["p"] + size))
+            b.set(base, base + (at - geo[dim]["p"]) * x.stride[2 + dim])
+        last = geo[-1]
+        target = cols.offset + row * cols.stride[0] + n * cols.stride[1]
+        start = part * chunk
+        with b.for_range(start, b.min(start + chunk, last["o"])) as o:
+            at = o * last["s"] + taps[-1] * last["d"]
+            value = b.local(cols.dtype, 0)
+            with b.if_(inside & (at >= last["p"]) & (at < last["p"] + x.shape[nd + 1])):
+                b.set(value, b.cast(x[base + (at - last["p"]) * x.stride[nd + 1]], cols.dtype))
+            cols[target + (col + o) * cols.stride[2]] = value
+    return b.kernel()
+
+
+@cache
+def col2im_kernel(src: DType, dst: DType, nd: int, bias: DType | None) -> Any:
+    """`out[n, c, i] = sum of cols[c*K + k, n, (i + p - k*d) / s]` over the taps whose window
+    position is whole and in range (+ `bias[c]`), converted to `dst`: the adjoint of im2col.
+
+    Launch args: cols (rank-3 view), out (dense, rank nd+2), bias if any, per dim `k s p d o`,
+    then `chunk` and `chunks`.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_col2im")
+    work = cube_dtype("conv", src)
+    cols = b.tensor("cols", work, rank=3, write=False)
+    out = b.tensor("out", cube_dtype("conv", dst), rank=nd + 2, write=True)
+    bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
+                                                 write=False)
+    geo = _geometry(b, nd)
+    chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
+    sizes = [out.shape[d] for d in range(nd + 2)]
+    kernel = [g["k"] for g in geo]
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < _prod(sizes[:-1]) * chunks):
+        n, c, *outs, part = _split(b, pos, [*sizes[:-1], chunks])
+        start = part * chunk
+        with b.for_range(start, b.min(start + chunk, sizes[-1])) as last:
+            init = 0 if bias_t is None else b.cast(bias_t[b.index_of(bias_t, c)], work)
+            acc = b.local(work, init)
+            _gather_taps(b, cols, geo, [*outs, last], kernel, c, n, acc)
+            out[_linear([n, c, *outs, last], sizes)] = b.cast(acc, out.dtype)
+    return b.kernel()
+
+
+def _gather_taps(b: Any, cols: Any, geo: list[dict[str, Any]], coords: list[Any],
+                 kernel: list[Any], c: Any, n: Any, acc: Any) -> None:
+    """Adds to `acc` the columns of every tap (nested loops, one per spatial dim) that reads
+    input position `coords` of channel `c`, batch `n`."""
+    nd = len(coords)
+    windows: list[Any] = []
+
+    def level(dim: int, row: Any) -> None:
+        if dim == nd:
+            col = _linear(windows, [g["o"] for g in geo])
+            b.set(acc, acc + cols[cols.offset + row * cols.stride[0] + n * cols.stride[1]
+                                  + col * cols.stride[2]])
+            return
+        g = geo[dim]
+        with b.for_range(g["k"]) as tap:
+            at = coords[dim] + g["p"]
+            reach = tap * g["d"]
+            with b.if_(at >= reach):
+                shifted = at - reach
+                window = shifted // g["s"]
+                with b.if_((shifted % g["s"] == 0) & (window < g["o"])):
+                    windows.append(window)
+                    level(dim + 1, row * kernel[dim] + tap)
+                    windows.pop()
+
+    level(0, c)
+
+
+@cache
+def convert_kernel(src: DType, dst: DType, rank: int, bias: DType | None) -> Any:
+    """`out[i] = src[i] (+ bias[(i / inner) % channels])` converted to `dst`: a strided view
+    of any rank copied into a dense buffer, the sum in `src`'s dtype.
+
+    Launch args: src, out (rank 1), then with a bias: bias, `inner`, `channels`.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_convert")
+    x = b.tensor("src", cube_dtype("conv", src), rank=rank, write=False)
+    out = b.tensor("out", cube_dtype("conv", dst), rank=1, write=True)
+    pos = b.ABSOLUTE_POS
+    if bias is None:
+        with b.if_(pos < out.len):
+            out[pos] = b.cast(x[b.index_of(x, pos)], out.dtype)
+        return b.kernel()
+    bias_t = b.tensor("bias", cube_dtype("conv", bias), rank=1, write=False)
+    inner, channels = b.scalar("inner", u32), b.scalar("channels", u32)
+    with b.if_(pos < out.len):
+        channel = b.index_of(bias_t, (pos // inner) % channels)
+        value = x[b.index_of(x, pos)] + b.cast(bias_t[channel], x.dtype)
+        out[pos] = b.cast(value, out.dtype)
+    return b.kernel()
+
+
+def _prod(values: Sequence[Any]) -> Any:
+    """Product of kernel values (1 for none)."""
+    return reduce(operator.mul, values[1:], values[0]) if values else 1
