@@ -1,0 +1,377 @@
+"""Convolution kernels of the cube backends (conv, conv_transpose with backward, unfold4d)
+against torch on cpu and wgpu: strided, transposed and broadcast inputs, every spatial rank,
+stride/padding/dilation/groups, empty batches, NaN/inf, low-precision dtypes; each op must run
+on kernels (no host fallback) and its kernels must also generate CUDA C."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import burn
+import burn.functional as bF
+from burn.backend.options import ConvOptions, ConvTransposeOptions
+from burn.backends.cube import CubeTensor
+from burn.backends.cube.tensor import host_array
+from burn.errors import ShapeError
+
+ref = importlib.import_module("burn.backends.numpy.module.conv")
+
+DEVICES = ["cpu", "wgpu"]
+LAYOUTS = ["contiguous", "transposed", "strided", "broadcast"]
+SPATIAL = {1: (9,), 2: (6, 7), 3: (4, 5, 4)}
+KERNEL = {1: (3,), 2: (3, 2), 3: (2, 3, 2)}
+#: (stride, padding, dilation, groups) per case, one entry per spatial dim where a tuple.
+CONFIGS = [(1, 0, 1, 1), (2, 1, 1, 2), ((2, 1, 1), (1, 0, 2), (1, 2, 1), 1), (1, 2, 2, 2)]
+#: (stride, padding, padding_out, dilation, groups) of the transposed convolutions.
+T_CONFIGS = [(1, 0, 0, 1, 1), (2, 1, 1, 1, 2), ((2, 3, 2), (1, 0, 1), (1, 2, 0), (1, 2, 1), 1)]
+
+
+def _dims(value: Any, nd: int) -> tuple[int, ...]:
+    return tuple(value[:nd]) if isinstance(value, tuple) else (value,) * nd
+
+
+def _options(cfg: tuple[Any, ...], nd: int) -> ConvOptions:
+    stride, padding, dilation, groups = cfg
+    return ConvOptions(_dims(stride, nd), _dims(padding, nd), _dims(dilation, nd), groups)
+
+
+def _t_options(cfg: tuple[Any, ...], nd: int) -> ConvTransposeOptions:
+    stride, padding, padding_out, dilation, groups = cfg
+    return ConvTransposeOptions(_dims(stride, nd), _dims(padding, nd), _dims(padding_out, nd),
+                                _dims(dilation, nd), groups)
+
+
+def _backend(name: str) -> Any:
+    return burn.Device(name).backend
+
+
+def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
+    """`a` on the device as a view laid out as `layout` (broadcast: batch 0 repeated)."""
+    if layout == "contiguous":
+        return bk.upload(a)
+    if layout == "transposed":
+        t = bk.upload(np.ascontiguousarray(a.T))
+        return t.view(a.shape, tuple(reversed(t.strides)))
+    if layout == "strided":
+        big = np.zeros((*a.shape[:-1], 2 * a.shape[-1] + 1), a.dtype)
+        big[..., 1::2] = a
+        t = bk.upload(big)
+        return t.view(a.shape, (*t.strides[:-1], 2), t.offset + 1)
+    assert layout == "broadcast"
+    a[1:] = a[:1]
+    t = bk.upload(np.ascontiguousarray(a[:1]))
+    return t.view(a.shape, (0, *t.strides[1:]))
+
+
+def _host(t: CubeTensor) -> np.ndarray:
+    return np.array(host_array(t))
+
+
+def _check(got: CubeTensor | None, want: torch.Tensor | None, dtype: np.dtype,
+           tol: float = 1e-4) -> None:
+    """Shape, then dtype, then values (NaN where torch has NaN)."""
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert got.shape == tuple(want.shape)
+    assert got.dtype.numpy == dtype
+    np.testing.assert_allclose(_host(got), want.detach().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.fixture
+def no_fallback(request: pytest.FixtureRequest) -> Iterator[Callable[[Any, str], None]]:
+    """`watch(backend, op)`: the op must not run on the host fallback during the test."""
+    watched: list[tuple[Any, str, int]] = []
+    yield lambda bk, op: watched.append((bk, op, bk.fallbacks[op]))
+    for bk, op, before in watched:
+        assert bk.fallbacks[op] == before, f"{op} ran on the host fallback"
+
+
+def _rand(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+def _conv_case(rng: np.random.Generator, nd: int, groups: int, transpose: bool = False,
+               batch: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cin, cout = 4, 6
+    x = _rand(rng, (batch, cin, *SPATIAL[nd]))
+    wshape = (cin, cout // groups) if transpose else (cout, cin // groups)
+    return x, _rand(rng, (*wshape, *KERNEL[nd])), _rand(rng, (cout,))
+
+
+def _torch_conv(nd: int, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
+                o: ConvOptions) -> torch.Tensor:
+    fn = getattr(tF, f"conv{nd}d")
+    return fn(x, w, b, o.stride, o.padding, o.dilation, o.groups)
+
+
+def _torch_conv_t(nd: int, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
+                  o: ConvTransposeOptions) -> torch.Tensor:
+    fn = getattr(tF, f"conv_transpose{nd}d")
+    return fn(x, w, b, o.stride, o.padding, o.padding_out, o.groups, o.dilation)
+
+
+def _torch_grads(fn: Callable[..., torch.Tensor], arrays: list[np.ndarray | None],
+                 grad: np.ndarray) -> list[torch.Tensor | None]:
+    leaves = [None if a is None else torch.tensor(a, requires_grad=True) for a in arrays]
+    fn(*leaves).backward(torch.tensor(grad))
+    return [None if t is None else t.grad for t in leaves]
+
+
+# --------------------------------------------------------------------------------- conv
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("ci", range(len(CONFIGS)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_conv_matches_torch(device: str, nd: int, ci: int, layout: str,
+                            no_fallback: Any) -> None:
+    bk, o = _backend(device), _options(CONFIGS[ci], nd)
+    no_fallback(bk, "conv")
+    rng = np.random.default_rng(nd * 10 + ci)
+    x, w, b = _conv_case(rng, nd, o.groups)
+    xt = _up(bk, x, layout)
+    x = _host(xt)  # broadcast rewrote the batch
+    for bias in (b, None):
+        got = bk.conv(xt, _up(bk, w, "transposed"), None if bias is None else _up(bk, bias), o)
+        want = _torch_conv(nd, torch.tensor(x), torch.tensor(w),
+                           None if bias is None else torch.tensor(bias), o)
+        _check(got, want, np.dtype(np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("ci", range(len(CONFIGS)))
+def test_conv_backward_matches_torch(device: str, nd: int, ci: int, no_fallback: Any) -> None:
+    bk, o = _backend(device), _options(CONFIGS[ci], nd)
+    no_fallback(bk, "conv_backward")
+    rng = np.random.default_rng(nd * 10 + ci)
+    x, w, b = _conv_case(rng, nd, o.groups)
+    for bias in (b, None):
+        out = _torch_conv(nd, torch.tensor(x), torch.tensor(w), None, o)
+        grad = _rand(rng, tuple(out.shape))
+        wants = _torch_grads(lambda x_, w_, b_: _torch_conv(nd, x_, w_, b_, o), [x, w, bias],
+                             grad)
+        gots = bk.conv_backward(_up(bk, x, "transposed"), _up(bk, w),
+                                None if bias is None else _up(bk, bias),
+                                _up(bk, grad, "strided"), o)
+        for got, expected in zip(gots, wants, strict=True):
+            _check(got, expected, np.dtype(np.float32))
+
+
+# ----------------------------------------------------------------------- conv_transpose
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("ci", range(len(T_CONFIGS)))
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "broadcast"])
+def test_conv_transpose_matches_torch(device: str, nd: int, ci: int, layout: str,
+                                      no_fallback: Any) -> None:
+    bk, o = _backend(device), _t_options(T_CONFIGS[ci], nd)
+    no_fallback(bk, "conv_transpose")
+    rng = np.random.default_rng(nd * 10 + ci)
+    x, w, b = _conv_case(rng, nd, o.groups, transpose=True)
+    xt = _up(bk, x, layout)
+    x = _host(xt)
+    for bias in (b, None):
+        got = bk.conv_transpose(xt, _up(bk, w, "strided"),
+                                None if bias is None else _up(bk, bias, "strided"), o)
+        want = _torch_conv_t(nd, torch.tensor(x), torch.tensor(w),
+                             None if bias is None else torch.tensor(bias), o)
+        _check(got, want, np.dtype(np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("ci", range(len(T_CONFIGS)))
+def test_conv_transpose_backward_matches_torch(device: str, nd: int, ci: int,
+                                               no_fallback: Any) -> None:
+    bk, o = _backend(device), _t_options(T_CONFIGS[ci], nd)
+    no_fallback(bk, "conv_transpose_backward")
+    rng = np.random.default_rng(nd * 10 + ci)
+    x, w, b = _conv_case(rng, nd, o.groups, transpose=True)
+    for bias in (b, None):
+        out = _torch_conv_t(nd, torch.tensor(x), torch.tensor(w), None, o)
+        grad = _rand(rng, tuple(out.shape))
+        wants = _torch_grads(lambda x_, w_, b_: _torch_conv_t(nd, x_, w_, b_, o),
+                             [x, w, bias], grad)
+        gots = bk.conv_transpose_backward(_up(bk, x, "strided"), _up(bk, w, "transposed"),
+                                          None if bias is None else _up(bk, bias),
+                                          _up(bk, grad, "transposed"), o)
+        for got, expected in zip(gots, wants, strict=True):
+            _check(got, expected, np.dtype(np.float32))
+
+
+# ----------------------------------------------------------------------------- unfold4d
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ci", range(3))
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_unfold4d_matches_torch(device: str, ci: int, layout: str, no_fallback: Any) -> None:
+    bk, o = _backend(device), _options(CONFIGS[ci], 2)
+    no_fallback(bk, "unfold4d")
+    x = _rand(np.random.default_rng(ci), (2, 3, 6, 7))
+    xt = _up(bk, x, layout)
+    want = tF.unfold(torch.tensor(_host(xt)), (3, 2), o.dilation, o.padding, o.stride)
+    _check(bk.unfold4d(xt, (3, 2), o), want, np.dtype(np.float32), 0)
+
+
+# ------------------------------------------------------------------ dtypes, edges, errors
+def _dtypes(device: str) -> list[str]:
+    return ["float16", "float64", "bfloat16"] if device == "cpu" else ["float16"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_low_precision_and_float64_match_the_numpy_backend(device: str,
+                                                             no_fallback: Any) -> None:
+    """float16/bfloat16 compute in float32 and round once, float64 stays float64: results of
+    the NumPy backend's dtype, within a rounding of it."""
+    bk = _backend(device)
+    for op in ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d"):
+        no_fallback(bk, op)
+    rng = np.random.default_rng(3)
+    o, to = _options(CONFIGS[1], 2), _t_options(T_CONFIGS[1], 2)
+    for name in _dtypes(device):
+        dtype = burn.DType(name).numpy
+        tol = 1e-12 if name == "float64" else 2e-2
+        x, w, b = (a.astype(dtype) for a in _conv_case(rng, 2, o.groups))
+        y = ref.conv(x, w, b, o)
+        grad = _rand(rng, y.shape).astype(dtype)
+        xt, wt, bt = (_up(bk, a, "transposed") for a in (x, w, b))
+        pairs = [(bk.conv(xt, wt, bt, o), y),
+                 (bk.unfold4d(xt, (3, 2), o), ref.unfold4d(x, (3, 2), o)),
+                 *zip(bk.conv_backward(xt, wt, bt, _up(bk, grad), o),
+                      ref.conv_backward(x, w, b, grad, o), strict=True)]
+        tx, tw, tb = (a.astype(dtype) for a in _conv_case(rng, 2, to.groups, transpose=True))
+        y = ref.conv_transpose(tx, tw, tb, to)
+        grad = _rand(rng, y.shape).astype(dtype)
+        tt = [_up(bk, a) for a in (tx, tw, tb)]
+        pairs += [(bk.conv_transpose(*tt, to), y),
+                  *zip(bk.conv_transpose_backward(*tt, _up(bk, grad), to),
+                       ref.conv_transpose_backward(tx, tw, tb, grad, to), strict=True)]
+        for got, want in pairs:
+            assert got.shape == want.shape and got.dtype.numpy == want.dtype, name
+            np.testing.assert_allclose(_host(got).astype(np.float64), want.astype(np.float64),
+                                       rtol=tol, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_empty_batch_gives_empty_outputs_and_zero_weight_grads(device: str,
+                                                               no_fallback: Any) -> None:
+    bk = _backend(device)
+    for op in ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d"):
+        no_fallback(bk, op)
+    rng = np.random.default_rng(4)
+    o, to = _options(CONFIGS[1], 2), _t_options(T_CONFIGS[1], 2)
+    x, w, b = _conv_case(rng, 2, o.groups, batch=0)
+    y = bk.conv(_up(bk, x), _up(bk, w), _up(bk, b), o)
+    assert y.shape == (0, 6, 3, 4) and y.dtype == burn.float32
+    assert bk.unfold4d(_up(bk, x), (3, 2), o).shape == (0, 24, 12)
+    grads = bk.conv_backward(_up(bk, x), _up(bk, w), _up(bk, b), _up(bk, _host(y)), o)
+    assert [g.shape for g in grads] == [x.shape, w.shape, b.shape]
+    assert not _host(grads[1]).any() and not _host(grads[2]).any()
+    x, w, b = _conv_case(rng, 2, to.groups, transpose=True, batch=0)
+    y = bk.conv_transpose(_up(bk, x), _up(bk, w), _up(bk, b), to)
+    assert y.shape == (0, 6, 12, 13)
+    grads = bk.conv_transpose_backward(_up(bk, x), _up(bk, w), _up(bk, b), _up(bk, _host(y)),
+                                       to)
+    assert [g.shape for g in grads] == [x.shape, w.shape, b.shape]
+    assert not _host(grads[1]).any() and not _host(grads[2]).any()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_and_inf_propagate_as_in_torch(device: str, no_fallback: Any) -> None:
+    bk, o = _backend(device), _options(CONFIGS[1], 2)
+    no_fallback(bk, "conv")
+    no_fallback(bk, "conv_backward")
+    x, w, b = _conv_case(np.random.default_rng(5), 2, o.groups)
+    x[0, 0, 0, 0], x[1, 2, 3, 3], x[1, 3, 5, 6] = np.nan, np.inf, -np.inf
+    want = _torch_conv(2, torch.tensor(x), torch.tensor(w), torch.tensor(b), o)
+    _check(bk.conv(_up(bk, x), _up(bk, w), _up(bk, b), o), want, np.dtype(np.float32))
+    grad = np.ones(tuple(want.shape), np.float32)
+    wants = _torch_grads(lambda x_, w_, b_: _torch_conv(2, x_, w_, b_, o), [x, w, b], grad)
+    gots = bk.conv_backward(_up(bk, x), _up(bk, w), _up(bk, b), _up(bk, grad), o)
+    for got, expected in zip(gots, wants, strict=True):
+        _check(got, expected, np.dtype(np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_public_api_and_autodiff_run_on_the_kernels(device: str, no_fallback: Any) -> None:
+    """burn.functional.conv2d / conv_transpose1d / unfold4d forward on the device and backward
+    through `<device>+autodiff`, against torch."""
+    bk = _backend(device)
+    for op in ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d"):
+        no_fallback(bk, op)
+    rng = np.random.default_rng(6)
+    x, w, b = _rand(rng, (2, 6, 5, 8)), _rand(rng, (4, 3, 3, 3)), _rand(rng, (4,))
+    xs = burn.tensor(x.transpose(0, 1, 3, 2).copy(), device=device).swap_dims(2, 3)
+    got = bF.conv2d(xs, burn.tensor(w, device=device), burn.tensor(b, device=device),
+                    stride=(1, 2), padding="valid", groups=2)
+    want = tF.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), (1, 2), 0, 1, 2)
+    np.testing.assert_allclose(got.to_numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    patches = bF.unfold4d(xs, 2, stride=2)
+    np.testing.assert_array_equal(patches.to_numpy(), tF.unfold(torch.tensor(x), 2, stride=2))
+    grad_device, w1 = burn.Device(f"{device}+autodiff"), _rand(rng, (6, 2, 3))
+    cases: list[tuple[str, dict[str, int], tuple[np.ndarray, ...]]] = [
+        ("conv2d", {"padding": 1, "groups": 2}, (x, w, b)),
+        ("conv_transpose1d", {"stride": 2}, (x[:, :, 0], w1, b[:2]))]
+    for name, kwargs, arrays in cases:
+        leaves = [burn.tensor(a, device=grad_device).require_grad() for a in arrays]
+        grads = getattr(bF, name)(*leaves, **kwargs).sum().backward()
+        t_leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+        getattr(tF, name)(*t_leaves, **kwargs).sum().backward()
+        for leaf, t_leaf in zip(leaves, t_leaves, strict=True):
+            grad, t_grad = leaf.grad(grads), t_leaf.grad
+            assert grad is not None and t_grad is not None
+            np.testing.assert_allclose(grad.to_numpy(), t_grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bad_shapes_raise_shape_errors_naming_the_op(device: str) -> None:
+    bk, o = _backend(device), _options(CONFIGS[0], 2)
+    rng = np.random.default_rng(7)
+    x, w = _up(bk, _rand(rng, (1, 4, 5, 5))), _up(bk, _rand(rng, (6, 3, 3, 3)))
+    with pytest.raises(ShapeError, match="conv"):
+        bk.conv(x, w, None, o)
+    w = _up(bk, _rand(rng, (6, 4, 3, 3)))
+    with pytest.raises(ShapeError, match="conv_backward"):
+        bk.conv_backward(x, w, None, _up(bk, _rand(rng, (1, 6, 2, 2))), o)
+    with pytest.raises(ShapeError, match="kernel larger"):
+        bk.conv(x, _up(bk, _rand(rng, (6, 4, 7, 7))), None, o)
+    with pytest.raises(ShapeError, match="unfold4d"):
+        bk.unfold4d(_up(bk, _rand(rng, (4, 5, 5))), (3, 3), o)
+
+
+def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kernel launched by the five ops (each dtype path) also compiles to CUDA C."""
+    bk = _backend("cpu")
+    launched: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+    real = type(bk).launch
+
+    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
+        launched[id(kernel)] = (kernel, args)
+        real(self, kernel, units, *args)
+
+    monkeypatch.setattr(type(bk), "launch", record)
+    rng = np.random.default_rng(8)
+    for nd in (1, 2, 3):
+        for dtype in (np.float32, np.float16):
+            o, to = _options(CONFIGS[1], nd), _t_options(T_CONFIGS[1], nd)
+            x, w, b = (_up(bk, a.astype(dtype)) for a in _conv_case(rng, nd, o.groups))
+            y = bk.conv(x, w, b, o)
+            bk.conv_backward(x, w, b, y, o)
+            tx, tw, tb = (_up(bk, a.astype(dtype))
+                          for a in _conv_case(rng, nd, to.groups, transpose=True))
+            y = bk.conv_transpose(tx, tw, tb, to)
+            bk.conv_transpose_backward(tx, tw, tb, y, to)
+    bk.unfold4d(_up(bk, _rand(rng, (1, 2, 5, 5))), (3, 2), _options(CONFIGS[1], 2))
+    names = set()
+    for kernel, args in launched.values():
+        assert "__global__" in kernel.source("cuda", 256, *args)
+        names.add(kernel.kernel.name)
+    assert {"conv_im2col", "conv_col2im", "conv_convert"} <= names
