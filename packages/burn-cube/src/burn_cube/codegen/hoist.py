@@ -5,6 +5,8 @@ compile-time ``scale`` and a cube-invariant ``off`` (cube positions, tensor meta
 parameters, constants, and locals assigned once at top level before any use). Integer ``+ - *``
 wrap modulo ``2**bits``, so the C value is congruent to the exact ``int64`` value; where the
 exact range over the cube's units fits the dtype (and, for an index, the buffer), they are equal.
+A product by a cube-invariant runtime value (a stride) counts as affine under the condition that
+the value is 1: dense views get the fast path, others the checked loop.
 
 The C emitter checks those ranges once per cube and then runs a unit loop without per-access
 bounds checks, where comparisons between affine values are cube constants (``bc_f<k>``) and
@@ -123,8 +125,9 @@ class Hoist:
         #: ``#pragma omp simd`` is safe: every access of every unit touches only its own element
         #: (one shared unit-dependent index), so units are independent even if buffers alias.
         self.simd = not atomics and len(forms) == 1 and next(iter(forms))[0] != 0
-        #: Every access is ``off + bc_unit`` for one ``off``: units touch consecutive elements.
-        self.unit_stride = self.simd and next(iter(forms))[0] == 1
+        #: Every access is ``off + bc_unit`` (an ``off`` per access): each unit touches its own
+        #: element of each buffer, consecutive units consecutive elements.
+        self.unit_stride = not atomics and {scale for scale, _ in forms} == {1}
 
     @property
     def active(self) -> bool:
@@ -189,11 +192,15 @@ class Hoist:
                 return Affine(a.scale + sign * b.scale, f"({a.off} {'+-'[op == 'sub']} {b.off})",
                               e.dtype, a.conds + b.conds)
             case ir.Op(op="mul", args=(x, y)):
-                a, k = (self.affine(x), y) if isinstance(y, ir.Const) else (self.affine(y), x)
-                if a is None or not isinstance(k, ir.Const):
+                a, k = (self.affine(x), y) if self.invariant(y) else (self.affine(y), x)
+                if a is None or not self.invariant(k):
                     return None
-                return Affine(a.scale * int(k.value), f"({a.off} * {int(k.value)})", e.dtype,
-                              a.conds)
+                if isinstance(k, ir.Const):
+                    return Affine(a.scale * int(k.value), f"({a.off} * {int(k.value)})",
+                                  e.dtype, a.conds)
+                # A runtime factor (a stride): affine for the cubes where it is 1.
+                one = f"(int64_t){self.render(self.inline(k))} == 1"
+                return Affine(a.scale, a.off, e.dtype, (*a.conds, one))
             case ir.Op(op="neg", args=(x,)):
                 a = self.affine(x)
                 return None if a is None else Affine(-a.scale, f"(-{a.off})", e.dtype, a.conds)
