@@ -115,12 +115,14 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
     from burn.backends.numpy import blas
 
     a, b = host_array(lhs), host_array(rhs)
-    if not lhs.dtype.is_float:
-        return backend.from_host(np.matmul(a, b))
-    if lhs.dtype in (DType.float16, DType.bfloat16):
-        return backend.from_host(blas.matmul(a.astype(np.float32), b.astype(np.float32))
-                                 .astype(lhs.dtype.numpy))
-    return backend.from_host(blas.matmul(a, b))
+    with np.errstate(all="ignore"):  # NaN and inf propagate silently, as in the kernels
+        if not lhs.dtype.is_float:
+            out = np.matmul(a, b)
+        elif lhs.dtype in (DType.float16, DType.bfloat16):
+            out = blas.matmul(a.astype(np.float32), b.astype(np.float32)).astype(lhs.dtype.numpy)
+        else:
+            out = blas.matmul(a, b)
+    return backend.from_host(out)
 
 
 def _cupy_view(t: CubeTensor) -> Any:
