@@ -17,6 +17,7 @@ import burn
 import burn.functional as F
 from burn.backends.cube import CubeTensor
 from burn.backends.cube import reduction as red
+from burn.backends.cube.backend import CudaBackend
 from burn.backends.cube.reduction_kernels import (
     COMBINES,
     TREE_DIM,
@@ -27,7 +28,8 @@ from burn.backends.cube.reduction_kernels import (
 from burn.backends.cube.tensor import host_array
 from burn.errors import ValueRangeError
 
-DEVICES = ["cpu", "wgpu"]
+#: cpu and wgpu always; cuda where a GPU and CuPy are there.
+DEVICES = ["cpu", "wgpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
 View = Callable[[Any], Any]  # applied to a burn tensor and to a torch tensor alike
 
 #: name -> (data shape, view); the view gives the operand (rank 3 unless said).
@@ -37,7 +39,8 @@ VIEWS: dict[str, tuple[tuple[int, ...], View]] = {
     "strided": ((6, 9, 11), lambda x: x[::2, 1::2, 2:7]),
     "broadcast": ((3, 1, 5), lambda x: x.expand(3, 4, 5)),
 }
-FLOATS = {"cpu": ["float32", "float64", "float16", "bfloat16"], "wgpu": ["float32", "float16"]}
+FLOATS = {"cpu": ["float32", "float64", "float16", "bfloat16"], "wgpu": ["float32", "float16"],
+          "cuda": ["float32", "float64", "float16", "bfloat16"]}
 INTS = ["int32", "int64"]
 TORCH_FULL: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin}
@@ -145,7 +148,7 @@ def test_int_sum_prod_widen(device: str) -> None:
 def test_low_precision_accumulates_in_float32(device: str) -> None:
     """5000 ones in float16 sum to 5000 (a float16 accumulator would stop at 2048)."""
     bk = _backend(device)
-    for dtype in ("float16", "bfloat16") if device == "cpu" else ("float16",):
+    for dtype in FLOATS[device][2:] if device != "wgpu" else ("float16",):
         x = _prim(burn.ones((5000,), device=device, dtype=getattr(burn, dtype)))
         _check(bk.float_sum(x), torch.tensor(5000.0, dtype=getattr(torch, dtype)), exact=True)
         _check(bk.float_mean_dim(x, 0), torch.ones(1, dtype=getattr(torch, dtype)), exact=True)
@@ -375,21 +378,21 @@ def _cuda_cases() -> Iterator[tuple[str, Any, int]]:
     ones = np.ones((4, 5), np.float32)
     for op in COMBINES:
         for flat in (False, True):
-            for cube in (False, True):
+            for schedule in ("unit", "tree", "plane"):
                 for dtypes, indexed in (((bc.f16, bc.f32, bc.f16), op in ("max", "min")),
                                         ((bc.i32, bc.i64, bc.i64), False),
                                         ((bc.bool_, bc.i32, bc.bool_), False)):
-                    units = TREE_DIM if cube else 64
-                    kern = reduce_kernel(op, dtypes, 2, flat, cube, units,
+                    units = TREE_DIM if schedule != "unit" else 64
+                    kern = reduce_kernel(op, dtypes, 2, flat, schedule, units,
                                          (True, indexed), op == "sum")
                     x = np.ones((4, 5), dtypes[0].numpy)
                     outs = [np.zeros(4, dtypes[2].numpy)] + ([np.zeros(4, np.int64)]
                                                              if indexed else [])
                     yield f"reduce_{op}", (kern, units, x, 5, 1, *outs), 0
-    for cube in (False, True):
+    for schedule in ("unit", "tree", "plane"):
         for log in (False, True):
-            units = TREE_DIM if cube else 1
-            kern = softmax_kernel((bc.f32, bc.f32), 2, cube, units, log)
+            units = TREE_DIM if schedule != "unit" else 1
+            kern = softmax_kernel((bc.f32, bc.f32), 2, schedule, units, log)
             yield "softmax", (kern, units, ones, 5, 1, ones.copy(), 1), 0
     yield "argwhere", (argwhere_kernel(2, 64), 64, ones > 0, np.zeros(2, np.int64), 20, 10,
                        np.zeros(40, np.int64)), 0

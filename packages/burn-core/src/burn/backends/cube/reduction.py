@@ -8,7 +8,8 @@ float32; max / min and their indices take the first occurrence, a NaN winning. E
 
 Inputs are read in place (any view). On the cpu runtime every row is one unit (a sequential
 loop), full reductions split into chunks reduced in parallel then combined; on GPU runtimes a
-row of 128 elements or more is one cube (a shared-memory tree).
+row of 128 elements or more is one cube (a shared-memory tree; sums through plane sums where the
+runtime's planes have more than one unit).
 """
 
 from __future__ import annotations
@@ -94,22 +95,23 @@ def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTenso
     """Launch reduction `op` of the rows of `x` (layout `flat`, see `reduce_kernel`) into the
     dense outputs (values, indices), one element per row."""
     rows = next(o for o in outs if o is not None).size
-    length = min(step, n) if flat else n
-    cube = _gpu(backend) and length >= TREE_MIN
-    units = TREE_DIM if cube else _units(backend, rows)
+    schedule, units, cubes = _schedule(backend, rows, min(step, n) if flat else n)
     kernel = reduce_kernel(op, tuple(cube_dtype(op, d) for d in dtypes),  # type: ignore[arg-type]
-                           len(x.shape), flat, cube, units,
+                           len(x.shape), flat, schedule, units,
                            tuple(o is not None for o in outs), mean)  # type: ignore[arg-type]
     arrays = [o.view((o.size,), (1,)).array for o in outs if o is not None]
-    count = rows if cube else math.ceil(rows / units)
-    kernel.launch(backend.runtime, (count, 1, 1), units, x.array, n, step, *arrays)
+    kernel.launch(backend.runtime, (cubes, 1, 1), units, x.array, n, step, *arrays)
 
 
-def _units(backend: Any, rows: int) -> int:
-    """Units per cube of the one-unit-per-row schedule (cpu: cubes are the parallel loop)."""
-    if _gpu(backend):
-        return 256
-    return 1 if rows < 1024 else 64
+def _schedule(backend: Any, rows: int, length: int) -> tuple[str, int, int]:
+    """(schedule, units per cube, cubes) for `rows` rows of `length` elements: on GPU
+    runtimes a cube per long row (plane sums where planes have more than one unit), else a unit
+    per row (on the cpu, cubes are the parallel loop: one unit each for few rows)."""
+    if _gpu(backend) and length >= TREE_MIN:
+        plane = backend.runtime.properties.plane_size > 1
+        return ("plane" if plane else "tree"), TREE_DIM, rows
+    units = 256 if _gpu(backend) else (1 if rows < 1024 else 64)
+    return "unit", units, math.ceil(rows / units)
 
 
 def _chunk(backend: Any, total: int) -> int:
@@ -189,13 +191,10 @@ def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:
     row_shape, (strides, out_strides) = collapse(
         tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.strides, dense)
     acc = _dtypes("softmax", REDUCTIONS["sum"], x.dtype)[0]
-    cube = _gpu(backend) and n >= TREE_MIN
-    rows = out.size // n
-    units = TREE_DIM if cube else _units(backend, rows)
+    schedule, units, cubes = _schedule(backend, out.size // n, n)
     kernel = softmax_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
-                            len(row_shape), cube, units, log)
-    count = rows if cube else math.ceil(rows / units)
-    kernel.launch(backend.runtime, (count, 1, 1), units, x.view(row_shape, strides).array, n,
+                            len(row_shape), schedule, units, log)
+    kernel.launch(backend.runtime, (cubes, 1, 1), units, x.view(row_shape, strides).array, n,
                   x.strides[dim], out.view(row_shape, out_strides).array, dense[dim])
     return out
 
@@ -216,10 +215,10 @@ def argwhere(backend: Any, x: CubeTensor) -> CubeTensor:
     out = backend.empty((int(ends[-1]), rank), DType.int64)
     if out.size:
         starts = backend.upload(ends - per_chunk)
-        units = _units(backend, parts)
+        _, units, cubes = _schedule(backend, parts, 0)
         argwhere_kernel(rank, units).launch(
-            backend.runtime, (math.ceil(parts / units), 1, 1), units, x.array, starts.array,
-            x.size, chunk, out.view((out.size,), (1,)).array)
+            backend.runtime, (cubes, 1, 1), units, x.array, starts.array, x.size, chunk,
+            out.view((out.size,), (1,)).array)
     return out
 
 

@@ -10,8 +10,9 @@ place from strided views, in one of two layouts:
 - flat (``flat=True``, full reductions): row `r` is the chunk ``[r * step, r * step + step)`` of
   the logical row-major positions of `x`, clipped to ``n`` (the element count).
 
-and one of two schedules: one unit per row (``cube=False``: a sequential loop), or one cube per
-row (``cube=True``: units stride over the row, then a tree in shared memory). Values accumulate
+and one of three schedules: one unit per row (``"unit"``: a sequential loop), or one cube per
+row (``"tree"``: units stride over the row, then a tree in shared memory; ``"plane"``: sums
+combine within planes first, for runtimes whose plane size is above 1). Values accumulate
 in the `acc` dtype (float32 for float16 / bfloat16); each unit's float sum is Kahan-compensated
 (long sequential runs stay accurate). Softmax / log-softmax use the same layouts
 (strided only) with the max, the sum of exponentials and the write as three passes.
@@ -135,13 +136,25 @@ def _kahan_add(b: Any, acc: Any, carry: Any, v: Any) -> None:
     b.set(acc, total)
 
 
-def _tree(b: Any, op: str, acc: Any, index: Any) -> tuple[Any, Any]:
+def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]:
     """Combine every unit's (value, index) through shared memory; element 0 of the returned
-    shared arrays holds the cube's result after the last barrier."""
+    shared arrays holds the cube's result after the last barrier. `plane`: sums add up within
+    each plane, then unit 0 adds the planes' totals."""
     from burn_cube import bool_, u32
 
     u = b.UNIT_POS
     values = b.shared(acc.dtype, TREE_DIM)
+    if plane and op == "sum" and index is None:
+        total = b.local(acc.dtype, b.plane_sum(acc))
+        with b.if_(b.UNIT_POS_PLANE == 0):
+            values[u // b.PLANE_DIM] = total
+        b.sync_units()
+        with b.if_(u == 0):
+            with b.for_range(1, TREE_DIM // b.PLANE_DIM) as i:
+                b.set(total, total + values[i])
+            values[0] = total
+        b.sync_units()
+        return values, None
     values[u] = acc
     indices = None
     if index is not None:
@@ -167,7 +180,7 @@ def _tree(b: Any, op: str, acc: Any, index: Any) -> tuple[Any, Any]:
 
 
 @cache
-def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, cube: bool,
+def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, schedule: str,
                   units: int, outputs: tuple[bool, bool], mean: bool = False) -> Any:
     """The reduction kernel of combine `op`.
 
@@ -176,8 +189,8 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
         dtypes: burn-cube dtypes (input, accumulator, output values).
         rank: the rank of the input view.
         flat: the flat (chunked full reduction) layout, else the strided one.
-        cube: one cube of `TREE_DIM` units per row, else one unit per row.
-        units: units per cube of the one-unit-per-row schedule.
+        schedule: ``unit``, ``tree`` or ``plane`` (see the module docstring).
+        units: units per cube of the ``unit`` schedule.
         outputs: whether the kernel writes (values, int64 indices).
         mean: divide each row's sum by its element count.
 
@@ -188,6 +201,7 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
     from burn_cube import KernelBuilder, i64, u32
 
     in_dtype, acc_dtype, out_dtype = dtypes
+    cube = schedule != "unit"
     b = KernelBuilder(f"reduce_{op}", cube_dim=TREE_DIM if cube else units)
     x = b.tensor("x", in_dtype, rank=rank, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
@@ -208,7 +222,7 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
         r = b.CUBE_POS
         row = _Row(b, x, r, n, step, flat)
         acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.UNIT_POS, TREE_DIM)
-        values, indices = _tree(b, op, acc, index)
+        values, indices = _tree(b, op, acc, index, schedule == "plane")
         with b.if_(b.UNIT_POS == 0):
             finish(r, row, values[0], None if indices is None else indices[0])
     else:
@@ -221,15 +235,15 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
 
 
 @cache
-def softmax_kernel(dtypes: tuple[Any, Any], rank: int, cube: bool, units: int, log: bool
+def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int, log: bool
                    ) -> Any:
     """Softmax (or log-softmax) of every row: ``exp(x - max) / sum`` (``x - max - log(sum)``).
 
     Args:
         dtypes: burn-cube dtypes (input and output, accumulator).
         rank: the rank of the row views of `x` and `out`.
-        cube: one cube of `TREE_DIM` units per row, else one unit per row.
-        units: units per cube of the one-unit-per-row schedule.
+        schedule: ``unit``, ``tree`` or ``plane`` (see the module docstring).
+        units: units per cube of the ``unit`` schedule.
         log: log-softmax.
 
     Returns:
@@ -239,6 +253,7 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, cube: bool, units: int, l
     from burn_cube import KernelBuilder, u32
 
     dtype, acc_dtype = dtypes
+    cube = schedule != "unit"
     b = KernelBuilder("log_softmax" if log else "softmax", cube_dim=TREE_DIM if cube else units)
     x = b.tensor("x", dtype, rank=rank, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
@@ -251,16 +266,16 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, cube: bool, units: int, l
         peak = reduce("max", _accumulate(b, row, "max", acc_dtype, False, first, stride)[0])
         total = reduce("sum", _sum_exp(b, row, acc_dtype, peak, first, stride))
         base = b.local(u32, b.index_of(out, r))
+        if log:
+            total = b.local(acc_dtype, b.log(total))
         with b.for_range(first, n, stride) as k:
             shifted = row.load(k, acc_dtype) - peak
-            value = shifted - b.log(total) if log else b.exp(shifted) / total
+            value = shifted - total if log else b.exp(shifted) / total
             out[base + k * out_step] = b.cast(value, dtype)
 
     if cube:
         def shared(op: str, value: Any) -> Any:
-            result = b.local(acc_dtype, _tree(b, op, value, None)[0][0])
-            b.sync_units()  # everyone read element 0 before the next tree reuses memory
-            return result
+            return b.local(acc_dtype, _tree(b, op, value, None, schedule == "plane")[0][0])
 
         body(b.CUBE_POS, b.UNIT_POS, TREE_DIM, shared)
     else:
