@@ -89,12 +89,12 @@ def _avg_kernel(dtype: DType) -> Any:
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.len):
         n, c, oh, ow = unravel(b, pos, y)
-        size = (b.cast(x.shape[2], i32), b.cast(x.shape[3], i32))
+        size = (b.local(i32, b.cast(x.shape[2], i32)), b.local(i32, b.cast(x.shape[3], i32)))
         acc = b.local(work, 0.0)
         with b.for_range(w["kh"]) as i:
-            h = oh * w["sh"] - w["ph"] + i * w["dh"]
+            h = b.local(i32, oh * w["sh"] - w["ph"] + i * w["dh"])
             with b.if_(_inside(b, h, size[0])), b.for_range(w["kw"]) as j:
-                col = ow * w["sw"] - w["pw"] + j * w["dw"]
+                col = b.local(i32, ow * w["sw"] - w["pw"] + j * w["dw"])
                 with b.if_(_inside(b, col, size[1])):
                     b.set(acc, acc + b.cast(x[n, c, h, col], work))
         y[pos] = acc / b.cast(_divisor(b, w, oh, ow, size, include_pad), work)
@@ -104,7 +104,7 @@ def _avg_kernel(dtype: DType) -> Any:
 @cache
 def _max_kernel(dtype: DType) -> Any:
     """Max pooling with -inf padding; NaN wins, ties go to the first tap (as NumPy)."""
-    from burn_cube import KernelBuilder, i32, i64
+    from burn_cube import KernelBuilder, bool_, i32, i64
 
     work = cube_dtype("max_pool", work_dtype(dtype))
     b = KernelBuilder("max_pool")
@@ -115,20 +115,22 @@ def _max_kernel(dtype: DType) -> Any:
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.len):
         n, c, oh, ow = unravel(b, pos, y)
-        size = (b.cast(x.shape[2], i32), b.cast(x.shape[3], i32))
+        size = (b.local(i32, b.cast(x.shape[2], i32)), b.local(i32, b.cast(x.shape[3], i32)))
         best = b.local(work, float("-inf"))
         arg = b.local(i32, 0)
-        with b.for_range(w["kh"]) as i, b.for_range(w["kw"]) as j:
-            h = oh * w["sh"] - w["ph"] + i * w["dh"]
-            col = ow * w["sw"] - w["pw"] + j * w["dw"]
-            value = b.local(work, float("-inf"))
-            with b.if_(b.and_(_inside(b, h, size[0]), _inside(b, col, size[1]))):
-                b.set(value, b.cast(x[n, c, h, col], work))
-            tap = i * w["kw"] + j
-            better = b.or_(value > best, b.and_(b.isnan(value), b.not_(b.isnan(best))))
-            with b.if_(b.or_(tap == 0, better)):
-                b.set(best, value)
-                b.set(arg, tap)
+        with b.for_range(w["kh"]) as i:
+            h = b.local(i32, oh * w["sh"] - w["ph"] + i * w["dh"])
+            row_in = b.local(bool_, _inside(b, h, size[0]))
+            with b.for_range(w["kw"]) as j:
+                col = b.local(i32, ow * w["sw"] - w["pw"] + j * w["dw"])
+                value = b.local(work, float("-inf"))
+                with b.if_(b.and_(row_in, _inside(b, col, size[1]))):
+                    b.set(value, b.cast(x[n, c, h, col], work))
+                tap = i * w["kw"] + j
+                better = b.or_(value > best, b.and_(b.isnan(value), b.not_(b.isnan(best))))
+                with b.if_(b.or_(tap == 0, better)):
+                    b.set(best, value)
+                    b.set(arg, tap)
         y[pos] = best
         h = oh * w["sh"] - w["ph"] + (arg // w["kw"]) * w["dh"]
         col = ow * w["sw"] - w["pw"] + (arg % w["kw"]) * w["dw"]
@@ -140,9 +142,11 @@ def _window_of(b: Any, w: dict[str, Any], at: Any, tap: Any, axis: str, size: An
                ) -> tuple[Any, Any]:
     """(output index, validity) of the window that reads input index `at` (along `axis`)
     with kernel tap `tap`."""
-    t = at + w[f"p{axis}"] - tap * w[f"d{axis}"]
-    o = t // w[f"s{axis}"]
-    return o, b.and_(b.and_(t >= 0, t % w[f"s{axis}"] == 0), o < size)
+    from burn_cube import i32
+
+    t = b.local(i32, at + w[f"p{axis}"] - tap * w[f"d{axis}"])
+    o = b.local(i32, t // w[f"s{axis}"])
+    return o, b.and_(b.and_(t >= 0, t == o * w[f"s{axis}"]), o < size)
 
 
 @cache
@@ -160,7 +164,7 @@ def _avg_backward_kernel(dtype: DType, grad_dtype: DType) -> Any:
     pos = b.ABSOLUTE_POS
     with b.if_(pos < gx.len):
         n, c, h, col = unravel(b, pos, gx)
-        size = (b.cast(gx.shape[2], i32), b.cast(gx.shape[3], i32))
+        size = (b.local(i32, b.cast(gx.shape[2], i32)), b.local(i32, b.cast(gx.shape[3], i32)))
         acc = b.local(work, 0.0)
         with b.for_range(w["kh"]) as i:
             oh, row_ok = _window_of(b, w, h, i, "h", b.cast(g.shape[2], i32))

@@ -36,14 +36,14 @@ def work_dtype(dtype: DType) -> DType:
 
 
 def unravel(b: Any, pos: Any, t: Any) -> list[Any]:
-    """i32 coordinates of logical row-major position `pos` of the kernel tensor `t`."""
-    from burn_cube import i32
+    """i32 coordinates (locals) of logical row-major position `pos` of the kernel tensor `t`."""
+    from burn_cube import i32, u32
 
-    coords, rest = [], pos
+    coords, rest = [], b.local(u32, pos)
     for dim in reversed(range(1, t.rank)):
-        coords.append(b.cast(rest % t.shape[dim], i32))
-        rest = rest // t.shape[dim]
-    coords.append(b.cast(rest, i32))
+        coords.append(b.local(i32, b.cast(rest % t.shape[dim], i32)))
+        b.set(rest, rest // t.shape[dim])
+    coords.append(b.local(i32, b.cast(rest, i32)))
     return coords[::-1]
 
 
