@@ -50,7 +50,8 @@ def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,
         dtypes: the dtype of each tensor parameter, in order, then of the result.
         rank: the rank of every tensor argument (inputs are views expanded to the output).
         args: compile-time host arguments: the `dtype` of casts, and which optional bounds of
-            clamp are None (``(("min", None),)``).
+            clamp are None (``(("min", None),)``: comparisons with None are None, and a select
+            on None keeps its last operand).
     Returns:
         A `burn_cube` kernel taking the tensor inputs, then the number arguments (runtime
         scalars, in parameter order), then the output.
@@ -111,8 +112,8 @@ def _emit(b: Any, expr: CubeExpr | str | float | int | bool, env: dict[str, Any]
     if name == "cast":
         return b.cast(_emit(b, operands[0], env), env[operands[1]])
     values = [_emit(b, o, env) for o in operands]
-    if name in ("min", "max") and any(v is None for v in values):  # clamp, an open bound
-        return next(v for v in values if v is not None)
+    if any(v is None for v in values):  # an open bound of clamp: its test and select vanish
+        return values[2] if name == "select" else None
     if name == "div" and not any(_is_float(v) for v in values):
         return b.binary_value("floordiv", *values)  # integers: C's truncating division
     if name in _BINARY:

@@ -50,6 +50,13 @@ def _sigmoid(x: CubeExpr | str) -> CubeExpr:
     return ("div", 1.0, ("add", 1.0, ("exp", ("neg", x))))
 
 
+def _clamp(x: CubeExpr | str, low: str | float | None, high: str | float | None) -> CubeExpr:
+    """`x` clamped to [low, high] with NaN kept (selects, not min/max, whose NaN handling
+    differs between targets); a None bound (or a bound argument that is None) is open."""
+    lowered = x if low is None else ("select", ("lt", x, low), low, x)
+    return lowered if high is None else ("select", ("gt", lowered, high), high, lowered)
+
+
 def _sign(x: str) -> CubeExpr:
     return ("select", ("gt", x, 0), 1, ("select", ("lt", x, 0), -1, x))
 
@@ -107,7 +114,7 @@ op("neg", "x: T", "T", r.same, family="arithmetic", kinds=FI, cube=("neg", "x"))
 op("recip", "x: T", "T", r.same, family="arithmetic", cube=("div", 1.0, "x"))
 op("matmul", "lhs: T, rhs: T", "T", r.matmul, family="arithmetic", kinds=FI)
 op("clamp", "x: T, min: scalar?, max: scalar?", "T", r.same, family="arithmetic", kinds=FI,
-   cube=("min", ("max", "x", "min"), "max"))
+   cube=_clamp("x", "min", "max"))
 op("powf", "lhs: T, rhs: T", "T", r.elementwise, family="arithmetic",
    cube=("pow", "lhs", "rhs"))
 op("powf_scalar", "lhs: T, rhs: float", "T", r.same, family="arithmetic",
@@ -200,7 +207,7 @@ op("all_dim", "x: T, dim: int", "B", r.reduce_dim, family="reduction", kinds=("b
 op("argwhere", "x: T", "I64", r.argwhere, family="reduction", kinds=("bool",))
 
 # --- activations (defaults written with float ops) ----------------------------------------
-_activation("relu", "x: F", ("max", "x", 0.0))
+_activation("relu", "x: F", _clamp("x", 0.0, None))
 _activation("leaky_relu", "x: F, negative_slope: float",
             ("select", ("lt", "x", 0.0), ("mul", "x", "negative_slope"), "x"))
 _activation("prelu", "x: F, weight: F", ("select", ("lt", "x", 0.0), ("mul", "x", "weight"), "x"),
@@ -208,7 +215,7 @@ _activation("prelu", "x: F, weight: F", ("select", ("lt", "x", 0.0), ("mul", "x"
 _activation("gelu", "x: F, approximate: str")
 _activation("sigmoid", "x: F", _sigmoid("x"))
 _activation("hard_sigmoid", "x: F, alpha: float, beta: float",
-            ("min", ("max", ("add", ("mul", "x", "alpha"), "beta"), 0.0), 1.0))
+            _clamp(("add", ("mul", "x", "alpha"), "beta"), 0.0, 1.0))
 _activation("softplus", "x: F, beta: float, threshold: float")
 _activation("log_sigmoid", "x: F")
 _activation("silu", "x: F", ("mul", "x", _sigmoid("x")))

@@ -9,8 +9,11 @@ numpy to a few ulp of libm).
 from __future__ import annotations
 
 import ctypes
+import functools
+import math
 import os
 import shutil
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +23,32 @@ import numpy as np
 
 from burn_cube.cache import DiskCache, cache_key, native_target, package_identity
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
-from burn_cube.ir.nodes import KernelIR, meta_names
+from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
-from burn_cube.types import DType, from_numpy
+from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared")
+#: Flags added where the compiler takes them: gcc 12 emits masked AVX512-FP16 moves that
+#: binutils 2.40 rejects, so _Float16 is computed through f32 conversions instead.
+OPTIONAL_FLAGS = ("-mno-avx512fp16",)
+
+
+@functools.cache
+def compile_flags(compiler: str) -> tuple[str, ...]:
+    """`FLAGS` plus the `OPTIONAL_FLAGS` that `compiler` accepts (probed once per compiler)."""
+    import subprocess
+    import tempfile
+
+    accepted = []
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text("int bc_probe(void) { return 0; }\n")
+        for flag in OPTIONAL_FLAGS:
+            proc = subprocess.run([compiler, "-c", flag, "-o", str(Path(tmp) / "probe.o"),
+                                   str(src)], capture_output=True)
+            if proc.returncode == 0:
+                accepted.append(flag)
+    return (*FLAGS, *accepted)
 
 
 def find_compiler() -> str:
@@ -53,13 +77,80 @@ def compiler_identity(path: str) -> str:
     return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 
 
+#: struct code of one argument slot (8 bytes, the value first) per scalar dtype; bf16 as bits.
+_SLOT = {"bool": "?7x", "u32": "I4x", "i32": "i4x", "i64": "q", "f16": "e6x", "bf16": "H6x",
+         "f32": "f4x", "f64": "d"}
+
+
+def _address(handle: np.ndarray) -> int:
+    """Address of a numpy buffer's first element (cheaper than ``handle.ctypes.data``)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(handle))
+    except (TypeError, ValueError):  # read-only or empty
+        return int(handle.ctypes.data)
+
+
+def _tensor_slots(array: DeviceArray, lanes: int) -> list[int]:
+    """A tensor's pointer and metadata slots (``meta_names(extent=True)`` order)."""
+    if lanes > 1:
+        return [_address(array.handle), *(meta_value(array, f, d, lanes) for f, d in (
+            ("len", 0), *(("shape", d) for d in range(len(array.shape))),
+            *(("stride", d) for d in range(len(array.shape))), ("offset", 0), ("extent", 0)))]
+    shape = array.shape
+    size = math.prod(shape)
+    base = array.base
+    return [_address(array.handle), size, *shape, *array.strides, array.offset,
+            size if base is None else math.prod(base.shape)]
+
+
+class Plan:
+    """How one kernel's arguments become its argument block, worked out once.
+
+    The block (int64 slots): the cube counts x, y, z, then per parameter in order a tensor's
+    data pointer and metadata (``meta_names(extent=True)``), or a scalar's value in the low
+    bytes of its slot (see ``codegen/c.py``).
+
+    Args:
+        kernel: The kernel's (interface) IR.
+    """
+
+    def __init__(self, kernel: KernelIR) -> None:
+        fmt = ["=3q"]
+        self.params: list[tuple[bool, int, Callable[[Any], Any] | None]] = []
+        for p in kernel.params:
+            if p.tensor:
+                rank = kernel.buffers[p.name].rank
+                fmt.append(f"Q{2 * rank + 3}q")
+                self.params.append((True, p.dtype.lanes, None))
+            else:
+                fmt.append(_SLOT[p.dtype.name])
+                bits = p.dtype.name == "bf16"
+                self.params.append((False, 0, _bf16_bits if bits else None))
+        self.struct = struct.Struct("".join(fmt))
+
+    def block(self, cube_count: tuple[int, int, int], args: list[Any]) -> bytes:
+        """The argument block of one launch."""
+        slots: list[Any] = list(cube_count)
+        for (tensor, lanes, convert), arg in zip(self.params, args, strict=True):
+            if tensor:
+                slots += _tensor_slots(arg, lanes)
+            else:
+                slots.append(arg if convert is None else convert(arg))
+        return self.struct.pack(*slots)
+
+
+def _bf16_bits(value: Any) -> int:
+    return int(np.asarray(value, dtype=DTYPES["bf16"].numpy).view(np.uint16))
+
+
 @dataclass
 class CompiledC:
-    """A loaded kernel library."""
+    """A loaded kernel library (and its argument plan, made on the first launch)."""
 
     library: ctypes.CDLL
     function: Any
     key: str
+    plan: Plan | None = None
 
 
 class CpuRuntime(Runtime):
@@ -72,12 +163,14 @@ class CpuRuntime(Runtime):
         self.disk = DiskCache()
         self._compiled: dict[str, CompiledC] = {}
         self._allocated = 0
+        self._properties = Properties(
+            "cpu", f"host CPU ({os.cpu_count()} threads)", "c",
+            frozenset(("bool", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")), 1024,
+            (2**31 - 1, 2**31 - 1, 2**31 - 1), 1)
 
     @property
     def properties(self) -> Properties:
-        return Properties("cpu", f"host CPU ({os.cpu_count()} threads)", "c",
-                          frozenset(("bool", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")),
-                          1024, (2**31 - 1, 2**31 - 1, 2**31 - 1), 1)
+        return self._properties
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         self._allocated += 1
@@ -98,7 +191,8 @@ class CpuRuntime(Runtime):
         source = generate(kernel, "c")
         compiler = find_compiler()
         target = native_target(compiler)
-        key = cache_key(source, compiler_identity(compiler), " ".join(FLAGS), "c", target)
+        key = cache_key(source, compiler_identity(compiler), " ".join(compile_flags(compiler)),
+                        "c", target)
         compiled = self._load(key, kernel.name, target)
         if compiled is None:
             compiled = self._open(key, kernel.name, self._build(source, compiler, key,
@@ -107,7 +201,8 @@ class CpuRuntime(Runtime):
 
     def _index_key(self, identity: str) -> str:
         compiler = find_compiler()
-        return cache_key(identity, compiler_identity(compiler), " ".join(FLAGS), "c",
+        return cache_key(identity, compiler_identity(compiler),
+                         " ".join(compile_flags(compiler)), "c",
                          native_target(compiler), package_identity())
 
     def cached(self, identity: str, valid: Callable[[dict[str, str]], bool]
@@ -143,7 +238,7 @@ class CpuRuntime(Runtime):
             raise CompileError(f"cannot load the compiled kernel: {exc}", name) from exc
         function = library.bc_kernel
         function.restype = None
-        function.argtypes = [ctypes.c_void_p] * 4
+        function.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32)]
         compiled = self._compiled[key] = CompiledC(library, function, key)
         return compiled
 
@@ -154,33 +249,20 @@ class CpuRuntime(Runtime):
         with tempfile.TemporaryDirectory(dir=self.disk.root, prefix=".build-") as tmp:
             src, out = Path(tmp) / "kernel.c", Path(tmp) / "kernel.so"
             src.write_text(source)
-            proc = subprocess.run([compiler, *FLAGS, "-o", str(out), str(src), "-lm"],
-                                  capture_output=True, text=True)
+            proc = subprocess.run([compiler, *compile_flags(compiler), "-o", str(out), str(src),
+                                   "-lm"], capture_output=True, text=True)
             if proc.returncode != 0:
                 raise CompileError(f"the C compiler failed:\n{proc.stderr[-2000:]}", name)
             return self.disk.put(key, ".so", out, target)
 
     def launch(self, compiled: CompiledC, kernel: KernelIR, cube_count: tuple[int, int, int],
                args: list[Any]) -> None:
-        pointers = (ctypes.c_void_p * len(args))()
-        keep: list[np.ndarray] = []
-        meta: list[int] = []
-        for i, (param, arg) in enumerate(zip(kernel.params, args, strict=True)):
-            if param.tensor:
-                pointers[i] = arg.handle.ctypes.data
-                buf = kernel.buffers[param.name]
-                meta += [meta_value(arg, f, d, buf.dtype.lanes)
-                         for _, f, d in meta_names(buf, extent=True)]
-            else:
-                scalar = np.array(arg, dtype=param.dtype.numpy)
-                keep.append(scalar)
-                pointers[i] = scalar.ctypes.data
-        meta_arr = np.array(meta or [0], dtype=np.int64)
-        counts = np.array(cube_count, dtype=np.uint32)
-        status = np.zeros(1, dtype=np.int32)
-        compiled.function(ctypes.addressof(pointers), meta_arr.ctypes.data, counts.ctypes.data,
-                          status.ctypes.data)
-        if status[0]:
+        plan = compiled.plan
+        if plan is None:
+            plan = compiled.plan = Plan(kernel)
+        status = ctypes.c_int32(0)
+        compiled.function(plan.block(cube_count, args), status)
+        if status.value:
             raise LaunchError("out-of-bounds buffer access: the offending reads/writes were "
                               "skipped", kernel.name)
 

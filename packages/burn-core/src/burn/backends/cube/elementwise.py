@@ -42,7 +42,7 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
     tensors: list[CubeTensor] = []
     dtypes: dict[str, Any] = {}
     fixed: list[tuple[str, Any]] = []
-    scalars: list[Any] = []
+    scalars: list[tuple[Any, bool]] = []  # (value, takes the input's dtype)
     for param, arg in zip(op.params, args, strict=True):
         if param.is_tensor:
             tensors.append(arg)
@@ -52,7 +52,7 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
         elif arg is None:
             fixed.append((param.name, None))
         elif param.type in ("scalar", "scalar?", "float", "float?"):
-            scalars.append(arg)
+            scalars.append((arg, param.type.startswith("scalar")))
         else:
             fixed.append((param.name, arg))
     out_dtype = op.result_dtypes(dtypes, dict(fixed))[0]
@@ -66,16 +66,10 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
         views, out_view = [broadcast_view(t, shape) for t in tensors], out
     kernel = elementwise_kernel(op, (*(t.dtype for t in tensors), out_dtype), len(out_view.shape),
                                 tuple(fixed))
-    scalars = [_scalar(s, tensors[0].dtype if own else DType.float32)
-               for s, own in zip(scalars, _scalar_kinds(op), strict=True)]
-    backend.launch(kernel, out.size, *(v.array for v in views), *scalars, out_view.array)
+    numbers = [_scalar(value, tensors[0].dtype if own else DType.float32)
+               for value, own in scalars]
+    backend.launch(kernel, out.size, *(v.array for v in views), *numbers, out_view.array)
     return out
-
-
-def _scalar_kinds(op: OpDef) -> list[bool]:
-    """For each runtime scalar parameter: whether it takes the first input's dtype."""
-    return [p.type.startswith("scalar") for p in op.params
-            if not p.is_tensor and p.type in ("scalar", "scalar?", "float", "float?")]
 
 
 def _scalar(value: Any, dtype: DType) -> Any:
