@@ -33,6 +33,7 @@ from .module.resize import CubeResizeOps
 from .module.sample import CubeSampleOps
 from .random import CubeRandomOps
 from .reduction import CubeReductionOps
+from .sort import CubeSortOps
 from .tensor import CubeTensor, Shape
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
@@ -49,8 +50,9 @@ def _layout_method(name: str, kind: str) -> Any:
     return method
 
 
-class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeIndexingOps, CubeConvOps, CubePoolOps, CubeResizeOps, CubeSampleOps, CubeMatmulOps,
-                  CubeMathOps, CubeRandomOps, CubeCreationOps, Backend):
+class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexingOps, CubeConvOps,
+                  CubePoolOps, CubeResizeOps, CubeSampleOps, CubeMatmulOps, CubeMathOps,
+                  CubeRandomOps, CubeCreationOps, Backend):
     """A backend on one burn-cube runtime device.
 
     Args:

@@ -1,0 +1,256 @@
+"""Stable sort with indices of the cube backends, as burn-cube kernels.
+
+Elements are ordered by (value, source index): every key is distinct, so any sorting network
+is stable. NaN is the largest value (last ascending, first descending); equal values keep their
+input order in both directions, as the NumPy backend's stable argsort.
+
+Rows along `dim` (read in place through a view with `dim` moved last) are cut into blocks of
+`block` elements (a power of two of `BLOCKS`): one cube sorts a block with a bitonic
+network in shared memory, padded past the row's end with elements that order last. Rows longer
+than one block are then merged in passes of doubling run width, one unit per element finding
+its place by a binary search in the partner run, through two scratch buffers; the last pass
+(or the block sort of a short row) writes the values and int64 indices.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from burn.dtype import DType
+from burn.ir.cube import cube_dtype
+
+from .cumulative import as_rank1, compute_dtype, line_start, lines_view
+from .tensor import CubeTensor
+
+#: Block sizes of the shared-memory sort (few, as each is its own kernel); the largest one
+#: (keys + int32 positions: <= 12 KiB) sorts rows in blocks that are then merged.
+BLOCKS = (32, 128, 512, 1024)
+#: Units per cube of the block sort.
+SORT_UNITS = 256
+
+
+def _key_first(b: Any, p: Any, q: Any, descending: bool, is_float: bool) -> Any:
+    """Whether value `p` sorts strictly before value `q` (NaN the largest)."""
+    if descending:
+        first = p > q
+        if is_float:
+            first = first | (b.isnan(p) & ~b.isnan(q))
+    else:
+        first = p < q
+        if is_float:
+            first = first | (~b.isnan(p) & b.isnan(q))
+    return first
+
+
+def before(b: Any, a: tuple[Any, Any], c: tuple[Any, Any], descending: bool, is_float: bool,
+           n: Any = None) -> Any:
+    """Whether element `a` = (value, index) sorts strictly before `c`: by value, then index.
+    With `n`, indices >= n are padding and order after every element (by index)."""
+    (ka, ia), (kc, ic) = a, c
+    earlier = ia < ic
+    real = _key_first(b, ka, kc, descending, is_float) | (
+        ~_key_first(b, kc, ka, descending, is_float) & earlier)
+    if n is None:
+        return real
+    pad = b.max(ia, ic) >= n
+    return (pad & earlier) | (~pad & real)
+
+
+def _write(b: Any, final: bool, dst: tuple[Any, Any], at: tuple[Any, Any],
+           value: Any) -> None:
+    """Store (key, index) `value` at `at`: (storage index into the lines views out / idx)
+    when `final`, else (scratch index) into the key / position scratch buffers."""
+    from burn_cube import i64
+
+    (keys, pos), (key, index) = dst, value
+    keys[at[0]] = b.cast(key, keys.dtype)
+    pos[at[1]] = b.cast(index, i64) if final else index
+
+
+@cache
+def block_sort_kernel(dtype: DType, descending: bool, rank: int, block: int,
+                      final: bool) -> Any:
+    """Bitonic sort of `block`-element blocks of rows in shared memory, one cube per block.
+
+    Args:
+        dtype: the element dtype; descending: the order.
+        rank: rank of the lines views.
+        block: elements per block (a power of two, >= 2; one of `BLOCKS`).
+        final: write values / int64 indices into lines views (rows of one block), else keys /
+            int32 positions into dense (rows, n) scratch.
+    Returns:
+        A kernel (x, out, idx | keys, pos, blocks_per_row), `block // 2` units per cube at most
+        `SORT_UNITS`, one cube per block.
+    """
+    from burn_cube import KernelBuilder, i32, i64, u32
+
+    comp = cube_dtype("sort", compute_dtype(dtype))
+    units = min(block // 2, SORT_UNITS)
+    b = KernelBuilder("sort_block", cube_dim=units)
+    x = b.tensor("x", cube_dtype("sort", dtype), rank=rank, write=False)
+    if final:
+        dst = (b.tensor("out", cube_dtype("sort", dtype), rank=rank, write=True),
+               b.tensor("idx", i64, rank=rank, write=True))
+    else:
+        dst = (b.tensor("keys", comp, rank=1, write=True), b.tensor("pos", i32, rank=1,
+                                                                    write=True))
+    per_row = b.scalar("blocks_per_row", u32)
+    keys, pos = b.shared(comp, block, name="keys_s"), b.shared(i32, block, name="pos_s")
+    unit = b.UNIT_POS
+    n = x.shape[-1]
+    n_i32 = b.local(i32, b.cast(n, i32))
+    row = b.local(u32, b.CUBE_POS // per_row)
+    first = b.local(u32, (b.CUBE_POS % per_row) * block)
+    src = line_start(b, x, row, n)
+    out_start = line_start(b, dst[0], row, n) if final else b.local(u32, row * n)
+    for part in range(block // units):
+        local = unit + part * units
+        pos[local] = b.cast(first + local, i32)
+        with b.if_(first + local < n):
+            keys[local] = b.cast(x[src + (first + local) * x.stride[-1]], comp)
+    b.sync_units()
+    is_float = dtype.is_float
+    # one set of locals for every compare-exchange (the cpu target keeps one per unit)
+    i = b.local(u32)
+    a, c = (b.local(comp), b.local(i32)), (b.local(comp), b.local(i32))
+    size = 2
+    while size <= block:
+        step = size // 2
+        while step:
+            for part in range(block // 2 // units):
+                pair = unit + part * units
+                b.set(i, (pair // step) * (2 * step) + pair % step)
+                for (key, index), at in ((a, i), (c, i + step)):
+                    b.set(key, keys[at])
+                    b.set(index, pos[at])
+                swap = b.select((i & size) == 0, before(b, c, a, descending, is_float, n_i32),
+                                before(b, a, c, descending, is_float, n_i32))
+                with b.if_(swap):
+                    keys[i], pos[i] = c
+                    keys[i + step], pos[i + step] = a
+            b.sync_units()
+            step //= 2
+        size *= 2
+    for part in range(block // units):
+        local = unit + part * units
+        with b.if_(first + local < n):
+            spot = first + local
+            where = (out_start + spot * dst[0].stride[-1],
+                     out_start + spot * dst[1].stride[-1]) if final else (out_start + spot,) * 2
+            _write(b, final, dst, where, (keys[local], pos[local]))
+    return b.kernel()
+
+
+@cache
+def merge_kernel(dtype: DType, descending: bool, rank: int, final: bool) -> Any:
+    """One merge pass: sorted runs of `width` (pairs of neighbours) into runs of 2 `width`;
+    each unit moves one element to its own rank plus its rank in the partner run.
+
+    Args:
+        dtype: the element dtype; descending: the order.
+        rank: rank of the lines views (final pass).
+        final: write values / int64 indices into lines views, else into scratch.
+    Returns:
+        A kernel (keys, pos, out, idx | keys2, pos2, total, n, width) over dense (rows, n)
+        scratch.
+    """
+    from burn_cube import KernelBuilder, i32, i64, u32
+
+    comp = cube_dtype("sort", compute_dtype(dtype))
+    b = KernelBuilder("sort_merge")
+    keys, pos = b.tensor("keys", comp, rank=1, write=False), b.tensor("pos", i32, rank=1,
+                                                                      write=False)
+    if final:
+        dst = (b.tensor("out", cube_dtype("sort", dtype), rank=rank, write=True),
+               b.tensor("idx", i64, rank=rank, write=True))
+    else:
+        dst = (b.tensor("keys2", comp, rank=1, write=True), b.tensor("pos2", i32, rank=1,
+                                                                     write=True))
+    total, n, width = b.scalar("total", u32), b.scalar("n", u32), b.scalar("width", u32)
+    e = b.ABSOLUTE_POS
+    with b.if_(e < total):
+        row, p = b.local(u32, e // n), b.local(u32, e % n)
+        own = b.local(u32, (p // width) * width)
+        other = b.local(u32, ((p // width) ^ 1) * width)
+        base = b.local(u32, row * n)
+        me = (b.local(comp, keys[base + p]), b.local(i32, pos[base + p]))
+        dest = b.local(u32, p)
+        with b.if_(other < n):
+            lo, hi = b.local(u32, 0), b.local(u32, b.min(width, n - other))
+            with b.while_(lo < hi):
+                mid = b.local(u32, (lo + hi) // 2)
+                m = base + other + mid
+                with b.if_(before(b, (keys[m], pos[m]), me, descending, dtype.is_float)):
+                    b.set(lo, mid + 1)
+                with b.else_():
+                    b.set(hi, mid)
+            b.set(dest, b.min(own, other) + (p - own) + lo)
+        if final:
+            start = line_start(b, dst[0], row, n)
+            at = (start + dest * dst[0].stride[-1], start + dest * dst[1].stride[-1])
+        else:
+            at = (base + dest, base + dest)
+        _write(b, final, dst, at, me)
+    return b.kernel()
+
+
+def sort_with_indices(backend: Any, x: CubeTensor, dim: int,
+                      descending: bool) -> tuple[CubeTensor, CubeTensor]:
+    """Stable sort of `x` along `dim`: dense values and their int64 source indices.
+
+    Args:
+        backend: the cube backend.
+        x: the input (any strides).
+        dim: the dimension (negative counts from the end).
+        descending: largest first (NaN first); equal values keep their order.
+    """
+    shape = x.shape
+    src = as_rank1(x)
+    dim = dim % len(src.shape)
+    out = backend.empty(src.shape, x.dtype)
+    idx = backend.empty(src.shape, DType.int64)
+    n = src.shape[dim]
+    if src.size:
+        views = [lines_view(t, dim) for t in (src, out, idx)]
+        _launch_sort(backend, views, descending, src.size // n, n)
+    if not shape:
+        return out.view((), ()), idx.view((), ())
+    return out, idx
+
+
+def _launch_sort(backend: Any, views: list[CubeTensor], descending: bool, rows: int,
+                 n: int) -> None:
+    """Sort `rows` rows of `n` elements of lines views (x, out, idx)."""
+    x, out, idx = views
+    rank = len(x.shape)
+    block = next((size for size in BLOCKS if size >= n), BLOCKS[-1])
+    per_row = -(-n // block)
+    final = per_row == 1
+    scratch = [] if final else [
+        (backend.empty((rows * n,), compute_dtype(x.dtype)), backend.empty((rows * n,),
+                                                                           DType.int32))
+        for _ in range(2)]
+    first = (out.array, idx.array) if final else (scratch[0][0].array, scratch[0][1].array)
+    kernel = block_sort_kernel(x.dtype, descending, rank, block, final)
+    kernel.launch(backend.runtime, (rows * per_row, 1, 1), min(block // 2, SORT_UNITS),
+                  x.array, *first, per_row)
+    width, current = block, 0
+    while width < n:
+        last = 2 * width >= n
+        target = (out.array, idx.array) if last else tuple(
+            t.array for t in scratch[1 - current])
+        backend.launch(merge_kernel(x.dtype, descending, rank, last), rows * n,
+                       *(t.array for t in scratch[current]), *target, rows * n, n, width)
+        width, current = 2 * width, 1 - current
+
+
+class CubeSortOps:
+    """sort_with_indices of float and int tensors (sort, argsort and topk build on it)."""
+
+    def float_sort_with_indices(self: Any, x: CubeTensor, dim: int,
+                                descending: bool) -> tuple[CubeTensor, CubeTensor]:
+        """Stable sort along `dim` with int64 indices; NaN sorts as the largest value."""
+        return sort_with_indices(self, x, dim, descending)
+
+    int_sort_with_indices = float_sort_with_indices
