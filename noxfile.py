@@ -12,8 +12,20 @@ import nox
 nox.options.sessions = ["tests", "dataset", "cube", "vision", "rl", "lint", "typecheck", "xtask"]
 nox.options.reuse_existing_virtualenvs = True
 
-# Backends the conformance suite runs on. Each runs twice: plain and under the Autodiff decorator.
-BACKENDS = ["numpy"]
+
+
+def cube_runtimes() -> list[str]:
+    """burn-cube runtimes this machine has: cpu always, wgpu when a Vulkan driver is installed
+    (Mesa's llvmpipe on CPU-only machines)."""
+    has_vulkan = any(Path("/usr/share/vulkan/icd.d").glob("*.json"))
+    return ["cpu", "wgpu"] if has_vulkan else ["cpu"]
+
+
+# Backends the conformance suite runs on, each plain and under the Autodiff decorator: NumPy
+# (with the whole burn-core suite) and the cube backends cpu and wgpu (wgpu needs a Vulkan
+# driver: Mesa's llvmpipe on CPU-only machines). cuda needs a GPU: BURN_DEVICE=cuda pytest
+# packages/burn-core/tests/conformance on a GPU machine.
+BACKENDS = ["numpy", "cpu", "wgpu"]
 TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
 # burn-dataset: the data-loader tests use real datasets; [train]: progress, plots, system metrics;
 # the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
@@ -29,19 +41,22 @@ TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn
          "packages/burn-bench/src", "packages/burn-vision/src", "packages/burn-rl/src"]
 
 
-def cube_runtimes() -> list[str]:
-    """burn-cube runtimes this machine has: cpu always, wgpu when a Vulkan driver is installed
-    (Mesa's llvmpipe on CPU-only machines)."""
-    has_vulkan = any(Path("/usr/share/vulkan/icd.d").glob("*.json"))
-    return ["cpu", "wgpu"] if has_vulkan else ["cpu"]
-
-
 @nox.session
 @nox.parametrize("backend", BACKENDS)
 def tests(session: nox.Session, backend: str) -> None:
-    """Whole burn-core test suite on `backend`, then the conformance suite under autodiff."""
+    """burn-core on `backend`: the whole suite on numpy, the conformance suite on a cube
+    backend; then the conformance suite under autodiff."""
     session.install(TORCH, *PACKAGES, *NOTEBOOK)
-    # The op table's lowerings run as burn-cube kernels on every runtime this machine has.
+    if backend not in ("numpy", *cube_runtimes()):
+        session.error(f"{backend} needs a Vulkan driver here (apt-get install "
+                      "mesa-vulkan-drivers gives Mesa's llvmpipe)")
+    if backend != "numpy":
+        session.run("pytest", "packages/burn-core/tests/conformance",
+                    env={"BURN_DEVICE": backend})
+        session.run("pytest", "packages/burn-core/tests/conformance",
+                    env={"BURN_DEVICE": f"{backend}+autodiff"})
+        return
+    # The op table's lowerings and the cube backends' kernels run on every runtime here.
     session.run("pytest", "packages/burn-core/tests",
                 env={"BURN_DEVICE": backend, "BURN_CUBE_RUNTIMES": ",".join(cube_runtimes())})
     session.run("pytest", "packages/burn-core/tests/conformance",
