@@ -1,10 +1,11 @@
 """C emitter for the CPU target.
 
-Each kernel becomes ``void bc_kernel(void **args, const int64_t *meta, const uint32_t *counts,
-int32_t *status)``: an OpenMP ``parallel for`` over cubes, and inside it a loop over the units
-of the cube (a compile-time trip count; cube and unit counters are ``int64_t``, positions are
-cast to ``uint32_t`` where the kernel reads them). Kernels with
-``sync_units()`` are split at the barriers ("loop fission"): each barrier-free region is its own
+Each kernel becomes ``void bc_kernel(const int64_t *blob, int32_t *status)`` (``blob``: one int64
+slot per value: the cube counts x, y, z, then per parameter a tensor's data pointer and metadata,
+``meta_names(extent=True)``, or a scalar in the slot's first bytes): an OpenMP ``parallel for``
+over cubes, and inside it a loop over the units of the cube (a compile-time trip count; cube and
+unit counters are ``int64_t``, positions are cast to ``uint32_t`` where the kernel reads them).
+Kernels with ``sync_units()`` are split at the barriers ("loop fission"): each barrier-free region is its own
 unit loop and locals become per-unit arrays; control flow that contains a barrier must be
 uniform across the cube (as on GPUs) and is evaluated once, for unit 0.
 
@@ -312,22 +313,25 @@ class CEmitter(Emitter):
         self.out = [table_c.PRELUDE, *self.helpers(),
                     f"#define BC_CDX {cdx}u", f"#define BC_CDY {cdy}u", f"#define BC_CDZ {cdz}u",
                     f"#define BC_CD {math.prod(k.cube_dim)}u", "",
-                    "void bc_kernel(void **bc_args, const int64_t *bc_meta, "
-                    "const uint32_t *bc_counts, int32_t *bc_status) {"]
+                    "void bc_kernel(const int64_t *bc_blob, int32_t *bc_status) {"]
         self.depth = 1
-        meta_index = 0
-        for i, p in enumerate(k.params):
+        slot = 3
+        for p in k.params:
             t = self.storage_type(p.dtype)
             if p.tensor:
-                self.line(f"{t} *t_{p.name} = ({t} *)bc_args[{i}];")
-                for name, _, _ in meta_names(k.buffers[p.name], extent=True):
-                    self.line(f"const uint32_t {name} = (uint32_t)bc_meta[{meta_index}];")
-                    meta_index += 1
+                self.line(f"{t} *t_{p.name} = ({t} *)(uintptr_t)bc_blob[{slot}];")
+                for slot, (name, _, _) in enumerate(meta_names(k.buffers[p.name], extent=True),
+                                                    slot + 1):
+                    self.line(f"const uint32_t {name} = (uint32_t)bc_blob[{slot}];")
             else:
-                value = self.render("load", p.dtype, p.dtype, [f"*(const {t} *)bc_args[{i}]"])
+                self.line(f"{t} bc_s_{p.name};")
+                self.line(f"__builtin_memcpy(&bc_s_{p.name}, &bc_blob[{slot}], "
+                          f"sizeof bc_s_{p.name});")
+                value = self.render("load", p.dtype, p.dtype, [f"bc_s_{p.name}"])
                 self.line(f"const {self.type(p.dtype)} v_{p.name} = {value};")
-        self.line("const uint32_t bc_ccx = bc_counts[0], bc_ccy = bc_counts[1], "
-                  "bc_ccz = bc_counts[2];")
+            slot += 1
+        self.line("const uint32_t bc_ccx = (uint32_t)bc_blob[0], bc_ccy = (uint32_t)bc_blob[1], "
+                  "bc_ccz = (uint32_t)bc_blob[2];")
         self.line("const int64_t bc_cubes = (int64_t)bc_ccx * bc_ccy * bc_ccz;")
         self.line("int bc_oob = 0;")
         self.line("#pragma omp parallel for schedule(static) reduction(|:bc_oob)")
