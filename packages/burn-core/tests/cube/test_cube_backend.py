@@ -9,7 +9,7 @@ import torch
 
 import burn
 from burn.backends.cube import CubeTensor
-from burn.errors import UnsupportedDTypeError
+from burn.errors import AllocationError, UnsupportedDTypeError
 
 DEVICES = ["cpu", "wgpu"]
 
@@ -114,3 +114,15 @@ def test_elementwise_ops_run_on_kernels_not_on_the_host(name: str) -> None:
     xt = torch.linspace(-2, 2, 12).reshape(3, 4)
     expected = ((xt.exp() - xt.T.reshape(3, 4)) * 0.5).clamp(-1, 1) > 0
     np.testing.assert_array_equal(y.to_numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_an_allocation_the_device_cannot_hold_is_a_typed_error_and_the_device_stays_usable(
+        name: str) -> None:
+    backend = burn.Device(name).backend
+    with pytest.raises(AllocationError, match=name) as info:
+        backend.empty((2**40,), burn.float32)
+    assert info.value.details["shape"] == (2**40,)
+    x = burn.tensor([1.0, 2.0], device=name)
+    np.testing.assert_array_equal((x * 3).to_numpy(), [3.0, 6.0])
+    assert isinstance(backend.memory_stats(), dict)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,6 +18,7 @@ import numpy as np
 from burn.backend.protocol import Backend
 from burn.device import Device
 from burn.dtype import DType, from_numpy
+from burn.errors import AllocationError
 from burn.ir import OPS
 from burn.ir.cube import CUBE_DTYPES, cube_dtype
 
@@ -109,25 +112,51 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
 
     # --- buffers and launches -------------------------------------------------------------
     def empty(self, shape: Shape, dtype: DType) -> CubeTensor:
-        """A new dense tensor (contents undefined)."""
+        """A new dense tensor (contents undefined).
+
+        Raises:
+            AllocationError: the device is out of memory (the process stays usable).
+        """
         from burn_cube.runtime.base import DeviceArray
 
         cube = cube_dtype("empty", dtype)
-        if self.runtime_name == "cpu":
-            return CubeTensor(DeviceArray(self.runtime, np.empty(shape, cube.numpy), shape,
-                                          cube), dtype)
-        return CubeTensor(self.runtime.allocate(shape, cube), dtype)
+        with self._allocating("empty", shape, dtype):
+            if self.runtime_name == "cpu":
+                return CubeTensor(DeviceArray(self.runtime, np.empty(shape, cube.numpy), shape,
+                                              cube), dtype)
+            return CubeTensor(self.runtime.allocate(shape, cube), dtype)
 
     def upload(self, data: np.ndarray) -> CubeTensor:
-        """A device tensor holding a copy of host `data` (of a dtype this device holds)."""
+        """A device tensor holding a copy of host `data` (of a dtype this device holds).
+
+        Raises:
+            AllocationError: the device is out of memory.
+        """
         from burn_cube.runtime.base import DeviceArray
 
         dtype = from_numpy(data.dtype, "from_data")
         cube = cube_dtype("from_data", dtype)
-        if self.runtime_name == "cpu":
-            arr = np.array(data, dtype=cube.numpy, order="C", copy=True)
-            return CubeTensor(DeviceArray(self.runtime, arr, arr.shape, cube), dtype)
-        return CubeTensor(self.runtime.upload(np.array(data, cube.numpy, order="C")), dtype)
+        with self._allocating("from_data", data.shape, dtype):
+            if self.runtime_name == "cpu":
+                arr = np.array(data, dtype=cube.numpy, order="C", copy=True)
+                return CubeTensor(DeviceArray(self.runtime, arr, arr.shape, cube), dtype)
+            return CubeTensor(self.runtime.upload(np.array(data, cube.numpy, order="C")), dtype)
+
+    @contextmanager
+    def _allocating(self, op: str, shape: Shape, dtype: DType) -> Iterator[None]:
+        """Turn the runtime's allocation failures (out of memory, a buffer over the device's
+        limit) into `AllocationError` naming the op, shape, dtype and device."""
+        from burn_cube.errors import KernelError
+
+        try:
+            yield
+        except Exception as exc:
+            if not isinstance(exc, MemoryError | KernelError) and \
+                    "OutOfMemory" not in type(exc).__name__:
+                raise
+            raise AllocationError(op, "cannot allocate on the device", shape=tuple(shape),
+                                  dtype=dtype.value, device=str(self.device),
+                                  reason=str(exc)[:200]) from exc
 
     def from_host(self, data: np.ndarray) -> CubeTensor:
         """A device tensor around a host result the caller gives up (no copy on the cpu)."""
