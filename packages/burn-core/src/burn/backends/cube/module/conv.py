@@ -1,12 +1,13 @@
 """Convolutions of the cube backends: conv and conv_transpose (1-d, 2-d, 3-d) with backward, and
 unfold4d, as burn-cube kernels around the backend's batched `float_matmul`.
 
-The NumPy backend's formulation (`burn.backends.numpy.module.conv`), on device buffers: an
-im2col kernel reads x in place (any strides, zero padding by bounds) into columns
-`[G, C/G*K, N*L]`, one matmul per op multiplies them with the weight `[G, C_out/G, C/G*K]`, and a
-converting copy puts channels back in `[N, C, *S]` order (adding the bias). Input gradients and
-transposed convolutions go back through col2im, a gather (each input element sums the columns
-that read it: deterministic, no atomics). float16/bfloat16 compute in float32, as NumPy does.
+The NumPy backend's formulation (`burn.backends.numpy.module.conv`), per batch item on device
+buffers: an im2col kernel reads x in place (any strides, zero padding by bounds) into columns
+`[N, G, C/G*K, L]`, a batched matmul with the weight `[1, G, C_out/G, C/G*K]` gives the output
+`[N, C_out, L]` in place (a converting copy only to add a bias or round to float16/bfloat16).
+Input gradients and transposed convolutions go back through col2im, a gather (each input element
+sums the columns that read it: deterministic, no atomics). float16/bfloat16 compute in float32,
+as NumPy does.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from burn.backends.numpy.module.conv import _check, _check_grad, _conv_out, _tra
 from burn.dtype import DType
 from burn.errors import ShapeError
 
+from ..layout import copy_into
 from ..tensor import CubeTensor, Shape, dense_strides
 from .im2col import col2im_kernel, convert_kernel, im2col_kernel
 
@@ -43,39 +45,38 @@ def _reshape(t: CubeTensor, shape: Shape) -> CubeTensor:
     return t.view(shape, dense_strides(shape))
 
 
-def _grouped(cols: CubeTensor, groups: int) -> CubeTensor:
-    """Dense columns `[C*K, N, L]` as `[G, C/G*K, N*L]` matrices."""
-    rows, n, length = cols.shape
-    return _reshape(cols, (groups, rows // groups, n * length))
-
-
 def _swap(t: CubeTensor) -> CubeTensor:
     """A view of `t` with its last two dimensions exchanged (matrix transpose)."""
     return t.view((*t.shape[:-2], t.shape[-1], t.shape[-2]),
                   (*t.strides[:-2], t.strides[-1], t.strides[-2]))
 
 
+def _groups(t: CubeTensor, groups: int) -> CubeTensor:
+    """A view of `[N, C, L]` as `[N, G, C/G, L]`."""
+    (n, c, length), (s0, s1, s2) = t.shape, t.strides
+    return t.view((n, groups, c // groups, length), (s0, s1 * (c // groups), s1, s2))
+
+
 class CubeConvOps:
     """Convolution ops of `CubeBackend` (mixin: `self` is the backend)."""
 
     # --- kernels ----------------------------------------------------------------------------
-    def _convert(self: Any, t: CubeTensor, dtype: DType, bias: CubeTensor | None = None,
-                 inner: int = 1) -> CubeTensor:
-        """`t` as a dense tensor of `dtype` (itself when it already is one and no bias), with
-        `bias[(i / inner) % len(bias)]` added to flat element i when given."""
+    def _convert(self: Any, t: CubeTensor, dtype: DType,
+                 bias: CubeTensor | None = None) -> CubeTensor:
+        """`t` (rank >= 2) as a dense tensor of `dtype` (itself when it already is one and no
+        bias), with `bias` added along dim 1 when given."""
         if bias is None and t.dtype is dtype and t.is_contiguous:
             return t
         out = self.empty(t.shape, dtype)
-        if out.size:
-            flat = out.view((out.size,), (1,))
-            extra = () if bias is None else (bias.array, inner, bias.shape[0])
-            kernel = convert_kernel(t.dtype, dtype, max(len(t.shape), 1),
-                                    None if bias is None else bias.dtype)
-            self.launch(kernel, out.size, t.array, flat.array, *extra)
+        flat = out.view((out.size,), (1,))
+        extra = () if bias is None else (bias.array,)
+        kernel = convert_kernel(t.dtype, dtype, len(t.shape), None if bias is None else bias.dtype)
+        self._launch_windows(kernel, math.prod(t.shape[:-1]), t.shape[-1], t.array, flat.array,
+                             *extra)
         return out
 
     def _launch_windows(self: Any, kernel: Any, rows: int, last: int, *args: Any) -> None:
-        """Launch im2col/col2im over `rows` rows of `last` elements: one unit per row on the cpu,
+        """Launch a row kernel over `rows` rows of `last` elements: one unit per row on the cpu,
         one per element elsewhere (the `chunk` and `chunks` scalars close `args`)."""
         chunk = last if self.runtime_name == "cpu" else 1
         chunks = -(-last // chunk) if chunk else 0
@@ -83,23 +84,30 @@ class CubeConvOps:
             self.launch(kernel, rows * chunks, *args, chunk, chunks)
 
     def _im2col(self: Any, x: CubeTensor, kernel: Sequence[int], options: Geometry,
-                out: Sequence[int], dtype: DType, cols: CubeTensor | None = None) -> CubeTensor:
-        """Columns `[C*K, N, L]` of x's zero-padded windows (`cols`, a view, or a new dense
-        tensor of `dtype`)."""
+                out: Sequence[int], dtype: DType, groups: int = 0) -> CubeTensor:
+        """Dense columns `[N, C*K, L]` of `dtype` of x's zero-padded windows; with `groups`,
+        each group's rows are followed by a row of ones (`[N, G, C/G*K + 1, L]`: a matmul with
+        a bias column then adds the bias, and its gradient sums the bias gradient)."""
         n, c = x.shape[:2]
-        if cols is None:
-            cols = self.empty((c * math.prod(kernel), n, math.prod(out)), dtype)
-        self._launch_windows(
-            im2col_kernel(x.dtype, cols.dtype, len(kernel)),
-            c * math.prod(kernel) * n * math.prod(out[:-1]), out[-1], x.array, cols.array,
-            *_geometry(kernel, options, out))
+        rows, length = c * math.prod(kernel), math.prod(out)
+        cols = self.empty((n, rows + groups, length), dtype)
+        if groups:
+            one = self.upload(np.ones((1, 1, 1, 1), dtype.numpy))
+            ones = cols.view((n, groups, 1, length), (cols.strides[0], (rows // groups + 1)
+                                                      * length, length, 1),
+                             cols.offset + rows // groups * length)
+            copy_into(self, one.view(ones.shape, (0, 0, 0, 0)), ones)
+        self._launch_windows(im2col_kernel(x.dtype, dtype, len(kernel)),
+                             n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
+                             rows // max(groups, 1) or 1, 1 if groups else 0,
+                             *_geometry(kernel, options, out))
         return cols
 
     def _col2im(self: Any, cols: CubeTensor, shape: Shape, windows: Sequence[int],
                 kernel: Sequence[int], options: Geometry, dtype: DType,
                 bias: CubeTensor | None) -> CubeTensor:
-        """The adjoint of `_im2col`: columns `[C*K, N, L]` summed into a new `shape` tensor of
-        `dtype` (+ bias per channel)."""
+        """The adjoint of `_im2col`: columns `[N, C*K, L]` (any strides) summed into a new
+        `shape` tensor of `dtype` (+ bias per channel)."""
         out = self.empty(shape, dtype)
         extra = () if bias is None else (bias.array,)
         self._launch_windows(
@@ -109,43 +117,56 @@ class CubeConvOps:
         return out
 
     # --- layouts ----------------------------------------------------------------------------
-    def _rows(self: Any, t: CubeTensor, groups: int, dtype: DType) -> CubeTensor:
-        """`[N, C, *S]` -> dense `[G, C/G, N*prod(S)]` of `dtype` (channels as rows, grouped)."""
+    def _flat(self: Any, t: CubeTensor, dtype: DType) -> CubeTensor:
+        """`[N, C, *S]` as `[N, C, prod(S)]` of `dtype` (copied unless dense and of `dtype`)."""
         n, c, *spatial = t.shape
-        cg = c // groups
-        grouped = t.view((groups, cg, n, *spatial),
-                         (t.strides[1] * cg, t.strides[1], t.strides[0], *t.strides[2:]))
-        return _reshape(self._convert(grouped, dtype), (groups, cg, n * math.prod(spatial)))
+        return _reshape(self._convert(t, dtype), (n, c, math.prod(spatial)))
 
-    def _unrows(self: Any, r: CubeTensor, shape: Shape, dtype: DType,
-                bias: CubeTensor | None) -> CubeTensor:
-        """Inverse of `_rows`: `[G, C/G, N*L]` (any strides) -> dense `shape` `[N, C, *S]` of
-        `dtype`, + bias per channel."""
-        g, cg, _ = r.shape
-        n, length = shape[0], math.prod(shape[2:])
-        s0, s1, s2 = r.strides
-        view = r.view((n, g, cg, length), (s2 * length, s0, s1, s2))
-        return _reshape(self._convert(view, dtype, bias, length), shape)
+    def _merge(self: Any, t: CubeTensor) -> CubeTensor:
+        """`[N, G, R, L]` (a matmul result) as `[N, G*R, L]`: a view where the strides allow,
+        else a dense copy."""
+        n, g, r, length = t.shape
+        if g > 1 and r > 1 and t.strides[1] != t.strides[2] * r:
+            t = self._convert(t, t.dtype)
+        s0, s1, s2, s3 = t.strides
+        return t.view((n, g * r, length), (s0, s2 if r > 1 else s1, s3))
 
-    def _columns(self: Any, t: CubeTensor, n: int, length: int) -> CubeTensor:
-        """Matrices `[G, R, N*L]` (a matmul result) as columns `[G*R, N, L]` (a view where the
-        strides allow, else a dense copy)."""
-        g, r, _ = t.shape
-        if g > 1 and r > 1 and t.strides[0] != t.strides[1] * r:
-            t = self._convert(t, t.dtype)  # not contiguous: copied
-        s0, s1, s2 = t.strides
-        return t.view((g * r, n, length), (s1 if r > 1 else s0, s2 * length, s2))
+    def _weight(self: Any, weight: CubeTensor, groups: int, dtype: DType,
+                bias: CubeTensor | None = None) -> CubeTensor:
+        """A weight `[G*R, ...]` as `[1, G, R, prod(...)]` matrices of `dtype`, with `bias` as a
+        last column when given."""
+        rows, *rest = weight.shape
+        shape = (1, groups, rows // groups, math.prod(rest))
+        w = _reshape(self._convert(weight, dtype), shape)
+        if bias is None:
+            return w
+        ext = self.empty((*shape[:3], shape[3] + 1), dtype)
+        copy_into(self, w, ext.view(shape, ext.strides))
+        column = self._convert(bias.view(shape[1:3], (bias.strides[0] * shape[2],
+                                                      bias.strides[0])), dtype)
+        copy_into(self, column.view((*shape[:3], 1), (0, *column.strides, 1)),
+                  ext.view((*shape[:3], 1), ext.strides, shape[3]))
+        return ext
 
-    def _matrix(self: Any, t: CubeTensor, shape: Shape, dtype: DType) -> CubeTensor:
-        """`t` as a dense `dtype` tensor viewed with `shape` (a weight as grouped matrices)."""
-        return _reshape(self._convert(t, dtype), shape)
+    def _weight_grad(self: Any, per_item: CubeTensor, weight: CubeTensor,
+                     bias: CubeTensor | None = None) -> tuple[CubeTensor, CubeTensor | None]:
+        """Per batch item weight gradients `[N, G, R, S]` summed over N, as weight's shape and
+        dtype; with `bias`, the last of the S columns is the bias gradient (ones rows in the
+        columns)."""
+        total = self.float_sum_dim(per_item, 0)
+        shape = (*total.shape[:3], math.prod(weight.shape[1:]))
+        gw = _reshape(self._convert(total.view(shape, total.strides), weight.dtype),
+                      weight.shape)
+        if bias is None:
+            return gw, None
+        column = total.view((*shape[:3], 1), total.strides, total.offset + shape[3])
+        return gw, _reshape(self._convert(column, bias.dtype), bias.shape)
 
-    def _bias_grad(self: Any, go_rows: CubeTensor, bias: CubeTensor | None) -> CubeTensor | None:
-        """Sum of the grad rows `[G, C/G, N*L]` per channel, as bias's dtype; None without bias."""
+    def _bias_grad(self: Any, grad: CubeTensor, bias: CubeTensor | None) -> CubeTensor | None:
+        """Sum of grad `[N, C, L]` per channel, as bias's dtype; None without bias."""
         if bias is None:
             return None
-        g, cg, length = go_rows.shape
-        total = self.float_sum_dim(_reshape(go_rows, (g * cg, length)), 1)
+        total = self.float_sum_dim(self.float_sum_dim(grad, 2), 0)
         return _reshape(self._convert(total, bias.dtype), bias.shape)
 
     # --- ops --------------------------------------------------------------------------------
@@ -166,10 +187,10 @@ class CubeConvOps:
         c_out = _check("conv", _shaped(x), _shaped(weight), _shaped(bias), options)
         out = _conv_out("conv", _shaped(x), kernel, options)
         work = _work(x.dtype)
-        cols = self._im2col(x, kernel, options, out, work)
-        w = self._matrix(weight, (g, c_out // g, math.prod(weight.shape[1:])), work)
-        y = self.float_matmul(w, _grouped(cols, g))
-        return self._unrows(y, (x.shape[0], c_out, *out), x.dtype, bias)
+        ones = 0 if bias is None else g
+        cols = _groups(self._im2col(x, kernel, options, out, work, ones), g)
+        y = self._merge(self.float_matmul(self._weight(weight, g, work, bias), cols))
+        return _reshape(self._convert(y, x.dtype), (x.shape[0], c_out, *out))
 
     def conv_backward(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
                       grad: CubeTensor, options: ConvOptions
@@ -188,13 +209,13 @@ class CubeConvOps:
         out = _conv_out(op, _shaped(x), kernel, options)
         _check_grad(op, _shaped(grad), (x.shape[0], c_out, *out))
         work = _work(x.dtype)
-        cols = _grouped(self._im2col(x, kernel, options, out, work), g)
-        go = self._rows(grad, g, work)
-        w = self._matrix(weight, (g, c_out // g, math.prod(weight.shape[1:])), work)
-        gw = self._convert(self.float_matmul(go, _swap(cols)), weight.dtype)
-        gcols = self._columns(self.float_matmul(_swap(w), go), x.shape[0], math.prod(out))
-        gx = self._col2im(gcols, x.shape, out, kernel, options, x.dtype, None)
-        return gx, _reshape(gw, weight.shape), self._bias_grad(go, bias)
+        ones = 0 if bias is None else g
+        cols = _groups(self._im2col(x, kernel, options, out, work, ones), g)
+        go = _groups(self._flat(grad, work), g)
+        gw, gb = self._weight_grad(self.float_matmul(go, _swap(cols)), weight, bias)
+        gcols = self.float_matmul(_swap(self._weight(weight, g, work)), go)
+        gx = self._col2im(self._merge(gcols), x.shape, out, kernel, options, x.dtype, None)
+        return gx, gw, gb
 
     def conv_transpose(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
                        options: ConvTransposeOptions) -> CubeTensor:
@@ -213,9 +234,8 @@ class CubeConvOps:
         c_out = _check(op, _shaped(x), _shaped(weight), _shaped(bias), options)
         out = _transpose_out(op, _shaped(x), kernel, options)
         work = _work(x.dtype)
-        w = self._matrix(weight, (g, x.shape[1] // g, math.prod(weight.shape[1:])), work)
-        cols = self._columns(self.float_matmul(_swap(w), self._rows(x, g, work)), x.shape[0],
-                             math.prod(x.shape[2:]))
+        w = self._weight(weight, g, work)
+        cols = self._merge(self.float_matmul(_swap(w), _groups(self._flat(x, work), g)))
         return self._col2im(cols, (x.shape[0], c_out, *out), x.shape[2:], kernel, options,
                             x.dtype, bias)
 
@@ -237,12 +257,12 @@ class CubeConvOps:
         _check_grad(op, _shaped(grad),
                     (x.shape[0], c_out, *_transpose_out(op, _shaped(x), kernel, options)))
         work = _work(x.dtype)
-        cols = _grouped(self._im2col(grad, kernel, options, x.shape[2:], work), g)
-        w = self._matrix(weight, (g, x.shape[1] // g, math.prod(weight.shape[1:])), work)
-        gw = self._convert(self.float_matmul(self._rows(x, g, work), _swap(cols)), weight.dtype)
-        gx = self._unrows(self.float_matmul(w, cols), x.shape, x.dtype, None)
-        go = None if bias is None else self._rows(grad, 1, work)
-        return gx, _reshape(gw, weight.shape), None if go is None else self._bias_grad(go, bias)
+        cols = _groups(self._im2col(grad, kernel, options, x.shape[2:], work), g)
+        xs = _groups(self._flat(x, work), g)
+        gw, _ = self._weight_grad(self.float_matmul(xs, _swap(cols)), weight)
+        gx = self._merge(self.float_matmul(self._weight(weight, g, work), cols))
+        gx = _reshape(self._convert(gx, x.dtype), x.shape)
+        return gx, gw, None if bias is None else self._bias_grad(self._flat(grad, work), bias)
 
     def unfold4d(self: Any, x: CubeTensor, kernel_size: tuple[int, int],
                  options: ConvOptions) -> CubeTensor:
@@ -259,11 +279,7 @@ class CubeConvOps:
         if len(x.shape) != 4:
             raise ShapeError("unfold4d", "x must be [N, C, H, W]", x=x.shape)
         out = _conv_out("unfold4d", _shaped(x), kernel_size, options)
-        n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)
-        result = self.empty((n, rows, length), x.dtype)
-        cols = result.view((rows, n, length), (length, rows * length, 1))
-        self._im2col(x, kernel_size, options, out, x.dtype, cols)
-        return result
+        return self._im2col(x, kernel_size, options, out, x.dtype)
 
 
 def _geometry(kernel: Sequence[int], options: Geometry, out: Sequence[int]) -> list[int]:

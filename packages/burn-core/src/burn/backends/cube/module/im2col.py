@@ -1,11 +1,10 @@
 """Kernels of the cube convolutions: im2col, col2im (a gather, no atomics) and a converting copy.
 
-Columns are a rank-3 view `[C*K, N, L]` (row = channel and kernel tap, K = prod(kernel),
-L = prod(out)), read and written through their strides, so conv (`[C*K, N*L]`, dense) and
-unfold4d (`[N, C*K, L]`, permuted) share the kernels. im2col and col2im give each unit a
-`chunk` of the last spatial dim: one unit per row on the cpu (divisions amortised over a row),
-one per element on GPUs (coalesced). Geometry (kernel, stride, padding, dilation, window
-counts) is runtime scalars, so kernels are compiled once per dtypes and rank.
+Columns are `[N, C*K, L]` (row = channel and kernel tap, K = prod(kernel), L = prod(out)):
+im2col writes them dense (they are unfold4d's result), col2im reads them through their strides.
+The kernels give each unit a `chunk` of the last dim: one unit per row on the cpu (divisions
+amortised over a row), one per element on GPUs (coalesced). Geometry (kernel, stride, padding,
+dilation, window counts) is runtime scalars, so kernels are compiled once per dtypes and rank.
 """
 
 from __future__ import annotations
@@ -53,26 +52,31 @@ def _linear(coords: Sequence[Any], sizes: Sequence[Any]) -> Any:
 
 @cache
 def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
-    """`cols[c*K + k, n, l] = x[n, c, o*s + k*d - p]` (zero outside x), converted to `dst`.
+    """`cols[n, r + (r / group_rows) * skip, l] = x[n, c, o*s + k*d - p]` with r = c*K + k
+    (zero outside x), converted to `dst`: `skip` rows are left after each group's rows.
 
-    Launch args: x (any strides, rank nd+2), cols (rank-3 view), per dim `k s p d o`, then
-    `chunk` (last-dim elements per unit) and `chunks` (units per row).
+    Launch args: x (any strides, rank nd+2), cols (dense `[N, rows, L]`), `group_rows`,
+    `skip`, per dim `k s p d o`, then `chunk` (last-dim elements per unit) and `chunks`
+    (units per row).
     """
     from burn_cube import KernelBuilder, u32
 
     b = KernelBuilder("conv_im2col")
     x = b.tensor("x", cube_dtype("conv", src), rank=nd + 2, write=False)
     cols = b.tensor("cols", cube_dtype("conv", dst), rank=3, write=True)
+    group_rows, skip = b.scalar("group_rows", u32), b.scalar("skip", u32)
     geo = _geometry(b, nd)
     chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
     kernel = [g["k"] for g in geo]
     outer = [g["o"] for g in geo[:-1]]
     pos = b.ABSOLUTE_POS
-    with b.if_(pos < x.shape[1] * _prod(kernel) * x.shape[0] * _prod(outer) * chunks):
-        c, *rest = _split(b, pos, [x.shape[1], *kernel, x.shape[0], *outer, chunks])
-        taps, n, outs, part = rest[:nd], rest[nd], rest[nd + 1:-1], rest[-1]
+    with b.if_(pos < x.shape[0] * x.shape[1] * _prod(kernel) * _prod(outer) * chunks):
+        n, c, *rest = _split(b, pos, [x.shape[0], x.shape[1], *kernel, *outer, chunks])
+        taps, outs, part = rest[:nd], rest[nd:-1], rest[-1]
         row = _linear([c, *taps], [x.shape[1], *kernel])
-        col = _linear([*outs, 0], [*outer, geo[-1]["o"]]) if nd > 1 else 0
+        row = n * cols.shape[1] + row + row // group_rows * skip
+        target = row * cols.shape[2] + (_linear([*outs, 0], [*outer, geo[-1]["o"]])
+                                        if nd > 1 else 0)
         base = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1])
         inside = b.local(cube_dtype("conv", DType.bool), True)
         for dim in range(nd - 1):
@@ -81,24 +85,23 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
             b.set(inside, inside & (at >= geo[dim]["p"]) & (at < geo[dim]["p"] + size))
             b.set(base, base + (at - geo[dim]["p"]) * x.stride[2 + dim])
         last = geo[-1]
-        target = cols.offset + row * cols.stride[0] + n * cols.stride[1]
         start = part * chunk
         with b.for_range(start, b.min(start + chunk, last["o"])) as o:
             at = o * last["s"] + taps[-1] * last["d"]
             value = b.local(cols.dtype, 0)
             with b.if_(inside & (at >= last["p"]) & (at < last["p"] + x.shape[nd + 1])):
                 b.set(value, b.cast(x[base + (at - last["p"]) * x.stride[nd + 1]], cols.dtype))
-            cols[target + (col + o) * cols.stride[2]] = value
+            cols[target + o] = value
     return b.kernel()
 
 
 @cache
 def col2im_kernel(src: DType, dst: DType, nd: int, bias: DType | None) -> Any:
-    """`out[n, c, i] = sum of cols[c*K + k, n, (i + p - k*d) / s]` over the taps whose window
+    """`out[n, c, i] = sum of cols[n, c*K + k, (i + p - k*d) / s]` over the taps whose window
     position is whole and in range (+ `bias[c]`), converted to `dst`: the adjoint of im2col.
 
-    Launch args: cols (rank-3 view), out (dense, rank nd+2), bias if any, per dim `k s p d o`,
-    then `chunk` and `chunks`.
+    Launch args: cols (rank-3, any strides), out (dense, rank nd+2), bias if any, per dim
+    `k s p d o`, then `chunk` and `chunks`.
     """
     from burn_cube import KernelBuilder, u32
 
@@ -134,7 +137,7 @@ def _gather_taps(b: Any, cols: Any, geo: list[dict[str, Any]], coords: list[Any]
     def level(dim: int, row: Any) -> None:
         if dim == nd:
             col = _linear(windows, [g["o"] for g in geo])
-            b.set(acc, acc + cols[cols.offset + row * cols.stride[0] + n * cols.stride[1]
+            b.set(acc, acc + cols[cols.offset + n * cols.stride[0] + row * cols.stride[1]
                                   + col * cols.stride[2]])
             return
         g = geo[dim]
@@ -154,27 +157,32 @@ def _gather_taps(b: Any, cols: Any, geo: list[dict[str, Any]], coords: list[Any]
 
 @cache
 def convert_kernel(src: DType, dst: DType, rank: int, bias: DType | None) -> Any:
-    """`out[i] = src[i] (+ bias[(i / inner) % channels])` converted to `dst`: a strided view
-    of any rank copied into a dense buffer, the sum in `src`'s dtype.
+    """`out = src (+ bias[channel of dim 1])` converted to `dst`: a strided view (rank >= 2)
+    copied into a dense buffer, the sum in `src`'s dtype; rows of the last dim in chunks.
 
-    Launch args: src, out (rank 1), then with a bias: bias, `inner`, `channels`.
+    Launch args: src, out (rank 1), bias if any, then `chunk` and `chunks`.
     """
     from burn_cube import KernelBuilder, u32
 
     b = KernelBuilder("conv_convert")
     x = b.tensor("src", cube_dtype("conv", src), rank=rank, write=False)
     out = b.tensor("out", cube_dtype("conv", dst), rank=1, write=True)
+    bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
+                                                 write=False)
+    chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
+    sizes = [x.shape[d] for d in range(rank)]
     pos = b.ABSOLUTE_POS
-    if bias is None:
-        with b.if_(pos < out.len):
-            out[pos] = b.cast(x[b.index_of(x, pos)], out.dtype)
-        return b.kernel()
-    bias_t = b.tensor("bias", cube_dtype("conv", bias), rank=1, write=False)
-    inner, channels = b.scalar("inner", u32), b.scalar("channels", u32)
-    with b.if_(pos < out.len):
-        channel = b.index_of(bias_t, (pos // inner) % channels)
-        value = x[b.index_of(x, pos)] + b.cast(bias_t[channel], x.dtype)
-        out[pos] = b.cast(value, out.dtype)
+    with b.if_(pos < _prod(sizes[:-1]) * chunks):
+        *outer, part = _split(b, pos, [*sizes[:-1], chunks])
+        base = x.offset + sum((c * x.stride[d] for d, c in enumerate(outer[1:], 1)),
+                              outer[0] * x.stride[0])
+        row = _linear(outer, sizes[:-1]) * sizes[-1]
+        shift = None if bias_t is None else b.local(x.dtype, b.cast(
+            bias_t[b.index_of(bias_t, outer[1])], x.dtype))
+        start = part * chunk
+        with b.for_range(start, b.min(start + chunk, sizes[-1])) as i:
+            value = x[base + i * x.stride[rank - 1]]
+            out[row + i] = b.cast(value if shift is None else value + shift, out.dtype)
     return b.kernel()
 
 
