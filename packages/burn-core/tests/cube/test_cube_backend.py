@@ -126,3 +126,26 @@ def test_an_allocation_the_device_cannot_hold_is_a_typed_error_and_the_device_st
     x = burn.tensor([1.0, 2.0], device=name)
     np.testing.assert_array_equal((x * 3).to_numpy(), [3.0, 6.0])
     assert isinstance(backend.memory_stats(), dict)
+
+
+def test_cpu_tensors_share_their_memory_with_torch_and_numpy() -> None:
+    x = burn.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), device="cpu")
+    shared = torch.from_dlpack(x.swap_dims(0, 1))  # a strided view, exported in place
+    assert tuple(shared.shape) == (3, 2) and shared.stride() == (1, 3)
+    assert shared.dtype == torch.float32
+    view = np.asarray(x)
+    view[0, 0] = 42.0
+    assert float(shared[0, 0]) == 42.0 and x.to_numpy()[0, 0] == 42.0
+    assert x.__dlpack_device__() == (1, 0)
+    copied = np.array(x, copy=True)
+    copied[0, 1] = -1.0
+    assert x.to_numpy()[0, 1] == 1.0
+
+
+@pytest.mark.parametrize("spec", ["wgpu", "cpu+autodiff", "wgpu+autodiff"])
+def test_other_devices_export_their_values_through_dlpack(spec: str) -> None:
+    x = burn.tensor([[1.5, -2.0]], device=spec)
+    exported = torch.from_dlpack(x)
+    assert tuple(exported.shape) == (1, 2) and exported.dtype == torch.float32
+    np.testing.assert_array_equal(exported.numpy(), [[1.5, -2.0]])
+    assert burn.from_dlpack(exported, device=spec).to_numpy().tolist() == [[1.5, -2.0]]

@@ -70,6 +70,10 @@ class InnerHooks(Backend):
     def seed(self, seed: int) -> None:
         self.inner.seed(seed)
 
+    def exported(self, x: Any) -> Any:
+        """The inner backend's export (the frontend passes inner primitives)."""
+        return self.inner.exported(x)
+
     def sync(self) -> None:
         self.inner.sync()
 

@@ -813,6 +813,11 @@ class Backend(ModuleOps):
             raise DivisionByZeroError(op, "integer division by zero",
                                       dtype=self.dtype(divisor).value, shape=self.shape(divisor))
 
+    def exported(self, x: P) -> Any:
+        """`x`'s values for DLPack and numpy consumers (`__dlpack__`, `__dlpack_device__`,
+        `__array__`): a host copy by default; a backend may share its memory instead."""
+        return getattr(self, f"{self.dtype(x).kind.value}_into_data")(x)
+
     # --- seed / sync / memory hooks ---
     @abstractmethod
     def seed(self, seed: int) -> None:

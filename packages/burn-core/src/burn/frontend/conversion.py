@@ -15,7 +15,6 @@ from burn.frontend.base import TensorBase, make
 if TYPE_CHECKING:
     from burn.frontend.tensor import Tensor
 
-_DLPACK_CPU = 1
 
 
 class ConversionMixin(TensorBase):
@@ -31,18 +30,27 @@ class ConversionMixin(TensorBase):
     numpy = to_numpy
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        arr = self.to_numpy()
+        """The values as numpy (shared with the tensor where the backend allows and `copy`
+        is not True: the cpu cube backend's memory)."""
+        arr = self.to_numpy() if copy else np.asarray(self._exported())
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        """DLPack capsule of a host copy (via numpy; bfloat16 is not exportable)."""
+        """DLPack capsule of the values: zero-copy where the backend shares its memory (the
+        cpu and cuda cube backends), else of a host copy (bfloat16 is not exportable)."""
         if self._dtype is DType.bfloat16:
-            raise DTypeError("__dlpack__", "bfloat16 has no DLPack export via numpy",
+            raise DTypeError("__dlpack__", "bfloat16 has no DLPack export via numpy or CuPy",
                              dtype=self._dtype.value)
-        return self.to_numpy().__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
+        return self._exported().__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return (_DLPACK_CPU, 0)
+        device: tuple[int, int] = self._exported().__dlpack_device__()
+        return device
+
+    def _exported(self) -> Any:
+        bk = self._bk
+        return bk.exported(bk.float_inner(self._prim) if bk.is_autodiff and self._k == "float_"
+                           else self._prim)
 
     def item(self) -> float | int | bool:
         """The value of a one-element tensor as a Python scalar.

@@ -259,4 +259,4 @@ _module("attention", "q: F, k: F, v: F, mask: B?, scale: float?, is_causal: bool
 #: Backend methods that are not ops: introspection and hooks.
 HOOKS = frozenset({"shape", "dtype", "device_of", "detach_values", "seed", "sync",
                    "memory_stats", "supports", "check_indices", "check_nonzero",
-                   "unavailable_reason"})
+                   "unavailable_reason", "exported"})

@@ -37,7 +37,7 @@ from .module.sample import CubeSampleOps
 from .random import CubeRandomOps
 from .reduction import CubeReductionOps
 from .sort import CubeSortOps
-from .tensor import CubeTensor, Shape
+from .tensor import CubeTensor, Shape, strided_storage
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
 CUBE_DIM = 256
@@ -109,6 +109,18 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         bfloat16; f64 only where the adapter has it)."""
         name = CUBE_DTYPES.get(dtype)
         return name is not None and name.rstrip("_") in self._dtypes
+
+    def exported(self, x: CubeTensor) -> Any:
+        """The tensor's memory itself where an array library can hold it: a numpy view on
+        the cpu, a CuPy view on cuda (zero-copy, writes are seen by the tensor); a host copy
+        on wgpu."""
+        if self.runtime_name == "cpu" and x.dtype is not DType.bfloat16:
+            return strided_storage(x, np.lib.stride_tricks.as_strided)
+        if self.runtime_name == "cuda" and x.dtype not in (DType.bfloat16, DType.bool):
+            import cupy
+
+            return strided_storage(x, cupy.lib.stride_tricks.as_strided)
+        return super().exported(x)
 
     # --- buffers and launches -------------------------------------------------------------
     def empty(self, shape: Shape, dtype: DType) -> CubeTensor:

@@ -95,16 +95,23 @@ class CubeTensor:
                 f"strides={self.strides}, offset={self.offset})")
 
 
+def strided_storage(t: CubeTensor, as_strided: Any) -> Any:
+    """`t`'s elements as an array of the runtime's array library sharing its memory (numpy on
+    the cpu, CuPy on cuda), built with that library's `as_strided`."""
+    array = t.array
+    storage = (array.base if array.base is not None else array).handle.reshape(-1)
+    item = storage.itemsize
+    return as_strided(storage[t.offset:] if t.size else storage[:0], t.shape,
+                      tuple(s * item for s in t.strides))
+
+
 def host_array(t: CubeTensor) -> np.ndarray:
     """The values of `t` as a numpy array of its burn dtype: a read-only view of the storage
     on the cpu runtime (no copy), a download elsewhere."""
     array = t.array
     if array.runtime.name == "cpu":
-        storage = (array.base if array.base is not None else array).handle.reshape(-1)
-        item = storage.itemsize
-        out = np.lib.stride_tricks.as_strided(
-            storage[t.offset:] if t.size else storage[:0], t.shape,
-            tuple(s * item for s in t.strides), writeable=False)
+        out = strided_storage(t, np.lib.stride_tricks.as_strided)
+        out.flags.writeable = False
     else:
         out = array.runtime.download(array)
     return out if out.dtype == t.dtype.numpy else out.astype(t.dtype.numpy)
