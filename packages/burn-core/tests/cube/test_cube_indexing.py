@@ -306,9 +306,10 @@ def test_division_by_zero_is_reported_at_the_next_sync(device: burn.Device) -> N
                                    DType.bool])
 def test_kernels_generate_cuda(dtype: DType) -> None:
     x, idx = np.zeros((2, 3), dtype.numpy), np.zeros((2, 3), np.int64)
-    i1 = np.zeros(3, np.int32)
-    assert "__global__" in indexing._select_kernel(dtype, DType.int32, 2, 1, 1).source(
-        "cuda", 256, x, i1, x)
+    i1, x3 = np.zeros(3, np.int32), np.zeros((2, 3, 4), dtype.numpy)
+    for by_rows in (False, True):
+        assert "__global__" in indexing._select_kernel(dtype, DType.int32, 1, by_rows).source(
+            "cuda", 256, x3, i1, x3, 24)
     assert "__global__" in indexing._gather_kernel(dtype, DType.int64, 2, 0).source(
         "cuda", 256, x, idx, x)
     if dtype is not DType.bool:

@@ -29,16 +29,18 @@ from .tensor import CubeTensor, Shape, dense_strides
 
 
 def _coords(b: Any, of: Any, pos: Any, rank: int, skip: int | None = None) -> list[Any]:
-    """Row-major coordinates of position `pos` in the shape of tensor `of` (u32 locals);
-    dimension `skip` is left out of the unravelling (its entry is None)."""
+    """Row-major coordinates of an in-range position `pos` in the shape of tensor `of` (u32
+    locals); dimension `skip` is left out of the unravelling (its entry is None)."""
     from burn_cube import u32
 
+    dims = [d for d in range(rank) if d != skip]
     rest = b.local(u32, pos)
     coords: list[Any] = [None] * rank
-    for d in reversed(range(rank)):
-        if d != skip:
-            coords[d] = b.local(u32, rest % of.shape[d])
-            b.set(rest, rest // of.shape[d])
+    for d in reversed(dims[1:]):
+        coords[d] = b.local(u32, rest % of.shape[d])
+        b.set(rest, rest // of.shape[d])
+    if dims:
+        coords[dims[0]] = rest  # the outermost coordinate is what is left
     return coords
 
 
@@ -56,32 +58,44 @@ def _wrapped(b: Any, index: Any, size: Any) -> tuple[Any, Any]:
     from burn_cube import bool_, u32
 
     extent = b.cast(size, index.dtype)
-    wrapped = b.local(index.dtype, b.select(index < 0, index + extent, index))
+    wrapped = b.local(index.dtype, index)
+    b.set(wrapped, b.select(wrapped < 0, wrapped + extent, wrapped))
     valid = b.local(bool_, b.and_(wrapped >= 0, wrapped < extent))
-    return valid, b.cast(b.select(valid, wrapped, 0), u32)
+    return valid, b.local(u32, b.cast(b.select(valid, wrapped, 0), u32))
 
 
 @cache
-def _select_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int,
-                   index_rank: int) -> Any:
-    """`out[..., k, ...] = x[..., indices.flat[k], ...]` along `dim`; `out` is dense, of x's
-    rank, with `indices.size` entries along `dim` (indices of any rank: embedding)."""
-    from burn_cube import KernelBuilder
+def _select_kernel(dtype: DType, index_dtype: DType, index_rank: int, by_rows: bool) -> Any:
+    """`out[o, k, i] = x[o, indices.flat[k], i]`: `x` and dense `out` seen as (outer, n,
+    inner), indices of any rank (embedding) taken flat. One unit per element, or with
+    `by_rows` one unit per (o, k) row walking `i` (the cpu runtime: sequential memory, one
+    index read per row)."""
+    from burn_cube import KernelBuilder, u32
 
-    cube = cube_dtype("select", dtype)
-    b = KernelBuilder("index_select")
-    x = b.tensor("x", cube, rank=rank, write=False)
+    cube_dt = cube_dtype("select", dtype)
+    b = KernelBuilder("index_select_rows" if by_rows else "index_select")
+    x = b.tensor("x", cube_dt, rank=3, write=False)
     idx = b.tensor("indices", cube_dtype("select", index_dtype), rank=index_rank, write=False)
-    out = b.tensor("out", cube, rank=rank, write=True)
+    out = b.tensor("out", cube_dt, rank=3, write=True)
+    units = b.scalar("units", u32)
     pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
-        c = _coords(b, out, pos, rank)
-        valid, row = _wrapped(b, idx[b.index_of(idx, c[dim])], x.shape[dim])
-        with b.if_(valid):
-            out[pos] = x[_at(x, c, dim, row)]
-        with b.else_():
-            out[pos] = b.cast(0, cube)
+    with b.if_(pos < units):
+        c = _coords(b, out, pos * out.shape[2] if by_rows else pos, 3)
+        valid, row = _wrapped(b, idx[b.index_of(idx, c[1])], x.shape[1])
+        start = b.local(u32, _at(x, c, 1, row))
+        if by_rows:
+            with b.for_range(out.shape[2]) as i:
+                _select_store(b, valid, out, pos * out.shape[2] + i, x, start + i * x.stride[2])
+        else:
+            _select_store(b, valid, out, pos, x, start)
     return b.kernel()
+
+
+def _select_store(b: Any, valid: Any, out: Any, target: Any, x: Any, source: Any) -> None:
+    with b.if_(valid):
+        out[target] = x[source]
+    with b.else_():
+        out[target] = b.cast(0, out.dtype)
 
 
 @cache
@@ -130,20 +144,48 @@ def _scatter_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: 
     return b.kernel()
 
 
-def _as_rank1(t: CubeTensor) -> CubeTensor:
-    """A 0-d tensor as a rank-1 view of its one element."""
-    return t if t.shape else t.view((1,), (1,))
+def _merged(shape: Shape, strides: Shape) -> tuple[int, int] | None:
+    """`(size, stride)` of dimensions seen as one, or None where their strides do not allow
+    it."""
+    size, stride = 1, 0
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n == 1:
+            continue
+        if size == 1:
+            size, stride = n, s
+        elif s != stride * size:
+            return None
+        else:
+            size *= n
+    return size, stride
+
+
+def _around(x: CubeTensor, dim: int) -> CubeTensor | None:
+    """`x` as an (outer, x.shape[dim], inner) view, or None where its strides do not allow
+    it."""
+    outer = _merged(x.shape[:dim], x.strides[:dim])
+    inner = _merged(x.shape[dim + 1:], x.strides[dim + 1:])
+    if outer is None or inner is None:
+        return None
+    return x.view((outer[0], x.shape[dim], inner[0]), (outer[1], x.strides[dim], inner[1]))
 
 
 def select(backend: Any, x: CubeTensor, dim: int, indices: CubeTensor) -> CubeTensor:
     """`x` at `indices` (any rank, taken flat) along `dim`: dense, `indices.size` entries
     there."""
-    index = _as_rank1(indices)
     shape = x.shape[:dim] + (indices.size,) + x.shape[dim + 1:]
     out = backend.empty(shape, x.dtype)
     if out.size:
-        kernel = _select_kernel(x.dtype, indices.dtype, len(shape), dim, len(index.shape))
-        backend.launch(kernel, out.size, x.array, index.array, out.array)
+        x3 = _around(x, dim) or _around(contiguous_copy(backend, x), dim)
+        assert x3 is not None  # a dense tensor always folds
+        flat = _merged(indices.shape, indices.strides)
+        index = indices.view((indices.size,), (flat[1],)) if flat else indices
+        outer, inner = x3.shape[0], x3.shape[2]
+        out3 = out.view((outer, indices.size, inner), dense_strides((outer, indices.size, inner)))
+        by_rows = backend.runtime_name == "cpu"
+        units = out.size // inner if by_rows else out.size
+        backend.launch(_select_kernel(x.dtype, indices.dtype, len(index.shape), by_rows), units,
+                       x3.array, index.array, out3.array, units)
     return out
 
 
