@@ -95,12 +95,13 @@ def _host(t: CubeTensor) -> np.ndarray:
     return np.asarray(host_array(t))
 
 
-def _strategies(device: str) -> list[str]:
-    return mm.candidates(_backend(device), DType.float32)
+#: every runner each device has (the autotuner sees fewer on cpu: `mm.candidates`).
+STRATEGIES = {"cpu": ["blas", *TILES, "naive"], "wgpu": [*TILES, "naive"]}
+RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("device,strategy", [(d, s) for d in DEVICES for s in _strategies(d)])
+@pytest.mark.parametrize("device,strategy", RUNS)
 def test_every_strategy_reads_views_in_place(device: str, strategy: str, case: str) -> None:
     """Each runner on float32 and int32, straight from the backend (no autotuning)."""
     backend = _backend(device)
@@ -139,7 +140,7 @@ def test_empty_and_degenerate_shapes(device: str, shapes: tuple[tuple[int, ...],
     assert all(backend.fallbacks[op] == 0 for op in OPS)
 
 
-@pytest.mark.parametrize("device,strategy", [(d, s) for d in DEVICES for s in _strategies(d)])
+@pytest.mark.parametrize("device,strategy", RUNS)
 def test_edge_values(device: str, strategy: str) -> None:
     """NaN and inf propagate as in torch; int32 products wrap as numpy's int32 matmul."""
     backend = _backend(device)
@@ -199,3 +200,21 @@ def test_kernels_generate_cuda_source(dtype: DType) -> None:
         src = tiled_kernel(dtype, 3, tile).source("cuda", (tile.units_x, tile.units_y), x, x, x,
                                                   np.uint32(0))
         assert "__shared__" in src
+
+
+def test_candidates_per_runtime() -> None:
+    cpu, wgpu = _backend("cpu"), _backend("wgpu")
+    assert mm.candidates(cpu, DType.float32, 1 << 30) == ["blas"]
+    assert mm.candidates(cpu, DType.int32, 1 << 10) == ["blas", *mm.CPU_INT_TILES]
+    assert mm.candidates(cpu, DType.int64, 1 << 30) == [mm.CPU_INT_TILES[0]]
+    assert mm.candidates(wgpu, DType.float32, 1 << 10) == [*TILES, "naive"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_tuned_choice_is_remembered_per_runtime(device: str) -> None:
+    backend = _backend(device)
+    a, b, ta, tb = _operands(device, "plain", "int32", seed=3)
+    _check(a @ b, ta, tb, "int32")
+    work = 64 * 64 * 32  # buckets of m = 37, k = 45, n = 29
+    choice = mm._CHOICES[backend.runtime][("int32", 1, 64, 64, 32)]
+    assert choice in mm.candidates(backend, DType.int32, work)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -27,11 +28,18 @@ from .tensor import CubeTensor, Shape, host_array
 
 #: Shared-memory bytes a tile may use (WebGPU's guaranteed minimum per workgroup).
 SHARED_BYTES = 16384
-#: Tile candidates tried on the cpu runtime (its tiled C kernels never beat BLAS on floats;
-#: one stays in the race for ints, which numpy multiplies without BLAS).
-CPU_TILES = ("tile64x64x16",)
+#: On the cpu runtime floats always run on BLAS (15x to 400x faster than the generated C
+#: kernels, measured); ints race numpy's integer matmul (no BLAS) against these tiles, timed up
+#: to `CPU_TUNE_WORK` multiply-adds; larger products take the first tile directly (numpy's int
+#: matmul was 2x to 7x slower there, and one timing trial would take seconds).
+CPU_INT_TILES = ("tile64x64x16", "tile32x32x16")
+CPU_TUNE_WORK = 1 << 24
 
 Runner = Callable[[Any, CubeTensor, CubeTensor, Shape], CubeTensor]
+
+#: runtime -> (dtype, buckets of batch, m, k, n) -> the tuned strategy.
+_CHOICES: WeakKeyDictionary[Any, dict[tuple[str, int, int, int, int], str]] = (
+    WeakKeyDictionary())
 
 
 def _coalesced(shapes: list[Shape], strides: list[Shape]) -> tuple[Shape, list[Shape]]:
@@ -150,22 +158,29 @@ RUNNERS: dict[str, Runner] = {"naive": run_naive, "blas": run_blas, "cublas": ru
                               **{name: tiled_runner(name) for name in TILES}}
 
 
-def candidates(backend: Any, dtype: DType) -> list[str]:
-    """The strategies that can run `dtype` on `backend`'s runtime, best guess first.
+def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
+    """The strategies worth timing for `dtype` on `backend`'s runtime, best guess first.
 
-    Tiles need 256 units per cube and fit `SHARED_BYTES`; the naive kernel runs everywhere.
+    Args:
+        backend: the cube backend.
+        dtype: the operands' dtype.
+        work: multiply-adds of the product (its shape bucket's).
+    Returns:
+        Names of `RUNNERS`. Tiles need 256 units per cube and fit `SHARED_BYTES`; the naive
+        kernel runs everywhere.
     """
     from .matmul_kernels import accumulator
 
     props = backend.runtime.properties
+    if props.name == "cpu":
+        if dtype.is_float:
+            return ["blas"]
+        return ["blas", *CPU_INT_TILES] if work <= CPU_TUNE_WORK else [CPU_INT_TILES[0]]
     item = accumulator(dtype).numpy.itemsize
     tiles = [name for name, t in TILES.items()
              if t.units <= props.max_cube_dim and t.shared_elements() * item <= SHARED_BYTES]
-    if props.name == "cpu":
-        return ["blas", *(t for t in CPU_TILES if t in tiles), "naive"]
-    host = []
-    if props.name == "cuda" and dtype in (DType.float16, DType.float32, DType.float64):
-        host = ["cublas"]
+    host = ["cublas"] if props.name == "cuda" and dtype in (
+        DType.float16, DType.float32, DType.float64) else []
     return [*host, *tiles, "naive"]
 
 
@@ -199,23 +214,26 @@ def matmul(backend: Any, lhs: CubeTensor, rhs: CubeTensor, strategy: str | None 
 
 
 def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
-    """The autotuned strategy for this dtype, device and shape bucket."""
+    """The autotuned strategy for this dtype, runtime and shape bucket (remembered per
+    runtime in this process, on disk by the autotuner)."""
     from burn_cube.autotune import bucket, default_tuner
 
-    names = candidates(backend, lhs.dtype)
-    if len(names) == 1:
-        return names[0]
     batch, (m, n), k = math.prod(shape[:-2]), shape[-2:], lhs.shape[-1]
-    rt = backend.runtime
+    key = (lhs.dtype.value, bucket(batch), bucket(m), bucket(k), bucket(n))
+    known = _CHOICES.setdefault(backend.runtime, {})
+    if key in known:
+        return known[key]
+    names = candidates(backend, lhs.dtype, math.prod(key[1:]))
 
     def run(name: str) -> None:
         RUNNERS[name](backend, lhs, rhs, shape)
         backend.sync()
 
-    key = (f"burn.matmul.{lhs.dtype.value}.b{bucket(batch)}.m{bucket(m)}.k{bucket(k)}"
-           f".n{bucket(n)}")
-    return str(default_tuner().tune(key, f"{rt.name}:{rt.properties.device}",
-                                    batch * m * n * k, names, run))
+    rt = backend.runtime
+    known[key] = names[0] if len(names) == 1 else str(default_tuner().tune(
+        "burn.matmul.{}.b{}.m{}.k{}.n{}".format(*key), f"{rt.name}:{rt.properties.device}",
+        batch * m * n * k, names, run))
+    return known[key]
 
 
 class CubeMatmulOps:
