@@ -32,9 +32,14 @@ def render_op_rows() -> list[str]:
         "`F`/`I`/`B` float/int/bool tensors, `I64` an int64 result, `?` optional, `[T]` a list.",
         "The shape rule is in `burn/ir/rules.py`; a default op is written with other ops.",
         "",
-        "| op | kind | family | signature | result dtype | shape rule | burn-cube lowering |",
-        "|---|---|---|---|---|---|---|",
+        "The last column says whether the cube backends (cpu, wgpu, cuda) run the op on their",
+        "own kernels or on the host NumPy backend (no kernel yet).",
+        "",
+        "| op | kind | family | signature | result dtype | shape rule | burn-cube lowering "
+        "| cube backends |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    on_host = _cube_host_ops()
     for name in sorted(OPS, key=lambda n: (OPS[n].family, n)):
         row = OPS[name]
         kind = row.kind.value if row.kind else "module"
@@ -42,6 +47,15 @@ def render_op_rows() -> list[str]:
         cube = f"`{_cube_text(row.cube)}`" if row.cube else ""
         default = " (default)" if row.default else ""
         signature = row.signature.replace("|", "\\|")
+        cube_backends = "host" if name in on_host else "kernel"
         lines.append(f"| {name}{default} | {kind} | {row.family} | `{signature}` | "
-                     f"{row.dtype_rule} | {rule} | {cube} |")
+                     f"{row.dtype_rule} | {rule} | {cube} | {cube_backends} |")
     return lines
+
+
+def _cube_host_ops() -> set[str]:
+    """Ops the cube backends run on the host NumPy backend."""
+    from burn.backends.cube import CubeBackend
+    from burn.backends.cube.fallback import host_ops
+
+    return set(host_ops(CubeBackend))

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from burn.ir import OpDef
+from burn.ir import OPS, OpDef
 
 from .tensor import host_array
 
@@ -37,7 +37,13 @@ def fallback_method(op: OpDef) -> Callable[..., Any]:
 
     method.__name__ = method.__qualname__ = op.name
     method.__doc__ = f"`{op.signature}` on the host NumPy backend (no kernel yet)."
+    method.host_fallback = True  # type: ignore[attr-defined]
     return method
+
+
+def host_ops(cls: type) -> list[str]:
+    """The ops of backend class `cls` that run on the host fallback (no kernel), sorted."""
+    return sorted(name for name in OPS if getattr(getattr(cls, name), "host_fallback", False))
 
 
 def _to_device(backend: Any, value: Any) -> Any:
