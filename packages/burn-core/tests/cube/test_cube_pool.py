@@ -5,6 +5,7 @@ ceil_mode, count_include_pad, empty batches, ties, NaN/inf, float16; each op mus
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -221,8 +222,7 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
         real(self, kernel, units, *args)
 
     monkeypatch.setattr(type(bk), "launch", record)
-    o = _options(CASES[3])
-    for dtype in (np.float32, np.float16):
+    for dtype, o in itertools.product((np.float32, np.float16), map(_options, CASES[2:4])):
         x = bk.upload(np.ones((1, 2, 7, 8), dtype))
         y, idx = bk.max_pool_with_indices(x, o)
         bk.max_pool_backward(x, idx, y, o)
@@ -233,4 +233,4 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
         assert "__global__" in kernel.source("cuda", 256, *args)
         names.add(kernel.kernel.name)
     assert {"avg_pool", "max_pool", "avg_pool_backward", "max_pool_backward",
-            "resample_axis2", "resample_axis3"} <= names
+            "max_pool_backward_scatter", "resample_axis2", "resample_axis3"} <= names

@@ -9,6 +9,8 @@ read it (deterministic, no atomics). Adaptive pooling is a separable resampling
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -18,6 +20,7 @@ from burn.dtype import DType
 from burn.errors import ShapeError
 from burn.ir.cube import cube_dtype
 
+from ..kernels import fill_kernel
 from ..tensor import CubeTensor, Shape
 from .resize import as_4d, device_csr, resample, unravel, work_dtype
 
@@ -138,21 +141,23 @@ def _max_kernel(dtype: DType) -> Any:
     return b.kernel()
 
 
-def _window_of(b: Any, w: dict[str, Any], at: Any, tap: Any, axis: str, size: Any
-               ) -> tuple[Any, Any]:
-    """(output index, validity) of the window that reads input index `at` (along `axis`)
-    with kernel tap `tap`."""
+@contextmanager
+def _windows_reading(b: Any, w: dict[str, Any], at: Any, axis: str, size: Any) -> Iterator[Any]:
+    """Loops (ascending) over the output indices along `axis` whose window reads input index
+    `at`: the few in [ceil((at + p - d(k-1)) / s), (at + p) / s] that hit a tap."""
     from burn_cube import i32
 
-    t = b.local(i32, at + w[f"p{axis}"] - tap * w[f"d{axis}"])
-    o = b.local(i32, t // w[f"s{axis}"])
-    return o, b.and_(b.and_(t >= 0, t == o * w[f"s{axis}"]), o < size)
+    k, s, p, d = (w[f"{name}{axis}"] for name in _WINDOW)
+    t = b.local(i32, at + p)
+    first = b.local(i32, b.max(t - (k - 1) * d + s - 1, 0) // s)
+    last = b.local(i32, b.min(t // s, size - 1))
+    with b.for_range(first, last + 1) as o, b.if_(b.or_(d == 1, (t - o * s) % d == 0)):
+        yield o
 
 
 @cache
 def _avg_backward_kernel(dtype: DType, grad_dtype: DType) -> Any:
-    """grad_x of average pooling: each input element sums grad / divisor of its windows, in
-    kernel-tap order (as the NumPy backend's col2im)."""
+    """grad_x of average pooling: each input element sums grad / divisor of its windows."""
     from burn_cube import KernelBuilder, i32
 
     work = cube_dtype("avg_pool_backward", work_dtype(dtype))
@@ -166,13 +171,10 @@ def _avg_backward_kernel(dtype: DType, grad_dtype: DType) -> Any:
         n, c, h, col = unravel(b, pos, gx)
         size = (b.local(i32, b.cast(gx.shape[2], i32)), b.local(i32, b.cast(gx.shape[3], i32)))
         acc = b.local(work, 0.0)
-        with b.for_range(w["kh"]) as i:
-            oh, row_ok = _window_of(b, w, h, i, "h", b.cast(g.shape[2], i32))
-            with b.if_(row_ok), b.for_range(w["kw"]) as j:
-                ow, col_ok = _window_of(b, w, col, j, "w", b.cast(g.shape[3], i32))
-                with b.if_(col_ok):
-                    div = b.cast(_divisor(b, w, oh, ow, size, include_pad), work)
-                    b.set(acc, acc + b.cast(g[n, c, oh, ow], work) / div)
+        with _windows_reading(b, w, h, "h", b.cast(g.shape[2], i32)) as oh, \
+                _windows_reading(b, w, col, "w", b.cast(g.shape[3], i32)) as ow:
+            div = b.cast(_divisor(b, w, oh, ow, size, include_pad), work)
+            b.set(acc, acc + b.cast(g[n, c, oh, ow], work) / div)
         gx[pos] = acc
     return b.kernel()
 
@@ -194,14 +196,32 @@ def _max_backward_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) ->
         n, c, h, col = unravel(b, pos, gx)
         flat = h * b.cast(gx.shape[3], i32) + col
         acc = b.local(work, 0.0)
-        with b.for_range(w["kh"]) as ri:
-            oh, row_ok = _window_of(b, w, h, w["kh"] - 1 - ri, "h", b.cast(g.shape[2], i32))
-            with b.if_(row_ok), b.for_range(w["kw"]) as rj:
-                ow, col_ok = _window_of(b, w, col, w["kw"] - 1 - rj, "w",
-                                        b.cast(g.shape[3], i32))
-                with b.if_(col_ok), b.if_(idx[n, c, oh, ow] == flat):
-                    b.set(acc, acc + b.cast(g[n, c, oh, ow], work))
+        with _windows_reading(b, w, h, "h", b.cast(g.shape[2], i32)) as oh, \
+                _windows_reading(b, w, col, "w", b.cast(g.shape[3], i32)) as ow, \
+                b.if_(idx[n, c, oh, ow] == flat):
+            b.set(acc, acc + b.cast(g[n, c, oh, ow], work))
         gx[pos] = acc
+    return b.kernel()
+
+
+@cache
+def _max_scatter_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) -> Any:
+    """grad_x of max pooling with non-overlapping windows (zero-filled first): each output
+    writes its grad at its index (each input is named by at most one window)."""
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("max_pool_backward_scatter")
+    idx = b.tensor("indices", cube_dtype("max_pool_backward", index_dtype), rank=4, write=False)
+    g = b.tensor("grad", cube_dtype("max_pool_backward", grad_dtype), rank=4, write=False)
+    gx = b.tensor("grad_x", cube_dtype("max_pool_backward", dtype), rank=4, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < idx.len):
+        n, c, oh, ow = unravel(b, pos, idx)
+        plane = b.local(u32, gx.shape[2] * gx.shape[3])
+        flat = b.local(idx.dtype, idx[n, c, oh, ow])
+        with b.if_(b.and_(flat >= 0, flat < b.cast(plane, idx.dtype))):
+            base = (b.cast(n, u32) * gx.shape[1] + b.cast(c, u32)) * plane
+            gx[base + b.cast(flat, u32)] = g[n, c, oh, ow]
     return b.kernel()
 
 
@@ -300,7 +320,8 @@ class CubePoolOps:
     def max_pool_backward(self: Any, x: CubeTensor, indices: CubeTensor, grad: CubeTensor,
                           options: PoolOptions) -> CubeTensor:
         """Gradient of max pooling: each input element gathers the grads of the windows whose
-        index (from `max_pool_with_indices`) names it.
+        index (from `max_pool_with_indices`) names it; with non-overlapping windows, each
+        window writes its grad at its index instead.
 
         Args:
             x: the forward's input [N, C, *spatial].
@@ -314,10 +335,18 @@ class CubePoolOps:
         out, scalars = _geometry("max_pool_backward", x, options)
         _check_grad("max_pool_backward", x, grad, out, indices)
         gx = _empty4(self, x, list(x.shape[2:]), x.dtype)
-        if gx.size:
-            kernel = _max_backward_kernel(x.dtype, grad.dtype, indices.dtype)
-            self.launch(kernel, gx.size, as_4d(indices).array, as_4d(grad).array, *scalars,
-                        gx.array)
+        if not gx.size:
+            return _back_to(gx, x.shape)
+        dtypes = (x.dtype, grad.dtype, indices.dtype)
+        idx, g = as_4d(indices).array, as_4d(grad).array
+        spans = (d * (k - 1) + 1 for k, d in zip(options.kernel_size, options.dilation,
+                                                 strict=True))
+        if all(s >= span for s, span in zip(options.stride, spans, strict=True)):
+            self.launch(fill_kernel(x.dtype), gx.size, 0.0, gx.view((gx.size,), (1,)).array)
+            if indices.size:
+                self.launch(_max_scatter_kernel(*dtypes), indices.size, idx, g, gx.array)
+        else:
+            self.launch(_max_backward_kernel(*dtypes), gx.size, idx, g, *scalars, gx.array)
         return _back_to(gx, x.shape)
 
     def adaptive_avg_pool(self: Any, x: CubeTensor, output_size: Shape) -> CubeTensor:
