@@ -83,12 +83,12 @@ def test_philox_known_answers(name: str) -> None:
 
 
 def test_uniform_f32_bitwise_equal_on_cpu_and_wgpu() -> None:
-    """One seed: the same float32 uniforms on both runtimes, equal to the reference words."""
+    """One seed: the same float32 uniforms on both runtimes, from the reference words."""
     results = []
     for name in DEVICES:
         burn.seed(1234, burn.Device(name))
         results.append([draw(name, (3, 1001), Distribution("uniform", 0.0, 1.0), DType.float32),
-                        draw(name, (517,), Distribution("uniform", -2.0, 2.0), DType.float32)])
+                        draw(name, (517,), Distribution("uniform", 0.1, 0.7), DType.float32)])
     for first, second in zip(*results, strict=True):
         assert first.tobytes() == second.tobytes()
     words = stream_words(1234, 0, math.ceil(3003 / 4))[:3003]
@@ -96,7 +96,8 @@ def test_uniform_f32_bitwise_equal_on_cpu_and_wgpu() -> None:
     np.testing.assert_array_equal(results[0][0].reshape(-1), expected)
     words = stream_words(1234, 1, math.ceil(517 / 4))[:517]
     unit = (words >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)
-    np.testing.assert_array_equal(results[0][1], unit * np.float32(4.0) + np.float32(-2.0))
+    # u * (high - low) + low rounded twice, as NumPy (the C and CUDA compilers fuse no FMA)
+    np.testing.assert_array_equal(results[0][1], unit * np.float32(0.7 - 0.1) + np.float32(0.1))
 
 
 @pytest.mark.parametrize("dtype", [DType.int32, DType.int64])

@@ -131,9 +131,9 @@ def float_kernel(kind: str, dtype: DType) -> Any:
     """Random `dtype` values of distribution `kind` ("uniform", "normal", "bernoulli"), four
     per unit (two for float64).
 
-    The kernel takes the stream words, then uniform: `low`, `scale` and `bound` (the largest
-    value below high); normal: `mean` and `std`; bernoulli: the u32 `thresh` that ``w >> 8``
-    must be under; then the dense rank-1 output.
+    The kernel takes the stream words, then uniform: `low`, `scale`, `bound` (the largest
+    value below high) and `one` (1.0); normal: `mean` and `std`; bernoulli: the u32 `thresh`
+    that ``w >> 8`` must be under; then the dense rank-1 output.
     """
     from burn_cube import f32, f64, u32
 
@@ -152,7 +152,10 @@ def float_kernel(kind: str, dtype: DType) -> Any:
         values = [z * std + mean for pair in pairs for z in pair]
     else:
         low, scale, bound = (b.scalar(n, work) for n in ("low", "scale", "bound"))
-        values = [b.local(work, u * scale + low) for u in units]
+        # `one` (1.0 at run time) rounds the product first, so the C / CUDA compilers' FMA
+        # contraction gives WGSL's (and NumPy's) separately rounded u * scale + low
+        one = b.scalar("one", work)
+        values = [b.local(work, u * scale * one + low) for u in units]
         values = [b.select(v > bound, bound, v) for v in values]  # half-open; NaN stays
     _store_all(b, b.tensor("out", cube_dtype("random", dtype), rank=1, write=True), values)
     return b.kernel()
@@ -272,7 +275,7 @@ class CubeRandomOps:
         work = np.float64 if dtype is DType.float64 else np.float32
         bound = _below(dist.b, dtype) if dist.b > dist.a else math.inf
         return self._launch_random(kernel, out, per_unit, dist.a,
-                                   float(work(dist.b - dist.a)), bound)
+                                   float(work(dist.b - dist.a)), bound, 1.0)
 
     def int_random(self: Any, shape: Shape, low: int, high: int, dtype: DType,
                    device: Any) -> CubeTensor:
