@@ -13,6 +13,7 @@ import torch
 
 import burn
 from burn.backend.protocol import Distribution
+from burn.backends.cube.creation import arange_kernel
 from burn.backends.cube.random import PHILOX_M, PHILOX_W, philox
 from burn.dtype import DType
 from burn.errors import ValueRangeError
@@ -57,7 +58,7 @@ def draw(name: str, shape: tuple[int, ...], dist: Distribution, dtype: DType) ->
 
 @pytest.mark.parametrize("name", DEVICES)
 def test_philox_known_answers(name: str) -> None:
-    """Random123's kat_vectors for philox4x32_10."""
+    """Random123's kat_vectors for philox4x32_10 (and the reference implementation here)."""
     from burn_cube import KernelBuilder, u32
 
     b = KernelBuilder("philox_kat")
@@ -252,3 +253,19 @@ def test_int_arange(name: str, dtype: DType) -> None:
         assert be.shape(out) == expected.shape and be.dtype(out) is dtype
         np.testing.assert_array_equal(be.int_into_data(out), expected)
     assert be.fallbacks["int_arange"] == be.fallbacks["int_cumsum"] == 0
+    assert arange_kernel(dtype).source("cuda", 256, 0, 1, np.zeros(4, dtype.numpy))
+
+
+def test_random_kernels_generate_cuda() -> None:
+    from burn.backends.cube.random import float_kernel, int_kernel
+
+    stream = (1, 2, 3, 4)
+    params = {"uniform": (0.0, 1.0, 0.99, 1.0), "normal": (0.0, 1.0), "bernoulli": (5,)}
+    for dtype in (DType.float32, DType.float16, DType.bfloat16, DType.float64):
+        for kind, args in params.items():
+            out = np.zeros(8, dtype.numpy)
+            assert float_kernel(kind, dtype).source("cuda", 256, *stream, *args, out)
+    for dtype, wide, args in ((DType.int32, False, (5, 9)), (DType.int64, False, (-5, 9)),
+                              (DType.int64, True, (-5, 3, 7))):
+        out = np.zeros(8, dtype.numpy)
+        assert int_kernel(dtype, wide).source("cuda", 256, *stream, *args, out)
