@@ -244,6 +244,6 @@ class CubeMatmulOps:
         return matmul(self, lhs, rhs)
 
     def int_matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
-        """Batched matmul accumulated exactly in int64, wrapped into the dtype as numpy."""
+        """Batched matmul, exact modulo 2**32 (int32) or 2**64 (int64) as numpy's."""
         return matmul(self, lhs, rhs)
 

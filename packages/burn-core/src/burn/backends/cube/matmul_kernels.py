@@ -3,8 +3,8 @@ and configuration (never per shape: sizes and strides are runtime metadata).
 
 Both kernels take `lhs` [..., m, k] and `rhs` [..., k, n] as strided views already broadcast to
 the batch dims of `out` [..., m, n] (dense), so transposed and stride-0 inputs are read in
-place. Floats accumulate in float32 (float64 for float64), ints in int64 (exact, then wrapped
-into the result dtype as numpy does).
+place. Floats accumulate in float32 (float64 for float64), ints exactly modulo 2**32 or 2**64
+(`accumulator`), as numpy's integer matmul wraps.
 
 - `naive_kernel`: one unit per output element, a plain loop over k (no shared memory).
 - `tiled_kernel`: a cube of `units_y x units_x` units computes a `bm x bn` output tile, each
@@ -71,12 +71,14 @@ TILES = {t.name: t for t in (Tile(16, 16, 1, 1, 16), Tile(16, 16, 2, 2, 16),
 
 
 def accumulator(dtype: DType) -> Any:
-    """The burn-cube dtype a product of `dtype` accumulates in."""
-    from burn_cube import f32, i64
+    """The burn-cube dtype a product of `dtype` accumulates in: float32 (float64 for float64),
+    uint32 for int32 (wrapping arithmetic, defined on every target, equal to numpy's int32
+    result modulo 2**32), int64 for int64."""
+    from burn_cube import f32, i64, u32
 
     if dtype.is_float:
         return cube_dtype("matmul", DType.float64) if dtype is DType.float64 else f32
-    return i64
+    return u32 if dtype is DType.int32 else i64
 
 
 def _batch_offsets(b: Any, z: Any, lhs: Any, rhs: Any, out: Any, rank: int) -> tuple[Any, Any]:
