@@ -131,11 +131,13 @@ def test_gather_of_views_dtypes_and_empty(device: burn.Device) -> None:
 
 
 # --- scatter ------------------------------------------------------------------------------
-@pytest.mark.parametrize("dim", [0, 1])
-def test_scatter_add_matches_torch_with_duplicates(device: burn.Device, dim: int) -> None:
-    data = _floats(4, 6)
-    index = RNG.integers(0, data.shape[dim], (3, 5))
-    values = RNG.standard_normal((4, 6)).astype(np.float32)  # larger than the indices
+@pytest.mark.parametrize("shape, dim", [((4, 6), 0), ((4, 6), 1), ((3, 4, 5), 0),
+                                        ((3, 4, 5), 1), ((3, 4, 5), 2)])
+def test_scatter_add_matches_torch_with_duplicates(device: burn.Device, shape: tuple[int, ...],
+                                                   dim: int) -> None:
+    data = _floats(*shape)
+    index = RNG.integers(0, shape[dim], tuple(max(n - 1, 1) for n in shape))
+    values = RNG.standard_normal(shape).astype(np.float32)  # larger than the indices
     got = _on(device, data).scatter(dim, _on(device, index), _on(device, values), "add")
     want = torch.from_numpy(data).scatter_add(dim, torch.from_numpy(index),
                                               torch.from_numpy(values))
@@ -196,7 +198,9 @@ def test_select_assign_matches_torch_index_add(device: burn.Device, dim: int) ->
 def test_select_assign_ints_half_and_views(device: burn.Device) -> None:
     rows = np.array([2, 2, 0, 2])
     values = np.arange(12).reshape(4, 3)
-    for dtype, op in ((burn.int64, "int"), (burn.int32, "int"), (burn.float16, "float")):
+    lows = (burn.float16, burn.bfloat16) if device.backend.supports(DType.bfloat16) else (
+        burn.float16,)
+    for dtype, op in ((burn.int64, "int"), (burn.int32, "int"), *((d, "float") for d in lows)):
         want = _on(NUMPY, np.ones((3, 3)), dtype).select_assign(
             0, _on(NUMPY, rows), _on(NUMPY, values * 0.37, dtype))
         got = _on(device, np.ones((3, 3)), dtype).select_assign(
@@ -315,8 +319,10 @@ def test_kernels_generate_cuda(dtype: DType) -> None:
     if dtype is not DType.bool:
         acc = np.zeros((2, 3), np.float32 if dtype.itemsize == 2 else dtype.numpy)
         acc_dtype = DType.float32 if dtype.itemsize == 2 else dtype
-        assert "__global__" in indexing._scatter_kernel(
-            acc_dtype, dtype, DType.int64, 2, 0, True).source("cuda", 256, idx, x, acc, 3)
+        for by_rows in (False, True):
+            assert "__global__" in indexing._scatter_kernel(
+                acc_dtype, dtype, DType.int64, 2, 1, True, by_rows).source(
+                    "cuda", 256, idx, x, acc, 3)
     flags = np.zeros(4, np.int32)
     assert "__global__" in checks._check_kernel(DType.int64, 2, False).source(
         "cuda", 256, idx, flags, 0, np.zeros(6, np.int64), -3, 3)

@@ -17,6 +17,7 @@ backend computes them) that is cast back once.
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 from functools import cache
 from typing import Any
 
@@ -24,7 +25,8 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
 from .checks import CubeCheckOps
-from .layout import contiguous_copy
+from .elementwise import flat_view
+from .layout import contiguous_copy, copy_into
 from .tensor import CubeTensor, Shape, dense_strides
 
 
@@ -121,9 +123,11 @@ def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int) -> Any
 
 @cache
 def _scatter_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: int, dim: int,
-                    add: bool) -> Any:
-    """In place on `out`: one unit per line of `indices` (all coordinates but `dim`) walks
-    `k` in order: `out[..., indices[..., k, ...], ...] (+)= values[..., k, ...]`."""
+                    add: bool, by_rows: bool) -> Any:
+    """In place on `out`: `out[..., indices[..., k, ...], ...] (+)= values[..., k, ...]` with
+    `k` walked in order by the one unit owning those outputs: a unit per line of `indices`
+    (every coordinate but `dim`), or with `by_rows` a unit per coordinate before `dim` that
+    walks `k`, then the coordinates after `dim` (the cpu runtime: sequential memory)."""
     from burn_cube import KernelBuilder, u32
 
     cube = cube_dtype("scatter", dtype)
@@ -131,16 +135,22 @@ def _scatter_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: 
     idx = b.tensor("indices", cube_dtype("scatter", index_dtype), rank=rank, write=False)
     values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=rank, write=False)
     out = b.tensor("out", cube, rank=rank, write=True)
-    lines = b.scalar("lines", u32)
-    line = b.ABSOLUTE_POS
-    with b.if_(line < lines):
-        c = _coords(b, idx, line, rank, skip=dim)
-        with b.for_range(idx.shape[dim]) as k:
-            valid, row = _wrapped(b, idx[_at(idx, c, dim, k)], out.shape[dim])
-            with b.if_(valid):
-                target = b.local(u32, _at(out, c, dim, row))
-                value = b.cast(values[_at(values, c, dim, k)], cube)
-                out[target] = out[target] + value if add else value
+    units = b.scalar("units", u32)
+    unit = b.ABSOLUTE_POS
+    with b.if_(unit < units), ExitStack() as loops:
+        if by_rows:
+            c = _coords(b, idx, unit, dim)
+            k = loops.enter_context(b.for_range(idx.shape[dim]))
+            c += [None] + [loops.enter_context(b.for_range(idx.shape[d]))
+                           for d in range(dim + 1, rank)]
+        else:
+            c = _coords(b, idx, unit, rank, skip=dim)
+            k = loops.enter_context(b.for_range(idx.shape[dim]))
+        valid, row = _wrapped(b, idx[_at(idx, c, dim, k)], out.shape[dim])
+        with b.if_(valid):
+            target = b.local(u32, _at(out, c, dim, row))
+            value = b.cast(values[_at(values, c, dim, k)], cube)
+            out[target] = out[target] + value if add else value
     return b.kernel()
 
 
@@ -203,12 +213,24 @@ def scatter(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor, values: 
     """A dense copy of `x` with `values` (at the indices' coordinates) written or added at
     `indices` along `dim`, in index order."""
     low = add and x.dtype in (DType.float16, DType.bfloat16)
-    out = backend.float_cast(x, DType.float32) if low else contiguous_copy(backend, x)
-    lines = math.prod(s for d, s in enumerate(indices.shape) if d != dim)
+    out = backend.float_cast(x, DType.float32) if low else _dense_copy(backend, x)
     if indices.size:
-        kernel = _scatter_kernel(out.dtype, values.dtype, indices.dtype, len(x.shape), dim, add)
-        backend.launch(kernel, lines, indices.array, values.array, out.array, lines)
+        by_rows = backend.runtime_name == "cpu"
+        units = math.prod(indices.shape[:dim] if by_rows else
+                          indices.shape[:dim] + indices.shape[dim + 1:])
+        kernel = _scatter_kernel(out.dtype, values.dtype, indices.dtype, len(x.shape), dim, add,
+                                 by_rows)
+        backend.launch(kernel, units, indices.array, values.array, out.array, units)
     return backend.float_cast(out, x.dtype) if low else out
+
+
+def _dense_copy(backend: Any, x: CubeTensor) -> CubeTensor:
+    """A new dense tensor holding `x` (a flat copy when `x` is contiguous)."""
+    if not x.is_contiguous:
+        return contiguous_copy(backend, x)
+    out = backend.empty(x.shape, x.dtype)
+    copy_into(backend, flat_view(x), flat_view(out))
+    return out
 
 
 def _rows(indices: CubeTensor, dim: int, shape: Shape) -> CubeTensor:
