@@ -4,13 +4,15 @@ zeros/border/reflection padding, align_corners) and its backward.
 Kernels are built per (dtypes, options); every unit recomputes its point's source coordinates
 (as the NumPy backend: normalised -> pixel, padding fold, clip) in the work dtype. The forward
 runs one unit per output element; the grid gradient one unit per grid point (summing over
-channels); the image gradient one unit per (n, c) plane that zeroes its plane and then scatters
-every point's taps in point order: deterministic without float atomics, at the price of
-parallelism N * C only.
+channels); the image gradient one unit per block of rows of an (n, c) plane (the whole plane on
+the cpu, about `_GRAD_UNITS` blocks in all elsewhere) that zeroes its rows, then scans every
+point and adds the taps that fall in them, in point order: deterministic without float atomics
+(the same sums on every device), at the price of each unit scanning all the points.
 """
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any
 
@@ -23,6 +25,8 @@ from ..tensor import CubeTensor
 from .resize import unravel, work_dtype
 
 _MODES = ("bilinear", "nearest")
+#: Units the image gradient aims at on parallel devices (rows of a plane split into blocks).
+_GRAD_UNITS = 8192
 _PADDINGS = ("zeros", "border", "reflection")
 
 
@@ -160,29 +164,33 @@ def _grid_grad_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOption
 
 @cache
 def _image_grad_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOptions) -> Any:
-    """grad_x (dense [N, C, H, W], work dtype): one unit per plane scatters every point's taps
-    in point order."""
+    """grad_x (dense [N, C, H, W], work dtype): one unit per block of `rows` rows of a plane
+    zeroes them, then adds every point's taps that fall in them, in point order."""
     from burn_cube import KernelBuilder, i32, u32
 
     work = cube_dtype("grid_sample_2d_backward", work_dtype(dtype))
     b = KernelBuilder("grid_sample_2d_grad_x")
     x, grid, grad = _tensors(b, (dtype, grid_dtype), ("x", "grid", "grad"))
+    rows = b.scalar("rows", i32)
     gx = b.tensor("grad_x", work, rank=4, write=True)
-    pos = b.ABSOLUTE_POS
-    planes = gx.shape[0] * gx.shape[1]
-    with b.if_(pos < planes):
-        n, c = b.cast(pos // gx.shape[1], i32), b.cast(pos % gx.shape[1], i32)
-        size = gx.shape[2] * gx.shape[3]
-        base = pos * size
-        with b.for_range(b.cast(size, u32)) as i:
-            gx[base + i] = 0.0
+    pos = b.cast(b.ABSOLUTE_POS, i32)
+    height, width = b.cast(gx.shape[2], i32), b.cast(gx.shape[3], i32)
+    blocks = b.local(i32, (height + rows - 1) // rows)
+    with b.if_(pos < b.cast(gx.shape[0] * gx.shape[1], i32) * blocks):
+        plane, first = b.local(i32, pos // blocks), b.local(i32, pos % blocks * rows)
+        end = b.local(i32, b.min(first + rows, height))
+        n, c = plane // b.cast(gx.shape[1], i32), plane % b.cast(gx.shape[1], i32)
+        base = b.local(u32, b.cast(plane, u32) * gx.shape[2] * gx.shape[3])
+        with b.for_range(first * width, end * width) as i:
+            gx[base + b.cast(i, u32)] = 0.0
         wo = b.cast(grid.shape[2], i32)
         with b.for_range(b.cast(grid.shape[1], i32) * wo) as p:
             oh, ow = p // wo, p % wo
             point = _Point(b, grid, n, oh, ow, x, work, options)
             g = b.local(work, b.cast(grad[n, c, oh, ow], work))
             for row, col, weight, _, _ in point.taps():
-                with b.if_(point.inside(row, col)):
+                mine = b.and_(row >= first, row < end)
+                with b.if_(b.and_(mine, point.inside(row, col))):
                     index = base + b.cast(row * point.w + col, u32)
                     gx[index] = gx[index] + g * weight
     return b.kernel()
@@ -245,8 +253,11 @@ class CubeSampleOps:
         gg = self.empty(grid.shape, grid.dtype)
         dtypes = (x.dtype, grid.dtype)
         if x.size:
-            self.launch(_image_grad_kernel(*dtypes, options), x.shape[0] * x.shape[1],
-                        x.array, grid.array, grad.array, gx.array)
+            planes, height = x.shape[0] * x.shape[1], x.shape[2]
+            parallel = 1 if self.runtime_name == "cpu" else _GRAD_UNITS // planes
+            rows = math.ceil(height / max(1, min(height, parallel)))
+            self.launch(_image_grad_kernel(*dtypes, options), planes * math.ceil(height / rows),
+                        x.array, grid.array, grad.array, rows, gx.array)
         if gg.size:
             self.launch(_grid_grad_kernel(*dtypes, options), gg.size // 2, x.array,
                         grid.array, grad.array, gg.array)
