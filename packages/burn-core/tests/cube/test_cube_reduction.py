@@ -260,6 +260,36 @@ def test_long_rows(device: str, n: int) -> None:
            torch.from_numpy(np.array(host_array(ints))).sum(1, keepdim=True))
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_many_rows(device: str, dim: int) -> None:
+    """Many rows, strided (dim 0: the cpu sweeps adjacent rows together) or dense (dim 1:
+    interleaved accumulators), with ties, NaN and a length that is not a multiple of 4."""
+    bk = _backend(device)
+    rng = np.random.default_rng(8)
+    data = np.round(rng.standard_normal((71, 130)) * 2).astype(np.float32)
+    data[5, 7] = data[40, 3] = data[66, 129] = np.nan
+    x, ref = _prim(burn.tensor(data, device=device)), torch.from_numpy(data)
+    for name in ("max", "min"):
+        arg = getattr(np, f"arg{name}")(data, axis=dim, keepdims=True)
+        values, indices = getattr(bk, f"float_{name}_dim_with_indices")(x, dim)
+        _check(indices, torch.from_numpy(arg), "int64")
+        _check(values, torch.from_numpy(np.take_along_axis(data, arg, axis=dim)), exact=True)
+    _check(bk.float_sum_dim(x, dim), ref.double().sum(dim, keepdim=True).float())
+    _check(bk.float_mean_dim(x, dim), ref.mean(dim, keepdim=True))
+    finite = np.nan_to_num(data)
+    fx, fref = _prim(burn.tensor(finite, device=device)), torch.from_numpy(finite)
+    _check(bk.softmax(fx, dim), torch.softmax(fref, dim))
+    _check(bk.log_softmax(fx, dim), torch.log_softmax(fref, dim))
+    ints = rng.integers(-3, 4, (71, 130))
+    ix = _prim(burn.tensor(ints, device=device, dtype=burn.int64))
+    _check(bk.int_argmax(ix, dim), torch.from_numpy(np.argmax(ints, axis=dim, keepdims=True)))
+    _check(bk.int_prod_dim(_prim(burn.tensor(np.sign(ints), device=device, dtype=burn.int32)),
+                           dim), torch.from_numpy(np.sign(ints)).prod(dim, keepdim=True))
+    mask = ints > 2
+    _check(bk.bool_any_dim(_prim(burn.tensor(mask, device=device)), dim),
+           torch.from_numpy(mask).any(dim, keepdim=True))
+
+
 def test_empty(device: str) -> None:
     """Empty rows give 0 / 1 / NaN / False / True; max / min of nothing raise; no rows give
     empty results."""

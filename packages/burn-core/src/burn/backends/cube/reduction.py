@@ -25,11 +25,13 @@ from burn.errors import ValueRangeError
 from burn.ir.cube import cube_dtype
 
 from .creation import full
-from .reduction_kernels import TREE_DIM, argwhere_kernel, reduce_kernel, softmax_kernel
+from .reduction_kernels import LANES, TREE_DIM, argwhere_kernel, reduce_kernel, softmax_kernel
 from .tensor import CubeTensor, Shape, dense_strides, host_array
 
 #: Rows at least this long get a cube each on GPU runtimes.
 TREE_MIN = 128
+#: cpu: units per cube when there are at least this many rows (else one).
+SWEEP_MIN = 64
 #: Elements per chunk of a full reduction: at least (cpu, GPU) and the most chunks.
 CHUNK_MIN = {"cpu": 1 << 15, "gpu": TREE_DIM * 16}
 CHUNKS_MAX = {"cpu": 64, "gpu": 1024}
@@ -95,7 +97,8 @@ def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTenso
     """Launch reduction `op` of the rows of `x` (layout `flat`, see `reduce_kernel`) into the
     dense outputs (values, indices), one element per row."""
     rows = next(o for o in outs if o is not None).size
-    schedule, units, cubes = _schedule(backend, rows, min(step, n) if flat else n)
+    schedule, units, cubes = _schedule(backend, rows, min(step, n) if flat else n,
+                                       flat or step == 1)
     kernel = reduce_kernel(op, tuple(cube_dtype(op, d) for d in dtypes),  # type: ignore[arg-type]
                            len(x.shape), flat, schedule, units,
                            tuple(o is not None for o in outs), mean)  # type: ignore[arg-type]
@@ -103,15 +106,21 @@ def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTenso
     kernel.launch(backend.runtime, (cubes, 1, 1), units, x.array, n, step, *arrays)
 
 
-def _schedule(backend: Any, rows: int, length: int) -> tuple[str, int, int]:
-    """(schedule, units per cube, cubes) for `rows` rows of `length` elements: on GPU
-    runtimes a cube per long row (plane sums where planes have more than one unit), else a unit
-    per row (on the cpu, cubes are the parallel loop: one unit each for few rows)."""
-    if _gpu(backend) and length >= TREE_MIN:
-        plane = backend.runtime.properties.plane_size > 1
-        return ("plane" if plane else "tree"), TREE_DIM, rows
-    units = 256 if _gpu(backend) else (1 if rows < 1024 else 64)
-    return "unit", units, math.ceil(rows / units)
+def _schedule(backend: Any, rows: int, length: int, dense: bool) -> tuple[str, int, int]:
+    """(schedule, units per cube, cubes) for `rows` rows of `length` elements (`dense`: each
+    row's elements are adjacent): on GPU runtimes a cube per long row (plane sums where planes
+    have more than one unit), else a unit per row. On the cpu, cubes are the parallel loop:
+    one unit each for few rows; dense rows use interleaved accumulators, strided rows sweep
+    (adjacent rows read together)."""
+    if _gpu(backend):
+        if length >= TREE_MIN:
+            plane = backend.runtime.properties.plane_size > 1
+            return ("plane" if plane else "tree"), TREE_DIM, rows
+        return "unit", 256, math.ceil(rows / 256)
+    if dense or rows < SWEEP_MIN:
+        units = 1 if rows < SWEEP_MIN else SWEEP_MIN
+        return ("lanes" if length >= 2 * LANES else "unit"), units, math.ceil(rows / units)
+    return "sweep", SWEEP_MIN, math.ceil(rows / SWEEP_MIN)
 
 
 def _chunk(backend: Any, total: int) -> int:
@@ -191,7 +200,7 @@ def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:
     row_shape, (strides, out_strides) = collapse(
         tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.strides, dense)
     acc = _dtypes("softmax", REDUCTIONS["sum"], x.dtype)[0]
-    schedule, units, cubes = _schedule(backend, out.size // n, n)
+    schedule, units, cubes = _schedule(backend, out.size // n, n, x.strides[dim] == 1)
     kernel = softmax_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
                             len(row_shape), schedule, units, log)
     kernel.launch(backend.runtime, (cubes, 1, 1), units, x.view(row_shape, strides).array, n,
@@ -215,7 +224,7 @@ def argwhere(backend: Any, x: CubeTensor) -> CubeTensor:
     out = backend.empty((int(ends[-1]), rank), DType.int64)
     if out.size:
         starts = backend.upload(ends - per_chunk)
-        _, units, cubes = _schedule(backend, parts, 0)
+        _, units, cubes = _schedule(backend, parts, 0, True)
         argwhere_kernel(rank, units).launch(
             backend.runtime, (cubes, 1, 1), units, x.array, starts.array, x.size, chunk,
             out.view((out.size,), (1,)).array)

@@ -10,23 +10,29 @@ place from strided views, in one of two layouts:
 - flat (``flat=True``, full reductions): row `r` is the chunk ``[r * step, r * step + step)`` of
   the logical row-major positions of `x`, clipped to ``n`` (the element count).
 
-and one of three schedules: one unit per row (``"unit"``: a sequential loop), or one cube per
-row (``"tree"``: units stride over the row, then a tree in shared memory; ``"plane"``: sums
-combine within planes first, for runtimes whose plane size is above 1). Values accumulate
+and one of five schedules: one unit per row (``"unit"``: a sequential loop; ``"lanes"``: with
+`LANES` interleaved accumulators, for the cpu runtime's dense rows; ``"sweep"``: the units of a
+cube step through their rows together, for the cpu runtime's strided rows), or one
+cube per row (``"tree"``: units stride over the row, then a tree in shared memory; ``"plane"``:
+sums combine within planes first, for runtimes whose plane size is above 1). Values accumulate
 in the `acc` dtype (float32 for float16 / bfloat16); each unit's float sum is Kahan-compensated
 (long sequential runs stay accurate). Softmax / log-softmax use the same layouts
-(strided only) with the max, the sum of exponentials and the write as three passes.
+(strided only) in three passes: the max; the sum of exponentials (softmax writes them); the
+result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 #: Units per cube of the one-cube-per-row schedule (the shared-memory tree's width).
 TREE_DIM = 256
+#: Interleaved accumulators per unit of the ``lanes`` schedule.
+LANES = 4
 
 
 @dataclass(frozen=True)
@@ -71,12 +77,14 @@ def _combine(b: Any, op: str, acc: Any, v: Any) -> Any:
 
 
 class _Row:
-    """Where a row's elements are: `count` of them, element `k` at `x[self.index(k)]`."""
+    """Where a row's elements are: `count` of them, element `k` at `x[self.index(k)]`;
+    `sweep`: the cube's units walk their rows in lockstep (see `steps`)."""
 
-    def __init__(self, b: Any, x: Any, row: Any, n: Any, step: Any, flat: bool) -> None:
+    def __init__(self, b: Any, x: Any, row: Any, n: Any, step: Any, flat: bool,
+                 sweep: bool = False) -> None:
         from burn_cube import u32
 
-        self.b, self.x, self.flat, self.step = b, x, flat, step
+        self.b, self.x, self.flat, self.step, self.sweep = b, x, flat, step, sweep
         if flat:
             self.start = b.local(u32, row * step)
             self.count = b.local(u32, b.select(n - self.start < step, n - self.start, step))
@@ -92,38 +100,15 @@ class _Row:
     def load(self, k: Any, dtype: Any) -> Any:
         return self.b.cast(self.x[self.index(k)], dtype)
 
-
-def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first: Any,
-                stride: int) -> tuple[Any, Any]:
-    """Locals (value, index) holding the reduction of elements `first`, `first + stride`, ...
-    of `row` (index None unless `indexed`). An idempotent op whose `first` is past the row
-    starts from element 0 (harmless for max / min: a tie with a later index)."""
-    from burn_cube import bool_, u32
-
-    identity = COMBINES[op].identity
-    index = None
-    if identity is None:
-        start = b.local(u32, b.select(first < row.count, first, 0))
-        acc = b.local(acc_dtype, row.load(start, acc_dtype))
-        if indexed:
-            index = b.local(u32, start)
-        begin = first + stride
-    else:
-        acc = b.local(acc_dtype, identity)
-        begin = first
-    compensated = op == "sum" and acc_dtype.is_float
-    carry = b.local(acc_dtype, 0) if compensated else None
-    with b.for_range(begin, row.count, stride) as k:
-        v = b.local(acc_dtype, row.load(k, acc_dtype))
-        if carry is not None:
-            _kahan_add(b, acc, carry, v)
-        elif indexed:
-            take = b.local(bool_, _better(b, op, v, acc))
-            b.set(acc, b.select(take, v, acc))
-            b.set(index, b.select(take, k, index))
-        else:
-            b.set(acc, _combine(b, op, acc, v))
-    return acc, index
+    @contextmanager
+    def steps(self, start: Any, stride: int, stop: Any = None) -> Iterator[Any]:
+        """``for k in range(start, stop, stride)`` (default stop: `count`); when sweeping, a
+        barrier ends each step, so the C target runs the cube's units innermost (adjacent
+        rows, adjacent memory)."""
+        with self.b.for_range(start, self.count if stop is None else stop, stride) as k:
+            yield k
+            if self.sweep:
+                self.b.sync_units()
 
 
 def _kahan_add(b: Any, acc: Any, carry: Any, v: Any) -> None:
@@ -134,6 +119,82 @@ def _kahan_add(b: Any, acc: Any, carry: Any, v: Any) -> None:
     finite = ~(b.isinf(total) | b.isnan(total))
     b.set(carry, b.select(finite, (total - acc) - y, 0))
     b.set(acc, total)
+
+
+class _Acc:
+    """A running reduction in locals: the value, the winner's index (arg ops) and a Kahan
+    carry (float sums), started from `init` (at element `at` for arg ops)."""
+
+    def __init__(self, b: Any, op: str, dtype: Any, init: Any, at: Any, indexed: bool) -> None:
+        from burn_cube import u32
+
+        self.b, self.op = b, op
+        self.value = b.local(dtype, init)
+        self.index = b.local(u32, at) if indexed else None
+        self.carry = b.local(dtype, 0) if op == "sum" and dtype.is_float else None
+
+    def add(self, v: Any, k: Any) -> None:
+        """Take element `k` of value `v`."""
+        from burn_cube import bool_
+
+        b = self.b
+        v = b.local(self.value.dtype, v)
+        if self.carry is not None:
+            _kahan_add(b, self.value, self.carry, v)
+        elif self.index is not None:
+            take = b.local(bool_, _better(b, self.op, v, self.value))
+            b.set(self.value, b.select(take, v, self.value))
+            b.set(self.index, b.select(take, k, self.index))
+        else:
+            b.set(self.value, _combine(b, self.op, self.value, v))
+
+    def merge(self, other: _Acc) -> None:
+        """Take another accumulator's result (ties: the smaller index)."""
+        from burn_cube import bool_
+
+        b = self.b
+        if self.carry is not None and other.carry is not None:
+            _kahan_add(b, self.value, self.carry, other.value - other.carry)
+        elif self.index is not None and other.index is not None:
+            take = b.local(bool_, _better(b, self.op, other.value, self.value) | (
+                _same(b, other.value, self.value) & (other.index < self.index)))
+            b.set(self.value, b.select(take, other.value, self.value))
+            b.set(self.index, b.select(take, other.index, self.index))
+        else:
+            b.set(self.value, _combine(b, self.op, self.value, other.value))
+
+
+def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first: Any,
+                stride: int, lanes: int = 1) -> tuple[Any, Any]:
+    """Locals (value, index) holding the reduction of elements `first`, `first + stride`, ...
+    of `row` (index None unless `indexed`). An idempotent op whose `first` is past the row
+    starts from element 0 (harmless for max / min: a tie with a later index). `lanes` > 1
+    (`stride` 1 only): that many interleaved accumulators, merged at the end (independent
+    chains run in parallel on a CPU core)."""
+    from burn_cube import u32
+
+    identity = COMBINES[op].identity
+    if identity is None:
+        start = b.local(u32, b.select(first < row.count, first, 0))
+        accs = [_Acc(b, op, acc_dtype, row.load(start, acc_dtype), start, indexed)
+                for _ in range(lanes)]
+        begin = first + stride
+    else:
+        accs = [_Acc(b, op, acc_dtype, identity, 0, indexed) for _ in range(lanes)]
+        begin = first
+    if lanes == 1:
+        with row.steps(begin, stride) as k:
+            accs[0].add(row.load(k, acc_dtype), k)
+    else:
+        main = b.local(u32, row.count - (row.count - begin) % lanes)
+        with row.steps(begin, lanes, main) as k:
+            for j, acc in enumerate(accs):
+                acc.add(row.load(k + j, acc_dtype), k + j)
+        with row.steps(main, 1) as k:
+            accs[0].add(row.load(k, acc_dtype), k)
+        for acc in accs[1:]:
+            accs[0].merge(acc)
+    return accs[0].value, accs[0].index
 
 
 def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]:
@@ -189,8 +250,8 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
         dtypes: burn-cube dtypes (input, accumulator, output values).
         rank: the rank of the input view.
         flat: the flat (chunked full reduction) layout, else the strided one.
-        schedule: ``unit``, ``tree`` or ``plane`` (see the module docstring).
-        units: units per cube of the ``unit`` schedule.
+        schedule: ``unit``, ``lanes``, ``sweep``, ``tree`` or ``plane`` (module docstring).
+        units: units per cube of the one-unit-per-row schedules.
         outputs: whether the kernel writes (values, int64 indices).
         mean: divide each row's sum by its element count.
 
@@ -201,7 +262,7 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
     from burn_cube import KernelBuilder, i64, u32
 
     in_dtype, acc_dtype, out_dtype = dtypes
-    cube = schedule != "unit"
+    cube = schedule in ("tree", "plane")
     b = KernelBuilder(f"reduce_{op}", cube_dim=TREE_DIM if cube else units)
     x = b.tensor("x", in_dtype, rank=rank, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
@@ -225,11 +286,18 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
         values, indices = _tree(b, op, acc, index, schedule == "plane")
         with b.if_(b.UNIT_POS == 0):
             finish(r, row, values[0], None if indices is None else indices[0])
+    elif schedule == "sweep":  # every unit steps (rows past the end redo the last row)
+        r = b.ABSOLUTE_POS
+        row = _Row(b, x, b.min(r, rows - 1), n, step, flat, sweep=True)
+        acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.const(0, u32), 1)
+        with b.if_(r < rows):
+            finish(r, row, acc, index)
     else:
         r = b.ABSOLUTE_POS
         with b.if_(r < rows):
             row = _Row(b, x, r, n, step, flat)
-            acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.const(0, u32), 1)
+            acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.const(0, u32), 1,
+                                     LANES if schedule == "lanes" else 1)
             finish(r, row, acc, index)
     return b.kernel()
 
@@ -242,8 +310,8 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
     Args:
         dtypes: burn-cube dtypes (input and output, accumulator).
         rank: the rank of the row views of `x` and `out`.
-        schedule: ``unit``, ``tree`` or ``plane`` (see the module docstring).
-        units: units per cube of the ``unit`` schedule.
+        schedule: ``unit``, ``lanes``, ``sweep``, ``tree`` or ``plane`` (module docstring).
+        units: units per cube of the one-unit-per-row schedules.
         log: log-softmax.
 
     Returns:
@@ -253,44 +321,59 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
     from burn_cube import KernelBuilder, u32
 
     dtype, acc_dtype = dtypes
-    cube = schedule != "unit"
+    cube = schedule in ("tree", "plane")
     b = KernelBuilder("log_softmax" if log else "softmax", cube_dim=TREE_DIM if cube else units)
     x = b.tensor("x", dtype, rank=rank, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
     out = b.tensor("out", dtype, rank=rank, write=True)
     out_step = b.scalar("out_step", u32)
 
-    def body(r: Any, first: Any, stride: int,
-             reduce: Callable[[str, Any], Any]) -> None:
-        row = _Row(b, x, r, n, step, False)
-        peak = reduce("max", _accumulate(b, row, "max", acc_dtype, False, first, stride)[0])
-        total = reduce("sum", _sum_exp(b, row, acc_dtype, peak, first, stride))
+    def body(r: Any, row: _Row, first: Any, stride: int, reduce: Callable[[str, Any], Any],
+             valid: Any = None) -> None:
+        """Row `r` (units from `first`, `stride` apart); stores only where `valid`."""
+        def guard() -> Any:
+            return nullcontext() if valid is None else b.if_(valid)
+
         base = b.local(u32, b.index_of(out, r))
+        peak = reduce("max", _accumulate(b, row, "max", acc_dtype, False, first, stride,
+                                         LANES if schedule == "lanes" else 1)[0])
+        total = b.local(acc_dtype, 0)
+        with row.steps(first, stride) as k:  # softmax keeps exp(x - peak) in `out`
+            e = b.local(acc_dtype, b.exp(row.load(k, acc_dtype) - peak))
+            b.set(total, total + e)
+            if not log:
+                with guard():
+                    out[base + k * out_step] = b.cast(e, dtype)
+        total = reduce("sum", total)
         if log:
             total = b.local(acc_dtype, b.log(total))
-        with b.for_range(first, n, stride) as k:
-            shifted = row.load(k, acc_dtype) - peak
-            value = shifted - total if log else b.exp(shifted) / total
-            out[base + k * out_step] = b.cast(value, dtype)
+        with row.steps(first, stride) as k, guard():
+            at = base + k * out_step
+            if log:
+                out[at] = b.cast(row.load(k, acc_dtype) - peak - total, dtype)
+            else:
+                out[at] = b.cast(b.cast(out[at], acc_dtype) / total, dtype)
 
     if cube:
         def shared(op: str, value: Any) -> Any:
             return b.local(acc_dtype, _tree(b, op, value, None, schedule == "plane")[0][0])
 
-        body(b.CUBE_POS, b.UNIT_POS, TREE_DIM, shared)
+        r = b.CUBE_POS
+        body(r, _Row(b, x, r, n, step, False), b.UNIT_POS, TREE_DIM, shared)
+    elif schedule == "sweep":  # every unit steps (rows past the end redo the last row)
+        r = b.local(u32, b.min(b.ABSOLUTE_POS, x.len - 1))
+        body(r, _Row(b, x, r, n, step, False, sweep=True), b.const(0, u32), 1, _same_value,
+             b.ABSOLUTE_POS < x.len)
     else:
         r = b.ABSOLUTE_POS
         with b.if_(r < x.len):
-            body(r, b.const(0, u32), 1, lambda op, value: value)
+            body(r, _Row(b, x, r, n, step, False), b.const(0, u32), 1, _same_value)
     return b.kernel()
 
 
-def _sum_exp(b: Any, row: _Row, acc_dtype: Any, peak: Any, first: Any, stride: int) -> Any:
-    """A local: the sum of ``exp(x - peak)`` over elements `first`, `first + stride`, ..."""
-    total = b.local(acc_dtype, 0)
-    with b.for_range(first, row.count, stride) as k:
-        b.set(total, total + b.exp(row.load(k, acc_dtype) - peak))
-    return total
+def _same_value(op: str, value: Any) -> Any:
+    """A unit's own row needs no combining across units."""
+    return value
 
 
 @cache
