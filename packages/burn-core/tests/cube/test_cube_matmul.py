@@ -6,6 +6,7 @@ that no matmul ran on the host fallback."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -218,3 +219,11 @@ def test_the_tuned_choice_is_remembered_per_runtime(device: str) -> None:
     work = 64 * 64 * 32  # buckets of m = 37, k = 45, n = 29
     choice = mm._CHOICES[backend.runtime][("int32", 1, 64, 64, 32)]
     assert choice in mm.candidates(backend, DType.int32, work)
+
+
+def test_tiles_that_overflow_the_grid_are_not_candidates() -> None:
+    small = SimpleNamespace(runtime=SimpleNamespace(
+        properties=SimpleNamespace(max_cube_count=(4, 2, 1))))
+    assert mm._fits(small, "tile32x32x16", 64, 128) and mm._fits(small, "naive", 10**6, 10**6)
+    assert not mm._fits(small, "tile32x32x16", 65, 128)
+    assert not mm._fits(small, "tile32x32x16", 64, 129)

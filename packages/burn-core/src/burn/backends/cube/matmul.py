@@ -94,7 +94,7 @@ def run_naive(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> C
 def batches_per_launch(backend: Any, units: int) -> int:
     """Most batches one tiled launch covers: the grid's z limit, and fewer than 2**32 units
     in all (`units` per batch)."""
-    return int(min(backend.runtime.properties.max_cube_count[2], (2**32 - 1) // units))
+    return int(max(1, min(backend.runtime.properties.max_cube_count[2], (2**32 - 1) // units)))
 
 
 def tiled_runner(name: str) -> Runner:
@@ -213,6 +213,15 @@ def matmul(backend: Any, lhs: CubeTensor, rhs: CubeTensor, strategy: str | None 
     return RUNNERS[strategy](backend, lhs, rhs, shape)
 
 
+def _fits(backend: Any, name: str, m: int, n: int) -> bool:
+    """Whether strategy `name` can launch an [m, n] product (tiles: one cube per tile, within
+    the grid's x and y limits)."""
+    tile = TILES.get(name)
+    limit = backend.runtime.properties.max_cube_count
+    return tile is None or (math.ceil(n / tile.bn) <= limit[0]
+                            and math.ceil(m / tile.bm) <= limit[1])
+
+
 def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
     """The autotuned strategy for this dtype, runtime and shape bucket (remembered per
     runtime in this process, on disk by the autotuner)."""
@@ -223,7 +232,8 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
     known = _CHOICES.setdefault(backend.runtime, {})
     if key in known:
         return known[key]
-    names = candidates(backend, lhs.dtype, math.prod(key[1:]))
+    names = [name for name in candidates(backend, lhs.dtype, math.prod(key[1:]))
+             if _fits(backend, name, key[2], key[4])]
 
     def run(name: str) -> None:
         RUNNERS[name](backend, lhs, rhs, shape)
