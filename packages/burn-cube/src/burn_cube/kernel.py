@@ -68,6 +68,16 @@ def source_text(fn: Callable[..., Any]) -> str | None:
 _MISSING = object()
 
 
+def _whole_lines(array: DeviceArray, lanes: int) -> bool:
+    """Whether an array reads as whole lines of ``lanes`` elements: its last dimension a
+    multiple of ``lanes`` and, for a view, a unit last stride with the other strides and the
+    offset multiples of ``lanes``."""
+    if not array.shape or array.shape[-1] % lanes:
+        return False
+    return not array.is_view or (array.strides[-1] == 1 and not array.offset % lanes
+                                 and not any(st % lanes for st in array.strides[:-1]))
+
+
 class BaseKernel(ABC):
     """What every launchable kernel shares: argument checks, compile caching and launching.
 
@@ -187,13 +197,12 @@ class BaseKernel(ABC):
         if expected is not None and array.dtype != expected.scalar:
             raise LaunchError(f"tensor `{name}` must be {expected.scalar}, got {array.dtype}",
                               self.name)
-        if expected is not None and expected.lanes > 1 and (
-                not array.shape or array.shape[-1] % expected.lanes):
-            raise LaunchError(f"tensor `{name}` of {expected}: the last dimension must be a "
-                              f"multiple of {expected.lanes}, got shape {array.shape}", self.name)
-        if expected is not None and expected.lanes > 1 and array.is_view and (
-                array.strides[-1] != 1 or array.offset % expected.lanes
-                or any(st % expected.lanes for st in array.strides[:-1])):
+        if expected is not None and expected.lanes > 1 and not _whole_lines(array,
+                                                                          expected.lanes):
+            if not array.shape or array.shape[-1] % expected.lanes:
+                raise LaunchError(f"tensor `{name}` of {expected}: the last dimension must be a "
+                                  f"multiple of {expected.lanes}, got shape {array.shape}",
+                                  self.name)
             raise LaunchError(f"view `{name}` of {expected}: needs a unit last stride and other "
                               f"strides and the offset multiples of {expected.lanes}, got "
                               f"strides {array.strides}, offset {array.offset}", self.name)
@@ -430,6 +439,18 @@ class IRKernel(BaseKernel):
         self.kernel = replace(kernel, externals={})  # nothing outside the IR defines it
         self.hash = self.kernel.structural_hash()
         self.names = [p.name for p in kernel.params]
+        dims = kernel.cube_dim
+        self._units = math.prod(dims)
+        #: ``cube_dim`` arguments equal to the kernel's.
+        self._dims = {dims, dims[:2], dims[:1]} | ({dims[0]} if dims[1:] == (1, 1) else set())
+        #: per parameter: (tensor, scalar dtype, rank, lanes, scalar's numpy type and integer
+        #: range or None).
+        self._layout = [
+            (p.tensor, p.dtype.scalar, kernel.buffers[p.name].rank if p.tensor else 0,
+             p.dtype.lanes, None if p.tensor else (p.dtype.numpy.type, _int_range(p.dtype)))
+            for p in kernel.params]
+        #: (runtime, weakly; its largest cube count; compiled kernel; IR) of the last launch.
+        self._last: tuple[Any, tuple[int, int, int], Any, KernelIR] | None = None
 
     def ir(self, specs: Specs, cube_dim: tuple[int, int, int]) -> KernelIR:
         """The kernel's IR (it has one specialization)."""
@@ -447,6 +468,46 @@ class IRKernel(BaseKernel):
         else:
             shared[self.hash] = super()._compile(rt, specs, dims)
         return shared[self.hash]
+
+    def launch(self, rt: Runtime | str, cube_count: Dims, cube_dim: Dims, *args: Any,
+               **kwargs: Any) -> None:
+        """`BaseKernel.launch`, with a fast path for repeated launches on one runtime with
+        device arrays and Python numbers (the checks that cannot fail again are skipped)."""
+        last = self._last
+        if last is not None and not kwargs and last[0]() is rt:
+            counts = _counts(cube_count, last[1], self._units)
+            values = self._fast_values(rt, args) if counts and (
+                type(cube_dim) in (int, tuple) and cube_dim in self._dims) else None
+            if values is not None:
+                rt.launch(last[2], last[3], counts, values)  # type: ignore[union-attr]
+                return
+        super().launch(rt, cube_count, cube_dim, *args, **kwargs)
+        rt = runtime(rt) if isinstance(rt, str) else rt
+        compiled, kernel = next(iter(self._compiled[rt].values()))
+        self._last = (weakref.ref(rt), rt.properties.max_cube_count, compiled, kernel)
+
+    def _fast_values(self, rt: Runtime, args: tuple[Any, ...]) -> list[Any] | None:
+        """The runtime arguments when all are device arrays of ``rt`` of the right dtype and
+        rank, and Python numbers that fit (None: take the checked path)."""
+        if len(args) != len(self._layout):
+            return None
+        values = list(args)
+        for i, (tensor, dtype, rank, lanes, scalar) in enumerate(self._layout):
+            arg = args[i]
+            if tensor:
+                if type(arg) is not DeviceArray or arg.runtime is not rt or (
+                        arg.dtype is not dtype and arg.dtype != dtype) or (
+                        len(arg.shape) != rank) or (lanes > 1 and not _whole_lines(arg, lanes)):
+                    return None
+                continue
+            kind = type(arg)
+            numpy_type, bounds = scalar  # type: ignore[misc]
+            if kind is bool or (kind is float and bounds is None) or (
+                    kind is int and (bounds is None or bounds[0] <= arg <= bounds[1])):
+                values[i] = numpy_type(arg)
+            else:
+                return None
+        return values
 
     def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
              ) -> tuple[Specs, tuple[int, int, int], list[Any],
@@ -485,3 +546,29 @@ class IRKernel(BaseKernel):
         self._check_dtypes(rt, specs)
         return specs, dims, values, copies
 
+
+
+def _int_range(dtype: DType) -> tuple[int, int] | None:
+    """The values of an integer dtype (None for floats and bool)."""
+    if not dtype.is_integer:
+        return None
+    info = np.iinfo(dtype.numpy)
+    return int(info.min), int(info.max)
+
+
+def _counts(cube_count: Any, limit: tuple[int, int, int], units: int
+            ) -> tuple[int, int, int] | None:
+    """``cube_count`` as x, y, z when it is an int or a tuple of 3 ints within ``limit`` and
+    the launch's ``units`` per cube keep positions in u32 (None: take the checked path)."""
+    if type(cube_count) is int:
+        x, y, z = cube_count, 1, 1
+    elif type(cube_count) is tuple and len(cube_count) == 3:
+        x, y, z = cube_count
+        if type(x) is not int or type(y) is not int or type(z) is not int:
+            return None
+    else:
+        return None
+    if 1 <= x <= limit[0] and 1 <= y <= limit[1] and 1 <= z <= limit[2] and \
+            x * y * z * units < 2**32:
+        return x, y, z
+    return None

@@ -5,9 +5,9 @@ slot per value: the cube counts x, y, z, then per parameter a tensor's data poin
 ``meta_names(extent=True)``, or a scalar in the slot's first bytes): an OpenMP ``parallel for``
 over cubes, and inside it a loop over the units of the cube (a compile-time trip count; cube and
 unit counters are ``int64_t``, positions are cast to ``uint32_t`` where the kernel reads them).
-Kernels with ``sync_units()`` are split at the barriers ("loop fission"): each barrier-free region is its own
-unit loop and locals become per-unit arrays; control flow that contains a barrier must be
-uniform across the cube (as on GPUs) and is evaluated once, for unit 0.
+Kernels with ``sync_units()`` are split at the barriers ("loop fission"): each barrier-free
+region is its own unit loop and locals become per-unit arrays; control flow that contains a
+barrier must be uniform across the cube (as on GPUs) and is evaluated once, for unit 0.
 
 Every tensor/shared access is bounds-checked (a tensor's storage index against ``extent``, the
 elements of its storage, which a strided view may exceed with ``len``): an out-of-bounds
@@ -320,8 +320,8 @@ class CEmitter(Emitter):
             t = self.storage_type(p.dtype)
             if p.tensor:
                 self.line(f"{t} *t_{p.name} = ({t} *)(uintptr_t)bc_blob[{slot}];")
-                for slot, (name, _, _) in enumerate(meta_names(k.buffers[p.name], extent=True),
-                                                    slot + 1):
+                for name, _, _ in meta_names(k.buffers[p.name], extent=True):
+                    slot += 1
                     self.line(f"const uint32_t {name} = (uint32_t)bc_blob[{slot}];")
             else:
                 self.line(f"{t} bc_s_{p.name};")

@@ -24,7 +24,7 @@ import numpy as np
 from burn_cube.cache import DiskCache, cache_key, native_target, package_identity
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime
 from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared")
@@ -85,22 +85,35 @@ _SLOT = {"bool": "?7x", "u32": "I4x", "i32": "i4x", "i64": "q", "f16": "e6x", "b
 def _address(handle: np.ndarray) -> int:
     """Address of a numpy buffer's first element (cheaper than ``handle.ctypes.data``)."""
     try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(handle))
+        return ctypes.addressof(ctypes.c_char.from_buffer(handle))  # type: ignore[arg-type]
     except (TypeError, ValueError):  # read-only or empty
         return int(handle.ctypes.data)
 
 
+@functools.lru_cache(maxsize=256)
+def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for dim in reversed(shape):
+        out.append(acc)
+        acc *= dim
+    return tuple(reversed(out))
+
+
 def _tensor_slots(array: DeviceArray, lanes: int) -> list[int]:
-    """A tensor's pointer and metadata slots (``meta_names(extent=True)`` order)."""
-    if lanes > 1:
-        return [_address(array.handle), *(meta_value(array, f, d, lanes) for f, d in (
-            ("len", 0), *(("shape", d) for d in range(len(array.shape))),
-            *(("stride", d) for d in range(len(array.shape))), ("offset", 0), ("extent", 0)))]
-    shape = array.shape
+    """A tensor's pointer and metadata slots (``meta_names(extent=True)`` order), counted in
+    lines of ``lanes`` elements as ``base.meta_value`` does."""
+    shape, base = array.shape, array.base
     size = math.prod(shape)
-    base = array.base
-    return [_address(array.handle), size, *shape, *array.strides, array.offset,
-            size if base is None else math.prod(base.shape)]
+    if base is None:
+        strides, extent = _dense_strides(shape), size
+    else:
+        strides = array.strides
+        extent = math.prod(base.shape) if base.base is None else base.extent
+    if lanes == 1:
+        return [_address(array.handle), size, *shape, *strides, array.offset, extent]
+    return [_address(array.handle), size // lanes, *shape[:-1], shape[-1] // lanes,
+            *(s // lanes for s in strides[:-1]), strides[-1], array.offset // lanes,
+            extent // lanes]
 
 
 class Plan:

@@ -1,0 +1,214 @@
+"""The C target's fast paths: lane-flat ``Line`` loops, stride-1 versions of strided indexes
+(both checked to vectorize with gcc), and ``IRKernel``'s launch fast path and argument block."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import burn_cube as bc
+from burn_cube import ABSOLUTE_POS, Tensor, bf16, bool_, f16, f32, i32, i64
+from burn_cube.errors import LaunchError
+from burn_cube.ir import KernelBuilder
+from burn_cube.kernel import IRKernel
+from burn_cube.runtime.cpu import compile_flags, find_compiler
+
+RNG = np.random.default_rng(7)
+
+
+@bc.kernel
+def gelu_scalar(x: Tensor[f32], out: Tensor[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+@bc.kernel
+def gelu_line(x: Tensor[bc.Line[f32, 4]], out: Tensor[bc.Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+@bc.kernel
+def int_line(x: Tensor[bc.Line[i32, 2]], out: Tensor[bc.Line[i32, 2]]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = abs(x[i]) * 3 + x[i] // 2 - max(x[i], 7) + x[i] % 5
+
+
+@bc.kernel
+def mixed_line(x: Tensor[bc.Line[f32, 4]], y: Tensor[f32], out: Tensor[bc.Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * y[i]  # a scalar tensor: not lane-flat (it would be read per lane)
+
+
+def gelu_ref(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+def strided_axpy() -> IRKernel:
+    """out = a * x + y through ``index_of`` (offset + pos * stride: dense views get the fast
+    path, others the checked loop)."""
+    b = KernelBuilder("strided_axpy", cube_dim=64)
+    x, y = b.tensor("x", f32, write=False), b.tensor("y", f32, write=False)
+    out = b.tensor("out", f32, write=True)
+    a = b.scalar("a", f32)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < out.len):
+        out[b.index_of(out, i)] = a * x[b.index_of(x, i)] + y[b.index_of(y, i)]
+    return b.kernel()
+
+
+def scalars_kernel() -> IRKernel:
+    """out[k] = each scalar parameter (f16, bf16, bool, i64, i32) as f32, for the argument
+    block's scalar slots."""
+    b = KernelBuilder("scalars", cube_dim=64)
+    out = b.tensor("out", f32, write=True)
+    values = [b.scalar(name, dtype) for name, dtype in
+              (("h", f16), ("g", bf16), ("flag", bool_), ("big", i64), ("small", i32))]
+    with b.if_(b.ABSOLUTE_POS == 0):
+        for k, v in enumerate(values):
+            out[k] = b.cast(v, f32)
+    return b.kernel()
+
+
+def test_line_fast_path_is_lane_flat() -> None:
+    x = np.zeros(1024, np.float32)
+    src = gelu_line.source("c", 256, x, x)
+    assert "for (int64_t bc_e = 0; bc_e < BC_CD * 4; ++bc_e)" in src
+    assert "bc_tanh_f32x4" in src  # the checked loop keeps the vector type
+    mixed = mixed_line.source("c", 256, x, x, x)
+    assert "bc_e = 0" not in mixed
+
+
+def test_lane_flat_matches_numpy(rt: bc.Runtime) -> None:
+    """Full cubes run the lane-flat path, the partial last one the checked loop."""
+    x = RNG.standard_normal(4 * 256 * 3 + 40).astype(np.float32)
+    out = rt.allocate(x.shape, f32)
+    gelu_line.launch(rt, -(-x.size // 1024), 256, rt.upload(x), out)
+    np.testing.assert_allclose(out.numpy(), gelu_ref(x), rtol=1e-5, atol=1e-6)
+    k = RNG.integers(-1000, 1000, 2 * 64 * 4).astype(np.int32)
+    got = rt.allocate(k.shape, i32)
+    int_line.launch(rt, 4, 64, rt.upload(k), got)
+    expected = np.abs(k) * 3 + np.trunc(k / 2).astype(np.int32) - np.maximum(k, 7) + np.fmod(k, 5)
+    np.testing.assert_array_equal(got.numpy(), expected)
+    y = RNG.standard_normal(x.size // 4).astype(np.float32)
+    out = rt.allocate(x.shape, f32)
+    mixed_line.launch(rt, -(-y.size // 256), 256, rt.upload(x), rt.upload(y), out)
+    np.testing.assert_allclose(out.numpy(), x * np.repeat(y, 4), rtol=1e-6)
+
+
+def test_strided_index_dense_and_strided(rt: bc.Runtime) -> None:
+    kern = strided_axpy()
+    n = 64 * 5 + 3
+    x = RNG.standard_normal(2 * n).astype(np.float32)
+    y = RNG.standard_normal(n).astype(np.float32)
+    dx, dy = rt.upload(x), rt.upload(y)
+    out = rt.allocate((n,), f32)
+    kern.launch(rt, -(-n // 64), 64, dx.view((n,), (1,), 5), dy, out, 2.0)  # dense, offset 5
+    np.testing.assert_allclose(out.numpy(), 2.0 * x[5:5 + n] + y, rtol=1e-6, atol=1e-6)
+    kern.launch(rt, -(-n // 64), 64, dx.view((n,), (2,), 1), dy, out, 2.0)  # stride 2
+    np.testing.assert_allclose(out.numpy(), 2.0 * x[1::2] + y, rtol=1e-6, atol=1e-6)
+    kern.launch(rt, -(-n // 64), 64, dx.view((n,), (0,), 3), dy, out, 2.0)  # broadcast
+    np.testing.assert_allclose(out.numpy(), 2.0 * x[3] + y, rtol=1e-6, atol=1e-6)
+
+
+def test_out_of_bounds_still_reported(rt: bc.Runtime) -> None:
+    """A too-short output: the units past its storage are skipped and reported."""
+    kern = strided_axpy()
+    x = rt.upload(np.ones(128, np.float32))
+    short = rt.allocate((128,), f32).view((128,), (1,), 0)
+    kern.launch(rt, 2, 64, x, x, short, 1.0)
+    b = KernelBuilder("overrun", cube_dim=64)
+    src, out = b.tensor("src", f32, write=False), b.tensor("out", f32, write=True)
+    with b.if_(b.ABSOLUTE_POS < src.len):
+        out[b.ABSOLUTE_POS] = src[b.ABSOLUTE_POS]
+    overrun = b.kernel()
+    overrun.launch(rt, 2, 64, x, rt.allocate((128,), f32))
+    if rt.name == "cpu":
+        with pytest.raises(LaunchError, match="out-of-bounds"):
+            overrun.launch(rt, 2, 64, x, rt.allocate((100,), f32))
+
+
+def test_scalar_slots(rt: bc.Runtime) -> None:
+    kern = scalars_kernel()
+    if not {"f16", "bf16", "i64"} <= rt.properties.dtypes:
+        pytest.skip(f"{rt.name} lacks f16/bf16/i64")
+    out = rt.allocate((64,), f32)
+    args = (1.5, -2.25, True, 2**40 + 3, -7)
+    for _ in range(2):  # the checked launch, then the fast path
+        kern.launch(rt, 1, 64, out, *args)
+        np.testing.assert_array_equal(out.numpy()[:5], np.array(args, np.float32))
+    kern.launch(rt, 1, 64, out, np.float16(0.5), 1, False, -5, 3)  # numpy scalar: checked path
+    np.testing.assert_array_equal(out.numpy()[:5], [0.5, 1, 0, -5, 3])
+
+
+def test_fast_path_keeps_the_checks(rt: bc.Runtime) -> None:
+    """After a launch set the fast path up, bad arguments still get the checked path's errors,
+    and numpy arguments still round-trip."""
+    kern = strided_axpy()
+    x = rt.upload(np.arange(64, dtype=np.float32))
+    out = rt.allocate((64,), f32)
+    kern.launch(rt, 1, 64, x, x, out, 1.0)
+    kern.launch(rt, (1, 1, 1), 64, x, x, out, 2.0)
+    np.testing.assert_array_equal(out.numpy(), 3 * np.arange(64, dtype=np.float32))
+    with pytest.raises(LaunchError, match="must be f32"):
+        kern.launch(rt, 1, 64, rt.upload(np.zeros(64, np.int32)), x, out, 1.0)
+    with pytest.raises(LaunchError, match="rank 1"):
+        kern.launch(rt, 1, 64, rt.allocate((8, 8), f32), x, out, 1.0)
+    with pytest.raises(LaunchError, match="cube_dim"):
+        kern.launch(rt, 1, 32, x, x, out, 1.0)
+    with pytest.raises(LaunchError, match="cube_count"):
+        kern.launch(rt, 0, 64, x, x, out, 1.0)
+    with pytest.raises(LaunchError, match="scalar"):
+        kern.launch(rt, 1, 64, x, x, out, "1")
+    with pytest.raises(LaunchError, match="missing"):
+        kern.launch(rt, 1, 64, x, x, out)
+    host = np.zeros(64, np.float32)
+    kern.launch(rt, 1, 64, x, x, host, 0.5)  # a numpy output is copied back
+    np.testing.assert_array_equal(host, 1.5 * np.arange(64, dtype=np.float32))
+    b = KernelBuilder("index_i32", cube_dim=64)
+    t = b.tensor("t", i32, write=True)
+    s = b.scalar("s", i32)
+    with b.if_(b.ABSOLUTE_POS < t.len):
+        t[b.ABSOLUTE_POS] = s
+    fill = b.kernel()
+    ints = rt.allocate((64,), i32)
+    fill.launch(rt, 1, 64, ints, 5)
+    with pytest.raises(LaunchError, match="does not fit"):
+        fill.launch(rt, 1, 64, ints, 2**31)
+    with pytest.raises(LaunchError, match="does not fit"):
+        fill.launch(rt, 1, 64, ints, 1.5)
+
+
+def _vectorized(tmp_path: Path, source: str) -> str:
+    path = tmp_path / "kernel.c"
+    path.write_text(source)
+    compiler = find_compiler()
+    proc = subprocess.run([compiler, *compile_flags(compiler), "-fopt-info-vec-optimized",
+                           "-o", str(tmp_path / "kernel.so"), str(path), "-lm"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+@pytest.mark.parametrize("case", ["scalar", "line", "strided_index"])
+def test_contiguous_kernels_vectorize(tmp_path: Path, case: str) -> None:
+    """gcc vectorizes the unit loop of contiguous elementwise kernels: plain ``x[i]``, lines
+    (lane-flat) and ``index_of`` reads of dense views (the stride-1 version)."""
+    if "gcc" not in Path(find_compiler()).name and "cc" != Path(find_compiler()).name:
+        pytest.skip("the compiler is not gcc")
+    x = np.zeros(1024, np.float32)
+    source = {"scalar": lambda: gelu_scalar.source("c", 256, x, x),
+              "line": lambda: gelu_line.source("c", 256, x, x),
+              "strided_index": lambda: strided_axpy().source("c", 64, x, x, x, 1.0)}[case]()
+    assert "loop vectorized" in _vectorized(tmp_path, source)
