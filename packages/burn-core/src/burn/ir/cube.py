@@ -41,9 +41,9 @@ def cube_dtype(op: str, dtype: DType) -> Any:
 
 
 def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,
-                       args: tuple[tuple[str, Any], ...] = ()) -> Any:
-    """A burn-cube kernel computing `op` elementwise (cached per op, dtypes, rank and the
-    compile-time arguments).
+                       args: tuple[tuple[str, Any], ...] = (), lanes: int = 1) -> Any:
+    """A burn-cube kernel computing `op` elementwise (cached per op, dtypes, rank, the
+    compile-time arguments and lanes).
 
     Args:
         op: a row with a cube lowering.
@@ -52,21 +52,25 @@ def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,
         args: compile-time host arguments: the `dtype` of casts, and which optional bounds of
             clamp are None (``(("min", None),)``: comparisons with None are None, and a select
             on None keeps its last operand).
+        lanes: 2 or 4 reads and writes the tensors as `Line`s of that many elements (dense
+            rank-1 views whose sizes and offsets are multiples of it; arithmetic and math only).
     Returns:
         A `burn_cube` kernel taking the tensor inputs, then the number arguments (runtime
         scalars, in parameter order), then the output.
     Raises:
         DTypeError: when `op` has no lowering or a dtype has no burn-cube form.
+        burn_cube.errors.CompileError: when the lowering uses an op lines do not have.
     """
     if op.cube is None:
         raise DTypeError(op.name, "no burn-cube lowering for this op")
-    return _build(op, dtypes, rank, args)
+    return _build(op, dtypes, rank, args, lanes)
 
 
 @cache
 def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
-           args: tuple[tuple[str, Any], ...]) -> Any:
+           args: tuple[tuple[str, Any], ...], lanes: int) -> Any:
     from burn_cube import KernelBuilder
+    from burn_cube.types import line
 
     assert op.cube is not None  # elementwise_kernel checked it
     fixed = dict(args)
@@ -76,7 +80,8 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
     handles = []
     for p in op.params:
         if p.is_tensor:
-            handle = b.tensor(p.name, cube_dtype(op.name, next(tensors)), rank=rank, write=False)
+            handle = b.tensor(p.name, cube_dtype(op.name, next(tensors)), rank=rank,
+                              line_size=lanes, write=False)
             handles.append((p.name, handle))
         elif p.type == "dtype":
             env[p.name] = cube_dtype(op.name, fixed[p.name])
@@ -86,12 +91,13 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
             scalar_dtype = dtypes[0] if p.type.startswith("scalar") else _float_of(dtypes)
             env[p.name] = b.scalar(p.name, cube_dtype(op.name, scalar_dtype))
     out_dtype = cube_dtype(op.name, next(tensors))
-    out = b.tensor("out", out_dtype, rank=rank, write=True)
+    out = b.tensor("out", out_dtype, rank=rank, line_size=lanes, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < out.len):
         for name, handle in handles:
             env[name] = handle[b.index_of(handle, pos)]
         value = _emit(b, op.cube, env)
+        out_dtype = line(out_dtype, lanes)
         if getattr(value, "dtype", out_dtype) != out_dtype:  # e.g. a select of bools is i32
             value = b.cast(value, out_dtype)
         out[b.index_of(out, pos)] = value

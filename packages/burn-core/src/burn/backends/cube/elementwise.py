@@ -4,12 +4,16 @@ Every row with a `cube` expression (arithmetic, math, comparison, bitwise, casts
 the activations written as expressions) becomes a backend method that broadcasts its inputs as
 stride-0 views, reads strided inputs in place and writes a new contiguous tensor. Inputs that
 are all dense and of the output's shape are seen as rank-1 views, so one kernel per dtype
-serves every shape.
+serves every shape; where their dtype is in `LINE_DTYPES` and sizes and offsets allow, as
+`Line`s of `LANES` elements. What an op needs per dtypes (result dtype, scalar dtypes, kernels)
+is worked out on its first launch and kept.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from burn.dtype import DType
@@ -33,6 +37,60 @@ def flat_view(t: CubeTensor) -> CubeTensor:
     return t.view((t.size,), (1,))
 
 
+#: Dtypes whose dense kernels read and write `Line`s of `LANES` (where every tensor has one).
+LINE_DTYPES = frozenset((DType.float32, DType.float64))
+LANES = 4
+_SCALAR_TYPES = ("scalar", "scalar?", "float", "float?")
+
+
+@dataclass
+class _Spec:
+    """What one op needs per tensor dtypes and compile-time arguments, worked out once."""
+
+    op: OpDef
+    dtypes: tuple[DType, ...]  # the tensor inputs', then the result's
+    fixed: tuple[tuple[str, Any], ...]
+    scalar_dtypes: tuple[DType, ...]  # the dtype each runtime scalar converts by
+    lines: bool  # whether dense launches may use `LANES`-wide lines
+    kernels: dict[tuple[int, int], Any] = field(default_factory=dict)
+
+    def kernel(self, rank: int, lanes: int) -> Any:
+        """The kernel for a rank and a line width (None: the lowering has no line form)."""
+        key = (rank, lanes)
+        if key not in self.kernels:
+            from burn_cube.errors import CompileError
+
+            try:
+                self.kernels[key] = elementwise_kernel(self.op, self.dtypes, rank, self.fixed,
+                                                       lanes)
+            except CompileError:
+                if lanes == 1:
+                    raise
+                self.kernels[key] = None
+        return self.kernels[key]
+
+
+_SPECS: dict[tuple[Any, ...], _Spec] = {}
+
+
+def _spec(op: OpDef, tensors: list[CubeTensor], fixed: tuple[tuple[str, Any], ...]) -> _Spec:
+    key = (op.name, *(t.dtype for t in tensors), fixed)
+    spec = _SPECS.get(key)
+    if spec is None:
+        names = [p.name for p in op.params if p.is_tensor]
+        dtypes = {name: t.dtype for name, t in zip(names, tensors, strict=True)}
+        out_dtype = op.result_dtypes(dtypes, dict(fixed))[0]
+        given = dict(fixed)
+        scalar_dtypes = tuple(tensors[0].dtype if p.type.startswith("scalar") else DType.float32
+                              for p in op.params if not p.is_tensor and p.type in _SCALAR_TYPES
+                              and not (p.name in given and given[p.name] is None))
+        all_dtypes = (*(t.dtype for t in tensors), out_dtype)
+        lines = len(set(all_dtypes)) == 1 and out_dtype in LINE_DTYPES and \
+            "cast" not in str(op.cube)
+        spec = _SPECS[key] = _Spec(op, all_dtypes, fixed, scalar_dtypes, lines)
+    return spec
+
+
 def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTensor:
     """Launch `op`'s kernel over `args` (tensors in parameter order, host values) on `backend`.
 
@@ -40,36 +98,49 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
         A new contiguous tensor of the broadcast shape and the row's result dtype.
     """
     tensors: list[CubeTensor] = []
-    dtypes: dict[str, Any] = {}
     fixed: list[tuple[str, Any]] = []
-    scalars: list[tuple[Any, bool]] = []  # (value, takes the input's dtype)
+    numbers: list[Any] = []
     for param, arg in zip(op.params, args, strict=True):
         if param.is_tensor:
             tensors.append(arg)
-            dtypes[param.name] = arg.dtype
-        elif param.type == "dtype":
+        elif param.type == "dtype" or arg is None or param.type not in _SCALAR_TYPES:
             fixed.append((param.name, arg))
-        elif arg is None:
-            fixed.append((param.name, None))
-        elif param.type in ("scalar", "scalar?", "float", "float?"):
-            scalars.append((arg, param.type.startswith("scalar")))
         else:
-            fixed.append((param.name, arg))
-    out_dtype = op.result_dtypes(dtypes, dict(fixed))[0]
-    shape = tuple(int(d) for d in _broadcast(t.shape for t in tensors))
-    out = backend.empty(shape, out_dtype)
-    if out.size == 0:
+            numbers.append(arg)
+    spec = _spec(op, tensors, tuple(fixed))
+    numbers = [_scalar(value, dtype) for value, dtype in zip(numbers, spec.scalar_dtypes,
+                                                              strict=True)]
+    arrays = [t.array for t in tensors]
+    shape = arrays[0].shape
+    same = all(a.shape == shape for a in arrays)
+    if not same:
+        shape = tuple(int(d) for d in _broadcast(a.shape for a in arrays))
+    out = backend.empty(shape, spec.dtypes[-1])
+    size = math.prod(shape)
+    if size == 0:
         return out
-    if all(t.shape == shape and t.is_contiguous for t in tensors):
-        views, out_view = [flat_view(t) for t in tensors], flat_view(out)
+    if same and all(a.base is None or t.is_contiguous for a, t in zip(arrays, tensors,
+                                                                        strict=True)):
+        views = [_flat(a, size) for a in (*arrays, out.array)]
+        lanes = LANES if spec.lines and not size % LANES and not any(
+            a.offset % LANES for a in arrays) else 1
+        kernel = spec.kernel(1, lanes) if lanes > 1 else None
+        if kernel is None:
+            kernel, lanes = spec.kernel(1, 1), 1
     else:
-        views, out_view = [broadcast_view(t, shape) for t in tensors], out
-    kernel = elementwise_kernel(op, (*(t.dtype for t in tensors), out_dtype), len(out_view.shape),
-                                tuple(fixed))
-    numbers = [_scalar(value, tensors[0].dtype if own else DType.float32)
-               for value, own in scalars]
-    backend.launch(kernel, out.size, *(v.array for v in views), *numbers, out_view.array)
+        views = [broadcast_view(t, shape).array for t in tensors] + [out.array]
+        kernel, lanes = spec.kernel(len(shape), 1), 1
+    backend.launch(kernel, size // lanes, *views[:-1], *numbers, views[-1])
     return out
+
+
+def _flat(array: Any, size: int) -> Any:
+    """A dense array as a rank-1 view of `size` elements (itself when it is one)."""
+    if array.base is None and len(array.shape) == 1:
+        return array
+    root = array if array.base is None else array.base
+    return type(array)(array.runtime, array.handle, (size,), array.dtype, (1,), array.offset,
+                       root)
 
 
 def _scalar(value: Any, dtype: DType) -> Any:
