@@ -181,6 +181,24 @@ def test_scatter_views_scalar_values_and_empty(device: burn.Device) -> None:
            "float_scatter")
 
 
+@pytest.mark.parametrize("below", [0, 1 << 20])
+def test_scatter_one_unit_per_line_or_per_output(device: burn.Device, below: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both GPU modes (forced by the line threshold) give the NumPy backend's exact results."""
+    monkeypatch.setattr(indexing, "OUTPUT_UNITS_BELOW", below)
+    data = _floats(3, 7, 4)
+    index = RNG.integers(-7, 7, (3, 9, 2))
+    values = (RNG.standard_normal((3, 9, 4)) * 100).astype(np.float32)
+    for reduce in ("add", "assign"):
+        want = _on(NUMPY, data).scatter(1, _on(NUMPY, index), _on(NUMPY, values), reduce)
+        got = _on(device, data).scatter(1, _on(device, index), _on(device, values), reduce)
+        _check(got, want.to_numpy(), device, "float_scatter")
+    rows = np.array([0, 2, 2, -1, 2])
+    want = _on(NUMPY, data).select_assign(1, _on(NUMPY, rows), _on(NUMPY, values[:, :5]))
+    got = _on(device, data).select_assign(1, _on(device, rows), _on(device, values[:, :5]))
+    _check(got, want.to_numpy(), device, "float_select_assign")
+
+
 # --- select_assign ------------------------------------------------------------------------
 @pytest.mark.parametrize("dim", [0, 1])
 def test_select_assign_matches_torch_index_add(device: burn.Device, dim: int) -> None:
@@ -319,9 +337,9 @@ def test_kernels_generate_cuda(dtype: DType) -> None:
     if dtype is not DType.bool:
         acc = np.zeros((2, 3), np.float32 if dtype.itemsize == 2 else dtype.numpy)
         acc_dtype = DType.float32 if dtype.itemsize == 2 else dtype
-        for by_rows in (False, True):
+        for mode in ("lines", "rows", "outputs"):
             assert "__global__" in indexing._scatter_kernel(
-                acc_dtype, dtype, DType.int64, 2, 1, True, by_rows).source(
+                acc_dtype, dtype, DType.int64, 2, 1, True, mode).source(
                     "cuda", 256, idx, x, acc, 3)
     flags = np.zeros(4, np.int32)
     assert "__global__" in checks._check_kernel(DType.int64, 2, False).source(

@@ -6,12 +6,14 @@ again and never reads or writes out of bounds: an out-of-range index reads as 0 
 nothing.
 
 Scatter (and select_assign, a scatter of indices broadcast over the values) is deterministic
-and exact: one unit per *line* (every coordinate of the indices but `dim`) walks its indices
-in order and updates the output positions of that line, which no other unit touches. So
-duplicate indices accumulate in index order with "add" and the last one wins with "assign",
-exactly as the NumPy backend's `np.add.at` / fancy assignment, with no float atomics; the cost
-is parallelism over lines only. float16 / bfloat16 accumulate in a float32 copy (as the NumPy
-backend computes them) that is cast back once.
+and exact, with no float atomics: every output element is updated by one unit only, in
+increasing index order along `dim`, so duplicate indices accumulate in index order with "add"
+and the last one wins with "assign", exactly as the NumPy backend's `np.add.at` / fancy
+assignment. A unit owns a line of the indices (every coordinate but `dim`) and walks it, or,
+on a GPU when there are few lines, a unit owns one output element and scans its line for the
+entries hitting it (more work, more parallelism); the depth is the indices' extent along
+`dim` either way. float16 / bfloat16 accumulate in a float32 copy (as the NumPy backend
+computes them) that is cast back once.
 """
 
 from __future__ import annotations
@@ -30,20 +32,25 @@ from .layout import contiguous_copy, copy_into
 from .tensor import CubeTensor, Shape, dense_strides
 
 
-def _coords(b: Any, of: Any, pos: Any, rank: int, skip: int | None = None) -> list[Any]:
-    """Row-major coordinates of an in-range position `pos` in the shape of tensor `of` (u32
+def _coords(b: Any, shape: list[Any], pos: Any, skip: int | None = None) -> list[Any]:
+    """Row-major coordinates of an in-range position `pos` in `shape` (u32 values; u32
     locals); dimension `skip` is left out of the unravelling (its entry is None)."""
     from burn_cube import u32
 
-    dims = [d for d in range(rank) if d != skip]
+    dims = [d for d in range(len(shape)) if d != skip]
     rest = b.local(u32, pos)
-    coords: list[Any] = [None] * rank
+    coords: list[Any] = [None] * len(shape)
     for d in reversed(dims[1:]):
-        coords[d] = b.local(u32, rest % of.shape[d])
-        b.set(rest, rest // of.shape[d])
+        coords[d] = b.local(u32, rest % shape[d])
+        b.set(rest, rest // shape[d])
     if dims:
         coords[dims[0]] = rest  # the outermost coordinate is what is left
     return coords
+
+
+def _shape(t: Any, rank: int) -> list[Any]:
+    """The shape of kernel tensor `t` (u32 values)."""
+    return [t.shape[d] for d in range(rank)]
 
 
 def _at(t: Any, coords: list[Any], dim: int | None = None, value: Any = None) -> Any:
@@ -82,7 +89,7 @@ def _select_kernel(dtype: DType, index_dtype: DType, index_rank: int, by_rows: b
     units = b.scalar("units", u32)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < units):
-        c = _coords(b, out, pos * out.shape[2] if by_rows else pos, 3)
+        c = _coords(b, _shape(out, 3), pos * out.shape[2] if by_rows else pos)
         valid, row = _wrapped(b, idx[b.index_of(idx, c[1])], x.shape[1])
         start = b.local(u32, _at(x, c, 1, row))
         if by_rows:
@@ -112,7 +119,7 @@ def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int) -> Any
     out = b.tensor("out", cube, rank=rank, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < out.len):
-        c = _coords(b, idx, pos, rank)
+        c = _coords(b, _shape(idx, rank), pos)
         valid, row = _wrapped(b, idx[_at(idx, c)], x.shape[dim])
         with b.if_(valid):
             out[pos] = x[_at(x, c, dim, row)]
@@ -121,37 +128,69 @@ def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int) -> Any
     return b.kernel()
 
 
+#: Scatter on a GPU runs one unit per output element (each scanning its line's indices)
+#: while the indices have fewer lines than this, one unit per line otherwise.
+OUTPUT_UNITS_BELOW = 4096
+
+
 @cache
 def _scatter_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: int, dim: int,
-                    add: bool, by_rows: bool) -> Any:
-    """In place on `out`: `out[..., indices[..., k, ...], ...] (+)= values[..., k, ...]` with
-    `k` walked in order by the one unit owning those outputs: a unit per line of `indices`
-    (every coordinate but `dim`), or with `by_rows` a unit per coordinate before `dim` that
-    walks `k`, then the coordinates after `dim` (the cpu runtime: sequential memory)."""
+                    add: bool, mode: str) -> Any:
+    """`out[..., indices[..., k, ...], ...] (+)= values[..., k, ...]` in place, each output
+    updated in increasing `k` by the one unit owning it. `mode` "lines": a unit per line of
+    `indices` (every coordinate but `dim`) walks `k`; "rows": a unit per coordinate before
+    `dim` walks `k`, then the coordinates after it (sequential memory, for the cpu runtime);
+    "outputs": a unit per output element of the indices' lines scans the line's `k` for the
+    entries hitting it (parallel where there are few lines)."""
     from burn_cube import KernelBuilder, u32
 
     cube = cube_dtype("scatter", dtype)
-    b = KernelBuilder("scatter_add" if add else "scatter")
+    b = KernelBuilder(f"scatter_{'add' if add else 'assign'}_{mode}")
     idx = b.tensor("indices", cube_dtype("scatter", index_dtype), rank=rank, write=False)
     values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=rank, write=False)
     out = b.tensor("out", cube, rank=rank, write=True)
     units = b.scalar("units", u32)
     unit = b.ABSOLUTE_POS
     with b.if_(unit < units), ExitStack() as loops:
-        if by_rows:
-            c = _coords(b, idx, unit, dim)
-            k = loops.enter_context(b.for_range(idx.shape[dim]))
+        if mode == "outputs":
+            c = _coords(b, [out.shape[d] if d == dim else idx.shape[d] for d in range(rank)],
+                        unit)
+            target = b.local(u32, _at(out, c))
+            acc = b.local(cube, out[target])
+        elif mode == "rows":
+            c = _coords(b, _shape(idx, dim), unit)
+        else:
+            c = _coords(b, _shape(idx, rank), unit, skip=dim)
+        k = loops.enter_context(b.for_range(idx.shape[dim]))
+        if mode == "rows":
             c += [None] + [loops.enter_context(b.for_range(idx.shape[d]))
                            for d in range(dim + 1, rank)]
-        else:
-            c = _coords(b, idx, unit, rank, skip=dim)
-            k = loops.enter_context(b.for_range(idx.shape[dim]))
         valid, row = _wrapped(b, idx[_at(idx, c, dim, k)], out.shape[dim])
-        with b.if_(valid):
-            target = b.local(u32, _at(out, c, dim, row))
-            value = b.cast(values[_at(values, c, dim, k)], cube)
-            out[target] = out[target] + value if add else value
+        if mode == "outputs":
+            with b.if_(b.and_(valid, row == c[dim])):
+                value = b.cast(values[_at(values, c, dim, k)], cube)
+                b.set(acc, acc + value if add else value)
+        else:
+            with b.if_(valid):
+                target = b.local(u32, _at(out, c, dim, row))
+                value = b.cast(values[_at(values, c, dim, k)], cube)
+                out[target] = out[target] + value if add else value
+        loops.close()
+        if mode == "outputs":
+            out[target] = acc
     return b.kernel()
+
+
+def _scatter_mode(backend: Any, indices: CubeTensor, dim: int, extent: int) -> tuple[str, int]:
+    """The scatter kernel's mode on `backend` and its number of units (`extent`: the
+    output's size along `dim`)."""
+    before = math.prod(indices.shape[:dim])
+    lines = before * math.prod(indices.shape[dim + 1:])
+    if backend.runtime_name == "cpu":
+        return "rows", before
+    if lines < OUTPUT_UNITS_BELOW:
+        return "outputs", lines * extent
+    return "lines", lines
 
 
 def _merged(shape: Shape, strides: Shape) -> tuple[int, int] | None:
@@ -215,11 +254,9 @@ def scatter(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor, values: 
     low = add and x.dtype in (DType.float16, DType.bfloat16)
     out = backend.float_cast(x, DType.float32) if low else _dense_copy(backend, x)
     if indices.size:
-        by_rows = backend.runtime_name == "cpu"
-        units = math.prod(indices.shape[:dim] if by_rows else
-                          indices.shape[:dim] + indices.shape[dim + 1:])
+        mode, units = _scatter_mode(backend, indices, dim, x.shape[dim])
         kernel = _scatter_kernel(out.dtype, values.dtype, indices.dtype, len(x.shape), dim, add,
-                                 by_rows)
+                                 mode)
         backend.launch(kernel, units, indices.array, values.array, out.array, units)
     return backend.float_cast(out, x.dtype) if low else out
 
