@@ -16,7 +16,7 @@ import torch.nn.functional as tF
 
 import burn
 import burn.functional as bF
-from burn.backend.options import ConvOptions, ConvTransposeOptions
+from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions, window_out
 from burn.backends.cube import CubeTensor
 from burn.backends.cube.tensor import host_array
 from burn.errors import ShapeError
@@ -25,6 +25,8 @@ ref = importlib.import_module("burn.backends.numpy.module.conv")
 
 DEVICES = ["cpu", "wgpu"]
 LAYOUTS = ["contiguous", "transposed", "strided", "broadcast"]
+OPS = ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d",
+       "deform_conv2d", "deform_conv2d_backward")
 SPATIAL = {1: (9,), 2: (6, 7), 3: (4, 5, 4)}
 KERNEL = {1: (3,), 2: (3, 2), 3: (2, 3, 2)}
 #: (stride, padding, dilation, groups) per case, one entry per spatial dim where a tuple.
@@ -221,6 +223,56 @@ def test_unfold4d_matches_torch(device: str, ci: int, layout: str, no_fallback: 
     _check(bk.unfold4d(xt, (3, 2), o), want, np.dtype(np.float32), 0)
 
 
+# ------------------------------------------------------------------------ deform_conv2d
+#: (stride, padding, dilation, weight_groups, offset_groups, mask, bias).
+DEFORM_CONFIGS = [((1, 1), (1, 1), (1, 1), 1, 1, False, True),
+                  ((2, 1), (1, 2), (1, 2), 1, 2, True, False),
+                  ((1, 2), (0, 1), (2, 1), 2, 2, True, True)]
+
+
+def _deform_case(rng: np.random.Generator, ci: int, batch: int = 2, dtype: Any = np.float32
+                 ) -> tuple[list[np.ndarray | None], DeformConvOptions]:
+    stride, padding, dilation, wg, og, mask, bias = DEFORM_CONFIGS[ci]
+    o = DeformConvOptions(stride, padding, dilation, wg, og)
+    n, c, h, w, cout = batch, 4, 5, 6, 4
+    ho, wo = window_out((h, w), (3, 3), stride, padding, dilation)
+    x = rng.uniform(-1, 1, (n, c, h, w))
+    offset = rng.uniform(-2.5, 2.5, (n, 2 * og * 9, ho, wo))  # some points fall outside
+    weight = rng.uniform(-1, 1, (cout, c // wg, 3, 3))
+    m = rng.uniform(0, 1, (n, og * 9, ho, wo)) if mask else None
+    b = rng.uniform(-1, 1, (cout,)) if bias else None
+    return [None if a is None else a.astype(dtype) for a in (x, offset, weight, m, b)], o
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ci", range(len(DEFORM_CONFIGS)))
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+def test_deform_conv2d_and_backward_match_the_numpy_backend(device: str, ci: int, layout: str,
+                                                            no_fallback: Any) -> None:
+    """torchvision's semantics as the NumPy backend has them (tested there against torch)."""
+    bk = _backend(device)
+    no_fallback(bk, "deform_conv2d")
+    no_fallback(bk, "deform_conv2d_backward")
+    rng = np.random.default_rng(ci)
+    arrays, o = _deform_case(rng, ci)
+    x, offset, weight, mask, bias = arrays
+    assert x is not None and offset is not None and weight is not None
+    ts = [None if a is None else _up(bk, a, layout) for a in arrays]
+    y = ref.deform_conv2d(x, offset, weight, mask, bias, o)
+    got = bk.deform_conv2d(*ts, o)
+    assert got.shape == y.shape and got.dtype == burn.float32
+    np.testing.assert_allclose(_host(got), y, rtol=1e-4, atol=1e-4)
+    grad = _rand(rng, y.shape)
+    wants = ref.deform_conv2d_backward(x, offset, weight, mask, bias, grad, o)
+    gots = bk.deform_conv2d_backward(*ts, _up(bk, grad, layout), o)
+    for g, want in zip(gots, wants, strict=True):
+        if want is None:
+            assert g is None
+            continue
+        assert g is not None and g.shape == want.shape and g.dtype == burn.float32
+        np.testing.assert_allclose(_host(g), want, rtol=1e-4, atol=1e-4)
+
+
 # ------------------------------------------------------------------ dtypes, edges, errors
 def _dtypes(device: str) -> list[str]:
     return ["float16", "float64", "bfloat16"] if device == "cpu" else ["float16"]
@@ -232,7 +284,7 @@ def test_low_precision_and_float64_match_the_numpy_backend(device: str,
     """float16/bfloat16 compute in float32 and round once, float64 stays float64: results of
     the NumPy backend's dtype, within a rounding of it."""
     bk = _backend(device)
-    for op in ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d"):
+    for op in OPS:
         no_fallback(bk, op)
     rng = np.random.default_rng(3)
     o, to = _options(CONFIGS[1], 2), _t_options(T_CONFIGS[1], 2)
@@ -254,6 +306,13 @@ def test_low_precision_and_float64_match_the_numpy_backend(device: str,
         pairs += [(bk.conv_transpose(*tt, to), y),
                   *zip(bk.conv_transpose_backward(*tt, _up(bk, grad), to),
                        ref.conv_transpose_backward(tx, tw, tb, grad, to), strict=True)]
+        deform, do = _deform_case(rng, 2, dtype=dtype)
+        dt = [None if a is None else _up(bk, a) for a in deform]
+        y = ref.deform_conv2d(*deform, do)
+        grad = _rand(rng, y.shape).astype(dtype)
+        pairs += [(bk.deform_conv2d(*dt, do), y),
+                  *zip(bk.deform_conv2d_backward(*dt, _up(bk, grad), do),
+                       ref.deform_conv2d_backward(*deform, grad, do), strict=True)]
         for got, want in pairs:
             assert got.shape == want.shape and got.dtype.numpy == want.dtype, name
             np.testing.assert_allclose(_host(got).astype(np.float64), want.astype(np.float64),
@@ -264,7 +323,7 @@ def test_low_precision_and_float64_match_the_numpy_backend(device: str,
 def test_empty_batch_gives_empty_outputs_and_zero_weight_grads(device: str,
                                                                no_fallback: Any) -> None:
     bk = _backend(device)
-    for op in ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d"):
+    for op in OPS:
         no_fallback(bk, op)
     rng = np.random.default_rng(4)
     o, to = _options(CONFIGS[1], 2), _t_options(T_CONFIGS[1], 2)
@@ -275,6 +334,14 @@ def test_empty_batch_gives_empty_outputs_and_zero_weight_grads(device: str,
     grads = bk.conv_backward(_up(bk, x), _up(bk, w), _up(bk, b), _up(bk, _host(y)), o)
     assert [g.shape for g in grads] == [x.shape, w.shape, b.shape]
     assert not _host(grads[1]).any() and not _host(grads[2]).any()
+    deform, do = _deform_case(rng, 2, batch=0)
+    dt = [None if a is None else _up(bk, a) for a in deform]
+    y = bk.deform_conv2d(*dt, do)
+    assert y.shape == (0, 4, *window_out((5, 6), (3, 3), do.stride, do.padding, do.dilation))
+    grads = bk.deform_conv2d_backward(*dt, _up(bk, _host(y)), do)
+    assert [g.shape for g in grads if g is not None] == [a.shape for a in deform
+                                                         if a is not None]
+    assert not _host(grads[2]).any() and not _host(grads[4]).any()
     x, w, b = _conv_case(rng, 2, to.groups, transpose=True, batch=0)
     y = bk.conv_transpose(_up(bk, x), _up(bk, w), _up(bk, b), to)
     assert y.shape == (0, 6, 12, 13)
@@ -305,7 +372,7 @@ def test_public_api_and_autodiff_run_on_the_kernels(device: str, no_fallback: An
     """burn.functional.conv2d / conv_transpose1d / unfold4d forward on the device and backward
     through `<device>+autodiff`, against torch."""
     bk = _backend(device)
-    for op in ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d"):
+    for op in OPS:
         no_fallback(bk, op)
     rng = np.random.default_rng(6)
     x, w, b = _rand(rng, (2, 6, 5, 8)), _rand(rng, (4, 3, 3, 3)), _rand(rng, (4,))
@@ -370,8 +437,13 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
             y = bk.conv_transpose(tx, tw, tb, to)
             bk.conv_transpose_backward(tx, tw, tb, y, to)
     bk.unfold4d(_up(bk, _rand(rng, (1, 2, 5, 5))), (3, 2), _options(CONFIGS[1], 2))
+    for ci in range(len(DEFORM_CONFIGS)):
+        deform, do = _deform_case(rng, ci)
+        dt = [None if a is None else _up(bk, a) for a in deform]
+        bk.deform_conv2d_backward(*dt, bk.deform_conv2d(*dt, do), do)
     names = set()
     for kernel, args in launched.values():
         assert "__global__" in kernel.source("cuda", 256, *args)
         names.add(kernel.kernel.name)
-    assert {"conv_im2col", "conv_col2im", "conv_convert"} <= names
+    assert {"conv_im2col", "conv_col2im", "conv_convert", "deform_im2col", "deform_point_grads",
+            "deform_input_grad"} <= names

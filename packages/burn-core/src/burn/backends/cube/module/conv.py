@@ -18,16 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from burn.backend.options import ConvOptions, ConvTransposeOptions
-from burn.backends.numpy.module.conv import _check, _check_grad, _conv_out, _transpose_out
+from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions
+from burn.backends.numpy.module.conv import (
+    _check,
+    _check_deform,
+    _check_grad,
+    _conv_out,
+    _transpose_out,
+)
 from burn.dtype import DType
 from burn.errors import ShapeError
 
 from ..layout import copy_into
 from ..tensor import CubeTensor, Shape, dense_strides
+from .deform import deform_im2col_kernel, deform_input_grad_kernel, deform_point_grads_kernel
 from .im2col import col2im_kernel, convert_kernel, im2col_kernel
 
-Geometry = ConvOptions | ConvTransposeOptions
+Geometry = ConvOptions | ConvTransposeOptions | DeformConvOptions
 
 
 def _work(dtype: DType) -> DType:
@@ -83,24 +90,35 @@ class CubeConvOps:
         if rows and chunks:
             self.launch(kernel, rows * chunks, *args, chunk, chunks)
 
-    def _im2col(self: Any, x: CubeTensor, kernel: Sequence[int], options: Geometry,
-                out: Sequence[int], dtype: DType, groups: int = 0) -> CubeTensor:
-        """Dense columns `[N, C*K, L]` of `dtype` of x's zero-padded windows; with `groups`,
-        each group's rows are followed by a row of ones (`[N, G, C/G*K + 1, L]`: a matmul with
-        a bias column then adds the bias, and its gradient sums the bias gradient)."""
-        n, c = x.shape[:2]
-        rows, length = c * math.prod(kernel), math.prod(out)
+    def _column_buffer(self: Any, n: int, rows: int, length: int, dtype: DType,
+                       groups: int) -> tuple[CubeTensor, int, int]:
+        """A new `[N, rows, L]` column buffer of `dtype`; with `groups`, each group's rows are
+        followed by a row of ones (`[N, G, rows/G + 1, L]`: a matmul with a bias column then adds
+        the bias, and its gradient sums the bias gradient).
+
+        Returns:
+            (columns, rows per group, rows skipped after each group): the kernels' scalars.
+        """
         cols = self.empty((n, rows + groups, length), dtype)
+        per_group = rows // max(groups, 1)
         if groups:
             one = self.upload(np.ones((1, 1, 1, 1), dtype.numpy))
-            ones = cols.view((n, groups, 1, length), (cols.strides[0], (rows // groups + 1)
-                                                      * length, length, 1),
-                             cols.offset + rows // groups * length)
+            ones = cols.view((n, groups, 1, length),
+                             (cols.strides[0], (per_group + 1) * length, length, 1),
+                             cols.offset + per_group * length)
             copy_into(self, one.view(ones.shape, (0, 0, 0, 0)), ones)
+        return cols, max(per_group, 1), 1 if groups else 0
+
+    def _im2col(self: Any, x: CubeTensor, kernel: Sequence[int], options: Geometry,
+                out: Sequence[int], dtype: DType, groups: int = 0) -> CubeTensor:
+        """Columns `[N, C*K, L]` of `dtype` of x's zero-padded windows (dense; with `groups`,
+        ones rows as `_column_buffer`)."""
+        n, c = x.shape[:2]
+        rows = c * math.prod(kernel)
+        cols, *spacing = self._column_buffer(n, rows, math.prod(out), dtype, groups)
         self._launch_windows(im2col_kernel(x.dtype, dtype, len(kernel)),
                              n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
-                             rows // max(groups, 1) or 1, 1 if groups else 0,
-                             *_geometry(kernel, options, out))
+                             *spacing, *_geometry(kernel, options, out))
         return cols
 
     def _col2im(self: Any, cols: CubeTensor, shape: Shape, windows: Sequence[int],
@@ -264,6 +282,92 @@ class CubeConvOps:
         gx = _reshape(self._convert(gx, x.dtype), x.shape)
         return gx, gw, None if bias is None else self._bias_grad(self._flat(grad, work), bias)
 
+    def _deform_columns(self: Any, x: CubeTensor, offset: CubeTensor, weight: CubeTensor,
+                        mask: CubeTensor | None, options: DeformConvOptions, out: Sequence[int],
+                        dtype: DType, groups: int) -> CubeTensor:
+        """Deformable columns `[N, C*K, L]` of `dtype` (ones rows with `groups`, as
+        `_column_buffer`)."""
+        n, c = x.shape[:2]
+        rows = c * math.prod(weight.shape[2:])
+        cols, *spacing = self._column_buffer(n, rows, math.prod(out), dtype, groups)
+        if n * rows * math.prod(out):
+            kernel = deform_im2col_kernel(x.dtype, offset.dtype, _dtype_of(mask), dtype)
+            self.launch(kernel, n * rows * math.prod(out), *_deform_inputs(x, offset, mask),
+                        cols.array, *spacing, c // options.offset_groups,
+                        *_geometry(weight.shape[2:], options, out))
+        return cols
+
+    def deform_conv2d(self: Any, x: CubeTensor, offset: CubeTensor, weight: CubeTensor,
+                      mask: CubeTensor | None, bias: CubeTensor | None,
+                      options: DeformConvOptions) -> CubeTensor:
+        """Deformable 2d convolution (torchvision.ops.deform_conv2d semantics, zeros outside):
+        bilinear deformable columns, then the grouped matmul of `conv`.
+
+        Args:
+            x: input [N, C_in, H, W].
+            offset: [N, 2*offset_groups*kh*kw, Ho, Wo], (dy, dx) pairs per kernel position.
+            weight: kernel [C_out, C_in/weight_groups, kh, kw].
+            mask: modulation [N, offset_groups*kh*kw, Ho, Wo] or None (all ones).
+            bias: [C_out] or None.
+            options: stride, padding, dilation, weight_groups, offset_groups.
+
+        Returns:
+            Output [N, C_out, Ho, Wo] of x's dtype.
+        """
+        g = options.weight_groups
+        out = _check_deform("deform_conv2d", _shaped(x), _shaped(offset), _shaped(weight),
+                            _shaped(mask), _shaped(bias), options)
+        work = _work(x.dtype)
+        cols = self._deform_columns(x, offset, weight, mask, options, out, work,
+                                    0 if bias is None else g)
+        y = self.float_matmul(self._weight(weight, g, work, bias), _groups(cols, g))
+        return _reshape(self._convert(self._merge(y), x.dtype),
+                        (x.shape[0], weight.shape[0], *out))
+
+    def deform_conv2d_backward(self: Any, x: CubeTensor, offset: CubeTensor,
+                               weight: CubeTensor, mask: CubeTensor | None,
+                               bias: CubeTensor | None, grad: CubeTensor,
+                               options: DeformConvOptions) -> tuple[
+                                   CubeTensor, CubeTensor, CubeTensor, CubeTensor | None,
+                                   CubeTensor | None]:
+        """Gradients of `deform_conv2d` (offset gradients vanish outside (-1, H) x (-1, W)).
+
+        Args:
+            x, offset, weight, mask, bias, options: the forward's arguments.
+            grad: gradient of the output [N, C_out, Ho, Wo].
+
+        Returns:
+            (grad_x, grad_offset, grad_weight, grad_mask or None, grad_bias or None), each of
+            its input's shape and dtype.
+        """
+        op, g = "deform_conv2d_backward", options.weight_groups
+        out = _check_deform(op, _shaped(x), _shaped(offset), _shaped(weight), _shaped(mask),
+                            _shaped(bias), options)
+        _check_grad(op, _shaped(grad), (x.shape[0], weight.shape[0], *out))
+        work = _work(x.dtype)
+        cols = self._deform_columns(x, offset, weight, mask, options, out, work,
+                                    0 if bias is None else g)
+        go = _groups(self._flat(grad, work), g)
+        gw, gb = self._weight_grad(self.float_matmul(go, _swap(_groups(cols, g))), weight, bias)
+        gcols = self._merge(self.float_matmul(_swap(self._weight(weight, g, work)), go))
+        inputs = (*_deform_inputs(x, offset, mask), gcols.array)
+        scalars = (x.shape[1] // options.offset_groups, *_geometry(weight.shape[2:], options,
+                                                                   out))
+        goffset = self.empty(offset.shape, work)
+        gmask = None if mask is None else self.empty(mask.shape, work)
+        points = goffset.size // 2
+        if points:
+            kernel = deform_point_grads_kernel(x.dtype, offset.dtype, _dtype_of(mask), work)
+            self.launch(kernel, points, *inputs, goffset.array,
+                        *(() if gmask is None else (gmask.array,)), options.offset_groups,
+                        *scalars)
+        gx = self.empty(x.shape, work)
+        if x.shape[0] * x.shape[1]:
+            kernel = deform_input_grad_kernel(x.dtype, offset.dtype, _dtype_of(mask), work)
+            self.launch(kernel, x.shape[0] * x.shape[1], *inputs, gx.array, *scalars)
+        return (self._convert(gx, x.dtype), self._convert(goffset, offset.dtype), gw,
+                None if gmask is None or mask is None else self._convert(gmask, mask.dtype), gb)
+
     def unfold4d(self: Any, x: CubeTensor, kernel_size: tuple[int, int],
                  options: ConvOptions) -> CubeTensor:
         """Sliding-window patches (torch.nn.functional.unfold); groups is ignored.
@@ -280,6 +384,15 @@ class CubeConvOps:
             raise ShapeError("unfold4d", "x must be [N, C, H, W]", x=x.shape)
         out = _conv_out("unfold4d", _shaped(x), kernel_size, options)
         return self._im2col(x, kernel_size, options, out, x.dtype)
+
+
+def _dtype_of(t: CubeTensor | None) -> DType | None:
+    return None if t is None else t.dtype
+
+
+def _deform_inputs(x: CubeTensor, offset: CubeTensor, mask: CubeTensor | None) -> list[Any]:
+    """The arrays x, offset and mask (when given), the deform kernels' first arguments."""
+    return [t.array for t in (x, offset, mask) if t is not None]
 
 
 def _geometry(kernel: Sequence[int], options: Geometry, out: Sequence[int]) -> list[int]:

@@ -21,7 +21,7 @@ from burn.ir.cube import cube_dtype
 GEOMETRY = ("k", "s", "p", "d", "o")
 
 
-def _geometry(b: Any, nd: int) -> list[dict[str, Any]]:
+def declare_geometry(b: Any, nd: int) -> list[dict[str, Any]]:
     """Declares the u32 scalars `k, s, p, d, o` of every spatial dim (then `chunk`, `chunks`
     follow)."""
     from burn_cube import u32
@@ -29,7 +29,7 @@ def _geometry(b: Any, nd: int) -> list[dict[str, Any]]:
     return [{name: b.scalar(f"{name}{dim}", u32) for name in GEOMETRY} for dim in range(nd)]
 
 
-def _split(b: Any, rest: Any, sizes: Sequence[Any]) -> list[Any]:
+def split_index(b: Any, rest: Any, sizes: Sequence[Any]) -> list[Any]:
     """Row-major coordinates of `rest` over `sizes` (the first coordinate is not reduced)."""
     from burn_cube import u32
 
@@ -42,7 +42,7 @@ def _split(b: Any, rest: Any, sizes: Sequence[Any]) -> list[Any]:
     return coords
 
 
-def _linear(coords: Sequence[Any], sizes: Sequence[Any]) -> Any:
+def linear_index(coords: Sequence[Any], sizes: Sequence[Any]) -> Any:
     """Row-major linear index of `coords` over `sizes`."""
     index = coords[0]
     for coord, size in zip(coords[1:], sizes[1:], strict=True):
@@ -65,17 +65,17 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
     x = b.tensor("x", cube_dtype("conv", src), rank=nd + 2, write=False)
     cols = b.tensor("cols", cube_dtype("conv", dst), rank=3, write=True)
     group_rows, skip = b.scalar("group_rows", u32), b.scalar("skip", u32)
-    geo = _geometry(b, nd)
+    geo = declare_geometry(b, nd)
     chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
     kernel = [g["k"] for g in geo]
     outer = [g["o"] for g in geo[:-1]]
     pos = b.ABSOLUTE_POS
-    with b.if_(pos < x.shape[0] * x.shape[1] * _prod(kernel) * _prod(outer) * chunks):
-        n, c, *rest = _split(b, pos, [x.shape[0], x.shape[1], *kernel, *outer, chunks])
+    with b.if_(pos < x.shape[0] * x.shape[1] * product(kernel) * product(outer) * chunks):
+        n, c, *rest = split_index(b, pos, [x.shape[0], x.shape[1], *kernel, *outer, chunks])
         taps, outs, part = rest[:nd], rest[nd:-1], rest[-1]
-        row = _linear([c, *taps], [x.shape[1], *kernel])
+        row = linear_index([c, *taps], [x.shape[1], *kernel])
         row = n * cols.shape[1] + row + row // group_rows * skip
-        target = row * cols.shape[2] + (_linear([*outs, 0], [*outer, geo[-1]["o"]])
+        target = row * cols.shape[2] + (linear_index([*outs, 0], [*outer, geo[-1]["o"]])
                                         if nd > 1 else 0)
         base = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1])
         inside = b.local(cube_dtype("conv", DType.bool), True)
@@ -111,19 +111,19 @@ def col2im_kernel(src: DType, dst: DType, nd: int, bias: DType | None) -> Any:
     out = b.tensor("out", cube_dtype("conv", dst), rank=nd + 2, write=True)
     bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
                                                  write=False)
-    geo = _geometry(b, nd)
+    geo = declare_geometry(b, nd)
     chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
     sizes = [out.shape[d] for d in range(nd + 2)]
     kernel = [g["k"] for g in geo]
     pos = b.ABSOLUTE_POS
-    with b.if_(pos < _prod(sizes[:-1]) * chunks):
-        n, c, *outs, part = _split(b, pos, [*sizes[:-1], chunks])
+    with b.if_(pos < product(sizes[:-1]) * chunks):
+        n, c, *outs, part = split_index(b, pos, [*sizes[:-1], chunks])
         start = part * chunk
         with b.for_range(start, b.min(start + chunk, sizes[-1])) as last:
             init = 0 if bias_t is None else b.cast(bias_t[b.index_of(bias_t, c)], work)
             acc = b.local(work, init)
             _gather_taps(b, cols, geo, [*outs, last], kernel, c, n, acc)
-            out[_linear([n, c, *outs, last], sizes)] = b.cast(acc, out.dtype)
+            out[linear_index([n, c, *outs, last], sizes)] = b.cast(acc, out.dtype)
     return b.kernel()
 
 
@@ -136,7 +136,7 @@ def _gather_taps(b: Any, cols: Any, geo: list[dict[str, Any]], coords: list[Any]
 
     def level(dim: int, row: Any) -> None:
         if dim == nd:
-            col = _linear(windows, [g["o"] for g in geo])
+            col = linear_index(windows, [g["o"] for g in geo])
             b.set(acc, acc + cols[cols.offset + n * cols.stride[0] + row * cols.stride[1]
                                   + col * cols.stride[2]])
             return
@@ -172,11 +172,11 @@ def convert_kernel(src: DType, dst: DType, rank: int, bias: DType | None) -> Any
     chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
     sizes = [x.shape[d] for d in range(rank)]
     pos = b.ABSOLUTE_POS
-    with b.if_(pos < _prod(sizes[:-1]) * chunks):
-        *outer, part = _split(b, pos, [*sizes[:-1], chunks])
+    with b.if_(pos < product(sizes[:-1]) * chunks):
+        *outer, part = split_index(b, pos, [*sizes[:-1], chunks])
         base = x.offset + sum((c * x.stride[d] for d, c in enumerate(outer[1:], 1)),
                               outer[0] * x.stride[0])
-        row = _linear(outer, sizes[:-1]) * sizes[-1]
+        row = linear_index(outer, sizes[:-1]) * sizes[-1]
         shift = None if bias_t is None else b.local(x.dtype, b.cast(
             bias_t[b.index_of(bias_t, outer[1])], x.dtype))
         start = part * chunk
@@ -186,6 +186,6 @@ def convert_kernel(src: DType, dst: DType, rank: int, bias: DType | None) -> Any
     return b.kernel()
 
 
-def _prod(values: Sequence[Any]) -> Any:
+def product(values: Sequence[Any]) -> Any:
     """Product of kernel values (1 for none)."""
     return reduce(operator.mul, values[1:], values[0]) if values else 1
