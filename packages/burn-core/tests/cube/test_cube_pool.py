@@ -233,4 +233,4 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
         assert "__global__" in kernel.source("cuda", 256, *args)
         names.add(kernel.kernel.name)
     assert {"avg_pool", "max_pool", "avg_pool_backward", "max_pool_backward",
-            "max_pool_backward_scatter", "resample"} <= names
+            "max_pool_backward_scatter", "resample_axis2", "resample_axis3"} <= names

@@ -145,4 +145,4 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
         bk.interpolate_backward(x, bk.interpolate(x, (7, 3), o), (7, 3), o)
     for kernel, args in launched.values():
         assert "__global__" in kernel.source("cuda", 256, *args)
-    assert len(launched) == 2  # one resampling kernel per dtype
+    assert len(launched) == 4  # two axes, each to float32 (intermediate) and to float16

@@ -246,17 +246,15 @@ def _empty4(backend: Any, x: CubeTensor, spatial: list[int], dtype: DType) -> Cu
 
 
 def _adaptive_maps(backend: Any, op: str, x: CubeTensor, sizes: Shape, transpose: bool
-                   ) -> tuple[Any, Any]:
-    """The row and column averaging maps (their transposes for the backward; 1d: an identity
-    row map over the height of 1)."""
+                   ) -> list[tuple[int, Any, int]]:
     nd = len(sizes)
     if nd not in (1, 2) or len(x.shape) != nd + 2 or min(sizes) < 1:
         raise ShapeError(op, "x must be [N, C, *spatial] with 1 or 2 spatial dims, output "
                          "sizes >= 1", x=x.shape, output_size=sizes)
     work = work_dtype(x.dtype)
-    pairs = [(1, 1)] * (2 - nd) + list(zip(x.shape[2:], sizes, strict=True))
-    rows, cols = (device_csr(backend, pair, work, transpose, adaptive_matrix) for pair in pairs)
-    return rows, cols
+    return [(axis, device_csr(backend, (n, o), work, transpose, adaptive_matrix),
+             n if transpose else o)
+            for axis, n, o in zip((2, 3)[-nd:], x.shape[2:], sizes, strict=True)]
 
 
 class CubePoolOps:
@@ -361,10 +359,9 @@ class CubePoolOps:
         Returns:
             [N, C, *output_size] of x's dtype.
         """
-        sizes = tuple(output_size)
-        maps = _adaptive_maps(self, "adaptive_avg_pool", x, sizes, False)
-        y = resample(self, as_4d(x), *maps, (1, *sizes)[-2:], x.dtype)
-        return _back_to(y, (*x.shape[:2], *sizes))
+        maps = _adaptive_maps(self, "adaptive_avg_pool", x, tuple(output_size), False)
+        y = resample(self, as_4d(x), maps, x.dtype)
+        return _back_to(y, (*x.shape[:2], *output_size))
 
     def adaptive_avg_pool_backward(self: Any, x: CubeTensor, grad: CubeTensor) -> CubeTensor:
         """Gradient of `adaptive_avg_pool` with respect to x.
@@ -381,5 +378,4 @@ class CubePoolOps:
             raise ShapeError(op, "grad must be [N, C, *output_size]", grad=grad.shape,
                              x=x.shape)
         maps = _adaptive_maps(self, op, x, grad.shape[2:], True)
-        gx = resample(self, as_4d(grad), *maps, as_4d(x).shape[2:], x.dtype)
-        return _back_to(gx, x.shape)
+        return _back_to(resample(self, as_4d(grad), maps, x.dtype), x.shape)

@@ -5,9 +5,8 @@ Both ops are, as in the NumPy backend, one linear map per spatial axis (y = Wh x
 backward applies the transposes). Each axis map is a sparse matrix: its nonzero entries are
 computed once per (size, output size, options) on the host with the NumPy backend's own
 matrices (so the weights are bit-identical), kept on the device as CSR rows (row pointers,
-columns, weights), and applied by `resample_kernel`: one unit per output element gathers
-its taps, row map inside column map, in one pass (any input strides; deterministic, no
-atomics).
+columns, weights), and applied by `resample_axis_kernel`: one unit per output element gathers
+its row's taps (any input strides; deterministic, no atomics).
 """
 
 from __future__ import annotations
@@ -58,27 +57,27 @@ def as_4d(x: CubeTensor) -> CubeTensor:
 
 
 @cache
-def resample_kernel(src: DType, out: DType) -> Any:
-    """`out[n, c, i, j] = sum_l cw[l] * sum_k rw[k] * src[n, c, rc[k], cc[l]]` over the CSR rows
-    i (`rp`, `rc`, `rw`) and j (`cp`, `cc`, `cw`) of the two axis maps (`src` any strides, `out`
-    dense), computed in the work dtype of `out`."""
+def resample_axis_kernel(src: DType, out: DType, axis: int) -> Any:
+    """`out[..., o, ...] = sum_k wt[k] * src[..., col[k], ...]` over k in [ptr[o], ptr[o+1])
+    along `axis` of rank-4 tensors (`src` any strides, `out` dense), computed in the work
+    dtype of `out`."""
     from burn_cube import KernelBuilder, i32
 
     work = cube_dtype("resample", work_dtype(out))
-    b = KernelBuilder("resample")
+    b = KernelBuilder(f"resample_axis{axis}")
     x = b.tensor("src", cube_dtype("resample", src), rank=4, write=False)
-    rp, rc, cp, cc = (b.tensor(name, i32, rank=1, write=False) for name in ("rp", "rc", "cp", "cc"))
-    rw, cw = (b.tensor(name, work, rank=1, write=False) for name in ("rw", "cw"))
+    ptr = b.tensor("ptr", i32, rank=1, write=False)
+    col = b.tensor("col", i32, rank=1, write=False)
+    wt = b.tensor("wt", work, rank=1, write=False)
     y = b.tensor("out", cube_dtype("resample", out), rank=4, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.len):
-        n, c, i, j = unravel(b, pos, y)
+        coords = unravel(b, pos, y)
         acc = b.local(work, 0.0)
-        with b.for_range(cp[j], cp[j + 1]) as col:
-            column = b.local(work, 0.0)
-            with b.for_range(rp[i], rp[i + 1]) as row:
-                b.set(column, column + rw[row] * b.cast(x[n, c, rc[row], cc[col]], work))
-            b.set(acc, acc + cw[col] * column)
+        with b.for_range(ptr[coords[axis]], ptr[coords[axis] + 1]) as k:
+            index = list(coords)
+            index[axis] = col[k]
+            b.set(acc, acc + wt[k] * b.cast(x[tuple(index)], work))
         y[pos] = acc
     return b.kernel()
 
@@ -96,27 +95,30 @@ def device_csr(backend: Any, key: tuple[Any, ...], dtype: DType, transpose: bool
             backend.upload(mat[rows, cols].astype(dtype.numpy)))
 
 
-def resample(backend: Any, x: CubeTensor, rows: Csr, cols: Csr, size: Sequence[int],
+def resample(backend: Any, x: CubeTensor, maps: Sequence[tuple[int, Csr, int]],
              dtype: DType) -> CubeTensor:
-    """Applies a row and a column map to a 4-d tensor in one pass.
+    """Applies sparse axis maps in turn to a 4-d tensor (intermediates in the work dtype).
 
     Args:
         backend: the cube backend.
         x: input [N, C, H, W] (any strides).
-        rows: CSR matrix [Ho, H].
-        cols: CSR matrix [Wo, W].
-        size: (Ho, Wo).
+        maps: (axis 2 or 3, CSR matrix [out, in], output size) per pass.
         dtype: the result's dtype.
 
     Returns:
-        The dense result [N, C, Ho, Wo].
+        The dense result.
     """
-    out = backend.empty((*x.shape[:2], *size), dtype)
-    if out.size:
-        backend.launch(resample_kernel(x.dtype, dtype), out.size, x.array,
-                       *(t.array for t in (rows[0], rows[1], cols[0], cols[1], rows[2], cols[2])),
-                       out.array)
-    return out
+    cur = x
+    for i, (axis, (ptr, col, wt), size) in enumerate(maps):
+        step = dtype if i == len(maps) - 1 else work_dtype(dtype)
+        shape = list(cur.shape)
+        shape[axis] = size
+        out = backend.empty(tuple(shape), step)
+        if out.size:
+            backend.launch(resample_axis_kernel(cur.dtype, step, axis), out.size, cur.array,
+                           ptr.array, col.array, wt.array, out.array)
+        cur = out
+    return cur
 
 
 def _check(op: str, x: CubeTensor, output_size: tuple[int, int],
@@ -129,12 +131,13 @@ def _check(op: str, x: CubeTensor, output_size: tuple[int, int],
 
 
 def _interp_maps(backend: Any, x: CubeTensor, sizes: Sequence[int], options: InterpolateOptions,
-                 transpose: bool) -> list[Csr]:
-    """The row and column maps of an interpolation (their transposes for the backward)."""
+                 transpose: bool) -> list[tuple[int, Csr, int]]:
+    """The row then column maps of an interpolation (their transposes for the backward)."""
     work = work_dtype(x.dtype)
     scales = options.scales or (None, None)
-    return [device_csr(backend, (n, o, options, s, work.numpy), work, transpose, interp_matrix)
-            for n, o, s in zip(x.shape[2:], sizes, scales, strict=True)]
+    return [(axis, device_csr(backend, (n, o, options, s, work.numpy), work, transpose,
+                              interp_matrix), n if transpose else o)
+            for axis, n, o, s in zip((2, 3), x.shape[2:], sizes, scales, strict=True)]
 
 
 class CubeResizeOps:
@@ -153,8 +156,7 @@ class CubeResizeOps:
             [N, C, Ho, Wo] of x's dtype.
         """
         _check("interpolate", x, output_size, options)
-        rows, cols = _interp_maps(self, x, output_size, options, False)
-        return resample(self, x, rows, cols, output_size, x.dtype)
+        return resample(self, x, _interp_maps(self, x, output_size, options, False), x.dtype)
 
     def interpolate_backward(self, x: CubeTensor, grad: CubeTensor, output_size: tuple[int, int],
                              options: InterpolateOptions) -> CubeTensor:
@@ -174,5 +176,4 @@ class CubeResizeOps:
         if grad.shape != (*x.shape[:2], *output_size):
             raise ShapeError(op, "grad must be [N, C, Ho, Wo]", grad=grad.shape, x=x.shape,
                              output_size=output_size)
-        rows, cols = _interp_maps(self, x, output_size, options, True)
-        return resample(self, grad, rows, cols, x.shape[2:], x.dtype)
+        return resample(self, grad, _interp_maps(self, x, output_size, options, True), x.dtype)
