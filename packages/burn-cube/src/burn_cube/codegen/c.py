@@ -36,6 +36,9 @@ from burn_cube.ir import nodes as ir
 from burn_cube.ir.nodes import meta_names
 from burn_cube.types import DTYPES, DType, dtype_named
 
+#: Fewest units (cubes x units per cube) a launch spreads over OpenMP threads.
+PARALLEL_UNITS = 32768
+
 
 def _has_barrier(stmts: list[ir.Stmt]) -> bool:
     for s in stmts:
@@ -334,7 +337,10 @@ class CEmitter(Emitter):
                   "bc_ccz = (uint32_t)bc_blob[2];")
         self.line("const int64_t bc_cubes = (int64_t)bc_ccx * bc_ccy * bc_ccz;")
         self.line("int bc_oob = 0;")
-        self.line("#pragma omp parallel for schedule(static) reduction(|:bc_oob)")
+        # Small launches stay on the calling thread: waking the OpenMP team costs more than
+        # a few thousand elements of work (and much more on a loaded machine).
+        self.line("#pragma omp parallel for schedule(static) reduction(|:bc_oob) "
+                  f"if(bc_cubes * BC_CD >= {PARALLEL_UNITS})")
         self.line("for (int64_t bc_cube = 0; bc_cube < bc_cubes; ++bc_cube) {")
         self.depth += 1
         for b in k.shared:
