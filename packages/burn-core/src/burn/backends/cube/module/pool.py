@@ -22,7 +22,7 @@ from burn.ir.cube import cube_dtype
 
 from ..kernels import fill_kernel
 from ..tensor import CubeTensor, Shape
-from .resize import as_4d, device_csr, resample, unravel, work_dtype
+from .resize import as_4d, device_csr, lead, planes, resample, unravel, work_dtype
 
 #: Names of the window scalars, per axis (h, w): kernel, stride, padding, dilation.
 _WINDOW = ("k", "s", "p", "d")
@@ -79,46 +79,48 @@ def _inside(b: Any, v: Any, size: Any) -> Any:
 
 
 @cache
-def _avg_kernel(dtype: DType) -> Any:
-    """Average pooling: one unit per output element."""
+def _avg_kernel(dtype: DType, rank: int) -> Any:
+    """Average pooling: one unit per output element (x: planes of rank 3 or 4)."""
     from burn_cube import KernelBuilder, i32
 
     work = cube_dtype("avg_pool", work_dtype(dtype))
     b = KernelBuilder("avg_pool")
-    x = b.tensor("x", cube_dtype("avg_pool", dtype), rank=4, write=False)
+    x = b.tensor("x", cube_dtype("avg_pool", dtype), rank=rank, write=False)
     w = _window_scalars(b)
     include_pad = b.scalar("include_pad", i32)
-    y = b.tensor("out", cube_dtype("avg_pool", dtype), rank=4, write=True)
+    y = b.tensor("out", cube_dtype("avg_pool", dtype), rank=3, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.len):
-        n, c, oh, ow = unravel(b, pos, y)
-        size = (b.local(i32, b.cast(x.shape[2], i32)), b.local(i32, b.cast(x.shape[3], i32)))
+        plane, oh, ow = unravel(b, pos, y)
+        xl = lead(b, x, plane)
+        size = (b.local(i32, b.cast(x.shape[-2], i32)), b.local(i32, b.cast(x.shape[-1], i32)))
         acc = b.local(work, 0.0)
         with b.for_range(w["kh"]) as i:
             h = b.local(i32, oh * w["sh"] - w["ph"] + i * w["dh"])
             with b.if_(_inside(b, h, size[0])), b.for_range(w["kw"]) as j:
                 col = b.local(i32, ow * w["sw"] - w["pw"] + j * w["dw"])
                 with b.if_(_inside(b, col, size[1])):
-                    b.set(acc, acc + b.cast(x[n, c, h, col], work))
+                    b.set(acc, acc + b.cast(x[(*xl, h, col)], work))
         y[pos] = acc / b.cast(_divisor(b, w, oh, ow, size, include_pad), work)
     return b.kernel()
 
 
 @cache
-def _max_kernel(dtype: DType) -> Any:
+def _max_kernel(dtype: DType, rank: int) -> Any:
     """Max pooling with -inf padding; NaN wins, ties go to the first tap (as NumPy)."""
     from burn_cube import KernelBuilder, bool_, i32, i64
 
     work = cube_dtype("max_pool", work_dtype(dtype))
     b = KernelBuilder("max_pool")
-    x = b.tensor("x", cube_dtype("max_pool", dtype), rank=4, write=False)
+    x = b.tensor("x", cube_dtype("max_pool", dtype), rank=rank, write=False)
     w = _window_scalars(b)
-    y = b.tensor("out", cube_dtype("max_pool", dtype), rank=4, write=True)
-    idx = b.tensor("indices", i64, rank=4, write=True)
+    y = b.tensor("out", cube_dtype("max_pool", dtype), rank=3, write=True)
+    idx = b.tensor("indices", i64, rank=3, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.len):
-        n, c, oh, ow = unravel(b, pos, y)
-        size = (b.local(i32, b.cast(x.shape[2], i32)), b.local(i32, b.cast(x.shape[3], i32)))
+        plane, oh, ow = unravel(b, pos, y)
+        xl = lead(b, x, plane)
+        size = (b.local(i32, b.cast(x.shape[-2], i32)), b.local(i32, b.cast(x.shape[-1], i32)))
         best = b.local(work, float("-inf"))
         arg = b.local(i32, 0)
         with b.for_range(w["kh"]) as i:
@@ -128,7 +130,7 @@ def _max_kernel(dtype: DType) -> Any:
                 col = b.local(i32, ow * w["sw"] - w["pw"] + j * w["dw"])
                 value = b.local(work, float("-inf"))
                 with b.if_(b.and_(row_in, _inside(b, col, size[1]))):
-                    b.set(value, b.cast(x[n, c, h, col], work))
+                    b.set(value, b.cast(x[(*xl, h, col)], work))
                 tap = i * w["kw"] + j
                 better = b.or_(value > best, b.and_(b.isnan(value), b.not_(b.isnan(best))))
                 with b.if_(b.or_(tap == 0, better)):
@@ -156,50 +158,55 @@ def _windows_reading(b: Any, w: dict[str, Any], at: Any, axis: str, size: Any) -
 
 
 @cache
-def _avg_backward_kernel(dtype: DType, grad_dtype: DType) -> Any:
+def _avg_backward_kernel(dtype: DType, grad_dtype: DType, rank: int) -> Any:
     """grad_x of average pooling: each input element sums grad / divisor of its windows."""
     from burn_cube import KernelBuilder, i32
 
     work = cube_dtype("avg_pool_backward", work_dtype(dtype))
     b = KernelBuilder("avg_pool_backward")
-    g = b.tensor("grad", cube_dtype("avg_pool_backward", grad_dtype), rank=4, write=False)
+    g = b.tensor("grad", cube_dtype("avg_pool_backward", grad_dtype), rank=rank, write=False)
     w = _window_scalars(b)
     include_pad = b.scalar("include_pad", i32)
-    gx = b.tensor("grad_x", cube_dtype("avg_pool_backward", dtype), rank=4, write=True)
+    gx = b.tensor("grad_x", cube_dtype("avg_pool_backward", dtype), rank=3, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < gx.len):
-        n, c, h, col = unravel(b, pos, gx)
-        size = (b.local(i32, b.cast(gx.shape[2], i32)), b.local(i32, b.cast(gx.shape[3], i32)))
+        plane, h, col = unravel(b, pos, gx)
+        gl = lead(b, g, plane)
+        size = (b.local(i32, b.cast(gx.shape[1], i32)), b.local(i32, b.cast(gx.shape[2], i32)))
         acc = b.local(work, 0.0)
-        with _windows_reading(b, w, h, "h", b.cast(g.shape[2], i32)) as oh, \
-                _windows_reading(b, w, col, "w", b.cast(g.shape[3], i32)) as ow:
+        with _windows_reading(b, w, h, "h", b.cast(g.shape[-2], i32)) as oh, \
+                _windows_reading(b, w, col, "w", b.cast(g.shape[-1], i32)) as ow:
             div = b.cast(_divisor(b, w, oh, ow, size, include_pad), work)
-            b.set(acc, acc + b.cast(g[n, c, oh, ow], work) / div)
+            b.set(acc, acc + b.cast(g[(*gl, oh, ow)], work) / div)
         gx[pos] = acc
     return b.kernel()
 
 
 @cache
-def _max_backward_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) -> Any:
+def _max_backward_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType,
+                         ranks: tuple[int, int]) -> Any:
     """grad_x of max pooling: each input element sums the grads of the windows whose index
     names it, in output order (as the NumPy backend's scatter)."""
     from burn_cube import KernelBuilder, i32
 
     work = cube_dtype("max_pool_backward", work_dtype(dtype))
     b = KernelBuilder("max_pool_backward")
-    idx = b.tensor("indices", cube_dtype("max_pool_backward", index_dtype), rank=4, write=False)
-    g = b.tensor("grad", cube_dtype("max_pool_backward", grad_dtype), rank=4, write=False)
+    idx = b.tensor("indices", cube_dtype("max_pool_backward", index_dtype), rank=ranks[0],
+                   write=False)
+    g = b.tensor("grad", cube_dtype("max_pool_backward", grad_dtype), rank=ranks[1],
+                 write=False)
     w = _window_scalars(b)
-    gx = b.tensor("grad_x", cube_dtype("max_pool_backward", dtype), rank=4, write=True)
+    gx = b.tensor("grad_x", cube_dtype("max_pool_backward", dtype), rank=3, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < gx.len):
-        n, c, h, col = unravel(b, pos, gx)
-        flat = h * b.cast(gx.shape[3], i32) + col
+        plane, h, col = unravel(b, pos, gx)
+        il, gl = lead(b, idx, plane), lead(b, g, plane)
+        flat = h * b.cast(gx.shape[2], i32) + col
         acc = b.local(work, 0.0)
-        with _windows_reading(b, w, h, "h", b.cast(g.shape[2], i32)) as oh, \
-                _windows_reading(b, w, col, "w", b.cast(g.shape[3], i32)) as ow, \
-                b.if_(idx[n, c, oh, ow] == flat):
-            b.set(acc, acc + b.cast(g[n, c, oh, ow], work))
+        with _windows_reading(b, w, h, "h", b.cast(g.shape[-2], i32)) as oh, \
+                _windows_reading(b, w, col, "w", b.cast(g.shape[-1], i32)) as ow, \
+                b.if_(idx[(*il, oh, ow)] == flat):
+            b.set(acc, acc + b.cast(g[(*gl, oh, ow)], work))
         gx[pos] = acc
     return b.kernel()
 
@@ -273,8 +280,9 @@ class CubePoolOps:
         out, scalars = _geometry("avg_pool", x, options)
         y = _empty4(self, x, out, x.dtype)
         if y.size:
-            self.launch(_avg_kernel(x.dtype), y.size, as_4d(x).array, *scalars,
-                        int(options.count_include_pad), y.array)
+            xp = planes(as_4d(x))
+            self.launch(_avg_kernel(x.dtype, len(xp.shape)), y.size, xp.array, *scalars,
+                        int(options.count_include_pad), planes(y).array)
         return _back_to(y, (*x.shape[:2], *out))
 
     def avg_pool_backward(self: Any, x: CubeTensor, grad: CubeTensor,
@@ -293,8 +301,9 @@ class CubePoolOps:
         _check_grad("avg_pool_backward", x, grad, out)
         gx = _empty4(self, x, list(x.shape[2:]), x.dtype)
         if gx.size:
-            self.launch(_avg_backward_kernel(x.dtype, grad.dtype), gx.size, as_4d(grad).array,
-                        *scalars, int(options.count_include_pad), gx.array)
+            gp = planes(as_4d(grad))
+            self.launch(_avg_backward_kernel(x.dtype, grad.dtype, len(gp.shape)), gx.size,
+                        gp.array, *scalars, int(options.count_include_pad), planes(gx).array)
         return _back_to(gx, x.shape)
 
     def max_pool_with_indices(self: Any, x: CubeTensor, options: PoolOptions
@@ -312,8 +321,9 @@ class CubePoolOps:
         y = _empty4(self, x, out, x.dtype)
         idx = _empty4(self, x, out, DType.int64)
         if y.size:
-            self.launch(_max_kernel(x.dtype), y.size, as_4d(x).array, *scalars, y.array,
-                        idx.array)
+            xp = planes(as_4d(x))
+            self.launch(_max_kernel(x.dtype, len(xp.shape)), y.size, xp.array, *scalars,
+                        planes(y).array, planes(idx).array)
         shape = (*x.shape[:2], *out)
         return _back_to(y, shape), _back_to(idx, shape)
 
@@ -346,7 +356,9 @@ class CubePoolOps:
             if indices.size:
                 self.launch(_max_scatter_kernel(*dtypes), indices.size, idx, g, gx.array)
         else:
-            self.launch(_max_backward_kernel(*dtypes), gx.size, idx, g, *scalars, gx.array)
+            ip, gp = planes(as_4d(indices)), planes(as_4d(grad))
+            kernel = _max_backward_kernel(*dtypes, (len(ip.shape), len(gp.shape)))
+            self.launch(kernel, gx.size, ip.array, gp.array, *scalars, planes(gx).array)
         return _back_to(gx, x.shape)
 
     def adaptive_avg_pool(self: Any, x: CubeTensor, output_size: Shape) -> CubeTensor:

@@ -56,26 +56,49 @@ def as_4d(x: CubeTensor) -> CubeTensor:
     return x.view((n, c, 1, length), (sn, sc, 0, sl))
 
 
+def planes(t: CubeTensor) -> CubeTensor:
+    """A 4-d [N, C, H, W] tensor as [N*C, H, W] where its strides allow (kernels then unravel
+    one index less), else as it is."""
+    n, c, h, w = t.shape
+    s0, s1, s2, s3 = t.strides
+    if n == 1 or s0 == c * s1:
+        return t.view((n * c, h, w), (s1, s2, s3))
+    if c == 1:
+        return t.view((n, h, w), (s0, s2, s3))
+    return t
+
+
+def lead(b: Any, t: Any, plane: Any) -> tuple[Any, ...]:
+    """The leading indices of plane `plane` (i32) into the kernel tensor `t`: the plane itself
+    (rank 3) or its (n, c) (rank 4)."""
+    from burn_cube import i32
+
+    if t.rank == 3:
+        return (plane,)
+    channels = b.local(i32, b.cast(t.shape[1], i32))
+    return b.local(i32, plane // channels), b.local(i32, plane % channels)
+
+
 @cache
-def resample_axis_kernel(src: DType, out: DType, axis: int) -> Any:
-    """`out[..., o, ...] = sum_k wt[k] * src[..., col[k], ...]` over k in [ptr[o], ptr[o+1])
-    along `axis` of rank-4 tensors (`src` any strides, `out` dense), computed in the work
-    dtype of `out`."""
+def resample_axis_kernel(src: DType, out: DType, rank: int, axis: int) -> Any:
+    """`out[p, ..., o, ...] = sum_k wt[k] * src[p, ..., col[k], ...]` over k in
+    [ptr[o], ptr[o+1]) along `axis` (-2 or -1) of the planes p of `src` (rank 3 or 4, any
+    strides) into `out` (dense [planes, H, W]), computed in the work dtype of `out`."""
     from burn_cube import KernelBuilder, i32
 
     work = cube_dtype("resample", work_dtype(out))
-    b = KernelBuilder(f"resample_axis{axis}")
-    x = b.tensor("src", cube_dtype("resample", src), rank=4, write=False)
+    b = KernelBuilder(f"resample_axis{axis % 2 + 2}")
+    x = b.tensor("src", cube_dtype("resample", src), rank=rank, write=False)
     ptr = b.tensor("ptr", i32, rank=1, write=False)
     col = b.tensor("col", i32, rank=1, write=False)
     wt = b.tensor("wt", work, rank=1, write=False)
-    y = b.tensor("out", cube_dtype("resample", out), rank=4, write=True)
+    y = b.tensor("out", cube_dtype("resample", out), rank=3, write=True)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.len):
-        coords = unravel(b, pos, y)
+        plane, *coords = unravel(b, pos, y)
+        index = [*lead(b, x, plane), *coords]
         acc = b.local(work, 0.0)
         with b.for_range(ptr[coords[axis]], ptr[coords[axis] + 1]) as k:
-            index = list(coords)
             index[axis] = col[k]
             b.set(acc, acc + wt[k] * b.cast(x[tuple(index)], work))
         y[pos] = acc
@@ -108,17 +131,18 @@ def resample(backend: Any, x: CubeTensor, maps: Sequence[tuple[int, Csr, int]],
     Returns:
         The dense result.
     """
-    cur = x
+    cur, shape = planes(x), list(x.shape)
     for i, (axis, (ptr, col, wt), size) in enumerate(maps):
         step = dtype if i == len(maps) - 1 else work_dtype(dtype)
-        shape = list(cur.shape)
         shape[axis] = size
         out = backend.empty(tuple(shape), step)
+        flat = out.view((shape[0] * shape[1], *shape[2:]), (shape[2] * shape[3], shape[3], 1))
         if out.size:
-            backend.launch(resample_axis_kernel(cur.dtype, step, axis), out.size, cur.array,
-                           ptr.array, col.array, wt.array, out.array)
-        cur = out
-    return cur
+            kernel = resample_axis_kernel(cur.dtype, step, len(cur.shape), axis - 4)
+            backend.launch(kernel, out.size, cur.array, ptr.array, col.array, wt.array,
+                           flat.array)
+        cur = flat
+    return out
 
 
 def _check(op: str, x: CubeTensor, output_size: tuple[int, int],
