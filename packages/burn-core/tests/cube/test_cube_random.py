@@ -36,12 +36,15 @@ def philox_ref(counter: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     return np.stack(c, axis=1)
 
 
-def stream_words(seed: int, call: int, blocks: int) -> np.ndarray:
-    """The words of call `call` after `seed` (blocks x 4, row-major)."""
+def stream_words(seed: int, call: int, n: int) -> np.ndarray:
+    """The words of call `call` after `seed` in the order of `n` one-word output elements:
+    word j of block i is element i + j * ceil(n / 4)."""
+    blocks = -(-n // 4)
     counter = np.zeros((blocks, 4), np.uint64)
     counter[:, 0] = np.arange(blocks)
     counter[:, 2], counter[:, 3] = call & 0xFFFFFFFF, call >> 32
-    return philox_ref(counter, (seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF)).reshape(-1)
+    words = philox_ref(counter, (seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF))
+    return words.T.reshape(-1)[:n]
 
 
 def backend_of(name: str) -> tuple[burn.Device, Any]:
@@ -92,10 +95,10 @@ def test_uniform_f32_bitwise_equal_on_cpu_and_wgpu() -> None:
                         draw(name, (517,), Distribution("uniform", 0.1, 0.7), DType.float32)])
     for first, second in zip(*results, strict=True):
         assert first.tobytes() == second.tobytes()
-    words = stream_words(1234, 0, math.ceil(3003 / 4))[:3003]
+    words = stream_words(1234, 0, 3003)
     expected = ((words >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24))
     np.testing.assert_array_equal(results[0][0].reshape(-1), expected)
-    words = stream_words(1234, 1, math.ceil(517 / 4))[:517]
+    words = stream_words(1234, 1, 517)
     unit = (words >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)
     # u * (high - low) + low rounded twice, as NumPy (the C and CUDA compilers fuse no FMA)
     np.testing.assert_array_equal(results[0][1], unit * np.float32(0.7 - 0.1) + np.float32(0.1))
@@ -113,7 +116,7 @@ def test_int_random_bitwise_equal_on_cpu_and_wgpu(dtype: DType) -> None:
                         for lo, hi in spans])
     for first, second in zip(*results, strict=True):
         np.testing.assert_array_equal(first, second)
-    words = stream_words(99, 0, 65)[:257]  # span 12: low + floor(w * 12 / 2**32)
+    words = stream_words(99, 0, 257)  # span 12: low + floor(w * 12 / 2**32)
     np.testing.assert_array_equal(results[0][0], -5 + ((words * np.uint64(12)) >> np.uint64(32))
                                   .astype(np.int64))
 

@@ -15,6 +15,9 @@ Words become values as follows (``u`` is a uniform float in [0, 1)):
   value; normal: ``(w0, w1)`` of a block give two values (radius from ``1 - u0`` so the log is
   finite, hence |z| <= 5.8).
 * float64: ``u`` of 53 bits from two words; normal: two values per block.
+
+A block gives k values (4; 2 for float64 and wide int64 spans): with ``units = ceil(n / k)``
+blocks, value j of block i is element ``i + j * units`` of the (row-major) output.
 * int32 / int64 in [low, high): ``low + floor(w * span / 2**32)`` for spans up to 2**32,
   else (int64) ``low + floor(w64 * span / 2**64)`` of a word pair (the full int64 range is
   drawn as the span 2**64 - 1: its last value never comes). No rejection: the bias is below
@@ -119,11 +122,17 @@ def _box_muller(b: Any, u0: Any, u1: Any) -> tuple[Any, Any]:
 
 
 def _store_all(b: Any, out: Any, values: list[Any]) -> None:
-    """`out[pos * len(values) + j] = values[j]` where that index is inside `out`."""
-    for j, value in enumerate(values):
-        index = b.ABSOLUTE_POS * len(values) + j
-        with b.if_(index < out.len):
-            out[index] = b.cast(value, out.dtype)
+    """`out[pos + j * units] = values[j]` for the first `units` = ceil(len / len(values))
+    positions, where that index is inside `out`. Each value's stores are contiguous across
+    units and computed outside the guards (C compilers do not speculate a float compare), so
+    C compilers vectorize the units."""
+    pos = b.ABSOLUTE_POS
+    units = b.local(pos.dtype, (out.len + (len(values) - 1)) // len(values))
+    ready = [b.local(out.dtype, b.cast(value, out.dtype)) for value in values]
+    for j, value in enumerate(ready):
+        index = pos + units * j
+        with b.if_(b.and_(pos < units, index < out.len)):
+            out[index] = value
 
 
 @cache
