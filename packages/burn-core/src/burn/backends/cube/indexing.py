@@ -94,13 +94,14 @@ def _select_kernel(dtype: DType, index_dtype: DType, index_rank: int, by_rows: b
         start = b.local(u32, _at(x, c, 1, row))
         if by_rows:
             with b.for_range(out.shape[2]) as i:
-                _select_store(b, valid, out, pos * out.shape[2] + i, x, start + i * x.stride[2])
+                _store_or_zero(b, valid, out, pos * out.shape[2] + i, x, start + i * x.stride[2])
         else:
-            _select_store(b, valid, out, pos, x, start)
+            _store_or_zero(b, valid, out, pos, x, start)
     return b.kernel()
 
 
-def _select_store(b: Any, valid: Any, out: Any, target: Any, x: Any, source: Any) -> None:
+def _store_or_zero(b: Any, valid: Any, out: Any, target: Any, x: Any, source: Any) -> None:
+    """`out[target] = x[source]` where `valid`, else 0 (an out-of-range index reads 0)."""
     with b.if_(valid):
         out[target] = x[source]
     with b.else_():
@@ -121,10 +122,7 @@ def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int) -> Any
     with b.if_(pos < out.len):
         c = _coords(b, _shape(idx, rank), pos)
         valid, row = _wrapped(b, idx[_at(idx, c)], x.shape[dim])
-        with b.if_(valid):
-            out[pos] = x[_at(x, c, dim, row)]
-        with b.else_():
-            out[pos] = b.cast(0, cube)
+        _store_or_zero(b, valid, out, pos, x, _at(x, c, dim, row))
     return b.kernel()
 
 
