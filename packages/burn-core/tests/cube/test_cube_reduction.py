@@ -435,6 +435,37 @@ def test_cuda_sources() -> None:
         assert "__global__" in source, name
 
 
+@pytest.mark.parametrize("schedule", ["unit", "lanes", "sweep", "tree", "plane"])
+def test_every_schedule(device: str, schedule: str) -> None:
+    """Each schedule on each runtime, whichever the backend would pick there: sums, arg max
+    with ties and NaN, and softmax, rows strided in memory."""
+    import burn_cube as bc
+
+    bk = _backend(device)
+    rng = np.random.default_rng(9)
+    data = np.round(rng.standard_normal((301, 5)) * 2).astype(np.float32)
+    data[[10, 200], 2] = np.nan
+    x = _prim(burn.tensor(data, device=device))
+    rows = x.view((5,), (1,))  # row r: data[:, r], elements 5 apart
+    units = TREE_DIM if schedule in ("tree", "plane") else 2
+    cubes = 5 if schedule in ("tree", "plane") else 3
+    total, best = bk.empty((5,), burn.float32), bk.empty((5,), burn.int64)
+    reduce_kernel("sum", (bc.f32,) * 3, 1, False, schedule, units, (True, False)).launch(
+        bk.runtime, (cubes, 1, 1), units, rows.array, 301, 5, total.array)
+    reduce_kernel("max", (bc.f32,) * 3, 1, False, schedule, units, (False, True)).launch(
+        bk.runtime, (cubes, 1, 1), units, rows.array, 301, 5, best.array)
+    np.testing.assert_allclose(host_array(total), data.astype(np.float64).sum(0), rtol=1e-6)
+    np.testing.assert_array_equal(host_array(best), np.argmax(data, 0))
+    finite = np.nan_to_num(data)
+    fx = _prim(burn.tensor(finite, device=device))
+    out = bk.empty(fx.shape, burn.float32)
+    softmax_kernel((bc.f32, bc.f32), 1, schedule, units, False).launch(
+        bk.runtime, (cubes, 1, 1), units, fx.view((5,), (1,)).array, 301, 5,
+        out.view((5,), (1,)).array, 5)
+    np.testing.assert_allclose(host_array(out), torch.softmax(torch.from_numpy(finite), 0),
+                               rtol=1e-5, atol=1e-7)
+
+
 def test_collapse() -> None:
     assert red.collapse((2, 1, 3, 4), (12, 12, 4, 1)) == ((24,), ((1,),))
     assert red.collapse((2, 3), (1, 2)) == ((2, 3), ((1, 2),))

@@ -123,15 +123,17 @@ def _kahan_add(b: Any, acc: Any, carry: Any, v: Any) -> None:
 
 class _Acc:
     """A running reduction in locals: the value, the winner's index (arg ops) and a Kahan
-    carry (float sums), started from `init` (at element `at` for arg ops)."""
+    carry (float sums unless `kahan` is False), started from `init` (at element `at`)."""
 
-    def __init__(self, b: Any, op: str, dtype: Any, init: Any, at: Any, indexed: bool) -> None:
+    def __init__(self, b: Any, op: str, dtype: Any, init: Any, at: Any, indexed: bool,
+                 kahan: bool = True) -> None:
         from burn_cube import u32
 
         self.b, self.op = b, op
         self.value = b.local(dtype, init)
         self.index = b.local(u32, at) if indexed else None
-        self.carry = b.local(dtype, 0) if op == "sum" and dtype.is_float else None
+        compensated = kahan and op == "sum" and dtype.is_float
+        self.carry = b.local(dtype, 0) if compensated else None
 
     def add(self, v: Any, k: Any) -> None:
         """Take element `k` of value `v`."""
@@ -201,7 +203,7 @@ def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]
     """Combine every unit's (value, index) through shared memory; element 0 of the returned
     shared arrays holds the cube's result after the last barrier. `plane`: sums add up within
     each plane, then unit 0 adds the planes' totals."""
-    from burn_cube import bool_, u32
+    from burn_cube import u32
 
     u = b.UNIT_POS
     values = b.shared(acc.dtype, TREE_DIM)
@@ -225,16 +227,12 @@ def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]
     half = TREE_DIM // 2
     while half:
         with b.if_(u < half):
-            mine, other = b.local(acc.dtype, values[u]), b.local(acc.dtype, values[u + half])
-            if indices is None:
-                values[u] = _combine(b, op, mine, other)
-            else:
-                mine_i = b.local(u32, indices[u])
-                other_i = b.local(u32, indices[u + half])
-                take = b.local(bool_, _better(b, op, other, mine) | (
-                    _same(b, other, mine) & (other_i < mine_i)))
-                values[u] = b.select(take, other, mine)
-                indices[u] = b.select(take, other_i, mine_i)
+            pair = [_Acc(b, op, acc.dtype, values[i], None if indices is None else indices[i],
+                         indices is not None, kahan=False) for i in (u, u + half)]
+            pair[0].merge(pair[1])
+            values[u] = pair[0].value
+            if indices is not None:
+                indices[u] = pair[0].index
         b.sync_units()
         half //= 2
     return values, indices
