@@ -1,13 +1,14 @@
-"""Convolutions of the cube backends: conv and conv_transpose (1-d, 2-d, 3-d) with backward, and
-unfold4d, as burn-cube kernels around the backend's batched `float_matmul`.
+"""Convolutions of the cube backends: conv and conv_transpose (1-d, 2-d, 3-d), deform_conv2d,
+each with its backward, and unfold4d, as burn-cube kernels around the backend's `float_matmul`.
 
-The NumPy backend's formulation (`burn.backends.numpy.module.conv`), per batch item on device
-buffers: an im2col kernel reads x in place (any strides, zero padding by bounds) into columns
-`[N, G, C/G*K, L]`, a batched matmul with the weight `[1, G, C_out/G, C/G*K]` gives the output
-`[N, C_out, L]` in place (a converting copy only to add a bias or round to float16/bfloat16).
-Input gradients and transposed convolutions go back through col2im, a gather (each input element
-sums the columns that read it: deterministic, no atomics). float16/bfloat16 compute in float32,
-as NumPy does.
+The NumPy backend's formulation (`burn.backends.numpy.module.conv`) on device buffers: an im2col
+kernel reads x in place (any strides, zero padding by bounds) into batch-inner columns, i.e.
+matrices `[G, C/G*K, N*L]`, so each op is one matmul per group (one large BLAS call on the cpu
+whatever the batch); converting copies put channels back in `[N, C, *S]` order (adding the bias,
+rounding to float16/bfloat16). Input gradients and transposed convolutions go back through
+col2im, a gather (each input element sums the columns that read it: deterministic, no atomics).
+The bias gradient of conv is the matmul's column over a row of ones appended to the columns.
+float16/bfloat16 compute in float32, as NumPy does.
 """
 
 from __future__ import annotations
@@ -58,10 +59,10 @@ def _swap(t: CubeTensor) -> CubeTensor:
                   (*t.strides[:-2], t.strides[-1], t.strides[-2]))
 
 
-def _groups(t: CubeTensor, groups: int) -> CubeTensor:
-    """A view of `[N, C, L]` as `[N, G, C/G, L]`."""
-    (n, c, length), (s0, s1, s2) = t.shape, t.strides
-    return t.view((n, groups, c // groups, length), (s0, s1 * (c // groups), s1, s2))
+def _matrices(cols: CubeTensor, groups: int) -> CubeTensor:
+    """Batch-inner columns `[N, R, L]` (strides `(L*s, r, s)`) as matrices `[G, R/G, N*L]`."""
+    (n, rows, length), (_, s1, s2) = cols.shape, cols.strides
+    return cols.view((groups, rows // groups, n * length), (s1 * (rows // groups), s1, s2))
 
 
 class CubeConvOps:
@@ -91,32 +92,32 @@ class CubeConvOps:
             self.launch(kernel, rows * chunks, *args, chunk, chunks)
 
     def _column_buffer(self: Any, n: int, rows: int, length: int, dtype: DType,
-                       groups: int) -> tuple[CubeTensor, int, int]:
-        """A new `[N, rows, L]` column buffer of `dtype`; with `groups`, each group's rows are
-        followed by a row of ones (`[N, G, rows/G + 1, L]`: a matmul with a bias column then adds
-        the bias, and its gradient sums the bias gradient).
+                       groups: int = 0) -> tuple[CubeTensor, int, int]:
+        """New batch-inner columns `[N, rows, L]` of `dtype`; with `groups`, each group's rows
+        are followed by a row of ones (the matrices are `[G, rows/G + 1, N*L]`).
 
         Returns:
             (columns, rows per group, rows skipped after each group): the kernels' scalars.
         """
-        cols = self.empty((n, rows + groups, length), dtype)
+        buffer = self.empty((rows + groups, n, length), dtype)
         per_group = rows // max(groups, 1)
         if groups:
             one = self.upload(np.ones((1, 1, 1, 1), dtype.numpy))
-            ones = cols.view((n, groups, 1, length),
-                             (cols.strides[0], (per_group + 1) * length, length, 1),
-                             cols.offset + per_group * length)
+            ones = buffer.view((n, groups, 1, length),
+                               (length, (per_group + 1) * n * length, n * length, 1),
+                               buffer.offset + per_group * n * length)
             copy_into(self, one.view(ones.shape, (0, 0, 0, 0)), ones)
+        cols = buffer.view((n, rows + groups, length), (length, n * length, 1))
         return cols, max(per_group, 1), 1 if groups else 0
 
     def _im2col(self: Any, x: CubeTensor, kernel: Sequence[int], options: Geometry,
-                out: Sequence[int], dtype: DType, groups: int = 0) -> CubeTensor:
-        """Columns `[N, C*K, L]` of `dtype` of x's zero-padded windows (dense; with `groups`,
-        ones rows as `_column_buffer`)."""
+                out: Sequence[int], cols: CubeTensor, spacing: Sequence[int] = (1, 0)
+                ) -> CubeTensor:
+        """Fills the columns view `cols` `[N, rows, L]` with x's zero-padded windows (`spacing`:
+        rows per group and rows skipped after each, see `_column_buffer`)."""
         n, c = x.shape[:2]
         rows = c * math.prod(kernel)
-        cols, *spacing = self._column_buffer(n, rows, math.prod(out), dtype, groups)
-        self._launch_windows(im2col_kernel(x.dtype, dtype, len(kernel)),
+        self._launch_windows(im2col_kernel(x.dtype, cols.dtype, len(kernel)),
                              n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
                              *spacing, *_geometry(kernel, options, out))
         return cols
@@ -135,56 +136,55 @@ class CubeConvOps:
         return out
 
     # --- layouts ----------------------------------------------------------------------------
-    def _flat(self: Any, t: CubeTensor, dtype: DType) -> CubeTensor:
-        """`[N, C, *S]` as `[N, C, prod(S)]` of `dtype` (copied unless dense and of `dtype`)."""
+    def _columns(self: Any, m: CubeTensor, n: int) -> CubeTensor:
+        """Matrices `[G, R, N*L]` (a matmul result, any strides) as columns `[N, G*R, L]`: a
+        view where the strides allow, else a dense copy."""
+        g, r, nl = m.shape
+        if g > 1 and r > 1 and m.strides[0] != m.strides[1] * r:
+            m = self._convert(m, m.dtype)
+        s0, s1, s2 = m.strides
+        length = nl // n if n else 0
+        return m.view((n, g * r, length), (s2 * length, s1 if r > 1 else s0, s2))
+
+    def _rows(self: Any, t: CubeTensor, groups: int, dtype: DType) -> CubeTensor:
+        """`[N, C, *S]` -> dense matrices `[G, C/G, N*prod(S)]` of `dtype`."""
         n, c, *spatial = t.shape
-        return _reshape(self._convert(t, dtype), (n, c, math.prod(spatial)))
+        cg = c // groups
+        grouped = t.view((groups, cg, n, *spatial),
+                         (t.strides[1] * cg, t.strides[1], t.strides[0], *t.strides[2:]))
+        return _reshape(self._convert(grouped, dtype), (groups, cg, n * math.prod(spatial)))
 
-    def _merge(self: Any, t: CubeTensor) -> CubeTensor:
-        """`[N, G, R, L]` (a matmul result) as `[N, G*R, L]`: a view where the strides allow,
-        else a dense copy."""
-        n, g, r, length = t.shape
-        if g > 1 and r > 1 and t.strides[1] != t.strides[2] * r:
-            t = self._convert(t, t.dtype)
-        s0, s1, s2, s3 = t.strides
-        return t.view((n, g * r, length), (s0, s2 if r > 1 else s1, s3))
+    def _unrows(self: Any, m: CubeTensor, shape: Shape, dtype: DType,
+                bias: CubeTensor | None) -> CubeTensor:
+        """Inverse of `_rows`: matrices `[G, C/G, N*L]` -> a dense `shape` `[N, C, *S]` tensor of
+        `dtype`, + bias per channel."""
+        return _reshape(self._convert(self._columns(m, shape[0]), dtype, bias), shape)
 
-    def _weight(self: Any, weight: CubeTensor, groups: int, dtype: DType,
-                bias: CubeTensor | None = None) -> CubeTensor:
-        """A weight `[G*R, ...]` as `[1, G, R, prod(...)]` matrices of `dtype`, with `bias` as a
-        last column when given."""
+    def _weight(self: Any, weight: CubeTensor, groups: int, dtype: DType) -> CubeTensor:
+        """A weight `[G*R, ...]` as matrices `[G, R, prod(...)]` of `dtype`."""
         rows, *rest = weight.shape
-        shape = (1, groups, rows // groups, math.prod(rest))
-        w = _reshape(self._convert(weight, dtype), shape)
-        if bias is None:
-            return w
-        ext = self.empty((*shape[:3], shape[3] + 1), dtype)
-        copy_into(self, w, ext.view(shape, ext.strides))
-        column = self._convert(bias.view(shape[1:3], (bias.strides[0] * shape[2],
-                                                      bias.strides[0])), dtype)
-        copy_into(self, column.view((*shape[:3], 1), (0, *column.strides, 1)),
-                  ext.view((*shape[:3], 1), ext.strides, shape[3]))
-        return ext
+        return _reshape(self._convert(weight, dtype), (groups, rows // groups, math.prod(rest)))
 
-    def _weight_grad(self: Any, per_item: CubeTensor, weight: CubeTensor,
+    def _weight_grad(self: Any, total: CubeTensor, weight: CubeTensor,
                      bias: CubeTensor | None = None) -> tuple[CubeTensor, CubeTensor | None]:
-        """Per batch item weight gradients `[N, G, R, S]` summed over N, as weight's shape and
-        dtype; with `bias`, the last of the S columns is the bias gradient (ones rows in the
-        columns)."""
-        total = self.float_sum_dim(per_item, 0)
-        shape = (*total.shape[:3], math.prod(weight.shape[1:]))
+        """Weight gradient matrices `[G, R, S]` as weight's shape and dtype; with `bias`, a last
+        column (the ones rows of the columns) is the bias gradient."""
+        shape = (*total.shape[:2], math.prod(weight.shape[1:]))
         gw = _reshape(self._convert(total.view(shape, total.strides), weight.dtype),
                       weight.shape)
         if bias is None:
             return gw, None
-        column = total.view((*shape[:3], 1), total.strides, total.offset + shape[3])
+        column = total.view((*shape[:2], 1), total.strides, total.offset + shape[2]
+                            * total.strides[2])
         return gw, _reshape(self._convert(column, bias.dtype), bias.shape)
 
-    def _bias_grad(self: Any, grad: CubeTensor, bias: CubeTensor | None) -> CubeTensor | None:
-        """Sum of grad `[N, C, L]` per channel, as bias's dtype; None without bias."""
+    def _bias_grad(self: Any, grad: CubeTensor, bias: CubeTensor | None,
+                   dtype: DType) -> CubeTensor | None:
+        """Sum of grad `[N, C, *S]` per channel (in `dtype`), as bias's dtype; None without
+        bias."""
         if bias is None:
             return None
-        total = self.float_sum_dim(self.float_sum_dim(grad, 2), 0)
+        total = self.float_sum_dim(self._rows(grad, 1, dtype), 2)
         return _reshape(self._convert(total, bias.dtype), bias.shape)
 
     # --- ops --------------------------------------------------------------------------------
@@ -205,10 +205,11 @@ class CubeConvOps:
         c_out = _check("conv", _shaped(x), _shaped(weight), _shaped(bias), options)
         out = _conv_out("conv", _shaped(x), kernel, options)
         work = _work(x.dtype)
-        ones = 0 if bias is None else g
-        cols = _groups(self._im2col(x, kernel, options, out, work, ones), g)
-        y = self._merge(self.float_matmul(self._weight(weight, g, work, bias), cols))
-        return _reshape(self._convert(y, x.dtype), (x.shape[0], c_out, *out))
+        n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
+        cols, *spacing = self._column_buffer(n, rows, length, work)
+        self._im2col(x, kernel, options, out, cols, spacing)
+        y = self.float_matmul(self._weight(weight, g, work), _matrices(cols, g))
+        return self._unrows(y, (n, c_out, *out), x.dtype, bias)
 
     def conv_backward(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
                       grad: CubeTensor, options: ConvOptions
@@ -227,12 +228,14 @@ class CubeConvOps:
         out = _conv_out(op, _shaped(x), kernel, options)
         _check_grad(op, _shaped(grad), (x.shape[0], c_out, *out))
         work = _work(x.dtype)
-        ones = 0 if bias is None else g
-        cols = _groups(self._im2col(x, kernel, options, out, work, ones), g)
-        go = _groups(self._flat(grad, work), g)
-        gw, gb = self._weight_grad(self.float_matmul(go, _swap(cols)), weight, bias)
+        n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
+        cols, *spacing = self._column_buffer(n, rows, length, work, 0 if bias is None else g)
+        self._im2col(x, kernel, options, out, cols, spacing)
+        go = self._rows(grad, g, work)
+        gw, gb = self._weight_grad(self.float_matmul(go, _swap(_matrices(cols, g))), weight,
+                                   bias)
         gcols = self.float_matmul(_swap(self._weight(weight, g, work)), go)
-        gx = self._col2im(self._merge(gcols), x.shape, out, kernel, options, x.dtype, None)
+        gx = self._col2im(self._columns(gcols, n), x.shape, out, kernel, options, x.dtype, None)
         return gx, gw, gb
 
     def conv_transpose(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
@@ -253,7 +256,7 @@ class CubeConvOps:
         out = _transpose_out(op, _shaped(x), kernel, options)
         work = _work(x.dtype)
         w = self._weight(weight, g, work)
-        cols = self._merge(self.float_matmul(_swap(w), _groups(self._flat(x, work), g)))
+        cols = self._columns(self.float_matmul(_swap(w), self._rows(x, g, work)), x.shape[0])
         return self._col2im(cols, (x.shape[0], c_out, *out), x.shape[2:], kernel, options,
                             x.dtype, bias)
 
@@ -275,12 +278,13 @@ class CubeConvOps:
         _check_grad(op, _shaped(grad),
                     (x.shape[0], c_out, *_transpose_out(op, _shaped(x), kernel, options)))
         work = _work(x.dtype)
-        cols = _groups(self._im2col(grad, kernel, options, x.shape[2:], work), g)
-        xs = _groups(self._flat(x, work), g)
-        gw, _ = self._weight_grad(self.float_matmul(xs, _swap(cols)), weight)
-        gx = self._merge(self.float_matmul(self._weight(weight, g, work), cols))
-        gx = _reshape(self._convert(gx, x.dtype), x.shape)
-        return gx, gw, None if bias is None else self._bias_grad(self._flat(grad, work), bias)
+        n, length = x.shape[0], math.prod(x.shape[2:])
+        cols, *spacing = self._column_buffer(n, c_out * math.prod(kernel), length, work)
+        cols = _matrices(self._im2col(grad, kernel, options, x.shape[2:], cols, spacing), g)
+        gw, _ = self._weight_grad(self.float_matmul(self._rows(x, g, work), _swap(cols)), weight)
+        gx = self._unrows(self.float_matmul(self._weight(weight, g, work), cols), x.shape,
+                          x.dtype, None)
+        return gx, gw, self._bias_grad(grad, bias, work)
 
     def _deform_columns(self: Any, x: CubeTensor, offset: CubeTensor, weight: CubeTensor,
                         mask: CubeTensor | None, options: DeformConvOptions, out: Sequence[int],
@@ -318,11 +322,9 @@ class CubeConvOps:
         out = _check_deform("deform_conv2d", _shaped(x), _shaped(offset), _shaped(weight),
                             _shaped(mask), _shaped(bias), options)
         work = _work(x.dtype)
-        cols = self._deform_columns(x, offset, weight, mask, options, out, work,
-                                    0 if bias is None else g)
-        y = self.float_matmul(self._weight(weight, g, work, bias), _groups(cols, g))
-        return _reshape(self._convert(self._merge(y), x.dtype),
-                        (x.shape[0], weight.shape[0], *out))
+        cols = self._deform_columns(x, offset, weight, mask, options, out, work, 0)
+        y = self.float_matmul(self._weight(weight, g, work), _matrices(cols, g))
+        return self._unrows(y, (x.shape[0], weight.shape[0], *out), x.dtype, bias)
 
     def deform_conv2d_backward(self: Any, x: CubeTensor, offset: CubeTensor,
                                weight: CubeTensor, mask: CubeTensor | None,
@@ -347,9 +349,11 @@ class CubeConvOps:
         work = _work(x.dtype)
         cols = self._deform_columns(x, offset, weight, mask, options, out, work,
                                     0 if bias is None else g)
-        go = _groups(self._flat(grad, work), g)
-        gw, gb = self._weight_grad(self.float_matmul(go, _swap(_groups(cols, g))), weight, bias)
-        gcols = self._merge(self.float_matmul(_swap(self._weight(weight, g, work)), go))
+        go = self._rows(grad, g, work)
+        gw, gb = self._weight_grad(self.float_matmul(go, _swap(_matrices(cols, g))), weight,
+                                   bias)
+        gcols = self._columns(self.float_matmul(_swap(self._weight(weight, g, work)), go),
+                              x.shape[0])
         inputs = (*_deform_inputs(x, offset, mask), gcols.array)
         scalars = (x.shape[1] // options.offset_groups, *_geometry(weight.shape[2:], options,
                                                                    out))
@@ -383,7 +387,9 @@ class CubeConvOps:
         if len(x.shape) != 4:
             raise ShapeError("unfold4d", "x must be [N, C, H, W]", x=x.shape)
         out = _conv_out("unfold4d", _shaped(x), kernel_size, options)
-        return self._im2col(x, kernel_size, options, out, x.dtype)
+        cols = self.empty((x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)),
+                          x.dtype)
+        return self._im2col(x, kernel_size, options, out, cols)
 
 
 def _dtype_of(t: CubeTensor | None) -> DType | None:

@@ -101,8 +101,8 @@ def deform_im2col_kernel(src: DType, offset: DType, mask: DType | None, work: DT
     """Deformable columns: `cols[n, r + (r / group_rows) * skip, l]` with r = c*K + k is x[n, c]
     sampled at its tap's point (times `mask[n, og*K + k]`), og = c / group_channels.
 
-    Launch args: x, offset, mask if any (rank 4, any strides), cols (dense `[N, rows, L]` of
-    `work`), `group_rows`, `skip`, `group_channels`, per dim `k s p d o`.
+    Launch args: x, offset, mask if any (rank 4, any strides), cols (`[N, rows, L]` of `work`,
+    any strides), `group_rows`, `skip`, `group_channels`, per dim `k s p d o`.
     """
     from burn_cube import KernelBuilder, u32
 
@@ -127,8 +127,9 @@ def deform_im2col_kernel(src: DType, offset: DType, mask: DType | None, work: DT
         if m is not None:
             b.set(acc, acc * b.cast(m[_at(m, n, channel, oy, ox)], cols.dtype))
         row = c * geo[0]["k"] * geo[1]["k"] + tap
-        row = n * cols.shape[1] + row + row // group_rows * skip
-        cols[(row * geo[0]["o"] + oy) * geo[1]["o"] + ox] = acc
+        row = row + row // group_rows * skip
+        cols[cols.offset + n * cols.stride[0] + row * cols.stride[1]
+             + (oy * geo[1]["o"] + ox) * cols.stride[2]] = acc
     return b.kernel()
 
 

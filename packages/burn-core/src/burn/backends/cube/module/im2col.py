@@ -1,7 +1,8 @@
 """Kernels of the cube convolutions: im2col, col2im (a gather, no atomics) and a converting copy.
 
-Columns are `[N, C*K, L]` (row = channel and kernel tap, K = prod(kernel), L = prod(out)):
-im2col writes them dense (they are unfold4d's result), col2im reads them through their strides.
+Columns are `[N, C*K, L]` (row = channel and kernel tap, K = prod(kernel), L = prod(out)),
+written and read through their strides: dense for unfold4d, batch-inner (`[C*K, N*L]`
+matrices) for the convolutions.
 The kernels give each unit a `chunk` of the last dim: one unit per row on the cpu (divisions
 amortised over a row), one per element on GPUs (coalesced). Geometry (kernel, stride, padding,
 dilation, window counts) is runtime scalars, so kernels are compiled once per dtypes and rank.
@@ -55,7 +56,7 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
     """`cols[n, r + (r / group_rows) * skip, l] = x[n, c, o*s + k*d - p]` with r = c*K + k
     (zero outside x), converted to `dst`: `skip` rows are left after each group's rows.
 
-    Launch args: x (any strides, rank nd+2), cols (dense `[N, rows, L]`), `group_rows`,
+    Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`, any strides), `group_rows`,
     `skip`, per dim `k s p d o`, then `chunk` (last-dim elements per unit) and `chunks`
     (units per row).
     """
@@ -74,9 +75,9 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
         n, c, *rest = split_index(b, pos, [x.shape[0], x.shape[1], *kernel, *outer, chunks])
         taps, outs, part = rest[:nd], rest[nd:-1], rest[-1]
         row = linear_index([c, *taps], [x.shape[1], *kernel])
-        row = n * cols.shape[1] + row + row // group_rows * skip
-        target = row * cols.shape[2] + (linear_index([*outs, 0], [*outer, geo[-1]["o"]])
-                                        if nd > 1 else 0)
+        row = row + row // group_rows * skip
+        first = linear_index([*outs, 0], [*outer, geo[-1]["o"]]) if nd > 1 else 0
+        target = cols.offset + n * cols.stride[0] + row * cols.stride[1]
         base = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1])
         inside = b.local(cube_dtype("conv", DType.bool), True)
         for dim in range(nd - 1):
@@ -91,7 +92,7 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
             value = b.local(cols.dtype, 0)
             with b.if_(inside & (at >= last["p"]) & (at < last["p"] + x.shape[nd + 1])):
                 b.set(value, b.cast(x[base + (at - last["p"]) * x.stride[nd + 1]], cols.dtype))
-            cols[target + o] = value
+            cols[target + (first + o) * cols.stride[2]] = value
     return b.kernel()
 
 
