@@ -332,8 +332,9 @@ def test_kernels_generate_cuda(dtype: DType) -> None:
     for by_rows in (False, True):
         assert "__global__" in indexing._select_kernel(dtype, DType.int32, 1, by_rows).source(
             "cuda", 256, x3, i1, x3, 24)
-    assert "__global__" in indexing._gather_kernel(dtype, DType.int64, 2, 0).source(
-        "cuda", 256, x, idx, x)
+    for by_rows in (False, True):
+        assert "__global__" in indexing._gather_kernel(dtype, DType.int64, 2, 0, by_rows).source(
+            "cuda", 256, x, idx, x, 2)
     if dtype is not DType.bool:
         acc = np.zeros((2, 3), np.float32 if dtype.itemsize == 2 else dtype.numpy)
         acc_dtype = DType.float32 if dtype.itemsize == 2 else dtype

@@ -109,18 +109,26 @@ def _store_or_zero(b: Any, valid: Any, out: Any, target: Any, x: Any, source: An
 
 
 @cache
-def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int) -> Any:
-    """`out[i][j] = x[indices[i][j]][j]` (dim 0); `out` is dense, of the indices' shape."""
-    from burn_cube import KernelBuilder
+def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int, by_rows: bool) -> Any:
+    """`out[i][j] = x[indices[i][j]][j]` (dim 0); `out` is dense, of the indices' shape. One
+    unit per element, or with `by_rows` one unit per row of the last dimension walking it
+    (the cpu runtime: no unravelling per element)."""
+    from burn_cube import KernelBuilder, u32
 
     cube = cube_dtype("gather", dtype)
-    b = KernelBuilder("gather")
+    b = KernelBuilder("gather_rows" if by_rows else "gather")
     x = b.tensor("x", cube, rank=rank, write=False)
     idx = b.tensor("indices", cube_dtype("gather", index_dtype), rank=rank, write=False)
     out = b.tensor("out", cube, rank=rank, write=True)
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
-        c = _coords(b, _shape(idx, rank), pos)
+    units = b.scalar("units", u32)
+    unit = b.ABSOLUTE_POS
+    with b.if_(unit < units), ExitStack() as loops:
+        if by_rows:
+            c = _coords(b, _shape(idx, rank - 1), unit)
+            c.append(loops.enter_context(b.for_range(idx.shape[rank - 1])))
+            pos = unit * idx.shape[rank - 1] + c[-1]
+        else:
+            c, pos = _coords(b, _shape(idx, rank), unit), unit
         valid, row = _wrapped(b, idx[_at(idx, c)], x.shape[dim])
         _store_or_zero(b, valid, out, pos, x, _at(x, c, dim, row))
     return b.kernel()
@@ -240,8 +248,10 @@ def gather(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor) -> CubeTe
     """torch.gather: dense, of the indices' shape."""
     out = backend.empty(indices.shape, x.dtype)
     if out.size:
-        kernel = _gather_kernel(x.dtype, indices.dtype, len(x.shape), dim)
-        backend.launch(kernel, out.size, x.array, indices.array, out.array)
+        by_rows = backend.runtime_name == "cpu"
+        units = out.size // indices.shape[-1] if by_rows else out.size
+        kernel = _gather_kernel(x.dtype, indices.dtype, len(x.shape), dim, by_rows)
+        backend.launch(kernel, units, x.array, indices.array, out.array, units)
     return out
 
 
