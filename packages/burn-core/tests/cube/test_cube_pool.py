@@ -52,9 +52,10 @@ def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
     return bk.upload(a)
 
 
-def _check(got: CubeTensor, want: torch.Tensor | np.ndarray, dtype: Any, tol: float = 1e-5
-           ) -> None:
+def _check(got: CubeTensor, want: torch.Tensor | np.ndarray | None, dtype: Any,
+           tol: float = 1e-5) -> None:
     """Shape, then dtype, then values (NaN where the reference has NaN)."""
+    assert want is not None
     want = want.detach().numpy() if isinstance(want, torch.Tensor) else want
     values = host_array(got)
     assert got.shape == want.shape
@@ -69,6 +70,7 @@ def _options(case: tuple[Any, ...]) -> PoolOptions:
 
 def _torch_pool(kind: str, x: torch.Tensor, o: PoolOptions) -> Any:
     nd = len(o.kernel_size)
+    fn: Any
     if kind == "avg":
         fn = tF.avg_pool1d if nd == 1 else tF.avg_pool2d
         return fn(x, o.kernel_size, o.stride, o.padding, o.ceil_mode, o.count_include_pad)
@@ -174,7 +176,7 @@ def test_adaptive_avg_pool(device: str, layout: str, spatial: tuple[int, ...],
     a = rng.standard_normal((2, 3, *spatial)).astype(np.float32)
     x = _up(bk, a, layout)
     tx = torch.tensor(a, requires_grad=True)
-    fn = tF.adaptive_avg_pool1d if len(out) == 1 else tF.adaptive_avg_pool2d
+    fn: Any = tF.adaptive_avg_pool1d if len(out) == 1 else tF.adaptive_avg_pool2d
     ty = fn(tx, out)
     g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
     gd = _up(bk, g, layout)

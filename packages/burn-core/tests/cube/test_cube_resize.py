@@ -42,9 +42,10 @@ def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
     return bk.upload(a)
 
 
-def _check(got: CubeTensor, want: torch.Tensor | np.ndarray, dtype: Any, tol: float = 1e-5
-           ) -> None:
+def _check(got: CubeTensor, want: torch.Tensor | np.ndarray | None, dtype: Any,
+           tol: float = 1e-5) -> None:
     """Shape, then dtype, then values (NaN where the reference has NaN)."""
+    assert want is not None
     want = want.detach().numpy() if isinstance(want, torch.Tensor) else want
     values = host_array(got)
     assert got.shape == want.shape

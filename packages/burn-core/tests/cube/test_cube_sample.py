@@ -15,15 +15,17 @@ import torch
 import torch.nn.functional as tF
 
 import burn
-from burn.backend.options import GridSampleOptions
+from burn.backend.options import GridSampleMode, GridSampleOptions, GridSamplePadding
 from burn.backends.cube import CubeTensor
 from burn.backends.cube.tensor import host_array
 from burn.errors import ShapeError, ValueRangeError
 
 DEVICES = ["cpu", "wgpu"]
 LAYOUTS = ["contiguous", "transposed", "broadcast"]
-OPTIONS = [GridSampleOptions(m, p, a) for m, p, a in itertools.product(
-    ("bilinear", "nearest"), ("zeros", "border", "reflection"), (False, True))]
+_MODES: tuple[GridSampleMode, ...] = ("bilinear", "nearest")
+_PADDINGS: tuple[GridSamplePadding, ...] = ("zeros", "border", "reflection")
+OPTIONS = [GridSampleOptions(m, p, a)
+           for m, p, a in itertools.product(_MODES, _PADDINGS, (False, True))]
 
 
 def _backend(name: str) -> Any:
@@ -42,9 +44,10 @@ def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
     return bk.upload(a)
 
 
-def _check(got: CubeTensor, want: torch.Tensor | np.ndarray, dtype: Any, tol: float = 1e-4
-           ) -> None:
+def _check(got: CubeTensor, want: torch.Tensor | np.ndarray | None, dtype: Any,
+           tol: float = 1e-4) -> None:
     """Shape, then dtype, then values."""
+    assert want is not None
     want = want.detach().numpy() if isinstance(want, torch.Tensor) else want
     values = host_array(got)
     assert got.shape == want.shape
@@ -56,7 +59,7 @@ def _check(got: CubeTensor, want: torch.Tensor | np.ndarray, dtype: Any, tol: fl
 def _grid(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Points in [-1.6, 1.6] (some outside), a few exactly on pixel centres and corners."""
     grid = (rng.random((*shape, 2)) * 3.2 - 1.6).astype(np.float32)
-    grid[0, 0, :3] = [[-1, -1], [1, 1], [0, 0.5]]
+    grid[0, 0, :3] = np.array([[-1, -1], [1, 1], [0, 0.5]])
     return grid
 
 
