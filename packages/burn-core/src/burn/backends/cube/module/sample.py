@@ -25,9 +25,9 @@ from ..tensor import CubeTensor
 from .resize import unravel, work_dtype
 
 _MODES = ("bilinear", "nearest")
+_PADDINGS = ("zeros", "border", "reflection")
 #: Units the image gradient aims at on parallel devices (rows of a plane split into blocks).
 _GRAD_UNITS = 8192
-_PADDINGS = ("zeros", "border", "reflection")
 
 
 def _clip(b: Any, src: Any, size: Any) -> tuple[Any, Any]:
