@@ -72,10 +72,18 @@ def _whole_lines(array: DeviceArray, lanes: int) -> bool:
     """Whether an array reads as whole lines of ``lanes`` elements: its last dimension a
     multiple of ``lanes`` and, for a view, a unit last stride with the other strides and the
     offset multiples of ``lanes``."""
-    if not array.shape or array.shape[-1] % lanes:
+    shape = array.shape
+    if not shape or shape[-1] % lanes:
         return False
-    return not array.is_view or (array.strides[-1] == 1 and not array.offset % lanes
-                                 and not any(st % lanes for st in array.strides[:-1]))
+    if array.base is None:
+        return True
+    strides = array.strides
+    if strides[-1] != 1 or array.offset % lanes:
+        return False
+    for stride in strides[:-1]:
+        if stride % lanes:
+            return False
+    return True
 
 
 class BaseKernel(ABC):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import ml_dtypes
@@ -28,14 +29,14 @@ class DType:
     rank: int
     lanes: int = 1
 
-    @property
+    @cached_property
     def scalar(self) -> DType:
         """The element type (itself for scalars)."""
         return DTYPES[self.name.split("x")[0]] if self.lanes > 1 else self
 
-    @property
+    @cached_property
     def numpy(self) -> np.dtype:
-        """The matching numpy dtype (of one element, for lines)."""
+        """The matching numpy dtype (of one element, for lines; cached: launches ask often)."""
         if self.scalar.name == "bf16":
             return np.dtype(ml_dtypes.bfloat16)
         prefix = {"float": "float", "int": "int", "uint": "uint"}.get(self.kind)

@@ -99,7 +99,7 @@ def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _tensor_slots(array: DeviceArray, lanes: int) -> list[int]:
+def _tensor_slots(array: DeviceArray, lanes: int) -> tuple[int, ...]:
     """A tensor's pointer and metadata slots (``meta_names(extent=True)`` order), counted in
     lines of ``lanes`` elements as ``base.meta_value`` does."""
     shape, base = array.shape, array.base
@@ -110,10 +110,20 @@ def _tensor_slots(array: DeviceArray, lanes: int) -> list[int]:
         strides = array.strides
         extent = math.prod(base.shape) if base.base is None else base.extent
     if lanes == 1:
-        return [_address(array.handle), size, *shape, *strides, array.offset, extent]
-    return [_address(array.handle), size // lanes, *shape[:-1], shape[-1] // lanes,
+        return (_address(array.handle), size, *shape, *strides, array.offset, extent)
+    return (_address(array.handle), size // lanes, *shape[:-1], shape[-1] // lanes,
             *(s // lanes for s in strides[:-1]), strides[-1], array.offset // lanes,
-            extent // lanes]
+            extent // lanes)
+
+
+def _vector_slots(array: DeviceArray, lanes: int) -> tuple[int, ...]:
+    """`_tensor_slots` of a rank-1 tensor (the common case, spelled out)."""
+    n, base = array.shape[0] // lanes, array.base
+    if base is None:
+        return (_address(array.handle), n, n, 1, 0, n)
+    extent = math.prod(base.shape) if base.base is None else base.extent
+    return (_address(array.handle), n, n, array.strides[0], array.offset // lanes,
+            extent // lanes)
 
 
 class Plan:
@@ -129,31 +139,33 @@ class Plan:
 
     def __init__(self, kernel: KernelIR) -> None:
         fmt = ["=3q"]
-        self.params: list[tuple[bool, int, Callable[[Any], Any] | None]] = []
+        #: per parameter: the function giving its slots.
+        self.slots: list[Callable[[Any], tuple[Any, ...]]] = []
         for p in kernel.params:
             if p.tensor:
                 rank = kernel.buffers[p.name].rank
                 fmt.append(f"Q{2 * rank + 3}q")
-                self.params.append((True, p.dtype.lanes, None))
+                slots = _vector_slots if rank == 1 else _tensor_slots
+                self.slots.append(functools.partial(slots, lanes=p.dtype.lanes))
             else:
                 fmt.append(_SLOT[p.dtype.name])
-                bits = p.dtype.name == "bf16"
-                self.params.append((False, 0, _bf16_bits if bits else None))
+                self.slots.append(_bf16_bits if p.dtype.name == "bf16" else _value)
         self.struct = struct.Struct("".join(fmt))
 
     def block(self, cube_count: tuple[int, int, int], args: list[Any]) -> bytes:
         """The argument block of one launch."""
         slots: list[Any] = list(cube_count)
-        for (tensor, lanes, convert), arg in zip(self.params, args, strict=True):
-            if tensor:
-                slots += _tensor_slots(arg, lanes)
-            else:
-                slots.append(arg if convert is None else convert(arg))
+        for slot, arg in zip(self.slots, args, strict=True):
+            slots += slot(arg)
         return self.struct.pack(*slots)
 
 
-def _bf16_bits(value: Any) -> int:
-    return int(np.asarray(value, dtype=DTYPES["bf16"].numpy).view(np.uint16))
+def _value(value: Any) -> tuple[Any]:
+    return (value,)
+
+
+def _bf16_bits(value: Any) -> tuple[int]:
+    return (int(np.asarray(value, dtype=DTYPES["bf16"].numpy).view(np.uint16)),)
 
 
 @dataclass

@@ -69,6 +69,17 @@ class _Spec:
                 self.kernels[key] = None
         return self.kernels[key]
 
+    def dense(self, size: int, arrays: list[Any]) -> tuple[Any, int]:
+        """The kernel and line width for dense inputs of `size` elements."""
+        if self.lines and not size % LANES:
+            for a in arrays:
+                if a.offset % LANES:
+                    return self.kernel(1, 1), 1
+            kernel = self.kernel(1, LANES)
+            if kernel is not None:
+                return kernel, LANES
+        return self.kernel(1, 1), 1
+
 
 _SPECS: dict[tuple[Any, ...], _Spec] = {}
 
@@ -91,6 +102,21 @@ def _spec(op: OpDef, tensors: list[CubeTensor], fixed: tuple[tuple[str, Any], ..
     return spec
 
 
+def _roles(op: OpDef) -> tuple[int, ...]:
+    """Per parameter of `op`: `_TENSOR`, `_NUMBER` (a runtime scalar unless None) or `_FIXED`
+    (compile-time)."""
+    roles = _ROLES.get(op.name)
+    if roles is None:
+        roles = _ROLES[op.name] = tuple(
+            _TENSOR if p.is_tensor else _NUMBER if p.type in _SCALAR_TYPES else _FIXED
+            for p in op.params)
+    return roles
+
+
+_TENSOR, _NUMBER, _FIXED = range(3)
+_ROLES: dict[str, tuple[int, ...]] = {}
+
+
 def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTensor:
     """Launch `op`'s kernel over `args` (tensors in parameter order, host values) on `backend`.
 
@@ -100,33 +126,35 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
     tensors: list[CubeTensor] = []
     fixed: list[tuple[str, Any]] = []
     numbers: list[Any] = []
-    for param, arg in zip(op.params, args, strict=True):
-        if param.is_tensor:
+    for role, param, arg in zip(_roles(op), op.params, args, strict=True):
+        if role == _TENSOR:
             tensors.append(arg)
-        elif param.type == "dtype" or arg is None or param.type not in _SCALAR_TYPES:
+        elif role == _FIXED or arg is None:
             fixed.append((param.name, arg))
         else:
             numbers.append(arg)
     spec = _spec(op, tensors, tuple(fixed))
-    numbers = [_scalar(value, dtype) for value, dtype in zip(numbers, spec.scalar_dtypes,
-                                                              strict=True)]
+    if numbers:
+        numbers = [_scalar(value, dtype) for value, dtype in zip(numbers, spec.scalar_dtypes,
+                                                                  strict=True)]
     arrays = [t.array for t in tensors]
     shape = arrays[0].shape
-    same = all(a.shape == shape for a in arrays)
+    same = True
+    for a in arrays:
+        same = same and a.shape == shape
     if not same:
         shape = tuple(int(d) for d in _broadcast(a.shape for a in arrays))
     out = backend.empty(shape, spec.dtypes[-1])
     size = math.prod(shape)
     if size == 0:
         return out
-    if same and all(a.base is None or t.is_contiguous for a, t in zip(arrays, tensors,
-                                                                        strict=True)):
-        views = [_flat(a, size) for a in (*arrays, out.array)]
-        lanes = LANES if spec.lines and not size % LANES and not any(
-            a.offset % LANES for a in arrays) else 1
-        kernel = spec.kernel(1, lanes) if lanes > 1 else None
-        if kernel is None:
-            kernel, lanes = spec.kernel(1, 1), 1
+    dense = same
+    for a, t in zip(arrays, tensors, strict=True):
+        dense = dense and (a.base is None or t.is_contiguous)
+    if dense:
+        views = [_flat(a, size) for a in arrays]
+        views.append(_flat(out.array, size))
+        kernel, lanes = spec.dense(size, arrays)
     else:
         views = [broadcast_view(t, shape).array for t in tensors] + [out.array]
         kernel, lanes = spec.kernel(len(shape), 1), 1
