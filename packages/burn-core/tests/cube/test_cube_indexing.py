@@ -18,7 +18,7 @@ import burn.functional as F
 from burn.backends.cube import checks, indexing
 from burn.backends.cube.backend import CubeBackend
 from burn.dtype import DType
-from burn.errors import BurnIndexError, DivisionByZeroError
+from burn.errors import BurnIndexError, DivisionByZeroError, ShapeError
 
 DEVICES = ["cpu", "wgpu"]
 NUMPY = burn.Device("numpy")
@@ -259,6 +259,22 @@ def test_embedding_backward_accumulates_duplicates(device: burn.Device) -> None:
     assert grad is not None and tw.grad is not None
     np.testing.assert_array_equal(grad.to_numpy(), tw.grad.numpy())
     assert _fallbacks(device)["float_select_assign"] == 0
+
+
+def test_backend_refuses_shapes_that_do_not_fit(device: burn.Device) -> None:
+    backend = device.backend
+    x = _on(device, _floats(3, 4))._prim
+    idx2, idx1 = _on(device, np.zeros((2, 5), np.int64))._prim, _on(device, [0, 1])._prim
+    with pytest.raises(ShapeError, match=r"gather: .*x=\(3, 4\), indices=\(2, 5\)"):
+        backend.float_gather(0, x, idx2)
+    with pytest.raises(ShapeError, match=r"scatter: .*values=\(2, 4\)"):
+        backend.float_scatter(0, x, idx2, _on(device, _floats(2, 4))._prim, "add")
+    with pytest.raises(ShapeError, match="select: indices must be 1-d"):
+        backend.float_select(x, 0, idx2)
+    with pytest.raises(ShapeError, match="select_assign: values must match"):
+        backend.float_select_assign(x, 0, idx1, x)
+    with pytest.raises(ShapeError, match="embedding: weight must be"):
+        backend.embedding(_on(device, _floats(2))._prim, idx1)
 
 
 # --- device-side checks -------------------------------------------------------------------

@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any
 
 from burn.dtype import DType
+from burn.errors import ShapeError
 from burn.ir.cube import cube_dtype
 
 from .checks import CubeCheckOps
@@ -244,8 +245,34 @@ def select(backend: Any, x: CubeTensor, dim: int, indices: CubeTensor) -> CubeTe
     return out
 
 
+def _check_fits(op: str, dim: int, x: CubeTensor, indices: CubeTensor,
+                values: CubeTensor | None = None) -> None:
+    """Refuse indices that do not have x's rank or do not fit in `x` outside `dim` (and in
+    `values` everywhere).
+
+    Raises:
+        ShapeError: naming `op` and the shapes.
+    """
+    rank = len(x.shape)
+    fits = len(indices.shape) == rank and all(
+        i <= s for d, (i, s) in enumerate(zip(indices.shape, x.shape, strict=True)) if d != dim)
+    if values is not None:
+        fits = fits and len(values.shape) == rank and all(
+            i <= v for i, v in zip(indices.shape, values.shape, strict=True))
+    if not fits:
+        raise ShapeError(op, "indices must have the input's rank and fit in it"
+                         + (" and in the values" if values is not None else ""), x=x.shape,
+                         indices=indices.shape, dim=dim,
+                         **({} if values is None else {"values": values.shape}))
+
+
 def gather(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor) -> CubeTensor:
-    """torch.gather: dense, of the indices' shape."""
+    """torch.gather: dense, of the indices' shape.
+
+    Raises:
+        ShapeError: for indices that do not fit in `x` (`_check_fits`).
+    """
+    _check_fits("gather", dim, x, indices)
     out = backend.empty(indices.shape, x.dtype)
     if out.size:
         by_rows = backend.runtime_name == "cpu"
@@ -255,10 +282,15 @@ def gather(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor) -> CubeTe
     return out
 
 
-def scatter(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor, values: CubeTensor,
-            add: bool) -> CubeTensor:
+def scatter(backend: Any, op: str, dim: int, x: CubeTensor, indices: CubeTensor,
+            values: CubeTensor, add: bool) -> CubeTensor:
     """A dense copy of `x` with `values` (at the indices' coordinates) written or added at
-    `indices` along `dim`, in index order."""
+    `indices` along `dim`, in index order; `op` names the op in errors.
+
+    Raises:
+        ShapeError: for indices that do not fit in `x` and `values` (`_check_fits`).
+    """
+    _check_fits(op, dim, x, indices, values)
     low = add and x.dtype in (DType.float16, DType.bfloat16)
     out = backend.float_cast(x, DType.float32) if low else _dense_copy(backend, x)
     if indices.size:
@@ -288,15 +320,30 @@ class CubeIndexingOps(CubeCheckOps):
     """select / select_assign / gather / scatter / embedding kernels, and the device checks."""
 
     def float_select(self: Any, x: CubeTensor, dim: int, indices: CubeTensor) -> CubeTensor:
-        """torch.index_select (1-d indices)."""
+        """torch.index_select.
+
+        Raises:
+            ShapeError: for indices that are not 1-d.
+        """
+        if len(indices.shape) != 1:
+            raise ShapeError("select", "indices must be 1-d", x=x.shape, indices=indices.shape)
         return select(self, x, dim, indices)
 
     int_select = bool_select = float_select
 
     def float_select_assign(self: Any, x: CubeTensor, dim: int, indices: CubeTensor,
                             values: CubeTensor) -> CubeTensor:
-        """torch.index_add on a copy: duplicate indices accumulate in index order."""
-        return scatter(self, dim, x, _rows(indices, dim, values.shape), values, True)
+        """torch.index_add on a copy: duplicate indices accumulate in index order.
+
+        Raises:
+            ShapeError: unless `indices` is 1-d and `values` is `x` with `dim` resized to it.
+        """
+        want = x.shape[:dim] + indices.shape + x.shape[dim + 1:]
+        if len(indices.shape) != 1 or values.shape != want:
+            raise ShapeError("select_assign", "values must match the selected shape",
+                             x=x.shape, indices=indices.shape, values=values.shape, dim=dim)
+        return scatter(self, "select_assign", dim, x, _rows(indices, dim, values.shape), values,
+                       True)
 
     int_select_assign = float_select_assign
 
@@ -310,17 +357,23 @@ class CubeIndexingOps(CubeCheckOps):
                       values: CubeTensor, reduce: str = "assign") -> CubeTensor:
         """torch.scatter ("assign": the last duplicate wins) / scatter_add ("add": duplicates
         accumulate in index order) on a copy."""
-        return scatter(self, dim, x, indices, values, reduce == "add")
+        return scatter(self, "scatter", dim, x, indices, values, reduce == "add")
 
     int_scatter = float_scatter
 
     def bool_scatter(self: Any, dim: int, x: CubeTensor, indices: CubeTensor,
                      values: CubeTensor) -> CubeTensor:
         """Assign-scatter of bool values (the last duplicate wins)."""
-        return scatter(self, dim, x, indices, values, False)
+        return scatter(self, "scatter", dim, x, indices, values, False)
 
     def embedding(self: Any, weight: CubeTensor, indices: CubeTensor) -> CubeTensor:
-        """Rows of `weight` [V, D] at `indices` (any shape) -> [*indices, D], one kernel."""
+        """Rows of `weight` [V, D] at `indices` (any shape) -> [*indices, D], one kernel.
+
+        Raises:
+            ShapeError: for a weight that is not 2-d.
+        """
+        if len(weight.shape) != 2:
+            raise ShapeError("embedding", "weight must be [V, D]", weight=weight.shape)
         rows = select(self, weight, 0, indices)
         shape = (*indices.shape, weight.shape[1])
         return rows.view(shape, dense_strides(shape))
