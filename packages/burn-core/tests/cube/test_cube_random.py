@@ -272,3 +272,23 @@ def test_random_kernels_generate_cuda() -> None:
                               (DType.int64, True, (-5, 3, 7))):
         out = np.zeros(8, dtype.numpy)
         assert int_kernel(dtype, wide).source("cuda", 256, *stream, *args, out)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_normal_f32_is_box_muller_of_the_words(name: str) -> None:
+    """The float32 normals (polynomial log / sin / cos) against float64 Box-Muller of the
+    reference words: value 2p (2p + 1) of a block is r cos (r sin) of its word pair p."""
+    n = 4 * 3000 + 3
+    device, _ = backend_of(name)
+    burn.seed(21, device)
+    got = draw(name, (n,), Distribution("normal", 0.0, 1.0), DType.float32)
+    blocks = -(-n // 4)
+    counter = np.zeros((blocks, 4), np.uint64)
+    counter[:, 0] = np.arange(blocks)
+    words = philox_ref(counter, (21, 0))
+    unit = (words >> np.uint64(8)).astype(np.float64) * 2.0 ** -24
+    radius = np.sqrt(-2 * np.log1p(-unit[:, 0::2]))
+    angle = 2 * np.pi * unit[:, 1::2]
+    ref = np.stack([radius[:, 0] * np.cos(angle[:, 0]), radius[:, 0] * np.sin(angle[:, 0]),
+                    radius[:, 1] * np.cos(angle[:, 1]), radius[:, 1] * np.sin(angle[:, 1])])
+    np.testing.assert_allclose(got, ref.reshape(-1)[:n], rtol=2e-6, atol=2e-6)

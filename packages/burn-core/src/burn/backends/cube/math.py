@@ -120,18 +120,23 @@ def _gelu_tanh(b: Any, xs: list[Any]) -> Any:
     return (b.tanh(inner) + 1.0) * x * 0.5
 
 
-def _log1p_unit(b: Any, t: Any) -> Any:
-    """log1p of `t` in [0, 1] (or NaN): libm's for float64; for float32 2 atanh(s) with
-    s = t / (2 + t) <= 1/3, eight odd terms (< 1e-9 off), which C compilers vectorize (libm's
-    log1pf is a scalar call; WGSL has no log1p)."""
-    if t.dtype.bits == 64:
-        return b.log1p(t)
-    s = b.local(t.dtype, t / (t + 2.0))
-    s2 = b.local(t.dtype, s * s)
-    series = 1.0 / 15
-    for k in range(13, 0, -2):
+def atanh2(b: Any, s: Any, terms: int) -> Any:
+    """2 atanh(s) = log((1 + s) / (1 - s)) by its first `terms` odd powers (for small |s|;
+    plain arithmetic, which C compilers vectorize, unlike libm calls)."""
+    s2 = b.local(s.dtype, s * s)
+    series = 1.0 / (2 * terms - 1)
+    for k in range(2 * terms - 3, 0, -2):
         series = series * s2 + 1.0 / k
     return series * s * 2.0
+
+
+def _log1p_unit(b: Any, t: Any) -> Any:
+    """log1p of `t` in [0, 1] (or NaN): libm's for float64; for float32 2 atanh(s) with
+    s = t / (2 + t) <= 1/3, eight terms (< 1e-9 off; libm's log1pf is a scalar call, WGSL has
+    no log1p)."""
+    if t.dtype.bits == 64:
+        return b.log1p(t)
+    return atanh2(b, b.local(t.dtype, t / (t + 2.0)), 8)
 
 
 def _softplus_of(b: Any, x: Any, beta: Any, threshold: Any) -> Any:

@@ -38,6 +38,7 @@ from burn.dtype import DType
 from burn.errors import ValueRangeError
 from burn.ir.cube import cube_dtype
 
+from .math import atanh2
 from .tensor import CubeTensor, Shape
 
 #: Philox4x32 multipliers and Weyl key increments (Random123's constants).
@@ -115,10 +116,76 @@ def _unit_f64(b: Any, w0: Any, w1: Any) -> Any:
 
 
 def _box_muller(b: Any, u0: Any, u1: Any) -> tuple[Any, Any]:
-    """Two standard normals from two uniforms in [0, 1) (radius from 1 - u0, in (0, 1])."""
+    """Two float64 standard normals from two uniforms in [0, 1) (radius from 1 - u0, in
+    (0, 1]), with libm's log, cos and sin."""
     radius = b.local(u0.dtype, b.sqrt(-2.0 * b.log(1.0 - u0)))
     angle = b.local(u0.dtype, u1 * _TWO_PI)
     return radius * b.cos(angle), radius * b.sin(angle)
+
+
+#: Cephes' sinf / cosf polynomials on [-pi/4, pi/4].
+_SIN_F32 = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
+_COS_F32 = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
+_LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
+
+
+def _radius_f32(b: Any, word: Any) -> Any:
+    """sqrt(-2 ln v) for v = m 2**-24, m = 2**24 - (word >> 8) in [1, 2**24], as plain float32
+    arithmetic: m = f 2**e (e by binary search, f in [sqrt 1/2, sqrt 2)), ln f = 2 atanh((f - 1)
+    / (f + 1))."""
+    from burn_cube import bool_, f32, u32
+
+    m = b.local(u32, 16777216 - (word >> 8))
+    rest, e, scale = b.local(u32, m), b.local(f32, 0.0), b.local(f32, 1.0)
+    for shift in (16, 8, 4, 2, 1):
+        big = b.local(bool_, rest >= (1 << shift))
+        b.set(rest, b.select(big, rest >> shift, rest))
+        b.set(e, e + b.select(big, float(shift), 0.0))
+        b.set(scale, scale * b.select(big, 2.0 ** -shift, 1.0))
+    f = b.local(f32, b.cast(m, f32) * scale)
+    high = b.local(bool_, f > math.sqrt(2.0))
+    half = b.local(f32, f * 0.5)  # select arms stay plain values: C compilers vectorize
+    b.set(f, b.select(high, half, f))
+    b.set(e, e + b.select(high, 1.0, 0.0) - 24.0)
+    log_v = atanh2(b, b.local(f32, (f - 1.0) / (f + 1.0)), 6) + e * _LN2_HI + e * _LN2_LO
+    return b.sqrt(-2.0 * log_v)
+
+
+def _cos_sin_f32(b: Any, word: Any) -> tuple[Any, Any]:
+    """cos and sin of 2 pi (word >> 8) 2**-24 as plain float32 arithmetic: the quadrant from
+    the top two bits, the rest folded into [0, pi/4] exactly, then Cephes' polynomials."""
+    from burn_cube import f32, u32
+
+    k = b.local(u32, word >> 8)
+    quadrant = b.local(u32, k >> 22)
+    j = b.local(u32, k & 0x3FFFFF)
+    upper = j >= 0x200000
+    folded = b.local(u32, b.select(upper, 0x400000 - j, j))  # cast outside the select
+    phi = b.local(f32, b.cast(folded, f32) * (math.pi / 2 / 2 ** 22))
+    z = b.local(f32, phi * phi)
+    sin_p = b.local(f32, ((_SIN_F32[0] * z + _SIN_F32[1]) * z + _SIN_F32[2]) * z * phi + phi)
+    cos_p = b.local(f32, ((_COS_F32[0] * z + _COS_F32[1]) * z + _COS_F32[2]) * z * z - z * 0.5
+                    + 1.0)
+    sin_r, cos_r = b.local(f32, b.select(upper, cos_p, sin_p)), b.local(f32, b.select(
+        upper, sin_p, cos_p))
+    odd = (quadrant & 1) == 1
+    sin_q, cos_q = b.select(odd, cos_r, sin_r), b.select(odd, sin_r, cos_r)
+    cos_sign = b.select(quadrant - 1 < 2, -1.0, 1.0)  # quadrants 1 and 2 (u32: 0 - 1 wraps)
+    return cos_q * cos_sign, sin_q * b.select(quadrant >= 2, -1.0, 1.0)
+
+
+def _normals(b: Any, words: list[Any], units: list[Any]) -> list[Any]:
+    """Standard normals of one block: float64 pairs from `units` by libm's Box-Muller, float32
+    pairs straight from the words by the vectorizable one."""
+    if units[0].dtype.bits == 64:
+        pairs = [_box_muller(b, units[0], units[1])]
+    else:
+        pairs = []
+        for w0, w1 in ((words[0], words[1]), (words[2], words[3])):
+            radius = b.local(units[0].dtype, _radius_f32(b, w0))
+            cos, sin = _cos_sin_f32(b, w1)
+            pairs.append((radius * cos, radius * sin))
+    return [z for pair in pairs for z in pair]
 
 
 def _store_all(b: Any, out: Any, values: list[Any]) -> None:
@@ -157,8 +224,7 @@ def float_kernel(kind: str, dtype: DType) -> Any:
         values = [b.select((w >> 8) < thresh, 1.0, 0.0) for w in words]
     elif kind == "normal":
         mean, std = b.scalar("mean", work), b.scalar("std", work)
-        pairs = [_box_muller(b, units[i], units[i + 1]) for i in range(0, len(units), 2)]
-        values = [z * std + mean for pair in pairs for z in pair]
+        values = [z * std + mean for z in _normals(b, words, units)]
     else:
         low, scale, bound = (b.scalar(n, work) for n in ("low", "scale", "bound"))
         # `one` (1.0 at run time) rounds the product first, so the C / CUDA compilers' FMA
