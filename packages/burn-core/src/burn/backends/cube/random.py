@@ -6,8 +6,9 @@ based: block `i` of a call is the 10-round bijection of the 128-bit counter
 backend's random calls since the last `seed`. Each unit computes one block (four u32 words) in
 u32 arithmetic only (the 32x32 -> 64-bit products are emulated on 16-bit halves), so a seed
 gives the same words, and the same uniform floats and integers, on every runtime (C, WGSL,
-CUDA). Normal values go through Box-Muller with the runtime's log / sin / cos, so they agree
-across runtimes to a few ulp only.
+CUDA). Normal values go through Box-Muller: float32 with polynomial log / sin / cos in plain
+arithmetic (no libm calls, so the C compiler vectorizes it; runtimes may differ by an FMA
+contraction), float64 with libm's.
 
 Words become values as follows (``u`` is a uniform float in [0, 1)):
 
