@@ -185,14 +185,17 @@ def _image_grad_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOptio
             gx[base + b.cast(i, u32)] = 0.0
         wo = b.cast(grid.shape[2], i32)
         with b.for_range(b.cast(grid.shape[1], i32) * wo) as p:
-            oh, ow = p // wo, p % wo
-            point = _Point(b, grid, n, oh, ow, x, work, options)
-            g = b.local(work, b.cast(grad[n, c, oh, ow], work))
-            for row, col, weight, _, _ in point.taps():
-                mine = b.and_(row >= first, row < end)
-                with b.if_(b.and_(mine, point.inside(row, col))):
-                    index = base + b.cast(row * point.w + col, u32)
-                    gx[index] = gx[index] + g * weight
+            oh, ow = b.local(i32, p // wo), b.local(i32, p % wo)
+            py = b.local(work, _source(b, b.cast(grid[n, oh, ow, 1], work),
+                                       b.cast(height, work), options)[0])
+            with b.if_(b.and_(py >= b.cast(first - 1, work), py < b.cast(end, work))):
+                point = _Point(b, grid, n, oh, ow, x, work, options)  # taps may reach the block
+                g = b.local(work, b.cast(grad[n, c, oh, ow], work))
+                for row, col, weight, _, _ in point.taps():
+                    mine = b.and_(row >= first, row < end)
+                    with b.if_(b.and_(mine, point.inside(row, col))):
+                        index = base + b.cast(row * point.w + col, u32)
+                        gx[index] = gx[index] + g * weight
     return b.kernel()
 
 
