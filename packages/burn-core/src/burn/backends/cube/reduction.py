@@ -6,15 +6,17 @@ reductions give 0-d tensors; int sums and products are int64; float16 / bfloat16
 float32; max / min and their indices take the first occurrence, a NaN winning. Empty rows give
 0 (sum), 1 (prod), NaN (mean), False (any), True (all); max / min of nothing is an error.
 
-Inputs are read in place (any view). On the cpu runtime every row is one unit (a sequential
-loop), full reductions split into chunks reduced in parallel then combined; on GPU runtimes a
-row of 128 elements or more is one cube (a shared-memory tree; sums through plane sums where the
-runtime's planes have more than one unit).
+Inputs are read in place (any view). On the cpu runtime every row is one unit (dense rows with
+interleaved accumulators; strided rows swept by adjacent units together), full reductions split
+into chunks reduced in parallel then combined; on GPU runtimes a row of 128 elements or more is
+one cube (a shared-memory tree; sums through plane sums where the runtime's planes have more
+than one unit).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -22,6 +24,7 @@ import numpy as np
 
 from burn.dtype import DType
 from burn.errors import ValueRangeError
+from burn.ir import OPS
 from burn.ir.cube import cube_dtype
 
 from .creation import full
@@ -77,7 +80,12 @@ def collapse(shape: Shape, *strides: Shape) -> tuple[Shape, tuple[Shape, ...]]:
 
 
 def _dtypes(op: str, spec: Reduction, dtype: DType) -> tuple[DType, DType]:
-    """The (accumulator, result) dtypes of reducing `dtype`."""
+    """The (accumulator, result) dtypes of reducing `dtype`.
+
+    Raises:
+        DTypeError: naming `op`, for a dtype without burn-cube kernels (int8, uint8).
+    """
+    cube_dtype(op, dtype)
     if dtype is DType.bool:
         return DType.int32, DType.bool
     if dtype.is_float:
@@ -99,9 +107,8 @@ def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTenso
     rows = next(o for o in outs if o is not None).size
     schedule, units, cubes = _schedule(backend, rows, min(step, n) if flat else n,
                                        flat or step == 1)
-    kernel = reduce_kernel(op, tuple(cube_dtype(op, d) for d in dtypes),  # type: ignore[arg-type]
-                           len(x.shape), flat, schedule, units,
-                           tuple(o is not None for o in outs), mean)  # type: ignore[arg-type]
+    kernel = reduce_kernel(op, tuple(cube_dtype(op, d) for d in dtypes), len(x.shape), flat,
+                           schedule, units, tuple(o is not None for o in outs), mean)
     arrays = [o.view((o.size,), (1,)).array for o in outs if o is not None]
     kernel.launch(backend.runtime, (cubes, 1, 1), units, x.array, n, step, *arrays)
 
@@ -143,7 +150,7 @@ def reduce_all(backend: Any, x: CubeTensor, op: str, spec: Reduction) -> CubeTen
     if x.size == 0:
         return _empty_rows(backend, x, op, spec, (), result)
     out = backend.empty((), result)
-    partial = _partials(backend, x, op, spec, acc)
+    partial = _partials(backend, x, spec, acc)
     if partial is None:
         _run(backend, spec.combine, (x.dtype, acc, result), _flat(x), x.size, x.size, True,
              (out, None))
@@ -159,8 +166,7 @@ def _flat(x: CubeTensor) -> CubeTensor:
     return x.view(shape, strides)
 
 
-def _partials(backend: Any, x: CubeTensor, op: str, spec: Reduction,
-              acc: DType) -> CubeTensor | None:
+def _partials(backend: Any, x: CubeTensor, spec: Reduction, acc: DType) -> CubeTensor | None:
     """The reductions of the chunks of (non-empty) `x`, in `acc`; None if one chunk."""
     chunk = _chunk(backend, x.size)
     parts = math.ceil(x.size / chunk)
@@ -231,7 +237,10 @@ def argwhere(backend: Any, x: CubeTensor) -> CubeTensor:
     return out
 
 
-def _full_method(kind: str, name: str) -> Any:
+Method = tuple[str, Callable[..., Any]]
+
+
+def _full_method(kind: str, name: str) -> Method:
     op, spec = f"{kind}_{name}", REDUCTIONS[name]
 
     def method(self: Any, x: CubeTensor) -> CubeTensor:
@@ -240,7 +249,7 @@ def _full_method(kind: str, name: str) -> Any:
     return op, method
 
 
-def _dim_method(kind: str, name: str) -> Any:
+def _dim_method(kind: str, name: str) -> Method:
     op, spec = f"{kind}_{name}_dim", REDUCTIONS[name]
 
     def method(self: Any, x: CubeTensor, dim: int) -> CubeTensor:
@@ -249,7 +258,7 @@ def _dim_method(kind: str, name: str) -> Any:
     return op, method
 
 
-def _indexed_method(kind: str, name: str, values: bool) -> Any:
+def _indexed_method(kind: str, name: str, values: bool) -> Method:
     op = f"{kind}_{name}_dim_with_indices" if values else f"{kind}_arg{name}"
     spec = REDUCTIONS[name]
 
@@ -286,4 +295,5 @@ _METHODS = [
 ]
 for _op, _method in _METHODS:
     _method.__name__ = _method.__qualname__ = _op
+    _method.__doc__ = f"`{OPS[_op].signature}` as burn-cube kernels."
     setattr(CubeReductionOps, _op, _method)

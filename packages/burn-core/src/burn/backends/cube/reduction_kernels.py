@@ -239,8 +239,8 @@ def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]
 
 
 @cache
-def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, schedule: str,
-                  units: int, outputs: tuple[bool, bool], mean: bool = False) -> Any:
+def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, schedule: str,
+                  units: int, outputs: tuple[bool, ...], mean: bool = False) -> Any:
     """The reduction kernel of combine `op`.
 
     Args:
@@ -250,7 +250,7 @@ def reduce_kernel(op: str, dtypes: tuple[Any, Any, Any], rank: int, flat: bool, 
         flat: the flat (chunked full reduction) layout, else the strided one.
         schedule: ``unit``, ``lanes``, ``sweep``, ``tree`` or ``plane`` (module docstring).
         units: units per cube of the one-unit-per-row schedules.
-        outputs: whether the kernel writes (values, int64 indices).
+        outputs: whether the kernel writes (values, int64 indices), two flags.
         mean: divide each row's sum by its element count.
 
     Returns:
