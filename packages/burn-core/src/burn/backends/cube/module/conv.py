@@ -126,14 +126,14 @@ class CubeConvOps:
                 kernel: Sequence[int], options: Geometry, dtype: DType,
                 bias: CubeTensor | None) -> CubeTensor:
         """The adjoint of `_im2col`: columns `[N, C*K, L]` (any strides) summed into a new
-        `shape` tensor of `dtype` (+ bias per channel)."""
-        out = self.empty(shape, dtype)
+        `shape` tensor of `dtype` (+ bias per channel), in the columns' dtype."""
+        out = self.empty(shape, cols.dtype)
         extra = () if bias is None else (bias.array,)
         self._launch_windows(
-            col2im_kernel(cols.dtype, dtype, len(kernel), None if bias is None else bias.dtype),
+            col2im_kernel(cols.dtype, len(kernel), None if bias is None else bias.dtype),
             math.prod(shape[:-1]), shape[-1], cols.array, out.array, *extra,
             *_geometry(kernel, options, windows))
-        return out
+        return self._convert(out, dtype)
 
     # --- layouts ----------------------------------------------------------------------------
     def _columns(self: Any, m: CubeTensor, n: int) -> CubeTensor:

@@ -56,9 +56,10 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
     """`cols[n, r + (r / group_rows) * skip, l] = x[n, c, o*s + k*d - p]` with r = c*K + k
     (zero outside x), converted to `dst`: `skip` rows are left after each group's rows.
 
-    Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`, any strides), `group_rows`,
-    `skip`, per dim `k s p d o`, then `chunk` (last-dim elements per unit) and `chunks`
-    (units per row).
+    The last dim's in-image window range is worked out once per unit, so its loops carry no
+    per-element test. Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`, any
+    strides), `group_rows`, `skip`, per dim `k s p d o`, then `chunk` (last-dim elements per
+    unit) and `chunks` (units per row).
     """
     from burn_cube import KernelBuilder, u32
 
@@ -74,10 +75,11 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
     with b.if_(pos < x.shape[0] * x.shape[1] * product(kernel) * product(outer) * chunks):
         n, c, *rest = split_index(b, pos, [x.shape[0], x.shape[1], *kernel, *outer, chunks])
         taps, outs, part = rest[:nd], rest[nd:-1], rest[-1]
-        row = linear_index([c, *taps], [x.shape[1], *kernel])
-        row = row + row // group_rows * skip
+        row = b.local(u32, linear_index([c, *taps], [x.shape[1], *kernel]))
         first = linear_index([*outs, 0], [*outer, geo[-1]["o"]]) if nd > 1 else 0
-        target = cols.offset + n * cols.stride[0] + row * cols.stride[1]
+        target = b.local(u32, cols.offset + n * cols.stride[0]
+                         + (row + row // group_rows * skip) * cols.stride[1]
+                         + first * cols.stride[2])
         base = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1])
         inside = b.local(cube_dtype("conv", DType.bool), True)
         for dim in range(nd - 1):
@@ -86,71 +88,99 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
             b.set(inside, inside & (at >= geo[dim]["p"]) & (at < geo[dim]["p"] + size))
             b.set(base, base + (at - geo[dim]["p"]) * x.stride[2 + dim])
         last = geo[-1]
-        start = part * chunk
-        with b.for_range(start, b.min(start + chunk, last["o"])) as o:
-            at = o * last["s"] + taps[-1] * last["d"]
-            value = b.local(cols.dtype, 0)
-            with b.if_(inside & (at >= last["p"]) & (at < last["p"] + x.shape[nd + 1])):
-                b.set(value, b.cast(x[base + (at - last["p"]) * x.stride[nd + 1]], cols.dtype))
-            cols[target + (first + o) * cols.stride[2]] = value
+        start = b.local(u32, part * chunk)
+        stop = b.local(u32, b.min(start + chunk, last["o"]))
+        reach = b.local(u32, taps[-1] * last["d"])
+        lo = _windows_from(b, last["p"], reach, last["s"])
+        hi = _windows_from(b, last["p"] + x.shape[nd + 1], reach, last["s"])
+        b.set(lo, b.select(inside, b.min(b.max(lo, start), stop), stop))
+        b.set(hi, b.min(b.max(hi, lo), stop))
+        with b.for_range(start, lo) as o:
+            cols[target + o * cols.stride[2]] = 0
+        with b.for_range(lo, hi) as o:
+            value = x[base + (o * last["s"] + reach - last["p"]) * x.stride[nd + 1]]
+            cols[target + o * cols.stride[2]] = b.cast(value, cols.dtype)
+        with b.for_range(hi, stop) as o:
+            cols[target + o * cols.stride[2]] = 0
     return b.kernel()
 
 
-@cache
-def col2im_kernel(src: DType, dst: DType, nd: int, bias: DType | None) -> Any:
-    """`out[n, c, i] = sum of cols[n, c*K + k, (i + p - k*d) / s]` over the taps whose window
-    position is whole and in range (+ `bias[c]`), converted to `dst`: the adjoint of im2col.
+def _windows_from(b: Any, bound: Any, reach: Any, stride: Any) -> Any:
+    """A u32 local: the first window w with `w * stride + reach >= bound` (0 when reach
+    passes bound)."""
+    from burn_cube import u32
 
-    Launch args: cols (rank-3, any strides), out (dense, rank nd+2), bias if any, per dim
-    `k s p d o`, then `chunk` and `chunks`.
+    return b.local(u32, b.select(bound > reach, (bound - reach + stride - 1) // stride, 0))
+
+
+@cache
+def col2im_kernel(work: DType, nd: int, bias: DType | None) -> Any:
+    """`out[n, c, i] = bias[c] + sum of cols[n, c*K + k, w]` over the taps k and windows w with
+    `w*s + k*d - p = i` per dim: the adjoint of im2col, a gather in `work` (a unit's rows are its
+    own, so it adds tap by tap into them; the last dim loops over windows, no division).
+
+    Launch args: cols (rank-3, any strides), out (dense `[N, C, *S]` of `work`), bias if any,
+    per dim `k s p d o`, then `chunk` and `chunks`.
     """
     from burn_cube import KernelBuilder, u32
 
     b = KernelBuilder("conv_col2im")
-    work = cube_dtype("conv", src)
-    cols = b.tensor("cols", work, rank=3, write=False)
-    out = b.tensor("out", cube_dtype("conv", dst), rank=nd + 2, write=True)
+    wt = cube_dtype("conv", work)
+    cols = b.tensor("cols", wt, rank=3, write=False)
+    out = b.tensor("out", wt, rank=nd + 2, write=True)
     bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
                                                  write=False)
     geo = declare_geometry(b, nd)
     chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
     sizes = [out.shape[d] for d in range(nd + 2)]
-    kernel = [g["k"] for g in geo]
     pos = b.ABSOLUTE_POS
     with b.if_(pos < product(sizes[:-1]) * chunks):
         n, c, *outs, part = split_index(b, pos, [*sizes[:-1], chunks])
-        start = part * chunk
-        with b.for_range(start, b.min(start + chunk, sizes[-1])) as last:
-            init = 0 if bias_t is None else b.cast(bias_t[b.index_of(bias_t, c)], work)
-            acc = b.local(work, init)
-            _gather_taps(b, cols, geo, [*outs, last], kernel, c, n, acc)
-            out[linear_index([n, c, *outs, last], sizes)] = b.cast(acc, out.dtype)
+        start = b.local(u32, part * chunk)
+        stop = b.local(u32, b.min(start + chunk, sizes[-1]))
+        row = b.local(u32, linear_index([n, c, *outs], sizes[:-1]) * sizes[-1])
+        init = b.local(wt, 0 if bias_t is None else b.cast(bias_t[b.index_of(bias_t, c)], wt))
+        with b.for_range(start, stop) as i:
+            out[row + i] = init
+        _add_taps(b, cols, out, geo, outs, (start, stop, row), n, c)
     return b.kernel()
 
 
-def _gather_taps(b: Any, cols: Any, geo: list[dict[str, Any]], coords: list[Any],
-                 kernel: list[Any], c: Any, n: Any, acc: Any) -> None:
-    """Adds to `acc` the columns of every tap (nested loops, one per spatial dim) that reads
-    input position `coords` of channel `c`, batch `n`."""
-    nd = len(coords)
+def _add_taps(b: Any, cols: Any, out: Any, geo: list[dict[str, Any]], outs: list[Any],
+              span: tuple[Any, Any, Any], n: Any, c: Any) -> None:
+    """Adds into `out[row + i]`, i in [start, stop) (`span`), the columns of every tap that
+    reads them: nested loops over the outer dims' taps (whole, in-range windows only), then per
+    last-dim tap the windows landing in the span."""
+    from burn_cube import u32
+
+    nd = len(geo)
+    start, stop, row = span
     windows: list[Any] = []
 
-    def level(dim: int, row: Any) -> None:
-        if dim == nd:
-            col = linear_index(windows, [g["o"] for g in geo])
-            b.set(acc, acc + cols[cols.offset + n * cols.stride[0] + row * cols.stride[1]
-                                  + col * cols.stride[2]])
-            return
+    def level(dim: int, tap_row: Any) -> None:
         g = geo[dim]
+        if dim == nd - 1:
+            with b.for_range(g["k"]) as tap:
+                reach = b.local(u32, tap * g["d"])
+                lo = _windows_from(b, start + g["p"], reach, g["s"])
+                hi = _windows_from(b, stop + g["p"], reach, g["s"])
+                first = linear_index([*windows, 0], [h["o"] for h in geo]) if nd > 1 else 0
+                base = b.local(u32, cols.offset + n * cols.stride[0]
+                               + (tap_row * g["k"] + tap) * cols.stride[1]
+                               + first * cols.stride[2])
+                with b.for_range(lo, b.min(hi, g["o"])) as w:
+                    index = row + w * g["s"] + reach - g["p"]
+                    out[index] = out[index] + cols[base + w * cols.stride[2]]
+            return
         with b.for_range(g["k"]) as tap:
-            at = coords[dim] + g["p"]
+            at = outs[dim] + g["p"]
             reach = tap * g["d"]
             with b.if_(at >= reach):
                 shifted = at - reach
                 window = shifted // g["s"]
                 with b.if_((shifted % g["s"] == 0) & (window < g["o"])):
                     windows.append(window)
-                    level(dim + 1, row * kernel[dim] + tap)
+                    level(dim + 1, tap_row * g["k"] + tap)
                     windows.pop()
 
     level(0, c)
