@@ -209,6 +209,11 @@ def test_candidates_per_runtime() -> None:
     assert mm.candidates(cpu, DType.int32, 1 << 10) == ["blas", *mm.CPU_INT_TILES]
     assert mm.candidates(cpu, DType.int64, 1 << 30) == [mm.CPU_INT_TILES[0]]
     assert mm.candidates(wgpu, DType.float32, 1 << 10) == [*TILES, "naive"]
+    cuda = SimpleNamespace(runtime=SimpleNamespace(properties=SimpleNamespace(
+        name="cuda", max_cube_dim=1024)))
+    for dtype in (DType.float16, DType.bfloat16, DType.float32, DType.float64):
+        assert mm.candidates(cuda, dtype, 1 << 30) == ["cublas", *TILES, "naive"]
+    assert mm.candidates(cuda, DType.int64, 1 << 30) == [*TILES, "naive"]
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -2,10 +2,11 @@
 
 Strategies (autotune candidates, by name): the burn-cube kernels of `matmul_kernels` (`naive`
 and the shared-memory tiles `tile<bm>x<bn>x<bk>`) on every runtime, BLAS through numpy on the
-cpu runtime (zero-copy host views of the buffers) and cuBLAS through CuPy on cuda. Which one
-runs is timed once per (dtype, device, power-of-two bucket of batch, m, k and n) by burn-cube's
-`Autotuner` and remembered on disk. Inputs are read in place whatever their strides (transposed,
-sliced, stride-0 broadcast batches); the result is a new dense tensor.
+cpu runtime (zero-copy host views of the buffers) and cuBLAS through CuPy on cuda (floats;
+bfloat16 through float32 copies). Which one runs is timed once per (dtype, device,
+power-of-two bucket of batch, m, k and n) by burn-cube's `Autotuner` and remembered on disk.
+Inputs are read in place whatever their strides (transposed, sliced, stride-0 broadcast
+batches); the result is a new dense tensor.
 """
 
 from __future__ import annotations
@@ -144,9 +145,15 @@ def _cupy_view(t: CubeTensor) -> Any:
 
 
 def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
-    """cupy.matmul (cuBLAS) on the device buffers, on the runtime's stream."""
+    """cupy.matmul (cuBLAS) on the device buffers, on the runtime's stream; bfloat16 (CuPy has
+    no such dtype) multiplies float32 copies and rounds the product back, as the NumPy backend
+    computes it."""
     import cupy
 
+    if lhs.dtype is DType.bfloat16:
+        wide = run_cublas(backend, backend.float_cast(lhs, DType.float32),
+                          backend.float_cast(rhs, DType.float32), shape)
+        return backend.float_cast(wide, DType.bfloat16)
     out = backend.empty(shape, lhs.dtype)
     rt = backend.runtime
     with rt.device, rt.stream:
@@ -179,8 +186,7 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
     item = accumulator(dtype).numpy.itemsize
     tiles = [name for name, t in TILES.items()
              if t.units <= props.max_cube_dim and t.shared_elements() * item <= SHARED_BYTES]
-    host = ["cublas"] if props.name == "cuda" and dtype in (
-        DType.float16, DType.float32, DType.float64) else []
+    host = ["cublas"] if props.name == "cuda" and dtype.is_float else []
     return [*host, *tiles, "naive"]
 
 
