@@ -7,9 +7,9 @@ input order in both directions, as the NumPy backend's stable argsort.
 Rows along `dim` (read in place through a view with `dim` moved last) are cut into blocks of
 `block` elements (a power of two of `BLOCKS`): one cube sorts a block with a bitonic
 network in shared memory, padded past the row's end with elements that order last. Rows longer
-than one block are then merged in passes of doubling run width, one unit per element finding
-its place by a binary search in the partner run, through two scratch buffers; the last pass
-(or the block sort of a short row) writes the values and int64 indices.
+than one block are then merged in passes of doubling run width (merge path: each unit writes a
+few outputs, starting where a binary search along its diagonal says), through two scratch
+buffers; the last pass (or the block sort of a short row) writes the values and int64 indices.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from .tensor import CubeTensor
 
 #: Block sizes of the shared-memory sort (few, as each is its own kernel); the largest one
 #: (keys + int32 positions: <= 12 KiB) sorts rows in blocks that are then merged.
-BLOCKS = (32, 128, 512, 1024)
+BLOCKS = (32, 64, 128, 256, 512, 1024)
 #: Units per cube of the block sort.
 SORT_UNITS = 256
+#: Outputs each unit of a merge pass writes.
+MERGE_ITEMS = 16
 
 
 def _key_first(b: Any, p: Any, q: Any, descending: bool, is_float: bool) -> Any:
@@ -144,18 +146,19 @@ def block_sort_kernel(dtype: DType, descending: bool, rank: int, block: int,
 
 @cache
 def merge_kernel(dtype: DType, descending: bool, rank: int, final: bool) -> Any:
-    """One merge pass: sorted runs of `width` (pairs of neighbours) into runs of 2 `width`;
-    each unit moves one element to its own rank plus its rank in the partner run.
+    """One merge pass: sorted runs of `width` (pairs of neighbours) into runs of 2 `width`, by
+    merge path: each unit finds where its `MERGE_ITEMS` outputs start in the two runs (a
+    binary search along its diagonal), then merges them sequentially.
 
     Args:
         dtype: the element dtype; descending: the order.
         rank: rank of the lines views (final pass).
         final: write values / int64 indices into lines views, else into scratch.
     Returns:
-        A kernel (keys, pos, out, idx | keys2, pos2, total, n, width) over dense (rows, n)
-        scratch.
+        A kernel (keys, pos, out, idx | keys2, pos2, units, n, width) over dense (rows, n)
+        scratch; `width` is a multiple of `MERGE_ITEMS`.
     """
-    from burn_cube import KernelBuilder, i32, i64, u32
+    from burn_cube import KernelBuilder, bool_, i32, i64, u32
 
     comp = cube_dtype("sort", compute_dtype(dtype))
     b = KernelBuilder("sort_merge")
@@ -167,31 +170,45 @@ def merge_kernel(dtype: DType, descending: bool, rank: int, final: bool) -> Any:
     else:
         dst = (b.tensor("keys2", comp, rank=1, write=True), b.tensor("pos2", i32, rank=1,
                                                                      write=True))
-    total, n, width = b.scalar("total", u32), b.scalar("n", u32), b.scalar("width", u32)
-    e = b.ABSOLUTE_POS
-    with b.if_(e < total):
-        row, p = b.local(u32, e // n), b.local(u32, e % n)
-        own = b.local(u32, (p // width) * width)
-        other = b.local(u32, ((p // width) ^ 1) * width)
-        base = b.local(u32, row * n)
-        me = (b.local(comp, keys[base + p]), b.local(i32, pos[base + p]))
-        dest = b.local(u32, p)
-        with b.if_(other < n):
-            lo, hi = b.local(u32, 0), b.local(u32, b.min(width, n - other))
-            with b.while_(lo < hi):
-                mid = b.local(u32, (lo + hi) // 2)
-                m = base + other + mid
-                with b.if_(before(b, (keys[m], pos[m]), me, descending, dtype.is_float)):
-                    b.set(lo, mid + 1)
-                with b.else_():
-                    b.set(hi, mid)
-            b.set(dest, b.min(own, other) + (p - own) + lo)
-        if final:
-            start = line_start(b, dst[0], row, n)
-            at = (start + dest * dst[0].stride[-1], start + dest * dst[1].stride[-1])
-        else:
-            at = (base + dest, base + dest)
-        _write(b, final, dst, at, me)
+    units, n, width = b.scalar("units", u32), b.scalar("n", u32), b.scalar("width", u32)
+    is_float = dtype.is_float
+    u = b.ABSOLUTE_POS
+    with b.if_(u < units):
+        per_row = b.local(u32, (n + (MERGE_ITEMS - 1)) // MERGE_ITEMS)
+        row, first = b.local(u32, u // per_row), b.local(u32, (u % per_row) * MERGE_ITEMS)
+        base = b.local(u32, row * n)  # the row in the scratch
+        a0 = b.local(u32, (first // (2 * width)) * (2 * width))  # the runs, row-relative
+        la = b.local(u32, b.min(width, n - a0))
+        b0 = b.local(u32, a0 + la)
+        lb = b.local(u32, b.min(width, n - b0))
+        d = b.local(u32, first - a0)
+        lo = b.local(u32, b.select(d > lb, d - lb, 0))
+        hi = b.local(u32, b.min(d, la))
+        with b.while_(lo < hi):
+            mid = b.local(u32, (lo + hi) // 2)
+            m, o = base + a0 + mid, base + b0 + d - 1 - mid
+            with b.if_(before(b, (keys[m], pos[m]), (keys[o], pos[o]), descending, is_float)):
+                b.set(lo, mid + 1)
+            with b.else_():
+                b.set(hi, mid)
+        ia, jb = b.local(u32, lo), b.local(u32, d - lo)
+        ka, pa, kb, pb = b.local(comp), b.local(i32), b.local(comp), b.local(i32)
+        take = b.local(bool_)
+        start = line_start(b, dst[0], row, n) if final else base
+        with b.for_range(first, b.min(first + MERGE_ITEMS, n)) as p:
+            ma = base + b.min(a0 + ia, n - 1)  # clamped: reads stay in the row
+            mb = base + b.min(b0 + jb, n - 1)
+            b.set(ka, keys[ma])
+            b.set(pa, pos[ma])
+            b.set(kb, keys[mb])
+            b.set(pb, pos[mb])
+            b.set(take, (ia < la) & ((jb >= lb) | before(b, (ka, pa), (kb, pb), descending,
+                                                          is_float)))
+            where = (start + p * dst[0].stride[-1], start + p * dst[1].stride[-1]) if final \
+                else (start + p,) * 2
+            _write(b, final, dst, where, (b.select(take, ka, kb), b.select(take, pa, pb)))
+            b.set(ia, ia + b.cast(take, u32))
+            b.set(jb, jb + b.cast(~take, u32))
     return b.kernel()
 
 
@@ -240,8 +257,9 @@ def _launch_sort(backend: Any, views: list[CubeTensor], descending: bool, rows: 
         last = 2 * width >= n
         target = (out.array, idx.array) if last else tuple(
             t.array for t in scratch[1 - current])
-        backend.launch(merge_kernel(x.dtype, descending, rank, last), rows * n,
-                       *(t.array for t in scratch[current]), *target, rows * n, n, width)
+        units = rows * -(-n // MERGE_ITEMS)
+        backend.launch(merge_kernel(x.dtype, descending, rank, last), units,
+                       *(t.array for t in scratch[current]), *target, units, n, width)
         width, current = 2 * width, 1 - current
 
 
