@@ -1,8 +1,9 @@
 """Elementwise benchmark for the cpu runtime.
 
 Prints: cold compile time of a typical elementwise kernel (empty cache), cache-hit time in a
-fresh process (first launch, disk cache warm), and a GELU-tanh chain over 16M float32 vs
-numpy's expression in the same run.
+fresh process (first launch, disk cache warm), a GELU-tanh chain over 16M float32 as scalars and
+as ``Line[f32, 4]`` vs numpy's expression in the same run, and the host cost of one repeated
+launch of a built (``KernelBuilder``) kernel on 64 elements.
 
 Usage: ``python packages/burn-cube/bench/elementwise.py``
 """
@@ -18,7 +19,8 @@ import time
 import numpy as np
 
 import burn_cube as bc
-from burn_cube import ABSOLUTE_POS, Tensor, f32
+from burn_cube import ABSOLUTE_POS, Line, Tensor, f32
+from burn_cube.ir import KernelBuilder
 
 N = 16 * 1024 * 1024
 
@@ -29,6 +31,28 @@ def gelu_tanh(x: Tensor[f32], out: Tensor[f32]):
     if i < len(x):
         v = x[i]
         out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+@bc.kernel
+def gelu_tanh_line(x: Tensor[Line[f32, 4]], out: Tensor[Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        out[i] = 0.5 * v * (1.0 + bc.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+def launch_us(rt: bc.Runtime) -> float:
+    """Best per-launch host time of an ``add`` kernel built in code, over 64 f32 elements."""
+    b = KernelBuilder("add", cube_dim=256)
+    x, y, out = b.tensor("x", f32), b.tensor("y", f32), b.tensor("out", f32, write=True)
+    with b.if_(b.ABSOLUTE_POS < out.len):
+        out[b.ABSOLUTE_POS] = x[b.ABSOLUTE_POS] + y[b.ABSOLUTE_POS]
+    kern = b.kernel()
+    a = rt.upload(np.ones(64, np.float32))
+    c = rt.allocate((64,), f32)
+    calls = 200
+    return best_of(lambda: [kern.launch(rt, 1, 256, a, a, c) for _ in range(calls)], 50) * 1e3 \
+        / calls
 
 
 def first_launch_ms() -> float:
@@ -69,14 +93,17 @@ def main() -> None:
     out = np.empty_like(x)
     cube_dim = 256
     rt = bc.runtime("cpu")
-    gelu_tanh.launch(rt, N // cube_dim, cube_dim, x, out)  # compile outside the timing
-    ours = best_of(lambda: gelu_tanh.launch(rt, N // cube_dim, cube_dim, x, out))
-    ref = best_of(lambda: 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x))))
     expected = 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-    err = float(np.max(np.abs(out - expected)))
-    print(f"GELU-tanh over 16M f32: burn-cube cpu {ours:7.1f} ms, numpy {ref:7.1f} ms, "
-          f"speed-up {ref / ours:4.1f}x (target >= 4x); max abs err {err:.2e}; "
-          f"{os.cpu_count()} cores")
+    ref = best_of(lambda: 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x))))
+    for name, kern, lanes in (("scalar", gelu_tanh, 1), ("Line[f32, 4]", gelu_tanh_line, 4)):
+        cubes = N // cube_dim // lanes
+        kern.launch(rt, cubes, cube_dim, x, out)  # compile outside the timing
+        ours = best_of(lambda k=kern, c=cubes: k.launch(rt, c, cube_dim, x, out))
+        err = float(np.max(np.abs(out - expected)))
+        print(f"GELU-tanh over 16M f32 ({name}): burn-cube cpu {ours:7.1f} ms, numpy {ref:7.1f} "
+              f"ms, speed-up {ref / ours:4.1f}x (target >= 4x); max abs err {err:.2e}; "
+              f"{os.cpu_count()} cores")
+    print(f"launch of a built kernel on 64 f32 (host cost): {launch_us(rt):6.1f} us")
 
 
 if __name__ == "__main__":
