@@ -49,6 +49,8 @@ OPS: dict[str, str | None] = {
     "tanh.f32": "bc_tanh_{s}({a})",
     "isnan.f32": "((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)",
     "isinf.f32": "((bitcast<u32>({a}) & 0x7fffffffu) == 0x7f800000u)",
+    "isnan.f16": "((bitcast<u32>(f32({a})) & 0x7fffffffu) > 0x7f800000u)",  # exact widening
+    "isinf.f16": "((bitcast<u32>(f32({a})) & 0x7fffffffu) == 0x7f800000u)",
     "isnan.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)",
     "isinf.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) == 0x7ff0000000000000lu)",
     **{op: f"{op}({{a}})" for op in (
