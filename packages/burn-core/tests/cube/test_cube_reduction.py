@@ -42,6 +42,7 @@ VIEWS: dict[str, tuple[tuple[int, ...], View]] = {
 FLOATS = {"cpu": ["float32", "float64", "float16", "bfloat16"], "wgpu": ["float32", "float16"],
           "cuda": ["float32", "float64", "float16", "bfloat16"]}
 INTS = ["int32", "int64"]
+SCHEDULES = ("unit", "lanes", "sweep", "tree", "plane")
 TORCH_FULL: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin}
 
@@ -402,40 +403,40 @@ def test_public_api(device: str) -> None:
 
 
 # --- kernels ----------------------------------------------------------------------------------
-def _cuda_cases() -> Iterator[tuple[str, Any, int]]:
+def _cuda_cases() -> Iterator[tuple[str, tuple[Any, ...]]]:
     import burn_cube as bc
 
     ones = np.ones((4, 5), np.float32)
     for op in COMBINES:
         for flat in (False, True):
-            for schedule in ("unit", "tree", "plane"):
+            for schedule in SCHEDULES:
                 for dtypes, indexed in (((bc.f16, bc.f32, bc.f16), op in ("max", "min")),
                                         ((bc.i32, bc.i64, bc.i64), False),
                                         ((bc.bool_, bc.i32, bc.bool_), False)):
-                    units = TREE_DIM if schedule != "unit" else 64
+                    units = TREE_DIM if schedule in ("tree", "plane") else 64
                     kern = reduce_kernel(op, dtypes, 2, flat, schedule, units,
                                          (True, indexed), op == "sum")
                     x = np.ones((4, 5), dtypes[0].numpy)
                     outs = [np.zeros(4, dtypes[2].numpy)] + ([np.zeros(4, np.int64)]
                                                              if indexed else [])
-                    yield f"reduce_{op}", (kern, units, x, 5, 1, *outs), 0
-    for schedule in ("unit", "tree", "plane"):
+                    yield f"reduce_{op}", (kern, units, x, 5, 1, *outs)
+    for schedule in SCHEDULES:
         for log in (False, True):
-            units = TREE_DIM if schedule != "unit" else 1
+            units = TREE_DIM if schedule in ("tree", "plane") else 1
             kern = softmax_kernel((bc.f32, bc.f32), 2, schedule, units, log)
-            yield "softmax", (kern, units, ones, 5, 1, ones.copy(), 1), 0
+            yield "softmax", (kern, units, ones, 5, 1, ones.copy(), 1)
     yield "argwhere", (argwhere_kernel(2, 64), 64, ones > 0, np.zeros(2, np.int64), 20, 10,
-                       np.zeros(40, np.int64)), 0
+                       np.zeros(40, np.int64))
 
 
 def test_cuda_sources() -> None:
     """Every kernel shape (schedules, layouts, index outputs, dtypes) generates CUDA C."""
-    for name, (kern, units, *args), _ in _cuda_cases():
+    for name, (kern, units, *args) in _cuda_cases():
         source = kern.source("cuda", units, *args)
         assert "__global__" in source, name
 
 
-@pytest.mark.parametrize("schedule", ["unit", "lanes", "sweep", "tree", "plane"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_every_schedule(device: str, schedule: str) -> None:
     """Each schedule on each runtime, whichever the backend would pick there: sums, arg max
     with ties and NaN, and softmax, rows strided in memory."""
