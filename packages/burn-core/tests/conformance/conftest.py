@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,15 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> object:
 def device() -> burn.Device:
     """The device under test (from $BURN_DEVICE)."""
     return burn.default_device()
+
+
+@pytest.fixture(autouse=True)
+def _device_errors_fail_their_own_test(device: burn.Device) -> Iterator[None]:
+    """A check that failed in a device kernel (an index out of range, an integer division by
+    zero) is raised at the next sync point: sync after each test, so it fails the test that
+    caused it rather than the next one."""
+    yield
+    burn.sync(device)
 
 
 @pytest.fixture(scope="session")
