@@ -27,8 +27,8 @@ def backend(name: str) -> Any:
     return burn.Device(name).backend
 
 
-def spec_lanes(op: str) -> set[tuple[int, int]]:
-    """The (rank, lanes) kernels built so far for `op` on float32 tensors."""
+def spec_lanes(op: str) -> set[tuple[int, int, bool]]:
+    """The (rank, lanes, rows) kernels built so far for `op`."""
     return {key for (name, *_), spec in elementwise._SPECS.items() if name == op
             for key, kern in spec.kernels.items() if kern is not None}
 
@@ -51,7 +51,7 @@ def test_dense_inputs_run_as_lines(name: str) -> None:
     check(a + b, torch.from_numpy(x) + torch.from_numpy(y))
     check(a * 2.5 - b, torch.from_numpy(x) * 2.5 - torch.from_numpy(y))
     check((a * b).exp(), torch.exp(torch.from_numpy(x) * torch.from_numpy(y)))
-    assert (1, 4) in spec_lanes("float_add") and (1, 4) in spec_lanes("float_exp")
+    assert (1, 4, False) in spec_lanes("float_add") and (1, 4, False) in spec_lanes("float_exp")
     assert be.fallbacks["float_add"] == be.fallbacks["float_exp"] == 0
 
 
@@ -89,6 +89,30 @@ def test_strided_broadcast_empty_and_zero_dim(name: str) -> None:
     check(scalar * scalar, torch.tensor(1.5) * torch.tensor(1.5))
     check(scalar + t, torch.tensor(1.5) + tx)
     assert be.fallbacks["float_add"] == be.fallbacks["float_mul"] == 0
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_broadcast_and_strided_rows(name: str) -> None:
+    """Layouts that are not dense run by rows (2-d grid) where the last dimension is long:
+    bias rows, column broadcasts (stride 0 on the last dimension), transposes, 3-d, a partial
+    last cube, and a row count past the 2-d path's limit."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 40, 300)).astype(np.float32)
+    bias = rng.standard_normal(300).astype(np.float32)
+    col = rng.standard_normal((40, 1)).astype(np.float32)
+    be = backend(name)
+    be.fallbacks.clear()
+    t, b, c = (burn.tensor(v, device=name) for v in (x, bias, col))
+    tx, tb, tc = (torch.from_numpy(v) for v in (x, bias, col))
+    check(t + b, tx + tb)
+    check(t * c, tx * tc)
+    check(t.transpose(1, 2) - b.reshape([300, 1]), tx.transpose(1, 2) - tb.reshape(300, 1))
+    check(t[:, ::2, 5:] * 2.0, tx[:, ::2, 5:] * 2.0)
+    assert (3, 1, True) in spec_lanes("float_add") and (3, 1, True) in spec_lanes("float_mul")
+    tall = rng.standard_normal((70000, 33)).astype(np.float32)
+    check(burn.tensor(tall, device=name) + b[:33], torch.from_numpy(tall) + tb[:33])
+    assert be.fallbacks["float_add"] == be.fallbacks["float_mul"] == 0
+    assert be.fallbacks["float_sub"] == be.fallbacks["float_mul_scalar"] == 0
 
 
 @pytest.mark.parametrize("name", DEVICES)

@@ -41,7 +41,8 @@ def cube_dtype(op: str, dtype: DType) -> Any:
 
 
 def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,
-                       args: tuple[tuple[str, Any], ...] = (), lanes: int = 1) -> Any:
+                       args: tuple[tuple[str, Any], ...] = (), lanes: int = 1,
+                       rows: bool = False) -> Any:
     """A burn-cube kernel computing `op` elementwise (cached per op, dtypes, rank, the
     compile-time arguments and lanes).
 
@@ -54,6 +55,10 @@ def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,
             on None keeps its last operand).
         lanes: 2 or 4 reads and writes the tensors as `Line`s of that many elements (dense
             rank-1 views whose sizes and offsets are multiples of it; arithmetic and math only).
+        rows: launched on a 2-d grid, ``CUBE_POS_Y`` the row (the leading dimensions
+            flattened) and ``ABSOLUTE_POS_X`` the column (the last dimension): each cube
+            unravels its row once, and the column part of every index is affine, so rows of
+            dense or broadcast rows (a bias) take the C target's vectorized fast path.
     Returns:
         A `burn_cube` kernel taking the tensor inputs, then the number arguments (runtime
         scalars, in parameter order), then the output.
@@ -63,12 +68,12 @@ def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,
     """
     if op.cube is None:
         raise DTypeError(op.name, "no burn-cube lowering for this op")
-    return _build(op, dtypes, rank, args, lanes)
+    return _build(op, dtypes, rank, args, lanes, rows)
 
 
 @cache
 def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
-           args: tuple[tuple[str, Any], ...], lanes: int) -> Any:
+           args: tuple[tuple[str, Any], ...], lanes: int, rows: bool) -> Any:
     from burn_cube import KernelBuilder
     from burn_cube.types import line
 
@@ -92,16 +97,29 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
             env[p.name] = b.scalar(p.name, cube_dtype(op.name, scalar_dtype))
     out_dtype = cube_dtype(op.name, next(tensors))
     out = b.tensor("out", out_dtype, rank=rank, line_size=lanes, write=True)
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
+    pos = b.ABSOLUTE_POS_X if rows else b.ABSOLUTE_POS
+    index = (lambda t: _row_index(b, t, rank, pos)) if rows else (lambda t: b.index_of(t, pos))
+    with b.if_(pos < (out.shape[rank - 1] if rows else out.len)):
         for name, handle in handles:
-            env[name] = handle[b.index_of(handle, pos)]
+            env[name] = handle[index(handle)]
         value = _emit(b, op.cube, env)
         out_dtype = line(out_dtype, lanes)
         if getattr(value, "dtype", out_dtype) != out_dtype:  # e.g. a select of bools is i32
             value = b.cast(value, out_dtype)
-        out[b.index_of(out, pos)] = value
+        out[index(out)] = value
     return b.kernel()
+
+
+def _row_index(b: Any, t: Any, rank: int, col: Any) -> Any:
+    """Storage index of column `col` of row ``CUBE_POS_Y`` of `t` (rows: the leading
+    dimensions, row-major)."""
+    index, rest = t.offset + col * t.stride[rank - 1], b.CUBE_POS_Y
+    for dim in reversed(range(rank - 1)):
+        coord = rest if dim == 0 else rest % t.shape[dim]
+        index = index + coord * t.stride[dim]
+        if dim:
+            rest = rest // t.shape[dim]
+    return index
 
 
 def _float_of(dtypes: tuple[DType, ...]) -> DType:

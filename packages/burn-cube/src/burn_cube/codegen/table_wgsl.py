@@ -44,7 +44,9 @@ OPS: dict[str, str | None] = {
     "scalar": "bitcast<{t}>({a})", "scalar.u32": "{a}", "scalar.bool": "({a} != 0u)",
     "scalar.f16": "f16(unpack2x16float({a}).x)",
     **{f"scalar.{s}": "bitcast<{t}>((u64({b}) << 32u) | u64({a}))" for s in ("i64", "f64")},
-    "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "abs({a})", "pow": "pow({a}, {b})",
+    "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "abs({a})",
+    "pow": "bc_pow_{s}({a}, {b})",
+    "fmod": "({a} % {b})",  # SPIR-V's OpFRem: the sign of the dividend, as C's fmod
     "rsqrt": "inverseSqrt({a})", "log1p": "log(1.0 + {a})", "erf": "bc_erf_{s}({a})",
     "tanh.f32": "bc_tanh_{s}({a})",
     "isnan.f32": "((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)",
@@ -54,8 +56,11 @@ OPS: dict[str, str | None] = {
     "isnan.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)",
     "isinf.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) == 0x7ff0000000000000lu)",
     **{op: f"{op}({{a}})" for op in (
-        "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "asin", "acos", "atan",
+        "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "atan",
         "sinh", "cosh", "sqrt", "floor", "ceil", "round", "trunc")},
+    # through atan2: the drivers' asin/acos are off by ~1e-4 near +-1 (llvmpipe)
+    "asin": "atan2({a}, sqrt((1.0 - {a}) * (1.0 + {a})))",
+    "acos": "atan2(sqrt((1.0 - {a}) * (1.0 + {a})), {a})",
     "atomic_add.int": "atomicAdd(&{a}, {b})", "atomic_add.uint": "atomicAdd(&{a}, {b})",
     "atomic_add.i64": None,
     **{f"{op}.f64": None for op in F64_MISSING},
@@ -63,6 +68,8 @@ OPS: dict[str, str | None] = {
 
 #: Helper functions by name prefix, emitted once per dtype used (``{s}`` the dtype name, ``{T}``
 #: its WGSL type; lines included). erf: Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
+#: pow: C's pow (WGSL's is undefined for negative and zero bases): x^0 = 1, 0^-y = inf, a
+#: negative base to an integer power by the parity of the power, else NaN.
 #: f32 tanh: the Cephes polynomial below 0.625, else from one ``exp`` (the Vulkan driver's
 #: ``tanh`` is slower); NaN propagates, +-inf give +-1.
 HELPERS = {
@@ -72,6 +79,15 @@ fn bc_erf_{s}(x: {T}) -> {T} {{
     let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736)
                    * t + 0.254829592) * t * exp(-x * x);
     return select(-y, y, x >= {T}(0.0));
+}}
+""",
+    "bc_pow_": """\
+fn bc_pow_{s}(x: {T}, y: {T}) -> {T} {{
+    let inf = {T}(bitcast<f32>(0x7f800000u));
+    let r = select(pow(abs(x), y), inf, (x == {T}(0.0)) & (y < {T}(0.0)));
+    let odd = fract(y * 0.5) != {T}(0.0);
+    let negative = select({T}(bitcast<f32>(0x7fc00000u)), select(r, -r, odd), y == trunc(y));
+    return select(select(negative, r, x >= {T}(0.0)), {T}(1.0), y == {T}(0.0));
 }}
 """,
     "bc_tanh_": """\

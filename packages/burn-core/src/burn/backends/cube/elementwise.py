@@ -5,8 +5,9 @@ the activations written as expressions) becomes a backend method that broadcasts
 stride-0 views, reads strided inputs in place and writes a new contiguous tensor. Inputs that
 are all dense and of the output's shape are seen as rank-1 views, so one kernel per dtype
 serves every shape; where their dtype is in `LINE_DTYPES` and sizes and offsets allow, as
-`Line`s of `LANES` elements. What an op needs per dtypes (result dtype, scalar dtypes, kernels)
-is worked out on its first launch and kept.
+`Line`s of `LANES` elements. Other layouts run by rows where the last dimension is long enough.
+What an op needs per dtypes (result dtype, scalar dtypes, kernels) is worked out on its first
+launch and kept.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def flat_view(t: CubeTensor) -> CubeTensor:
 #: Dtypes whose dense kernels read and write `Line`s of `LANES` (where every tensor has one).
 LINE_DTYPES = frozenset((DType.float32, DType.float64))
 LANES = 4
+#: Strided or broadcast inputs run by rows (`elementwise_kernel(rows=True)`: one cube row of
+#: `ROW_CUBE` units per `ROW_CUBE` columns) where the last dimension has at least `ROW_MIN`
+#: elements and there are at most `MAX_ROWS` rows (the y cube count of every runtime).
+ROW_CUBE, ROW_MIN, MAX_ROWS = 256, 32, 65535
 _SCALAR_TYPES = ("scalar", "scalar?", "float", "float?")
 
 
@@ -52,17 +57,18 @@ class _Spec:
     fixed: tuple[tuple[str, Any], ...]
     scalar_dtypes: tuple[DType, ...]  # the dtype each runtime scalar converts by
     lines: bool  # whether dense launches may use `LANES`-wide lines
-    kernels: dict[tuple[int, int], Any] = field(default_factory=dict)
+    kernels: dict[tuple[int, int, bool], Any] = field(default_factory=dict)
 
-    def kernel(self, rank: int, lanes: int) -> Any:
-        """The kernel for a rank and a line width (None: the lowering has no line form)."""
-        key = (rank, lanes)
+    def kernel(self, rank: int, lanes: int, rows: bool = False) -> Any:
+        """The kernel for a rank, a line width (None: the lowering has no line form) and
+        whether it is launched by rows (`elementwise_kernel`)."""
+        key = (rank, lanes, rows)
         if key not in self.kernels:
             from burn_cube.errors import CompileError
 
             try:
                 self.kernels[key] = elementwise_kernel(self.op, self.dtypes, rank, self.fixed,
-                                                       lanes)
+                                                       lanes, rows)
             except CompileError:
                 if lanes == 1:
                     raise
@@ -157,6 +163,12 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
         kernel, lanes = spec.dense(size, arrays)
     else:
         views = [broadcast_view(t, shape).array for t in tensors] + [out.array]
+        rows = size // shape[-1]
+        if len(shape) > 1 and shape[-1] >= ROW_MIN and rows <= MAX_ROWS:
+            kernel = spec.kernel(len(shape), 1, rows=True)
+            kernel.launch(backend.runtime, (-(-shape[-1] // ROW_CUBE), rows, 1), ROW_CUBE,
+                          *views[:-1], *numbers, views[-1])
+            return out
         kernel, lanes = spec.kernel(len(shape), 1), 1
     backend.launch(kernel, size // lanes, *views[:-1], *numbers, views[-1])
     return out
