@@ -140,9 +140,10 @@ def test_float64_lines_on_cpu() -> None:
     np.testing.assert_allclose(got.to_numpy(), np.log(x * x + 1.0), rtol=1e-14)
 
 
-def test_line_kernels_generate_cuda() -> None:
-    spec = next(spec for (name, *_), spec in elementwise._SPECS.items()
-                if name == "float_add" and spec.dtypes[0] is DType.float32)
-    kern = spec.kernel(1, 4)
+def test_line_and_row_kernels_generate_cuda() -> None:
+    spec = elementwise._spec(burn.ir.OPS["float_add"], [prim(burn.tensor(np.zeros(4, np.float32),
+                                                                    device="cpu"))] * 2, ())
     x = np.zeros(64, np.float32)
-    assert "float4" in kern.source("cuda", 256, x, x, x)
+    assert "float4" in spec.kernel(1, 4).source("cuda", 256, x, x, x)
+    rows = spec.kernel(2, 1, rows=True).source("cuda", 256, *[x.reshape(8, 8)] * 3)
+    assert "blockIdx" in rows
