@@ -57,6 +57,14 @@ def _clamp(x: CubeExpr | str, low: str | float | None, high: str | float | None)
     return lowered if high is None else ("select", ("gt", lowered, high), high, lowered)
 
 
+def _float_remainder(a: str, b: str) -> CubeExpr:
+    """torch's float remainder: the exact fmod, shifted by the divisor where the signs differ
+    (3 % inf is 3, 7 % -inf is -inf; a zero result keeps the dividend's sign)."""
+    m = ("fmod", a, b)
+    shift = ("and", ("ne", m, 0.0), ("ne", ("lt", m, 0.0), ("lt", b, 0.0)))
+    return ("select", shift, ("add", m, b), m)
+
+
 def _sign(x: str) -> CubeExpr:
     return ("select", ("gt", x, 0), 1, ("select", ("lt", x, 0), -1, x))
 
@@ -107,7 +115,7 @@ for _suffix, _rhs, _shape in (("", "T", r.elementwise), ("_scalar", "scalar", r.
     op(f"div{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
        kinds=("int",), cube=_floor_div("lhs", "rhs"))
     op(f"remainder{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
-       cube=("sub", "lhs", ("mul", ("floor", ("div", "lhs", "rhs")), "rhs")))
+       cube=_float_remainder("lhs", "rhs"))
     op(f"remainder{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
        kinds=("int",), cube=_floor_mod("lhs", "rhs"))
 op("neg", "x: T", "T", r.same, family="arithmetic", kinds=FI, cube=("neg", "x"))

@@ -30,6 +30,7 @@ OPS: dict[str, str | None] = {
     # __half has no implicit float math: absolute value natively, pow through float
     "abs.f16": "__habs({a})", "isnan.f16": "__hisnan({a})", "isinf.f16": "(__hisinf({a}) != 0)",
     "pow.f16": "__float2half(powf(__half2float({a}), __half2float({b})))",
+    "fmod.f16": "__float2half(fmodf(__half2float({a}), __half2float({b})))",
     "load.bf16": "__bfloat162float({a})", "store.bf16": "__float2bfloat16_rn({a})",
     "atomic_add": "atomicAdd(&{a}, {b})",
     "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "

@@ -46,7 +46,7 @@ OPS: dict[str, str | None] = {
     **{f"scalar.{s}": "bitcast<{t}>((u64({b}) << 32u) | u64({a}))" for s in ("i64", "f64")},
     "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "abs({a})",
     "pow": "bc_pow_{s}({a}, {b})",
-    "fmod": "({a} % {b})",  # SPIR-V's OpFRem: the sign of the dividend, as C's fmod
+    "fmod": "bc_fmod_{s}({a}, {b})",
     "rsqrt": "inverseSqrt({a})", "log1p": "log(1.0 + {a})", "erf": "bc_erf_{s}({a})",
     "tanh.f32": "bc_tanh_{s}({a})",
     "isnan.f32": "((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)",
@@ -66,6 +66,9 @@ OPS: dict[str, str | None] = {
     **{f"{op}.f64": None for op in F64_MISSING},
 }
 
+#: fmod: C's fmod (WGSL's float % is x - y * trunc(x / y), inexact): the product q * y split
+#: exactly (Veltkamp/Dekker, no fma needed), then the remainder brought into (-|y|, |y|) with
+#: the dividend's sign; computed in f32 (exact for f16 too).
 #: Helper functions by name prefix, emitted once per dtype used (``{s}`` the dtype name, ``{T}``
 #: its WGSL type; lines included). erf: Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
 #: pow: C's pow (WGSL's is undefined for negative and zero bases): x^0 = 1, 0^-y = inf, a
@@ -73,6 +76,29 @@ OPS: dict[str, str | None] = {
 #: f32 tanh: the Cephes polynomial below 0.625, else from one ``exp`` (the Vulkan driver's
 #: ``tanh`` is slower); NaN propagates, +-inf give +-1.
 HELPERS = {
+    "bc_fmod_": """\
+fn bc_fmod_{s}(xt: {T}, yt: {T}) -> {T} {{
+    let x = f32(xt);
+    let y = f32(yt);
+    let q = trunc(x / y);
+    let p = q * y;
+    let cq = 4097.0 * q;
+    let qh = cq - (cq - q);
+    let ql = q - qh;
+    let cy = 4097.0 * y;
+    let yh = cy - (cy - y);
+    let yl = y - yh;
+    let e = ((qh * yh - p) + qh * yl + ql * yh) + ql * yl;
+    var r = (x - p) - e;
+    let step = abs(y) * sign(x);
+    r = select(r, r + step, (r != 0.0) & ((r < 0.0) != (x < 0.0)));
+    r = select(r, r - step, abs(r) >= abs(y));
+    r = select(r, bitcast<f32>(bitcast<u32>(x) & 0x80000000u), r == 0.0);  // x's signed 0
+    let y_inf = (bitcast<u32>(y) & 0x7fffffffu) == 0x7f800000u;
+    let x_finite = (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u;
+    return {T}(select(r, x, y_inf & x_finite));
+}}
+""",
     "bc_erf_": """\
 fn bc_erf_{s}(x: {T}) -> {T} {{
     let t = 1.0 / (1.0 + 0.3275911 * abs(x));

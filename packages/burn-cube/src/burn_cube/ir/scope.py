@@ -29,8 +29,8 @@ UNARY_MATH = (
     "sinh", "cosh", "sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "erf",
 )
 #: Every op ``Scope.call`` accepts (besides the binary operators of ``Scope.binary``).
-CALLS = (*UNARY_MATH, "isnan", "isinf", "abs", "min", "max", "pow", "select", "float", "int",
-         "bool", "len", "index_of", "atomic_add", "plane_sum", "plane_max")
+CALLS = (*UNARY_MATH, "isnan", "isinf", "abs", "min", "max", "pow", "fmod", "select", "float",
+         "int", "bool", "len", "index_of", "atomic_add", "plane_sum", "plane_max")
 #: Position builtins (u32 values; ``CUBE_DIM*`` are compile-time ints).
 POSITIONS = tuple(f"{base}{axis}" for base in ("ABSOLUTE_POS", "UNIT_POS", "CUBE_POS", "CUBE_DIM",
                                                "CUBE_COUNT") for axis in ("", "_X", "_Y", "_Z")
@@ -403,6 +403,11 @@ class Scope:
             b = self.typed(base)
             dtype = b.dtype if b.dtype.is_float else line(f32, b.dtype.lanes)
             return ir.Op("pow", (cast(b, dtype), cast(self.typed(exponent, dtype), dtype)), dtype)
+        if op == "fmod":  # C's fmod: the remainder of truncated division, exact
+            need(2)
+            a, b = self.unify(*args)
+            dtype = a.dtype if a.dtype.is_float else line(f32, a.dtype.lanes)
+            return ir.Op("fmod", (cast(a, dtype), cast(b, dtype)), dtype)
         if op in ("select", "atomic_add", "plane_sum", "plane_max") and any(
                 isinstance(a, EXPRS) and a.dtype.lanes > 1 for a in args):
             raise self.error(f"{op}() is not supported on Line values")

@@ -110,7 +110,8 @@ class CudaRuntime(Runtime):
         if dtype is None:
             raise LaunchError(f"unsupported numpy dtype {array.dtype}")
         with self.device, self.stream:
-            handle = cupy.asarray(np.ascontiguousarray(array).view(_held(array.dtype)))
+            # np.ascontiguousarray would make a 0-d array 1-d
+            handle = cupy.asarray(np.require(array, requirements="C").view(_held(array.dtype)))
         return DeviceArray(self, handle, array.shape, dtype)
 
     def download_storage(self, array: DeviceArray) -> np.ndarray:
