@@ -71,7 +71,7 @@ def _check(device: str, op: str, data: np.ndarray, view: View, dim: int, dtype: 
     refs = _run(op, view(burn.tensor(data, dtype=dtype, device="numpy")), dim)
     for got, ref in zip(ours, refs, strict=True):
         assert got.dtype == ref.dtype and got.shape == ref.shape
-        if got.dtype.kind == "f":
+        if got.dtype.kind not in "iub":  # floats, bfloat16 too (ml_dtypes kind "V")
             np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64),
                                        rtol=rtol, atol=rtol)
         else:
