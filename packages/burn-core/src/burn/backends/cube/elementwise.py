@@ -25,12 +25,19 @@ from .tensor import CubeTensor, Shape
 
 
 def broadcast_view(t: CubeTensor, shape: Shape) -> CubeTensor:
-    """`t` seen with `shape` (NumPy broadcasting): stride 0 on the broadcast dimensions."""
-    lead = len(shape) - len(t.shape)
+    """`t` seen with `shape` (NumPy broadcasting): stride 0 on the broadcast dimensions (a view
+    made directly: it reads nothing outside `t`, so it needs no bounds check)."""
+    array = t.array
+    own = array.shape
+    lead = len(shape) - len(own)
     strides = [0] * lead
-    for dim, (size, stride) in enumerate(zip(t.shape, t.strides, strict=True)):
+    for dim, (size, stride) in enumerate(zip(own, array.strides, strict=True)):
         strides.append(0 if size == 1 and shape[lead + dim] != 1 else stride)
-    return t.view(shape, tuple(strides))
+    if own == shape and tuple(strides) == array.strides:
+        return t
+    root = array if array.base is None else array.base
+    return CubeTensor(type(array)(array.runtime, array.handle, tuple(shape), array.dtype,
+                                  tuple(strides), array.offset, root), t.dtype)
 
 
 def flat_view(t: CubeTensor) -> CubeTensor:
