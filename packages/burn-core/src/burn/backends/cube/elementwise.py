@@ -45,8 +45,11 @@ def flat_view(t: CubeTensor) -> CubeTensor:
     return t.view((t.size,), (1,))
 
 
-#: Dtypes whose dense kernels read and write `Line`s of `LANES` (where every tensor has one).
-LINE_DTYPES = frozenset((DType.float32, DType.float64))
+#: Dtypes whose dense kernels read and write `Line`s of `LANES` (where every tensor has one),
+#: per runtime (CUDA has no 4-wide f64 vector type).
+LINE_DTYPES = {"cpu": frozenset((DType.float32, DType.float64)),
+               "wgpu": frozenset((DType.float32,)), "cuda": frozenset((DType.float32,))}
+_ANY_LINE_DTYPE = frozenset().union(*LINE_DTYPES.values())
 LANES = 4
 #: Strided or broadcast inputs run by rows (`elementwise_kernel(rows=True)`: one cube row of
 #: `ROW_CUBE` units per `ROW_CUBE` columns) where the last dimension has at least `ROW_MIN`
@@ -84,7 +87,8 @@ class _Spec:
 
     def dense(self, size: int, arrays: list[Any]) -> tuple[Any, int]:
         """The kernel and line width for dense inputs of `size` elements."""
-        if self.lines and not size % LANES:
+        if self.lines and not size % LANES and \
+                self.dtypes[-1] in LINE_DTYPES[arrays[0].runtime.name]:
             for a in arrays:
                 if a.offset % LANES:
                     return self.kernel(1, 1), 1
@@ -109,7 +113,7 @@ def _spec(op: OpDef, tensors: list[CubeTensor], fixed: tuple[tuple[str, Any], ..
                               for p in op.params if not p.is_tensor and p.type in _SCALAR_TYPES
                               and not (p.name in given and given[p.name] is None))
         all_dtypes = (*(t.dtype for t in tensors), out_dtype)
-        lines = len(set(all_dtypes)) == 1 and out_dtype in LINE_DTYPES and \
+        lines = len(set(all_dtypes)) == 1 and out_dtype in _ANY_LINE_DTYPE and \
             "cast" not in str(op.cube)
         spec = _SPECS[key] = _Spec(op, all_dtypes, fixed, scalar_dtypes, lines)
     return spec
