@@ -95,9 +95,9 @@ def test_dlpack(dtype: str, device: burn.Device, rng: np.random.Generator) -> No
     assert_same(t, src, what="burn.from_dlpack(torch)")
     t2 = burn.from_dlpack(np.ascontiguousarray(a))
     assert_same(t2, src, what="burn.from_dlpack(numpy)")
-    back = torch.from_dlpack(burn.tensor(a, device=device.inner()))
+    back = torch.from_dlpack(burn.tensor(a, device=device.inner()))  # on a GPU: a GPU tensor
     assert back.dtype == src.dtype and tuple(back.shape) == a.shape
-    np.testing.assert_array_equal(back.numpy(), a)
+    np.testing.assert_array_equal(back.cpu().numpy(), a)
 
 
 # --------------------------------------------------------------------------------- fills

@@ -32,7 +32,8 @@ class ConversionMixin(TensorBase):
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """The values as numpy (shared with the tensor where the backend allows and `copy`
         is not True: the cpu cube backend's memory)."""
-        arr = self.to_numpy() if copy else np.asarray(self._exported())
+        shared = None if copy else self._exported()
+        arr = shared if isinstance(shared, np.ndarray) else self.to_numpy()
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
