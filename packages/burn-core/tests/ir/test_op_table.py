@@ -113,6 +113,7 @@ _NUMPY = {
     "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
     "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "round": np.round,
     "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "abs": np.abs, "pow": np.power,
+    "fmod": np.fmod,
     "isnan": np.isnan, "isinf": np.isinf, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
     "and": np.logical_and, "or": np.logical_or, "not": np.logical_not,

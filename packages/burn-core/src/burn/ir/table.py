@@ -50,11 +50,14 @@ def _sigmoid(x: CubeExpr | str) -> CubeExpr:
     return ("div", 1.0, ("add", 1.0, ("exp", ("neg", x))))
 
 
-def _clamp(x: CubeExpr | str, low: str | float | None, high: str | float | None) -> CubeExpr:
-    """`x` clamped to [low, high] with NaN kept (selects, not min/max, whose NaN handling
-    differs between targets); a None bound (or a bound argument that is None) is open."""
+def _clamp(x: CubeExpr | str, low: str | float | None, high: str | float | None,
+           floats: bool = True) -> CubeExpr:
+    """`x` clamped to [low, high]; a None bound (or a bound argument that is None) is open.
+    Floats keep NaN through an explicit isnan (min/max and comparisons may drop it: WGSL lets
+    drivers assume there is no NaN)."""
     lowered = x if low is None else ("select", ("lt", x, low), low, x)
-    return lowered if high is None else ("select", ("gt", lowered, high), high, lowered)
+    clamped = lowered if high is None else ("select", ("gt", lowered, high), high, lowered)
+    return ("select", ("isnan", x), x, clamped) if floats else clamped
 
 
 def _float_remainder(a: str, b: str) -> CubeExpr:
@@ -121,8 +124,10 @@ for _suffix, _rhs, _shape in (("", "T", r.elementwise), ("_scalar", "scalar", r.
 op("neg", "x: T", "T", r.same, family="arithmetic", kinds=FI, cube=("neg", "x"))
 op("recip", "x: T", "T", r.same, family="arithmetic", cube=("div", 1.0, "x"))
 op("matmul", "lhs: T, rhs: T", "T", r.matmul, family="arithmetic", kinds=FI)
-op("clamp", "x: T, min: scalar?, max: scalar?", "T", r.same, family="arithmetic", kinds=FI,
+op("clamp", "x: T, min: scalar?, max: scalar?", "T", r.same, family="arithmetic",
    cube=_clamp("x", "min", "max"))
+op("clamp", "x: T, min: scalar?, max: scalar?", "T", r.same, family="arithmetic",
+   kinds=("int",), cube=_clamp("x", "min", "max", floats=False))
 op("powf", "lhs: T, rhs: T", "T", r.elementwise, family="arithmetic",
    cube=("pow", "lhs", "rhs"))
 op("powf_scalar", "lhs: T, rhs: float", "T", r.same, family="arithmetic",
