@@ -22,7 +22,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_unknown_backend(workspace: Path, capsys) -> None:
     assert main(["--root", str(workspace), "test", "--backend", "cuda"]) == 2
-    assert "unknown backend 'cuda'; valid backends: cpu, numpy" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown backend 'cuda'; valid backends: cpu, numpy (cuda needs an NVIDIA GPU" in err
+    assert "BURN_DEVICE=cuda python -m pytest packages/burn-core/tests/conformance" in err
+    assert main(["--root", str(workspace), "test", "--backend", "metal"]) == 2
+    assert "GPU" not in capsys.readouterr().err
 
 
 def test_unknown_bench_suite(workspace: Path, capsys) -> None:

@@ -37,11 +37,18 @@ def nox_backends(root: Path) -> list[str]:
     raise XtaskError(f"{noxfile}: no literal BACKENDS = [...] list")
 
 
+#: burn backends outside the nox matrix because CI machines have no GPU: what to run instead.
+GPU_ONLY = {"cuda": "cuda needs an NVIDIA GPU and CuPy (pip install 'burn-core[cuda]'): on a "
+                    "GPU machine run BURN_DEVICE=cuda python -m pytest "
+                    "packages/burn-core/tests/conformance, then with BURN_DEVICE=cuda+autodiff"}
+
+
 def run_test(args: argparse.Namespace) -> int:
     root = find_root(args.root)
     backends = nox_backends(root)
     if args.backend not in backends:
-        raise UnknownNameError("backend", args.backend, backends)
+        raise UnknownNameError("backend", args.backend, backends,
+                               GPU_ONLY.get(args.backend.partition(":")[0], ""))
     session = f"tests(backend='{args.backend}')"
     run_step(session, [python(), "-m", "nox", "-s", session, *args.nox_args], cwd=root)
     return 0

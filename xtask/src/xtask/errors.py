@@ -12,9 +12,10 @@ class XtaskError(Exception):
 class UnknownNameError(XtaskError):
     """A backend, example or package name that the workspace does not have (exit status 2)."""
 
-    def __init__(self, kind: str, name: str, valid: Iterable[str]) -> None:
+    def __init__(self, kind: str, name: str, valid: Iterable[str], hint: str = "") -> None:
         self.valid = sorted(valid)
-        super().__init__(f"unknown {kind} {name!r}; valid {kind}s: {', '.join(self.valid)}")
+        super().__init__(f"unknown {kind} {name!r}; valid {kind}s: {', '.join(self.valid)}"
+                         + (f" ({hint})" if hint else ""))
 
 
 class StepFailedError(XtaskError):
