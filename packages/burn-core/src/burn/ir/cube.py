@@ -32,12 +32,19 @@ def cube_dtype(op: str, dtype: DType) -> Any:
     Raises:
         DTypeError: for a dtype burn-cube does not have (int8, uint8).
     """
-    import burn_cube
+    found = _CUBE.get(dtype)
+    if found is None:
+        import burn_cube
 
-    name = CUBE_DTYPES.get(dtype)
-    if name is None:
-        raise DTypeError(op, "no burn-cube kernel for this dtype", dtype=dtype.value)
-    return getattr(burn_cube, name)
+        name = CUBE_DTYPES.get(dtype)
+        if name is None:
+            raise DTypeError(op, "no burn-cube kernel for this dtype", dtype=dtype.value)
+        found = _CUBE[dtype] = getattr(burn_cube, name)
+    return found
+
+
+#: `cube_dtype`'s answers so far (every backend allocation asks).
+_CUBE: dict[DType, Any] = {}
 
 
 def elementwise_kernel(op: OpDef, dtypes: tuple[DType, ...], rank: int,

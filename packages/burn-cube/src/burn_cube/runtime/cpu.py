@@ -262,8 +262,7 @@ class CpuRuntime(Runtime):
         except OSError as exc:
             raise CompileError(f"cannot load the compiled kernel: {exc}", name) from exc
         function = library.bc_kernel
-        function.restype = None
-        function.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32)]
+        function.restype = None  # no argtypes: a bytes block and a byref need no conversion
         compiled = self._compiled[key] = CompiledC(library, function, key)
         return compiled
 
@@ -286,7 +285,7 @@ class CpuRuntime(Runtime):
         if plan is None:
             plan = compiled.plan = Plan(kernel)
         status = ctypes.c_int32(0)
-        compiled.function(plan.block(cube_count, args), status)
+        compiled.function(plan.block(cube_count, args), ctypes.byref(status))
         if status.value:
             raise LaunchError("out-of-bounds buffer access: the offending reads/writes were "
                               "skipped", kernel.name)
