@@ -39,7 +39,8 @@ OPS: dict[str, str | None] = {
     "store.bf16": "bc_bf16_store({a})",
     "min": "bc_min_{s}({a}, {b})", "max": "bc_max_{s}({a}, {b})",
     "abs.float": "fabs{f}({a})", "abs.int": "bc_abs_{s}({a})",
-    "pow": "pow{f}({a}, {b})", "fmod": "fmod{f}({a}, {b})", "rsqrt": "(1 / sqrt{f}({a}))", "round": "rint{f}({a})",
+    "pow": "pow{f}({a}, {b})", "fmod": "fmod{f}({a}, {b})", "rsqrt": "(1 / sqrt{f}({a}))",
+    "round": "rint{f}({a})",
     "isnan": "(isnan({a}) != 0)", "isinf": "(isinf({a}) != 0)",
     **{op: f"{op}{{f}}({{a}})" for op in (
         "exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin", "acos",
