@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ class DeviceArray:
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def strides(self) -> tuple[int, ...]:

@@ -21,7 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from burn_cube.cache import DiskCache, cache_key, native_target, package_identity
+from burn_cube.cache import (
+    DiskCache,
+    atomic_write,
+    cache_dir,
+    cache_key,
+    native_target,
+    package_identity,
+)
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime
@@ -35,10 +42,16 @@ OPTIONAL_FLAGS = ("-mno-avx512fp16",)
 
 @functools.cache
 def compile_flags(compiler: str) -> tuple[str, ...]:
-    """`FLAGS` plus the `OPTIONAL_FLAGS` that `compiler` accepts (probed once per compiler)."""
+    """`FLAGS` plus the `OPTIONAL_FLAGS` that `compiler` accepts: probed once per compiler
+    binary and remembered in the cache directory (a probe runs the compiler)."""
+    import hashlib
     import subprocess
     import tempfile
 
+    record = cache_dir() / ("flags-" + hashlib.sha256(
+        f"{compiler_identity(compiler)}:{OPTIONAL_FLAGS}".encode()).hexdigest()[:16] + ".txt")
+    if record.exists():
+        return (*FLAGS, *record.read_text().split())
     accepted = []
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "probe.c"
@@ -48,6 +61,8 @@ def compile_flags(compiler: str) -> tuple[str, ...]:
                                    str(src)], capture_output=True)
             if proc.returncode == 0:
                 accepted.append(flag)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(record, " ".join(accepted).encode())
     return (*FLAGS, *accepted)
 
 

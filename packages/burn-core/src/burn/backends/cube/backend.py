@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -71,6 +69,7 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         from burn.backends.numpy import NumpyBackend  # the host fallback
 
         self.runtime = burn_cube.runtime(self.runtime_name, index)
+        self._array = burn_cube.DeviceArray  # wraps host buffers of the cpu runtime
         self.index = index
         self.device = Device(f"{self.name}:{index}" if index else self.name)
         #: the host backend of ops without a kernel yet, and its device.
@@ -129,14 +128,14 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         Raises:
             AllocationError: the device is out of memory (the process stays usable).
         """
-        from burn_cube.runtime.base import DeviceArray
-
         cube = cube_dtype("empty", dtype)
-        with self._allocating("empty", shape, dtype):
+        try:
             if self.runtime_name == "cpu":
-                return CubeTensor(DeviceArray(self.runtime, np.empty(shape, cube.numpy), shape,
+                return CubeTensor(self._array(self.runtime, np.empty(shape, cube.numpy), shape,
                                               cube), dtype)
             return CubeTensor(self.runtime.allocate(shape, cube), dtype)
+        except Exception as exc:
+            raise self._allocation_error("empty", shape, dtype, exc) from exc
 
     def upload(self, data: np.ndarray) -> CubeTensor:
         """A device tensor holding a copy of host `data` (of a dtype this device holds).
@@ -144,41 +143,36 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         Raises:
             AllocationError: the device is out of memory.
         """
-        from burn_cube.runtime.base import DeviceArray
-
         dtype = from_numpy(data.dtype, "from_data")
         cube = cube_dtype("from_data", dtype)
-        with self._allocating("from_data", data.shape, dtype):
+        try:
             if self.runtime_name == "cpu":
                 arr = np.array(data, dtype=cube.numpy, order="C", copy=True)
-                return CubeTensor(DeviceArray(self.runtime, arr, arr.shape, cube), dtype)
+                return CubeTensor(self._array(self.runtime, arr, arr.shape, cube), dtype)
             return CubeTensor(self.runtime.upload(np.array(data, cube.numpy, order="C")), dtype)
+        except Exception as exc:
+            raise self._allocation_error("from_data", data.shape, dtype, exc) from exc
 
-    @contextmanager
-    def _allocating(self, op: str, shape: Shape, dtype: DType) -> Iterator[None]:
-        """Turn the runtime's allocation failures (out of memory, a buffer over the device's
-        limit) into `AllocationError` naming the op, shape, dtype and device."""
+    def _allocation_error(self, op: str, shape: Shape, dtype: DType,
+                          exc: Exception) -> Exception:
+        """`AllocationError` naming the op, shape, dtype and device for the runtime's
+        allocation failures (out of memory, a buffer over the device's limit); `exc` itself
+        for anything else."""
         from burn_cube.errors import KernelError
 
-        try:
-            yield
-        except Exception as exc:
-            if not isinstance(exc, MemoryError | KernelError) and \
-                    "OutOfMemory" not in type(exc).__name__:
-                raise
-            raise AllocationError(op, "cannot allocate on the device", shape=tuple(shape),
-                                  dtype=dtype.value, device=str(self.device),
-                                  reason=str(exc)[:200]) from exc
+        if not isinstance(exc, MemoryError | KernelError) and \
+                "OutOfMemory" not in type(exc).__name__:
+            return exc
+        return AllocationError(op, "cannot allocate on the device", shape=tuple(shape),
+                               dtype=dtype.value, device=str(self.device), reason=str(exc)[:200])
 
     def from_host(self, data: np.ndarray) -> CubeTensor:
         """A device tensor around a host result the caller gives up (no copy on the cpu)."""
-        from burn_cube.runtime.base import DeviceArray
-
         if self.runtime_name == "cpu" and data.flags.c_contiguous:
             dtype = from_numpy(data.dtype, "from_data")
             cube = cube_dtype("from_data", dtype)
             if data.dtype == cube.numpy:
-                return CubeTensor(DeviceArray(self.runtime, data, data.shape, cube), dtype)
+                return CubeTensor(self._array(self.runtime, data, data.shape, cube), dtype)
         return self.upload(data)
 
     def launch(self, kernel: Any, units: int, *args: Any) -> None:
