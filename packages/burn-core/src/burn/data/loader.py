@@ -422,12 +422,20 @@ class DataLoader(Generic[BatchT]):
 def _stop(pool: Executor, kill: bool) -> None:
     """Shut the pool down; with ``kill`` (a timeout or an interrupt) do not wait for the
     workers, and terminate process workers."""
-    processes = list((getattr(pool, "_processes", None) or {}).values()) if kill else []
-    for process in processes:
-        process.terminate()
-    for process in processes:  # SIGKILL for workers that ignore SIGTERM
-        process.join(_TERMINATE_GRACE_S)
-        if process.is_alive():
-            process.kill()
-            process.join()
+    stopped: set[Any] = set()
+
+    def terminate_workers() -> None:
+        processes = [p for p in (getattr(pool, "_processes", None) or {}).values()
+                     if p not in stopped] if kill else []
+        for process in processes:
+            process.terminate()
+        for process in processes:  # SIGKILL for workers that ignore SIGTERM
+            process.join(_TERMINATE_GRACE_S)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        stopped.update(processes)
+
+    terminate_workers()
     pool.shutdown(wait=not kill, cancel_futures=True)
+    terminate_workers()  # a worker the pool started while the first ones were stopping
