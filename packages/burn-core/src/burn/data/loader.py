@@ -423,10 +423,10 @@ def _stop(pool: Executor, kill: bool) -> None:
     """Shut the pool down; with ``kill`` (a timeout or an interrupt) do not wait for the
     workers, and terminate process workers."""
     stopped: set[Any] = set()
+    workers = (getattr(pool, "_processes", None) or {}) if kill else {}  # shutdown drops it
 
     def terminate_workers() -> None:
-        processes = [p for p in (getattr(pool, "_processes", None) or {}).values()
-                     if p not in stopped] if kill else []
+        processes = [p for p in list(workers.values()) if p not in stopped]
         for process in processes:
             process.terminate()
         for process in processes:  # SIGKILL for workers that ignore SIGTERM
