@@ -49,7 +49,7 @@ class ConversionMixin(TensorBase):
         return device
 
     def _exported(self) -> Any:
-        bk = self._bk
+        bk: Any = self._bk  # an AutodiffBackend has float_inner
         return bk.exported(bk.float_inner(self._prim) if bk.is_autodiff and self._k == "float_"
                            else self._prim)
 

@@ -11,6 +11,8 @@ parameter names, constants or nested lowerings. For ``clamp`` a None bound drops
 
 from __future__ import annotations
 
+from typing import Any
+
 from burn.dtype import Kind
 from burn.ir import rules as r
 from burn.ir.opdef import CubeExpr, OpDef
@@ -55,7 +57,7 @@ def _clamp(x: CubeExpr | str, low: str | float | None, high: str | float | None,
     """`x` clamped to [low, high]; a None bound (or a bound argument that is None) is open.
     Floats keep NaN through an explicit isnan (min/max and comparisons may drop it: WGSL lets
     drivers assume there is no NaN)."""
-    lowered = x if low is None else ("select", ("lt", x, low), low, x)
+    lowered: Any = x if low is None else ("select", ("lt", x, low), low, x)
     clamped = lowered if high is None else ("select", ("gt", lowered, high), high, lowered)
     return ("select", ("isnan", x), x, clamped) if floats else clamped
 

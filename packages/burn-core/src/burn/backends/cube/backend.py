@@ -73,7 +73,8 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         self.index = index
         self.device = Device(f"{self.name}:{index}" if index else self.name)
         #: the host backend of ops without a kernel yet, and its device.
-        self.host = NumpyBackend()
+        host: Any = NumpyBackend  # its ops are made at import: mypy sees them abstract
+        self.host = host()
         self.host_device = Device("numpy")
         #: op name -> calls that ran on the host fallback.
         self.fallbacks: Counter[str] = Counter()
@@ -198,7 +199,9 @@ def _assemble(cls: type) -> None:
     for name, op in OPS.items():
         if abstract(name):
             setattr(cls, name, fallback_method(op))
-    cls.__abstractmethods__ = frozenset(n for n in cls.__abstractmethods__ if abstract(n))
+    abstract_names: frozenset[str] = getattr(cls, "__abstractmethods__", frozenset())
+    cls.__abstractmethods__ = frozenset(  # type: ignore[attr-defined]
+        n for n in abstract_names if abstract(n))
 
 
 _assemble(CubeBackend)

@@ -69,7 +69,7 @@ class CubeCreationOps:
     def float_to_device(self: Any, x: CubeTensor, device: Device) -> CubeTensor:
         """The same tensor on this device; another device of the runtime copies through the
         host."""
-        target = device.backend
+        target: Any = device.backend
         return x if target is self else target.upload(host_array(x))
 
     int_to_device = bool_to_device = float_to_device

@@ -7,7 +7,7 @@ positive steps are views; flip, repeat_dim, cat and slice_assign run copy kernel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .kernels import copy_kernel, flip_kernel
@@ -147,6 +147,7 @@ def unfold(backend: Any, x: CubeTensor, dim: int, size: int, step: int) -> CubeT
 
 
 #: op name suffix -> function(backend, *args), for the float_, int_ and bool_ methods.
-LAYOUT = {"reshape": reshape, "swap_dims": swap_dims, "permute": permute, "flip": flip,
-          "expand": expand, "repeat_dim": repeat_dim, "cat": cat, "unfold": unfold,
-          "slice": slice_, "slice_assign": slice_assign}
+LAYOUT: dict[str, Callable[..., CubeTensor]] = {
+    "reshape": reshape, "swap_dims": swap_dims, "permute": permute, "flip": flip,
+    "expand": expand, "repeat_dim": repeat_dim, "cat": cat, "unfold": unfold,
+    "slice": slice_, "slice_assign": slice_assign}
