@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 THREADS = (1, 2)
+#: Backends compared with torch, where available (each under autodiff).
+CPU_BACKENDS = ("numpy", "cpu")
 LR = 1e-3
 EPSILON = 1e-8
 
@@ -137,15 +139,15 @@ def torch_step_fn(work: Workload) -> Callable[[], float]:
     return step
 
 
-def burn_step_fn(work: Workload) -> Callable[[], float]:
-    """A closure running one burn training step of `work` on numpy+autodiff; it returns the
-    loss."""
+def burn_step_fn(work: Workload, backend: str = "numpy") -> Callable[[], float]:
+    """A closure running one burn training step of `work` on `backend`+autodiff (after one
+    warm-up step: kernels compiled, matmul strategies tuned); it returns the loss."""
     import burn
     import burn.functional as F
     from burn.optim import AdamConfig
 
     burn.seed(0)
-    device = burn.Device("numpy").autodiff()
+    device = burn.Device(backend).autodiff()
     model = work.burn_model(device)
     optim = AdamConfig(epsilon=EPSILON).init()
     x, y = (burn.tensor(a, device=device) for a in _data(work))
@@ -155,7 +157,16 @@ def burn_step_fn(work: Workload) -> Callable[[], float]:
         optim.step(LR, model, loss.backward())
         return loss.item()
 
+    step()
     return step
+
+
+def cpu_backends() -> list[str]:
+    """The CPU backends this machine runs: numpy, and the cube backend `cpu` where there is a
+    C compiler and burn-cube."""
+    import burn
+
+    return [b.name for b in burn.available_backends() if b.available and b.name in CPU_BACKENDS]
 
 
 def measure(name: str, threads: int) -> str:
@@ -168,7 +179,8 @@ def measure(name: str, threads: int) -> str:
     work = WORKLOADS[name]
     results = measure_interleaved([
         Candidate("torch eager step", torch_step_fn(work)),
-        Candidate("burn numpy+autodiff step", burn_step_fn(work), vs="torch eager step"),
+        *(Candidate(f"burn {backend}+autodiff step", burn_step_fn(work, backend),
+                    vs="torch eager step") for backend in cpu_backends()),
     ], min_time=0.3, rounds=7)
     return report(f"{work.title}: training step (Adam), {threads} thread(s)", results)
 
