@@ -14,7 +14,8 @@ import math
 import os
 import shutil
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,23 @@ FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-std=gnu11", "-
 #: Flags added where the compiler takes them: gcc 12 emits masked AVX512-FP16 moves that
 #: binutils 2.40 rejects, so _Float16 is computed through f32 conversions instead.
 OPTIONAL_FLAGS = ("-mno-avx512fp16",)
+
+
+@contextmanager
+def _passive_openmp() -> Iterator[None]:
+    """While the first kernel library loads (and with it libgomp, which reads its environment
+    once): OpenMP threads sleep between launches instead of spinning, unless the user set
+    OMP_WAIT_POLICY. Spinning threads competed with BLAS threads and the interpreter on small
+    machines (a 2-thread transformer step ran 2x slower); other libraries' OpenMP is not
+    affected, as the variable is restored at once."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        yield
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        yield
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
 
 
 @functools.cache
@@ -273,7 +291,8 @@ class CpuRuntime(Runtime):
 
     def _open(self, key: str, name: str, path: Path) -> CompiledC:
         try:
-            library = ctypes.CDLL(str(path))
+            with _passive_openmp():
+                library = ctypes.CDLL(str(path))
         except OSError as exc:
             raise CompileError(f"cannot load the compiled kernel: {exc}", name) from exc
         function = library.bc_kernel
