@@ -149,3 +149,21 @@ def test_other_devices_export_their_values_through_dlpack(spec: str) -> None:
     assert tuple(exported.shape) == (1, 2) and exported.dtype == torch.float32
     np.testing.assert_array_equal(exported.numpy(), [[1.5, -2.0]])
     assert burn.from_dlpack(exported, device=spec).to_numpy().tolist() == [[1.5, -2.0]]
+
+
+@pytest.mark.parametrize("name", DEVICES)
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_saturated_integer_arithmetic_wraps_like_numpy_without_trapping(name: str,
+                                                                       dtype: str) -> None:
+    info = np.iinfo(dtype)
+    a = np.array([info.min, info.max, -7, 7, info.min], dtype=dtype)
+    b = np.array([-1, 1, 2, -2, info.max], dtype=dtype)
+    x, y = burn.tensor(a, device=name), burn.tensor(b, device=name)
+    with np.errstate(all="ignore"):  # numpy warns about the overflow, and wraps
+        expected = {"floor_div": a // b, "remainder": a % b, "add": a + a, "neg": -a,
+                    "mul": a * b, "div_scalar": a // -1}
+    got = {"floor_div": x // y, "remainder": x % y, "add": x + x, "neg": -x, "mul": x * y,
+           "div_scalar": x // -1}  # MIN // -1 traps in C unless handled
+    for op, value in got.items():
+        assert value.dtype == getattr(burn, dtype), op
+        np.testing.assert_array_equal(value.to_numpy(), expected[op], err_msg=op)

@@ -257,8 +257,8 @@ class CEmitter(Emitter):
             fmt = {"T": type_name, "s": name}
             if dtype_kind != "bool":
                 out.append(table_c.HELPERS_NUMERIC.format(**fmt))
-            if dtype_kind in ("int", "uint"):
-                out.append(table_c.HELPERS_INT.format(**fmt))
+            if dtype_kind == "uint":
+                out.append(table_c.HELPERS_UNSIGNED.format(**fmt))
             if dtype_kind == "int":
                 out.append(table_c.HELPERS_SIGNED.format(**fmt))
             if dtype_kind == "float" and f"atomic:{name}" in self.kernel.features:

@@ -56,11 +56,16 @@ HELPERS_NUMERIC = """\
 static inline {T} bc_min_{s}({T} a, {T} b) {{ return a < b ? a : b; }}
 static inline {T} bc_max_{s}({T} a, {T} b) {{ return a > b ? a : b; }}
 """
-HELPERS_INT = """\
+HELPERS_UNSIGNED = """\
 static inline {T} bc_div_{s}({T} a, {T} b) {{ return b == 0 ? 0 : ({T})(a / b); }}
 static inline {T} bc_mod_{s}({T} a, {T} b) {{ return b == 0 ? 0 : ({T})(a % b); }}
 """
+#: Signed: MIN / -1 would trap (SIGFPE on x86), so a -1 divisor negates (wrapping: the C
+#: target compiles with -fwrapv) and gives remainder 0, as numpy, WGSL and CUDA do.
 HELPERS_SIGNED = """\
+static inline {T} bc_div_{s}({T} a, {T} b) {{
+    return b == 0 ? 0 : b == -1 ? ({T})-a : ({T})(a / b); }}
+static inline {T} bc_mod_{s}({T} a, {T} b) {{ return b == 0 || b == -1 ? 0 : ({T})(a % b); }}
 static inline {T} bc_abs_{s}({T} a) {{ return a < 0 ? -a : a; }}
 """
 HELPERS_FLOAT_ATOMIC = """\

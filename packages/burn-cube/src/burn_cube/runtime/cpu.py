@@ -1,9 +1,9 @@
 """CPU runtime: generated C compiled by the system compiler, loaded with ctypes.
 
 The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` on ``PATH``,
-looked up when the first kernel is compiled. Flags: ``-O3 -march=native -fopenmp
--fno-math-errno`` (no ``-ffast-math``: NaN and infinities keep IEEE semantics, and results match
-numpy to a few ulp of libm).
+looked up when the first kernel is compiled. Flags: ``-O3 -march=native -fopenmp -fwrapv
+-fno-math-errno`` (signed integers wrap, as numpy; no ``-ffast-math``: NaN and infinities keep
+IEEE semantics, and results match numpy to a few ulp of libm).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime
 from burn_cube.types import DTYPES, DType, from_numpy
 
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
+         "-shared")
 #: Flags added where the compiler takes them: gcc 12 emits masked AVX512-FP16 moves that
 #: binutils 2.40 rejects, so _Float16 is computed through f32 conversions instead.
 OPTIONAL_FLAGS = ("-mno-avx512fp16",)
