@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as tF
+from cube_testing import backend as _backend
+from cube_testing import record_launches
+from cube_testing import upload_view as _up
 
 import burn
 import burn.functional as bF
@@ -49,27 +52,6 @@ def _t_options(cfg: tuple[Any, ...], nd: int) -> ConvTransposeOptions:
     return ConvTransposeOptions(_dims(stride, nd), _dims(padding, nd), _dims(padding_out, nd),
                                 _dims(dilation, nd), groups)
 
-
-def _backend(name: str) -> Any:
-    return burn.Device(name).backend
-
-
-def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
-    """`a` on the device as a view laid out as `layout` (broadcast: batch 0 repeated)."""
-    if layout == "contiguous":
-        return bk.upload(a)
-    if layout == "transposed":
-        t = bk.upload(np.ascontiguousarray(a.T))
-        return t.view(a.shape, tuple(reversed(t.strides)))
-    if layout == "strided":
-        big = np.zeros((*a.shape[:-1], 2 * a.shape[-1] + 1), a.dtype)
-        big[..., 1::2] = a
-        t = bk.upload(big)
-        return t.view(a.shape, (*t.strides[:-1], 2), t.offset + 1)
-    assert layout == "broadcast"
-    a[1:] = a[:1]
-    t = bk.upload(np.ascontiguousarray(a[:1]))
-    return t.view(a.shape, (0, *t.strides[1:]))
 
 
 def _host(t: CubeTensor) -> np.ndarray:
@@ -417,14 +399,7 @@ def test_bad_shapes_raise_shape_errors_naming_the_op(device: str) -> None:
 def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every kernel launched by the five ops (each dtype path) also compiles to CUDA C."""
     bk = _backend("cpu")
-    launched: dict[int, tuple[Any, tuple[Any, ...]]] = {}
-    real = type(bk).launch
-
-    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
-        launched[id(kernel)] = (kernel, args)
-        real(self, kernel, units, *args)
-
-    monkeypatch.setattr(type(bk), "launch", record)
+    launched = record_launches(monkeypatch, bk)
     rng = np.random.default_rng(8)
     for nd in (1, 2, 3):
         for dtype in (np.float32, np.float16):

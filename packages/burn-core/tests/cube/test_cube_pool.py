@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as tF
+from cube_testing import backend as _backend
+from cube_testing import record_launches
+from cube_testing import upload_view as _up
 
-import burn
 from burn.backend.options import PoolOptions
 from burn.backends.cube import CubeTensor
 from burn.backends.cube.tensor import host_array
@@ -30,26 +32,6 @@ CASES = [
     ((5, 9), (3, 3), (1, 2), (1, 0), (2, 1), True, True),
 ]
 
-
-def _backend(name: str) -> Any:
-    return burn.Device(name).backend
-
-
-def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
-    """`a` on the device as a view laid out as `layout` (broadcast: batch 0 repeated)."""
-    if layout == "transposed":
-        t = bk.upload(np.ascontiguousarray(a.T))
-        return t.view(a.shape, tuple(reversed(t.strides)))
-    if layout == "strided":
-        big = np.zeros((*a.shape[:-1], 2 * a.shape[-1] + 1), a.dtype)
-        big[..., 1::2] = a
-        t = bk.upload(big)
-        return t.view(a.shape, (*t.strides[:-1], 2), t.offset + 1)
-    if layout == "broadcast":
-        a[1:] = a[:1]
-        t = bk.upload(np.ascontiguousarray(a[:1]))
-        return t.view(a.shape, (0, *t.strides[1:]))
-    return bk.upload(a)
 
 
 def _check(got: CubeTensor, want: torch.Tensor | np.ndarray | None, dtype: Any,
@@ -216,14 +198,7 @@ def test_bad_shapes_raise_shape_errors(device: str) -> None:
 def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every kernel the pooling ops launch (float32 and float16 paths) compiles to CUDA C."""
     bk = _backend("cpu")
-    launched: dict[int, tuple[Any, tuple[Any, ...]]] = {}
-    real = type(bk).launch
-
-    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
-        launched[id(kernel)] = (kernel, args)
-        real(self, kernel, units, *args)
-
-    monkeypatch.setattr(type(bk), "launch", record)
+    launched = record_launches(monkeypatch, bk)
     for dtype, o in itertools.product((np.float32, np.float16), map(_options, CASES[2:4])):
         x = bk.upload(np.ones((1, 2, 7, 8), dtype))
         y, idx = bk.max_pool_with_indices(x, o)

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as tF
+from cube_testing import backend as _backend
+from cube_testing import record_launches
+from cube_testing import upload_view as _up
 
-import burn
 from burn.backend.options import InterpolateOptions
 from burn.backends.cube import CubeTensor
 from burn.backends.cube.tensor import host_array
@@ -25,21 +27,6 @@ MODES = [("nearest", False), ("bilinear", False), ("bilinear", True), ("bicubic"
 #: (input H, W) -> output (Ho, Wo)
 SIZES = [((5, 7), (9, 4)), ((6, 6), (12, 12)), ((1, 5), (3, 1)), ((8, 3), (3, 8))]
 
-
-def _backend(name: str) -> Any:
-    return burn.Device(name).backend
-
-
-def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
-    """`a` on the device as a view laid out as `layout` (broadcast: batch 0 repeated)."""
-    if layout == "transposed":
-        t = bk.upload(np.ascontiguousarray(a.T))
-        return t.view(a.shape, tuple(reversed(t.strides)))
-    if layout == "broadcast":
-        a[1:] = a[:1]
-        t = bk.upload(np.ascontiguousarray(a[:1]))
-        return t.view(a.shape, (0, *t.strides[1:]))
-    return bk.upload(a)
 
 
 def _check(got: CubeTensor, want: torch.Tensor | np.ndarray | None, dtype: Any,
@@ -132,14 +119,7 @@ def test_bad_input_raises_typed_errors(device: str) -> None:
 def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every kernel interpolate launches (float32 and float16 paths) compiles to CUDA C."""
     bk = _backend("cpu")
-    launched: dict[int, tuple[Any, tuple[Any, ...]]] = {}
-    real = type(bk).launch
-
-    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
-        launched[id(kernel)] = (kernel, args)
-        real(self, kernel, units, *args)
-
-    monkeypatch.setattr(type(bk), "launch", record)
+    launched = record_launches(monkeypatch, bk)
     o = InterpolateOptions("bicubic", True)
     for dtype in (np.float32, np.float16):
         x = bk.upload(np.ones((1, 2, 5, 6), dtype))

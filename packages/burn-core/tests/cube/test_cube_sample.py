@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as tF
+from cube_testing import backend as _backend
+from cube_testing import record_launches
+from cube_testing import upload_view as _up
 
-import burn
 from burn.backend.options import GridSampleMode, GridSampleOptions, GridSamplePadding
 from burn.backends.cube import CubeTensor
 from burn.backends.cube.tensor import host_array
@@ -27,21 +29,6 @@ _PADDINGS: tuple[GridSamplePadding, ...] = ("zeros", "border", "reflection")
 OPTIONS = [GridSampleOptions(m, p, a)
            for m, p, a in itertools.product(_MODES, _PADDINGS, (False, True))]
 
-
-def _backend(name: str) -> Any:
-    return burn.Device(name).backend
-
-
-def _up(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
-    """`a` on the device as a view laid out as `layout` (broadcast: batch 0 repeated)."""
-    if layout == "transposed":
-        t = bk.upload(np.ascontiguousarray(a.T))
-        return t.view(a.shape, tuple(reversed(t.strides)))
-    if layout == "broadcast":
-        a[1:] = a[:1]
-        t = bk.upload(np.ascontiguousarray(a[:1]))
-        return t.view(a.shape, (0, *t.strides[1:]))
-    return bk.upload(a)
 
 
 def _check(got: CubeTensor, want: torch.Tensor | np.ndarray | None, dtype: Any,
@@ -134,14 +121,7 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every grid-sampling kernel (each mode and padding, float32 and float16) compiles to
     CUDA C."""
     bk = _backend("cpu")
-    launched: dict[int, tuple[Any, tuple[Any, ...]]] = {}
-    real = type(bk).launch
-
-    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
-        launched[id(kernel)] = (kernel, args)
-        real(self, kernel, units, *args)
-
-    monkeypatch.setattr(type(bk), "launch", record)
+    launched = record_launches(monkeypatch, bk)
     for dtype, o in itertools.product((np.float32, np.float16), OPTIONS):
         x, grid = bk.upload(np.ones((1, 2, 3, 3), dtype)), bk.upload(np.zeros((1, 2, 2, 2), dtype))
         bk.grid_sample_2d_backward(x, grid, bk.grid_sample_2d(x, grid, o), o)

@@ -1,0 +1,53 @@
+"""Helpers shared by the cube backends' module-op tests (conv, pool, resize, sample): device
+views of host arrays in each layout, and a recorder of the kernels a block launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import burn
+from burn.backends.cube import CubeTensor
+
+#: kernel id -> (kernel, launch arguments) of each kernel launched while recording.
+Launched = dict[int, tuple[Any, tuple[Any, ...]]]
+
+
+def backend(name: str) -> Any:
+    """The backend of device `name`."""
+    return burn.Device(name).backend
+
+
+def upload_view(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTensor:
+    """`a` on the device as a view laid out as `layout`: contiguous, transposed (all dims
+    reversed), strided (every other element of the last dim, from an offset) or broadcast (batch
+    0 repeated with stride 0; `a`'s other batches are overwritten with it)."""
+    if layout == "contiguous":
+        return bk.upload(a)
+    if layout == "transposed":
+        t = bk.upload(np.ascontiguousarray(a.T))
+        return t.view(a.shape, tuple(reversed(t.strides)))
+    if layout == "strided":
+        big = np.zeros((*a.shape[:-1], 2 * a.shape[-1] + 1), a.dtype)
+        big[..., 1::2] = a
+        t = bk.upload(big)
+        return t.view(a.shape, (*t.strides[:-1], 2), t.offset + 1)
+    assert layout == "broadcast", layout
+    a[1:] = a[:1]
+    t = bk.upload(np.ascontiguousarray(a[:1]))
+    return t.view(a.shape, (0, *t.strides[1:]))
+
+
+def record_launches(monkeypatch: pytest.MonkeyPatch, bk: Any) -> Launched:
+    """Record every kernel `bk`'s backend class launches from now on (the launches still run)."""
+    launched: Launched = {}
+    real = type(bk).launch
+
+    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
+        launched[id(kernel)] = (kernel, args)
+        real(self, kernel, units, *args)
+
+    monkeypatch.setattr(type(bk), "launch", record)
+    return launched
