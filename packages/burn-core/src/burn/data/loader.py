@@ -436,6 +436,9 @@ def _stop(pool: Executor, kill: bool) -> None:
                 process.join()
         stopped.update(processes)
 
+    manager = getattr(pool, "_executor_manager_thread", None) if kill else None
     terminate_workers()
     pool.shutdown(wait=not kill, cancel_futures=True)
+    if manager is not None:  # it may start a worker while noticing the others died
+        manager.join(_TERMINATE_GRACE_S)
     terminate_workers()  # a worker the pool started while the first ones were stopping
