@@ -190,6 +190,18 @@ class Runtime(ABC):
             The array.
         """
 
+    def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        """An array whose contents are undefined (runtimes that can skip the zero fill do).
+
+        Args:
+            shape: Shape.
+            dtype: Element dtype.
+
+        Returns:
+            The array.
+        """
+        return self.allocate(shape, dtype)
+
     @abstractmethod
     def upload(self, array: np.ndarray) -> DeviceArray:
         """Copy a numpy array to the device."""

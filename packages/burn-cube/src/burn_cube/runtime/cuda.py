@@ -105,6 +105,10 @@ class CudaRuntime(Runtime):
         with self.device, self.stream:
             return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
+    def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        with self.device, self.stream:
+            return DeviceArray(self, cupy.empty(shape, _held(dtype.numpy)), tuple(shape), dtype)
+
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
         if dtype is None:

@@ -134,7 +134,7 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
             if self.runtime_name == "cpu":
                 return CubeTensor(self._array(self.runtime, np.empty(shape, cube.numpy), shape,
                                               cube), dtype)
-            return CubeTensor(self.runtime.allocate(shape, cube), dtype)
+            return CubeTensor(self.runtime.empty(shape, cube), dtype)
         except Exception as exc:
             raise self._allocation_error("empty", shape, dtype, exc) from exc
 
