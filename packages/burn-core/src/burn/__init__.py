@@ -1,10 +1,9 @@
 """Burn for Python: tensors, backends and autodiff (burn-core)."""
 
 import importlib
-from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
-from burn import errors, functional
+from burn import errors
 from burn.device import Device, available_backends, default_device, set_default_device, sync
 from burn.dtype import (
     DType,
@@ -56,16 +55,18 @@ from burn.frontend import (
 )
 
 if TYPE_CHECKING:
-    from burn import data, linalg, lr_scheduler, nn, optim, record, train
+    from burn import data, functional, linalg, lr_scheduler, nn, optim, record, train
     from burn.autodiff import Gradients, is_grad_enabled, no_grad
     from burn.backend.registry import register_backend, register_decorator
     from burn.profiler import profile
 
+    __version__: str  # the one version: pyproject.toml's
+
 #: Names imported on first access (PEP 562), so `import burn` stays fast: subpackages
 #: (`burn.nn`, `from burn import train`) and names of modules not needed to make tensors.
 _LAZY: dict[str, tuple[str, str | None]] = {
-    **{name: (f"burn.{name}", None)
-       for name in ("data", "linalg", "lr_scheduler", "nn", "optim", "record", "train")},
+    **{name: (f"burn.{name}", None) for name in (
+        "data", "functional", "linalg", "lr_scheduler", "nn", "optim", "record", "train")},
     **{name: ("burn.autodiff", name) for name in ("Gradients", "is_grad_enabled", "no_grad")},
     **{name: ("burn.backend.registry", name)
        for name in ("register_backend", "register_decorator")},
@@ -74,7 +75,14 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 
 def __getattr__(name: str) -> Any:
-    """Import a lazy name on first access and cache it in the module."""
+    """Import a lazy name on first access and cache it in the module; `__version__` is read
+    from the install metadata (pyproject.toml's version) on first access, as importing
+    importlib.metadata costs start-up time."""
+    if name == "__version__":
+        from importlib.metadata import version
+
+        globals()[name] = installed = version("burn-core")
+        return installed
     if name not in _LAZY:
         raise AttributeError(f"module 'burn' has no attribute {name!r}")
     module_name, attr = _LAZY[name]
@@ -85,10 +93,9 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
 
 
-__version__ = _metadata.version("burn-core")  # the one version: pyproject.toml
 __all__ = [
     "DType", "Device", "Gradients", "Kind", "Tensor", "arange", "available_backends", "data",
     "linalg",
