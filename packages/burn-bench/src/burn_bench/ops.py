@@ -4,7 +4,8 @@ device), the burn call and the PyTorch / numpy calls doing the same work on the 
 Each builder takes the size scale `n` (the side of the square operands), a numpy dtype name and
 a burn device, and returns the candidates' calls keyed by "burn", "torch" (when torch, an
 optional dependency, is installed) and, where numpy has the op, "numpy". Every burn call ends
-with `burn.sync(device)` (device synchronisation)."""
+with `burn.sync(device)` (device synchronisation). The builders of `BURN_SHAPES` also take
+`shape=`: the operand shape of Burn's own bench (3-d) instead of n x n."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ import burn.functional as F
 
 Call = Callable[[], object]
 Calls = dict[str, Call]
-Builder = Callable[[int, str, Any], Calls]
+Shape = tuple[int, ...]
+Builder = Callable[..., Calls]
 #: given the torch module and a numpy -> torch tensor conversion, the reference call
 TorchRef = Callable[[Any, Callable[[np.ndarray], Any]], Call]
 
@@ -66,9 +68,10 @@ def _unary(n: int, dtype: str, device: Any, burn_fn: Callable[[Any], object],
 
 
 def _binary(n: int, dtype: str, device: Any, fn: Callable[[Any, Any], object],
-            transpose: bool = False) -> Calls:
-    """Calls applying `fn(a, b)` (the same operator on every library) to n x n operands."""
-    x, y = _data(dtype, n, n), _data(dtype, n, n)
+            transpose: bool = False, shape: Shape | None = None) -> Calls:
+    """Calls applying `fn(a, b)` (the same operator on every library) to n x n operands (or
+    operands of `shape`)."""
+    x, y = _data(dtype, *(shape or (n, n))), _data(dtype, *(shape or (n, n)))
     y = (y.T if transpose else y[::-1]).copy()
     a, b = burn.tensor(x, device=device), burn.tensor(y, device=device)
 
@@ -78,25 +81,52 @@ def _binary(n: int, dtype: str, device: Any, fn: Callable[[Any, Any], object],
     return _calls(device, lambda: fn(a, b), ref, lambda: fn(x, y))
 
 
-def unary(n: int, dtype: str, device: Any) -> Calls:
+def unary(n: int, dtype: str, device: Any, shape: Shape | None = None) -> Calls:
     """`tanh(x)` on an n x n tensor (Burn's unary bench: tanh)."""
-    return _unary(n, dtype, device, lambda b: b.tanh(), lambda torch, t: torch.tanh(t), np.tanh)
+    return _unary(n, dtype, device, lambda b: b.tanh(), lambda torch, t: torch.tanh(t), np.tanh,
+                  shape)
 
 
-def binary(n: int, dtype: str, device: Any) -> Calls:
+def binary(n: int, dtype: str, device: Any, shape: Shape | None = None) -> Calls:
     """`a + b` on n x n tensors (Burn's binary bench: add)."""
-    return _binary(n, dtype, device, lambda a, b: a + b)
+    return _binary(n, dtype, device, lambda a, b: a + b, shape=shape)
 
 
-def matmul(n: int, dtype: str, device: Any) -> Calls:
-    """`a @ b` of two n x n matrices."""
-    return _binary(n, dtype, device, lambda a, b: a @ b, transpose=True)
+def matmul(n: int, dtype: str, device: Any, shape: Shape | None = None) -> Calls:
+    """`a @ b` of two n x n matrices; with `shape` (batch, m, k, n), a batched
+    (batch, m, k) @ (batch, k, n) product (Burn's matmul bench)."""
+    if shape is None:
+        return _binary(n, dtype, device, lambda a, b: a @ b, transpose=True)
+    batch, m, k, cols = shape
+    x, y = _data(dtype, batch, m, k), _data(dtype, batch, k, cols)
+    a, b = burn.tensor(x, device=device), burn.tensor(y, device=device)
+
+    def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
+        ta, tb = to(x), to(y)
+        return lambda: ta @ tb
+    return _calls(device, lambda: a @ b, ref, lambda: x @ y)
 
 
-def reduce(n: int, dtype: str, device: Any) -> Calls:
-    """`x.sum(dim=1)` of an n x n tensor."""
+def reduce(n: int, dtype: str, device: Any, shape: Shape | None = None) -> Calls:
+    """`x.sum(dim=1)` of an n x n tensor (or of a 3-d `shape`, as Burn's sum-dim bench)."""
     return _unary(n, dtype, device, lambda b: b.sum(1), lambda torch, t: t.sum(1),
-                  lambda x: x.sum(1))
+                  lambda x: x.sum(1), shape)
+
+
+def bool_select(n: int, dtype: str, device: Any, shape: Shape | None = None) -> Calls:
+    """`mask.select(1, indices)` (torch.index_select) of a boolean n x n mask with n // 8
+    random column indices (Burn's bool_select bench); `dtype` is unused (the data is bool).
+    With `shape`, the mask has that shape and 16 indices are drawn, as in Burn's middle case."""
+    rng = np.random.default_rng(0)
+    dims = shape or (n, n)
+    mask = rng.random(dims) < 0.5
+    idx = rng.integers(0, dims[1], 16 if shape else max(1, n // 8))
+    bm, bi = burn.tensor(mask, device=device), burn.tensor(idx, device=device)
+
+    def ref(torch: Any, to: Callable[[np.ndarray], Any]) -> Call:
+        tm, ti = to(mask), to(idx)
+        return lambda: torch.index_select(tm, 1, ti)
+    return _calls(device, lambda: bm.select(1, bi), ref, lambda: np.take(mask, idx, axis=1))
 
 
 def softmax(n: int, dtype: str, device: Any) -> Calls:
@@ -105,13 +135,13 @@ def softmax(n: int, dtype: str, device: Any) -> Calls:
                   lambda torch, t: torch.softmax(t, 1), None)
 
 
-def custom_gelu(n: int, dtype: str, device: Any) -> Calls:
+def custom_gelu(n: int, dtype: str, device: Any, shape: Shape | None = None) -> Calls:
     """GELU from primitives, `x * 0.5 * (1 + erf(x / sqrt(2)))`, on an n x n tensor.
 
     What Burn's custom-gelu bench composes: the fusion candidate."""
     root = math.sqrt(2.0)
     return _unary(n, dtype, device, lambda b: b * 0.5 * ((b / root).erf() + 1.0),
-                  lambda torch, t: t * 0.5 * (torch.erf(t / root) + 1.0), None)
+                  lambda torch, t: t * 0.5 * (torch.erf(t / root) + 1.0), None, shape)
 
 
 def random(n: int, dtype: str, device: Any) -> Calls:
@@ -220,6 +250,13 @@ def max_pool2d(n: int, dtype: str, device: Any) -> Calls:
 #: bench name -> builder of its calls
 BUILDERS: dict[str, Builder] = {
     "unary": unary, "binary": binary, "matmul": matmul, "reduce": reduce, "softmax": softmax,
+    "bool_select": bool_select,
     "custom-gelu": custom_gelu, "random": random, "data": data, "autodiff": autodiff,
     "conv2d": conv2d, "conv3d": conv3d, "conv-transpose2d": conv_transpose2d,
     "conv-transpose3d": conv_transpose3d, "matmul-fused": matmul_fused, "max-pool2d": max_pool2d}
+
+#: The operand shapes of Burn's backend-comparison benches that use 3-d shapes (matmul:
+#: batch, m, k, n), for `shapes = "burn"`; the other benches keep their n x n operands.
+BURN_SHAPES: dict[str, Shape] = {
+    "unary": (32, 512, 1024), "binary": (32, 512, 1024), "custom-gelu": (32, 512, 2048),
+    "reduce": (4096, 512, 64), "matmul": (3, 1024, 2048, 1024), "bool_select": (64, 128, 256)}
