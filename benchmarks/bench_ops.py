@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILE = config.profile(config.read(ROOT / config.FILE), "asv", ROOT / config.FILE)
 
 
-class OpBench:
+class _OpBench:
     """Base of the generated classes: `bench` names the op suite."""
 
     bench = ""
@@ -59,7 +59,7 @@ def _class_name(bench: str) -> str:
 
 for _bench in PROFILE.benches:
     if _bench in BUILDERS:
-        globals()[_class_name(_bench)] = type(_class_name(_bench), (OpBench,), {"bench": _bench})
+        globals()[_class_name(_bench)] = type(_class_name(_bench), (_OpBench,), {"bench": _bench})
 
 
 class TimeTrainStep:

@@ -26,7 +26,7 @@ def _module() -> ModuleType:
 def test_one_parametrised_class_per_bench() -> None:
     module = _module()
     classes = {getattr(module, n).bench: getattr(module, n) for n in dir(module)
-               if n.startswith("Time") and issubclass(getattr(module, n), module.OpBench)}
+               if n.startswith("Time") and issubclass(getattr(module, n), module._OpBench)}
     assert sorted(classes) == sorted(b for b in module.PROFILE.benches if b in BUILDERS)
     for cls in classes.values():
         assert cls.param_names == ("backend", "dtype", "candidate")

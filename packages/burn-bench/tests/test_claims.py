@@ -20,8 +20,13 @@ def _saved(tmp_path: Path) -> tuple[Path, dict[str, object]]:
     fused = copy.deepcopy(doc["rows"][0])
     fused["backend"] = "numpy+fusion"
     fused["times"]["burn"]["median"] /= 4
-    fused["compile_s"] = 0.5
-    doc["rows"].append(fused)
+    compiled = copy.deepcopy(doc["rows"][0])
+    compiled.update(bench="compile", case="edit", compile_s=0.5,
+                    times={"burn": {"min": 3.0, "median": 6.0, "max": 7.0},
+                           "torch": {"min": 1.0, "median": 2.0, "max": 2.5}})
+    missing = {**doc["rows"][0], "backend": "cpu+fusion", "status": "unavailable",
+               "reason": "no fusion decorator", "times": {}, "ratios": {}}
+    doc["rows"] += [fused, compiled, missing]
     results_dir = tmp_path / "results"
     results.save(doc, results_dir / "m" / "c.json")
     return results_dir, doc
@@ -34,7 +39,10 @@ def test_report_has_fusion_speedup_and_compile_time(tmp_path: Path) -> None:
     assert speedups[0].speedup == pytest.approx(4.0)
     assert main(["claims", "--results-dir", str(results_dir), "--out", str(tmp_path / "o")]) == 0
     text = (tmp_path / "o" / "claims.md").read_text()
-    assert "| binary | numpy+fusion | float32 | 4.00 |" in text and "| 0.500 |" in text
+    assert "| binary | numpy+fusion | float32 | 4.00 |" in text
+    assert "| numpy | edit | 6.00 | 2.00 | 0.50 | no |" in text
+    assert "| cpu+fusion | not present: no fusion decorator |" in text
+    assert "| numpy | present |" in text
     for png in ("fusion.png", "compile.png"):
         assert (tmp_path / "o" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import burn
 from burn_bench import config, results
 from burn_bench.__main__ import SUITES
 from burn_bench.cli import main
@@ -72,10 +73,46 @@ def test_run_saves_valid_json(tmp_path: Path) -> None:
 def test_failing_row_is_reported_and_others_run() -> None:
     row = run_op("conv2d", "numpy", "float32", 0, ["torch"], rounds=1, min_time=0.0005)
     assert row["status"] == "error" and row["reason"]
-    doc = run_grid(["compile", "unary"], ["numpy"], ["float32"], 4, ["torch"], rounds=1,
+    doc = run_grid(["conv2d", "unary"], ["numpy"], ["float32"], 4, ["torch"], rounds=1,
                    min_time=0.0005)
-    assert doc["reports"] == {"compile": "planned: not measured yet"}
-    assert [r["status"] for r in doc["rows"]] == ["ok"]
+    assert [r["status"] for r in doc["rows"]] == ["ok", "ok"]
+
+
+def test_compile_suite_times_fresh_processes_per_case() -> None:
+    """Every case runs in new processes (numpy: no kernels to compile, so the cases differ only
+    by load); a missing backend gives unavailable rows, the others still run."""
+    doc = run_grid(["compile"], ["numpy+autodiff", "cuda"], ["float32"], 4, ["torch"],
+                   rounds=1, min_time=0.0005)
+    results.validate(doc)
+    rows = doc["rows"]
+    assert [(r["backend"], r["case"], r["status"]) for r in rows] == [
+        ("numpy", "cold", "ok"), ("numpy", "warm", "ok"), ("numpy", "edit", "ok"),
+        ("cuda", "cold", "unavailable"), ("cuda", "warm", "unavailable"),
+        ("cuda", "edit", "unavailable")]
+    for row in rows[:3]:
+        assert set(row["times"]) == {"burn", "torch"}
+        burn_t = row["times"]["burn"]
+        # the process start and the imports count: far above one small step
+        assert 0.05 < burn_t["min"] <= burn_t["median"] <= burn_t["max"]
+        assert row["ratios"]["torch"] == pytest.approx(
+            burn_t["median"] / row["times"]["torch"]["median"])
+        assert row["compile_s"] is not None and row["compile_s"] >= 0
+    assert [r["size"] for r in rows[:3]] == [256, 256, 384]
+    assert "CuPy" in rows[3]["reason"] or rows[3]["reason"]
+
+
+def test_burn_shapes_use_burns_3d_operands(monkeypatch: pytest.MonkeyPatch) -> None:
+    from burn_bench import ops, runner
+
+    monkeypatch.setitem(ops.BURN_SHAPES, "unary", (2, 3, 4))
+    monkeypatch.setitem(ops.BURN_SHAPES, "matmul", (2, 3, 5, 4))
+    doc = run_grid(["unary", "matmul", "softmax"], ["numpy"], ["float32"], 6, ["torch"],
+                   rounds=1, min_time=0.0005, shapes="burn")
+    assert doc["settings"]["shapes"] == "burn"
+    assert [(r["bench"], r["shape"], r["status"]) for r in doc["rows"]] == [
+        ("unary", [2, 3, 4], "ok"), ("matmul", [2, 3, 5, 4], "ok"), ("softmax", None, "ok")]
+    out = runner.build("matmul", 6, "float32", burn.Device("numpy"), "burn")["burn"]()
+    assert out.shape == (2, 3, 4) and out.dtype == burn.float32
 
 
 def _doc() -> dict[str, object]:
@@ -175,7 +212,7 @@ def test_short_forms_expand_to_run() -> None:
     assert expand(["list"]) == ["list"]
     every = expand([])
     assert every[:2] == ["run", "--benches"]
-    assert set(every[2].split(",")) == {n for n, s in ALL.items() if s.kind != "planned"}
+    assert set(every[2].split(",")) == set(ALL)
 
 
 def test_rows_count_the_backend_ops_of_one_call() -> None:

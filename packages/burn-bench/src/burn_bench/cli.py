@@ -17,6 +17,7 @@ import burn
 from burn_bench import config, results
 from burn_bench.claims import write_report
 from burn_bench.errors import BenchError
+from burn_bench.ops import SHAPES
 from burn_bench.runner import run_grid
 from burn_bench.suites import (
     DECORATORS,
@@ -61,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rounds", type=_positive(int), help="interleaved rounds")
     run.add_argument("--min-time", type=_positive(float), help="seconds per batch at least")
     run.add_argument("--threads", type=_positive(int), help="BLAS / torch threads of the op suites")
+    run.add_argument("--shapes", choices=SHAPES,
+                     help="square: n x n operands; burn: Burn's 3-d bench shapes where it has them")
     run.add_argument("--json", type=Path, help="also write the results to this file")
     run.add_argument("--results-dir", type=Path,
                      help="save under DIR/<machine>/<commit>.json (default: benchmarks/results "
@@ -74,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `burn-bench`; bare suite names (`burn-bench mlp`) mean `run --benches`,
-    no arguments every suite but the planned ones.
+    no arguments every suite.
 
     Returns:
         The exit status (2 for bad names, printed with the valid ones).
@@ -96,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def expand(argv: list[str]) -> list[str]:
-    """The arguments with the short forms spelled out: none -> every suite but the planned ones
+    """The arguments with the short forms spelled out: none -> every suite
     (at the full profile's settings when there is a benchmarks.toml); bare suite names ->
     `run --benches NAMES`."""
     if not argv:
-        every = ",".join(name for name, found in SUITES.items() if found.kind != "planned")
+        every = ",".join(SUITES)
         return ["run", "--benches", every, *(["--profile", "full"] if config.find_root()
                                              else [])]
     if argv[0] not in COMMANDS and not argv[0].startswith("-"):
@@ -146,7 +149,8 @@ def _settings(args: argparse.Namespace) -> config.Profile:
         args.compare if args.compare is not None else (base.compare if base else list(REFERENCES)),
         args.size or (base.size if base else 128), args.rounds or (base.rounds if base else 7),
         args.min_time or (base.min_time if base else 0.2),
-        args.threads or (base.threads if base else 1))
+        args.threads or (base.threads if base else 1),
+        args.shapes or (base.shapes if base else "square"))
     for backend in merged.backends:
         check_backend(backend)
     check_names("dtype", merged.dtypes, DTYPES)
@@ -157,7 +161,7 @@ def _settings(args: argparse.Namespace) -> config.Profile:
 def _run(args: argparse.Namespace, console: Console) -> int:
     s = _settings(args)
     doc = run_grid(s.benches, s.backends, s.dtypes, s.size, s.compare, rounds=s.rounds,
-                   min_time=s.min_time, threads=s.threads)
+                   min_time=s.min_time, threads=s.threads, shapes=s.shapes)
     for name, text in doc["reports"].items():
         console.print(f"[bold]{name}[/bold]\n{text}\n", markup=True, highlight=False)
     if doc["rows"]:
@@ -193,18 +197,22 @@ def results_table(doc: dict[str, Any], compare: list[str]) -> Table:
         table.add_column(f"x {ref}", justify="right")
     table.add_column("kernels / compile / status")
     for row in doc["rows"]:
-        head = [row["bench"], row["backend"], row["dtype"], str(row["size"])]
+        bench = f"{row['bench']} {row['case']}" if row.get("case") else row["bench"]
+        size = "x".join(map(str, row["shape"])) if row.get("shape") else str(row["size"])
+        head = [bench, row["backend"], row["dtype"], size]
         if row["status"] != "ok":
             table.add_row(*head, "", "", "", *("" for _ in compare),
                           f"{row['status']}: {row['reason']}")
             continue
         t = row["times"]["burn"]
         ratios = [f"{row['ratios'][r]:.2f}" if r in row["ratios"] else "-" for r in compare]
-        extra = " / ".join("-" if row[k] is None else str(row[k])
-                           for k in ("kernels", "compile_s"))
+        extra = " / ".join(["-" if row["kernels"] is None else str(row["kernels"]),
+                            "-" if row["compile_s"] is None else f"{row['compile_s']:.3f} s"])
         table.add_row(*head, *(_fmt(t[k]) for k in ("min", "median", "max")), *ratios, extra)
     return table
 
 
 def _fmt(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
     return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"

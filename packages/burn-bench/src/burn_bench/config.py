@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from burn_bench.errors import ConfigError
+from burn_bench.ops import SHAPES
 from burn_bench.suites import DTYPES, REFERENCES, check_backend, check_names, suite
 
 FILE = "benchmarks.toml"
@@ -28,6 +29,8 @@ class Profile:
     rounds: int
     min_time: float
     threads: int = 1
+    #: "square" (n x n operands) or "burn" (Burn's 3-d shapes where it has them)
+    shapes: str = "square"
 
 
 def find_root(start: Path | None = None) -> Path | None:
@@ -73,7 +76,7 @@ def profile(doc: dict[str, Any], name: str, path: Path) -> Profile:
         result = Profile(name, list(table["benches"]), list(table["backends"]),
                          list(table["dtypes"]), list(table.get("compare", REFERENCES)),
                          int(table["size"]), int(table["rounds"]), float(table["min_time"]),
-                         int(table.get("threads", 1)))
+                         int(table.get("threads", 1)), str(table.get("shapes", "square")))
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: missing or bad key ({exc!r})") from exc
     if min(result.size, result.rounds, result.min_time, result.threads) <= 0:
@@ -84,4 +87,5 @@ def profile(doc: dict[str, Any], name: str, path: Path) -> Profile:
         check_backend(backend, where)
     check_names("dtype", result.dtypes, DTYPES, where)
     check_names("reference", result.compare, REFERENCES, where)
+    check_names("shapes", [result.shapes], SHAPES, where)
     return result

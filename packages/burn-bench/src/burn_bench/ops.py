@@ -255,6 +255,8 @@ BUILDERS: dict[str, Builder] = {
     "conv2d": conv2d, "conv3d": conv3d, "conv-transpose2d": conv_transpose2d,
     "conv-transpose3d": conv_transpose3d, "matmul-fused": matmul_fused, "max-pool2d": max_pool2d}
 
+#: `shapes` settings: n x n operands, or Burn's shapes where it has them
+SHAPES = ("square", "burn")
 #: The operand shapes of Burn's backend-comparison benches that use 3-d shapes (matmul:
 #: batch, m, k, n), for `shapes = "burn"`; the other benches keep their n x n operands.
 BURN_SHAPES: dict[str, Shape] = {

@@ -5,8 +5,11 @@ Schema, version 1 (every key present; `null` where not measured)::
     {"schema": "burn-bench/results", "version": 1,
      "machine": str, "commit": str, "created": ISO-8601 UTC str,
      "versions": {"python": str, "burn": str, "torch": str, "numpy": str},
-     "settings": {"rounds": int, "min_time": float, "compare": [str]},
+     "settings": {"rounds": int, "min_time": float, "compare": [str], "threads": int,
+                  "shapes": "square" | "burn"},
      "rows": [{"bench": str, "backend": str, "dtype": str, "size": int,
+               "shape": [int] | null,                # operand shape when not size x size
+               "case": str | null,                   # compile suite: cold, warm or edit
                "status": "ok" | "unavailable" | "error", "reason": str | null,
                "kernels": int | null, "compile_s": float | null,
                "times": {candidate: {"min": s, "median": s, "max": s}},
@@ -28,7 +31,8 @@ _TOP = {"schema": str, "version": int, "machine": str, "commit": str, "created":
         "versions": dict, "settings": dict, "rows": list, "reports": dict}
 _ROW = {"bench": str, "backend": str, "dtype": str, "size": int, "status": str,
         "times": dict, "ratios": dict}
-_OPTIONAL_ROW = {"reason": str, "kernels": int, "compile_s": float}
+_OPTIONAL_ROW = {"reason": str, "kernels": int, "compile_s": float, "shape": list,
+                 "case": str}
 STATUSES = ("ok", "unavailable", "error")
 
 

@@ -1,5 +1,6 @@
 """Run a grid of op suites (bench x backend x dtype), each burn call interleaved with its
-references in the same run, and build the results document (`burn_bench.results`)."""
+references in the same run, and the compile suite; build the results document
+(`burn_bench.results`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import importlib.metadata
 import platform
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,28 +21,46 @@ from threadpoolctl import threadpool_limits
 
 import burn
 from burn_bench import __version__
-from burn_bench.ops import BUILDERS
+from burn_bench import compile as compile_suite
+from burn_bench.ops import BUILDERS, BURN_SHAPES, Calls
 from burn_bench.results import SCHEMA, VERSION
 from burn_bench.suites import report_runner, suite, unavailable_reason
 from burn_bench.timing import Candidate, Measurement, measure_interleaved
 
 
+def build(bench: str, size: int, dtype: str, device: Any, shapes: str = "square") -> Calls:
+    """The calls of `bench` on n x n operands (n = `size`), or with `shapes` "burn" at the
+    shape of Burn's own bench where it has one (`burn_bench.ops.BURN_SHAPES`)."""
+    shape = BURN_SHAPES.get(bench) if shapes == "burn" else None
+    if shape is None:
+        return BUILDERS[bench](size, dtype, device)
+    return BUILDERS[bench](size, dtype, device, shape=shape)
+
+
 def run_op(bench: str, backend: str, dtype: str, size: int, compare: list[str], *,
-           rounds: int, min_time: float) -> dict[str, Any]:
+           rounds: int, min_time: float, shapes: str = "square") -> dict[str, Any]:
     """Time one (bench, backend, dtype) row: burn and each available reference, interleaved.
+
+    On a compiling backend (all but numpy) `compile_s` is the first burn call's excess over
+    its median: compiling the kernels, or loading them from burn-cube's disk cache.
 
     Returns:
         The row (schema of `burn_bench.results`); status "unavailable" with the reason when
         the backend is missing here, "error" with the message when the bench failed.
     """
+    shape = BURN_SHAPES.get(bench) if shapes == "burn" else None
     row: dict[str, Any] = {"bench": bench, "backend": backend, "dtype": dtype, "size": size,
+                           "shape": None if shape is None else list(shape),
                            "status": "ok", "reason": None, "kernels": None,
                            "compile_s": None, "times": {}, "ratios": {}}
     reason = unavailable_reason(backend)
     if reason is not None:
         return {**row, "status": "unavailable", "reason": reason}
     try:
-        calls = BUILDERS[bench](size, dtype, burn.Device(backend))
+        calls = build(bench, size, dtype, burn.Device(backend), shapes)
+        start = time.perf_counter()
+        calls["burn"]()
+        first = time.perf_counter() - start
         names = ["burn", *(name for name in compare if name in calls)]
         measured = measure_interleaved([Candidate(name, calls[name]) for name in names],
                                        min_time=min_time, rounds=rounds)
@@ -51,18 +71,21 @@ def run_op(bench: str, backend: str, dtype: str, size: int, compare: list[str], 
                     for m in measured}
     row["ratios"] = {name: by_name["burn"].median / m.median
                      for name, m in by_name.items() if name != "burn"}
-    row["kernels"] = kernel_count(bench, backend, dtype, size)
+    row["kernels"] = kernel_count(bench, backend, dtype, size, shapes)
+    if not backend.startswith("numpy"):
+        row["compile_s"] = max(0.0, first - by_name["burn"].median)
     return row
 
 
-def kernel_count(bench: str, backend: str, dtype: str, size: int) -> int | None:
+def kernel_count(bench: str, backend: str, dtype: str, size: int, shapes: str = "square"
+                 ) -> int | None:
     """Backend ops one burn call of `bench` dispatches, recorded with the profile decorator
     innermost (right above the backend, below autodiff or fusion); None where the device
     cannot be profiled."""
     name, *decorators = backend.split("+")
     spec = "+".join([name, "profile", *(d for d in decorators if d != "profile")])
     try:
-        calls = BUILDERS[bench](size, dtype, burn.Device(spec))
+        calls = build(bench, size, dtype, burn.Device(spec), shapes)
         with burn.profile() as recording:
             calls["burn"]()
     except burn.errors.BurnError:
@@ -71,34 +94,37 @@ def kernel_count(bench: str, backend: str, dtype: str, size: int) -> int | None:
 
 
 def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: int,
-             compare: list[str], *, rounds: int, min_time: float, threads: int = 1
-             ) -> dict[str, Any]:
-    """Run every op bench of `benches` over backends x dtypes and every report suite once.
+             compare: list[str], *, rounds: int, min_time: float, threads: int = 1,
+             shapes: str = "square") -> dict[str, Any]:
+    """Run every op bench of `benches` over backends x dtypes, the compile suite over
+    backends, and every report suite once.
 
     Op suites run with `threads` BLAS / OpenMP threads for numpy's OpenBLAS (burn's numpy
-    backend included) and torch alike; report suites set their own thread counts.
+    backend included) and torch alike; the compile suite's processes get `threads` too;
+    report suites set their own thread counts.
 
     Returns:
-        The results document (report and planned suites under "reports").
+        The results document (report suites' text under "reports").
     """
     rows, reports = [], {}
     for name in benches:
         found = suite(name)
         if found.kind == "report":
             reports[found.name] = _report(found.name)
-        elif found.kind == "planned":
-            reports[found.name] = "planned: not measured yet"
+        elif found.kind == "compile":
+            rows += compile_suite.run_rows(backends, compare, rounds, threads)
         else:
             with same_threads(threads):
                 rows += [run_op(name, backend, dtype, size, compare, rounds=rounds,
-                                min_time=min_time) for backend in backends for dtype in dtypes]
+                                min_time=min_time, shapes=shapes)
+                         for backend in backends for dtype in dtypes]
     return {"schema": SCHEMA, "version": VERSION, "machine": machine(),
             "commit": commit(Path.cwd()),
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "versions": {"python": platform.python_version(), "burn-bench": __version__,
                          "torch": _version("torch"), "numpy": np.__version__},
             "settings": {"rounds": rounds, "min_time": min_time, "compare": compare,
-                         "threads": threads},
+                         "threads": threads, "shapes": shapes},
             "rows": rows, "reports": reports}
 
 

@@ -1,8 +1,9 @@
 """Every suite burn-bench knows, the backend specs and dtypes it accepts, and their checks.
 
 Suites are of three kinds: "op" (a (bench, backend, dtype) grid timed against torch / numpy,
-`burn_bench.ops`), "report" (the end-to-end suites with their own report text: training steps,
-loader, record, vision, dqn) and "planned" (in Burn's list, not measured yet)."""
+`burn_bench.ops`), "compile" (rows per backend and cache case, each in fresh processes:
+`burn_bench.compile`) and "report" (the end-to-end suites with their own report text: training
+steps, loader, record, vision, dqn)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from burn_bench.ops import BUILDERS
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite: its name, kind ("op", "report" or "planned") and what it measures."""
+    """A suite: its name, kind ("op", "compile" or "report") and what it measures."""
 
     name: str
     kind: str
@@ -36,7 +37,6 @@ _REPORTS: dict[str, tuple[str, str, str | None]] = {
     "vision": ("burn_bench.vision", "burn-vision ops against OpenCV (needs opencv)", None),
     "dqn-step": ("burn_bench.dqn", "DQN update cadence (needs burn-rl, gymnasium)", None),
 }
-_PLANNED = ("bool_select", "compile")
 #: earlier names of the report suites, still accepted
 ALIASES = {"overhead": "dispatch-overhead", "mlp": "mlp-train-step", "loader": "dataloader",
            "record": "load-record"}
@@ -44,8 +44,9 @@ ALIASES = {"overhead": "dispatch-overhead", "mlp": "mlp-train-step", "loader": "
 SUITES: dict[str, Suite] = {
     **{name: Suite(name, "op", (fn.__doc__ or "").split("\n")[0])
        for name, fn in BUILDERS.items()},
+    "compile": Suite("compile", "compile", "fresh process to first training step: cold, "
+                     "disk-cache hit, edited model"),
     **{name: Suite(name, "report", about) for name, (_, about, _) in _REPORTS.items()},
-    **{name: Suite(name, "planned", "not measured yet") for name in _PLANNED},
 }
 
 #: backend names of burn and of the backends to come; `burn.available_backends()` says which
