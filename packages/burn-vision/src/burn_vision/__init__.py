@@ -2,11 +2,13 @@
 
 Ops are a backend extension (`VisionOps`): the defaults are written with burn tensor ops;
 a backend registers faster paths with `register_vision_ops` (the NumPy backend's are in
-`burn_vision.numpy_ops`, registered on import).
+`burn_vision.numpy_ops`, the cube backends' burn-cube kernels in `burn_vision.cube`, both
+registered on import).
 """
 
 from importlib import metadata as _metadata
 
+from burn_vision import cube as _cube  # noqa: F401  (registers the cube backends' kernels)
 from burn_vision import numpy_ops as _numpy_ops  # noqa: F401  (registers the NumPy fast paths)
 from burn_vision.augment import RandomGaussianBlur
 from burn_vision.border import BORDER_MODES, BorderMode

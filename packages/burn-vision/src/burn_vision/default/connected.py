@@ -44,9 +44,27 @@ def connected_components(img: Tensor, connectivity: Connectivity, compact: bool)
         if bool(new.equal(labels).all().item()):
             break
         labels = new
+    return finish_labels(labels, img, compact)
+
+
+def finish_labels(labels: Tensor, img: Tensor, compact: bool) -> Tensor:
+    """Labels naming each component by its first raster index + 1 (any value on the
+    background), made 0 on the background and, with `compact`, numbered 1..n in raster order.
+
+    Args:
+        labels: int64 [B, H, W].
+        img: the bool image [B, H, W] they label.
+        compact: renumber 1..n per image.
+    Returns:
+        int64 [B, H, W].
+    """
+    b, h, w = img.shape
+    n = h * w
     flat = labels.reshape(b, n)
+    flat_fg = img.reshape(b, n)
     if compact:
-        roots = flat_fg.logical_and(flat.equal(index.reshape(1, n)))
+        index = burn.arange(1, n + 1, dtype=burn.int64, device=img.device).reshape(1, n)
+        roots = flat_fg.logical_and(flat.equal(index))
         ids = roots.int().cumsum(1)
         flat = ids.gather(1, burn.where(flat_fg, flat - 1, 0))
     return burn.where(flat_fg, flat, 0).reshape(b, h, w)
