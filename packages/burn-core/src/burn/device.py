@@ -7,12 +7,11 @@ import threading
 from functools import cache
 from typing import TYPE_CHECKING
 
-from burn.backend.registry import BackendInfo, build_backend, decorator_factory
-from burn.backend.registry import available_backends as _registered
 from burn.errors import DeviceError
 
 if TYPE_CHECKING:
     from burn.backend.protocol import Backend
+    from burn.backend.registry import BackendInfo
 
 # Preference order for the default device when BURN_DEVICE is not set: the fastest backend
 # that passes the conformance suite in burn-bench's training steps (README, "Default device").
@@ -131,6 +130,8 @@ def _parse_spec(spec: str) -> tuple[str, int, tuple[str, ...]]:
 
 @cache
 def _backend_for(name: str, index: int, decorators: tuple[str, ...]) -> Backend:
+    from burn.backend.registry import build_backend, decorator_factory
+
     if decorators:
         return decorator_factory(decorators[-1])(_backend_for(name, index, decorators[:-1]))
     return build_backend(name, index)
@@ -142,7 +143,9 @@ def available_backends() -> list[BackendInfo]:
     Returns:
         One `BackendInfo(name, available, reason)` per backend, sorted by name.
     """
-    return _registered()
+    from burn.backend.registry import available_backends as registered
+
+    return registered()
 
 
 _default_lock = threading.Lock()

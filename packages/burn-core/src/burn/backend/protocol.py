@@ -27,18 +27,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from burn.backend.options import (
-    ConvOptions,
-    ConvTransposeOptions,
-    DeformConvOptions,
-    GridSampleOptions,
-    InterpolateOptions,
-    PoolOptions,
-)
 from burn.dtype import DType
-from burn.ir import check_protocol
 
 if TYPE_CHECKING:
+    from burn.backend.options import (
+        ConvOptions,
+        ConvTransposeOptions,
+        DeformConvOptions,
+        GridSampleOptions,
+        InterpolateOptions,
+        PoolOptions,
+    )
     from burn.device import Device
 
 P = Any  # an opaque backend primitive
@@ -750,8 +749,9 @@ class ModuleOps(ActivationOps):
 class Backend(ModuleOps):
     """A complete backend: every op group plus the hooks below.
 
-    The op methods are the rows of the op table (`burn.ir.OPS`); this module checks at import
-    that the two agree, and the device registry refuses a backend class that lacks an op.
+    The op methods are the rows of the op table (`burn.ir.OPS`); `burn.ir.check_protocol` (run
+    by the op-table tests, not at import) checks that the two agree, and the device registry
+    refuses a backend class that lacks an op.
     """
 
     #: short name used in devices ("numpy", "cpu", "wgpu", "cuda", "autodiff(numpy)").
@@ -871,5 +871,3 @@ class AutodiffBackend(Backend):
     def grad_remove(self, x: P, grads: Any) -> P | None:
         """Like `grad`, and remove it from `grads`."""
 
-
-check_protocol(Backend)

@@ -2,8 +2,9 @@
 
 Rows are written by family; a row given several kinds becomes one op per kind
 (``add`` for float and int is ``float_add`` and ``int_add``). `OPS` maps each backend method
-name to its `OpDef`. The protocol (`burn.backend.protocol`) is checked against this table at
-import: adding an op is one row here plus its implementation in every backend.
+name to its `OpDef`. The protocol (`burn.backend.protocol`) is checked against this table by
+`check_protocol` in the op-table tests, and a backend class is checked by the device registry
+when it loads: adding an op is one row here plus its implementation in every backend.
 
 Cube lowerings name burn-cube's expression-table ops (add, exp, select, ...); operands are
 parameter names, constants or nested lowerings. For ``clamp`` a None bound drops its min/max.
