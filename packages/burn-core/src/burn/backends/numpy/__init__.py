@@ -31,7 +31,7 @@ class NumpyBackend(CreationOps, ElementwiseOps, LayoutOps, IndexingOps, Reductio
     is_autodiff = False
 
     def __init__(self, seed: int | None = None) -> None:
-        self._rng = np.random.default_rng(seed)
+        self._initial_seed = seed
         self._device: Device | None = None
 
     def shape(self, x: np.ndarray) -> Shape:

@@ -30,11 +30,20 @@ def _empty(shape: Shape, dtype: DType, device: Device) -> np.ndarray:
 class CreationOps:
     """from_data / into_data / to_device / empty / full / random / arange / casts."""
 
-    _rng: np.random.Generator
+    _generator: np.random.Generator | None = None
+    _initial_seed: int | None = None
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        """The backend's single random generator, made on first use (so that numpy.random is
+        imported by the first random op, not by `import burn` and the first tensor)."""
+        if self._generator is None:
+            self._generator = np.random.default_rng(self._initial_seed)
+        return self._generator
 
     def seed(self, seed: int) -> None:
         """Reset the backend's single random generator."""
-        self._rng = np.random.default_rng(seed)
+        self._generator = np.random.default_rng(seed)
 
     # --- I/O and devices: the same for every kind -------------------------------------------
     def float_from_data(self, data: np.ndarray, device: Device) -> np.ndarray:
