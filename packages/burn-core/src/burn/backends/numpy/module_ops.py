@@ -6,19 +6,37 @@ attention keep the protocol's defaults (written with primitives, so Autodiff dif
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from burn.backend.options import (
-    ConvOptions,
-    ConvTransposeOptions,
-    DeformConvOptions,
-    GridSampleOptions,
-    InterpolateOptions,
-    PoolOptions,
-)
 from burn.backend.protocol import Shape
 
-from . import module as k
+if TYPE_CHECKING:
+    from burn.backend.options import (
+        ConvOptions,
+        ConvTransposeOptions,
+        DeformConvOptions,
+        GridSampleOptions,
+        InterpolateOptions,
+        PoolOptions,
+    )
+
+    from . import module as k
+else:
+
+    class _Kernels:
+        """The kernels of `module/`, imported on the first module op (the first tensor of the
+        backend needs none of them)."""
+
+        def __getattr__(self, name: str) -> Any:
+            from . import module
+
+            value = getattr(module, name)
+            setattr(self, name, value)
+            return value
+
+    k = _Kernels()
 
 Array = np.ndarray
 Grads3 = tuple[Array, Array, Array | None]
