@@ -457,3 +457,32 @@ def test_shape_errors():
         )
     with pytest.raises(ShapeError):
         K.avg_pool(x, PoolOptions((3,), (1,), (0,), (1,)))
+
+
+@pytest.mark.parametrize("case", [CONV_CASES[2], CONV_CASES[3], CONV_T_CASES[3]])
+def test_conv_weight_grad_in_batch_chunks(case, monkeypatch):
+    """Weight gradients summed over the batch in chunks (bounded temporaries) equal torch's."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("burn.backends.numpy.module.conv"),
+                        "_WEIGHT_GRAD_CHUNK", 1)
+    rng = np.random.default_rng(3)
+    if len(case) == 10:
+        _, ci, co, spatial, k, s, p, d, g, _ = case
+        x, w = rand(rng, (5, ci, *spatial), np.float64), rand(rng, (co, ci // g, *k), np.float64)
+        tx, tw = t(x), t(w)
+        ty = F.conv2d(tx, tw, stride=s, padding=p, dilation=d, groups=g)
+        go = rand(rng, tuple(ty.shape), np.float64)
+        ty.backward(torch.tensor(go))
+        _, gw, _ = K.conv_backward(x, w, None, go, ConvOptions(s, p, d, g))
+    else:
+        _, ci, co, spatial, k, s, p, op, d, g, _ = case
+        x, w = rand(rng, (5, ci, *spatial), np.float64), rand(rng, (ci, co // g, *k), np.float64)
+        tx, tw = t(x), t(w)
+        ty = F.conv_transpose2d(tx, tw, stride=s, padding=p, output_padding=op, groups=g,
+                                dilation=d)
+        go = rand(rng, tuple(ty.shape), np.float64)
+        ty.backward(torch.tensor(go))
+        _, gw, _ = K.conv_transpose_backward(x, w, None, go,
+                                             ConvTransposeOptions(s, p, op, d, g))
+    check(gw, tw.grad, np.float64)

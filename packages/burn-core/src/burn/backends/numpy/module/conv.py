@@ -1,14 +1,15 @@
 """Convolution kernels: N-d conv and conv transpose, unfold4d, deform_conv2d, with backward.
 
-Everything goes through im2col columns (a strided window view, copied once) and one batched
-matmul per op; input gradients scatter the columns back (col2im).
+Everything goes through batch-major im2col columns [N, G, C/G*prod(kernel), prod(out)] (a
+strided window view, copied once) and batched BLAS products; input gradients scatter the columns
+back (col2im), one strided add per kernel offset over arrays laid out alike.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from types import EllipsisType
 
 import numpy as np
@@ -79,17 +80,25 @@ def _check_grad(op: str, grad_out: np.ndarray, expected: Sequence[int]) -> None:
         )
 
 
-def _rows(t: np.ndarray, groups: int) -> np.ndarray:
-    """[N, C, *S] -> [G, C/G, N*prod(S)] (channels as rows, grouped)."""
-    n, c = t.shape[:2]
-    grouped = t.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)
-    return grouped.reshape(groups, c // groups, -1)
+def _batched(t: np.ndarray, groups: int) -> np.ndarray:
+    """[N, C, *S] -> [N, G, C/G, prod(S)] (a view of contiguous t)."""
+    return t.reshape(t.shape[0], groups, t.shape[1] // groups, -1)
 
 
-def _unrows(r: np.ndarray, n: int, spatial: Sequence[int]) -> np.ndarray:
-    """Inverse of `_rows`: [G, C/G, N*prod(S)] -> [N, C, *S]."""
-    g, cg, _ = r.shape
-    return r.reshape(g, cg, n, -1).transpose(2, 0, 1, 3).reshape(n, g * cg, *spatial)
+#: Largest temporary (elements) the batched weight-gradient products may allocate at once.
+_WEIGHT_GRAD_CHUNK = 1 << 21
+
+
+def _weight_grad(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Sum over the batch of a[n] @ b[n]^T: a [N, G, A, L], b [N, G, B, L] -> [G, A, B].
+
+    Runs as batched BLAS products over chunks of the batch (bounded temporaries)."""
+    n, g, rows, _ = a.shape
+    chunk = max(1, _WEIGHT_GRAD_CHUNK // max(1, g * rows * b.shape[2]))
+    total = (a[:chunk] @ b[:chunk].swapaxes(-1, -2)).sum(axis=0)
+    for start in range(chunk, n, chunk):
+        total += (a[start : start + chunk] @ b[start : start + chunk].swapaxes(-1, -2)).sum(axis=0)
+    return total
 
 
 def _im2col(
@@ -98,16 +107,16 @@ def _im2col(
     options: ConvOptions | ConvTransposeOptions,
     out: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, tuple[int, ...]]:
-    """Columns [G, C/G*prod(kernel), N*prod(out)] of x's padded windows (kernel-major: each
-    row copies runs along the output's last dim), and the output shape."""
+    """Columns [N, G, C/G*prod(kernel), prod(out)] of x's padded windows (batch-major, each row
+    copying runs along the output's last dim), and the output shape."""
     nd, groups = len(kernel), options.groups
     n, c = x.shape[:2]
     xp = pad_spatial(x, [(p, p) for p in options.padding])
     win = windows(xp, kernel, options.stride, options.dilation, out)
     out = win.shape[2 : 2 + nd]
     win = win.reshape(n, groups, c // groups, *win.shape[2:])
-    perm = (1, 2, *range(3 + nd, 3 + 2 * nd), 0, *range(3, 3 + nd))
-    return win.transpose(perm).reshape(groups, -1, n * math.prod(out)), out
+    perm = (0, 1, 2, *range(3 + nd, 3 + 2 * nd), *range(3, 3 + nd))
+    return win.transpose(perm).reshape(n, groups, -1, math.prod(out)), out
 
 
 def _col2im(
@@ -117,16 +126,18 @@ def _col2im(
     kernel: Sequence[int],
     options: ConvOptions | ConvTransposeOptions,
 ) -> np.ndarray:
-    """Adjoint of `_im2col`: sums columns [G, C/G*prod(kernel), N*prod(out)] into [N, C, *S]."""
+    """Adjoint of `_im2col`: sums columns [N, G, C/G*prod(kernel), prod(out)] into [N, C, *S]."""
     nd, padding = len(kernel), options.padding
-    g, (n, c) = cols.shape[0], shape[:2]
-    per_window = cols.reshape(g, c // g, *kernel, n, *out)
-    perm = (2 + nd, 0, 1, *range(3 + nd, 3 + 2 * nd), *range(2, 2 + nd))
+    n, c = shape[:2]
+    per_window = cols.reshape(n, c, *kernel, *out)
+    perm = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
     padded = [s + 2 * p for s, p in zip(shape[2:], padding, strict=True)]
     full = scatter_windows(per_window.transpose(perm), padded, options.stride, options.dilation)
+    if not any(padding):
+        return full
     crop: tuple[EllipsisType | slice, ...] = (
         ..., *(slice(p, p + s) for s, p in zip(shape[2:], padding, strict=True)))
-    return np.ascontiguousarray(full.reshape(n, c, *padded)[crop])
+    return np.ascontiguousarray(full[crop])
 
 
 def _bias_grad(grad_out: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
@@ -163,7 +174,7 @@ def conv(
     wt = work_dtype(x.dtype)
     cols, out = _im2col(x.astype(wt, copy=False), weight.shape[2:], options)
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
-    y = _add_bias(_unrows(w @ cols, x.shape[0], out), bias)
+    y = _add_bias((w @ cols).reshape(x.shape[0], c_out, *out), bias)
     return y.astype(x.dtype, copy=False)
 
 
@@ -193,10 +204,10 @@ def conv_backward(
     wt = work_dtype(x.dtype)
     kernel = weight.shape[2:]
     cols, _ = _im2col(x.astype(wt, copy=False), kernel, options)
-    go = _rows(grad_out.astype(wt, copy=False), g)
+    go = _batched(np.ascontiguousarray(grad_out, wt), g)
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
-    gw = (go @ cols.transpose(0, 2, 1)).reshape(weight.shape)
-    gx = _col2im(w.transpose(0, 2, 1) @ go, x.shape, out, kernel, options)
+    gw = _weight_grad(go, cols).reshape(weight.shape)
+    gx = _col2im(w.swapaxes(1, 2) @ go, x.shape, out, kernel, options)
     return (
         gx.astype(x.dtype, copy=False),
         gw.astype(weight.dtype, copy=False),
@@ -245,7 +256,7 @@ def conv_transpose(
     out = _transpose_out("conv_transpose", x, kernel, options)
     wt = work_dtype(x.dtype)
     w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
-    cols = w.transpose(0, 2, 1) @ _rows(x.astype(wt, copy=False), g)
+    cols = w.swapaxes(1, 2) @ _batched(np.ascontiguousarray(x, wt), g)
     y = _col2im(cols, (x.shape[0], c_out, *out), x.shape[2:], kernel, options)
     return _add_bias(y, bias).astype(x.dtype, copy=False)
 
@@ -278,8 +289,8 @@ def conv_transpose_backward(
     go = grad_out.astype(wt, copy=False)
     cols, _ = _im2col(go, kernel, options, out=x.shape[2:])
     w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
-    gw = (_rows(x.astype(wt, copy=False), g) @ cols.transpose(0, 2, 1)).reshape(weight.shape)
-    gx = _unrows(w @ cols, x.shape[0], x.shape[2:])
+    gw = _weight_grad(_batched(np.ascontiguousarray(x, wt), g), cols).reshape(weight.shape)
+    gx = (w @ cols).reshape(x.shape)
     return gx.astype(x.dtype, copy=False), gw.astype(weight.dtype, copy=False), _bias_grad(go, bias)
 
 
@@ -297,10 +308,8 @@ def unfold4d(x: np.ndarray, kernel_size: tuple[int, int], options: ConvOptions) 
     if x.ndim != 4:
         raise ShapeError("unfold4d", "x must be [N, C, H, W]", x=x.shape)
     _conv_out("unfold4d", x, kernel_size, options)
-    xp = pad_spatial(x, [(p, p) for p in options.padding])
-    win = windows(xp, kernel_size, options.stride, options.dilation)
-    n, c, ho, wo, kh, kw = win.shape
-    return win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo)
+    cols, _ = _im2col(x, kernel_size, replace(options, groups=1))
+    return cols.reshape(x.shape[0], -1, cols.shape[-1])
 
 
 def _check_deform(
