@@ -5,12 +5,66 @@ Run `nox -s tests` for every backend, `nox -s "tests(backend='numpy')"` for one.
 
 from __future__ import annotations
 
+import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nox
 
 nox.options.sessions = ["tests", "dataset", "cube", "vision", "rl", "lint", "typecheck", "xtask"]
 nox.options.reuse_existing_virtualenvs = True
+# uv creates the session environments and installs into them where it is installed (faster),
+# virtualenv and pip otherwise.
+nox.options.default_venv_backend = "uv|virtualenv"
+
+# pip configuration -> the uv setting that means the same (uv does not read pip's config): the
+# environment variable, and how uv separates several values.
+PIP_TO_UV = {"find-links": ("UV_FIND_LINKS", ","), "index-url": ("UV_DEFAULT_INDEX", " "),
+             "extra-index-url": ("UV_EXTRA_INDEX_URL", " "), "constraint": ("UV_CONSTRAINT", " "),
+             "no-index": ("UV_NO_INDEX", " "), "cert": ("SSL_CERT_FILE", " ")}
+# pip's sources of settings, the later overriding the earlier (`pip config list` key prefixes)
+PIP_SCOPES = ("global", "install", ":env:")
+
+
+def uv_environment() -> dict[str, str]:
+    """The uv environment variables that give uv pip's configuration (`pip config list`): its
+    find-links, indexes, constraints and certificate. On a machine whose pip config points at
+    a local CPU build of torch, uv then installs that build instead of PyPI's CUDA one. Like
+    pip, uv then picks the best version over every index (`unsafe-best-match`)."""
+    try:
+        listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                                capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found: dict[str, tuple[int, str]] = {}
+    for line in listed.splitlines():
+        key, _, raw = line.partition("=")
+        scope, _, name = key.rpartition(".")
+        if name in PIP_TO_UV and scope in PIP_SCOPES and raw:
+            rank = PIP_SCOPES.index(scope)
+            if rank >= found.get(name, (-1, ""))[0]:
+                found[name] = (rank, str(ast.literal_eval(raw)))
+    env = {}
+    for name, (_, value) in found.items():
+        var, sep = PIP_TO_UV[name]
+        env[var] = sep.join(value.split())
+    if "UV_EXTRA_INDEX_URL" in env or "UV_FIND_LINKS" in env:
+        env["UV_INDEX_STRATEGY"] = "unsafe-best-match"
+    return env
+
+
+# What uv gets on every install: pip's configuration (settings already in the environment win),
+# and no project configuration (the root pyproject's [tool.uv] leaves torch out of the lock,
+# and would leave it out of the session too).
+UV_INSTALL_ENV = {var: os.environ.get(var, value)
+                  for var, value in {**uv_environment(), "UV_NO_CONFIG": "1"}.items()}
+
+
+def install(session: nox.Session, *args: str) -> None:
+    """`session.install(*args)` with uv given pip's configuration (harmless to pip)."""
+    session.install(*args, env=UV_INSTALL_ENV)
 
 
 
@@ -46,7 +100,7 @@ TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn
 def tests(session: nox.Session, backend: str) -> None:
     """burn-core on `backend`: the whole suite on numpy, the conformance suite on a cube
     backend; then the conformance suite under autodiff."""
-    session.install(TORCH, *PACKAGES, *NOTEBOOK)
+    install(session, TORCH, *PACKAGES, *NOTEBOOK)
     if backend not in ("numpy", *cube_runtimes()):
         session.error(f"{backend} needs a Vulkan driver here (apt-get install "
                       "mesa-vulkan-drivers gives Mesa's llvmpipe)")
@@ -70,7 +124,7 @@ def tests(session: nox.Session, backend: str) -> None:
 @nox.session
 def dataset(session: nox.Session) -> None:
     """burn-dataset's tests (the package stands alone: no burn-core)."""
-    session.install("-e", "packages/burn-dataset[test]")
+    install(session, "-e", "packages/burn-dataset[test]")
     session.run("pytest", "packages/burn-dataset/tests")
 
 
@@ -78,7 +132,7 @@ def dataset(session: nox.Session) -> None:
 def rl(session: nox.Session) -> None:
     """burn-rl's tests (losses against torch, short seeded gymnasium runs) and the ppo-agent
     example's smoke run; one BLAS thread, the networks are small."""
-    session.install(TORCH, "-e", "packages/burn-core[train]", "-e", "packages/burn-rl[test]",
+    install(session, TORCH, "-e", "packages/burn-core[train]", "-e", "packages/burn-rl[test]",
                     "-e", "examples/ppo-agent")
     session.run("pytest", "packages/burn-rl/tests", env={"OPENBLAS_NUM_THREADS": "1"})
 
@@ -86,7 +140,7 @@ def rl(session: nox.Session) -> None:
 @nox.session
 def vision(session: nox.Session) -> None:
     """burn-vision's tests against OpenCV, scikit-image and torch (fast and default paths)."""
-    session.install(TORCH, "-e", "packages/burn-core", "-e", "packages/burn-vision[test]")
+    install(session, TORCH, "-e", "packages/burn-core", "-e", "packages/burn-vision[test]")
     session.run("pytest", "packages/burn-vision/tests")
 
 
@@ -94,7 +148,7 @@ def vision(session: nox.Session) -> None:
 def cube(session: nox.Session) -> None:
     """burn-cube's kernel suite on every runtime this machine has: cpu always, wgpu when a
     Vulkan driver is installed (Mesa's llvmpipe on CPU-only machines); the suite prints the list."""
-    session.install("-e", "packages/burn-cube[wgpu,test]")
+    install(session, "-e", "packages/burn-cube[wgpu,test]")
     runtimes = cube_runtimes()
     if "wgpu" not in runtimes:
         session.warn("no Vulkan driver: wgpu is not tested (apt-get install mesa-vulkan-drivers)")
@@ -105,14 +159,14 @@ def cube(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the whole workspace."""
-    session.install("ruff==0.17.6")
+    install(session, "ruff==0.17.6")
     session.run("ruff", "check", ".")
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy over every package (burn-dataset's polars and pillow come with the examples)."""
-    session.install("mypy==2.4.1", TORCH, *PACKAGES, "-e", "packages/burn-cube[wgpu]",
+    install(session, "mypy==2.4.1", TORCH, *PACKAGES, "-e", "packages/burn-cube[wgpu]",
                     "-e", "packages/burn-bench", "-e", "packages/burn-vision")
     session.run("mypy", *TYPED)
 
@@ -126,7 +180,7 @@ LIBRARIES = [arg for name in ("burn-core", "burn-cube", "burn-dataset", "burn-rl
 def xtask(session: nox.Session) -> None:
     """xtask's own tests: workspace lists, version bumps, exit statuses, `python -m xtask`,
     `validate` on a small workspace (so ruff and mypy too)."""
-    session.install("ruff==0.17.6", "mypy==2.4.1", TORCH, *LIBRARIES, "-e", "xtask")
+    install(session, "ruff==0.17.6", "mypy==2.4.1", TORCH, *LIBRARIES, "-e", "xtask")
     session.run("pytest", "xtask/tests", "-p", "no:cacheprovider")
 
 
@@ -134,7 +188,7 @@ def xtask(session: nox.Session) -> None:
 def examples(session: nox.Session) -> None:
     """Every example of the workspace (not the excluded ones) in its smoke mode, through
     `xtask examples --run-all` (not in the default sessions: the tests session runs most)."""
-    session.install(TORCH, "-e", "packages/burn-cube[wgpu]", *LIBRARIES, "-e", "xtask",
+    install(session, TORCH, "-e", "packages/burn-cube[wgpu]", *LIBRARIES, "-e", "xtask",
                     *[arg for path in sorted(Path("examples").iterdir())
                       if (path / "pyproject.toml").is_file() for arg in ("-e", str(path))])
     session.run("python", "-m", "xtask", "examples", "--run-all")
@@ -144,7 +198,7 @@ def examples(session: nox.Session) -> None:
 def build(session: nox.Session) -> None:
     """`xtask build`: wheel + sdist per package into dist/, each wheel checked in a fresh venv
     (not in the default sessions: it downloads each package's dependencies)."""
-    session.install("-e", "xtask")
+    install(session, "-e", "xtask")
     session.run("python", "-m", "xtask", "build")
 
 
@@ -153,6 +207,6 @@ def bench_smoke(session: nox.Session) -> None:
     """burn-bench's tests: every op suite at tiny sizes against torch and numpy, the command
     line, results schema, benchmarks.toml, asv module, claims report and the training steps
     (not in the default sessions; `burn-bench run --profile full` runs the full suites)."""
-    session.install(TORCH, "pytest", "-e", "packages/burn-core",
+    install(session, TORCH, "pytest", "-e", "packages/burn-core",
                     "-e", "packages/burn-bench[claims]")
     session.run("pytest", "packages/burn-bench/tests", "-p", "no:cacheprovider")
