@@ -31,8 +31,11 @@ class NumpyBackend(CreationOps, ElementwiseOps, LayoutOps, IndexingOps, Reductio
     is_autodiff = False
 
     def __init__(self, seed: int | None = None) -> None:
+        from .memory import keep_freed_memory
+
         self._initial_seed = seed
         self._device: Device | None = None
+        keep_freed_memory()  # freed arrays stay in the process (see memory.py)
 
     def shape(self, x: np.ndarray) -> Shape:
         return x.shape
