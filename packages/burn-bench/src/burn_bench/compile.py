@@ -2,7 +2,7 @@
 training step, with burn-cube's compile cache empty (cold), filled by an earlier run of the same
 model (disk-cache hit: warm) and filled by the model before an edit (edit: another hidden width
 and activation, as a user changing a model and re-running would), against PyTorch's time for
-the same model in a fresh process.
+the same model in a fresh process (on CUDA for a GPU backend where torch has it).
 
 Every measurement is a new `python -m burn_bench.compile` process (`BURN_CUBE_CACHE_DIR` set to
 a temporary directory of the round, OMP / OpenBLAS / MKL threads set before anything starts);
@@ -69,17 +69,20 @@ def _burn_step(backend: str, width: int, activation: str) -> Any:
     return step
 
 
-def _torch_step(width: int, activation: str) -> Any:
+def _torch_step(backend: str, width: int, activation: str) -> Any:
     import torch
 
+    from burn_bench.ops import torch_device
+
+    where = torch_device(torch, backend)
     torch.manual_seed(0)
     act = {"relu": torch.nn.ReLU, "gelu": torch.nn.GELU}[activation]()
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, width), act,
-                                torch.nn.Linear(width, CLASSES))
+                                torch.nn.Linear(width, CLASSES)).to(where)
     optim = torch.optim.Adam(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(0)
-    x = torch.from_numpy(rng.standard_normal((BATCH, FEATURES)).astype(np.float32))
-    y = torch.from_numpy(rng.integers(0, CLASSES, BATCH))
+    x = torch.from_numpy(rng.standard_normal((BATCH, FEATURES)).astype(np.float32)).to(where)
+    y = torch.from_numpy(rng.integers(0, CLASSES, BATCH)).to(where)
 
     def step() -> float:
         loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -96,7 +99,7 @@ def child(candidate: str, backend: str, width: int, activation: str) -> dict[str
     Returns:
         `first_done` (wall clock at the end of the first step), `first_s` and `second_s`.
     """
-    step = (_torch_step(width, activation) if candidate == "torch"
+    step = (_torch_step(backend, width, activation) if candidate == "torch"
             else _burn_step(backend, width, activation))
     start = time.perf_counter()
     step()

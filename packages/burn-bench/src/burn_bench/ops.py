@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,31 @@ Call = Callable[[], object]
 Calls = dict[str, Call]
 Shape = tuple[int, ...]
 Builder = Callable[..., Calls]
-#: given the torch module and a numpy -> torch tensor conversion, the reference call
-TorchRef = Callable[[Any, Callable[[np.ndarray], Any]], Call]
+#: burn backends that run on the host; torch references of the others run on CUDA where torch
+#: has it (an H200's cuda and wgpu rows against torch on the same GPU)
+HOST_BACKENDS = ("numpy", "cpu")
+
+
+@dataclass(frozen=True)
+class ToTorch:
+    """numpy -> torch tensor conversion onto the reference's device ("cpu" or "cuda")."""
+
+    torch: Any
+    device: str
+
+    def __call__(self, x: np.ndarray) -> Any:
+        return self.torch.from_numpy(x.copy()).to(self.device)
+
+
+#: given the torch module and the conversion to its device, the reference call
+TorchRef = Callable[[Any, ToTorch], Call]
+
+
+def torch_device(torch: Any, device: Any) -> str:
+    """Where the torch reference of a row on burn `device` runs: "cuda" for a GPU backend when
+    torch has CUDA, else "cpu"."""
+    name = str(device).split("+")[0].split(":")[0]
+    return "cuda" if name not in HOST_BACKENDS and torch.cuda.is_available() else "cpu"
 
 
 def _data(dtype: str, *shape: int) -> np.ndarray:
@@ -45,7 +69,16 @@ def _calls(device: Any, burn_fn: Call, torch_ref: TorchRef, numpy_fn: Call | Non
     except ImportError:
         torch = None
     if torch is not None:
-        calls["torch"] = torch_ref(torch, lambda x: torch.from_numpy(x.copy()))
+        to = ToTorch(torch, torch_device(torch, device))
+        ref = torch_ref(torch, to)
+        if to.device == "cpu":
+            calls["torch"] = ref
+        else:
+            def ref_synced() -> object:
+                out = ref()
+                torch.cuda.synchronize()
+                return out
+            calls["torch"] = ref_synced
     if numpy_fn is not None:
         calls["numpy"] = numpy_fn
     return calls
@@ -150,8 +183,8 @@ def random(n: int, dtype: str, device: Any) -> Calls:
     numpy draws float64 and casts (its generator has no float16)."""
     gen = np.random.default_rng(0)
 
-    def ref(torch: Any, _: Callable[[np.ndarray], Any]) -> Call:
-        return lambda: torch.rand(n, n, dtype=getattr(torch, dtype))
+    def ref(torch: Any, to: ToTorch) -> Call:
+        return lambda: torch.rand(n, n, dtype=getattr(torch, dtype), device=to.device)
     return _calls(device, lambda: burn.rand(n, n, dtype=dtype, device=device), ref,
                   lambda: gen.random((n, n)).astype(dtype, copy=False))
 
@@ -160,8 +193,8 @@ def data(n: int, dtype: str, device: Any) -> Calls:
     """Host data to a tensor and back (`burn.tensor(array).numpy()`), n x n."""
     x = _data(dtype, n, n)
 
-    def ref(torch: Any, _: Callable[[np.ndarray], Any]) -> Call:
-        return lambda: torch.tensor(x).numpy()
+    def ref(torch: Any, to: ToTorch) -> Call:
+        return lambda: torch.tensor(x, device=to.device).cpu().numpy()
     return _calls(device, lambda: burn.tensor(x, device=device).numpy(), ref,
                   lambda: np.array(x))
 

@@ -8,6 +8,7 @@ import contextlib
 import datetime
 import importlib
 import importlib.metadata
+import os
 import platform
 import re
 import subprocess
@@ -164,13 +165,18 @@ def _version(package: str) -> str:
 
 
 def machine() -> str:
-    """This machine's name, safe as a directory name."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", platform.node() or "unknown")
+    """This machine's name (`$BURN_BENCH_MACHINE`, else the host name), safe as a directory
+    name."""
+    name = os.environ.get("BURN_BENCH_MACHINE") or platform.node() or "unknown"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
 def commit(where: Path) -> str:
     """The short commit hash of the git checkout at `where`, "-dirty" when it has uncommitted
-    changes ("unknown" outside a checkout)."""
+    changes ("unknown" outside a checkout); `$BURN_BENCH_COMMIT` where set (a copy of the tree
+    without its git folder)."""
+    if os.environ.get("BURN_BENCH_COMMIT"):
+        return os.environ["BURN_BENCH_COMMIT"]
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=where,
                              capture_output=True, text=True, timeout=10, check=True)
