@@ -3,6 +3,8 @@ recomputed), with torch's gradient across the range, 0 and large magnitudes incl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -31,3 +33,47 @@ def test_exact_gelu_backward_skips_erf_and_matches_torch(dtype: type) -> None:
     assert grad.shape == x.shape and grad.to_numpy().dtype == np.dtype(dtype)
     tol = 1e-5 if dtype is np.float32 else 1e-12
     np.testing.assert_allclose(grad.to_numpy(), xt.grad.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_numpy_fused_gelu_backward_equals_the_generic_rule(dtype: Any) -> None:
+    """The NumPy backend's one-op exact GELU backward (used by Autodiff on plain numpy) gives
+    the generic rule's values bit for bit in float32 / float64 (float16 computes in float32 and
+    rounds once, as torch), NaN / inf / 0 / non-contiguous inputs included, and torch's
+    gradient."""
+    from burn.autodiff.ops.math import _gelu_rule_from_output
+    from burn.backends.numpy import NumpyBackend
+
+    inner: Any = NumpyBackend()  # type: ignore[abstract]
+    rng = np.random.default_rng(11)
+    base = np.concatenate([rng.standard_normal(40_000) * 3,  # several cache blocks
+                           [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -40.0, 40.0]])
+    x: np.ndarray = base.astype(dtype).reshape(-1, 2)[:, ::-1]  # non-contiguous
+    y, g = inner.gelu(x, "none"), rng.standard_normal(x.shape).astype(dtype)
+    fused = inner.gelu_backward_from_output(x, y, g)
+    generic = _gelu_rule_from_output(inner, g, x, y)
+    assert fused.shape == x.shape and fused.dtype == np.dtype(dtype)
+    if dtype is not np.float16:
+        np.testing.assert_array_equal(fused, generic)
+    xt = torch.from_numpy(x.astype(np.float64)).requires_grad_()
+    torch.nn.functional.gelu(xt).backward(torch.from_numpy(g.astype(np.float64)))
+    assert xt.grad is not None
+    tol = {np.float16: 2e-2, np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    finite = np.isfinite(x)
+    np.testing.assert_allclose(fused[finite], xt.grad.numpy()[finite], rtol=tol, atol=tol)
+    assert np.array_equal(np.isnan(fused), np.isnan(xt.grad.numpy()))
+
+
+def test_plain_numpy_autodiff_gelu_grad_matches_torch() -> None:
+    device = burn.Device("numpy").autodiff()
+    rng = np.random.default_rng(5)
+    x: np.ndarray = rng.standard_normal((4, 33, 70)).astype(np.float32)
+    g: np.ndarray = rng.standard_normal(x.shape).astype(np.float32)
+    xb = burn.tensor(x, device=device).require_grad()
+    grads = (F.gelu(xb) * burn.tensor(g, device=device)).sum().backward()
+    xt = torch.from_numpy(x).requires_grad_()
+    torch.nn.functional.gelu(xt).backward(torch.from_numpy(g))
+    grad = xb.grad(grads)
+    assert grad is not None and xt.grad is not None
+    assert grad.shape == x.shape and grad.to_numpy().dtype == np.float32
+    np.testing.assert_allclose(grad.to_numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-5)

@@ -108,7 +108,9 @@ class MathOps(CompositeOps):
     def gelu(self, x: T, approximate: Literal["none", "tanh"]) -> T:
         """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas). The
         exact form, when every node saves its values (no checkpointing), keeps the output too
-        and reads cdf(x) back as gelu(x) / x instead of recomputing erf."""
+        and reads cdf(x) back as gelu(x) / x instead of recomputing erf, through the inner
+        backend's `gelu_backward_from_output` where it has one (the NumPy backend's runs in
+        cache)."""
         inner = self.inner
         if approximate == "tanh" or not isinstance(self.checkpoint, NoCheckpointing):
             rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
@@ -116,6 +118,9 @@ class MathOps(CompositeOps):
         out = inner.gelu(x.primitive, approximate)
         if not tracked(x):
             return AutodiffTensor(out)
+        fused = getattr(inner, "gelu_backward_from_output", None)  # the same rule in one op
+        if fused is not None:
+            return record(out, (x,), lambda g, saved: (fused(*saved, g),), (x.primitive, out))
         return record(out, (x,), lambda g, saved: (_gelu_rule_from_output(inner, g, *saved),),
                       (x.primitive, out))
 

@@ -13,6 +13,7 @@ the tensor's dtype (as torch; ml_dtypes would promote bfloat16 with a Python flo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -59,24 +60,23 @@ _ERF_BETA = tuple(np.float32(c) for c in (
 _ERF_BLOCK = 16384  # elements per pass: the scratch buffers stay in the L2 cache
 
 
-def _blocked(x: Array, kernel: Callable[[Array, Array, list[Array]], None], scratch: int
-             ) -> Array:
-    """`kernel(x_block, out_block, scratch_buffers)` over a float32 array block by block, so
-    that its passes run in cache; returns the output of x's shape."""
-    flat = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty_like(flat)
-    size = min(flat.size, _ERF_BLOCK)
-    buffers = [np.empty(size, np.float32) for _ in range(scratch)]
-    for lo in range(0, flat.size, _ERF_BLOCK):
+def _blocked(inputs: tuple[Array, ...], kernel: Callable[..., None], scratch: int) -> Array:
+    """`kernel(*input_blocks, out_block, scratch_buffers)` over same-shape float arrays block by
+    block, so that its passes run in cache; returns the output of the inputs' shape and dtype."""
+    flats = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
+    out = np.empty_like(flats[0])
+    size = min(out.size, _ERF_BLOCK)
+    buffers = [np.empty(size, out.dtype) for _ in range(scratch)]
+    for lo in range(0, out.size, _ERF_BLOCK):
         block = out[lo:lo + _ERF_BLOCK]
         n = block.size
-        kernel(flat[lo:lo + n], block, [b[:n] for b in buffers])
-    return out.reshape(x.shape)
+        kernel(*(f[lo:lo + n] for f in flats), block, [b[:n] for b in buffers])
+    return out.reshape(inputs[0].shape)
 
 
 def _erf32(x: Array) -> Array:
     """erf of a float32 array in float32 (NaN stays NaN, +-inf gives +-1)."""
-    return _blocked(x, _erf32_block, 3)
+    return _blocked((x,), _erf32_block, 3)
 
 
 def _erf32_block(x: Array, p: Array, scratch: list[Array]) -> None:
@@ -106,6 +106,21 @@ def _gelu32_block(x: Array, out: Array, scratch: list[Array]) -> None:
     out *= np.float32(0.5)
 
 
+def _gelu_grad_block(x: Array, y: Array, g: Array, out: Array, scratch: list[Array]) -> None:
+    """Exact GELU's input gradient g (cdf(x) + x pdf(x)) into `out`, cdf(x) read back as y / x
+    (0.5 at x = 0) from the output y: the float ops, in order, of Autodiff's generic rule."""
+    a = scratch[0]
+    np.multiply(x, x, out=a)
+    a *= -0.5
+    np.exp(a, out=a)
+    a *= 1 / math.sqrt(2 * math.pi)
+    a *= x
+    np.divide(y, x, out=out)
+    np.copyto(out, 0.5, where=x == 0)
+    out += a
+    out *= g
+
+
 def _erf(x: Array) -> Array:
     """erf: float64 through fdlibm, narrower floats in float32 (`_erf32`), cast back."""
     if x.dtype == np.float64:
@@ -123,7 +138,7 @@ def _gelu32(x: Array, approximate: str) -> Array:
     """GELU of a float32 array in float32 (torch's formulas): exact block by block in cache,
     tanh in one buffer."""
     if approximate != "tanh":
-        return _blocked(x, _gelu32_block, 4)
+        return _blocked((x,), _gelu32_block, 4)
     out = x * x  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     out *= np.float32(0.044715)
     out += np.float32(1.0)
@@ -280,6 +295,17 @@ class ElementwiseOps:
             if x.dtype == np.float32:
                 return _gelu32(x, approximate)
             return _gelu64(x, approximate)
+        finally:
+            QUIET_RESET(token)
+
+    @lowp
+    def gelu_backward_from_output(self, x: Array, out: Array, grad: Array) -> Array:
+        """Exact GELU's input gradient from its input, output and output gradient (same shape,
+        float): Autodiff's rule as one pass over cache-sized blocks instead of ten array ops
+        (not a protocol op: Autodiff calls it where the inner backend has it)."""
+        token = QUIET_SET(QUIET_TOKEN)
+        try:
+            return _blocked((x, out, grad), _gelu_grad_block, 1)
         finally:
             QUIET_RESET(token)
 
