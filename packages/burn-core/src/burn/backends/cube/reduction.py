@@ -29,6 +29,7 @@ from burn.ir.cube import cube_dtype
 
 from .creation import full
 from .reduction_kernels import LANES, TREE_DIM, argwhere_kernel, reduce_kernel, softmax_kernel
+from .softmax_rows import softmax_rows
 from .tensor import CubeTensor, Shape, dense_strides, host_array
 
 #: Rows at least this long get a cube each on GPU runtimes.
@@ -206,6 +207,9 @@ def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:
     row_shape, (strides, out_strides) = collapse(
         tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.strides, dense)
     acc = _dtypes("softmax", REDUCTIONS["sum"], x.dtype)[0]
+    if softmax_rows(backend, x.view(row_shape, strides), out.view(row_shape, out_strides), n,
+                    (x.strides[dim], dense[dim]), acc, log):
+        return out
     schedule, units, cubes = _schedule(backend, out.size // n, n, x.strides[dim] == 1)
     kernel = softmax_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
                             len(row_shape), schedule, units, log)
