@@ -16,12 +16,13 @@ import torch
 import burn
 from burn.backends.cube import CubeTensor
 from burn.backends.cube import matmul as mm
-from burn.backends.cube.backend import CubeBackend
+from burn.backends.cube.backend import CubeBackend, CudaBackend
 from burn.backends.cube.matmul_kernels import TILES, naive_kernel, tiled_kernel
 from burn.dtype import DType
 from burn.errors import DTypeError, ShapeError, UnsupportedDTypeError
 
-DEVICES = ["cpu", "wgpu"]
+CUDA = CudaBackend.unavailable_reason() is None
+DEVICES = ["cpu", "wgpu", *(["cuda"] if CUDA else [])]
 OPS = ("float_matmul", "int_matmul")
 
 View = Callable[[Any], Any]  # applied to a burn tensor and to a torch tensor alike
@@ -97,7 +98,8 @@ def _host(t: CubeTensor) -> np.ndarray:
 
 
 #: every runner each device has (the autotuner sees fewer on cpu: `mm.candidates`).
-STRATEGIES = {"cpu": ["blas", *TILES, "naive"], "wgpu": [*TILES, "naive"]}
+STRATEGIES = {"cpu": ["blas", *TILES, "naive"], "wgpu": [*TILES, "naive"],
+              "cuda": ["cublas", *TILES, "naive"]}
 RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
 
 
@@ -106,7 +108,8 @@ RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
 def test_every_strategy_reads_views_in_place(device: str, strategy: str, case: str) -> None:
     """Each runner on float32 and int32, straight from the backend (no autotuning)."""
     backend = _backend(device)
-    for dtype in ("float32", "int32"):
+    dtypes = ("float32", "bfloat16", "float16") if strategy == "cublas" else ("float32", "int32")
+    for dtype in dtypes:
         a, b, ta, tb = _operands(device, case, dtype)
         _check(mm.matmul(backend, _prim(a), _prim(b), strategy), ta, tb, dtype)
 
@@ -152,6 +155,8 @@ def test_edge_values(device: str, strategy: str) -> None:
     b = np.array([[1.0, 0.0], [0.0, 1.0], [-np.inf, 2.0]], np.float32)
     got = mm.matmul(backend, backend.upload(a), backend.upload(b), strategy)
     np.testing.assert_array_equal(_host(got), (torch.from_numpy(a) @ torch.from_numpy(b)).numpy())
+    if strategy == "cublas":  # floats only
+        return
     big = np.full((2, 3), 2**30, np.int32)
     got = mm.matmul(backend, backend.upload(big), backend.upload(big.T.copy()), strategy)
     assert _host(got).dtype == np.int32
@@ -214,9 +219,12 @@ def test_candidates_per_runtime() -> None:
     assert mm.candidates(wgpu, DType.float32, 1 << 10) == [*TILES, "naive"]
     cuda = SimpleNamespace(runtime=SimpleNamespace(properties=SimpleNamespace(
         name="cuda", max_cube_dim=1024)))
-    for dtype in (DType.float16, DType.bfloat16, DType.float32, DType.float64):
-        assert mm.candidates(cuda, dtype, 1 << 30) == ["cublas", *TILES, "naive"]
-    assert mm.candidates(cuda, DType.int64, 1 << 30) == [*TILES, "naive"]
+    for dtype in (DType.float16, DType.bfloat16, DType.float32, DType.float64, DType.int64):
+        item = 8 if dtype in (DType.float64, DType.int64) else 4  # the accumulator's bytes
+        tiles = [name for name, t in TILES.items() if t.shared_elements() * item <= 16384]
+        host = ["cublas"] if dtype.is_float else []
+        assert mm.candidates(cuda, dtype, 1 << 30) == [*host, *tiles, "naive"]
+    assert "tile128x128x16" not in mm.candidates(cuda, DType.float64, 1 << 30)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -235,3 +243,69 @@ def test_tiles_that_overflow_the_grid_are_not_candidates() -> None:
     assert mm._fits(small, "tile32x32x16", 64, 128) and mm._fits(small, "naive", 10**6, 10**6)
     assert not mm._fits(small, "tile32x32x16", 65, 128)
     assert not mm._fits(small, "tile32x32x16", 64, 129)
+
+
+def _cublas_read(storage: np.ndarray, offset: int, op: int, ld: int, rows: int,
+                 cols: int) -> np.ndarray:
+    """The column-major `rows x cols` matrix cuBLAS reads at `offset` with operation `op`
+    (transposed for `_OP_T`) and leading dimension `ld`, emulated on host storage."""
+    shape = (cols, rows) if op == mm._OP_T else (rows, cols)
+    stored = np.lib.stride_tricks.as_strided(storage[offset:], (shape[1], shape[0]),
+                                             (ld * storage.itemsize, storage.itemsize)).T
+    return stored.T if op == mm._OP_T else stored
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gemm_operands_read_each_layout_in_place(case: str) -> None:
+    """`_gemm_operand` checked without a GPU: cuBLAS's column-major reading of every case's
+    matrices (C^T = B^T A^T per batch) emulated on the host storage equals torch's product."""
+    backend = _backend("cpu")
+    a, b, ta, tb = _operands("cpu", case, "float32")
+    out = backend.empty(tuple(torch.matmul(ta, tb).shape), DType.float32)
+    lv, rv, ov = mm.kernel_views(_prim(a), _prim(b), out)
+    layouts = mm._gemm_operand(lv), mm._gemm_operand(rv)
+    if None in layouts:  # cupy.matmul's case: a matrix without a unit stride
+        assert case == "strided" and 1 not in lv.strides[-2:]
+        return
+    (op_a, ld_a), (op_b, ld_b) = layouts  # type: ignore[misc]
+    m, k, n = lv.shape[-2], lv.shape[-1], rv.shape[-1]
+    got = np.empty(ov.shape, np.float32)
+    for z in np.ndindex(*ov.shape[:-2]):
+        at = [t.offset + sum(i * s for i, s in zip(z, t.strides, strict=False)) for t in (lv, rv)]
+        bt = _cublas_read(_host(rv.view((rv.array.extent,), (1,), 0)), at[1], op_b, ld_b, n, k)
+        at_ = _cublas_read(_host(lv.view((lv.array.extent,), (1,), 0)), at[0], op_a, ld_a, k, m)
+        got[z] = (bt @ at_).T
+    want = torch.matmul(ta, tb).numpy()
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-4)
+
+
+def test_gemm_operand_refuses_layouts_without_a_unit_stride() -> None:
+    backend = _backend("cpu")
+    t = backend.upload(np.zeros((6, 8), np.float32))
+    assert mm._gemm_operand(t.view((3, 4), (16, 2))) is None  # no unit stride
+    assert mm._gemm_operand(t.view((3, 4), (0, 1))) is None  # stride-0 rows overlap
+    assert mm._gemm_operand(t.view((3, 4), (1, 0))) is None
+    assert mm._gemm_operand(t.view((1, 4), (99, 1))) == (mm._OP_N, 4)
+    assert mm._gemm_operand(t.view((3, 1), (1, 99))) == (mm._OP_N, 1)
+    assert mm._gemm_operand(t.view((3, 4), (1, 3))) == (mm._OP_T, 3)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs an NVIDIA GPU (runs on the GPU machine)")
+def test_tf32_switch_on_cuda() -> None:
+    """TF32 off (default): float32 products to float32 accuracy; on: other products, within
+    TF32's accuracy (about 1e-3 relative), and the switch is restored."""
+    assert mm.settings.allow_tf32 is False
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((256, 512)).astype(np.float32) for _ in range(2))
+    want = a.astype(np.float64) @ b.T.astype(np.float64)
+    x, y = burn.tensor(a, device="cuda"), burn.tensor(b, device="cuda").t()
+    exact = (x @ y).to_numpy()
+    np.testing.assert_allclose(exact, want, rtol=1e-4, atol=1e-3)
+    mm.settings.allow_tf32 = True
+    try:
+        fast = (x @ y).to_numpy()
+    finally:
+        mm.settings.allow_tf32 = False
+    assert fast.dtype == np.float32 and fast.shape == want.shape
+    np.testing.assert_allclose(fast, want, rtol=2e-2, atol=0.2)
+    assert not np.array_equal(fast, exact)  # TF32 rounding did change the products

@@ -2,17 +2,24 @@
 
 Strategies (autotune candidates, by name): the burn-cube kernels of `matmul_kernels` (`naive`
 and the shared-memory tiles `tile<bm>x<bn>x<bk>`) on every runtime, BLAS through numpy on the
-cpu runtime (zero-copy host views of the buffers) and cuBLAS through CuPy on cuda (floats;
-bfloat16 through float32 copies). Which one runs is timed once per (dtype, device,
-power-of-two bucket of batch, m, k and n) by burn-cube's `Autotuner` and remembered on disk.
-Inputs are read in place whatever their strides (transposed, sliced, stride-0 broadcast
-batches); the result is a new dense tensor.
+cpu runtime (zero-copy host views of the buffers) and cuBLAS on cuda (floats: `gemmEx` /
+`gemmStridedBatchedEx` on the device pointers, float16 / bfloat16 / float32 accumulating in
+float32, float64 in float64). Which one runs is timed once per (dtype, device, power-of-two
+bucket of batch, m, k and n) by burn-cube's `Autotuner` and remembered on disk. Inputs are read
+in place whatever their strides (transposed, sliced, stride-0 broadcast batches); the result
+is a new dense tensor.
+
+TF32: `settings.allow_tf32 = True` lets cuBLAS multiply float32 matrices on tensor cores with
+TF32 inputs (10-bit mantissas, float32 accumulation), as `torch.backends.cuda.matmul.allow_tf32`
+does; off by default (full float32 products). Only the cuda runtime's cuBLAS path reads it.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -35,6 +42,35 @@ SHARED_BYTES = 16384
 #: matmul was 2x to 7x slower there, and one timing trial would take seconds).
 CPU_INT_TILES = ("tile64x64x16", "tile32x32x16")
 CPU_TUNE_WORK = 1 << 24
+
+@dataclass
+class MatmulSettings:
+    """Process-wide matmul switches.
+
+    Args:
+        allow_tf32: float32 products on cuda may use TF32 tensor cores (faster, about 3
+            decimal digits per input); False (default): full float32.
+    """
+
+    allow_tf32: bool = False
+
+
+#: The switches read by every matmul (`settings.allow_tf32 = True` enables TF32 on cuda).
+settings = MatmulSettings()
+
+#: cuBLAS `cudaDataType` of each float dtype, and the compute types used.
+_CUDA_DTYPES = {DType.float16: 2, DType.bfloat16: 14, DType.float32: 0, DType.float64: 1}
+_COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
+_OP_N, _OP_T, _GEMM_DEFAULT = 0, 1, -1
+#: Host scalars alpha = 1, beta = 0 per compute precision (cuBLAS reads them through pointers).
+_SCALARS: dict[Any, tuple[np.ndarray, np.ndarray]] = {
+    wide: (np.ones((), wide), np.zeros((), wide)) for wide in (np.float32, np.float64)}
+_SCALAR_POINTERS = {wide: (one.ctypes.data, zero.ctypes.data)
+                    for wide, (one, zero) in _SCALARS.items()}
+#: Workspace bytes given to each cuBLAS handle (as PyTorch's default on Hopper); 0: cuBLAS's own.
+WORKSPACE_BYTES = 32 << 20
+#: cuBLAS handle -> the workspace it was given (kept alive while the handle is).
+_WORKSPACES: dict[int, Any] = {}
 
 Runner = Callable[[Any, CubeTensor, CubeTensor, Shape], CubeTensor]
 
@@ -144,12 +180,83 @@ def _cupy_view(t: CubeTensor) -> Any:
                         tuple(s * item for s in t.strides))
 
 
-def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
-    """cupy.matmul (cuBLAS) on the device buffers, on the runtime's stream; bfloat16 (CuPy has
-    no such dtype) multiplies float32 copies and rounds the product back, as the NumPy backend
-    computes it."""
+def _gemm_operand(t: CubeTensor) -> tuple[int, int] | None:
+    """How cuBLAS (column-major) reads the transpose of the row-major matrix `t` [..., r, c]
+    in place: (operation, leading dimension), or None when neither dim is unit-strided (or
+    the other's stride overlaps rows)."""
+    (r, c), (sr, sc) = t.shape[-2:], t.strides[-2:]
+    if (sc == 1 or c == 1) and (r == 1 or sr >= max(c, 1)):
+        return _OP_N, sr if r > 1 else max(c, 1)  # stored as the column-major [c, r]
+    if (sr == 1 or r == 1) and (c == 1 or sc >= max(r, 1)):
+        return _OP_T, sc if c > 1 else max(r, 1)  # stored as the column-major [r, c]
+    return None
+
+
+def _cublas() -> Any:
+    """CuPy's cuBLAS bindings (the module moved between CuPy versions)."""
+    try:
+        from cupy_backends.cuda.libs import cublas
+    except ImportError:  # pragma: no cover - depends on the CuPy version
+        from cupy.cuda import cublas
+    return cublas
+
+
+def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor | None:
+    """`lhs @ rhs` through cuBLAS `gemmStridedBatchedEx` on the device pointers (row-major
+    C = A B computed as the column-major C^T = B^T A^T), one call per batch run the merged
+    strides allow; None when an operand's layout has no unit stride in its matrix dims."""
+    out = backend.empty(shape, lhs.dtype)
+    lv, rv, ov = kernel_views(lhs, rhs, out)
+    a, b = _gemm_operand(lv), _gemm_operand(rv)
+    if a is None or b is None:
+        return None
+    m, k, n = lv.shape[-2], lv.shape[-1], rv.shape[-1]
+    dtype = _CUDA_DTYPES[lhs.dtype]
+    wide = np.float64 if lhs.dtype is DType.float64 else np.float32
+    compute = (_COMPUTE_64F if wide is np.float64 else
+               _COMPUTE_32F_FAST_TF32 if settings.allow_tf32 and lhs.dtype is DType.float32
+               else _COMPUTE_32F)
+    alpha, beta = _SCALAR_POINTERS[wide]
+    item = lhs.dtype.numpy.itemsize
+    pa, pb, pc = ((t.array.base if t.array.base is not None else t.array).handle.data.ptr
+                  + t.offset * item for t in (lv, rv, ov))
+    batch = ov.shape[:-2]
+    (*la, sa), (*lb, sb), (*lc, sc) = (t.strides[:-2] for t in (lv, rv, ov))
+    cublas, rt = _cublas(), backend.runtime
+    with rt.device, rt.stream:
+        handle = _handle(cublas)
+        for outer in itertools.product(*(range(d) for d in batch[:-1])):
+            shift = [sum(i * s for i, s in zip(outer, st, strict=True)) * item
+                     for st in (la, lb, lc)]
+            cublas.gemmStridedBatchedEx(
+                handle, b[0], a[0], n, m, k, alpha, pb + shift[1], dtype, b[1], sb,
+                pa + shift[0], dtype, a[1], sa, beta, pc + shift[2], dtype, n, sc, batch[-1],
+                compute, _GEMM_DEFAULT)
+    return out
+
+
+def _handle(cublas: Any) -> int:
+    """CuPy's cuBLAS handle of the current device and thread, given a `WORKSPACE_BYTES`
+    workspace the first time it is seen."""
     import cupy
 
+    handle = int(cupy.cuda.device.get_cublas_handle())
+    if WORKSPACE_BYTES and handle not in _WORKSPACES and hasattr(cublas, "setWorkspace"):
+        memory = cupy.cuda.alloc(WORKSPACE_BYTES)
+        cublas.setWorkspace(handle, memory.ptr, WORKSPACE_BYTES)
+        _WORKSPACES[handle] = memory
+    return handle
+
+
+def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
+    """cuBLAS on the device buffers, on the runtime's stream: `_gemm` in place where the
+    layouts allow, else cupy.matmul (bfloat16, which CuPy lacks, then multiplies float32
+    copies and rounds the product back, as the NumPy backend computes it)."""
+    import cupy
+
+    out = _gemm(backend, lhs, rhs, shape)
+    if out is not None:
+        return out
     if lhs.dtype is DType.bfloat16:
         wide = run_cublas(backend, backend.float_cast(lhs, DType.float32),
                           backend.float_cast(rhs, DType.float32), shape)

@@ -67,7 +67,8 @@ class Tile:
 
 #: The tile configurations the autotuner chooses among (by name).
 TILES = {t.name: t for t in (Tile(16, 16, 1, 1, 16), Tile(16, 16, 2, 2, 16),
-                             Tile(16, 16, 4, 4, 16), Tile(16, 16, 8, 8, 8))}
+                             Tile(16, 16, 4, 4, 16), Tile(16, 16, 8, 8, 8),
+                             Tile(16, 16, 4, 8, 16), Tile(16, 16, 8, 8, 16))}
 
 
 def accumulator(dtype: DType) -> Any:
