@@ -71,13 +71,25 @@ class ModuleOpsMixin(OpsBase):
     def conv(self, x: T, weight: T, bias: T | None, options: ConvOptions) -> T:
         """The inner conv; backward computes only the gradients of tracked inputs: all three
         through `conv_backward`, the input's alone as a transposed conv, the weight's and bias's
-        alone (ungrouped 1d / 2d) from the unfolded input."""
+        alone (ungrouped 1d / 2d) from the unfolded input. An inner backend with
+        `conv_saving_columns` (NumPy) keeps the forward's im2col columns for the weight's and
+        bias's gradients (and the input's where tracked) instead of unfolding x again."""
         inner = self.inner
-        out = inner.conv(x.primitive, weight.primitive, _prim(bias), options)
-        if not tracked(x, weight, bias):
-            return AutodiffTensor(out)
         need_x, need_w = x.node is not None, weight.node is not None
         need_b = bias is not None and bias.node is not None
+        saving = getattr(inner, "conv_saving_columns", None)
+        backward = getattr(inner, "conv_backward_from_columns", None)
+        if saving and backward and (need_w or need_b) and tracked(x, weight, bias):
+            out, cols = saving(x.primitive, weight.primitive, _prim(bias), options)
+            if cols is not None:  # the forward's im2col columns serve the backward
+                x_shape, x_dtype = inner.shape(x.primitive), x.primitive.dtype
+                return record(out, (x, weight, bias), lambda g, s: backward(
+                    cols, x_shape, x_dtype, s[0], s[1], g, options, need_x),
+                    (save(weight), save(bias)))
+        else:
+            out = inner.conv(x.primitive, weight.primitive, _prim(bias), options)
+        if not tracked(x, weight, bias):
+            return AutodiffTensor(out)
         if need_x and (need_w or need_b):
             return record(out, (x, weight, bias), lambda g, s: inner.conv_backward(
                 s[0], s[1], s[2], g, options), (save(x), save(weight), save(bias)))

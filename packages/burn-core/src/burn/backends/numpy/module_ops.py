@@ -52,6 +52,19 @@ class NumpyModuleOps:
                       options: ConvOptions) -> Grads3:
         return k.conv_backward(x, weight, bias, grad, options)
 
+    # Not protocol ops: Autodiff keeps a conv's im2col columns for its backward through these
+    # where the inner backend has them.
+    def conv_saving_columns(self, x: Array, weight: Array, bias: Array | None,
+                            options: ConvOptions) -> tuple[Array, Array | None]:
+        return k.conv_saving_columns(x, weight, bias, options)
+
+    def conv_backward_from_columns(self, cols: Array, x_shape: Shape, x_dtype: np.dtype,
+                                   weight: Array, bias: Array | None, grad: Array,
+                                   options: ConvOptions, need_x: bool
+                                   ) -> tuple[Array | None, Array, Array | None]:
+        return k.conv_backward_from_columns(cols, x_shape, x_dtype, weight, bias, grad, options,
+                                            need_x)
+
     def conv_transpose(self, x: Array, weight: Array, bias: Array | None,
                        options: ConvTransposeOptions) -> Array:
         return k.conv_transpose(x, weight, bias, options)

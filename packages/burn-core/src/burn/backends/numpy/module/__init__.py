@@ -3,6 +3,8 @@
 from .conv import (
     conv,
     conv_backward,
+    conv_backward_from_columns,
+    conv_saving_columns,
     conv_transpose,
     conv_transpose_backward,
     deform_conv2d,
@@ -27,6 +29,8 @@ __all__ = [
     "avg_pool_backward",
     "conv",
     "conv_backward",
+    "conv_backward_from_columns",
+    "conv_saving_columns",
     "conv_transpose",
     "conv_transpose_backward",
     "deform_conv2d",

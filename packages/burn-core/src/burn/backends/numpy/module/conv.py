@@ -154,6 +154,10 @@ def _add_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     return y
 
 
+#: Largest im2col columns (elements) a convolution keeps from forward for its backward.
+SAVED_COLUMNS_MAX = 1 << 24
+
+
 def conv(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, options: ConvOptions
 ) -> np.ndarray:
@@ -168,6 +172,21 @@ def conv(
     Returns:
         Output [N, C_out, *out_spatial] of x's dtype.
     """
+    return conv_saving_columns(x, weight, bias, options)[0]
+
+
+def conv_saving_columns(
+    x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, options: ConvOptions
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`conv`, and its im2col columns for `conv_backward_from_columns` while they have at most
+    `SAVED_COLUMNS_MAX` elements (else None).
+
+    Args:
+        x, weight, bias, options: as `conv`.
+
+    Returns:
+        (output [N, C_out, *out_spatial] of x's dtype, columns or None).
+    """
     g = options.groups
     c_out = _check("conv", x, weight, bias, options)
     _conv_out("conv", x, weight.shape[2:], options)
@@ -175,7 +194,7 @@ def conv(
     cols, out = _im2col(x.astype(wt, copy=False), weight.shape[2:], options)
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
     y = _add_bias((w @ cols).reshape(x.shape[0], c_out, *out), bias)
-    return y.astype(x.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), (cols if cols.size <= SAVED_COLUMNS_MAX else None)
 
 
 def conv_backward(
@@ -197,22 +216,55 @@ def conv_backward(
     Returns:
         (grad_x, grad_weight, grad_bias or None), each of its input's shape and dtype.
     """
-    g = options.groups
     c_out = _check("conv_backward", x, weight, bias, options)
     out = _conv_out("conv_backward", x, weight.shape[2:], options)
     _check_grad("conv_backward", grad_out, (x.shape[0], c_out, *out))
-    wt = work_dtype(x.dtype)
-    kernel = weight.shape[2:]
-    cols, _ = _im2col(x.astype(wt, copy=False), kernel, options)
+    cols, _ = _im2col(x.astype(work_dtype(x.dtype), copy=False), weight.shape[2:], options)
+    gx, gw, gb = conv_backward_from_columns(cols, x.shape, x.dtype, weight, bias, grad_out,
+                                            options, True)
+    assert gx is not None
+    return gx, gw, gb
+
+
+def conv_backward_from_columns(
+    cols: np.ndarray,
+    x_shape: Sequence[int],
+    x_dtype: np.dtype,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    grad_out: np.ndarray,
+    options: ConvOptions,
+    need_x: bool,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
+    """Gradients of `conv` from the forward's columns (`conv_saving_columns`), the input's
+    only when `need_x`.
+
+    Args:
+        cols: the forward's columns.
+        x_shape, x_dtype: the forward input's shape and dtype.
+        weight, bias, options: the forward's.
+        grad_out: gradient of the output [N, C_out, *out_spatial].
+        need_x: whether to compute the input's gradient.
+
+    Returns:
+        (grad_x or None, grad_weight, grad_bias or None), each of its input's shape and dtype.
+    """
+    g, kernel = options.groups, weight.shape[2:]
+    wt = work_dtype(x_dtype)
+    n, c_out = grad_out.shape[:2]
+    expected = (n, g, (x_shape[1] // g) * math.prod(kernel), math.prod(grad_out.shape[2:]))
+    if cols.shape != expected or c_out != weight.shape[0] or n != x_shape[0]:
+        raise ShapeError("conv_backward", "columns, grad_out and weight do not fit x",
+                         cols=cols.shape, expected=expected, grad_out=grad_out.shape,
+                         weight=weight.shape)
     go = _batched(np.ascontiguousarray(grad_out, wt), g)
+    gw = _weight_grad(go, cols).reshape(weight.shape).astype(weight.dtype, copy=False)
+    gb = _bias_grad(grad_out.astype(wt, copy=False), bias)
+    if not need_x:
+        return None, gw, gb
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
-    gw = _weight_grad(go, cols).reshape(weight.shape)
-    gx = _col2im(w.swapaxes(1, 2) @ go, x.shape, out, kernel, options)
-    return (
-        gx.astype(x.dtype, copy=False),
-        gw.astype(weight.dtype, copy=False),
-        _bias_grad(grad_out.astype(wt, copy=False), bias),
-    )
+    gx = _col2im(w.swapaxes(1, 2) @ go, x_shape, grad_out.shape[2:], kernel, options)
+    return gx.astype(x_dtype, copy=False), gw, gb
 
 
 def _transpose_out(
