@@ -14,10 +14,11 @@ from importlib.metadata import version
 HEAVY = ("ml_dtypes", "matplotlib", "rich", "burn.nn", "burn.record", "burn.train",
          "burn.data", "burn.optim")
 #: Nor these: install metadata (`__version__`, entry points), the functional ops and autodiff,
-#: the op table, the option records, the backend registry and the backends themselves, and the
+#: the op table, the option records, the backend protocol, registry and backends, and the
 #: optional dependencies (cube runtimes, weight files, images, BLAS thread control).
 NOT_AT_IMPORT = (*HEAVY, "importlib.metadata", "burn.functional", "burn.autodiff", "burn.ir",
-                 "burn.backend.options", "burn.backend.registry", "burn.backends.numpy",
+                 "burn.backend.options", "burn.backend.protocol", "burn.backend.registry",
+                 "burn.backends.numpy",
                  "burn.profiler", "burn_cube", "wgpu", "cupy", "safetensors", "PIL",
                  "threadpoolctl", "numpy.random")
 #: What the first op on the default (NumPy) device must still not load: it needs the backend,

@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from burn.backend.distribution import Distribution  # re-exported: the random ops take it
 from burn.dtype import DType
 
 if TYPE_CHECKING:
@@ -44,15 +44,6 @@ P = Any  # an opaque backend primitive
 Shape = tuple[int, ...]
 Scalar = int | float | bool
 ScatterReduce = Literal["assign", "add"]
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """A random distribution: `uniform(low, high)`, `normal(mean, std)` or `bernoulli(prob)`."""
-
-    kind: Literal["uniform", "normal", "bernoulli"]
-    a: float = 0.0
-    b: float = 1.0
 
 
 class FloatOps(ABC):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from burn.backend.protocol import AutodiffBackend
 from burn.errors import AutodiffError, DeviceError
 from burn.frontend.base import TensorBase, make
 
 if TYPE_CHECKING:
     from burn.autodiff import Gradients
+    from burn.backend.protocol import AutodiffBackend
     from burn.device import Device
     from burn.frontend.tensor import Tensor
 
@@ -29,7 +29,7 @@ class AutogradMixin(TensorBase):
         if self._k != "float_":
             raise AutodiffError(op, "only float tensors carry gradients",
                                 dtype=self._dtype.value, shape=self.shape)
-        return cast(AutodiffBackend, self._bk)
+        return cast("AutodiffBackend", self._bk)
 
     def require_grad(self) -> Tensor:
         """Mark this (leaf) tensor as requiring gradients; returns itself.
@@ -54,7 +54,7 @@ class AutogradMixin(TensorBase):
     def is_require_grad(self) -> bool:
         """Whether this is a leaf that requires gradients."""
         return (self._bk.is_autodiff and self._k == "float_"
-                and cast(AutodiffBackend, self._bk).float_is_require_grad(self._prim))
+                and cast("AutodiffBackend", self._bk).float_is_require_grad(self._prim))
 
     @property
     def requires_grad(self) -> bool:
@@ -93,7 +93,7 @@ class AutogradMixin(TensorBase):
         cut from the graph; the tensor itself off autodiff devices."""
         if not self._bk.is_autodiff:
             return self  # type: ignore[return-value]
-        backend = cast(AutodiffBackend, self._bk)
+        backend = cast("AutodiffBackend", self._bk)
         prim = backend.float_inner(self._prim) if self._k == "float_" else self._prim
         return make(prim, self._device.inner(), self._dtype)
 
@@ -115,7 +115,7 @@ class AutogradMixin(TensorBase):
                               device=str(device))
         prim = tensor._prim
         if tensor._k == "float_":
-            prim = cast(AutodiffBackend, device.backend).float_from_inner(prim)
+            prim = cast("AutodiffBackend", device.backend).float_from_inner(prim)
         return make(prim, device, tensor._dtype)
 
     def detach(self) -> Tensor:

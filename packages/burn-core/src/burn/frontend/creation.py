@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from burn.backend.protocol import Distribution
+from burn.backend.distribution import Distribution
 from burn.device import Device, as_device
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, Kind, as_dtype
 from burn.dtype import from_numpy as dtype_of_numpy

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from burn.backend.protocol import Distribution
+from burn.backend.distribution import Distribution
 from burn.dtype import DType, Kind
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
