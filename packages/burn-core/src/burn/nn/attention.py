@@ -12,12 +12,12 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import ml_dtypes
 import numpy as np
 
 import burn
 import burn.functional as F
 from burn.device import Device
+from burn.dtype import DType
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.tensor import Tensor
 from burn.nn._layer import LayerConfig, check_float_input
@@ -71,6 +71,15 @@ def generate_autoregressive_mask(batch_size: int, seq_length: int,
         bool [batch_size, seq_length, seq_length], True above the diagonal (masked out).
     """
     return _causal(seq_length, seq_length, device).unsqueeze(0).repeat_dim(0, batch_size)
+
+
+def _lowest(dtype: DType) -> float:
+    """The lowest finite value of float `dtype` (ml_dtypes, loaded only for bfloat16)."""
+    if dtype is DType.bfloat16:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(ml_dtypes.bfloat16).min)
+    return float(np.finfo(dtype.numpy).min)
 
 
 def _causal(seq_q: int, seq_k: int, device: _DeviceLike) -> Tensor:
@@ -194,7 +203,7 @@ class MultiHeadAttention(Module):
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> MhaOutput:
         scores = (q @ k.swap_dims(-1, -2)) * (1.0 / math.sqrt(self.d_k))
         if mask is not None:
-            scores = scores.mask_fill(mask, float(ml_dtypes.finfo(scores.dtype.numpy).min))
+            scores = scores.mask_fill(mask, _lowest(scores.dtype))
         weights = self.dropout(F.softmax(scores, dim=-1))
         context = (weights @ v).swap_dims(1, 2).reshape(q.shape[0], q.shape[2], self.d_model)
         return MhaOutput(self.output(context), weights)

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, cast
 
-import ml_dtypes
 import numpy as np
 
+from burn.dtype import DType
 from burn.record.errors import UnsafePickleError
 
 
@@ -40,9 +40,15 @@ class _Immutable:
 
 @dataclass(frozen=True)
 class StorageType(_Immutable):
-    """Stand-in for a `torch.*Storage` class: only its element type matters."""
+    """Stand-in for a `torch.*Storage` class: only its element type matters, by numpy name
+    (bfloat16 is ml_dtypes', imported by the first bfloat16 storage, not at import)."""
 
-    dtype: np.dtype
+    name: str
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type."""
+        return DType.bfloat16.numpy if self.name == "bfloat16" else np.dtype(self.name)
 
 
 @dataclass(frozen=True)
@@ -56,10 +62,10 @@ class _Function(_Immutable):
 
 
 _STORAGE_DTYPES = {
-    "DoubleStorage": np.float64, "FloatStorage": np.float32, "HalfStorage": np.float16,
-    "BFloat16Storage": ml_dtypes.bfloat16, "LongStorage": np.int64, "IntStorage": np.int32,
-    "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8,
-    "BoolStorage": np.bool_,
+    "DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
+    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+    "BoolStorage": "bool",
 }
 
 
@@ -152,7 +158,7 @@ SAFE_GLOBALS: dict[tuple[str, str], _Immutable] = {
     ("torch._utils", "_rebuild_parameter_with_state"): _Function(_rebuild_parameter),
     ("collections", "OrderedDict"): _Function(OrderedDict),
     ("torch", "Size"): _Function(tuple),
-    **{("torch", name): StorageType(np.dtype(dt)) for name, dt in _STORAGE_DTYPES.items()},
+    **{("torch", name): StorageType(dt) for name, dt in _STORAGE_DTYPES.items()},
 }
 
 _MEMO_PUTS = frozenset(("PUT", "BINPUT", "LONG_BINPUT"))
