@@ -3,6 +3,7 @@ the default burn-ops path (the one every backend runs)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 
 import numpy as np
@@ -20,16 +21,63 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         raise AssertionError(f"{item.nodeid} was skipped")
 
 
-@pytest.fixture(params=["fast", "default"])
+#: the cube backends each `path` test also runs on (their burn-cube kernels); "cuda" only where
+#: an NVIDIA GPU is (deselected elsewhere, with the reason in the report header)
+CUBE_DEVICES = ("cpu", "wgpu", "cuda")
+
+
+def _unavailable(name: str) -> str | None:
+    """Why backend `name` cannot run here, or None."""
+    info = {b.name: b for b in burn.available_backends()}.get(name)
+    if info is None:
+        return "not registered"
+    return None if info.available else info.reason or "unavailable"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_nvcc: compiles CUDA C (deselected without nvcc)")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"burn-vision: {name} tests deselected ({reason})" for name in CUBE_DEVICES
+             if (reason := _unavailable(name))]
+    if shutil.which("nvcc") is None:
+        lines.append("burn-vision: needs_nvcc tests deselected (nvcc is not on PATH)")
+    return lines
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests on a cube backend this machine cannot run, or needing an absent nvcc, are
+    deselected (not skipped: a skip fails this suite), and the header says why."""
+    absent = {name for name in CUBE_DEVICES if _unavailable(name)}
+    no_nvcc = shutil.which("nvcc") is None
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        params = spec.params if spec is not None else {}
+        device = params.get("path", params.get("device"))
+        unrunnable = device in absent or (no_nvcc and item.get_closest_marker("needs_nvcc"))
+        (drop if unrunnable else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(params=["fast", "default", *CUBE_DEVICES])
 def path(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Run the test with the NumPy fast paths ("fast") or the default ops ("default")."""
+    """Run the test with the NumPy fast paths ("fast"), the default ops ("default"), or on a
+    cube backend's device (its burn-cube kernels) as the default device."""
     fast = vision_ops(burn.Device("numpy"))
     if request.param == "default":
         register_vision_ops("numpy", VisionOps())
+    elif request.param in CUBE_DEVICES:
+        burn.set_default_device(request.param)
     try:
         yield request.param
     finally:
         register_vision_ops("numpy", fast)
+        burn.set_default_device(None)
 
 
 @pytest.fixture

@@ -1,11 +1,14 @@
-"""burn-vision against OpenCV in the same run: connected components with stats (random
-4096x4096 binary image, p = 0.5, 8-connectivity), erode 5x5 and filter2D 5x5 on 4096x4096
-float32, NMS on 10k boxes (cv2.dnn.NMSBoxes). OpenCV's own thread pool follows
-OMP_NUM_THREADS when it is set, so that both sides run on as many threads."""
+"""burn-vision on burn's CPU backends (numpy, and the cube backend cpu's burn-cube kernels)
+against OpenCV in the same run: connected components with stats (random 4096x4096 binary
+image, p = 0.5, 8-connectivity), erode 5x5 and filter2D 5x5 on 4096x4096 float32, NMS on 10k
+boxes (cv2.dnn.NMSBoxes; numpy only: the cube backends run the default dense-IoU NMS).
+OpenCV's own thread pool follows OMP_NUM_THREADS when it is set, so that both sides run on as
+many threads."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import cv2
 import numpy as np
@@ -18,18 +21,20 @@ SIZE = 4096
 BOXES = 10_000
 
 
+#: the burn CPU backends timed: NumPy's host fast paths and the cube backend cpu's generated C
+BACKENDS = ("numpy", "cpu")
+
+
 def run() -> str:
-    """Measure each op on burn's NumPy backend and with OpenCV; return the report table."""
+    """Measure each op on burn's CPU backends (numpy, cpu) and with OpenCV, interleaved in one
+    run; return the report table."""
     threads = os.environ.get("OMP_NUM_THREADS", "")
     if threads.isdigit() and int(threads) > 0:
         cv2.setNumThreads(int(threads))
     rng = np.random.default_rng(0)
-    device = burn.Device("numpy")
     binary = rng.random((SIZE, SIZE)) < 0.5
     binary_u8 = binary.astype(np.uint8)
-    img = burn.tensor(binary[None], device=device)
     image = rng.random((SIZE, SIZE)).astype(np.float32)
-    x = burn.tensor(image, device=device)
     kernel = rng.standard_normal((5, 5)).astype(np.float32)
     square = np.ones((5, 5), np.uint8)
     xy = rng.random((BOXES, 2)) * 1024
@@ -38,21 +43,36 @@ def run() -> str:
     scores = rng.random(BOXES).astype(np.float32)
     xywh = np.concatenate([xy, wh], 1).tolist()
     score_list = scores.tolist()
-    b, s = burn.tensor(boxes, device=device), burn.tensor(scores, device=device)
-    cc, er, f2, nm = (f"OpenCV {name}" for name in (
-        "connectedComponentsWithStats", "erode 5x5", "filter2D 5x5", "dnn.NMSBoxes"))
-    results = measure_interleaved([
-        Candidate(cc, lambda: cv2.connectedComponentsWithStats(binary_u8, connectivity=8,
-                                                               ltype=cv2.CV_32S)),
-        Candidate("burn connected_components_with_stats",
-                  lambda: bv.connected_components_with_stats(img, 8), vs=cc),
-        Candidate(er, lambda: cv2.erode(image, square)),
-        Candidate("burn erode 5x5", lambda: bv.erode(x, square), vs=er),
-        Candidate(f2, lambda: cv2.filter2D(image, -1, kernel)),
-        Candidate("burn filter2d 5x5", lambda: bv.filter2d(x, kernel), vs=f2),
-        Candidate(nm, lambda: cv2.dnn.NMSBoxes(xywh, score_list, 0.0, 0.5)),
-        Candidate("burn nms", lambda: bv.nms(b, s, 0.5), vs=nm),
-    ], min_time=0.1, rounds=3)
-    return report(f"vision ops on the NumPy backend vs OpenCV {cv2.__version__}, "
-                  f"{SIZE}x{SIZE} images, {BOXES} boxes, OpenCV threads {cv2.getNumThreads()}",
-                  results)
+    def on(name: str) -> dict[str, Callable[[], object]]:
+        """burn's calls with inputs on backend `name`."""
+        device = burn.Device(name)
+        img = burn.tensor(binary[None], device=device)
+        x = burn.tensor(image, device=device)
+        b, s = burn.tensor(boxes, device=device), burn.tensor(scores, device=device)
+        return {"connected_components_with_stats": lambda: bv.connected_components_with_stats(
+                    img, 8),
+                "erode 5x5": lambda: bv.erode(x, square),
+                "filter2d 5x5": lambda: bv.filter2d(x, kernel),
+                "nms": lambda: bv.nms(b, s, 0.5)}
+
+    calls = {name: on(name) for name in BACKENDS}
+    # (OpenCV's name, its call, burn's op, the backends timed)
+    table: list[tuple[str, Callable[[], object], str, tuple[str, ...]]] = [
+        ("connectedComponentsWithStats", lambda: cv2.connectedComponentsWithStats(
+            binary_u8, connectivity=8, ltype=cv2.CV_32S), "connected_components_with_stats",
+         BACKENDS),
+        ("erode 5x5", lambda: cv2.erode(image, square), "erode 5x5", BACKENDS),
+        ("filter2D 5x5", lambda: cv2.filter2D(image, -1, kernel), "filter2d 5x5", BACKENDS),
+        ("dnn.NMSBoxes", lambda: cv2.dnn.NMSBoxes(xywh, score_list, 0.0, 0.5), "nms",
+         ("numpy",)),
+    ]
+    candidates = []
+    for cv_name, cv_call, op, backends in table:
+        vs = f"OpenCV {cv_name}"
+        candidates.append(Candidate(vs, cv_call))
+        candidates += [Candidate(f"burn {name} {op}", calls[name][op], vs=vs)
+                       for name in backends]
+    results = measure_interleaved(candidates, min_time=0.1, rounds=3)
+    return report(f"vision ops on burn's CPU backends ({', '.join(BACKENDS)}) vs OpenCV "
+                  f"{cv2.__version__}, {SIZE}x{SIZE} images, {BOXES} boxes, OpenCV threads "
+                  f"{cv2.getNumThreads()}", results)

@@ -49,17 +49,34 @@ class CubeVisionOps(VisionOps):
               border: BorderMode, value: float | bool) -> Tensor:
         if not _plain(x) or x.dtype not in MORPH_DTYPES:
             return super().morph(x, erode, mask, anchor, border, value)
-        return window(x, "erode" if erode else "dilate", mask, None, anchor, border, value)
+        reduction = "erode" if erode else "dilate"
+        kh, kw = mask.shape
+        if mask.all() and kh > 1 and kw > 1:  # a rectangle: a row pass, then a column pass
+            rows = window(x, reduction, mask[:1], None, (anchor[0], 0), border, value)
+            return window(rows, reduction, mask[:, :1], None, (0, anchor[1]), border, value)
+        return window(x, reduction, mask, None, anchor, border, value)
 
     def filter2d(self, x: Tensor, kernel: Tensor, anchor: tuple[int, int], border: BorderMode,
                  value: float) -> Tensor:
         if not _plain(x) or x.dtype not in FILTER_DTYPES:
             return super().filter2d(x, kernel, anchor, border, value)
-        mask = np.asarray(kernel.to_numpy().reshape((-1,) + kernel.shape[-2:]).any(axis=0))
-        if not mask.any():  # no tap to sum (as the NumPy path, which skips zero taps)
-            return burn.zeros(x.shape, dtype=x.dtype, device=x.device)
-        return window(x, "filter", mask, kernel, anchor, border, value)
+        k = kernel.to_numpy().astype(np.float64)
+        if k.ndim == 2:
+            return _filter_planes(x, k, anchor, border, value)
+        # per channel (dim -3): one launch family per channel, each with its weights
+        channels = [_filter_planes(x.narrow(x.ndim - 3, c, 1), k[c], anchor, border, value)
+                    for c in range(k.shape[0])]
+        return burn.cat(channels, x.ndim - 3)
 
+
+def _filter_planes(x: Tensor, k: np.ndarray, anchor: tuple[int, int], border: BorderMode,
+                   value: float) -> Tensor:
+    """filter2d of every plane of `x` [..., H, W] with one kernel [kh, kw], skipping zero
+    taps (as the NumPy path and OpenCV)."""
+    mask = k != 0
+    if not mask.any():
+        return burn.zeros(x.shape, dtype=x.dtype, device=x.device)
+    return window(x, "filter", mask, k, anchor, border, value)
 
 for _name in CUBE_BACKENDS:
     register_vision_ops(_name, CubeVisionOps())

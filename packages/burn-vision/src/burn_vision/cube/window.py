@@ -20,7 +20,13 @@ from burn_vision.border import BorderMode, border_index
 from burn_vision.cube.primitives import cube_count, empty, launch
 
 #: units per cube (one cube: a run of one output row)
-CUBE_DIM = 256
+CUBE_DIM = 64
+#: adjacent output pixels per unit of the interior kernel with more than VECTOR_TAPS taps
+#: (scalar code that reuses each row's loads across the lanes)
+LANES = 16
+#: windows of at most this many taps run one pixel per unit (gcc vectorizes that unit loop;
+#: it does not with more taps, having too many possibly aliasing reads)
+VECTOR_TAPS = 7
 #: float dtypes filter2d runs on (accumulating in the dtype)
 FILTER_DTYPES = (burn.float32, burn.float64)
 #: dtypes erosion / dilation run on
@@ -44,56 +50,66 @@ def _fold(b: Any, reduction: str, dtype: Any, acc: Any, value: Any, weight: Any)
 
 
 @cache
-def _kernel(reduction: str, dtype: DType, taps: tuple[tuple[int, int], ...], mapped: bool
+def _kernel(reduction: str, dtype: DType, taps: tuple[tuple[int, int], ...], lanes: int
             ) -> Any:
     """The window kernel for `taps` (row, column offsets from the window's top-left corner).
 
     Args:
-        reduction: a key of REDUCTIONS.
+        reduction: one of REDUCTIONS.
         dtype: the image dtype.
         taps: the mask's (i, j) positions, in raster order.
-        mapped: border strips (reads through row / column maps) rather than the interior.
+        lanes: output pixels per unit. 0: border strips, one pixel per unit, read through row
+            and column maps. Otherwise the interior, `lanes` adjacent pixels per unit read at
+            flat indexes a constant apart.
     Returns:
-        A kernel over cubes (columns / CUBE_DIM, rows, planes) of the region (y0, x0, rows,
-        cols) of the output.
+        A kernel over cubes (units / CUBE_DIM, rows, planes) of the region (y0, x0, rows,
+        cols) of the output; filter's weights are the scalars w0, w1, ... (one per tap).
     """
     from burn.ir.cube import cube_dtype
     from burn_cube import KernelBuilder, i32
 
     cd = cube_dtype("vision_window", dtype)
-    b = KernelBuilder(f"vision_{reduction}{'_border' if mapped else ''}", cube_dim=CUBE_DIM)
+    b = KernelBuilder(f"vision_{reduction}{lanes or '_border'}", cube_dim=CUBE_DIM)
     src = b.tensor("src", cd, rank=3, write=False)
     out = b.tensor("out", cd, rank=3, write=True)
-    weights = b.tensor("weights", cd, rank=2, write=False) if reduction == "filter" else None
-    rmap = b.tensor("rmap", i32, rank=1, write=False) if mapped else None
-    cmap = b.tensor("cmap", i32, rank=1, write=False) if mapped else None
-    y0, x0, cols = b.scalar("y0", i32), b.scalar("x0", i32), b.scalar("cols", i32)
+    rmap = b.tensor("rmap", i32, rank=1, write=False) if not lanes else None
+    cmap = b.tensor("cmap", i32, rank=1, write=False) if not lanes else None
+    y0, x0, units = b.scalar("y0", i32), b.scalar("x0", i32), b.scalar("units", i32)
     value = b.scalar("value", cd)
     ay, ax = b.scalar("ay", i32), b.scalar("ax", i32)
+    weights = [b.scalar(f"w{t}", cd) if reduction == "filter" else None
+               for t in range(len(taps))]
     plane = b.cast(b.CUBE_POS_Z, i32)
     y = y0 + b.cast(b.CUBE_POS_Y, i32)
     u = b.cast(b.CUBE_POS_X, i32) * CUBE_DIM + b.cast(b.UNIT_POS_X, i32)
-    x = x0 + u
-    with b.if_(u < cols):
-        acc = None
-        for t, (i, j) in enumerate(taps):
+    with b.if_(u < units):
+        accs: list[Any] = [None] * max(lanes, 1)
+        for (i, j), w in zip(taps, weights, strict=True):
             if rmap is not None and cmap is not None:
-                r, c = rmap[y + i], cmap[x + j]
+                r, c = rmap[y + i], cmap[x0 + u + j]
                 v = b.local(cd, value)
                 with b.if_(b.and_(r >= 0, c >= 0)):
                     b.set(v, src[plane, r, c])
+                values = [v]
             else:
-                v = src[plane, y + (i - ay), x + (j - ax)]
-            w = weights[plane % weights.shape[0], t] if weights is not None else None
-            if acc is None:
-                acc = b.local(cd, v * w if w is not None else v)
-            else:
-                b.set(acc, _fold(b, reduction, cd, acc, v, w))
-        out[plane, y, x] = acc
+                row = src.offset + plane * src.stride[0] + (y + (i - ay)) * src.stride[1]
+                first = row + (x0 - ax) + u * lanes
+                values = [src[first + (j + k)] for k in range(lanes)]
+            for k, v in enumerate(values):
+                if accs[k] is None:
+                    accs[k] = b.local(cd, v * w if w is not None else v)
+                else:
+                    b.set(accs[k], _fold(b, reduction, cd, accs[k], v, w))
+        if lanes:
+            start = out.offset + plane * out.stride[0] + y * out.stride[1] + x0 + u * lanes
+            for k, acc in enumerate(accs):
+                out[start + k] = acc
+        else:
+            out[plane, y, x0 + u] = accs[0]
     return b.kernel()
 
 
-def window(x: Tensor, reduction: str, mask: np.ndarray, weights: Tensor | None,
+def window(x: Tensor, reduction: str, mask: np.ndarray, weights: np.ndarray | None,
            anchor: tuple[int, int], border: BorderMode, value: float | bool) -> Tensor:
     """The window reduction of `x` [..., H, W] over the true taps of `mask` [kh, kw].
 
@@ -101,7 +117,7 @@ def window(x: Tensor, reduction: str, mask: np.ndarray, weights: Tensor | None,
         x: [..., H, W] of one of the reduction's dtypes, H and W >= 1.
         reduction: "filter", "erode" or "dilate".
         mask: bool [kh, kw] (for filter: the nonzero weights).
-        weights: filter's [C, kh, kw] (C = 1: every plane; else per channel, dim -3 of x).
+        weights: filter's [kh, kw] weights for every plane.
         anchor: (x, y) of the reference point in the mask.
         border: how pixels outside are read.
         value: the "constant" fill.
@@ -116,31 +132,30 @@ def window(x: Tensor, reduction: str, mask: np.ndarray, weights: Tensor | None,
     kh, kw = mask.shape
     ax, ay = anchor
     taps = tuple((int(i), int(j)) for i, j in np.argwhere(mask))
-    wt = []
-    if weights is not None:
-        flat = weights.reshape(weights.shape[0] if weights.ndim == 3 else 1, kh * kw)
-        index = burn.tensor([i * kw + j for i, j in taps], dtype=burn.int64, device=x.device)
-        wt = [flat.index_select(1, index).cast(x.dtype)]
+    scalars = [] if weights is None else [float(weights[i, j]) for i, j in taps]
     fill = bool(value) if x.dtype == burn.bool_ else value
-    common = (fill, ay, ax)
-    # interior: rows [ay, h - (kh - 1 - ay)), columns [ax, w - (kw - 1 - ax))
+    common = (fill, ay, ax, *scalars)
+    # interior: rows [ay, h - (kh - 1 - ay)), whole lanes of columns from ax on
+    lanes = 1 if len(taps) <= VECTOR_TAPS else LANES
     iy0, iy1 = ay, h - (kh - 1 - ay)
-    ix0, ix1 = ax, w - (kw - 1 - ax)
-    if iy1 > iy0 and ix1 > ix0:
-        launch(x, _kernel(reduction, x.dtype, taps, False),
-               (cube_count(ix1 - ix0, CUBE_DIM), iy1 - iy0, planes), CUBE_DIM,
-               src, out, *wt, iy0, ix0, ix1 - ix0, *common)
+    ix0 = ax
+    units = max(0, w - (kw - 1 - ax) - ix0) // lanes
+    ix1 = ix0 + units * lanes
+    if iy1 > iy0 and units:
+        launch(x, _kernel(reduction, x.dtype, taps, lanes),
+               (cube_count(units, CUBE_DIM), iy1 - iy0, planes), CUBE_DIM,
+               src, out, iy0, ix0, units, *common)
+        strips = [(0, 0, iy0, w), (iy1, 0, h - iy1, w), (iy0, 0, iy1 - iy0, ix0),
+                  (iy0, ix1, iy1 - iy0, w - ix1)]
     else:
-        iy0 = iy1 = ix0 = ix1 = 0
+        strips = [(0, 0, h, w)]
     maps = [_border_map(x, n, before, k - 1 - before, border)
             for n, before, k in ((h, ay, kh), (w, ax, kw))]
-    strips = [(0, 0, iy0, w), (iy1, 0, h - iy1, w), (iy0, 0, iy1 - iy0, ix0),
-              (iy0, ix1, iy1 - iy0, w - ix1)] if iy1 > iy0 else [(0, 0, h, w)]
-    border_kernel = _kernel(reduction, x.dtype, taps, True)
+    border_kernel = _kernel(reduction, x.dtype, taps, 0)
     for sy, sx, rows, cols in strips:
         if rows > 0 and cols > 0:
             launch(x, border_kernel, (cube_count(cols, CUBE_DIM), rows, planes), CUBE_DIM,
-                   src, out, *wt, *maps, sy, sx, cols, *common)
+                   src, out, *maps, sy, sx, cols, *common)
     return out.reshape(shape)
 
 
