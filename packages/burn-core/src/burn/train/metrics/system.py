@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from burn.train.metrics.base import BatchInfo, MeanMetric, Metric
 from burn.train.step import StepOutput
 
-try:
-    import psutil
-except ImportError:  # optional dependency (burn-core[train])
-    psutil = None
+_UNLOADED: Any = object()
+#: psutil (optional dependency, burn-core[train]), imported by the first reading rather than with
+#: `burn.train`; None when it is not installed.
+psutil: Any = _UNLOADED
+
+
+def _psutil() -> Any:
+    """The psutil module, or None when it is not installed."""
+    global psutil
+    if psutil is _UNLOADED:
+        try:
+            import psutil as module
+        except ImportError:
+            module = None
+        psutil = module
+    return psutil
 
 
 def cpu_times() -> tuple[float, float]:
     """(busy, total) CPU seconds of the whole machine since boot (nan, nan if unknown)."""
-    if psutil is not None:
-        t = psutil.cpu_times()
+    ps = _psutil()
+    if ps is not None:
+        t = ps.cpu_times()
         idle = t.idle + getattr(t, "iowait", 0.0)
         total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
         return total - idle, total
@@ -33,8 +47,9 @@ def cpu_times() -> tuple[float, float]:
 
 def process_rss() -> float:
     """Resident memory of this process in bytes (nan if unknown)."""
-    if psutil is not None:
-        return float(psutil.Process().memory_info().rss)
+    ps = _psutil()
+    if ps is not None:
+        return float(ps.Process().memory_info().rss)
     try:
         with open("/proc/self/statm") as f:
             return float(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
