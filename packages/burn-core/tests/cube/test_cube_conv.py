@@ -1,7 +1,8 @@
 """Convolution kernels of the cube backends (conv, conv_transpose with backward, unfold4d)
-against torch on cpu and wgpu: strided, transposed and broadcast inputs, every spatial rank,
-stride/padding/dilation/groups, empty batches, NaN/inf, low-precision dtypes; each op must run
-on kernels (no host fallback) and its kernels must also generate CUDA C."""
+against torch on cpu and wgpu (and cuda where there is one): strided, transposed and broadcast
+inputs, every spatial rank, stride/padding/dilation/groups, empty batches, NaN/inf,
+low-precision dtypes; each op must run on kernels (no host fallback) and its kernels must also
+generate CUDA C."""
 
 from __future__ import annotations
 
@@ -21,12 +22,13 @@ import burn
 import burn.functional as bF
 from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions, window_out
 from burn.backends.cube import CubeTensor
+from burn.backends.cube.backend import CudaBackend
 from burn.backends.cube.tensor import host_array
 from burn.errors import ShapeError
 
 ref = importlib.import_module("burn.backends.numpy.module.conv")
 
-DEVICES = ["cpu", "wgpu"]
+DEVICES = ["cpu", "wgpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
 LAYOUTS = ["contiguous", "transposed", "strided", "broadcast"]
 OPS = ("conv", "conv_backward", "conv_transpose", "conv_transpose_backward", "unfold4d",
        "deform_conv2d", "deform_conv2d_backward")

@@ -208,6 +208,11 @@ class CubeConvOps:
         n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
         cols, *spacing = self._column_buffer(n, rows, length, work)
         self._im2col(x, kernel, options, out, cols, spacing)
+        if g == 1 and bias is None and x.dtype is work and self.runtime_name != "cpu":
+            # on GPUs one batched product (weight broadcast over N) writes [N, C_out, L] in
+            # place of the converting copy; the cpu keeps one large BLAS call
+            y = self.float_matmul(self._weight(weight, 1, work), cols)
+            return _reshape(y, (n, c_out, *out))
         y = self.float_matmul(self._weight(weight, g, work), _matrices(cols, g))
         return self._unrows(y, (n, c_out, *out), x.dtype, bias)
 
