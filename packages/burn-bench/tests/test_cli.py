@@ -45,8 +45,11 @@ def test_bare_suite_names_run_like_before(capsys: pytest.CaptureFixture[str]) ->
 def test_list_names_every_suite_and_missing_backends(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in ("matmul", "dqn-step", "compile", "numpy", "available", "wgpu", "missing"):
+    for name in ("matmul", "dqn-step", "compile", "bool_select", "numpy", "available", "wgpu",
+                 "missing"):
         assert name in out
+    fusion = next(line for line in out.splitlines() if " fusion " in line)
+    assert "not present" in fusion
 
 
 def test_run_saves_valid_json(tmp_path: Path) -> None:

@@ -123,7 +123,10 @@ def list_table() -> Table:
     for name in sorted({*KNOWN_BACKENDS, *present}):
         reason = unavailable_reason(name)
         table.add_row("backend", name, "available" if reason is None else f"missing: {reason}")
-    table.add_row("decorators", ", ".join(DECORATORS), "spec: name[:index][+decorator...]")
+    for decorator in DECORATORS:
+        reason = unavailable_reason(f"numpy+{decorator}")
+        table.add_row("decorator", decorator, "available (spec: name[:index][+decorator...])"
+                      if reason is None else f"not present: {reason}")
     table.add_row("dtypes", ", ".join(DTYPES), "")
     table.add_row("references", ", ".join(REFERENCES), "")
     return table
