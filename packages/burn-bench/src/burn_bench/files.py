@@ -24,8 +24,15 @@ def write_atomic(path: Path, write: Callable[[Any], object], binary: bool = Fals
     try:
         with os.fdopen(fd, "wb" if binary else "w") as f:
             write(f)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() would have given
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
