@@ -83,13 +83,13 @@ def test_provisional_capacity_holds_the_worst_case() -> None:
             assert count + 1 <= labelling.provisional_capacity(h, w, connectivity)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("width", [1, 3, 20, 16 + 4 + 7, 3 * 16 + 4])
+@pytest.mark.parametrize("width", [1, 3, 20, window.CUBE_DIM + 9])
 def test_window_interior_and_border_strips(device: burn.Device, width: int,
                                            rng: np.random.Generator) -> None:
-    """Widths around the lane count: no interior, whole lanes, lanes and a tail."""
+    """No interior, a narrow one, one past a cube; rows spanning two strips of row passes."""
     import cv2
 
-    x = rng.random((2, 9, width)).astype(np.float32)
+    x = rng.random((2, window.STRIP_ROWS + 9, width)).astype(np.float32)
     kernel = rng.standard_normal((5, 5)).astype(np.float32)
     t = burn.tensor(x, device=device)
     out = filter2d(t, kernel)
@@ -125,11 +125,11 @@ def _kernels() -> list[tuple[str, object, tuple[object, ...]]]:
                 continue
             weights = (1.0,) * len(taps) if reduction == "filter" else ()
             fill = False if dtype == burn.bool_ else 0
-            for lanes in (0, 1, window.LANES):
-                maps = (a[2], a[2]) if not lanes else ()
+            for mapped, accumulate in ((True, False), (False, False), (False, True)):
+                maps = (a[2], a[2]) if mapped else ()
                 args = (x, x, *maps, 0, 0, 1, fill, 0, 0, *weights)
-                out.append((f"{reduction}_{dtype.value}_{lanes}",
-                            window._kernel(reduction, dtype, taps, lanes), args))
+                out.append((f"{reduction}_{dtype.value}_{mapped}_{accumulate}",
+                            window._kernel(reduction, dtype, taps, mapped, accumulate), args))
     return out
 
 
