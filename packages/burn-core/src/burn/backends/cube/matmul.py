@@ -109,14 +109,18 @@ def kernel_views(lhs: CubeTensor, rhs: CubeTensor, out: CubeTensor
     """`lhs`, `rhs` and the dense `out` as views of one rank (>= 3) whose batch dims are
     out's, broadcast (stride 0) and merged where the strides allow."""
     batch = out.shape[:-2]
-    lv = broadcast_view(lhs, (*batch, *lhs.shape[-2:]))
-    rv = broadcast_view(rhs, (*batch, *rhs.shape[-2:]))
-    dims, (ls, rs, os) = _coalesced([batch] * 3, [t.strides[:-2] for t in (lv, rv, out)])
+    views = (broadcast_view(lhs, (*batch, *lhs.shape[-2:])),
+             broadcast_view(rhs, (*batch, *rhs.shape[-2:])), out)
+    if len(batch) == 1:  # nothing to merge (the common case: checked first, it is cheap)
+        return views
+    strides = [v.strides for v in views]
+    dims, merged = _coalesced([batch] * 3, [st[:-2] for st in strides]) if batch else ((), [])
     if not dims:
-        dims, ls, rs, os = (1,), (0,), (0,), (0,)
-    return (lv.view((*dims, *lhs.shape[-2:]), (*ls, *lv.strides[-2:])),
-            rv.view((*dims, *rhs.shape[-2:]), (*rs, *rv.strides[-2:])),
-            out.view((*dims, *out.shape[-2:]), (*os, *out.strides[-2:])))
+        dims, merged = (1,), [(0,)] * 3
+    lv, rv, ov = (CubeTensor(v.array.view_unchecked((*dims, *v.shape[-2:]), (*m, *st[-2:]),
+                                                    v.offset), v.dtype)
+                  for v, m, st in zip(views, merged, strides, strict=True))
+    return lv, rv, ov
 
 
 def run_naive(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
@@ -218,10 +222,10 @@ def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeT
                else _COMPUTE_32F)
     alpha, beta = _SCALAR_POINTERS[wide]
     item = lhs.dtype.numpy.itemsize
-    pa, pb, pc = ((t.array.base if t.array.base is not None else t.array).handle.data.ptr
-                  + t.offset * item for t in (lv, rv, ov))
+    pa, pb, pc = ((t.array if t.array.base is None else t.array.base).handle.data.ptr
+                  + t.array.offset * item for t in (lv, rv, ov))
     batch = ov.shape[:-2]
-    (*la, sa), (*lb, sb), (*lc, sc) = (t.strides[:-2] for t in (lv, rv, ov))
+    (*la, sa), (*lb, sb), (*lc, sc) = (t.array.strides[:-2] for t in (lv, rv, ov))
     cublas, rt = _cublas(), backend.runtime
     with rt.device, rt.stream:
         handle = _handle(cublas)
