@@ -13,6 +13,7 @@ from dataclasses import fields, replace
 from types import EllipsisType
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions, window_out
 from burn.errors import ShapeError
@@ -119,6 +120,15 @@ def _im2col(
     return win.transpose(perm).reshape(n, groups, -1, math.prod(out)), out
 
 
+def _crop(full: np.ndarray, shape: Sequence[int], padding: Sequence[int]) -> np.ndarray:
+    """The unpadded region [N, C, *shape[2:]] of a padded [N, C, *padded] array (contiguous)."""
+    if not any(padding):
+        return full
+    crop: tuple[EllipsisType | slice, ...] = (
+        ..., *(slice(p, p + s) for s, p in zip(shape[2:], padding, strict=True)))
+    return np.ascontiguousarray(full[crop])
+
+
 def _col2im(
     cols: np.ndarray,
     shape: Sequence[int],
@@ -133,11 +143,39 @@ def _col2im(
     perm = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
     padded = [s + 2 * p for s, p in zip(shape[2:], padding, strict=True)]
     full = scatter_windows(per_window.transpose(perm), padded, options.stride, options.dilation)
-    if not any(padding):
-        return full
-    crop: tuple[EllipsisType | slice, ...] = (
-        ..., *(slice(p, p + s) for s, p in zip(shape[2:], padding, strict=True)))
-    return np.ascontiguousarray(full[crop])
+    return _crop(full, shape, padding)
+
+
+#: The flat input gradient runs while it has at most this many times the output's positions.
+_FLAT_MAX_EXTRA = 1.5
+
+
+def _input_grad(w: np.ndarray, go: np.ndarray, shape: Sequence[int], out: Sequence[int],
+                kernel: Sequence[int], options: ConvOptions) -> np.ndarray:
+    """Input gradient of a conv: w [G, O/G, C/G*prod(kernel)], go [N, G, O/G, prod(out)] (the
+    output gradient, contiguous) -> [N, C, *S].
+
+    With stride 1, output position o is placed at sum(o_i * P_i) of the padded input's
+    flattened plane (P its strides), zeros between rows: each kernel offset's column row then
+    adds onto the plane as one contiguous run (starting at sum(k_i * d_i * P_i)), instead of
+    one short run per output row. Other strides go through `_col2im`."""
+    n, c = shape[:2]
+    padded = [s + 2 * p for s, p in zip(shape[2:], options.padding, strict=True)]
+    plane = [math.prod(padded[i + 1:]) for i in range(len(padded))]
+    span = sum((o - 1) * st for o, st in zip(out, plane, strict=True)) + 1
+    if any(st != 1 for st in options.stride) or span > _FLAT_MAX_EXTRA * math.prod(out):
+        return _col2im(w.swapaxes(1, 2) @ go, shape, out, kernel, options)
+    spread = np.zeros((n, go.shape[1] * go.shape[2], span), go.dtype)
+    item = spread.itemsize
+    as_strided(spread, (*spread.shape[:2], *out),
+               (*spread.strides[:2], *(st * item for st in plane)))[...] = go.reshape(
+        *spread.shape[:2], *out)
+    rows = (w.swapaxes(1, 2) @ spread.reshape(go.shape[:3] + (span,))).reshape(n, c, -1, span)
+    full = np.zeros((n, c, math.prod(padded)), go.dtype)
+    for t, offset in enumerate(np.ndindex(*kernel)):
+        start = sum(k * d * st for k, d, st in zip(offset, options.dilation, plane, strict=True))
+        full[:, :, start:start + span] += rows[:, :, t]
+    return _crop(full.reshape(n, c, *padded), shape, options.padding)
 
 
 def _bias_grad(grad_out: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
@@ -263,7 +301,7 @@ def conv_backward_from_columns(
     if not need_x:
         return None, gw, gb
     w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
-    gx = _col2im(w.swapaxes(1, 2) @ go, x_shape, grad_out.shape[2:], kernel, options)
+    gx = _input_grad(w, go, x_shape, grad_out.shape[2:], kernel, options)
     return gx.astype(x_dtype, copy=False), gw, gb
 
 
