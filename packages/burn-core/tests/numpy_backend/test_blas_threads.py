@@ -76,3 +76,23 @@ def test_finds_numpys_openblas() -> None:
     libs = blas._openblas()
     assert all(lib.internal_api == "openblas" for lib in libs)
     assert all(lib.get_num_threads() >= 1 for lib in libs)
+
+
+@pytest.mark.parametrize(("lhs", "rhs", "transpose"), [
+    ((4, 5, 6), (6, 3), False),  # one [20, 6] @ [6, 3] product
+    ((2, 3, 5, 6), (6, 7), False),
+    ((4, 6, 5), (6, 3), True),  # non-contiguous lhs: numpy's batched product
+    ((0, 5, 6), (6, 3), False),  # empty batch
+    ((4, 5, 0), (0, 3), False),  # empty inner dim: zeros
+    ((4, 0, 6), (6, 3), False),
+])
+def test_batched_lhs_times_matrix_equals_numpy(lhs: tuple, rhs: tuple, transpose: bool) -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal(lhs).astype(np.float32)
+    if transpose:
+        a = a.swapaxes(-1, -2)
+    b = rng.standard_normal(rhs).astype(np.float32)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = B.float_matmul(a, b)
+    assert out.shape == expected.shape and out.dtype == np.float32
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)

@@ -8,6 +8,7 @@ thread for the call and restore the count after; larger ones use the configured 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,8 @@ def _openblas() -> list[Any]:
 
 
 def matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """np.matmul, on one BLAS thread when the product is small.
+    """np.matmul, on one BLAS thread when the product is small; a contiguous batched lhs
+    times a matrix runs as one 2-d product (numpy would call BLAS once per batch entry).
 
     Args:
         lhs: [..., m, k].
@@ -39,6 +41,10 @@ def matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """
     if lhs.ndim < 2 or rhs.ndim < 2:
         return np.asarray(np.matmul(lhs, rhs))
+    if lhs.ndim > 2 and rhs.ndim == 2 and lhs.flags.c_contiguous:
+        # [..., m, k] @ [k, n] as one [prod(...) * m, k] @ [k, n] product, not one per batch
+        rows = matmul(lhs.reshape(math.prod(lhs.shape[:-1]), lhs.shape[-1]), rhs)
+        return rows.reshape(*lhs.shape[:-1], rhs.shape[-1])
     work = max(lhs.size * rhs.shape[-1], rhs.size * lhs.shape[-2])
     if work >= SMALL_MATMUL:
         return np.asarray(np.matmul(lhs, rhs))
