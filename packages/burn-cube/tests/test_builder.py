@@ -393,3 +393,95 @@ def test_wgpu_adapters_by_index() -> None:
         np.testing.assert_allclose(out.numpy(), 3 * x)
         ran.append(index)
     assert 0 in ran
+
+
+def rows_sub_builder() -> KernelBuilder:
+    """out[r, c] = x[r, c] - y[r, c] launched by rows (``CUBE_POS_Y`` the row,
+    ``ABSOLUTE_POS_X`` the column), as the cube backends' broadcast elementwise kernels."""
+    b = KernelBuilder("rows_sub", cube_dim=64)
+    x, y = b.tensor("x", f32, rank=2), b.tensor("y", f32, rank=2)
+    out = b.tensor("out", f32, rank=2, write=True)
+    col, row = b.ABSOLUTE_POS_X, b.CUBE_POS_Y
+
+    def at(t: object) -> Value:
+        return t.offset + col * t.stride[1] + row * t.stride[0]  # type: ignore[attr-defined]
+
+    with b.if_(col < out.shape[1]):
+        out[at(out)] = x[at(x)] - y[at(y)]
+    return b
+
+
+@pytest.mark.parametrize("cols", [1, 40, 64, 150])
+def test_rows_with_broadcast_inputs_and_partial_cubes(rt: bc.Runtime, cols: int) -> None:
+    kern = rows_sub_builder().kernel()
+    rows = 5
+    rng = np.random.default_rng(cols)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    col = rng.standard_normal((rows, 1)).astype(np.float32)
+    row = rng.standard_normal((1, cols)).astype(np.float32)
+    cases = {  # (x view, y view, expected)
+        "dense": (rt.upload(x), rt.upload(x[::-1].copy()), x - x[::-1]),
+        "column": (rt.upload(x), rt.upload(col).view((rows, cols), (1, 0)), x - col),
+        "row": (rt.upload(row).view((rows, cols), (0, 1)), rt.upload(x), row - x),
+        "both": (rt.upload(col).view((rows, cols), (1, 0)),
+                 rt.upload(row).view((rows, cols), (0, 1)), col - row),
+    }
+    for name, (a, b, expected) in cases.items():
+        out = rt.allocate((rows, cols), f32)
+        kern.launch(rt, (_cubes(cols), rows, 1), 64, a, b, out)
+        got = rt.download(out)
+        assert got.shape == expected.shape and got.dtype == expected.dtype, name
+        np.testing.assert_array_equal(got, expected, err_msg=name)
+
+
+def test_c_rows_fast_paths() -> None:
+    """The C fast path covers the units a leading guard admits (partial cubes) and has a
+    variant per read-only stride taken as 0 (broadcast inputs)."""
+    rt = bc.runtime("cpu")
+    kern = rows_sub_builder().kernel()
+    view = rt.upload(np.zeros((2, 40), np.float32))
+    src = kern.source("c", 64, view, view, view)
+    assert src.count("bc_unit < bc_n") == 3 and src.count("bc_unit < BC_CD") == 1
+    assert "(int64_t)t_x_stride1 == 0" in src and "(int64_t)t_y_stride1 == 0" in src
+    assert "(int64_t)t_out_stride1 == 0" not in src
+
+
+def strided_sums_builder(step_const: int) -> KernelBuilder:
+    """out[r] = sum of x[r * row + k * step] for k in range(first, n, step_const): a loop
+    whose reads are affine in its counter with a runtime stride."""
+    b = KernelBuilder("strided_sums", cube_dim=64)
+    x = b.tensor("x", f32)
+    out = b.tensor("out", f32, write=True)
+    n, first, row, step = (b.scalar(name, u32) for name in ("n", "first", "row", "step"))
+    r = b.ABSOLUTE_POS
+    with b.if_(r < out.len):
+        acc = b.local(f32, 0.0)
+        with b.for_range(first, n, step_const) as k:
+            b.set(acc, acc + x[r * row + k * step] + x[r * row + k * step + 1])
+        out[r] = acc
+    return b
+
+
+@pytest.mark.parametrize(("step_const", "first", "n"), [(1, 0, 7), (3, 2, 20), (2, 5, 5)])
+def test_loop_reads_checked_once_per_loop(rt: bc.Runtime, step_const: int, first: int,
+                                          n: int) -> None:
+    """The C target checks a loop's affine reads once before it (the unchecked copy runs);
+    results on every runtime match numpy, and reads past the end are still reported."""
+    kern = strided_sums_builder(step_const).kernel()
+    rows, row, step = 70, 3, 11
+    x = np.random.default_rng(n).standard_normal(row * (rows - 1) + step * n + 2)
+    x = x.astype(np.float32)
+    out = np.zeros(rows, np.float32)
+    kern.launch(rt, _cubes(rows), 64, x, out, n, first, row, step)
+    ks = np.arange(first, n, step_const)
+    idx = np.arange(rows)[:, None] * row + ks[None, :] * step
+    expected = (x[idx] + x[idx + 1]).sum(1, dtype=np.float64) if ks.size else np.zeros(rows)
+    assert out.shape == (rows,) and out.dtype == np.float32
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    if rt.name == "cpu":
+        with pytest.raises(LaunchError, match="out-of-bounds"):
+            kern.launch(rt, _cubes(rows), 64, x, out, n + 2 * step_const, first, row, step)
+        src = kern.source("c", 64, x, out, n, first, row, step)
+        assert "bc_t1 < (INT64_C(1) << 28)" in src
+        unchecked = src.split("bc_t1 < (INT64_C(1) << 28)) {")[1].split("} else {")[0]
+        assert "t_x[" in unchecked and "bc_oob" not in unchecked

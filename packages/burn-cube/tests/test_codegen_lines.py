@@ -83,7 +83,7 @@ def scalars_kernel() -> IRKernel:
 def test_line_fast_path_is_lane_flat() -> None:
     x = np.zeros(1024, np.float32)
     src = gelu_line.source("c", 256, x, x)
-    assert "for (int64_t bc_e = 0; bc_e < BC_CD * 4; ++bc_e)" in src
+    assert "for (int64_t bc_e = 0; bc_e < bc_n * 4; ++bc_e)" in src
     assert "bc_tanh_f32x4" in src  # the checked loop keeps the vector type
     mixed = mixed_line.source("c", 256, x, x, x)
     assert "bc_e = 0" not in mixed

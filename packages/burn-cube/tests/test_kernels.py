@@ -244,7 +244,7 @@ def test_comptime_specializes_source() -> None:
     x, out = np.zeros(4, np.float32), np.zeros(4, np.float32)
     src = poly.source("c", 64, x, out, 2, False)
     # unrolled: only the cube loop and the unit loops (fast and checked paths)
-    assert src.count("for (") == src.count("bc_unit < BC_CD") + 1
+    assert src.count("for (") == src.count("bc_unit < BC_CD") + src.count("bc_unit < bc_n") + 1
     assert src != poly.source("c", 64, x, out, 2, True)
 
 

@@ -14,7 +14,10 @@ elements of its storage, which a strided view may exceed with ``len``): an out-o
 statement is skipped and flagged in ``status``, which the runtime turns into a ``LaunchError``.
 Barrier-free kernels also get a per-cube fast path (``hoist.py``): when the cube's affine accesses
 are proven in bounds up front, its unit loop runs without those checks (``#pragma omp simd``
-where units are independent).
+where units are independent), over the units its leading guard admits, with a variant per
+broadcast (stride-0) input. Innermost counted loops get the same treatment per loop: reads and
+writes affine in the counter are checked once before the loop, which then runs unchecked with
+``int64_t`` indexes (the vectorizer's form).
 
 ``Line`` values are GCC vector types whose ops are lane-wise helpers; a loop over them does not
 vectorize (GCC's loop vectorizer skips vector statements), so lines would run one lane at a time.
@@ -30,7 +33,7 @@ import math
 
 from burn_cube.codegen import table_c
 from burn_cube.codegen.emitter import Emitter
-from burn_cube.codegen.hoist import Hoist
+from burn_cube.codegen.hoist import Hoist, LoopHoist
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
 from burn_cube.ir.nodes import meta_names
@@ -50,6 +53,16 @@ def _has_barrier(stmts: list[ir.Stmt]) -> bool:
     return False
 
 
+def _has_loop(stmts: list[ir.Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, ir.For | ir.While):
+            return True
+        for child in ("then", "orelse", "body"):
+            if _has_loop(getattr(s, child, [])):
+                return True
+    return False
+
+
 class CEmitter(Emitter):
     """Renders a kernel as a C translation unit for the CPU runtime."""
 
@@ -65,6 +78,9 @@ class CEmitter(Emitter):
         self.lazy = 0  # > 0 while rendering select branches (loads checked inline)
         self.hoist: Hoist | None = None  # set while rendering the per-cube fast path
         self.flat = 0  # lanes while rendering a lane-flat fast path (lines as scalars)
+        self.fast = 0  # fast paths rendered (their end labels are numbered)
+        self.loops: list[LoopHoist] = []  # the loop fast paths being rendered, innermost last
+        self.loop_keys = 0
 
     @property
     def lane_wise(self) -> bool:  # type: ignore[override]
@@ -99,12 +115,20 @@ class CEmitter(Emitter):
     def ret(self) -> str:
         if self.fission:
             return f"{{ bc_ret[bc_unit] = 1; goto bc_end{self.regions}; }}"
-        return "goto bc_end_fast;" if self.hoist else "goto bc_end;"
+        return f"goto bc_end_fast{self.fast};" if self.hoist else "goto bc_end;"
 
     # ------------------------------------------------------------------------ bounds checks
+    def proven(self, buf_name: str, index: ir.Expr) -> str | None:
+        """The unchecked int64 index of an access a fast path proved in bounds, or None."""
+        for hoist in (*reversed(self.loops), self.hoist):
+            found = hoist.index(buf_name, index) if hoist else None
+            if found:
+                return found
+        return None
+
     def bound(self, buf_name: str, index: ir.Expr) -> str:
-        """The in-bounds condition of one access ("" when the fast path proved it)."""
-        if self.hoist and self.hoist.index(buf_name, index):
+        """The in-bounds condition of one access ("" when a fast path proved it)."""
+        if self.proven(buf_name, index):
             return ""
         buf = self.kernel.buffers[buf_name]
         size = str(buf.size) if buf.shared else f"t_{buf.name}_extent"
@@ -138,7 +162,7 @@ class CEmitter(Emitter):
         if self.flat and self.hoist:
             return f"{self.buf(name)}_e[({self.hoist.offsets[(name, index)]}) * {self.flat} " \
                    "+ bc_e]"
-        fast = self.hoist.index(name, index) if self.hoist else None
+        fast = self.proven(name, index)
         return f"{self.buf(name)}[{fast}]" if fast else super().element(name, index)
 
     def expr(self, e: ir.Expr) -> str:
@@ -163,6 +187,10 @@ class CEmitter(Emitter):
                 exprs = [v]
             case ir.Store(buf=buf, index=index, value=v):
                 exprs = [v, ir.Load(buf, index, v.dtype)]
+            case ir.For(start=start, stop=stop, body=body) if not self.fission and not self.flat \
+                    and not _has_loop(body):
+                self.loop(s)
+                return
             case ir.For(start=start, stop=stop):
                 exprs = [start, stop]
             case ir.While(cond=cond, body=body) if self.guard([cond]):
@@ -178,6 +206,38 @@ class CEmitter(Emitter):
                 super().stmt(s)
                 return
         self.guarded(self.guard(exprs), s)
+
+    def loop(self, s: ir.For) -> None:
+        """An innermost counted loop: where its body's accesses are proven in bounds for every
+        iteration up front, a copy without per-access checks; else the checked loop."""
+        self.loop_keys += 1
+        hoist = LoopHoist(self.kernel, self.expr, s, self.loop_keys)
+        guard = self.guard([s.start, s.stop])
+        if not hoist.indexes:
+            self.guarded(guard, s)
+            return
+        first, trips, step = hoist.first, hoist.trips, s.step
+        stop = f"(int64_t){self.expr(s.stop)}"
+        count = f"({stop} - {first} + {step - 1}) / {step}" if step > 0 else \
+            f"({first} - {stop} + {-step - 1}) / {-step}"
+        more = f"{stop} > {first}" if step > 0 else f"{first} > {stop}"
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int64_t {first} = (int64_t){self.expr(s.start)};")
+        self.line(f"const int64_t {trips} = {more} ? {count} : 0;")
+        self.line(f"if ({' && '.join(hoist.conds)}) {{")
+        self.depth += 1
+        self.loops.append(hoist)
+        self.guarded(guard, s)
+        self.loops.pop()
+        self.depth -= 1
+        self.line("} else {")
+        self.depth += 1
+        self.guarded(guard, s)
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
 
     def guarded(self, cond: str, s: ir.Stmt) -> None:
         """Render ``s`` behind a bounds condition (flagging ``bc_oob`` when it fails)."""
@@ -296,17 +356,44 @@ class CEmitter(Emitter):
         if pragma:
             self.line(pragma)
         if self.flat:
-            self.line(f"for (int64_t bc_e = 0; bc_e < BC_CD * {self.flat}; ++bc_e) {{")
+            self.line(f"for (int64_t bc_e = 0; bc_e < bc_n * {self.flat}; ++bc_e) {{")
             self.depth += 1
             self.line(f"const int64_t bc_unit = bc_e / {self.flat};")
         else:
-            self.line("for (int64_t bc_unit = 0; bc_unit < BC_CD; ++bc_unit) {")
+            units = "bc_n" if self.hoist else "BC_CD"
+            self.line(f"for (int64_t bc_unit = 0; bc_unit < {units}; ++bc_unit) {{")
             self.depth += 1
         for name, dtype in self.kernel.locals.items():
             self.line(f"{self.type(dtype)} v_{name} = {self.zero(dtype)};")
         for s in self.kernel.body:
             self.stmt(s)
         self.line(f"{label}: ;")
+        self.depth -= 1
+        self.line("}")
+
+    def fast_paths(self, hoists: list[Hoist]) -> None:
+        """The first fast path whose per-cube conditions hold, else the checked loop; each in
+        a block of its own (its ``bc_n`` and flags)."""
+        if not hoists:
+            self.unit_loop("bc_end", None)
+            return
+        hoist = hoists[0]
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int64_t bc_n = {hoist.limit};")
+        for flag in hoist.flag_defs:
+            self.line(flag)
+        self.line(f"if ({' && '.join(hoist.conds)}) {{")
+        self.depth += 1
+        self.hoist, self.flat, self.fast = hoist, self.flat_lanes(hoist), self.fast + 1
+        self.unit_loop(f"bc_end_fast{self.fast}", "#pragma omp simd" if hoist.simd else None)
+        self.hoist, self.flat = None, 0
+        self.depth -= 1
+        self.line("} else {")
+        self.depth += 1
+        self.fast_paths(hoists[1:])
+        self.depth -= 1
+        self.line("}")
         self.depth -= 1
         self.line("}")
 
@@ -354,22 +441,7 @@ class CEmitter(Emitter):
         else:
             self.line("const int64_t bc_base = bc_cube * BC_CD;")
             hoist = Hoist(k, self.expr)
-            if hoist.active:
-                for flag in hoist.flag_defs:
-                    self.line(flag)
-                self.line(f"if ({' && '.join(hoist.conds)}) {{")
-                self.depth += 1
-                self.hoist, self.flat = hoist, self.flat_lanes(hoist)
-                self.unit_loop("bc_end_fast", "#pragma omp simd" if hoist.simd else None)
-                self.hoist, self.flat = None, 0
-                self.depth -= 1
-                self.line("} else {")
-                self.depth += 1
-                self.unit_loop("bc_end", None)
-                self.depth -= 1
-                self.line("}")
-            else:
-                self.unit_loop("bc_end", None)
+            self.fast_paths(hoist.variants() if hoist.active else [])
         self.depth -= 1
         self.line("}")
         self.line("if (bc_oob) *bc_status = 1;")
