@@ -7,8 +7,10 @@ float32; max / min and their indices take the first occurrence, a NaN winning. E
 0 (sum), 1 (prod), NaN (mean), False (any), True (all); max / min of nothing is an error.
 
 Inputs are read in place (any view). On the cpu runtime every row is one unit (dense rows with
-interleaved accumulators; strided rows swept by adjacent units together), full reductions split
-into chunks reduced in parallel then combined; on GPU runtimes a row of 128 elements or more is
+interleaved accumulators, float sums of adjacent elements in vector-wide blocks; strided rows
+swept by adjacent units together, float sums of rows starting at adjacent elements, as over a
+leading dim, `COLUMNS` rows per unit), full reductions split into chunks reduced in parallel
+then combined; on GPU runtimes a row of 128 elements or more is
 one cube (a shared-memory tree; sums through plane sums where the runtime's planes have more
 than one unit).
 """
@@ -28,7 +30,15 @@ from burn.ir import OPS
 from burn.ir.cube import cube_dtype
 
 from .creation import full
-from .reduction_kernels import LANES, TREE_DIM, argwhere_kernel, reduce_kernel, softmax_kernel
+from .reduction_kernels import (
+    COLUMNS,
+    LANES,
+    TREE_DIM,
+    argwhere_kernel,
+    column_sum_kernel,
+    reduce_kernel,
+    softmax_kernel,
+)
 from .softmax_rows import softmax_rows
 from .tensor import CubeTensor, Shape, dense_strides, host_array
 
@@ -108,8 +118,9 @@ def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTenso
     rows = next(o for o in outs if o is not None).size
     schedule, units, cubes = _schedule(backend, rows, min(step, n) if flat else n,
                                        flat or step == 1)
+    contiguous = schedule == "lanes" and (x.strides == (1,) if flat else step == 1)
     kernel = reduce_kernel(op, tuple(cube_dtype(op, d) for d in dtypes), len(x.shape), flat,
-                           schedule, units, tuple(o is not None for o in outs), mean)
+                           schedule, units, tuple(o is not None for o in outs), mean, contiguous)
     arrays = [o.view((o.size,), (1,)).array for o in outs if o is not None]
     kernel.launch(backend.runtime, (cubes, 1, 1), units, x.array, n, step, *arrays)
 
@@ -192,9 +203,26 @@ def reduce_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
     if n == 0:
         return _empty_rows(backend, x, op, spec, shape, result), None
     row_shape, (strides,) = collapse(shape, x.strides)
-    _run(backend, spec.combine, (x.dtype, acc, result), x.view(row_shape, strides), n,
-         x.strides[dim], False, (values, indices), spec.mean)
+    rows_view = x.view(row_shape, strides)
+    if values is not None and indices is None and spec.combine == "sum" and acc.is_float and \
+            not _gpu(backend) and strides == (1,) and rows >= COLUMNS:
+        _column_sums(backend, rows_view, n, x.strides[dim], (x.dtype, acc, result), values,
+                     spec.mean)
+        return values, None
+    _run(backend, spec.combine, (x.dtype, acc, result), rows_view, n, x.strides[dim], False,
+         (values, indices), spec.mean)
     return values, indices
+
+
+def _column_sums(backend: Any, x: CubeTensor, n: int, step: int,
+                 dtypes: tuple[DType, DType, DType], out: CubeTensor, mean: bool) -> None:
+    """cpu float sums of rows starting at adjacent elements (`x`: rank 1, stride 1), `COLUMNS`
+    rows per unit, into dense `out`."""
+    units = SWEEP_MIN
+    kernel = column_sum_kernel(tuple(cube_dtype("sum", d) for d in dtypes), units, mean)
+    groups = math.ceil(x.shape[0] / COLUMNS)
+    kernel.launch(backend.runtime, (math.ceil(groups / units), 1, 1), units, x.array, n, step,
+                  out.view((out.size,), (1,)).array)
 
 
 def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:

@@ -16,9 +16,11 @@ cube step through their rows together, for the cpu runtime's strided rows), or o
 cube per row (``"tree"``: units stride over the row, then a tree in shared memory; ``"plane"``:
 sums combine within planes first, for runtimes whose plane size is above 1). Values accumulate
 in the `acc` dtype (float32 for float16 / bfloat16); each unit's float sum is Kahan-compensated
-(long sequential runs stay accurate). Softmax / log-softmax use the same layouts
-(strided only) in three passes: the max; the sum of exponentials (softmax writes them); the
-result.
+(long sequential runs stay accurate); where a row's elements are adjacent (``contiguous``),
+blocks of them are summed plainly in vector-wide partial sums first (`BLOCK`), and
+`column_sum_kernel` sums `COLUMNS` rows that start at adjacent elements together. Softmax /
+log-softmax use the same layouts (strided only) in three passes: the max; the sum of
+exponentials (softmax writes them); the result.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ from typing import Any
 TREE_DIM = 256
 #: Interleaved accumulators per unit of the ``lanes`` schedule.
 LANES = 4
+#: Float sums of adjacent elements (``contiguous``) in the ``lanes`` schedule: blocks of
+#: `BLOCK` elements summed plainly by `BLOCK_LANES` partial sums (vector lanes on a CPU), each
+#: block's total then added with Kahan compensation (as accurate as numpy's pairwise sum).
+BLOCK, BLOCK_LANES = 64, 16
+#: cpu float sums of adjacent rows (`column_sum_kernel`): rows per unit, and elements of each
+#: row summed plainly before the Kahan-compensated add.
+COLUMNS, COLUMN_BLOCK = 64, 16
 
 
 @dataclass(frozen=True)
@@ -81,11 +90,18 @@ class _Row:
     `sweep`: the cube's units walk their rows in lockstep (see `steps`)."""
 
     def __init__(self, b: Any, x: Any, row: Any, n: Any, step: Any, flat: bool,
-                 sweep: bool = False) -> None:
+                 sweep: bool = False, contiguous: bool = False) -> None:
         from burn_cube import u32
 
         self.b, self.x, self.flat, self.step, self.sweep = b, x, flat, step, sweep
-        if flat:
+        #: The row's elements are adjacent in storage (a step of 1; a flat layout over a
+        #: dense rank-1 view): indexes without strides, which a CPU loads as vectors.
+        self.contiguous = contiguous
+        if flat and contiguous:
+            self.start = b.local(u32, row * step)
+            self.count = b.local(u32, b.select(n - self.start < step, n - self.start, step))
+            self.base = b.local(u32, x.offset + self.start)
+        elif flat:
             self.start = b.local(u32, row * step)
             self.count = b.local(u32, b.select(n - self.start < step, n - self.start, step))
         else:
@@ -93,6 +109,8 @@ class _Row:
             self.count = n
 
     def index(self, k: Any) -> Any:
+        if self.contiguous:
+            return (self.base if self.flat else self.start) + k
         if self.flat:
             return self.b.index_of(self.x, self.start + k)
         return self.start + k * self.step
@@ -176,6 +194,8 @@ def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first
     from burn_cube import u32
 
     identity = COMBINES[op].identity
+    if lanes > 1 and row.contiguous and op == "sum" and acc_dtype.is_float:
+        return _blocked_sum(b, row, acc_dtype, first), None
     if identity is None:
         start = b.local(u32, b.select(first < row.count, first, 0))
         accs = [_Acc(b, op, acc_dtype, row.load(start, acc_dtype), start, indexed)
@@ -197,6 +217,28 @@ def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first
         for acc in accs[1:]:
             accs[0].merge(acc)
     return accs[0].value, accs[0].index
+
+
+def _blocked_sum(b: Any, row: _Row, acc_dtype: Any, first: Any) -> Any:
+    """A local holding the sum of elements `first`, `first + 1`, ... of a contiguous `row`:
+    whole blocks of `BLOCK` through `BLOCK_LANES` plain partial sums (adjacent elements in
+    adjacent partials), their total Kahan-added; the rest one by one."""
+    from burn_cube import u32
+
+    total = _Acc(b, "sum", acc_dtype, 0, 0, False)
+    main = b.local(u32, row.count - (row.count - first) % BLOCK)
+    with row.steps(first, BLOCK, main) as k:
+        parts = [b.local(acc_dtype, 0) for _ in range(BLOCK_LANES)]
+        with b.for_range(0, BLOCK, BLOCK_LANES) as i:
+            for j, part in enumerate(parts):
+                b.set(part, part + row.load(k + i + j, acc_dtype))
+        while len(parts) > 1:  # pairwise
+            half = len(parts) // 2
+            parts = [b.local(acc_dtype, parts[j] + parts[j + half]) for j in range(half)]
+        total.add(parts[0], k)
+    with row.steps(main, 1) as k:
+        total.add(row.load(k, acc_dtype), k)
+    return total.value
 
 
 def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]:
@@ -240,7 +282,8 @@ def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]
 
 @cache
 def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, schedule: str,
-                  units: int, outputs: tuple[bool, ...], mean: bool = False) -> Any:
+                  units: int, outputs: tuple[bool, ...], mean: bool = False,
+                  contiguous: bool = False) -> Any:
     """The reduction kernel of combine `op`.
 
     Args:
@@ -252,6 +295,8 @@ def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, sched
         units: units per cube of the one-unit-per-row schedules.
         outputs: whether the kernel writes (values, int64 indices), two flags.
         mean: divide each row's sum by its element count.
+        contiguous: each row's elements are adjacent in storage (the caller guarantees a step
+            of 1, or for the flat layout a rank-1 view of stride 1).
 
     Returns:
         A kernel taking ``x, n, step`` (u32 scalars; see the module docstring), then the
@@ -293,10 +338,61 @@ def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, sched
     else:
         r = b.ABSOLUTE_POS
         with b.if_(r < rows):
-            row = _Row(b, x, r, n, step, flat)
+            row = _Row(b, x, r, n, step, flat, contiguous=contiguous)
             acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.const(0, u32), 1,
                                      LANES if schedule == "lanes" else 1)
             finish(r, row, acc, index)
+    return b.kernel()
+
+
+@cache
+def column_sum_kernel(dtypes: tuple[Any, ...], units: int, mean: bool) -> Any:
+    """Float sums of rows that start at adjacent elements (a reduction over a leading dim of a
+    dense tensor): each unit sums `COLUMNS` adjacent rows together, stepping through their
+    elements in lockstep (adjacent loads, vector lanes on a CPU); blocks of `COLUMN_BLOCK`
+    elements are summed plainly, then Kahan-added. The unit after the last whole group sums
+    the remaining rows one by one.
+
+    Args:
+        dtypes: burn-cube dtypes (input, float accumulator, output).
+        units: units per cube.
+        mean: divide each row's sum by its element count.
+
+    Returns:
+        A kernel taking ``x`` (rank 1: row `r` starts at ``x[r]``), ``n, step`` (u32: elements
+        per row, and their distance), and ``out`` (dense rank 1, one element per row), launched
+        on ``ceil(rows / COLUMNS)`` units.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    in_dtype, acc_dtype, out_dtype = dtypes
+    b = KernelBuilder("reduce_sum_columns", cube_dim=units)
+    x = b.tensor("x", in_dtype, rank=1, write=False)
+    n, step = b.scalar("n", u32), b.scalar("step", u32)
+    out = b.tensor("out", out_dtype, rank=1, write=True)
+    u = b.ABSOLUTE_POS
+    groups = b.local(u32, out.len // COLUMNS)
+
+    def finish(r: Any, total: Any) -> None:
+        out[r] = b.cast(total / b.cast(n, acc_dtype) if mean else total, out_dtype)
+
+    with b.if_(u < groups):
+        start = b.local(u32, x.offset + u * COLUMNS)
+        totals = [_Acc(b, "sum", acc_dtype, 0, 0, False) for _ in range(COLUMNS)]
+        with b.for_range(0, n, COLUMN_BLOCK) as block:
+            parts = [b.local(acc_dtype, 0) for _ in range(COLUMNS)]
+            with b.for_range(block, b.min(block + COLUMN_BLOCK, n)) as k:
+                for j, part in enumerate(parts):
+                    b.set(part, part + b.cast(x[start + k * step + j], acc_dtype))
+            for total, part in zip(totals, parts, strict=True):
+                total.add(part, block)
+        for j, total in enumerate(totals):
+            finish(u * COLUMNS + j, total.value)
+    with b.if_(u == groups), b.for_range(groups * COLUMNS, out.len) as r:
+        rest = _Acc(b, "sum", acc_dtype, 0, 0, False)
+        with b.for_range(0, n) as k:
+            rest.add(b.cast(x[x.offset + r + k * step], acc_dtype), k)
+        finish(r, rest.value)
     return b.kernel()
 
 
