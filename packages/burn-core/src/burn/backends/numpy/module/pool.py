@@ -119,13 +119,19 @@ def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarr
     xp = pad_spatial(x.astype(work_dtype(x.dtype), copy=False), pads, -np.inf)
     win = windows(xp, options.kernel_size, options.stride, options.dilation, out)
     y, arg = _window_argmax(win, options.kernel_size, bool(np.isnan(x).any()))
-    offsets = np.unravel_index(arg, options.kernel_size)
-    index = np.zeros(arg.shape, np.int64)
-    for i, (n, s, p, d) in enumerate(
-        zip(x.shape[2:], options.stride, options.padding, options.dilation, strict=True)
+    # flat index in the plane = window start (per output position) + offset (per argmax)
+    plane = [math.prod(x.shape[3 + i:]) for i in range(nd)]
+    start = np.zeros(out, np.int64)
+    for i, (o, s, p, step) in enumerate(
+        zip(out, options.stride, options.padding, plane, strict=True)
     ):
-        start = (np.arange(out[i]) * s - p).reshape(-1, *(1,) * (nd - 1 - i))
-        index = index * n + start + offsets[i] * d
+        start += ((np.arange(o) * s - p) * step).reshape(-1, *(1,) * (nd - 1 - i))
+    kernel = options.kernel_size
+    offset = np.zeros(kernel, np.int64)
+    for i, (k, d, step) in enumerate(zip(kernel, options.dilation, plane, strict=True)):
+        offset += (np.arange(k) * d * step).reshape(-1, *(1,) * (nd - 1 - i))
+    index = offset.reshape(-1).take(arg)
+    index += start
     return y.astype(x.dtype, copy=False), index
 
 
