@@ -239,8 +239,9 @@ def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:
                     (x.strides[dim], dense[dim]), acc, log):
         return out
     schedule, units, cubes = _schedule(backend, out.size // n, n, x.strides[dim] == 1)
+    contiguous = schedule == "lanes" and x.strides[dim] == 1 and dense[dim] == 1
     kernel = softmax_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
-                            len(row_shape), schedule, units, log)
+                            len(row_shape), schedule, units, log, contiguous)
     kernel.launch(backend.runtime, (cubes, 1, 1), units, x.view(row_shape, strides).array, n,
                   x.strides[dim], out.view(row_shape, out_strides).array, dense[dim])
     return out

@@ -397,8 +397,8 @@ def column_sum_kernel(dtypes: tuple[Any, ...], units: int, mean: bool) -> Any:
 
 
 @cache
-def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int, log: bool
-                   ) -> Any:
+def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int, log: bool,
+                   contiguous: bool = False) -> Any:
     """Softmax (or log-softmax) of every row: ``exp(x - max) / sum`` (``x - max - log(sum)``).
 
     Args:
@@ -407,6 +407,7 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
         schedule: ``unit``, ``lanes``, ``sweep``, ``tree`` or ``plane`` (module docstring).
         units: units per cube of the one-unit-per-row schedules.
         log: log-softmax.
+        contiguous: the caller guarantees ``step`` and ``out_step`` of 1 (adjacent elements).
 
     Returns:
         A kernel taking ``x, n, step, out, out_step``: `x` and `out` are views of the rows'
@@ -429,6 +430,7 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
             return nullcontext() if valid is None else b.if_(valid)
 
         base = b.local(u32, b.index_of(out, r))
+        at_step = 1 if contiguous else out_step
         peak = reduce("max", _accumulate(b, row, "max", acc_dtype, False, first, stride,
                                          LANES if schedule == "lanes" else 1)[0])
         total = b.local(acc_dtype, 0)
@@ -437,12 +439,12 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
             b.set(total, total + e)
             if not log:
                 with guard():
-                    out[base + k * out_step] = b.cast(e, dtype)
+                    out[base + k * at_step] = b.cast(e, dtype)
         total = reduce("sum", total)
         if log:
             total = b.local(acc_dtype, b.log(total))
         with row.steps(first, stride) as k, guard():
-            at = base + k * out_step
+            at = base + k * at_step
             if log:
                 out[at] = b.cast(row.load(k, acc_dtype) - peak - total, dtype)
             else:
@@ -461,7 +463,8 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
     else:
         r = b.ABSOLUTE_POS
         with b.if_(r < x.len):
-            body(r, _Row(b, x, r, n, step, False), b.const(0, u32), 1, _same_value)
+            body(r, _Row(b, x, r, n, step, False, contiguous=contiguous), b.const(0, u32), 1,
+                 _same_value)
     return b.kernel()
 
 
