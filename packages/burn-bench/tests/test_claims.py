@@ -40,7 +40,7 @@ def test_report_has_fusion_speedup_and_compile_time(tmp_path: Path) -> None:
     assert main(["claims", "--results-dir", str(results_dir), "--out", str(tmp_path / "o")]) == 0
     text = (tmp_path / "o" / "claims.md").read_text()
     assert "| binary | numpy+fusion | float32 | 4.00 |" in text
-    assert "| numpy | edit | 6.00 | 2.00 | 0.50 | yes |" in text
+    assert "| 1 | numpy | edit | 6.00 | 2.00 | 0.50 | yes |" in text
     assert "| cpu+fusion | not present: no fusion decorator |" in text
     assert "| numpy | present |" in text
     for png in ("fusion.png", "compile.png"):

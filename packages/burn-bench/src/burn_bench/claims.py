@@ -66,6 +66,7 @@ class CompileTime:
     training step (burn's and torch's medians) and what compiling added to burn's step."""
 
     commit: str
+    threads: int
     backend: str
     case: str
     burn_s: float
@@ -75,7 +76,8 @@ class CompileTime:
 
 def compile_times(docs: list[dict[str, Any]]) -> list[CompileTime]:
     """The measured rows of the compile suite, in file order."""
-    return [CompileTime(doc["commit"], r["backend"], r.get("case") or "-",
+    return [CompileTime(doc["commit"], int(doc["settings"].get("threads", 1)), r["backend"],
+                        r.get("case") or "-",
                         r["times"]["burn"]["median"],
                         r["times"]["torch"]["median"] if "torch" in r["times"] else None,
                         r.get("compile_s"))
@@ -124,7 +126,7 @@ def write_report(results_dir: Path, out_dir: Path) -> Path:
     lines += ["", "## Compile and recompile times", "", f"> {COMPILE_CLAIM}", ""]
     if compiles:
         _plot(out_dir / "compile.png", lambda ax: _bars(
-            ax, [f"{c.backend} {c.case} @{c.commit}" for c in compiles],
+            ax, [f"{c.backend} {c.case} {c.threads}t @{c.commit}" for c in compiles],
             [c.burn_s for c in compiles], "fresh process to end of first training step (s)"))
         lines += [
             "Seconds from a fresh process's start to the end of its first training step (MLP "
@@ -135,9 +137,9 @@ def write_report(results_dir: Path, out_dir: Path) -> Path:
             "first step less its second), the figure Burn's claim is about (< 5 s); torch's "
             "time is the same model's in its own fresh process.", "",
             "![compile times](compile.png)", "",
-            "| commit | backend | case | burn (s) | torch (s) | compile (s) | compile < 5 s |",
-            "|---|---|---|---|---|---|---|"]
-        lines += [f"| {c.commit} | {c.backend} | {c.case} | {c.burn_s:.2f} | "
+            "| commit | threads | backend | case | burn (s) | torch (s) | compile (s) "
+            "| compile < 5 s |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {c.commit} | {c.threads} | {c.backend} | {c.case} | {c.burn_s:.2f} | "
                   f"{'-' if c.torch_s is None else f'{c.torch_s:.2f}'} | "
                   f"{'-' if c.compile_s is None else f'{c.compile_s:.2f}'} | "
                   f"{'-' if c.compile_s is None else 'yes' if c.compile_s < 5 else 'no'} |"
