@@ -86,17 +86,22 @@ def test_provisional_capacity_holds_the_worst_case() -> None:
 @pytest.mark.parametrize("width", [1, 3, 20, window.CUBE_DIM + 9])
 def test_window_interior_and_border_strips(device: burn.Device, width: int,
                                            rng: np.random.Generator) -> None:
-    """No interior, a narrow one, one past a cube; rows spanning two strips of row passes."""
+    """No interior, a narrow one, one past a cube; windows of one kernel and, taller than
+    PASS_ROWS, of row passes over two strips (and a tall rectangle as two 1-d passes)."""
     import cv2
 
     x = rng.random((2, window.STRIP_ROWS + 9, width)).astype(np.float32)
-    kernel = rng.standard_normal((5, 5)).astype(np.float32)
     t = burn.tensor(x, device=device)
-    out = filter2d(t, kernel)
-    check(out, np.stack([cv2.filter2D(p, -1, kernel) for p in x]), burn.float32, 1e-5)
-    ellipse = np.array([[0, 1, 0], [1, 1, 1], [1, 1, 0]], np.uint8)
-    check(erode(t, ellipse, border="reflect"), np.stack([
-        cv2.erode(p, ellipse, borderType=cv2.BORDER_REFLECT) for p in x]), burn.float32)
+    for shape in [(5, 5), (window.PASS_ROWS + 2, 7)]:
+        kernel = rng.standard_normal(shape).astype(np.float32)
+        check(filter2d(t, kernel), np.stack([cv2.filter2D(p, -1, kernel) for p in x]),
+              burn.float32, 1e-5)
+    rows = window.PASS_ROWS + 2
+    for element in (np.array([[0, 1, 0], [1, 1, 1], [1, 1, 0]], np.uint8),
+                    cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, rows)),
+                    np.ones((rows, 3), np.uint8)):
+        check(erode(t, element, border="reflect"), np.stack([
+            cv2.erode(p, element, borderType=cv2.BORDER_REFLECT) for p in x]), burn.float32)
 
 
 def _kernels() -> list[tuple[str, object, tuple[object, ...]]]:

@@ -10,7 +10,7 @@ import burn
 from burn import Tensor
 from burn_vision.border import BorderMode
 from burn_vision.cube import labelling
-from burn_vision.cube.window import FILTER_DTYPES, MORPH_DTYPES, window
+from burn_vision.cube.window import FILTER_DTYPES, MORPH_DTYPES, PASS_ROWS, window
 from burn_vision.default import connected as _connected
 from burn_vision.extension import VisionOps, register_vision_ops
 from burn_vision.stats import ConnectedStats, Connectivity
@@ -51,7 +51,7 @@ class CubeVisionOps(VisionOps):
             return super().morph(x, erode, mask, anchor, border, value)
         reduction = "erode" if erode else "dilate"
         kh, kw = mask.shape
-        if mask.all() and kh > 1 and kw > 1:  # a rectangle: a row pass, then a column pass
+        if mask.all() and kh > PASS_ROWS and kw > 1:  # a tall rectangle: a row, a column pass
             rows = window(x, reduction, mask[:1], None, (anchor[0], 0), border, value)
             return window(rows, reduction, mask[:, :1], None, (0, anchor[1]), border, value)
         return window(x, reduction, mask, None, anchor, border, value)

@@ -1,12 +1,12 @@
 """Sliding-window kernels of the cube backends: filter2d (a weighted sum) and erosion /
-dilation (min / max, and / or for bool) over the taps of a mask, generated from one table.
+dilation (min / max, and / or for bool) over the taps of a mask, built by one kernel generator.
 
 An image [P, H, W] is covered by launches for the interior, whose windows lie inside the image
 (indexes affine in the unit: burn-cube's C target checks bounds once per cube and vectorizes
 the row), and four for the border strips, which read through per-axis index maps (-1: the
-constant border value). Nothing is padded or copied. On the cpu a window of many taps runs as
-row passes of a few taps each, strip by strip (gcc does not vectorize a unit loop reading many
-taps); GPUs take the whole window in one kernel."""
+constant border value). Nothing is padded or copied. On the cpu a window of many rows runs as
+passes of a few rows each, strip by strip (gcc does not vectorize a unit loop reading many
+rows); GPUs take the whole window in one kernel."""
 
 from __future__ import annotations
 
@@ -23,19 +23,17 @@ from burn_vision.cube.primitives import backend, cube_count, empty, launch
 
 #: units per cube (one cube: a run of one output row)
 CUBE_DIM = 256
-#: most taps of one interior kernel on the cpu: gcc vectorizes the unit loop of such a kernel,
-#: not of one with many more (too many possibly aliasing reads to check)
-VECTOR_TAPS = 7
+#: most mask rows of one interior kernel on the cpu: gcc vectorizes the unit loop of a kernel
+#: reading that many rows (one alias check per row), not of one reading many more
+PASS_ROWS = 5
 #: output rows per strip of the cpu's row passes (the strip and the rows it reads stay in cache)
 STRIP_ROWS = 64
 #: float dtypes filter2d runs on (accumulating in the dtype)
 FILTER_DTYPES = (burn.float32, burn.float64)
 #: dtypes erosion / dilation run on
 MORPH_DTYPES = (burn.float32, burn.float64, burn.int32, burn.int64, burn.bool_)
-
-
-#: the window reductions: "filter" sums the taps times per-plane weights [C, T]; "erode" and
-#: "dilate" take their min / max (and / or for bool)
+#: the window reductions: "filter" sums the taps times their weights (scalar arguments);
+#: "erode" and "dilate" take their min / max (and / or for bool)
 REDUCTIONS = ("filter", "erode", "dilate")
 
 
@@ -109,9 +107,9 @@ def window(x: Tensor, reduction: str, mask: np.ndarray, weights: np.ndarray | No
            anchor: tuple[int, int], border: BorderMode, value: float | bool) -> Tensor:
     """The window reduction of `x` [..., H, W] over the true taps of `mask` [kh, kw].
 
-    On the cpu, an interior of more than VECTOR_TAPS taps runs as passes of at most that many
-    taps of one mask row each, folded into the output strip by strip of STRIP_ROWS rows (so the
-    strip stays in cache between passes); on GPUs, as one kernel.
+    On the cpu, an interior of more than PASS_ROWS mask rows runs as passes of at most that many
+    rows each, folded into the output strip by strip of STRIP_ROWS rows (so the strip stays in
+    cache between passes); on GPUs, as one kernel.
 
     Args:
         x: [..., H, W] of one of the reduction's dtypes, H and W >= 1.
@@ -146,8 +144,9 @@ def window(x: Tensor, reduction: str, mask: np.ndarray, weights: np.ndarray | No
     ix0, ix1 = ax, w - (kw - 1 - ax)
     if iy1 > iy0 and ix1 > ix0:
         groups = [taps]
-        if len(taps) > VECTOR_TAPS and backend(x).runtime_name == "cpu":
-            groups = [g for i in range(kh) for g in _chunks(tuple(t for t in taps if t[0] == i))]
+        if kh > PASS_ROWS and backend(x).runtime_name == "cpu":
+            groups = [g for r in range(0, kh, PASS_ROWS)
+                      if (g := tuple(t for t in taps if r <= t[0] < r + PASS_ROWS))]
         step = STRIP_ROWS if len(groups) > 1 else iy1 - iy0
         for r0 in range(iy0, iy1, step):
             region = (r0, ix0, min(step, iy1 - r0), ix1 - ix0)
@@ -163,11 +162,6 @@ def window(x: Tensor, reduction: str, mask: np.ndarray, weights: np.ndarray | No
         if strip[2] > 0 and strip[3] > 0:
             run(_kernel(reduction, x.dtype, taps, True), strip, taps, maps)
     return out.reshape(shape)
-
-
-def _chunks(taps: tuple[tuple[int, int], ...]) -> list[tuple[tuple[int, int], ...]]:
-    """`taps` in runs of at most VECTOR_TAPS (none for an empty row)."""
-    return [taps[k:k + VECTOR_TAPS] for k in range(0, len(taps), VECTOR_TAPS)]
 
 
 def _border_map(like: Tensor, n: int, before: int, after: int, mode: BorderMode) -> Tensor:
