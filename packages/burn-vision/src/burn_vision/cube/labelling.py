@@ -51,51 +51,55 @@ def _scan_kernel(connectivity: Connectivity) -> Any:
     count = b.tensor("count", i32, rank=1, write=True)
     h, w = b.scalar("h", i32), b.scalar("w", i32)
     k = b.cast(b.CUBE_POS_X, i32)
+    pbase = b.local(i32, k * parent.shape[1])
     n = b.local(i32, 0)
 
-    def read(y: Any, x: Any, inside: Any) -> Any:
+    def read(index: Any, inside: Any) -> Any:
         v = b.local(i32, 0)
         with b.if_(inside):
-            b.set(v, lab[k, y, x])
+            b.set(v, lab[index])
         return v
 
     def root(v: Any) -> Any:
         r = b.local(i32, v)
-        with b.while_(parent[k, r] != r):
-            b.set(r, parent[k, r])
+        with b.while_(parent[pbase + r] != r):
+            b.set(r, parent[pbase + r])
         return r
 
     def union(u: Any, v: Any) -> None:
         ru, rv = root(u), root(v)
         with b.if_(ru < rv):
-            parent[k, rv] = ru
-            parent[k, v] = ru
+            parent[pbase + rv] = ru
+            parent[pbase + v] = ru
         with b.if_(rv < ru):
-            parent[k, ru] = rv
-            parent[k, u] = rv
+            parent[pbase + ru] = rv
+            parent[pbase + u] = rv
 
     def new_label(target: Any) -> None:
         b.set(n, n + 1)
-        parent[k, n] = n
+        parent[pbase + n] = n
         b.set(target, n)
 
     with b.for_range(h) as y:
+        row = b.local(i32, (k * h + y) * w)  # lab is dense [B, H, W]; img any view
+        pixels = b.local(i32, img.offset + k * img.stride[0] + y * img.stride[1])
         with b.for_range(w) as x:
             label = b.local(i32, 0)
-            with b.if_(img[k, y, x]):
-                north = read(y - 1, x, y > 0)
+            at = row + x
+            with b.if_(img[pixels + x * img.stride[2]]):
+                north = read(at - w, y > 0)
                 with b.if_(north > 0):
                     b.set(label, north)
                 with b.if_(north == 0):
-                    west = read(y, x - 1, x > 0)
+                    west = read(at - 1, x > 0)
                     if connectivity == 4:
                         with b.if_(west > 0):
                             b.set(label, west)
                         with b.if_(west == 0):
                             new_label(label)
                     else:
-                        ne = read(y - 1, x + 1, b.and_(y > 0, x + 1 < w))
-                        nw = read(y - 1, x - 1, b.and_(y > 0, x > 0))
+                        ne = read(at - w + 1, b.and_(y > 0, x + 1 < w))
+                        nw = read(at - w - 1, b.and_(y > 0, x > 0))
                         first = b.local(i32, b.select(west > 0, west, nw))
                         with b.if_(first > 0):
                             b.set(label, first)
@@ -108,10 +112,11 @@ def _scan_kernel(connectivity: Connectivity) -> Any:
                                 new_label(label)
                 if connectivity == 4:
                     with b.if_(north > 0):
-                        west4 = read(y, x - 1, x > 0)
+                        west4 = read(at - 1, x > 0)
                         with b.if_(b.and_(west4 > 0, west4 != north)):
                             union(north, west4)
-            lab[k, y, x] = label
+            lab[at] = label
+    parent[k, 0] = 0  # the background (pass two reads it for label 0)
     final = b.local(i32, 0)
     with b.for_range(1, n + 1) as p:
         up = b.local(i32, parent[k, p])
@@ -127,7 +132,8 @@ def _scan_kernel(connectivity: Connectivity) -> Any:
 @cache
 def _relabel_kernel() -> Any:
     """Pass two: final int64 labels and the statistics [5, B, L + 1] (`STATS` order) of every
-    label, the background's included; absent labels get zeros."""
+    label, the background's included; absent labels get zeros. Branch-free per pixel: slot 0
+    of the table maps the background to label 0, and every pixel updates its label's row."""
     from burn_cube import KernelBuilder, i32, i64
 
     b = KernelBuilder("cc_relabel", cube_dim=1)
@@ -137,42 +143,28 @@ def _relabel_kernel() -> Any:
     st = b.tensor("stats", i64, rank=3, write=True)
     h, w, slots = b.scalar("h", i32), b.scalar("w", i32), b.scalar("slots", i32)
     k = b.cast(b.CUBE_POS_X, i32)
-    area, left, top, right, bottom = range(5)
+    # dense [B, H, W] labels in and out, a dense table: flat indexes
+    pbase = b.local(i32, k * parent.shape[1])
+    field = [b.local(i32, (row * b.cast(st.shape[1], i32) + k) * slots) for row in range(5)]
+    area, left, top, right, bottom = field
     with b.for_range(slots) as s:
-        for row, init in ((area, 0), (left, w), (top, 0), (right, -1), (bottom, 0)):
-            st[row, k, s] = b.cast(init, i64)
-    # the background's statistics stay in registers; the foreground's go to the table
-    bg_area, bg_left, bg_right = b.local(i64, 0), b.local(i64, w), b.local(i64, -1)
-    bg_top, bg_bottom = b.local(i64, h), b.local(i64, -1)
+        for base, init in zip(field, (0, w, h, -1, -1), strict=True):
+            st[base + s] = b.cast(init, i64)
     with b.for_range(h) as y:
         yy = b.cast(y, i64)
+        row = b.local(i32, (k * h + y) * w)
         with b.for_range(w) as x:
-            xx = b.cast(x, i64)
-            p = b.local(i32, lab[k, y, x])
-            with b.if_(p == 0):
-                out[k, y, x] = b.cast(0, i64)
-                b.set(bg_area, bg_area + 1)
-                b.set(bg_left, b.min(bg_left, xx))
-                b.set(bg_right, b.max(bg_right, xx))
-                b.set(bg_top, b.min(bg_top, yy))
-                b.set(bg_bottom, yy)
-            with b.if_(p > 0):
-                b.set(p, parent[k, p])
-                out[k, y, x] = b.cast(p, i64)
-                n = b.local(i64, st[area, k, p])
-                with b.if_(n == 0):
-                    st[top, k, p] = yy
-                st[area, k, p] = n + 1
-                st[bottom, k, p] = yy
-                st[left, k, p] = b.min(st[left, k, p], xx)
-                st[right, k, p] = b.max(st[right, k, p], xx)
-    for row, value in ((area, bg_area), (left, bg_left), (top, bg_top), (right, bg_right),
-                       (bottom, bg_bottom)):
-        st[row, k, 0] = value
+            f = b.local(i32, parent[pbase + lab[row + x]])
+            out[row + x] = b.cast(f, i64)
+            st[area + f] = st[area + f] + 1
+            st[left + f] = b.min(st[left + f], b.cast(x, i64))
+            st[right + f] = b.max(st[right + f], b.cast(x, i64))
+            st[top + f] = b.min(st[top + f], yy)
+            st[bottom + f] = yy
     with b.for_range(slots) as s:
-        with b.if_(st[area, k, s] == 0):
-            for row in (left, top, right, bottom):
-                st[row, k, s] = b.cast(0, i64)
+        with b.if_(st[area + s] == 0):
+            for base in (left, top, right, bottom):
+                st[base + s] = b.cast(0, i64)
     return b.kernel()
 
 
