@@ -67,16 +67,17 @@ def test_first_tensor_op_loads_no_heavy_module():
 
 
 def test_subpackages_load_no_optional_dependency():
-    # bfloat16 support, system metrics, plotting, images, cube runtimes and torch load when used
+    # bfloat16 support, system metrics, plotting, images, cube runtimes, torch, and the op table
+    # (with the Autodiff decorator) load when used
     imported = _imported("import burn.nn, burn.optim, burn.record, burn.train, burn.data")
     assert {"burn.nn", "burn.optim", "burn.record", "burn.train", "burn.data"} <= imported
     optional = ("ml_dtypes", "psutil", "matplotlib", "rich", "PIL", "burn_cube", "wgpu",
-                "torch", "importlib.metadata")
+                "torch", "importlib.metadata", "burn.ir", "burn.autodiff.backend")
     assert sorted(m for m in optional if m in imported) == []
 
 
 def test_probe_sees_a_lazy_import():
-    imported = _imported("import burn\nburn.nn\nburn.functional\nburn.__version__")
+    imported = _imported("import burn\nburn.nn\nburn.no_grad\nburn.__version__")
     assert {"burn.nn", "burn.functional", "burn.autodiff", "importlib.metadata"} <= imported
 
 

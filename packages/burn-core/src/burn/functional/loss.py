@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Literal
 
 import burn
-from burn.autodiff.backend import Autodiff
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.indexing import checked_indices
 from burn.frontend.tensor import Tensor
@@ -157,6 +156,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
 
 def _logits_entropy(x: Tensor, q: Tensor, dim: int) -> Tensor:
     """-sum(q * log_softmax(x, dim), dim): one node with direct rules on Autodiff."""
+    from burn.autodiff.backend import Autodiff  # not at import: it builds the op table
+
     if isinstance(x._bk, Autodiff):
         return x._wrap(x._bk.cross_entropy_logits(x._prim, q._prim, dim))
     return -(log_softmax(x, dim) * q).sum(dim)

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import burn
-from burn.autodiff.backend import Autodiff
 from burn.device import Device
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.tensor import Tensor
@@ -27,6 +26,8 @@ def _normalize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Te
 def _normalize_trailing(x: Tensor, k: int, eps: float) -> Tensor:
     """(x - mean) / sqrt(var + eps) over the last `k` dims: one node with a direct rule on
     Autodiff, the `_normalize` chain elsewhere."""
+    from burn.autodiff.backend import Autodiff  # not at import: it builds the op table
+
     if isinstance(x._bk, Autodiff) and x.kind == burn.Kind.FLOAT and x.numel():
         return x._wrap(x._bk.normalize_trailing(x._prim, k, eps))
     return _normalize(x, tuple(range(x.ndim - k, x.ndim)), eps)[0]
