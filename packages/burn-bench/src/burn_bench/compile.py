@@ -4,8 +4,9 @@ model (disk-cache hit: warm) and filled by the model before an edit (edit: anoth
 and activation, as a user changing a model and re-running would), against PyTorch's time for
 the same model in a fresh process (on CUDA for a GPU backend where torch has it).
 
-Every measurement is a new `python -m burn_bench.compile` process (`BURN_CUBE_CACHE_DIR` set to
-a temporary directory of the round, OMP / OpenBLAS / MKL threads set before anything starts);
+Every measurement is a new `python -m burn_bench.compile` process (`BURN_CUBE_CACHE_DIR` and the
+drivers' own disk caches, `DRIVER_CACHES`, set to a temporary directory of the round, OMP /
+OpenBLAS / MKL threads set before anything starts);
 the child reports the wall clock at the end of its first step, so the time counts interpreter
 start, imports, model building, kernel compilation (or cache loads) and the step. `compile_s`
 is the first step's duration less the second's (what compiling and loading add to a step).
@@ -27,6 +28,9 @@ from typing import Any
 
 import numpy as np
 
+#: the disk caches of the compilers below burn-cube (CuPy's NVRTC cubins, Mesa's and NVIDIA's
+#: shader caches): each round's processes get their own, empty at first like burn-cube's
+DRIVER_CACHES = ("CUPY_CACHE_DIR", "MESA_SHADER_CACHE_DIR", "__GL_SHADER_DISK_CACHE_PATH")
 #: (hidden width, activation) of the model, then of the edited model
 MODEL = (256, "relu")
 EDITED = (384, "gelu")
@@ -114,7 +118,8 @@ def _spawn(candidate: str, backend: str, case: Case, cache: str, threads: int
     """Run `child` in a new process; returns its figures with `to_first_step` (launch to the
     end of the first step, wall clock)."""
     env = {**os.environ, "BURN_CUBE_CACHE_DIR": cache, "OMP_NUM_THREADS": str(threads),
-           "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+           "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           **{var: os.path.join(cache, var.strip("_").lower()) for var in DRIVER_CACHES}}
     width, activation = case.model
     launched = time.time()
     done = subprocess.run([sys.executable, "-m", "burn_bench.compile", candidate, backend,
