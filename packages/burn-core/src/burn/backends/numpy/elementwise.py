@@ -57,7 +57,7 @@ _ERF_BETA = tuple(np.float32(c) for c in (
     -1.42647390514189e-02))
 
 
-_ERF_BLOCK = 16384  # elements per pass: the scratch buffers stay in the L2 cache
+_ERF_BLOCK = 32768  # elements per pass: inputs, output and scratch (~0.8 MB) stay in the L2 cache
 
 
 def _blocked(inputs: tuple[Array, ...], kernel: Callable[..., None], scratch: int) -> Array:
