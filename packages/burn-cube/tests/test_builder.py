@@ -485,3 +485,30 @@ def test_loop_reads_checked_once_per_loop(rt: bc.Runtime, step_const: int, first
         assert "bc_t1 < (INT64_C(1) << 28)" in src
         unchecked = src.split("bc_t1 < (INT64_C(1) << 28)) {")[1].split("} else {")[0]
         assert "t_x[" in unchecked and "bc_oob" not in unchecked
+
+
+@pytest.mark.parametrize("cols", [1, 3, 32, 1000, 65537])
+def test_division_by_shape_metadata(rt: bc.Runtime, cols: int) -> None:
+    """u32 ``//`` and ``%`` by a tensor's shape (the C target multiplies by a per-launch
+    magic number) equal numpy's for values up to the u32 maximum."""
+    b = KernelBuilder("shape_divmod", cube_dim=64)
+    t = b.tensor("t", f32, rank=2)
+    a = b.tensor("a", u32)
+    q, r = b.tensor("q", u32, write=True), b.tensor("r", u32, write=True)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < a.len):
+        q[i] = a[i] // t.shape[1]
+        r[i] = a[i] % t.shape[1]
+    kern = b.kernel()
+    rng = np.random.default_rng(cols)
+    values = np.concatenate([np.arange(300), 2**32 - 1 - np.arange(300),
+                             rng.integers(0, 2**32, 400)]).astype(np.uint32)
+    q_out, r_out = np.zeros_like(values), np.zeros_like(values)
+    kern.launch(rt, _cubes(values.size), 64, np.zeros((2, cols), np.float32), values, q_out,
+                r_out)
+    assert q_out.dtype == r_out.dtype == np.uint32
+    np.testing.assert_array_equal(q_out, values // np.uint32(cols))
+    np.testing.assert_array_equal(r_out, values % np.uint32(cols))
+    if rt.name == "cpu":
+        src = kern.source("c", 64, np.zeros((2, cols), np.float32), values, q_out, r_out)
+        assert "bc_fdiv_u32(" in src and "bc_fmod_u32(" in src

@@ -80,6 +80,7 @@ class CEmitter(Emitter):
         self.flat = 0  # lanes while rendering a lane-flat fast path (lines as scalars)
         self.fast = 0  # fast paths rendered (their end labels are numbered)
         self.loops: list[LoopHoist] = []  # the loop fast paths being rendered, innermost last
+        self.magic: dict[str, str] = {}  # shape metadata divided by -> its magic's name
         self.loop_keys = 0
 
     @property
@@ -168,6 +169,11 @@ class CEmitter(Emitter):
     def expr(self, e: ir.Expr) -> str:
         if self.hoist and isinstance(e, ir.Op) and e in self.hoist.flags:
             return self.hoist.flags[e]
+        if isinstance(e, ir.Op) and e.op in ("div", "mod") and e.dtype.name == "u32" and \
+                isinstance(e.args[1], ir.Meta) and e.args[1].field == "shape":
+            d = self.expr(e.args[1])
+            m = self.magic.setdefault(d, f"bc_m_{d}")
+            return f"bc_f{e.op}_u32({self.expr(e.args[0])}, {m}, {d})"
         if isinstance(e, ir.Op) and e.op == "select":
             self.lazy += 1
             branches = [self.expr(a) for a in e.args[1:]]
@@ -423,6 +429,7 @@ class CEmitter(Emitter):
         self.line("const uint32_t bc_ccx = (uint32_t)bc_blob[0], bc_ccy = (uint32_t)bc_blob[1], "
                   "bc_ccz = (uint32_t)bc_blob[2];")
         self.line("const int64_t bc_cubes = (int64_t)bc_ccx * bc_ccy * bc_ccz;")
+        magic_at = len(self.out)
         self.line("int bc_oob = 0;")
         # Small launches stay on the calling thread: waking the OpenMP team costs more than
         # a few thousand elements of work (and much more on a loaded machine).
@@ -446,6 +453,10 @@ class CEmitter(Emitter):
         self.line("}")
         self.line("if (bc_oob) *bc_status = 1;")
         self.out.append("}")
+        self.out[magic_at:magic_at] = [self.indent_unit + table_c.MAGIC.format(m=m, d=d)
+                                       for d, m in self.magic.items()]
+        if self.magic:
+            self.line_helpers["bc_magic"] = table_c.HELPERS_MAGIC
         at = self.out.index("") + 1  # after the #defines
         self.out[at:at] = list(self.line_helpers.values())
         return "\n".join(self.out) + "\n"

@@ -60,6 +60,16 @@ HELPERS_UNSIGNED = """\
 static inline {T} bc_div_{s}({T} a, {T} b) {{ return b == 0 ? 0 : ({T})(a / b); }}
 static inline {T} bc_mod_{s}({T} a, {T} b) {{ return b == 0 ? 0 : ({T})(a % b); }}
 """
+#: u32 division and remainder by a launch constant ``d`` (a tensor's shape) through its
+#: precomputed ``m = 2**64 / d + 1`` (``MAGIC``; 0 for d == 0): a multiply instead of a divide,
+#: exact for every u32 (Lemire, Kaser and Kurz 2019); d == 0 gives 0 as ``bc_div_u32`` does.
+HELPERS_MAGIC = """\
+static inline uint32_t bc_fdiv_u32(uint32_t a, uint64_t m, uint32_t d) {
+    return d == 1 ? a : (uint32_t)(((__uint128_t)m * a) >> 64); }
+static inline uint32_t bc_fmod_u32(uint32_t a, uint64_t m, uint32_t d) {
+    return (uint32_t)(((__uint128_t)(m * a) * d) >> 64); }
+"""
+MAGIC = "const uint64_t {m} = {d} ? UINT64_C(0xFFFFFFFFFFFFFFFF) / {d} + 1 : 0;"
 #: Signed: MIN / -1 would trap (SIGFPE on x86), so a -1 divisor negates (wrapping: the C
 #: target compiles with -fwrapv) and gives remainder 0, as numpy, WGSL and CUDA do.
 HELPERS_SIGNED = """\
