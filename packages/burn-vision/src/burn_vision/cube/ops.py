@@ -19,9 +19,15 @@ from burn_vision.stats import ConnectedStats, Connectivity
 CUBE_BACKENDS = ("cpu", "wgpu", "cuda")
 
 
+#: the kernels index with int32 (the cpu labelling's statistics table holds up to 2.5 entries
+#: per pixel): larger tensors take the default path
+MAX_ELEMENTS = 2**29
+
+
 def _plain(x: Tensor) -> bool:
-    """True when `x` is on an undecorated device (its primitive is a cube tensor)."""
-    return not x.device.decorators
+    """True when `x` is on an undecorated device (its primitive is a cube tensor) and small
+    enough for int32 indexes."""
+    return not x.device.decorators and x.numel() <= MAX_ELEMENTS
 
 
 class CubeVisionOps(VisionOps):
