@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 #: the cube backends each `path` test also runs on (their burn-cube kernels); "cuda" only where
-#: an NVIDIA GPU is (deselected elsewhere, with the reason in the report header)
+#: an NVIDIA GPU is (deselected elsewhere, the reason printed in the summary)
 CUBE_DEVICES = ("cpu", "wgpu", "cuda")
 
 
@@ -38,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_nvcc: compiles CUDA C (deselected without nvcc)")
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
+def _deselection_notes() -> list[str]:
     lines = [f"burn-vision: {name} tests deselected ({reason})" for name in CUBE_DEVICES
              if (reason := _unavailable(name))]
     if shutil.which("nvcc") is None:
@@ -46,9 +47,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say which tests were deselected and why (also under -q)."""
+    for line in _deselection_notes():
+        terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests on a cube backend this machine cannot run, or needing an absent nvcc, are
-    deselected (not skipped: a skip fails this suite), and the header says why."""
+    deselected (not skipped: a skip fails this suite); the summary says why."""
     absent = {name for name in CUBE_DEVICES if _unavailable(name)}
     no_nvcc = shutil.which("nvcc") is None
     keep: list[pytest.Item] = []
