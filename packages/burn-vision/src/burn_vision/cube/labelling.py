@@ -32,7 +32,7 @@ STATS = ("area", "left", "top", "right", "bottom")
 
 def provisional_capacity(h: int, w: int, connectivity: Connectivity) -> int:
     """The most provisional labels pass one can make (new labels need a pixel with no
-    labelled neighbour before it), plus the unused slot 0."""
+    labelled neighbour before it), plus slot 0 (the background)."""
     if connectivity == 8:
         return ((h + 1) // 2) * ((w + 1) // 2) + 1
     return (h * w + 1) // 2 + 1
@@ -171,7 +171,7 @@ def _relabel_kernel() -> Any:
 def label_cpu(img: Tensor, connectivity: Connectivity, stats: bool
               ) -> tuple[Tensor, ConnectedStats | None]:
     """Compact labels (int64 [B, H, W]) of bool `img` on the cpu backend, and their
-    statistics when `stats`."""
+    statistics when `stats` (pass two gathers them either way)."""
     bsz, h, w = img.shape
     lab = empty(img, (bsz, h, w), burn.int32)
     parent = empty(img, (bsz, provisional_capacity(h, w, connectivity)), burn.int32)
