@@ -28,6 +28,7 @@ from burn_cube.errors import LaunchError
 from burn_cube.ir.nodes import Buffer, KernelIR
 from burn_cube.language.builtins import fingerprint
 from burn_cube.runtime import DeviceArray, Runtime, runtime
+from burn_cube.runtime.base import int_range, scalar_converter
 from burn_cube.types import (
     ComptimeType,
     DType,
@@ -233,15 +234,7 @@ class BaseKernel(ABC):
                           self.name)
 
     def _scalar(self, name: str, value: Any, dtype: DType) -> np.generic:
-        if isinstance(value, np.ndarray | DeviceArray) or not isinstance(
-                value, int | float | bool | np.generic):
-            raise LaunchError(f"`{name}` must be a {dtype} scalar, got {type(value).__name__}",
-                              self.name)
-        if dtype.is_integer:
-            info = np.iinfo(dtype.numpy)
-            if isinstance(value, float | np.floating) or not info.min <= int(value) <= info.max:
-                raise LaunchError(f"`{name}` = {value!r} does not fit {dtype}", self.name)
-        return dtype.numpy.type(value)
+        return scalar_converter(dtype, self.name, name)(value)  # type: ignore[no-any-return]
 
     def launch(self, rt: Runtime | str, cube_count: Dims, cube_dim: Dims, *args: Any,
                **kwargs: Any) -> None:
@@ -255,6 +248,44 @@ class BaseKernel(ABC):
                 copied back), scalars, comptime values.
             **kwargs: Kernel arguments by name.
         """
+        rt, counts, compiled, kernel, values, copies = self._prepare(rt, cube_count, cube_dim,
+                                                                     args, kwargs)
+        rt.launch(compiled, kernel, counts, values)
+        for name, host, device in copies:
+            if kernel.buffers[name].written:
+                np.copyto(host, rt.download(device))
+
+    def plan(self, rt: Runtime | str, cube_count: Dims, cube_dim: Dims, *args: Any
+             ) -> Callable[[Any], None]:
+        """Check ``args`` as ``launch`` does and compile; return a launcher for repeated
+        launches with arguments laid out as ``args`` (``Runtime.plan``: it takes one sequence
+        of arguments, device arrays of the same shapes, strides, offsets and extents as
+        ``args``, and numbers, and checks only the numbers).
+
+        Args:
+            rt: A runtime or its name.
+            cube_count: Cubes along x, y, z (fixed for the launcher).
+            cube_dim: Units per cube along x, y, z.
+            *args: Example arguments: device arrays and numbers.
+
+        Returns:
+            The launcher.
+
+        Raises:
+            LaunchError: as ``launch``, and for numpy arrays (a launcher takes device arrays).
+        """
+        if any(isinstance(arg, np.ndarray) for arg in args):
+            raise LaunchError("a launch plan takes device arrays, not numpy arrays", self.name)
+        rt, counts, compiled, kernel, values, _ = self._prepare(rt, cube_count, cube_dim, args,
+                                                                {})
+        return rt.plan(compiled, kernel, counts, values)
+
+    def _prepare(self, rt: Runtime | str, cube_count: Dims, cube_dim: Dims,
+                 args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> tuple[Runtime, tuple[int, int, int], Any, KernelIR, list[Any],
+                            list[tuple[str, np.ndarray, DeviceArray]]]:
+        """The checks and compilation of a launch: the runtime, the cube counts, the compiled
+        kernel and its IR, the runtime arguments and the uploaded numpy arrays."""
         rt = runtime(rt) if isinstance(rt, str) else rt
         counts = _dims(cube_count, "cube_count", self.name)
         limit = rt.properties.max_cube_count
@@ -272,10 +303,7 @@ class BaseKernel(ABC):
         if entry is None:
             entry = per_runtime[key] = self._compile(rt, specs, dims)
         compiled, kernel = entry
-        rt.launch(compiled, kernel, counts, values)
-        for name, host, device in copies:
-            if kernel.buffers[name].written:
-                np.copyto(host, rt.download(device))
+        return rt, counts, compiled, kernel, values, copies
 
     def source(self, target: str, cube_dim: Dims, *args: Any, **kwargs: Any) -> str:
         """Generated source for a target (for inspection and tests), specialized on the cpu
@@ -455,7 +483,7 @@ class IRKernel(BaseKernel):
         #: range or None).
         self._layout = [
             (p.tensor, p.dtype.scalar, kernel.buffers[p.name].rank if p.tensor else 0,
-             p.dtype.lanes, None if p.tensor else (p.dtype.numpy.type, _int_range(p.dtype)))
+             p.dtype.lanes, None if p.tensor else (p.dtype.numpy.type, int_range(p.dtype)))
             for p in kernel.params]
         #: (runtime, weakly; its largest cube count; compiled kernel; IR) of the last launch.
         self._last: tuple[Any, tuple[int, int, int], Any, KernelIR] | None = None
@@ -503,7 +531,7 @@ class IRKernel(BaseKernel):
         for i, (tensor, dtype, rank, lanes, scalar) in enumerate(self._layout):
             arg = args[i]
             if tensor:
-                if type(arg) is not DeviceArray or arg.runtime is not rt or (
+                if not isinstance(arg, DeviceArray) or arg.runtime is not rt or (
                         arg.dtype is not dtype and arg.dtype != dtype) or (
                         len(arg.shape) != rank) or (lanes > 1 and not _whole_lines(arg, lanes)):
                     return None
@@ -554,14 +582,6 @@ class IRKernel(BaseKernel):
         self._check_dtypes(rt, specs)
         return specs, dims, values, copies
 
-
-
-def _int_range(dtype: DType) -> tuple[int, int] | None:
-    """The values of an integer dtype (None for floats and bool)."""
-    if not dtype.is_integer:
-        return None
-    info = np.iinfo(dtype.numpy)
-    return int(info.min), int(info.max)
 
 
 def _counts(cube_count: Any, limit: tuple[int, int, int], units: int

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from burn_cube.errors import LaunchError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.types import DType
 
@@ -50,6 +51,9 @@ class DeviceArray:
         base: The array whose storage a view reads (None for an owning array).
     """
 
+    __slots__ = ("runtime", "handle", "shape", "dtype", "_strides", "offset", "base", "address",
+                 "__weakref__")
+
     def __init__(self, runtime: Runtime, handle: Any, shape: tuple[int, ...], dtype: DType,
                  strides: tuple[int, ...] | None = None, offset: int = 0,
                  base: DeviceArray | None = None):
@@ -60,6 +64,8 @@ class DeviceArray:
         self._strides = strides
         self.offset = offset
         self.base = base
+        #: the storage's device address where the runtime has one (cached by the runtime).
+        self.address: int | None = None
 
     @property
     def size(self) -> int:
@@ -103,8 +109,6 @@ class DeviceArray:
         Raises:
             LaunchError: Negative strides or offset, or elements outside the storage.
         """
-        from burn_cube.errors import LaunchError
-
         shape, strides = tuple(int(d) for d in shape), tuple(int(s) for s in strides)
         if len(shape) != len(strides) or any(d < 0 for d in shape) or \
                 any(s < 0 for s in strides) or offset < 0:
@@ -115,6 +119,22 @@ class DeviceArray:
         if 0 not in shape and last >= self.extent:
             raise LaunchError(f"view with shape {shape}, strides {strides}, offset {offset} "
                               f"reaches element {last} of a storage of {self.extent}")
+        root = self.base if self.base is not None else self
+        return DeviceArray(self.runtime, self.handle, shape, self.dtype, strides, offset, root)
+
+    def view_unchecked(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int
+                       ) -> DeviceArray:
+        """``view`` without its checks, for callers that derive the layout from this one's
+        (a broadcast, a flattening) and so stay inside the storage.
+
+        Args:
+            shape: Shape of the view (a tuple of ints).
+            strides: Element strides (a tuple of ints).
+            offset: Storage index of the view's first element.
+
+        Returns:
+            The view.
+        """
         root = self.base if self.base is not None else self
         return DeviceArray(self.runtime, self.handle, shape, self.dtype, strides, offset, root)
 
@@ -156,6 +176,44 @@ def meta_value(array: DeviceArray, field: str, dim: int, lanes: int = 1) -> int:
     return array.strides[dim] // lanes if dim < len(array.shape) - 1 else array.strides[dim]
 
 
+def scalar_converter(dtype: DType, kernel: str, name: str) -> Callable[[Any], Any]:
+    """The check and conversion of scalar argument ``name`` of ``dtype`` at a launch: a
+    Python number (or numpy scalar) becomes the numpy scalar passed to the kernel.
+
+    Returns:
+        The converter; it raises ``LaunchError`` for a value that is not a number, a float
+        for an integer dtype, or an integer out of the dtype's range.
+    """
+    numpy_type = dtype.numpy.type
+    low, high = int_range(dtype) or (None, None)
+
+    def convert(value: Any) -> Any:
+        kind = type(value)
+        if kind is float or kind is bool or (kind is int and low is None):
+            if low is None or kind is bool:
+                return numpy_type(value)
+        elif kind is int and low <= value <= high:  # type: ignore[operator]
+            return numpy_type(value)
+        if isinstance(value, np.ndarray | DeviceArray) or not isinstance(
+                value, int | float | bool | np.generic):
+            raise LaunchError(f"`{name}` must be a {dtype} scalar, got {type(value).__name__}",
+                              kernel)
+        if low is not None and (isinstance(value, float | np.floating) or
+                                not low <= int(value) <= high):  # type: ignore[operator]
+            raise LaunchError(f"`{name}` = {value!r} does not fit {dtype}", kernel)
+        return numpy_type(value)
+
+    return convert
+
+
+def int_range(dtype: DType) -> tuple[int, int] | None:
+    """The values of an integer dtype (None for floats and bool)."""
+    if not dtype.is_integer:
+        return None
+    info = np.iinfo(dtype.numpy)
+    return int(info.min), int(info.max)
+
+
 class Runtime(ABC):
     """One device and the way to compile for it and run on it.
 
@@ -191,7 +249,8 @@ class Runtime(ABC):
         """
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
-        """An array whose contents are undefined (runtimes that can skip the zero fill do).
+        """An array whose contents are undefined (runtimes that can skip the zero fill do;
+        the cpu runtime hands out a pooled buffer of a dead array).
 
         Args:
             shape: Shape.
@@ -232,6 +291,45 @@ class Runtime(ABC):
             cube_count: Cubes along x, y, z.
             args: One per IR parameter: a DeviceArray or a numpy scalar.
         """
+
+    def plan(self, compiled: Any, kernel: KernelIR, cube_count: tuple[int, int, int],
+             args: list[Any]) -> Callable[[Any], None]:
+        """A launcher of ``compiled`` for repeated launches with arguments laid out as ``args``.
+
+        The launcher takes one argument per IR parameter: a DeviceArray whose storage replaces
+        that of the array at its position in ``args`` (its layout, the shape, strides, offset
+        and extent, is taken from ``args``: the caller keeps them equal), or a Python number
+        for a scalar (checked and converted as ``scalar_converter`` does). By default it makes
+        the views and calls ``launch``; runtimes override it to prepare the launch once.
+
+        Args:
+            compiled: Result of ``compile``.
+            kernel: Its IR (parameter layout).
+            cube_count: Cubes along x, y, z.
+            args: Example runtime arguments (as for ``launch``).
+
+        Returns:
+            The launcher.
+        """
+        convert = [None if p.tensor else scalar_converter(p.dtype, kernel.name, p.name)
+                   for p in kernel.params]
+        layouts = [a if isinstance(a, DeviceArray) and a.base is not None else None
+                   for a in args]
+        launch = self.launch
+
+        def launcher(values: Any) -> None:
+            out: list[Any] = []
+            for value, conv, layout in zip(values, convert, layouts, strict=True):
+                if conv is not None:
+                    value = conv(value)
+                elif layout is not None:
+                    value = DeviceArray(self, value.handle, layout.shape, layout.dtype,
+                                        layout._strides, layout.offset,
+                                        value.base if value.base is not None else value)
+                out.append(value)
+            launch(compiled, kernel, cube_count, out)
+
+        return launcher
 
     def cached(self, identity: str, valid: Callable[[dict[str, str]], bool]
                ) -> tuple[Any, KernelIR] | None:

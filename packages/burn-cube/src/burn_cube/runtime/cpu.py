@@ -14,6 +14,7 @@ import math
 import os
 import shutil
 import struct
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from burn_cube.cache import (
 )
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime, scalar_converter
 from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
@@ -124,6 +125,19 @@ def _address(handle: np.ndarray) -> int:
         return int(handle.ctypes.data)
 
 
+def _pointer(array: DeviceArray) -> int:
+    """Address of an array's storage (a view's is its base's), worked out once per storage
+    and kept on the array."""
+    address = array.address
+    if address is None:
+        root = array.base if array.base is not None else array
+        address = root.address
+        if address is None:
+            address = root.address = _address(root.handle)
+        array.address = address
+    return address
+
+
 @functools.lru_cache(maxsize=256)
 def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     out, acc = [], 1
@@ -144,8 +158,8 @@ def _tensor_slots(array: DeviceArray, lanes: int) -> tuple[int, ...]:
         strides = array.strides
         extent = math.prod(base.shape) if base.base is None else base.extent
     if lanes == 1:
-        return (_address(array.handle), size, *shape, *strides, array.offset, extent)
-    return (_address(array.handle), size // lanes, *shape[:-1], shape[-1] // lanes,
+        return (_pointer(array), size, *shape, *strides, array.offset, extent)
+    return (_pointer(array), size // lanes, *shape[:-1], shape[-1] // lanes,
             *(s // lanes for s in strides[:-1]), strides[-1], array.offset // lanes,
             extent // lanes)
 
@@ -154,9 +168,9 @@ def _vector_slots(array: DeviceArray, lanes: int) -> tuple[int, ...]:
     """`_tensor_slots` of a rank-1 tensor (the common case, spelled out)."""
     n, base = array.shape[0] // lanes, array.base
     if base is None:
-        return (_address(array.handle), n, n, 1, 0, n)
+        return (_pointer(array), n, n, 1, 0, n)
     extent = math.prod(base.shape) if base.base is None else base.extent
-    return (_address(array.handle), n, n, array.strides[0], array.offset // lanes,
+    return (_pointer(array), n, n, array.strides[0], array.offset // lanes,
             extent // lanes)
 
 
@@ -186,12 +200,59 @@ class Plan:
                 self.slots.append(_bf16_bits if p.dtype.name == "bf16" else _value)
         self.struct = struct.Struct("".join(fmt))
 
+    def launcher(self, compiled: CompiledC, kernel: KernelIR, cube_count: tuple[int, int, int],
+                 args: list[Any]) -> Callable[[Any], None]:
+        """`CpuRuntime.plan`: the block of ``args`` is made once; a launch writes only the
+        data pointers and the scalars into it. Blocks (each with its status word) are taken
+        from a free list and put back, so threads launching at once use their own."""
+        slot = 3
+        tensors: list[tuple[int, int]] = []  # (slot, argument)
+        scalars: list[tuple[int, int, Callable[[Any], Any], Callable[..., None], bool]] = []
+        for i, p in enumerate(kernel.params):
+            if p.tensor:
+                tensors.append((slot, i))
+                slot += 2 * kernel.buffers[p.name].rank + 4
+            else:
+                scalars.append((8 * slot, i, scalar_converter(p.dtype, kernel.name, p.name),
+                                struct.Struct("=" + _SLOT[p.dtype.name]).pack_into,
+                                p.dtype.name == "bf16"))
+                slot += 1
+        template = self.block(cube_count, args)
+        block_type = ctypes.c_int64 * (len(template) // 8)
+        function, name, pointers = compiled.function, kernel.name, tuple(tensors)
+        free: list[tuple[Any, memoryview, ctypes.c_int32, Any]] = []
+
+        def launch(values: Any) -> None:
+            try:
+                block, words, status, status_ref = free.pop()
+            except IndexError:
+                block, status = block_type.from_buffer_copy(template), ctypes.c_int32(0)
+                words, status_ref = memoryview(block).cast("B").cast("q"), ctypes.byref(status)
+            for at, i in pointers:
+                array = values[i]
+                address = array.address
+                words[at] = address if address is not None else _pointer(array)
+            for offset, i, convert, pack_into, bf16 in scalars:
+                value = convert(values[i])
+                pack_into(block, offset, _bf16_bits(value)[0] if bf16 else value)
+            function(block, status_ref)
+            if status.value:
+                status.value = 0
+                free.append((block, words, status, status_ref))
+                raise LaunchError(_OUT_OF_BOUNDS, name)
+            free.append((block, words, status, status_ref))
+
+        return launch
+
     def block(self, cube_count: tuple[int, int, int], args: list[Any]) -> bytes:
         """The argument block of one launch."""
         slots: list[Any] = list(cube_count)
         for slot, arg in zip(self.slots, args, strict=True):
             slots += slot(arg)
         return self.struct.pack(*slots)
+
+
+_OUT_OF_BOUNDS = "out-of-bounds buffer access: the offending reads/writes were skipped"
 
 
 def _value(value: Any) -> tuple[Any]:
@@ -212,8 +273,44 @@ class CompiledC:
     plan: Plan | None = None
 
 
+#: Most bytes of freed buffers a cpu runtime keeps for reuse.
+POOL_BYTES = 256 * 2**20
+#: References to a dying pooled array's buffer while `PooledArray.__del__` looks at it (the
+#: array's, the local name's and `sys.getrefcount`'s own): more means something else (a numpy
+#: view, an export) still reads the buffer, which then is not reused.
+_RECLAIM_REFS = 3
+_refcount = sys.getrefcount
+
+
+class PooledArray(DeviceArray):
+    """An owning array from `CpuRuntime.empty`: its buffer returns to the runtime's pool when
+    it dies, unless something else still holds the buffer."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        """Keep the buffer in the runtime's pool (if nothing else holds it and the pool has
+        room)."""
+        try:
+            handle = self.handle
+            if _refcount(handle) > _RECLAIM_REFS or self.base is not None:
+                return
+            rt: Any = self.runtime
+            nbytes = handle.nbytes
+            if nbytes and rt._pooled_bytes + nbytes <= POOL_BYTES:
+                rt._pool.setdefault((self.shape, self.dtype.name), []).append(
+                    (handle, self.address))
+                rt._pooled_bytes += nbytes
+        except Exception:  # noqa: S110 - at interpreter exit the module may be torn down
+            pass
+
+
 class CpuRuntime(Runtime):
-    """Runs kernels on the host CPU, cubes spread over OpenMP threads."""
+    """Runs kernels on the host CPU, cubes spread over OpenMP threads.
+
+    Buffers of dead arrays from `empty` are kept, by shape and dtype, up to `POOL_BYTES`
+    and handed out again by `empty` with their addresses known.
+    """
 
     name = "cpu"
 
@@ -222,6 +319,10 @@ class CpuRuntime(Runtime):
         self.disk = DiskCache()
         self._compiled: dict[str, CompiledC] = {}
         self._allocated = 0
+        #: (shape, dtype name) -> free (buffer, address) pairs.
+        self._pool: dict[tuple[tuple[int, ...], str], list[tuple[np.ndarray, int | None]]] = {}
+        self._pooled_bytes = 0
+        self._reused = 0
         self._properties = Properties(
             "cpu", f"host CPU ({os.cpu_count()} threads)", "c",
             frozenset(("bool", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")), 1024,
@@ -234,6 +335,21 @@ class CpuRuntime(Runtime):
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         self._allocated += 1
         return DeviceArray(self, np.zeros(shape, dtype.numpy), tuple(shape), dtype)
+
+    def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        """A pooled buffer of that shape and dtype if one is free, else a new one."""
+        free = self._pool.get((shape, dtype.name))
+        if free:
+            try:
+                handle, address = free.pop()
+            except IndexError:  # another thread took the last one
+                return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
+            self._pooled_bytes -= handle.nbytes
+            self._reused += 1
+            array = PooledArray(self, handle, shape, dtype)
+            array.address = address
+            return array
+        return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
@@ -322,11 +438,20 @@ class CpuRuntime(Runtime):
         status = ctypes.c_int32(0)
         compiled.function(plan.block(cube_count, args), ctypes.byref(status))
         if status.value:
-            raise LaunchError("out-of-bounds buffer access: the offending reads/writes were "
-                              "skipped", kernel.name)
+            raise LaunchError(_OUT_OF_BOUNDS, kernel.name)
+
+    def plan(self, compiled: CompiledC, kernel: KernelIR, cube_count: tuple[int, int, int],
+             args: list[Any]) -> Callable[[Any], None]:
+        """`Runtime.plan`: the argument block is made once; a launch writes only the data
+        pointers and the scalars into a copy."""
+        plan = compiled.plan
+        if plan is None:
+            plan = compiled.plan = Plan(kernel)
+        return plan.launcher(compiled, kernel, cube_count, args)
 
     def sync(self) -> None:
         """Launches are synchronous on the CPU."""
 
     def memory_stats(self) -> dict[str, int]:
-        return {"allocations": self._allocated, "compiled_kernels": len(self._compiled)}
+        return {"allocations": self._allocated, "compiled_kernels": len(self._compiled),
+                "buffers_reused": self._reused, "bytes_free_in_pool": self._pooled_bytes}

@@ -79,6 +79,8 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         #: op name -> calls that ran on the host fallback.
         self.fallbacks: Counter[str] = Counter()
         self._dtypes = self.runtime.properties.dtypes
+        #: elementwise launches by op and argument layout (`elementwise.run_elementwise`).
+        self.plans: dict[tuple[Any, ...], Any] = {}
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -124,16 +126,19 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
 
     # --- buffers and launches -------------------------------------------------------------
     def empty(self, shape: Shape, dtype: DType) -> CubeTensor:
-        """A new dense tensor (contents undefined).
+        """A new dense tensor (contents undefined; on the cpu, a pooled buffer of a dead
+        tensor where one of that shape and dtype is free).
 
         Raises:
             AllocationError: the device is out of memory (the process stays usable).
         """
-        cube = cube_dtype("empty", dtype)
+        return self.alloc(shape if type(shape) is tuple else tuple(shape), dtype,
+                          cube_dtype("empty", dtype))
+
+    def alloc(self, shape: Shape, dtype: DType, cube: Any) -> CubeTensor:
+        """`empty` with the shape a tuple of ints and `cube` the burn-cube dtype of `dtype`
+        (the path of launches that know both)."""
         try:
-            if self.runtime_name == "cpu":
-                return CubeTensor(self._array(self.runtime, np.empty(shape, cube.numpy), shape,
-                                              cube), dtype)
             return CubeTensor(self.runtime.empty(shape, cube), dtype)
         except Exception as exc:
             raise self._allocation_error("empty", shape, dtype, exc) from exc

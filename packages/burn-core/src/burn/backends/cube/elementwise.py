@@ -35,9 +35,7 @@ def broadcast_view(t: CubeTensor, shape: Shape) -> CubeTensor:
         strides.append(0 if size == 1 and shape[lead + dim] != 1 else stride)
     if own == shape and tuple(strides) == array.strides:
         return t
-    root = array if array.base is None else array.base
-    return CubeTensor(type(array)(array.runtime, array.handle, tuple(shape), array.dtype,
-                                  tuple(strides), array.offset, root), t.dtype)
+    return CubeTensor(array.view_unchecked(tuple(shape), tuple(strides), array.offset), t.dtype)
 
 
 def flat_view(t: CubeTensor) -> CubeTensor:
@@ -56,6 +54,8 @@ LANES = 4
 #: elements and there are at most `MAX_ROWS` rows (the y cube count of every runtime).
 ROW_CUBE, ROW_MIN, MAX_ROWS = 256, 32, 65535
 _SCALAR_TYPES = ("scalar", "scalar?", "float", "float?")
+#: Units per cube of the 1-d launches.
+CUBE_DIM = 256
 
 
 @dataclass
@@ -134,12 +134,69 @@ _TENSOR, _NUMBER, _FIXED = range(3)
 _ROLES: dict[str, tuple[int, ...]] = {}
 
 
+@dataclass(slots=True)
+class _Launch:
+    """One op's launch over one argument layout (see `run_elementwise`)."""
+
+    shape: Shape  # the result's
+    dtype: DType
+    cube: Any  # the result's burn-cube dtype
+    numbers: tuple[Callable[[Any], Any], ...]  # per runtime scalar: float, int or bool
+    launch: Callable[[Any], None] | None  # None: the result is empty
+
+
+#: Most launches a backend keeps (`CubeBackend.plans`; all are dropped when full).
+MAX_PLANS = 4096
+
+
 def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTensor:
     """Launch `op`'s kernel over `args` (tensors in parameter order, host values) on `backend`.
+
+    The launch is planned once per op, tensor dtypes and layouts (shape; for views also
+    strides, offset and the storage's shape), compile-time arguments and which numbers are
+    None, and kept in `backend.plans`; a planned launch only allocates the result and passes
+    the storages and numbers (`burn_cube.IRKernel.plan`).
 
     Returns:
         A new contiguous tensor of the broadcast shape and the row's result dtype.
     """
+    key: list[Any] = [op.name]
+    arrays: list[Any] = []
+    numbers: list[Any] = []
+    for role, arg in zip(_roles(op), args, strict=True):
+        if role == _TENSOR:
+            array = arg.array
+            arrays.append(array)
+            key.append(id(arg.dtype))
+            key.append(_layout(array))
+        elif role == _NUMBER:
+            if arg is None:
+                key.append(None)
+            else:
+                key.append(True)
+                numbers.append(arg)
+        else:
+            key.append(arg)
+    plans = backend.plans
+    plan = plans.get(tuple(key))
+    if plan is None:
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        plan = plans[tuple(key)] = _plan(backend, op, args)
+    out = backend.alloc(plan.shape, plan.dtype, plan.cube)
+    if plan.launch is not None:
+        if numbers:
+            arrays += [convert(value) for convert, value in zip(plan.numbers, numbers,
+                                                                strict=True)]
+        arrays.append(out.array)
+        plan.launch(arrays)
+    return out
+
+
+def _plan(backend: Any, op: OpDef, args: tuple[Any, ...]) -> _Launch:
+    """Work out the launch of `op` over arguments laid out as `args`: the kernel (dense
+    inputs as rank-1 views, in lines where they allow; others by rows or by element), and
+    its launcher taking the tensors' arrays, the numbers and the result's array."""
     tensors: list[CubeTensor] = []
     fixed: list[tuple[str, Any]] = []
     numbers: list[Any] = []
@@ -151,56 +208,48 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
         else:
             numbers.append(arg)
     spec = _spec(op, tensors, tuple(fixed))
-    if numbers:
-        numbers = [_scalar(value, dtype) for value, dtype in zip(numbers, spec.scalar_dtypes,
-                                                                  strict=True)]
+    converts = tuple(_converter(dtype) for dtype in spec.scalar_dtypes)
+    numbers = [convert(value) for convert, value in zip(converts, numbers, strict=True)]
     arrays = [t.array for t in tensors]
     shape = arrays[0].shape
-    same = True
-    for a in arrays:
-        same = same and a.shape == shape
+    same = all(a.shape == shape for a in arrays)
     if not same:
         shape = tuple(int(d) for d in _broadcast(a.shape for a in arrays))
     out = backend.empty(shape, spec.dtypes[-1])
+    plan = _Launch(out.shape, spec.dtypes[-1], out.array.dtype, converts, None)
     size = math.prod(shape)
     if size == 0:
-        return out
-    dense = same
-    for a, t in zip(arrays, tensors, strict=True):
-        dense = dense and (a.base is None or t.is_contiguous)
-    if dense:
-        views = [_flat(a, size) for a in arrays]
-        views.append(_flat(out.array, size))
+        return plan
+    rt = backend.runtime
+    if same and all(a.base is None or t.is_contiguous for a, t in zip(arrays, tensors,
+                                                                      strict=True)):
+        views = [_flat(a, size) for a in (*arrays, out.array)]
         kernel, lanes = spec.dense(size, arrays)
+        counts, dim = (max(1, -(-size // lanes // CUBE_DIM)), 1, 1), CUBE_DIM
     else:
         views = [broadcast_view(t, shape).array for t in tensors] + [out.array]
         rows = size // shape[-1]
         if len(shape) > 1 and shape[-1] >= ROW_MIN and rows <= MAX_ROWS:
             kernel = spec.kernel(len(shape), 1, rows=True)
-            kernel.launch(backend.runtime, (-(-shape[-1] // ROW_CUBE), rows, 1), ROW_CUBE,
-                          *views[:-1], *numbers, views[-1])
-            return out
-        kernel, lanes = spec.kernel(len(shape), 1), 1
-    backend.launch(kernel, size // lanes, *views[:-1], *numbers, views[-1])
-    return out
+            counts, dim = (-(-shape[-1] // ROW_CUBE), rows, 1), ROW_CUBE
+        else:
+            kernel = spec.kernel(len(shape), 1)
+            counts, dim = (max(1, -(-size // CUBE_DIM)), 1, 1), CUBE_DIM
+    plan.launch = kernel.plan(rt, counts, dim, *views[:-1], *numbers, views[-1])
+    return plan
 
 
 def _flat(array: Any, size: int) -> Any:
     """A dense array as a rank-1 view of `size` elements (itself when it is one)."""
     if array.base is None and len(array.shape) == 1:
         return array
-    root = array if array.base is None else array.base
-    return type(array)(array.runtime, array.handle, (size,), array.dtype, (1,), array.offset,
-                       root)
+    return array.view_unchecked((size,), (1,), array.offset)
 
 
-def _scalar(value: Any, dtype: DType) -> Any:
-    """A host number as the kernel's scalar (ints of an int tensor, floats otherwise)."""
-    if dtype.is_float:
-        return float(value)
-    if dtype is DType.bool:
-        return bool(value)
-    return int(value)
+def _converter(dtype: DType) -> Callable[[Any], Any]:
+    """How a host number becomes the kernel's scalar of `dtype` (ints of an int tensor,
+    floats otherwise)."""
+    return float if dtype.is_float else bool if dtype is DType.bool else int
 
 
 def _broadcast(shapes: Any) -> Shape:
@@ -209,13 +258,48 @@ def _broadcast(shapes: Any) -> Shape:
     return tuple(np.broadcast_shapes(*shapes))
 
 
+def _layout(array: Any) -> Any:
+    """An array's part of a launch key: its shape, and for a view also its strides, offset
+    and storage shape."""
+    base = array.base
+    return array.shape if base is None else (array.shape, array.strides, array.offset,
+                                             base.shape)
+
+
 def _method(op: OpDef) -> Callable[..., Any]:
+    """The backend method of `op`: `run_elementwise`, with the planned launch of one or two
+    tensors (the most frequent ops) looked up directly."""
+    name, roles = op.name, _roles(op)
+
     def method(self: Any, *args: Any) -> Any:
         return run_elementwise(self, op, args)
 
-    method.__name__ = method.__qualname__ = op.name
-    method.__doc__ = f"`{op.signature}` as one burn-cube kernel."
-    return method
+    def unary(self: Any, x: CubeTensor) -> Any:
+        array = x.array
+        plan = self.plans.get((name, id(x.dtype), array.shape if array.base is None
+                               else _layout(array)))
+        if plan is None or plan.launch is None:
+            return run_elementwise(self, op, (x,))
+        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        plan.launch((array, out.array))
+        return out
+
+    def binary(self: Any, x: CubeTensor, y: CubeTensor) -> Any:
+        a, b = x.array, y.array
+        plan = self.plans.get((name, id(x.dtype), a.shape if a.base is None else _layout(a),
+                               id(y.dtype), b.shape if b.base is None else _layout(b)))
+        if plan is None or plan.launch is None:
+            return run_elementwise(self, op, (x, y))
+        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        plan.launch((a, b, out.array))
+        return out
+
+    direct: dict[tuple[int, ...], Callable[..., Any]] = {(_TENSOR,): unary,
+                                                         (_TENSOR, _TENSOR): binary}
+    chosen = direct.get(roles, method)
+    chosen.__name__ = chosen.__qualname__ = op.name
+    chosen.__doc__ = f"`{op.signature}` as one burn-cube kernel."
+    return chosen
 
 
 #: Backend methods of every row with a burn-cube lowering.

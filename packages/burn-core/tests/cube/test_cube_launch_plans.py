@@ -1,0 +1,113 @@
+"""Planned elementwise launches of the cube backends (`CubeBackend.plans`) and the cpu buffer
+pool: a launch is planned once per op, dtypes and layout and reused; another layout, dtype,
+compile-time argument or None number gets its own plan and the right values; results reuse the
+buffers of dead tensors on the cpu, never one still read elsewhere. Against torch."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+from burn.backends.cube.tensor import CubeTensor
+
+DEVICES = ["cpu", "wgpu"]
+
+
+def prim(t: burn.Tensor) -> CubeTensor:
+    return t._prim  # type: ignore[attr-defined,no-any-return]
+
+
+def check(got: burn.Tensor, ref: torch.Tensor) -> None:
+    expected = ref.numpy()
+    data = got.to_numpy()
+    assert data.shape == expected.shape and data.dtype == expected.dtype
+    np.testing.assert_allclose(data, expected, rtol=2e-6, atol=1e-6, equal_nan=True)
+
+
+def plans_of(be: Any, op: str) -> dict[tuple[Any, ...], Any]:
+    return {key: plan for key, plan in be.plans.items() if key[0] == op}
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_a_plan_is_made_once_and_reused(name: str) -> None:
+    rng = np.random.default_rng(0)
+    be: Any = burn.Device(name).backend
+    be.plans.clear()
+    for _ in range(3):  # fresh tensors of one layout each time
+        x = rng.standard_normal((5, 7)).astype(np.float32)
+        y = rng.standard_normal((5, 7)).astype(np.float32)
+        a, b = burn.tensor(x, device=name), burn.tensor(y, device=name)
+        check(a + b, torch.from_numpy(x) + torch.from_numpy(y))
+        check(a * 2.5, torch.from_numpy(x) * 2.5)
+        check(a.exp(), torch.from_numpy(x).exp())
+    for op in ("float_add", "float_mul_scalar", "float_exp"):
+        assert len(plans_of(be, op)) == 1, op
+    assert be.fallbacks["float_add"] == 0
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_other_layouts_dtypes_and_arguments_miss_the_cache(name: str) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 8)).astype(np.float32)
+    be: Any = burn.Device(name).backend
+    be.plans.clear()
+    t, tx = burn.tensor(x, device=name), torch.from_numpy(x)
+    check(t + t, tx + tx)
+    check(t.transpose(0, 1) + t.transpose(0, 1), tx.T + tx.T)  # strided views
+    check(t[1:] + t[1:], tx[1:] + tx[1:])  # a dense view at an offset
+    check(t[2:] + t[2:], tx[2:] + tx[2:])  # another offset and shape
+    check(t + t[0], tx + tx[0])  # a broadcast
+    check(t.reshape([48]) + t.reshape([48]), tx.reshape(48) + tx.reshape(48))
+    k = rng.integers(-9, 9, (6, 8)).astype(np.int32)
+    tk = burn.tensor(k, device=name)
+    check(tk + tk, torch.from_numpy(k) + torch.from_numpy(k))
+    assert len(plans_of(be, "float_add")) == 6 and len(plans_of(be, "int_add")) == 1
+    check(t.clamp(min=-0.5), tx.clamp(min=-0.5))
+    check(t.clamp(max=0.25), tx.clamp(max=0.25))  # the None bound moved: another kernel
+    check(t.clamp(min=-0.1), tx.clamp(min=-0.1))  # the first plan, another number
+    check(t.int(), tx.to(torch.int64))
+    check(t.cast("float16").float(), tx.half().float())
+    # repeated layouts give the same values through their plans
+    check(t.transpose(0, 1) + t.transpose(0, 1), tx.T + tx.T)
+    check(t[1:] + t[1:], tx[1:] + tx[1:])
+
+
+def test_edge_values_through_a_plan() -> None:
+    edges = np.array([-np.inf, -1.0, -0.0, 0.0, np.nan, np.inf, 3e38, -3e38], np.float32)
+    ref = torch.from_numpy(edges)
+    for _ in range(2):  # planned, then through the plan
+        t = burn.tensor(edges, device="cpu")
+        check(t + t, ref + ref)
+        check(t * 1e30, ref * 1e30)  # saturates to inf as float32
+        check(t.exp(), ref.exp())
+
+
+def test_results_reuse_buffers_of_dead_tensors_on_cpu() -> None:
+    be: Any = burn.Device("cpu").backend
+    x = np.arange(32, dtype=np.float32)
+    t = burn.tensor(x, device="cpu")
+    t * t  # planned (the plan's first launch allocates once more)
+    first = t + t
+    handle = weakref.ref(prim(first).array.handle)
+    before = be.runtime.memory_stats()["buffers_reused"]
+    del first
+    second = t * t
+    assert prim(second).array.handle is handle()
+    assert be.runtime.memory_stats()["buffers_reused"] == before + 1
+    check(second, torch.from_numpy(x) * torch.from_numpy(x))
+
+
+def test_exported_results_keep_their_buffer() -> None:
+    x = np.arange(16, dtype=np.float32)
+    t = burn.tensor(x, device="cpu")
+    shared = np.from_dlpack(t + 1.0)  # zero-copy on the cpu
+    expected = x + 1.0
+    for _ in range(3):
+        check(t * -2.0, torch.from_numpy(x) * -2.0)
+    assert shared.shape == (16,) and shared.dtype == np.float32
+    np.testing.assert_array_equal(shared, expected)

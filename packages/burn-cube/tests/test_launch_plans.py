@@ -1,0 +1,113 @@
+"""Launch plans (`IRKernel.plan`, `Runtime.plan`) and the cpu runtime's buffer pool: a plan
+launched with other storages of the same layout computes what a checked launch computes,
+scalars are still checked, and buffers of dead arrays are reused only when nothing else holds
+them."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+import pytest
+
+import burn_cube as bc
+from burn_cube import KernelBuilder, f32, i32
+from burn_cube.errors import LaunchError
+from burn_cube.runtime import cpu as cpu_runtime
+
+
+def axpy_kernel(dtype: Any) -> bc.IRKernel:
+    """`out[i] = a * x[i] + y[i]` over rank-1 views."""
+    b = KernelBuilder("axpy")
+    x = b.tensor("x", dtype, rank=1, write=False)
+    y = b.tensor("y", dtype, rank=1, write=False)
+    a = b.scalar("a", dtype)
+    out = b.tensor("out", dtype, rank=1, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        out[pos] = a * x[b.index_of(x, pos)] + y[b.index_of(y, pos)]
+    return b.kernel()
+
+
+def test_plan_runs_other_storages_of_the_layout(rt: bc.Runtime) -> None:
+    kernel = axpy_kernel(f32)
+    rng = np.random.default_rng(0)
+    host = [rng.standard_normal(40).astype(np.float32) for _ in range(6)]
+    x0, y0, x1, y1 = (rt.upload(h) for h in host[:4])
+    # a strided view of the second storage: every other element from element 3
+    xs0 = rt.upload(host[4]).view((16,), (2,), 3)
+    xs1 = rt.upload(host[5]).view((16,), (2,), 3)
+    out0, out1 = rt.allocate((40,), f32), rt.allocate((16,), f32)
+    launch = kernel.plan(rt, 1, 256, x0, y0, 2.0, out0)
+    launch([x1, y1, -0.5, out0])
+    got = rt.download(out0)
+    assert got.shape == (40,) and got.dtype == np.float32
+    np.testing.assert_allclose(got, np.float32(-0.5) * host[2] + host[3], rtol=1e-6)
+    launch([x0, y0, np.float32(3.0), out0])
+    np.testing.assert_allclose(rt.download(out0), 3 * host[0] + host[1], rtol=1e-6)
+    strided = kernel.plan(rt, 1, 256, xs0, y0.view((16,), (1,), 0), 1.0, out1)
+    strided([xs1, y1, 2.0, out1])
+    np.testing.assert_allclose(rt.download(out1), 2 * host[5][3:35:2] + host[3][:16],
+                               rtol=1e-6)
+
+
+def test_plan_checks_scalars_and_arguments(rt: bc.Runtime) -> None:
+    kernel = axpy_kernel(i32)
+    x = rt.upload(np.arange(8, dtype=np.int32))
+    out = rt.allocate((8,), i32)
+    launch = kernel.plan(rt, 1, 256, x, x, 3, out)
+    launch([x, x, -2, out])
+    np.testing.assert_array_equal(rt.download(out), np.arange(8) * -1)
+    with pytest.raises(LaunchError, match="does not fit"):
+        launch([x, x, 2**31, out])
+    with pytest.raises(LaunchError, match="does not fit"):
+        launch([x, x, 1.5, out])
+    with pytest.raises(LaunchError, match="must be a i32 scalar"):
+        launch([x, x, "3", out])
+    with pytest.raises(LaunchError, match="numpy arrays"):
+        kernel.plan(rt, 1, 256, np.arange(8, dtype=np.int32), x, 3, out)
+    with pytest.raises(LaunchError, match="must be i32"):
+        kernel.plan(rt, 1, 256, rt.upload(np.zeros(8, np.float32)), x, 3, out)
+
+
+def test_empty_reuses_buffers_of_dead_arrays() -> None:
+    rt = bc.runtime("cpu")
+    first = rt.empty((3, 5), f32)
+    handle = weakref.ref(first.handle)  # a reference would keep the buffer from the pool
+    before = rt.memory_stats()["buffers_reused"]
+    del first
+    again = rt.empty((3, 5), f32)
+    assert again.handle is handle() and again.shape == (3, 5) and again.dtype == f32
+    assert rt.memory_stats()["buffers_reused"] == before + 1
+    other = rt.empty((3, 5), i32)  # another dtype: a new buffer
+    assert other.handle is not handle() and other.handle.dtype == np.int32
+
+
+def test_buffers_still_read_elsewhere_are_not_reused() -> None:
+    rt = bc.runtime("cpu")
+    array = rt.empty((7,), f32)
+    array.handle[:] = np.arange(7)
+    exported = array.handle.reshape(-1)[2:]  # a numpy view of the buffer, as an export
+    handle = weakref.ref(array.handle)
+    del array
+    fresh = rt.empty((7,), f32)
+    fresh.handle[:] = -1
+    assert handle() is not None and fresh.handle is not handle()
+    np.testing.assert_array_equal(exported, np.arange(2, 7, dtype=np.float32))
+    view = rt.empty((6,), f32)
+    sub = view.view((3,), (2,), 0)  # a device view keeps its base alive
+    del view
+    assert rt.empty((6,), f32).handle is not sub.handle
+
+
+def test_pool_keeps_at_most_pool_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    rt = cpu_runtime.CpuRuntime()
+    monkeypatch.setattr(cpu_runtime, "POOL_BYTES", 1000)
+    big, small = rt.empty((300,), f32), rt.empty((100,), f32)  # 1200 and 400 bytes
+    big_handle, small_handle = weakref.ref(big.handle), weakref.ref(small.handle)
+    del big, small
+    assert rt.memory_stats()["bytes_free_in_pool"] == 400
+    assert big_handle() is None  # freed, not kept
+    assert rt.empty((100,), f32).handle is small_handle()
+    assert rt.memory_stats()["bytes_free_in_pool"] == 0
