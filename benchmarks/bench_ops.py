@@ -68,6 +68,7 @@ class TimeTrainStep:
 
     params = (sorted(WORKLOADS), ["burn", "torch"])
     param_names = ("workload", "candidate")
+    timeout = 180  # seconds: the encoder's calibration passed asv's default 60 s under load
 
     def setup(self, workload: str, candidate: str) -> None:
         """Build the model and its step; NotImplementedError (skipped) without torch."""
