@@ -19,6 +19,7 @@ import math
 import os
 import weakref
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -151,10 +152,14 @@ class WgpuRuntime(Runtime):
         return array
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
-        nbytes = math.prod(shape) * _held(dtype).itemsize
-        buffer = self._buffer(nbytes)
-        self.device.queue.write_buffer(buffer, 0, np.zeros(buffer.size // 4, np.uint32))
-        return self._wrap(buffer, shape, dtype)
+        array = self.empty(shape, dtype)
+        self.device.queue.write_buffer(array.handle, 0,
+                                       np.zeros(array.handle.size // 4, np.uint32))
+        return array
+
+    def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        """A pooled buffer (new buffers are zeroed by WebGPU; reused ones keep old data)."""
+        return self._wrap(self._buffer(math.prod(shape) * _held(dtype).itemsize), shape, dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
@@ -209,14 +214,37 @@ class WgpuRuntime(Runtime):
 
     def launch(self, compiled: CompiledWgsl, kernel: KernelIR, cube_count: tuple[int, int, int],
                args: list[Any]) -> None:
+        self._dispatch(compiled, self._grid(kernel, cube_count), args,
+                       self._info(compiled, kernel, cube_count, args))
+
+    def plan(self, compiled: CompiledWgsl, kernel: KernelIR, cube_count: tuple[int, int, int],
+             args: list[Any]) -> Callable[[Any], None]:
+        """`Runtime.plan`: the dispatch grid and, for kernels without scalars, the
+        ``bc_info`` words are worked out once; a launch finds the bind group of its buffers."""
+        if any(not p.tensor for p in kernel.params):
+            return super().plan(compiled, kernel, cube_count, args)
+        grid, info = self._grid(kernel, cube_count), self._info(compiled, kernel, cube_count, args)
+
+        def launch(values: Any) -> None:
+            self._dispatch(compiled, grid, values, info)
+
+        return launch
+
+    def _grid(self, kernel: KernelIR, cube_count: tuple[int, int, int]) -> tuple[int, int, int]:
+        """The workgroup grid of a launch: more cubes than a dimension allows run as a 2-D
+        grid, linearized in the shader."""
         per_dim = self.limits["max-compute-workgroups-per-dimension"]
-        dispatch = cube_count
-        if any(c > per_dim for c in cube_count):
-            total = math.prod(cube_count)
-            rows = -(-total // per_dim)  # balanced rows: fewer idle workgroups than full rows
-            dispatch = (-(-total // rows), rows, 1)
-            if dispatch[1] > per_dim:
-                raise LaunchError(f"{total} cubes exceed the wgpu dispatch limit", kernel.name)
+        if all(c <= per_dim for c in cube_count):
+            return cube_count
+        total = math.prod(cube_count)
+        rows = -(-total // per_dim)  # balanced rows: fewer idle workgroups than full rows
+        if rows > per_dim:
+            raise LaunchError(f"{total} cubes exceed the wgpu dispatch limit", kernel.name)
+        return (-(-total // rows), rows, 1)
+
+    def _info(self, compiled: CompiledWgsl, kernel: KernelIR, cube_count: tuple[int, int, int],
+              args: list[Any]) -> list[int]:
+        """The ``bc_info`` words: the cube counts, then scalars and tensor metadata."""
         by_name = dict(zip((p.name for p in kernel.params), args, strict=True))
         words = list(cube_count)
         for _, param, field, dim in compiled.info:
@@ -225,10 +253,15 @@ class WgpuRuntime(Runtime):
                 words += _words(value)
             else:
                 words.append(meta_value(value, field, dim, kernel.buffers[param].dtype.lanes))
+        return words
+
+    def _dispatch(self, compiled: CompiledWgsl, grid: tuple[int, int, int], args: Any,
+                  words: list[int]) -> None:
+        """Record one dispatch into the open compute pass (submitted per batch)."""
         compute = self._pass_now()
         compute.set_pipeline(compiled.pipeline)
         compute.set_bind_group(0, self._bind_group(compiled, args, words))
-        compute.dispatch_workgroups(*dispatch)
+        compute.dispatch_workgroups(*grid)
         self._in_flight.append(args)
         self._pending += 1
         if self._pending >= self._batch:

@@ -39,6 +39,8 @@ from .tensor import CubeTensor, Shape, strided_storage
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
 CUBE_DIM = 256
+#: burn-cube dtype by the burn dtype's id (enum members hash in Python; allocations ask often).
+_CUBE_BY_ID: dict[int, Any] = {}
 
 
 def _layout_method(name: str, kind: str) -> Any:
@@ -132,8 +134,10 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         Raises:
             AllocationError: the device is out of memory (the process stays usable).
         """
-        return self.alloc(shape if type(shape) is tuple else tuple(shape), dtype,
-                          cube_dtype("empty", dtype))
+        cube = _CUBE_BY_ID.get(id(dtype))
+        if cube is None:
+            cube = _CUBE_BY_ID[id(dtype)] = cube_dtype("empty", dtype)
+        return self.alloc(shape if type(shape) is tuple else tuple(shape), dtype, cube)
 
     def alloc(self, shape: Shape, dtype: DType, cube: Any) -> CubeTensor:
         """`empty` with the shape a tuple of ints and `cube` the burn-cube dtype of `dtype`
