@@ -109,13 +109,15 @@ class DeviceArray:
         Raises:
             LaunchError: Negative strides or offset, or elements outside the storage.
         """
-        shape, strides = tuple(int(d) for d in shape), tuple(int(s) for s in strides)
-        if len(shape) != len(strides) or any(d < 0 for d in shape) or \
-                any(s < 0 for s in strides) or offset < 0:
+        shape, strides = tuple(map(int, shape)), tuple(map(int, strides))
+        if len(shape) != len(strides) or offset < 0 or (shape and (
+                min(shape) < 0 or min(strides) < 0)):
             raise LaunchError(f"bad view of a {self.shape} {self.dtype} array: shape {shape}, "
                               f"strides {strides}, offset {offset} (non-negative, one stride "
                               "per dimension)")
-        last = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True))
+        last = offset
+        for dim, stride in zip(shape, strides, strict=True):
+            last += (dim - 1) * stride
         if 0 not in shape and last >= self.extent:
             raise LaunchError(f"view with shape {shape}, strides {strides}, offset {offset} "
                               f"reaches element {last} of a storage of {self.extent}")
