@@ -111,3 +111,19 @@ def test_pool_keeps_at_most_pool_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert big_handle() is None  # freed, not kept
     assert rt.empty((100,), f32).handle is small_handle()
     assert rt.memory_stats()["bytes_free_in_pool"] == 0
+
+
+def test_plan_keeps_no_example_array_alive(rt: bc.Runtime) -> None:
+    kernel = axpy_kernel(f32)
+    host = np.arange(32, dtype=np.float32)
+    x, out = rt.upload(host), rt.allocate((16,), f32)
+    view = x.view((16,), (2,), 1)
+    watched = [weakref.ref(a) for a in (x, view, out)]
+    launch = kernel.plan(rt, 1, 256, view, view, 2.0, out)
+    del x, view, out
+    assert [ref() for ref in watched] == [None, None, None]
+    y, result = rt.upload(-host), rt.allocate((16,), f32)
+    launch([y.view((16,), (2,), 1), y, 0.5, result])
+    got = rt.download(result)
+    assert got.shape == (16,) and got.dtype == np.float32
+    np.testing.assert_allclose(got, 1.5 * -host[1:33:2], rtol=1e-6)

@@ -315,8 +315,9 @@ class Runtime(ABC):
         """
         convert = [None if p.tensor else scalar_converter(p.dtype, kernel.name, p.name)
                    for p in kernel.params]
-        layouts = [a if isinstance(a, DeviceArray) and a.base is not None else None
-                   for a in args]
+        # the views' layouts only: a plan must not keep the example arrays' storage alive
+        layouts = [(a.shape, a.strides, a.offset) if isinstance(a, DeviceArray) and
+                   a.base is not None else None for a in args]
         launch = self.launch
 
         def launcher(values: Any) -> None:
@@ -325,9 +326,7 @@ class Runtime(ABC):
                 if conv is not None:
                     value = conv(value)
                 elif layout is not None:
-                    value = DeviceArray(self, value.handle, layout.shape, layout.dtype,
-                                        layout._strides, layout.offset,
-                                        value.base if value.base is not None else value)
+                    value = value.view_unchecked(*layout)
                 out.append(value)
             launch(compiled, kernel, cube_count, out)
 
