@@ -139,8 +139,10 @@ def rl(session: nox.Session) -> None:
 
 @nox.session
 def vision(session: nox.Session) -> None:
-    """burn-vision's tests against OpenCV, scikit-image and torch (fast and default paths)."""
-    install(session, TORCH, "-e", "packages/burn-core", "-e", "packages/burn-vision[test]")
+    """burn-vision's tests against OpenCV, scikit-image and torch: the NumPy fast and default
+    paths and the burn-cube kernels on cpu and wgpu."""
+    install(session, TORCH, "-e", "packages/burn-core", "-e", "packages/burn-cube[wgpu]",
+            "-e", "packages/burn-vision[test]")
     session.run("pytest", "packages/burn-vision/tests")
 
 
