@@ -158,9 +158,16 @@ def tiled_runner(name: str) -> Runner:
     return run
 
 
+#: multiply-adds below which a cpu BLAS product runs on one OpenBLAS thread. Higher than the
+#: NumPy backend's threshold: OpenBLAS workers still spinning after a threaded call compete with
+#: the OpenMP kernels that follow, so at 2 threads a 2-layer transformer step with its
+#: [1024, 128] x [128, 512] products threaded took ~600 ms, against ~110 ms with them on one.
+CPU_SMALL_MATMUL = 1 << 28
+
+
 def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
-    """numpy's matmul (BLAS for floats, one BLAS thread for small products) on zero-copy host
-    views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
+    """numpy's matmul (BLAS for floats, one BLAS thread below `CPU_SMALL_MATMUL`) on zero-copy
+    host views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
     from burn.backends.numpy import blas
 
     a, b = host_array(lhs), host_array(rhs)
@@ -168,9 +175,10 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
         if not lhs.dtype.is_float:
             out = np.matmul(a, b)
         elif lhs.dtype in (DType.float16, DType.bfloat16):
-            out = blas.matmul(a.astype(np.float32), b.astype(np.float32)).astype(lhs.dtype.numpy)
+            out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
+                              CPU_SMALL_MATMUL).astype(lhs.dtype.numpy)
         else:
-            out = blas.matmul(a, b)
+            out = blas.matmul(a, b, CPU_SMALL_MATMUL)
     return backend.from_host(out)
 
 

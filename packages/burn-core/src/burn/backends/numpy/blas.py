@@ -29,13 +29,14 @@ def _openblas() -> list[Any]:
     return _libs
 
 
-def matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+def matmul(lhs: np.ndarray, rhs: np.ndarray, small: int = SMALL_MATMUL) -> np.ndarray:
     """np.matmul, on one BLAS thread when the product is small; a contiguous batched lhs
     times a matrix runs as one 2-d product (numpy would call BLAS once per batch entry).
 
     Args:
         lhs: [..., m, k].
         rhs: [..., k, n].
+        small: multiply-adds below which the product runs on one BLAS thread.
     Returns:
         The product, as np.matmul.
     """
@@ -43,10 +44,10 @@ def matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return np.asarray(np.matmul(lhs, rhs))
     if lhs.ndim > 2 and rhs.ndim == 2 and lhs.flags.c_contiguous:
         # [..., m, k] @ [k, n] as one [prod(...) * m, k] @ [k, n] product, not one per batch
-        rows = matmul(lhs.reshape(math.prod(lhs.shape[:-1]), lhs.shape[-1]), rhs)
+        rows = matmul(lhs.reshape(math.prod(lhs.shape[:-1]), lhs.shape[-1]), rhs, small)
         return rows.reshape(*lhs.shape[:-1], rhs.shape[-1])
     work = max(lhs.size * rhs.shape[-1], rhs.size * lhs.shape[-2])
-    if work >= SMALL_MATMUL:
+    if work >= small:
         return np.asarray(np.matmul(lhs, rhs))
     libs = [lib for lib in _openblas() if lib.get_num_threads() > 1]
     if not libs:
