@@ -13,7 +13,8 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "dataset", "cube", "vision", "rl", "lint", "typecheck", "xtask"]
+nox.options.sessions = ["tests", "dataset", "cube", "vision", "rl", "bench_smoke", "lint",
+                        "typecheck", "xtask"]
 nox.options.reuse_existing_virtualenvs = True
 # uv creates the session environments and installs into them where it is installed (faster),
 # virtualenv and pip otherwise.
@@ -208,7 +209,7 @@ def build(session: nox.Session) -> None:
 def bench_smoke(session: nox.Session) -> None:
     """burn-bench's tests: every op suite at tiny sizes against torch and numpy, the command
     line, results schema, benchmarks.toml, asv module, claims report and the training steps
-    (not in the default sessions; `burn-bench run --profile full` runs the full suites)."""
+    (in CI; `burn-bench run --profile full` runs the full suites)."""
     install(session, TORCH, "pytest", "-e", "packages/burn-core",
                     "-e", "packages/burn-bench[claims]")
     session.run("pytest", "packages/burn-bench/tests", "-p", "no:cacheprovider")
