@@ -77,6 +77,7 @@ def _torch_step(backend: str, width: int, activation: str) -> Any:
     import torch
 
     from burn_bench.ops import torch_device
+    from burn_bench.training import torch_classifier_step
 
     where = torch_device(torch, backend)
     torch.manual_seed(0)
@@ -87,14 +88,7 @@ def _torch_step(backend: str, width: int, activation: str) -> Any:
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.standard_normal((BATCH, FEATURES)).astype(np.float32)).to(where)
     y = torch.from_numpy(rng.integers(0, CLASSES, BATCH)).to(where)
-
-    def step() -> float:
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        optim.zero_grad(set_to_none=True)
-        loss.backward()
-        optim.step()
-        return loss.item()
-    return step
+    return torch_classifier_step(model, optim, x, y)
 
 
 def child(candidate: str, backend: str, width: int, activation: str) -> dict[str, float]:

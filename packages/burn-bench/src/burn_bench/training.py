@@ -128,6 +128,13 @@ def torch_step_fn(work: Workload) -> Callable[[], float]:
     model = work.torch_model()
     optim = torch.optim.Adam(model.parameters(), lr=LR, eps=EPSILON)
     x, y = (torch.from_numpy(a) for a in _data(work))
+    return torch_classifier_step(model, optim, x, y)
+
+
+def torch_classifier_step(model: Any, optim: Any, x: Any, y: Any) -> Callable[[], float]:
+    """A closure running one torch step of `model` on (x, y): cross-entropy, backward and
+    `optim`'s update; it returns the loss."""
+    import torch
 
     def step() -> float:
         loss = torch.nn.functional.cross_entropy(model(x), y)
