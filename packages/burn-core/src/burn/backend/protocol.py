@@ -714,6 +714,64 @@ class ModuleOps(ActivationOps):
         rows = self.float_select(weight, 0, flat)
         return self.float_reshape(rows, (*idx_shape, self.shape(weight)[1]))
 
+    def layer_norm(self, x: P, weight: P | None, bias: P | None, num_dims: int,
+                   eps: float) -> tuple[P, P, P]:
+        """Layer normalisation over the last `num_dims` dims (torch's native_layer_norm).
+
+        Args:
+            x: float input [..., *D] with at least `num_dims` dims.
+            weight: scale shaped D, or None.
+            bias: shift shaped D, or None.
+            num_dims: how many trailing dims (D) one group spans, >= 1.
+            eps: added to the biased variance.
+        Returns:
+            (out, mean, rstd): out = (x - mean) * rstd * weight + bias, shaped as x; mean and
+            rstd = 1 / sqrt(var + eps) shaped as x with the last `num_dims` dims of size 1.
+        """
+        shape = self.shape(x)
+        flat, stats = self._layer_norm_shapes(shape, num_dims)
+        x2 = self.float_reshape(x, flat)
+        mean = self.float_mean_dim(x2, 1)
+        centered = self.float_sub(x2, mean)
+        var = self.float_mean_dim(self.float_mul(centered, centered), 1)
+        rstd = self.float_recip(self.float_sqrt(self.float_add_scalar(var, eps)))
+        out = self.float_reshape(self.float_mul(centered, rstd), shape)
+        if weight is not None:
+            out = self.float_mul(out, weight)
+        if bias is not None:
+            out = self.float_add(out, bias)
+        return out, self.float_reshape(mean, stats), self.float_reshape(rstd, stats)
+
+    def layer_norm_backward(self, x: P, weight: P | None, bias: P | None, mean: P, rstd: P,
+                            grad: P, num_dims: int) -> tuple[P, P | None, P | None]:
+        """Gradients of `layer_norm`'s x, weight and bias (None where absent) from the forward's
+        `mean` and `rstd`: dx = rstd (gw - mean(gw) - xhat mean(gw xhat)) with gw = grad *
+        weight, dweight = sum(grad xhat), dbias = sum(grad) over the leading dims."""
+        shape = self.shape(x)
+        flat, _ = self._layer_norm_shapes(shape, num_dims)
+        rows = (flat[0], 1)
+        xhat = self.float_mul(self.float_sub(self.float_reshape(x, flat),
+                                             self.float_reshape(mean, rows)),
+                              self.float_reshape(rstd, rows))
+        g = self.float_reshape(grad, flat)
+        gw = g if weight is None else self.float_mul(g, self.float_reshape(weight, (1, flat[1])))
+        dx = self.float_mul(self.float_sub(
+            self.float_sub(gw, self.float_mean_dim(gw, 1)),
+            self.float_mul(xhat, self.float_mean_dim(self.float_mul(gw, xhat), 1))),
+            self.float_reshape(rstd, rows))
+        d_shape = shape[len(shape) - num_dims:]
+        dw = None if weight is None else self.float_reshape(
+            self.float_sum_dim(self.float_mul(g, xhat), 0), d_shape)
+        db = None if bias is None else self.float_reshape(self.float_sum_dim(g, 0), d_shape)
+        return self.float_reshape(dx, shape), dw, db
+
+    @staticmethod
+    def _layer_norm_shapes(shape: Shape, num_dims: int) -> tuple[Shape, Shape]:
+        """([M, D] rows of a layer norm's groups, the stats' shape) for an input `shape`."""
+        lead = len(shape) - num_dims
+        return ((math.prod(shape[:lead]), math.prod(shape[lead:])),
+                (*shape[:lead], *(1,) * num_dims))
+
     def attention(
         self, q: P, k: P, v: P, mask: P | None, scale: float | None, is_causal: bool
     ) -> P:

@@ -279,6 +279,19 @@ def attention(op: str, shapes: Shapes, args: dict[str, Any]) -> tuple[Shape, ...
     return ((*broadcast(op, q[:-2], k[:-2], v[:-2]), q[-2], v[-1]),)
 
 
+def layer_norm(op: str, shapes: Shapes, args: dict[str, Any]) -> tuple[Shape, ...]:
+    """x's shape, then the mean and rstd: x's shape with the last `num_dims` dims of size 1."""
+    x, k = shapes["x"], args["num_dims"]
+    if not 1 <= k <= len(x):
+        raise ShapeError(op, "num_dims must be in [1, x.ndim]", x=x, num_dims=k)
+    for name in ("weight", "bias"):
+        if shapes.get(name) is not None and tuple(shapes[name]) != tuple(x[len(x) - k:]):
+            raise ShapeError(op, f"{name} must be shaped as x's last num_dims dims",
+                             x=x, num_dims=k, **{name: shapes[name]})
+    stats = (*x[:len(x) - k], *(1,) * k)
+    return (x, stats, stats)
+
+
 def grads_of(*names: str) -> Rule:
     """A backward rule: one result per named input, shaped as that input (None if absent)."""
 

@@ -268,6 +268,11 @@ _module("interpolate_backward", "x: F, grad: F, output_size: shape, options: opt
 _module("grid_sample_2d", "x: F, grid: F, options: options", "F", r.grid_sample)
 _module("grid_sample_2d_backward", "x: F, grid: F, grad: F, options: options", "(F, F)",
         r.grads_of("x", "grid"))
+_module("layer_norm", "x: F, weight: F?, bias: F?, num_dims: int, eps: float", "(F, F, F)",
+        r.layer_norm, default=True)
+_module("layer_norm_backward",
+        "x: F, weight: F?, bias: F?, mean: F, rstd: F, grad: F, num_dims: int", "(F, F?, F?)",
+        r.grads_of("x", "weight", "bias"), default=True)
 _module("embedding", "weight: F, indices: I", "F", r.embedding, default=True)
 _module("attention", "q: F, k: F, v: F, mask: B?, scale: float?, is_causal: bool", "F",
         r.attention, default=True)
