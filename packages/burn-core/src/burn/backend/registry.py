@@ -31,7 +31,8 @@ _BUILTIN: dict[str, dict[str, str]] = {
                     "cpu": "burn.backends.cube:CpuBackend",
                     "wgpu": "burn.backends.cube:WgpuBackend",
                     "cuda": "burn.backends.cube:CudaBackend"},
-    DECORATOR_GROUP: {"autodiff": "burn.autodiff:Autodiff", "profile": "burn.profiler:Profile"},
+    DECORATOR_GROUP: {"autodiff": "burn.autodiff:Autodiff", "profile": "burn.profiler:Profile",
+                      "fusion": "burn.fusion:Fusion"},
 }
 # name -> "module:Class" or a class, per group; filled on first use.
 _targets: dict[str, dict[str, Any]] = {}

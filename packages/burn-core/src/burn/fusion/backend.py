@@ -1,0 +1,130 @@
+"""`Fusion(inner)`: the decorator that records elementwise ops and runs them fused.
+
+Under ``Device("cpu").fusion()`` (``"cpu+fusion"``, composing with ``.autodiff()``) every op
+whose inner implementation is its op-table lowering is recorded into the device's `Stream`
+instead of run: its result is a `FusionTensor` whose shape and dtype the op table infers, so
+an argument the op cannot take raises at the call site. Any other op is a sync point for the
+pending ops it reads and runs at once on the inner backend, as do reading data, `item()`,
+printing and `burn.sync()`. Protocol defaults the inner backend does not override (gelu with
+``approximate="tanh"`` on a backend without its own kernel, softplus, ...) run on the fusion
+backend itself, so their primitive ops are recorded and fused too.
+
+Over a backend without burn-cube kernels (``numpy+fusion``) nothing is recorded: every op
+runs at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from burn.backend.decorator import Decorator
+from burn.backend.protocol import Backend
+from burn.fusion.elementwise import fusable
+from burn.fusion.handle import FusionTensor
+from burn.fusion.stats import STATS
+from burn.fusion.stream import Stream
+from burn.ir import OPS, OpDef, TensorIR, new_id
+
+if TYPE_CHECKING:
+    from burn.device import Device
+    from burn.dtype import DType
+
+
+class Fusion(Decorator):
+    """Lazy op streams fused into generated kernels.
+
+    Args:
+        inner: the backend that computes (a cube backend for fusion; any other runs eagerly).
+    """
+
+    decorator_name: ClassVar[str] = "fusion"
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(inner)
+        self.stream = Stream(inner)
+        cls = type(inner)
+        lowered: dict[str, Any] = {}
+        if hasattr(inner, "runtime"):
+            from burn.backends.cube.elementwise import ELEMENTWISE_METHODS
+
+            lowered = ELEMENTWISE_METHODS
+        #: ops recorded into the stream: those the inner backend runs by their lowering.
+        self.recorded = frozenset(n for n, m in lowered.items() if getattr(cls, n, None) is m)
+        #: protocol defaults the inner backend keeps, run on this backend.
+        self.defaults = {n: getattr(Backend, n) for n, op in OPS.items()
+                         if op.default and n not in self.recorded and op.device_at is None
+                         and getattr(cls, n, None) is getattr(Backend, n)}
+
+    def handle(self, op: OpDef, args: tuple[Any, ...]) -> Any:
+        name = op.name
+        if name in self.recorded:
+            handles = [args[i] for i in op.tensor_at if args[i] is not None]
+            casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
+            if fusable([*(h.dtype for h in handles), *casts]):
+                record = self.record(op, args)
+                return self.stream.add(record, handles, handles[0].device)
+        default = self.defaults.get(name)
+        if default is not None:
+            return default(self, *args)
+        return self.eager(op, args)
+
+    def eager(self, op: OpDef, args: tuple[Any, ...]) -> Any:
+        """Run `op` at once on the inner backend (after the pending ops it reads)."""
+        STATS.ops_eager += 1
+        inner_args = list(args)
+        for i in op.tensor_at:
+            if args[i] is not None:
+                inner_args[i] = self.value(args[i])
+        for i in op.list_at:
+            inner_args[i] = [self.value(h) for h in args[i]]
+        out = getattr(self.inner, op.name)(*inner_args)
+        if not op.results:
+            return out
+        device = args[op.device_at] if op.device_at is not None else None
+        if isinstance(out, tuple | list):
+            return tuple(None if o is None else self.wrap(o, device) for o in out)
+        return self.wrap(out, device)
+
+    def wrap(self, value: Any, device: Device | None = None) -> FusionTensor:
+        """An inner primitive as a computed handle (on `device`, else where it lives)."""
+        inner = self.inner
+        return FusionTensor(new_id(), tuple(inner.shape(value)), inner.dtype(value),
+                            device if device is not None else inner.device_of(value), value)
+
+    def value(self, x: FusionTensor) -> Any:
+        """The inner primitive of `x`, running the pending ops first when it is pending."""
+        if x.value is None:
+            self.stream.flush()
+            assert x.value is not None, f"{x} was not computed by its stream"
+        return x.value
+
+    def describe(self, x: Any) -> TensorIR:
+        return TensorIR(x.id, x.shape, x.dtype)
+
+    # --- hooks: handles answered without running anything; data through `value` ---
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
+    def dtype(self, x: Any) -> DType:
+        return x.dtype  # type: ignore[no-any-return]
+
+    def device_of(self, x: Any) -> Device:
+        return self.outer_device(x.device)
+
+    def detach_values(self, x: Any) -> Any:
+        return x
+
+    def check_indices(self, op: str, indices: Any, size: int, wrap_negative: bool = True) -> Any:
+        return self.wrap(self.inner.check_indices(op, self.value(indices), size, wrap_negative),
+                         indices.device)
+
+    def check_nonzero(self, op: str, divisor: Any) -> None:
+        self.inner.check_nonzero(op, self.value(divisor))
+
+    def exported(self, x: Any) -> Any:
+        return self.inner.exported(self.value(x))
+
+    def sync(self) -> None:
+        self.stream.flush()
+        self.inner.sync()
+

@@ -1,0 +1,249 @@
+"""The elementwise fuser: a block of elementwise op records becomes one burn-cube kernel.
+
+A block is a run of recorded ops whose results share one shape (inputs may broadcast to it).
+Only the ops whose results are needed (held by a handle, or read by a later block) and the ops
+feeding them are computed; each needed result is one output of the kernel. The kernel is built
+with burn-cube's `KernelBuilder` from the rows' lowerings (`burn.ir.cube`'s emitter, the one the
+cube backends' one-op kernels use), each op's value rounded to its result dtype
+as the unfused op would store it, and kept in a local, so values equal the unfused ops'.
+
+Kernels are cached by the block's signature (ops, how their arguments connect, dtypes, which
+numbers are None, the compile-time arguments, rank and line width); the numbers themselves are
+runtime scalars, so a training loop whose learning rate or step count changes reuses its
+kernels. Launches are planned once per signature and argument layout.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, cast
+
+from burn.backends.cube.elementwise import CUBE_DIM, LANES, LINE_DTYPES, broadcast_view
+from burn.dtype import DType, Kind
+from burn.fusion.stats import STATS
+from burn.ir import OPS, OpIR, TensorIR
+from burn.ir.cube import CUBE_DTYPES, cube_dtype
+from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
+
+_NUMBER_TYPES = ("scalar", "scalar?", "float", "float?")
+#: Most launch plans a stream keeps (all are dropped when full).
+MAX_PLANS = 4096
+#: A block's signature: (rank, lanes, input dtypes, ops, written op indices), where an op is
+#: (name, arguments, result dtype) and an argument is ("in", k), ("op", j), ("num", dtype)
+#: or ("fixed", value).
+Signature = tuple[Any, ...]
+_KERNELS: dict[Signature, Any] = {}
+
+
+def fusable(dtypes: Iterable[DType]) -> bool:
+    """Whether the fuser can compute an op over tensors (and a cast to dtypes) of `dtypes`:
+    all of a dtype burn-cube has."""
+    return all(d in CUBE_DTYPES for d in dtypes)
+
+
+def run_block(inner: Any, block: list[OpIR], values: dict[int, Any], needed: set[int],
+              plans: dict[Any, Any]) -> dict[int, Any]:
+    """Compute the needed results of `block` on `inner` (a cube backend).
+
+    Args:
+        inner: the backend computing.
+        block: op records whose results share one shape, in stream order.
+        values: inner primitives by tensor id (the block's inputs from outside it).
+        needed: ids of results that must be written.
+        plans: the stream's launch plans (filled here).
+    Returns:
+        The written results by tensor id.
+    """
+    live = _live(block, needed)
+    STATS.ops_dead += len(block) - len(live)
+    if not live:
+        return {}
+    if len(live) == 1:
+        record = live[0]
+        result = getattr(inner, record.name)(*_inner_args(record, values))
+        STATS.kernels_launched += 1
+        return {result_of(record).id: result}
+    return _launch(inner, live, values, needed, plans)
+
+
+def result_of(record: OpIR) -> TensorIR:
+    """The one result of an elementwise op's record."""
+    out = record.outputs[0] if record.outputs else None
+    assert out is not None and out.shape is not None  # one result, of a known shape
+    return out
+
+
+def _live(block: list[OpIR], needed: set[int]) -> list[OpIR]:
+    """The ops of `block` whose results are needed or feed a needed one, in order."""
+    want = set(needed)
+    live = []
+    for record in reversed(block):
+        if result_of(record).id in want:
+            live.append(record)
+            want.update(t.id for t in record.inputs.values() if isinstance(t, TensorIR))
+    live.reverse()
+    return live
+
+
+def _inner_args(record: OpIR, values: dict[int, Any]) -> list[Any]:
+    """A record's arguments in protocol order, tensors as inner primitives."""
+    args = []
+    for p in record.op.params:
+        if p.is_tensor:
+            t = record.inputs[p.name]
+            args.append(None if t is None else values[t.id])  # type: ignore[union-attr]
+        else:
+            args.append(record.scalars[p.name])
+    return args
+
+
+def _launch(inner: Any, live: list[OpIR], values: dict[int, Any], needed: set[int],
+            plans: dict[Any, Any]) -> dict[int, Any]:
+    """One kernel for `live` (two ops or more)."""
+    inputs: list[Any] = []  # inner primitives read by the kernel
+    slot: dict[int, tuple[str, int]] = {}
+    ops: list[tuple[Any, ...]] = []
+    numbers: list[Any] = []
+    for j, record in enumerate(live):
+        args: list[tuple[str, Any]] = []
+        dtypes: list[DType] = []
+        for p in record.op.params:
+            if p.is_tensor:
+                t = record.inputs[p.name]
+                assert isinstance(t, TensorIR)  # elementwise ops take single tensors
+                where = slot.get(t.id)
+                if where is None:
+                    where = slot[t.id] = ("in", len(inputs))
+                    inputs.append(values[t.id])
+                args.append(where)
+                dtypes.append(t.dtype)
+                continue
+            value = record.scalars[p.name]
+            if p.type in _NUMBER_TYPES and value is not None:
+                dtype = dtypes[0] if p.type.startswith("scalar") else _float_of(
+                    [*dtypes, result_of(record).dtype])
+                args.append(("num", dtype))
+                numbers.append(_converter(dtype)(value))
+            else:
+                args.append(("fixed", value))
+        out = result_of(record)
+        slot[out.id] = ("op", j)
+        ops.append((record.name, tuple(args), out.dtype))
+    written = tuple(j for j, record in enumerate(live) if result_of(record).id in needed)
+    shape = cast(tuple[int, ...], result_of(live[-1]).shape)
+    size = math.prod(shape)
+    arrays = [t.array for t in inputs]
+    dense = all(t.shape == shape and t.is_contiguous for t in inputs)
+    rank = 1 if dense else len(shape)
+    all_dtypes = {t.dtype for t in inputs} | {op[2] for op in ops}
+    lanes = LANES if (dense and not size % LANES and len(all_dtypes) == 1
+                      and all_dtypes <= LINE_DTYPES[inner.runtime.name]
+                      and all(a.offset % LANES == 0 for a in arrays)) else 1
+    signature = (rank, lanes, tuple(t.dtype for t in inputs), tuple(ops), written)
+    outs = [inner.empty(shape, result_of(live[j]).dtype) for j in written]
+    if size:
+        key = (signature, tuple(_layout(a) for a in arrays))
+        launcher = plans.get(key)
+        if launcher is None:
+            launcher = _plan(inner, signature, size, shape, dense, inputs, numbers, outs)
+            if len(plans) >= MAX_PLANS:
+                plans.clear()
+            plans[key] = launcher
+        launcher([*arrays, *numbers, *(o.array for o in outs)])
+        STATS.kernels_launched += 1
+    STATS.ops_fused += len(live)
+    return {result_of(live[j]).id: o for j, o in zip(written, outs, strict=True)}
+
+
+def _plan(inner: Any, signature: Signature, size: int, shape: tuple[int, ...], dense: bool,
+          inputs: list[Any], numbers: list[Any], outs: list[Any]) -> Callable[[Any], None]:
+    """The launcher of `signature`'s kernel over arguments laid out as these."""
+    start = time.perf_counter()
+    kernel = _KERNELS.get(signature)
+    if kernel is None:
+        kernel = _KERNELS[signature] = _build(signature)
+        STATS.plans += 1
+    else:
+        STATS.cache_hits += 1
+    lanes = signature[1]
+    if dense:
+        views = [_flat(t.array, size) for t in (*inputs, *outs)]
+    else:
+        views = [broadcast_view(t, shape).array for t in inputs] + [o.array for o in outs]
+    counts = (max(1, -(-size // lanes // CUBE_DIM)), 1, 1)
+    n_in = len(inputs)
+    launcher: Callable[[Any], None] = kernel.plan(inner.runtime, counts, CUBE_DIM,
+                                                  *views[:n_in], *numbers, *views[n_in:])
+    STATS.compile_s += time.perf_counter() - start
+    return launcher
+
+
+def _build(signature: Signature) -> Any:
+    """The kernel of a block signature."""
+    from burn_cube import KernelBuilder
+    from burn_cube.types import line
+
+    rank, lanes, in_dtypes, ops, written = signature
+    b = KernelBuilder(f"fused_{len(ops)}_ops")
+    ins = [b.tensor(f"in{k}", cube_dtype("fusion", d), rank=rank, line_size=lanes, write=False)
+           for k, d in enumerate(in_dtypes)]
+    scalars = iter([b.scalar(f"s{n}", cube_dtype("fusion", arg[1]))
+                    for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")])
+    outs = [b.tensor(f"out{i}", cube_dtype("fusion", ops[j][2]), rank=rank, line_size=lanes,
+                     write=True) for i, j in enumerate(written)]
+    pos = b.ABSOLUTE_POS
+    loaded: dict[int, Any] = {}
+    results: list[Any] = []
+    with b.if_(pos < outs[0].len):
+        for name, args, out_dtype in ops:
+            op = OPS[name]
+            env: dict[str, Any] = {}
+            for p, (role, value) in zip(op.params, args, strict=True):
+                if role == "in":
+                    if value not in loaded:
+                        t = ins[value]
+                        loaded[value] = b.local(line(cube_dtype(name, in_dtypes[value]), lanes),
+                                                init=t[b.index_of(t, pos)])
+                    env[p.name] = loaded[value]
+                elif role == "op":
+                    env[p.name] = results[value]
+                elif role == "num":
+                    env[p.name] = next(scalars)
+                elif p.type == "dtype":
+                    env[p.name] = cube_dtype(name, value)
+                else:
+                    env[p.name] = value
+            target = line(cube_dtype(name, out_dtype), lanes)
+            assert op.cube is not None  # recorded ops have a lowering
+            value = emit_lowering(b, op.cube, env)
+            if getattr(value, "dtype", target) != target:
+                value = b.cast(value, target)
+            results.append(b.local(target, init=value))
+        for out, j in zip(outs, written, strict=True):
+            out[b.index_of(out, pos)] = results[j]
+    return b.kernel()
+
+
+def _float_of(dtypes: list[DType]) -> DType:
+    return next((d for d in dtypes if d.kind is Kind.FLOAT), DType.float32)
+
+
+def _converter(dtype: DType) -> Callable[[Any], Any]:
+    """How a host number becomes a kernel scalar of `dtype`."""
+    return float if dtype.is_float else bool if dtype is DType.bool else int
+
+
+def _flat(array: Any, size: int) -> Any:
+    """A dense array as a rank-1 view of `size` elements."""
+    if array.base is None and len(array.shape) == 1:
+        return array
+    return array.view_unchecked((size,), (1,), array.offset)
+
+
+def _layout(array: Any) -> Any:
+    """An array's part of a launch key (shape; for views also strides, offset, storage)."""
+    base = array.base
+    return array.shape if base is None else (array.shape, array.strides, array.offset,
+                                             base.shape)

@@ -1,0 +1,40 @@
+"""`FusionTensor`: the primitive of the fusion decorator, a lazy handle on an inner primitive.
+
+Its shape, dtype and device are known when the op that makes it is recorded (the op table's
+rules); `value` is the inner backend's primitive once the stream has computed it, None while
+the op is pending. The stream keeps only a weak reference to a pending handle, so a result
+nobody holds when the stream runs is never written to memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from burn.device import Device
+from burn.dtype import DType
+
+
+class FusionTensor:
+    """A tensor of a fusion device.
+
+    Args:
+        id: its id in op records (`burn.ir.TensorIR.id`).
+        shape: its shape.
+        dtype: its dtype.
+        device: the inner device it lives on.
+        value: the inner primitive, or None while its op is pending.
+    """
+
+    __slots__ = ("id", "shape", "dtype", "device", "value", "__weakref__")
+
+    def __init__(self, id: int, shape: tuple[int, ...], dtype: DType, device: Device,
+                 value: Any = None) -> None:
+        self.id = id
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+        self.value = value
+
+    def __repr__(self) -> str:
+        state = "pending" if self.value is None else "ready"
+        return f"FusionTensor(#{self.id}, shape={self.shape}, dtype={self.dtype.value}, {state})"

@@ -1,0 +1,53 @@
+"""`burn.fusion.stats()`: what the fusion decorators of this process have done."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class FusionStats:
+    """Counters of every fusion stream of the process.
+
+    Attributes:
+        streams: streams made (one per fusion device in use).
+        flushes: times a stream ran its pending ops.
+        ops_recorded: ops deferred into a stream.
+        ops_eager: ops no fuser takes, run at once on the inner backend.
+        plans: fused kernels built (distinct op-sequence signatures).
+        cache_hits: fused blocks whose kernel came from the plan cache.
+        kernels_launched: kernels the fusion streams launched (fused blocks and single ops
+            run by the inner backend's own kernel).
+        ops_fused: recorded ops that ran inside a fused kernel of two ops or more.
+        ops_dead: recorded ops skipped because nothing read their results.
+        compile_s: seconds spent building and compiling new fused kernels.
+    """
+
+    streams: int = 0
+    flushes: int = 0
+    ops_recorded: int = 0
+    ops_eager: int = 0
+    plans: int = 0
+    cache_hits: int = 0
+    kernels_launched: int = 0
+    ops_fused: int = 0
+    ops_dead: int = 0
+    compile_s: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        """The counters by name."""
+        return asdict(self)
+
+
+STATS = FusionStats()
+
+
+def stats() -> FusionStats:
+    """A copy of the process's fusion counters (see `FusionStats`)."""
+    return FusionStats(**asdict(STATS))
+
+
+def reset_stats() -> None:
+    """Set every fusion counter back to zero (the plan cache is kept)."""
+    for name, value in asdict(FusionStats()).items():
+        setattr(STATS, name, value)

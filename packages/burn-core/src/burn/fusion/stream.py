@@ -1,0 +1,97 @@
+"""`Stream`: the ops a fusion device has recorded and not run yet.
+
+Recorded ops are `OpIR`s whose tensors are ids: an input already computed is kept by value
+(`values`), a pending result only by a weak reference to its handle. `flush` cuts the pending
+ops into blocks (consecutive ops whose results share one shape), works out which results must
+be written (a live handle holds them, or a later block reads them) and runs each block through
+the elementwise fuser; results nobody holds and nothing reads are never computed.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, cast
+
+from burn.device import Device
+from burn.fusion.elementwise import result_of, run_block
+from burn.fusion.handle import FusionTensor
+from burn.fusion.stats import STATS
+from burn.ir import OpIR, TensorIR
+
+#: Most ops a stream holds before it runs them (a bound on kernel size and on the memory the
+#: inputs of pending ops keep).
+MAX_PENDING = 128
+
+
+class Stream:
+    """The pending ops of one fusion device.
+
+    Args:
+        inner: the cube backend that runs them.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.pending: list[OpIR] = []
+        #: pending results' handles, weakly, by id.
+        self.weak: dict[int, weakref.ref[FusionTensor]] = {}
+        #: computed inputs of pending ops (inner primitives) by id.
+        self.values: dict[int, Any] = {}
+        #: launch plans of fused kernels (`elementwise.run_block`).
+        self.plans: dict[Any, Any] = {}
+        STATS.streams += 1
+
+    def add(self, record: OpIR, inputs: list[FusionTensor], device: Device) -> FusionTensor:
+        """Defer `record`, whose tensor arguments are `inputs`; its result's handle.
+
+        Args:
+            record: the op's record (output inferred).
+            inputs: the handles of its tensor arguments.
+            device: the inner device of the result.
+        """
+        for h in inputs:
+            if h.value is not None:
+                self.values[h.id] = h.value
+        out = result_of(record)
+        handle = FusionTensor(out.id, cast(tuple[int, ...], out.shape), out.dtype, device)
+        self.pending.append(record)
+        self.weak[out.id] = weakref.ref(handle)
+        STATS.ops_recorded += 1
+        if len(self.pending) >= MAX_PENDING:
+            self.flush()
+        return handle
+
+    def flush(self) -> None:
+        """Run every pending op whose result is needed; handles still held get their values."""
+        if not self.pending:
+            return
+        pending, weak, values = self.pending, self.weak, self.values
+        self.pending, self.weak, self.values = [], {}, {}
+        STATS.flushes += 1
+        blocks = _blocks(pending)
+        producer = {result_of(r).id: i for i, block in enumerate(blocks) for r in block}
+        needed = {i for i, ref in weak.items() if ref() is not None}
+        for i, block in enumerate(blocks):
+            for record in block:
+                for t in record.inputs.values():
+                    if isinstance(t, TensorIR) and producer.get(t.id, i) != i:
+                        needed.add(t.id)
+        for block in blocks:
+            for tid, value in run_block(self.inner, block, values, needed, self.plans).items():
+                values[tid] = value
+                handle = weak[tid]()
+                if handle is not None:
+                    handle.value = value
+
+
+def _blocks(pending: list[OpIR]) -> list[list[OpIR]]:
+    """Consecutive ops whose results have one shape."""
+    blocks: list[list[OpIR]] = []
+    shape: Any = None
+    for record in pending:
+        out = result_of(record)
+        if not blocks or out.shape != shape:
+            blocks.append([])
+            shape = out.shape
+        blocks[-1].append(record)
+    return blocks
