@@ -59,6 +59,15 @@ class Device:
             return self.inner().decorate("profile").autodiff()
         return self.decorate("profile")
 
+    def fusion(self) -> Device:
+        """The same device with its elementwise ops recorded and fused into generated kernels
+        (the Fusion decorator, under autodiff when the device has it); itself when fused."""
+        if "fusion" in self.decorators:
+            return self
+        if self.is_autodiff:
+            return self.inner().decorate("fusion").autodiff()
+        return self.decorate("fusion")
+
     def inner(self) -> Device:
         """The device without its outermost decorator (itself when it has none)."""
         if not self.decorators:
