@@ -1,10 +1,11 @@
-"""`import burn` stays light: heavy and optional modules load on first use only.
+"""`import burn` stays light: numpy, heavy and optional modules load on first use only.
 
 Checked by module presence in fresh interpreters (`-X importtime` lists every module a statement
 imports), never by timing; burn-bench's `startup` suite measures the time.
 """
 
 import json
+import os
 import subprocess
 import sys
 from importlib.metadata import version
@@ -13,10 +14,12 @@ from importlib.metadata import version
 #: subpackages reached through `burn.<name>` on first access).
 HEAVY = ("ml_dtypes", "matplotlib", "rich", "burn.nn", "burn.record", "burn.train",
          "burn.data", "burn.optim")
-#: Nor these: install metadata (`__version__`, entry points), the functional ops and autodiff,
-#: the op table, the option records, the backend protocol, registry and backends, and the
-#: optional dependencies (cube runtimes, weight files, images, BLAS thread control).
-NOT_AT_IMPORT = (*HEAVY, "importlib.metadata", "burn.functional", "burn.autodiff", "burn.ir",
+#: Nor these: numpy and the tensor frontend (loaded with the first tensor), install metadata
+#: (`__version__`, entry points), the functional ops and autodiff, the op table, the option
+#: records, the backend protocol, registry and backends, and the optional dependencies (cube
+#: runtimes, weight files, images, BLAS thread control).
+NOT_AT_IMPORT = (*HEAVY, "numpy", "burn.frontend", "burn.frontend.tensor", "importlib.metadata",
+                 "burn.functional", "burn.autodiff", "burn.ir",
                  "burn.backend.options", "burn.backend.protocol", "burn.backend.registry",
                  "burn.backends.numpy",
                  "burn.profiler", "burn_cube", "wgpu", "cupy", "safetensors", "PIL",
@@ -29,14 +32,20 @@ NOT_AT_FIRST_OP = ("ml_dtypes", "importlib.metadata", "burn.nn", "burn.functiona
                    "safetensors", "PIL", "threadpoolctl", "numpy.random")
 
 
-def _imported(code: str) -> set[str]:
+def _imported(code: str, site: bool = True) -> set[str]:
     """Modules that `code` imports in a fresh interpreter, beyond what start-up itself imports
     (site and .pth files): those `python -X importtime` lists, plus those left in sys.modules
-    (importtime does not list a module imported through `importlib.import_module`)."""
+    (importtime does not list a module imported through `importlib.import_module`). Without
+    `site`, the interpreter runs with `-S` and this `sys.path`, so that modules the
+    environment's .pth files import at start-up count as well."""
+    flags, env = ["-X", "importtime"], None
+    if not site:
+        flags.append("-S")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 
     def modules(snippet: str) -> set[str]:
         probe = f"{snippet}\nimport sys\nprint('\\n'.join(sys.modules))"
-        run = subprocess.run([sys.executable, "-X", "importtime", "-c", probe],
+        run = subprocess.run([sys.executable, *flags, "-c", probe], env=env,
                              capture_output=True, text=True, check=True)
         timed = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines()
                  if line.startswith("import time:") and line.count("|") == 2}
@@ -56,13 +65,57 @@ def _loaded_after(code: str) -> dict[str, bool]:
 
 def test_import_burn_loads_no_heavy_module():
     imported = _imported("import burn")
-    assert {"burn", "burn.frontend.tensor", "burn.device"} <= imported  # the probe sees burn
+    assert {"burn", "burn.dtype", "burn.device"} <= imported  # the probe sees burn
     assert sorted(m for m in NOT_AT_IMPORT if m in imported) == []
+
+
+def test_import_burn_without_site_loads_only_the_standard_library_core():
+    # without the .pth files (which may import typing and more at start-up), `import burn`
+    # loads no typing, re or numpy: its own modules, enum and threading
+    imported = _imported("import burn", site=False)
+    assert {"burn", "burn.dtype", "burn.device", "burn.errors", "enum"} <= imported
+    unwanted = ("numpy", "typing", "re", "dataclasses", "inspect", "burn.frontend")
+    assert sorted(m for m in unwanted if m in imported) == []
+
+
+def test_dtypes_and_devices_work_without_numpy():
+    # DType and Device behave as before (equality, names, sizes, pickling, parsing, the
+    # default device) without loading numpy or a backend
+    imported = _imported(
+        "import burn, pickle\n"
+        "assert burn.float32 == burn.DType('float32') and burn.float32 != burn.float64\n"
+        "assert burn.bfloat16.itemsize == 2 and burn.int64.itemsize == 8\n"
+        "assert burn.bool_.kind is burn.Kind.BOOL and burn.float16.is_float\n"
+        "assert pickle.loads(pickle.dumps(burn.bfloat16)) is burn.bfloat16\n"
+        "d = burn.Device('numpy+autodiff')\n"
+        "assert pickle.loads(pickle.dumps(d)) == d and d.inner() == burn.Device('numpy')\n"
+        "assert burn.default_device() == burn.Device('numpy')\n"
+        "try:\n    burn.Device('nope')\nexcept burn.errors.DeviceError:\n    pass\n"
+        "else:\n    raise AssertionError('unknown backend accepted')")
+    assert {"burn.backend.registry", "pickle"} <= imported
+    assert sorted(m for m in ("numpy", "burn.frontend", "burn.backends.numpy")
+                  if m in imported) == []
+
+
+def test_numpy_equivalents_load_numpy_on_first_lookup():
+    import numpy as np
+
+    loaded = _imported("import burn\nimport sys\nassert 'numpy' not in sys.modules\n"
+                       "assert burn.float32.numpy.name == 'float32'")
+    assert "numpy" in loaded and "ml_dtypes" not in loaded
+    from burn import dtype
+
+    assert [d.numpy for d in dtype.DType if d is not dtype.bfloat16] == [
+        np.dtype(n) for n in ("float64", "float32", "float16", "int64", "int32", "int8",
+                              "uint8", "bool")]
+    assert [d.itemsize for d in dtype.DType] == [d.numpy.itemsize for d in dtype.DType]
+    assert all(dtype.FROM_NUMPY_MAP[d.numpy] is d for d in dtype.DType)
 
 
 def test_first_tensor_op_loads_no_heavy_module():
     imported = _imported("import burn\nburn.tensor([1.0, 2.0]) + 1")
-    assert {"burn.backend.registry", "burn.backends.numpy"} <= imported
+    assert {"numpy", "burn.frontend.tensor", "burn.backend.registry",
+            "burn.backends.numpy"} <= imported
     assert sorted(m for m in NOT_AT_FIRST_OP if m in imported) == []
 
 
@@ -83,6 +136,11 @@ def test_probe_sees_a_lazy_import():
 
 def test_public_names_and_version_resolve():
     import burn
+    from burn import frontend
+
+    # the lazy frontend names are the frontend's public names, and resolve to them
+    assert sorted(burn._FRONTEND) == sorted(frontend.__all__)
+    assert all(getattr(burn, n) is getattr(frontend, n) for n in frontend.__all__)
 
     probe = ("import burn\nfrom burn import *\n"
              "missing = [n for n in burn.__all__ if n not in dir(burn)]\n"

@@ -1,7 +1,6 @@
 """Burn for Python: tensors, backends and autodiff (burn-core)."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from burn import errors
 from burn.device import Device, available_backends, default_device, set_default_device, sync
@@ -18,53 +17,68 @@ from burn.dtype import (
     int64,
     uint8,
 )
-from burn.frontend import (
-    Tensor,
-    arange,
-    bernoulli,
-    blackman_window,
-    cartesian_grid,
-    cat,
-    diag_mask,
-    empty,
-    empty_like,
-    eye,
-    from_dlpack,
-    from_numpy,
-    full,
-    full_like,
-    hamming_window,
-    hann_window,
-    logsumexp,
-    normal,
-    one_hot,
-    ones,
-    ones_like,
-    rand,
-    randint,
-    randn,
-    seed,
-    stack,
-    tensor,
-    tril_mask,
-    triu_mask,
-    uniform,
-    where,
-    zeros,
-    zeros_like,
+
+#: The frontend's names: `Tensor`, creation functions and free functions on tensors.
+_FRONTEND = (
+    "Tensor", "arange", "bernoulli", "blackman_window", "cartesian_grid", "cat", "diag_mask",
+    "empty", "empty_like", "eye", "from_dlpack", "from_numpy", "full", "full_like",
+    "hamming_window", "hann_window", "logsumexp", "normal", "one_hot", "ones", "ones_like",
+    "rand", "randint", "randn", "seed", "stack", "tensor", "tril_mask", "triu_mask", "uniform",
+    "where", "zeros", "zeros_like",
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from burn import data, functional, linalg, lr_scheduler, nn, optim, record, train
     from burn.autodiff import Gradients, is_grad_enabled, no_grad
     from burn.backend.registry import register_backend, register_decorator
+    from burn.frontend import (
+        Tensor,
+        arange,
+        bernoulli,
+        blackman_window,
+        cartesian_grid,
+        cat,
+        diag_mask,
+        empty,
+        empty_like,
+        eye,
+        from_dlpack,
+        from_numpy,
+        full,
+        full_like,
+        hamming_window,
+        hann_window,
+        logsumexp,
+        normal,
+        one_hot,
+        ones,
+        ones_like,
+        rand,
+        randint,
+        randn,
+        seed,
+        stack,
+        tensor,
+        tril_mask,
+        triu_mask,
+        uniform,
+        where,
+        zeros,
+        zeros_like,
+    )
     from burn.profiler import profile
 
     __version__: str  # the one version: pyproject.toml's
 
-#: Names imported on first access (PEP 562), so `import burn` stays fast: subpackages
-#: (`burn.nn`, `from burn import train`) and names of modules not needed to make tensors.
+#: Names imported on first access (PEP 562), so `import burn` stays fast (it loads neither
+#: numpy nor the backends): the frontend (numpy loads with it, when the first tensor is made or
+#: `burn.Tensor` is touched), subpackages (`burn.nn`, `from burn import train`) and the names
+#: of modules not needed to make tensors.
 _LAZY: dict[str, tuple[str, str | None]] = {
+    **{name: ("burn.frontend", name) for name in _FRONTEND},
     **{name: (f"burn.{name}", None) for name in (
         "data", "functional", "linalg", "lr_scheduler", "nn", "optim", "record", "train")},
     **{name: ("burn.autodiff", name) for name in ("Gradients", "is_grad_enabled", "no_grad")},
@@ -85,6 +99,8 @@ def __getattr__(name: str) -> Any:
         return installed
     if name not in _LAZY:
         raise AttributeError(f"module 'burn' has no attribute {name!r}")
+    import importlib
+
     module_name, attr = _LAZY[name]
     module = importlib.import_module(module_name)
     value = module if attr is None else getattr(module, attr)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import threading
 from functools import cache
-from typing import TYPE_CHECKING
 
 from burn.errors import DeviceError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
     from burn.backend.protocol import Backend
     from burn.backend.registry import BackendInfo

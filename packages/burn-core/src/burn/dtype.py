@@ -1,15 +1,22 @@
-"""Data types and tensor kinds, with their numpy equivalents."""
+"""Data types and tensor kinds, with their numpy equivalents.
+
+numpy is imported on the first lookup of a numpy equivalent (`DType.numpy`, `from_numpy`), not
+with this module, so that `import burn` does not load it.
+"""
 
 from __future__ import annotations
 
 import builtins
 import enum
-from collections.abc import Iterable
-from typing import Any
-
-import numpy as np
 
 from burn.errors import DTypeError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    import numpy as np
 
 
 class Kind(enum.Enum):
@@ -48,7 +55,7 @@ class DType(enum.Enum):
     @property
     def itemsize(self) -> int:
         """Bytes per element."""
-        return self.numpy.itemsize
+        return _ITEMSIZE[self]
 
     @property
     def is_float(self) -> builtins.bool:  # `bool` is a member here
@@ -60,9 +67,14 @@ class DType(enum.Enum):
     __str__ = __repr__
 
 
+_ITEMSIZE = {DType.float64: 8, DType.float32: 4, DType.float16: 2, DType.bfloat16: 2,
+             DType.int64: 8, DType.int32: 4, DType.int8: 1, DType.uint8: 1, DType.bool: 1}
+
+
 def _bfloat16_numpy() -> np.dtype:
     """ml_dtypes' bfloat16, imported on first use (the import costs ~0.5 s at start-up)."""
     import ml_dtypes
+    import numpy as np
 
     dt = np.dtype(ml_dtypes.bfloat16)
     _TO_NUMPY[DType.bfloat16] = dt
@@ -70,36 +82,44 @@ def _bfloat16_numpy() -> np.dtype:
     return dt
 
 
-class _ToNumpy(dict[DType, np.dtype]):
-    """DType -> numpy dtype; bfloat16 is added (loading ml_dtypes) on its first lookup."""
+def _fill_numpy_maps() -> None:
+    """Import numpy and fill both maps (all dtypes but bfloat16): done on their first miss."""
+    import numpy as np
+
+    pairs: dict[DType, np.dtype] = {d: np.dtype(d.value) for d in DType if d is not DType.bfloat16}
+    _TO_NUMPY.update(pairs)
+    FROM_NUMPY_MAP.update({v: k for k, v in pairs.items()})
+
+
+class _ToNumpy(dict[DType, "np.dtype"]):
+    """DType -> numpy dtype, empty until its first lookup imports numpy; bfloat16 is added
+    (loading ml_dtypes) on its own first lookup."""
 
     def __missing__(self, key: DType) -> np.dtype:
+        if not self:
+            _fill_numpy_maps()
+            return self[key]
         if key is DType.bfloat16:
             return _bfloat16_numpy()
         raise KeyError(key)
 
 
-class _FromNumpy(dict[np.dtype, DType]):
-    """numpy dtype -> DType; a bfloat16 array (ml_dtypes loaded by the user) adds its entry."""
+class _FromNumpy(dict["np.dtype", DType]):
+    """numpy dtype -> DType, filled on its first lookup (with numpy already loaded by the
+    caller's array); a bfloat16 array (ml_dtypes loaded by the user) adds its entry."""
 
     def __missing__(self, key: Any) -> DType:
+        if not self:
+            _fill_numpy_maps()
+            return self[key]
         if getattr(key, "name", None) == "bfloat16" and _bfloat16_numpy() == key:
             return DType.bfloat16
         raise KeyError(key)
 
 
-_TO_NUMPY: dict[DType, np.dtype] = _ToNumpy({
-    DType.float64: np.dtype(np.float64),
-    DType.float32: np.dtype(np.float32),
-    DType.float16: np.dtype(np.float16),
-    DType.int64: np.dtype(np.int64),
-    DType.int32: np.dtype(np.int32),
-    DType.int8: np.dtype(np.int8),
-    DType.uint8: np.dtype(np.uint8),
-    DType.bool: np.dtype(np.bool_),
-})
+_TO_NUMPY: dict[DType, np.dtype] = _ToNumpy()
 #: numpy dtype -> DType, shared with the NumPy backend's hot path (plain dict lookups).
-FROM_NUMPY_MAP: dict[np.dtype, DType] = _FromNumpy({v: k for k, v in _TO_NUMPY.items()})
+FROM_NUMPY_MAP: dict[np.dtype, DType] = _FromNumpy()
 
 float64, float32, float16, bfloat16 = DType.float64, DType.float32, DType.float16, DType.bfloat16
 int64, int32, int8, uint8, bool_ = DType.int64, DType.int32, DType.int8, DType.uint8, DType.bool
@@ -123,6 +143,8 @@ def from_numpy(dtype: np.dtype | type, op: str = "from_data") -> DType:
     Raises:
         DTypeError: for dtypes burn has no equivalent for (complex, strings, objects).
     """
+    import numpy as np
+
     dt = np.dtype(dtype)
     try:
         return FROM_NUMPY_MAP[dt]
