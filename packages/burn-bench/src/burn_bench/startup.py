@@ -5,10 +5,12 @@ Every sample is a new ``python -c <snippet>`` process timed from launch to exit 
 exit included, alike for every candidate). Rounds run each candidate once, at 1 thread and at 2
 (OMP / OpenBLAS / MKL threads), and then the burn rows again under ``python -S`` with the same
 ``sys.path``: the difference shows what the environment's ``.pth`` files import at start-up
-(modules burn then finds already loaded). burn's own share is ``import burn`` less
-``import numpy`` (burn-core needs numpy), from the same run. Bytecode is cached as for an
-installed package: where the environment disables writing it (PYTHONDONTWRITEBYTECODE), the
-children cache it under a temporary PYTHONPYCACHEPREFIX, filled by the warm-up round.
+(modules burn then finds already loaded). ``import burn`` loads no numpy (the first tensor
+does), so burn's own share is ``import burn`` less ``python -c pass``, and that of the first
+op is ``burn: import, first op`` less ``import numpy``, each from the same run. Bytecode is
+cached as for an installed package: where the environment disables writing it
+(PYTHONDONTWRITEBYTECODE), the children cache it under a temporary PYTHONPYCACHEPREFIX, filled
+by the warm-up round.
 """
 
 from __future__ import annotations
@@ -82,15 +84,22 @@ def measure(rounds: int = 10, candidates: tuple[tuple[str, str, str | None], ...
     return tables
 
 
+#: (label, candidate, baseline): burn's own share of start-up is candidate less baseline
+SHARES = (("import burn - python -c pass", "import burn", "python -c pass"),
+          ("burn: import, first op - import numpy", "burn: import, first op", "import numpy"))
+
+
 def run(rounds: int = 10) -> str:
-    """Measure and return the report: a table per thread count and site mode, and burn's own
-    share of `import burn` (less `import numpy`)."""
+    """Measure and return the report: a table per thread count and site mode, each followed by
+    burn's own shares (SHARES: `import burn` less a bare interpreter, the first op less
+    `import numpy`)."""
     parts = []
     for table, results in measure(rounds).items():
         by_name = {r.name: r for r in results}
-        burn, numpy = by_name["import burn"], by_name["import numpy"]
-        parts.append(report(f"fresh-interpreter start-up, {table}, {rounds} rounds", results)
-                     + f"\nburn's own share (import burn - import numpy): "
-                     f"{(burn.seconds - numpy.seconds) * 1e3:.1f} ms min, "
-                     f"{(burn.median - numpy.median) * 1e3:.1f} ms median")
+        shares = [f"burn's own share ({label}): "
+                  f"{(by_name[name].seconds - by_name[base].seconds) * 1e3:.1f} ms min, "
+                  f"{(by_name[name].median - by_name[base].median) * 1e3:.1f} ms median"
+                  for label, name, base in SHARES]
+        parts.append("\n".join(
+            [report(f"fresh-interpreter start-up, {table}, {rounds} rounds", results), *shares]))
     return "\n\n".join(parts)
