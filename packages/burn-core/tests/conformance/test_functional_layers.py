@@ -1,5 +1,5 @@
-"""Functional linear (Burn's [d_input, d_output] weight), batch_norm (given statistics) and
-fold4d against torch.nn.functional."""
+"""Functional linear (Burn's [d_input, d_output] weight), batch_norm (given statistics),
+layer_norm and fold4d against torch.nn.functional."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch.nn.functional as tF
 
 import burn
 import burn.functional as F
-from burn.errors import DTypeError, ShapeError
+from burn.errors import DTypeError, ShapeError, ValueRangeError
 
 from .reference import GRAD_DTYPES, Domain, T, check_backward, check_forward, op_param, rand
 
@@ -92,6 +92,76 @@ def test_batch_norm_backward(name: str, dtype: str, grad_device: burn.Device,
         return (xt - mt) / (vt + 1e-5).sqrt() * wt + bt
 
     check_backward(F.batch_norm, formula, [x, m, v, w, b], grad_device, rng)
+
+
+# (x shape, normalized_shape): one and several trailing dims, all dims, 1-d, empty batch
+LN_SHAPES = [((4, 6), (6,)), ((2, 3, 4, 5), (4, 5)), ((3, 4), (3, 4)), ((7,), (7,)),
+             ((0, 5), (5,)), ((2, 0, 3), (3,))]
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("layer_norm", d, lay)
+                                               for d, lay in FORWARD])
+def test_layer_norm(name: str, dtype: str, layout: str, device: burn.Device,
+                    rng: np.random.Generator) -> None:
+    for xs, ns in LN_SHAPES:
+        x = T(rand(rng, xs, dtype) * 3 + 1, dtype, layout)
+        w, b = T(rand(rng, ns, dtype), dtype), T(rand(rng, ns, dtype), dtype)
+        check_forward(lambda a, *wb, n=ns: F.layer_norm(a, n, *wb),
+                      lambda a, *wb, n=ns: tF.layer_norm(a, n, *wb), [x, w, b], device,
+                      upcast=True)
+        check_forward(lambda a, n=ns: F.layer_norm(a, n, eps=0.5),
+                      lambda a, n=ns: tF.layer_norm(a, n, eps=0.5), [x], device, upcast=True)
+        check_forward(lambda a, ww, n=ns: F.layer_norm(a, n, weight=ww),
+                      lambda a, ww, n=ns: tF.layer_norm(a, n, weight=ww), [x, w], device,
+                      upcast=True)
+    # a row holding nan or inf is nan throughout (as torch); the other rows are untouched
+    special = rand(rng, (3, 4), dtype)
+    special[0, 1], special[1, 2] = np.nan, np.inf
+    check_forward(lambda a: F.layer_norm(a, 4), lambda a: tF.layer_norm(a, (4,)),
+                  [T(special, dtype)], device, upcast=True)
+    # a constant row has zero variance: out = bias
+    check_forward(lambda a, bb: F.layer_norm(a, 4, bias=bb),
+                  lambda a, bb: tF.layer_norm(a, (4,), bias=bb),
+                  [T(np.full((2, 4), 3.0), dtype), T(rand(rng, (4,), dtype), dtype)], device,
+                  upcast=True)
+
+
+@pytest.mark.op("layer_norm")
+def test_layer_norm_errors(device: burn.Device) -> None:
+    x = burn.ones(2, 3, device=device)
+    with pytest.raises(ShapeError, match="layer_norm"):
+        F.layer_norm(x, (2,))
+    with pytest.raises(ShapeError, match="layer_norm"):
+        F.layer_norm(x, (4, 2, 3))
+    with pytest.raises(ShapeError, match="layer_norm"):
+        F.layer_norm(x, ())
+    with pytest.raises(ShapeError, match="weight"):
+        F.layer_norm(x, 3, burn.ones(2, device=device))
+    with pytest.raises(ShapeError, match="bias"):
+        F.layer_norm(x, 3, None, burn.ones(3, 1, device=device))
+    with pytest.raises(DTypeError, match="layer_norm"):
+        F.layer_norm(burn.ones(2, 3, dtype=burn.int64, device=device), 3)
+    with pytest.raises(DTypeError, match="weight"):
+        F.layer_norm(x, 3, burn.ones(3, dtype=burn.int32, device=device))
+    with pytest.raises(ValueRangeError, match="eps"):
+        F.layer_norm(x, 3, eps=-1.0)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("layer_norm", d) for d in GRAD_DTYPES])
+def test_layer_norm_backward(name: str, dtype: str, grad_device: burn.Device,
+                             rng: np.random.Generator) -> None:
+    for xs, ns in LN_SHAPES[:4]:
+        x = T(rand(rng, xs, dtype) * 3 + 1, dtype, "transposed")
+        w, b = T(rand(rng, ns, dtype), dtype), T(rand(rng, ns, dtype), dtype)
+        check_backward(lambda a, *wb, n=ns: F.layer_norm(a, n, *wb),
+                       lambda a, *wb, n=ns: tF.layer_norm(a, n, *wb), [x, w, b], grad_device,
+                       rng)
+        check_backward(lambda a, n=ns: F.layer_norm(a, n), lambda a, n=ns: tF.layer_norm(a, n),
+                       [x], grad_device, rng)
+        # weight alone tracked (x is data): only its gradient is asked for
+        check_backward(lambda a, ww, n=ns: F.layer_norm(a, n, ww),
+                       lambda a, ww, n=ns: tF.layer_norm(a, n, ww),
+                       [T(x.data, dtype, grad=False), w], grad_device, rng)
 
 
 FOLDS = [((5, 6), (2, 3), {}), ((7, 5), (3, 2), dict(stride=(2, 1), padding=(1, 2),

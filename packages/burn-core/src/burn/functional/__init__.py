@@ -43,7 +43,7 @@ from burn.functional.conv import (
 from burn.functional.ctc import ctc_loss
 from burn.functional.embedding import embedding
 from burn.functional.interpolate import interpolate
-from burn.functional.layers import batch_norm, linear
+from burn.functional.layers import batch_norm, layer_norm, linear
 from burn.functional.loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -79,6 +79,6 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
     "cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
     "smooth_l1_loss", "celu", "glu", "hardtanh", "quiet_softmax", "relu6", "softsign",
-    "tanhshrink", "threshold", "thresholded_relu", "batch_norm", "linear",
+    "tanhshrink", "threshold", "thresholded_relu", "batch_norm", "layer_norm", "linear",
     "adaptive_avg_pool3d", "ctc_loss", "fold4d",
 ]

@@ -1,7 +1,9 @@
-"""Functional forms of layers: linear (Burn's weight layout) and batch_norm (given statistics)."""
+"""Functional forms of layers: linear (Burn's weight layout), batch_norm (given statistics) and
+layer_norm (the backend's `layer_norm` op)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from burn.errors import ShapeError, ValueRangeError
@@ -79,3 +81,40 @@ def batch_norm(x: Tensor, mean: Tensor, var: Tensor, weight: Tensor | None = Non
     if "bias" in per_channel:
         out = out + per_channel["bias"]
     return out
+
+
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing `normalized_shape` dims: `(x - mean) / sqrt(var + eps) *
+    weight + bias` with the biased variance (torch.nn.functional.layer_norm), one backend op.
+
+    Args:
+        input: [..., *normalized_shape].
+        normalized_shape: the trailing shape (an int for the last dim), at least one dim.
+        weight, bias: scale and shift shaped `normalized_shape`, or None.
+        eps: added to the variance.
+    Returns:
+        Same shape as input.
+    Raises:
+        DTypeError: for non-float tensors or dtypes differing from input's.
+        ShapeError: when the trailing dims, weight or bias differ from normalized_shape.
+        ValueRangeError: for a negative or non-finite eps.
+    """
+    op = "layer_norm"
+    x = float_input(op, "input", input)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if not k or x.ndim < k or x.shape[x.ndim - k:] != shape:
+        raise ShapeError(op, "input must be [..., *normalized_shape] with at least one "
+                         "normalised dim", input=x.shape, normalized_shape=shape)
+    if not eps >= 0 or eps == float("inf"):
+        raise ValueRangeError(op, "eps must be finite and non-negative", eps=eps)
+    prims = []
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            t = float_input(op, name, t, x)
+            if t.shape != shape:
+                raise ShapeError(op, f"{name} must be shaped normalized_shape",
+                                 normalized_shape=shape, **{name: t.shape})
+        prims.append(None if t is None else t._prim)
+    return x._wrap(x._bk.layer_norm(x._prim, prims[0], prims[1], k, float(eps))[0])

@@ -9,6 +9,7 @@ import burn
 from burn.device import Device
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.tensor import Tensor
+from burn.functional.layers import layer_norm
 from burn.nn._layer import LayerConfig, check_float_input, check_input
 from burn.nn.init import ones, zeros
 from burn.nn.module import Buffer, Module
@@ -21,16 +22,6 @@ def _normalize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Te
     centered = x - mean
     var = (centered * centered).mean(dims, keepdim=True)
     return centered / (var + eps).sqrt(), mean, var
-
-
-def _normalize_trailing(x: Tensor, k: int, eps: float) -> Tensor:
-    """(x - mean) / sqrt(var + eps) over the last `k` dims: one node with a direct rule on
-    Autodiff, the `_normalize` chain elsewhere."""
-    from burn.autodiff.backend import Autodiff  # not at import: it builds the op table
-
-    if isinstance(x._bk, Autodiff) and x.kind == burn.Kind.FLOAT and x.numel():
-        return x._wrap(x._bk.normalize_trailing(x._prim, k, eps))
-    return _normalize(x, tuple(range(x.ndim - k, x.ndim)), eps)[0]
 
 
 def _per_channel(t: Tensor, ndim: int) -> Tensor:
@@ -161,10 +152,7 @@ class LayerNorm(Module):
                              f"{', '.join(map(str, self.normalized_shape))}]", x=x.shape)
         if self.weight is not None:
             check_float_input("LayerNorm", x, self.weight)
-        out = _normalize_trailing(x, k, self.eps)
-        if self.weight is not None:
-            out = out * self.weight
-        return out if self.bias is None else out + self.bias
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, " \
@@ -206,7 +194,7 @@ class GroupNorm(Module):
         if self.weight is not None:
             check_float_input(type(self).__name__, x, self.weight)
         grouped = x.reshape(x.shape[0], self.num_groups, -1)
-        out = _normalize_trailing(grouped, 1, self.eps).reshape(x.shape)
+        out = layer_norm(grouped, grouped.shape[-1], eps=self.eps).reshape(x.shape)
         if self.weight is not None and self.bias is not None:
             out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
         return out

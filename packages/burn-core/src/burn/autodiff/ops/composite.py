@@ -1,11 +1,10 @@
 """Composites of several inner ops recorded as one node with a direct backward rule: the cross
-entropy of logits and a target distribution, and normalisation over the trailing dims. The
-frontend (`functional.loss`, `nn.norm`) calls them on Autodiff instead of chaining tracked ops.
+entropy of logits and a target distribution. The frontend (`functional.loss`) calls it on
+Autodiff instead of chaining tracked ops.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from burn.autodiff.ops.common import OpsBase, record, save, tracked
@@ -51,36 +50,3 @@ class CompositeOps(OpsBase):
                 dq = inner.float_neg(inner.float_mul(g, lp))
             return dx, dq
         return record(out, (x, q), fn, (logp, save(q) if need_x else None))
-
-    def normalize_trailing(self, x: T, k: int, eps: float) -> T:
-        """(x - mean) / sqrt(var + eps) over the last `k` dims (biased var) as one node with the
-        direct rule dx = (g - mean(g) - xhat mean(g xhat)) / sqrt(var + eps).
-
-        Args:
-            x: float input with at least `k` dims, `k` >= 1.
-            k: how many trailing dims one normalised group spans.
-            eps: added to the variance.
-        Returns:
-            the normalised tensor, `x`'s shape.
-        """
-        inner = self.inner
-        shape = inner.shape(x.primitive)
-        lead = len(shape) - k
-        xs = inner.float_reshape(x.primitive, shape[:lead] + (math.prod(shape[lead:]),))
-        centered = inner.float_sub(xs, inner.float_mean_dim(xs, lead))
-        std = inner.float_sqrt(inner.float_add_scalar(
-            inner.float_mean_dim(inner.float_mul(centered, centered), lead), eps))
-        xhat = inner.float_div(centered, std)
-        out = inner.float_reshape(xhat, shape)
-        if not tracked(x):
-            return AutodiffTensor(out)
-
-        def fn(g: P, saved: tuple[P, P]) -> tuple[P]:
-            xh, sd = saved
-            gs = inner.float_reshape(g, inner.shape(xh))
-            centred_g = inner.float_sub(gs, inner.float_mean_dim(gs, lead))
-            proj = inner.float_mul(xh, inner.float_mean_dim(inner.float_mul(gs, xh), lead))
-            return (inner.float_reshape(inner.float_div(inner.float_sub(centred_g, proj), sd),
-                                        shape),)
-        return record(out, (x,), fn, (xhat, std))
-

@@ -104,6 +104,20 @@ class ModuleOpsMixin(OpsBase):
             None, _conv_weight_grad(inner, s[0], g, w_shape[2:], options) if need_w else None,
             _conv_bias_grad(inner, g) if need_b else None), (save(x),))
 
+    def layer_norm(self, x: T, weight: T | None, bias: T | None, num_dims: int,
+                   eps: float) -> tuple[T, T, T]:
+        """The inner layer_norm; backward through the inner `layer_norm_backward` with the
+        forward's mean and rstd (the mean and rstd results carry no gradient)."""
+        inner = self.inner
+        out, mean, rstd = inner.layer_norm(x.primitive, _prim(weight), _prim(bias), num_dims, eps)
+        stats = AutodiffTensor(mean), AutodiffTensor(rstd)
+        if not tracked(x, weight, bias):
+            return AutodiffTensor(out), *stats
+        bias_p = _prim(bias)  # its presence asks for its gradient; its values are not read
+        return record(out, (x, weight, bias), lambda g, s: inner.layer_norm_backward(
+            s[0], s[1], bias_p, s[2], s[3], g, num_dims),
+            (save(x), save(weight), mean, rstd)), *stats
+
     def conv_transpose(self, x: T, weight: T, bias: T | None,
                        options: ConvTransposeOptions) -> T:
         inner = self.inner

@@ -43,7 +43,7 @@ Grads3 = tuple[Array, Array, Array | None]
 
 
 class NumpyModuleOps:
-    """conv / pooling / interpolation / grid sampling and their backward."""
+    """conv / pooling / interpolation / grid sampling / layer norm and their backward."""
 
     def conv(self, x: Array, weight: Array, bias: Array | None, options: ConvOptions) -> Array:
         return k.conv(x, weight, bias, options)
@@ -64,6 +64,15 @@ class NumpyModuleOps:
                                    ) -> tuple[Array | None, Array, Array | None]:
         return k.conv_backward_from_columns(cols, x_shape, x_dtype, weight, bias, grad, options,
                                             need_x)
+
+    def layer_norm(self, x: Array, weight: Array | None, bias: Array | None, num_dims: int,
+                   eps: float) -> tuple[Array, Array, Array]:
+        return k.layer_norm(x, weight, bias, num_dims, eps)
+
+    def layer_norm_backward(self, x: Array, weight: Array | None, bias: Array | None,
+                            mean: Array, rstd: Array, grad: Array, num_dims: int
+                            ) -> tuple[Array, Array | None, Array | None]:
+        return k.layer_norm_backward(x, weight, bias, mean, rstd, grad, num_dims)
 
     def conv_transpose(self, x: Array, weight: Array, bias: Array | None,
                        options: ConvTransposeOptions) -> Array:

@@ -1,4 +1,5 @@
-"""NumPy kernels of the module ops (conv, pooling, interpolation, grid sampling) and backward."""
+"""NumPy kernels of the module ops (conv, pooling, interpolation, grid sampling, layer norm) and
+their backward."""
 
 from .conv import (
     conv,
@@ -13,6 +14,7 @@ from .conv import (
 )
 from .grid_sample import grid_sample_2d, grid_sample_2d_backward
 from .interpolate import interpolate, interpolate_backward
+from .norm import layer_norm, layer_norm_backward
 from .pool import (
     adaptive_avg_pool,
     adaptive_avg_pool_backward,
@@ -39,6 +41,8 @@ __all__ = [
     "grid_sample_2d_backward",
     "interpolate",
     "interpolate_backward",
+    "layer_norm",
+    "layer_norm_backward",
     "max_pool_backward",
     "max_pool_with_indices",
     "unfold4d",
