@@ -765,6 +765,85 @@ class ModuleOps(ActivationOps):
         db = None if bias is None else self.float_reshape(self.float_sum_dim(g, 0), d_shape)
         return self.float_reshape(dx, shape), dw, db
 
+    def cross_entropy(self, logits: P, target: P, weight: P | None, ignore_index: int,
+                      label_smoothing: float, reduction: str) -> P:
+        """Cross entropy of logits and class indices (torch's cross_entropy on [M, C]).
+
+        Args:
+            logits: float [M, C].
+            target: int [M] class indices in [0, C), or `ignore_index` (the sample is skipped);
+                checked through `check_indices` (naming "cross_entropy").
+            weight: float [C] class weights, or None.
+            ignore_index: the target value of skipped samples.
+            label_smoothing: in [0, 1]: the target mixed with the uniform distribution.
+            reduction: "mean" (divided by the summed weights of the kept targets), "sum" or
+                "none".
+        Returns:
+            [M] per-sample losses for "none", else a 0-d loss; logits' dtype.
+        """
+        m, c = self.shape(logits)
+        safe, keep, w_target = self._class_targets(logits, target, weight, ignore_index)
+        logp = self.log_softmax(logits, 1)
+        picked = self.float_gather(1, logp, self.int_reshape(safe, (m, 1)))
+        loss = self.float_mul(self.float_neg(self.float_reshape(picked, (m,))), w_target)
+        if label_smoothing > 0:
+            weighted = logp if weight is None else self.float_mul(
+                logp, self.float_reshape(weight, (1, c)))
+            smooth = self.float_mul(self.float_neg(self.float_reshape(
+                self.float_sum_dim(weighted, 1), (m,))), keep)
+            loss = self.float_add(self.float_mul_scalar(loss, 1 - label_smoothing),
+                                  self.float_mul_scalar(smooth, label_smoothing / c))
+        if reduction == "none":
+            return loss
+        total = self.float_sum(loss)
+        return total if reduction == "sum" else self.float_div(total, self.float_sum(w_target))
+
+    def cross_entropy_backward(self, logits: P, target: P, weight: P | None, grad: P,
+                               ignore_index: int, label_smoothing: float, reduction: str) -> P:
+        """Gradient of `cross_entropy`'s logits for the output gradient `grad` ([M] or 0-d):
+        g (mass softmax(logits) - q), q the (weighted, smoothed) target distribution of each
+        sample and mass its sum."""
+        m, c = self.shape(logits)
+        safe, keep, w_target = self._class_targets(logits, target, weight, ignore_index)
+        if reduction == "mean":
+            grad = self.float_div(grad, self.float_sum(w_target))
+        if reduction != "none":
+            grad = self.float_expand(self.float_reshape(grad, (1,)), (m,))
+        eps = label_smoothing
+        smooth_mass = float(c) if weight is None else self.float_sum(weight)
+        mass = self.float_mul_scalar(w_target, 1 - eps)
+        if eps > 0:
+            per_class = self.float_mul_scalar(keep, eps / c)
+            mass = self.float_add(mass, self.float_mul_scalar(per_class, smooth_mass)
+                                  if weight is None else self.float_mul(per_class, smooth_mass))
+        dx = self.float_mul(self.softmax(logits, 1), self.float_reshape(
+            self.float_mul(grad, mass), (m, 1)))
+        hit = self.float_neg(self.float_mul_scalar(self.float_mul(grad, w_target), 1 - eps))
+        dx = self.float_scatter(1, dx, self.int_reshape(safe, (m, 1)),
+                                self.float_reshape(hit, (m, 1)), "add")
+        if eps > 0:
+            spread = self.float_reshape(self.float_mul(grad, per_class), (m, 1))
+            if weight is not None:
+                spread = self.float_mul(spread, self.float_reshape(weight, (1, c)))
+            dx = self.float_sub(dx, spread)
+        return dx
+
+    if TYPE_CHECKING:  # Backend's hook, which `_class_targets` calls
+        def check_indices(self, op: str, indices: P, size: int,
+                          wrap_negative: bool = True) -> P: ...
+
+    def _class_targets(self, logits: P, target: P, weight: P | None, ignore_index: int
+                       ) -> tuple[P, P, P]:
+        """(checked targets with ignored ones set to 0, float keep mask, per-sample target
+        weights: the keep mask times the target's class weight) of `cross_entropy`."""
+        ignored = self.int_equal_elem(target, ignore_index)
+        safe = self.check_indices("cross_entropy", self.int_mask_fill(target, ignored, 0),
+                                  self.shape(logits)[1], False)
+        keep = self.bool_into_float(self.bool_not(ignored), self.dtype(logits))
+        if weight is None:
+            return safe, keep, keep
+        return safe, keep, self.float_mul(self.float_select(weight, 0, safe), keep)
+
     @staticmethod
     def _layer_norm_shapes(shape: Shape, num_dims: int) -> tuple[Shape, Shape]:
         """([M, D] rows of a layer norm's groups, the stats' shape) for an input `shape`."""

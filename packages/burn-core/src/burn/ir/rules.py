@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from burn.backend.options import window_out
-from burn.errors import BurnIndexError, ShapeError
+from burn.errors import BurnIndexError, ShapeError, ValueRangeError
 
 Shape = tuple[int | None, ...]
 Shapes = dict[str, Any]
@@ -290,6 +290,18 @@ def layer_norm(op: str, shapes: Shapes, args: dict[str, Any]) -> tuple[Shape, ..
                              x=x, num_dims=k, **{name: shapes[name]})
     stats = (*x[:len(x) - k], *(1,) * k)
     return (x, stats, stats)
+
+
+def cross_entropy(op: str, shapes: Shapes, args: dict[str, Any]) -> tuple[Shape, ...]:
+    """[M] per-sample losses for reduction "none", else a 0-d loss."""
+    x, t, w = shapes["logits"], shapes["target"], shapes.get("weight")
+    if len(x) != 2 or tuple(t) != tuple(x[:1]) or (w is not None and tuple(w) != tuple(x[1:])):
+        raise ShapeError(op, "needs logits [M, C], target [M] and weight [C] or None",
+                         logits=x, target=t, weight=w)
+    if args["reduction"] not in ("mean", "sum", "none"):
+        raise ValueRangeError(op, "reduction must be 'mean', 'sum' or 'none'",
+                              reduction=args["reduction"])
+    return ((x[0],) if args["reduction"] == "none" else (),)
 
 
 def grads_of(*names: str) -> Rule:

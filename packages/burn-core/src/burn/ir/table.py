@@ -273,6 +273,10 @@ _module("layer_norm", "x: F, weight: F?, bias: F?, num_dims: int, eps: float", "
 _module("layer_norm_backward",
         "x: F, weight: F?, bias: F?, mean: F, rstd: F, grad: F, num_dims: int", "(F, F?, F?)",
         r.grads_of("x", "weight", "bias"), default=True)
+_module("cross_entropy", "logits: F, target: I, weight: F?, ignore_index: int, "
+        "label_smoothing: float, reduction: str", "F", r.cross_entropy, default=True)
+_module("cross_entropy_backward", "logits: F, target: I, weight: F?, grad: F, ignore_index: int, "
+        "label_smoothing: float, reduction: str", "F", r.grads_of("logits"), default=True)
 _module("embedding", "weight: F, indices: I", "F", r.embedding, default=True)
 _module("attention", "q: F, k: F, v: F, mask: B?, scale: float?, is_causal: bool", "F",
         r.attention, default=True)
