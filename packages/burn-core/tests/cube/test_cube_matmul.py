@@ -17,7 +17,13 @@ import burn
 from burn.backends.cube import CubeTensor
 from burn.backends.cube import matmul as mm
 from burn.backends.cube.backend import CubeBackend, CudaBackend
-from burn.backends.cube.matmul_kernels import TILES, naive_kernel, tiled_kernel
+from burn.backends.cube.matmul_kernels import (
+    LINE_TILES,
+    TILES,
+    line_tiled_kernel,
+    naive_kernel,
+    tiled_kernel,
+)
 from burn.dtype import DType
 from burn.errors import DTypeError, ShapeError, UnsupportedDTypeError
 
@@ -54,7 +60,14 @@ CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...], View, View]] = {
     "broadcast": ((2, 1, 5, 7), (3, 7, 66), lambda x: x, lambda x: x),
     "expanded": ((1, 9, 17), (17, 20), lambda x: x.expand(4, 9, 17), lambda x: x),
     "batched_t": ((3, 20, 70), (3, 130, 20), _tr, lambda x: x.permute(0, 2, 1)),
+    # whole 4-wide lines in rhs (the line tiles' own layouts): a column slice at offset 4,
+    # and a stride-0 broadcast batch
+    "lines": ((3, 33, 45), (45, 68), lambda x: x[1], lambda x: x[:, 4:]),
+    "lines_broadcast": ((2, 1, 9, 16), (3, 16, 40), lambda x: x, lambda x: x),
+    "columns_t": ((9, 12), (16, 12), lambda x: x, _tr),  # n = 16, but no unit column stride
 }
+#: the cases whose rhs and out read as whole lines (the others take `mm.LINE_FALLBACK`).
+LINE_CASES = ("lines", "lines_broadcast")
 
 
 def _operands(device: str, case: str, dtype: str, seed: int = 0
@@ -98,8 +111,9 @@ def _host(t: CubeTensor) -> np.ndarray:
 
 
 #: every runner each device has (the autotuner sees fewer on cpu: `mm.candidates`).
-STRATEGIES = {"cpu": ["blas", *TILES, "naive"], "wgpu": [*TILES, "naive"],
-              "cuda": ["cublas", *TILES, "naive"]}
+STRATEGIES = {"cpu": ["blas", *TILES, *LINE_TILES, "naive"],
+              "wgpu": [*TILES, *LINE_TILES, "naive"],
+              "cuda": ["cublas", *TILES, *LINE_TILES, "naive"]}
 RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
 
 
@@ -112,6 +126,30 @@ def test_every_strategy_reads_views_in_place(device: str, strategy: str, case: s
     for dtype in dtypes:
         a, b, ta, tb = _operands(device, case, dtype)
         _check(mm.matmul(backend, _prim(a), _prim(b), strategy), ta, tb, dtype)
+
+
+@pytest.mark.parametrize("device,strategy", [(d, s) for d in DEVICES for s in LINE_TILES])
+def test_line_tiles_run_their_kernel_on_whole_lines(device: str, strategy: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32 operands with whole lines run the line kernel (the fallback is never called);
+    other dtypes and layouts run `LINE_FALLBACK`, with the same results as torch."""
+    backend = _backend(device)
+    fallback = mm.RUNNERS[mm.LINE_FALLBACK]
+    calls: list[str] = []
+
+    def counted(*args: Any) -> CubeTensor:
+        calls.append(mm.LINE_FALLBACK)
+        return fallback(*args)
+
+    monkeypatch.setitem(mm.RUNNERS, mm.LINE_FALLBACK, counted)
+    for case in LINE_CASES:
+        a, b, ta, tb = _operands(device, case, "float32", seed=4)
+        _check(mm.matmul(backend, _prim(a), _prim(b), strategy), ta, tb, "float32")
+    assert calls == []
+    for case, dtype in (("lines", "int32"), ("plain", "float32"), ("columns_t", "float32")):
+        a, b, ta, tb = _operands(device, case, dtype, seed=4)
+        _check(mm.matmul(backend, _prim(a), _prim(b), strategy), ta, tb, dtype)
+    assert len(calls) == 3
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -209,6 +247,11 @@ def test_kernels_generate_cuda_source(dtype: DType) -> None:
         src = tiled_kernel(dtype, 3, tile).source("cuda", (tile.units_x, tile.units_y), x, x, x,
                                                   np.uint32(0))
         assert "__shared__" in src
+    x4 = np.zeros((2, 4, 4), np.float32)  # whole lines
+    for tile in LINE_TILES.values() if dtype is DType.float32 else ():
+        src = line_tiled_kernel(3, tile).source("cuda", (tile.units_x, tile.units_y), x4, x4,
+                                                x4, np.uint32(0))
+        assert "__shared__" in src and "float4" in src
 
 
 def test_candidates_per_runtime() -> None:
@@ -216,12 +259,15 @@ def test_candidates_per_runtime() -> None:
     assert mm.candidates(cpu, DType.float32, 1 << 30) == ["blas"]
     assert mm.candidates(cpu, DType.int32, 1 << 10) == ["blas", *mm.CPU_INT_TILES]
     assert mm.candidates(cpu, DType.int64, 1 << 30) == [mm.CPU_INT_TILES[0]]
-    assert mm.candidates(wgpu, DType.float32, 1 << 10) == [*TILES, "naive"]
+    assert mm.candidates(wgpu, DType.float32, 1 << 10) == [*LINE_TILES, *TILES, "naive"]
+    assert mm.candidates(wgpu, DType.int32, 1 << 10) == [*TILES, "naive"]
     cuda = SimpleNamespace(runtime=SimpleNamespace(properties=SimpleNamespace(
         name="cuda", max_cube_dim=1024)))
     for dtype in (DType.float16, DType.bfloat16, DType.float32, DType.float64, DType.int64):
         item = 8 if dtype in (DType.float64, DType.int64) else 4  # the accumulator's bytes
-        tiles = [name for name, t in TILES.items() if t.shared_elements() * item <= 16384]
+        lines = LINE_TILES if dtype is DType.float32 else {}
+        tiles = [name for name, t in {**lines, **TILES}.items()
+                 if t.shared_elements() * item <= 16384]
         host = ["cublas"] if dtype.is_float else []
         assert mm.candidates(cuda, dtype, 1 << 30) == [*host, *tiles, "naive"]
     assert "tile128x128x16" not in mm.candidates(cuda, DType.float64, 1 << 30)

@@ -1,7 +1,9 @@
 """Matmul of the cube backends: batched [..., m, k] @ [..., k, n] with broadcast batch dims.
 
 Strategies (autotune candidates, by name): the burn-cube kernels of `matmul_kernels` (`naive`
-and the shared-memory tiles `tile<bm>x<bn>x<bk>`) on every runtime, BLAS through numpy on the
+and the shared-memory tiles `tile<bm>x<bn>x<bk>`) on every runtime, the float32 line tiles
+`line<bm>x<bn>x<bk>` on GPU runtimes (rhs and out read and written as `Line[f32, 4]`; a layout
+without whole lines runs `LINE_FALLBACK` instead), BLAS through numpy on the
 cpu runtime (zero-copy host views of the buffers) and cuBLAS on cuda (floats: `gemmEx` /
 `gemmStridedBatchedEx` on the device pointers, float16 / bfloat16 / float32 accumulating in
 float32, float64 in float64). Which one runs is timed once per (dtype, device, power-of-two
@@ -31,7 +33,7 @@ from burn.ir.rules import matmul as matmul_shape
 
 from .creation import full
 from .elementwise import broadcast_view
-from .matmul_kernels import TILES, naive_kernel, tiled_kernel
+from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
 from .tensor import CubeTensor, Shape, host_array
 
 #: Shared-memory bytes a tile may use (WebGPU's guaranteed minimum per workgroup).
@@ -42,6 +44,8 @@ SHARED_BYTES = 16384
 #: matmul was 2x to 7x slower there, and one timing trial would take seconds).
 CPU_INT_TILES = ("tile64x64x16", "tile32x32x16")
 CPU_TUNE_WORK = 1 << 24
+#: The scalar tile a line tile's runner takes when rhs or out cannot be read as whole lines.
+LINE_FALLBACK = "tile64x64x16"
 
 @dataclass
 class MatmulSettings:
@@ -138,15 +142,29 @@ def batches_per_launch(backend: Any, units: int) -> int:
     return int(max(1, min(backend.runtime.properties.max_cube_count[2], (2**32 - 1) // units)))
 
 
+def _whole_lines(t: CubeTensor, lanes: int) -> bool:
+    """Whether a kernel view reads as lines of `lanes` elements along its last dim."""
+    return (t.shape[-1] % lanes == 0 and t.strides[-1] == 1 and t.offset % lanes == 0
+            and all(s % lanes == 0 for s in t.strides[:-1]))
+
+
 def tiled_runner(name: str) -> Runner:
-    """The runner of tile configuration `name` (batches split to fit the grid's z limit)."""
-    tile = TILES[name]
+    """The runner of tile configuration `name` of `TILES` or `LINE_TILES` (batches split to
+    fit the grid's z limit; a line tile runs `LINE_FALLBACK` on operands without whole lines
+    or of another dtype than float32)."""
+    tile = TILES.get(name) or LINE_TILES[name]
 
     def run(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
         out = backend.empty(shape, lhs.dtype)
         lv, rv, ov = kernel_views(lhs, rhs, out)
-        kernel = tiled_kernel(lhs.dtype, len(ov.shape), tile)
         m, n = shape[-2], shape[-1]
+        if tile.lanes == 1:
+            kernel = tiled_kernel(lhs.dtype, len(ov.shape), tile)
+        elif lhs.dtype is DType.float32 and _whole_lines(rv, tile.lanes) \
+                and _whole_lines(ov, tile.lanes):
+            kernel = line_tiled_kernel(len(ov.shape), tile)
+        else:
+            return RUNNERS[LINE_FALLBACK](backend, lhs, rhs, shape)
         cx, cy = math.ceil(n / tile.bn), math.ceil(m / tile.bm)
         batches = math.prod(ov.shape[:-2])
         per_launch = batches_per_launch(backend, cx * cy * tile.units)
@@ -281,7 +299,7 @@ def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> 
 
 
 RUNNERS: dict[str, Runner] = {"naive": run_naive, "blas": run_blas, "cublas": run_cublas,
-                              **{name: tiled_runner(name) for name in TILES}}
+                              **{name: tiled_runner(name) for name in (*TILES, *LINE_TILES)}}
 
 
 def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
@@ -292,8 +310,8 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
         dtype: the operands' dtype.
         work: multiply-adds of the product (its shape bucket's).
     Returns:
-        Names of `RUNNERS`. Tiles need 256 units per cube and fit `SHARED_BYTES`; the naive
-        kernel runs everywhere.
+        Names of `RUNNERS`. Tiles need 256 units per cube and fit `SHARED_BYTES`; line tiles
+        are float32's first guesses on GPU runtimes; the naive kernel runs everywhere.
     """
     from .matmul_kernels import accumulator
 
@@ -303,7 +321,8 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
             return ["blas"]
         return ["blas", *CPU_INT_TILES] if work <= CPU_TUNE_WORK else [CPU_INT_TILES[0]]
     item = accumulator(dtype).numpy.itemsize
-    tiles = [name for name, t in TILES.items()
+    lines = LINE_TILES if dtype is DType.float32 else {}
+    tiles = [name for name, t in {**lines, **TILES}.items()
              if t.units <= props.max_cube_dim and t.shared_elements() * item <= SHARED_BYTES]
     host = ["cublas"] if props.name == "cuda" and dtype.is_float else []
     return [*host, *tiles, "naive"]
@@ -341,7 +360,7 @@ def matmul(backend: Any, lhs: CubeTensor, rhs: CubeTensor, strategy: str | None 
 def _fits(backend: Any, name: str, m: int, n: int) -> bool:
     """Whether strategy `name` can launch an [m, n] product (tiles: one cube per tile, within
     the grid's x and y limits)."""
-    tile = TILES.get(name)
+    tile = TILES.get(name) or LINE_TILES.get(name)
     limit = backend.runtime.properties.max_cube_count
     return tile is None or (math.ceil(n / tile.bn) <= limit[0]
                             and math.ceil(m / tile.bm) <= limit[1])

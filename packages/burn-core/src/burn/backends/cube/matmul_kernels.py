@@ -10,6 +10,13 @@ place. Floats accumulate in float32 (float64 for float64), ints exactly modulo 2
 - `tiled_kernel`: a cube of `units_y x units_x` units computes a `bm x bn` output tile, each
   unit an `rm x rn` register block (rows `ty + i*units_y`, columns `tx + j*units_x`), staging
   `bm x bk` and `bk x bn` input tiles in shared memory; the cube's batch is `z0 + CUBE_POS_Z`.
+- `line_tiled_kernel` (float32): the same schedule on `Line[f32, 4]` columns, for GPUs: `rhs`
+  and `out` read and written as 4-wide lines (`rn` counts lines per unit, columns
+  `4 * (tx + j*units_x)` onwards), each unit accumulating `rm x rn` lines from a broadcast
+  scalar of the lhs tile times a line of the rhs tile; the next k tile is loaded into
+  registers while the current one is multiplied, and the lhs tile is stored transposed with
+  `32 / bk` elements of padding per k step, so neither its stores nor its reads conflict on
+  shared-memory banks.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ class Tile:
         rm: output rows per unit.
         rn: output columns per unit.
         bk: depth of the shared-memory k tile.
+        lanes: elements per column step (4: `rn` counts `Line[f32, 4]` columns).
     """
 
     units_y: int
@@ -39,6 +47,7 @@ class Tile:
     rm: int
     rn: int
     bk: int
+    lanes: int = 1
 
     @property
     def bm(self) -> int:
@@ -48,7 +57,7 @@ class Tile:
     @property
     def bn(self) -> int:
         """Output columns per cube."""
-        return self.units_x * self.rn
+        return self.units_x * self.rn * self.lanes
 
     @property
     def units(self) -> int:
@@ -57,18 +66,27 @@ class Tile:
 
     @property
     def name(self) -> str:
-        """The autotune candidate name, `tile<bm>x<bn>x<bk>`."""
-        return f"tile{self.bm}x{self.bn}x{self.bk}"
+        """The autotune candidate name, `tile<bm>x<bn>x<bk>` (`line...` for line tiles)."""
+        return f"{'tile' if self.lanes == 1 else 'line'}{self.bm}x{self.bn}x{self.bk}"
+
+    @property
+    def a_stride(self) -> int:
+        """Elements per k step of the line kernel's transposed lhs tile (rows + padding)."""
+        return self.bm + 32 // self.bk
 
     def shared_elements(self) -> int:
-        """Shared-memory elements per cube (both input tiles)."""
-        return self.bm * self.bk + self.bk * self.bn
+        """Shared-memory elements per cube (both input tiles, padding included)."""
+        rows = self.bm if self.lanes == 1 else self.a_stride
+        return rows * self.bk + self.bk * self.bn
 
 
 #: The tile configurations the autotuner chooses among (by name).
 TILES = {t.name: t for t in (Tile(16, 16, 1, 1, 16), Tile(16, 16, 2, 2, 16),
                              Tile(16, 16, 4, 4, 16), Tile(16, 16, 8, 8, 8),
                              Tile(16, 16, 4, 8, 16), Tile(16, 16, 8, 8, 16))}
+#: The float32 line-tile configurations (GPU runtimes), best guess first.
+LINE_TILES = {t.name: t for t in (Tile(16, 16, 8, 2, 8, 4), Tile(16, 16, 8, 1, 16, 4),
+                                  Tile(16, 16, 4, 2, 8, 4), Tile(16, 16, 4, 1, 16, 4))}
 
 
 def accumulator(dtype: DType) -> Any:
@@ -194,4 +212,80 @@ def tiled_kernel(dtype: DType, rank: int, tile: Tile) -> Any:
             c = col0 + tx + j * tile.units_x
             with b.if_(b.and_(r < m, c < n)):
                 out[base + r * n + c] = b.cast(acc[i][j], out.dtype)
+    return b.kernel()
+
+
+@cache
+def line_tiled_kernel(rank: int, tile: Tile) -> Any:
+    """The float32 line tile (module docstring): `rhs` and `out` are `Line[f32, 4]` tensors
+    (shapes and strides in lines), `lhs` scalars; cubes laid out as in `tiled_kernel`.
+
+    Args:
+        rank: rank of the three tensors (>= 2).
+        tile: a configuration of `LINE_TILES` (`bk` a power of two up to 32).
+    """
+    from burn_cube import KernelBuilder, f32, u32
+    from burn_cube.types import line
+
+    vec = line(f32, tile.lanes)
+    b = KernelBuilder("matmul_line_tiled", cube_dim=(tile.units_x, tile.units_y))
+    lhs = b.tensor("lhs", f32, rank=rank, write=False)
+    rhs = b.tensor("rhs", f32, rank=rank, line_size=tile.lanes, write=False)
+    out = b.tensor("out", f32, rank=rank, line_size=tile.lanes, write=True)
+    z0 = b.scalar("z0", u32)
+    lines = tile.bn // tile.lanes  # lines per rhs tile row
+    a_tile = b.shared(f32, tile.a_stride * tile.bk, name="a_tile")
+    b_tile = b.shared(vec, tile.bk * lines, name="b_tile")
+    m, k, n = lhs.shape[rank - 2], lhs.shape[rank - 1], rhs.shape[rank - 1]
+    z = z0 + b.CUBE_POS_Z
+    lo, ro = _batch_offsets(b, z, lhs, rhs, out, rank)
+    row0 = b.local(u32, b.CUBE_POS_Y * tile.bm)
+    col0 = b.local(u32, b.CUBE_POS_X * lines)
+    tx, ty, unit = b.UNIT_POS_X, b.UNIT_POS_Y, b.UNIT_POS
+    sa, sb = (lhs.stride[rank - 2], lhs.stride[rank - 1]), rhs.stride[rank - 2]
+    # Per unit: the lhs elements (row, k) and rhs lines (k, column) it stages, fixed per tile.
+    a_at = [(e // tile.bk, e % tile.bk) for e in
+            (unit + s * tile.units for s in range(tile.bm * tile.bk // tile.units))]
+    b_at = [(e // lines, e % lines) for e in
+            (unit + s * tile.units for s in range(tile.bk * lines // tile.units))]
+    a_next = [b.local(f32) for _ in a_at]
+    b_next = [b.local(vec) for _ in b_at]
+
+    def prefetch(k0: Any) -> None:
+        """Registers of the k tile at `k0` (zero outside the matrices)."""
+        for reg, (r, c) in zip(a_next, a_at, strict=True):
+            b.set(reg, 0.0)
+            with b.if_(b.and_(row0 + r < m, k0 + c < k)):
+                b.set(reg, lhs[lo + (row0 + r) * sa[0] + (k0 + c) * sa[1]])
+        for reg, (r, c) in zip(b_next, b_at, strict=True):
+            b.set(reg, 0.0)
+            with b.if_(b.and_(k0 + r < k, col0 + c < n)):
+                b.set(reg, rhs[ro + (k0 + r) * sb + col0 + c])
+
+    acc = [[b.local(vec, 0.0) for _ in range(tile.rn)] for _ in range(tile.rm)]
+    a, w = [b.local(f32) for _ in range(tile.rm)], [b.local(vec) for _ in range(tile.rn)]
+    prefetch(b.const(0, u32))
+    with b.for_range(0, k, tile.bk) as k0:
+        for reg, (r, c) in zip(a_next, a_at, strict=True):
+            a_tile[c * tile.a_stride + r] = reg
+        for reg, (r, c) in zip(b_next, b_at, strict=True):
+            b_tile[r * lines + c] = reg
+        b.sync_units()
+        prefetch(k0 + tile.bk)
+        for kk in range(tile.bk):
+            for i in range(tile.rm):
+                b.set(a[i], a_tile[kk * tile.a_stride + ty + i * tile.units_y])
+            for j in range(tile.rn):
+                b.set(w[j], b_tile[kk * lines + tx + j * tile.units_x])
+            for i in range(tile.rm):
+                for j in range(tile.rn):
+                    b.set(acc[i][j], acc[i][j] + a[i] * w[j])
+        b.sync_units()
+    base = z * m * n
+    for i in range(tile.rm):
+        r = row0 + ty + i * tile.units_y
+        for j in range(tile.rn):
+            c = col0 + tx + j * tile.units_x
+            with b.if_(b.and_(r < m, c < n)):
+                out[base + r * n + c] = acc[i][j]
     return b.kernel()
