@@ -1,0 +1,240 @@
+"""Layer norm and its backward on GPU runtimes for rows that fit in registers: one cube per row
+of the `[M, D]` groups, each unit holding `chunks` elements in locals (the `softmax_rows`
+schedule: unit `u` holds elements `u + i * units`), so x is read once and out written once.
+
+Forward: the row's sum combines over the cube (planes, then shared memory) into the mean, then
+the sum of squared deviations from the registers into the biased variance (two exact passes over
+registers, no cancellation of a one-pass sum of squares); `out = (x - mean) * rstd * w + b`,
+and unit 0 writes the row's mean and `rstd = 1 / sqrt(var + eps)`.
+Backward (from the forward's mean and rstd): with `xhat = (x - mean) * rstd` and `gw = grad * w`,
+`dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`; the kernel also writes `grad * xhat`
+(in the accumulator dtype) when the weight's gradient is wanted, summed over the rows by the
+backend's `float_sum_dim` with the bias's `sum(grad)`.
+Values accumulate in float32 (float64 for float64). Other layouts, the cpu runtime, short rows
+and rows past `softmax_rows.SHAPES` take the protocol's composite default.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from functools import cache
+from typing import Any
+
+from burn.backend.protocol import Backend
+from burn.dtype import DType
+from burn.ir.cube import cube_dtype
+
+from .layout import contiguous
+from .softmax_rows import _combine, plan
+from .tensor import CubeTensor, Shape, dense_strides
+
+
+def _acc(dtype: DType) -> DType:
+    """The accumulator of `dtype`: float64 for float64, else float32."""
+    return DType.float64 if dtype is DType.float64 else DType.float32
+
+
+class _Row:
+    """A kernel's view of its cube's row: masked element indexes and register loads."""
+
+    def __init__(self, b: Any, units: int, chunks: int, exact: bool, n: Any) -> None:
+        from burn_cube import bool_, u32
+
+        self.b, self.units = b, units
+        self.start = b.local(u32, b.CUBE_POS * n)
+        self.valid = [None if exact else b.local(bool_, b.UNIT_POS + i * units < n)
+                      for i in range(chunks)]
+
+    def col(self, i: int, ok: Any) -> Any:
+        """Column of chunk `i` (0 where masked: a valid address)."""
+        c = self.b.UNIT_POS + i * self.units
+        return c if ok is None else self.b.select(ok, c, 0)
+
+    def load(self, t: Any, acc: Any, row: bool = True) -> list[Any]:
+        """The unit's elements of `t` (a row of it, or the `[D]` vector `t` when not `row`)
+        as `acc` locals."""
+        base = t.offset + self.start if row else t.offset
+        return [self.b.local(acc, self.b.cast(t[base + self.col(i, ok)], acc))
+                for i, ok in enumerate(self.valid)]
+
+    def masked(self, i: int, value: Any) -> Any:
+        """`value` for chunk `i`, 0 where it is past the row's end."""
+        ok = self.valid[i]
+        return value if ok is None else self.b.select(ok, value, 0)
+
+    def store(self, t: Any, values: list[Any]) -> None:
+        """`t[row, col] = value` for the unit's valid chunks (dense `t`)."""
+        for i, (value, ok) in enumerate(zip(values, self.valid, strict=True)):
+            with nullcontext() if ok is None else self.b.if_(ok):
+                t[t.offset + self.start + self.col(i, None)] = self.b.cast(value, t.dtype)
+
+
+@cache
+def forward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool, exact: bool,
+                   weight: bool, bias: bool) -> Any:
+    """Layer norm of a row per cube (module docstring).
+
+    Args:
+        dtypes: burn-cube dtypes (tensors, accumulator).
+        units: units per cube.
+        chunks: elements each unit holds (``units * chunks >= n``).
+        plane: combine within planes first.
+        exact: rows are exactly ``units * chunks`` long.
+        weight: a weight tensor follows x.
+        bias: a bias tensor follows (the weight).
+
+    Returns:
+        A kernel taking ``x, [weight], [bias], out, mean, rstd, n, eps``: rank-1 tensors, x and
+        out rows of n elements, mean and rstd one element per row.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    dtype, acc = dtypes
+    b = KernelBuilder("layer_norm_rows", cube_dim=units)
+    x = b.tensor("x", dtype, write=False)
+    w = b.tensor("weight", dtype, write=False) if weight else None
+    sh = b.tensor("bias", dtype, write=False) if bias else None
+    out, mean, rstd = (b.tensor(name, dtype, write=True) for name in ("out", "mean", "rstd"))
+    n, eps = b.scalar("n", u32), b.scalar("eps", acc)
+    row = _Row(b, units, chunks, exact, n)
+    values = row.load(x, acc)
+    total = b.local(acc, 0)
+    for i, v in enumerate(values):
+        b.set(total, total + row.masked(i, v))
+    count = b.local(acc, b.cast(n, acc))
+    mu = b.local(acc, _combine(b, "sum", total, units, plane) / count)
+    squares = b.local(acc, 0)
+    for i, v in enumerate(values):
+        b.set(v, row.masked(i, v - mu))
+        b.set(squares, squares + v * v)
+    scale = b.local(acc, b.rsqrt(_combine(b, "sum", squares, units, plane) / count + eps))
+    for v in values:
+        b.set(v, v * scale)
+    if w is not None:
+        for v, wv in zip(values, row.load(w, acc, row=False), strict=True):
+            b.set(v, v * wv)
+    if sh is not None:
+        for v, bv in zip(values, row.load(sh, acc, row=False), strict=True):
+            b.set(v, v + bv)
+    row.store(out, values)
+    with b.if_(b.UNIT_POS == 0):
+        mean[mean.offset + b.CUBE_POS] = b.cast(mu, dtype)
+        rstd[rstd.offset + b.CUBE_POS] = b.cast(scale, dtype)
+    return b.kernel()
+
+
+@cache
+def backward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool,
+                    exact: bool, weight: bool) -> Any:
+    """Input gradient of a row per cube (module docstring), and ``grad * xhat`` per element
+    when `weight`.
+
+    Returns:
+        A kernel taking ``x, [weight], mean, rstd, grad, dx, [gxhat], n``: rank-1 tensors;
+        gxhat in the accumulator dtype.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    dtype, acc = dtypes
+    b = KernelBuilder("layer_norm_rows_backward", cube_dim=units)
+    x = b.tensor("x", dtype, write=False)
+    w = b.tensor("weight", dtype, write=False) if weight else None
+    mean, rstd, grad = (b.tensor(name, dtype, write=False) for name in ("mean", "rstd", "grad"))
+    dx = b.tensor("dx", dtype, write=True)
+    gxhat = b.tensor("gxhat", acc, write=True) if weight else None
+    n = b.scalar("n", u32)
+    row = _Row(b, units, chunks, exact, n)
+    mu = b.local(acc, b.cast(mean[mean.offset + b.CUBE_POS], acc))
+    scale = b.local(acc, b.cast(rstd[rstd.offset + b.CUBE_POS], acc))
+    xhat = row.load(x, acc)
+    gw = row.load(grad, acc)
+    for v in xhat:
+        b.set(v, (v - mu) * scale)
+    if w is not None and gxhat is not None:
+        row.store(gxhat, [g * v for g, v in zip(gw, xhat, strict=True)])
+        for g, wv in zip(gw, row.load(w, acc, row=False), strict=True):
+            b.set(g, g * wv)
+    sums = [b.local(acc, 0), b.local(acc, 0)]
+    for i, (g, v) in enumerate(zip(gw, xhat, strict=True)):
+        b.set(sums[0], sums[0] + row.masked(i, g))
+        b.set(sums[1], sums[1] + row.masked(i, g * v))
+    count = b.local(acc, b.cast(n, acc))
+    means = [b.local(acc, _combine(b, "sum", s, units, plane) / count) for s in sums]
+    row.store(dx, [scale * (g - means[0] - v * means[1]) for g, v in zip(gw, xhat, strict=True)])
+    return b.kernel()
+
+
+def _rows_plan(backend: Any, shape: Shape, num_dims: int) -> tuple[int, int, int, int] | None:
+    """(rows M, row length D, units, chunks) when the rows kernel serves `shape`, else None."""
+    lead = len(shape) - num_dims
+    m, d = 1, 1
+    for size in shape[:lead]:
+        m *= size
+    for size in shape[lead:]:
+        d *= size
+    if m == 0 or backend.runtime_name == "cpu":
+        return None
+    found = plan(backend, m, d)
+    return None if found is None else (m, d, *found)
+
+
+def _flat(backend: Any, t: CubeTensor) -> CubeTensor:
+    """A dense rank-1 view of `t` (copied first when not contiguous)."""
+    t = contiguous(backend, t)
+    return t.view((t.size,), (1,))
+
+
+def _dtypes(dtype: DType) -> tuple[Any, Any]:
+    """The kernels' burn-cube dtypes (tensors, accumulator) for tensors of `dtype`."""
+    return cube_dtype("layer_norm", dtype), cube_dtype("layer_norm", _acc(dtype))
+
+
+def layer_norm(backend: Any, x: CubeTensor, weight: CubeTensor | None, bias: CubeTensor | None,
+               num_dims: int, eps: float) -> tuple[CubeTensor, CubeTensor, CubeTensor]:
+    """`Backend.layer_norm` (same arguments and results) on the rows kernel where it serves x's
+    shape on this runtime, else the protocol's composite default."""
+    found = _rows_plan(backend, x.shape, num_dims)
+    if found is None:
+        return Backend.layer_norm(backend, x, weight, bias, num_dims, eps)
+    m, d, units, chunks = found
+    stats = (*x.shape[:len(x.shape) - num_dims], *(1,) * num_dims)
+    out, mean, rstd = (backend.empty(s, x.dtype) for s in (x.shape, stats, stats))
+    plane = backend.runtime.properties.plane_size > 1
+    kernel = forward_kernel(_dtypes(x.dtype), units, chunks, plane, d == units * chunks,
+                            weight is not None, bias is not None)
+    params = [_flat(backend, t).array for t in (x, weight, bias) if t is not None]
+    kernel.launch(backend.runtime, (m, 1, 1), units, *params,
+                  *(_flat(backend, t).array for t in (out, mean, rstd)), d, eps)
+    return out, mean, rstd
+
+
+def layer_norm_backward(backend: Any, x: CubeTensor, weight: CubeTensor | None,
+                        bias: CubeTensor | None, mean: CubeTensor, rstd: CubeTensor,
+                        grad: CubeTensor, num_dims: int
+                        ) -> tuple[CubeTensor, CubeTensor | None, CubeTensor | None]:
+    """`Backend.layer_norm_backward` (same arguments and results) on the rows kernel where it
+    serves x's shape on this runtime, else the protocol's composite default."""
+    found = _rows_plan(backend, x.shape, num_dims)
+    if found is None:
+        return Backend.layer_norm_backward(backend, x, weight, bias, mean, rstd, grad, num_dims)
+    m, d, units, chunks = found
+    acc = _acc(x.dtype)
+    dx = backend.empty(x.shape, x.dtype)
+    gxhat = None if weight is None else backend.empty((m, d), acc)
+    plane = backend.runtime.properties.plane_size > 1
+    kernel = backward_kernel(_dtypes(x.dtype), units, chunks, plane, d == units * chunks,
+                             weight is not None)
+    inputs = [_flat(backend, t).array for t in (x, weight, mean, rstd, grad) if t is not None]
+    outputs = [_flat(backend, t).array for t in (dx, gxhat) if t is not None]
+    kernel.launch(backend.runtime, (m, 1, 1), units, *inputs, *outputs, d)
+    shape = x.shape[len(x.shape) - num_dims:]
+
+    def column_sum(t: CubeTensor | None, like: CubeTensor | None) -> CubeTensor | None:
+        if t is None or like is None:
+            return None
+        total = backend.float_sum_dim(t, 0).view(shape, dense_strides(shape))
+        return total if total.dtype is like.dtype else backend.float_cast(total, like.dtype)
+
+    rows = _flat(backend, grad).view((m, d), (d, 1))
+    return dx, column_sum(gxhat, weight), column_sum(rows, bias)
+
