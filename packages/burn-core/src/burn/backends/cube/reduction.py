@@ -29,6 +29,7 @@ from burn.errors import ValueRangeError
 from burn.ir import OPS
 from burn.ir.cube import cube_dtype
 
+from . import layer_norm_rows
 from .creation import full
 from .reduction_kernels import (
     COLUMNS,
@@ -315,6 +316,18 @@ class CubeReductionOps:
     def log_softmax(self: Any, x: CubeTensor, dim: int) -> CubeTensor:
         """x - max - log(sum(exp(x - max))) along `dim`, fused."""
         return softmax(self, x, dim, log=True)
+
+    def layer_norm(self: Any, x: CubeTensor, weight: CubeTensor | None,
+                   bias: CubeTensor | None, num_dims: int, eps: float) -> Any:
+        """(out, mean, rstd) of a layer norm: a cube per row on GPUs (`layer_norm_rows`)."""
+        return layer_norm_rows.layer_norm(self, x, weight, bias, num_dims, eps)
+
+    def layer_norm_backward(self: Any, x: CubeTensor, weight: CubeTensor | None,
+                            bias: CubeTensor | None, mean: CubeTensor, rstd: CubeTensor,
+                            grad: CubeTensor, num_dims: int) -> Any:
+        """(dx, dweight, dbias) of a layer norm: a cube per row on GPUs (`layer_norm_rows`)."""
+        return layer_norm_rows.layer_norm_backward(self, x, weight, bias, mean, rstd, grad,
+                                                   num_dims)
 
 
 _METHODS = [
