@@ -146,7 +146,9 @@ def _launch(inner: Any, live: list[OpIR], values: dict[int, Any], needed: set[in
     if size:
         key = (signature, tuple(_layout(a) for a in arrays))
         launcher = plans.get(key)
-        if launcher is None:
+        if launcher is not None:
+            STATS.cache_hits += 1
+        else:
             launcher = _plan(inner, signature, size, shape, dense, inputs, numbers, outs)
             if len(plans) >= MAX_PLANS:
                 plans.clear()
@@ -159,14 +161,13 @@ def _launch(inner: Any, live: list[OpIR], values: dict[int, Any], needed: set[in
 
 def _plan(inner: Any, signature: Signature, size: int, shape: tuple[int, ...], dense: bool,
           inputs: list[Any], numbers: list[Any], outs: list[Any]) -> Callable[[Any], None]:
-    """The launcher of `signature`'s kernel over arguments laid out as these."""
+    """The launcher of `signature`'s kernel over arguments laid out as these (in lines where
+    the signature asks for them and the lowerings have a line form, else by element)."""
     start = time.perf_counter()
-    kernel = _KERNELS.get(signature)
-    if kernel is None:
-        kernel = _KERNELS[signature] = _build(signature)
-        STATS.plans += 1
-    else:
-        STATS.cache_hits += 1
+    kernel = _kernel(signature)
+    if kernel is None:  # an op without a line form: by element
+        signature = (signature[0], 1, *signature[2:])
+        kernel = _kernel(signature)
     lanes = signature[1]
     if dense:
         views = [_flat(t.array, size) for t in (*inputs, *outs)]
@@ -178,6 +179,25 @@ def _plan(inner: Any, signature: Signature, size: int, shape: tuple[int, ...], d
                                                   *views[:n_in], *numbers, *views[n_in:])
     STATS.compile_s += time.perf_counter() - start
     return launcher
+
+
+def _kernel(signature: Signature) -> Any:
+    """The cached kernel of a block signature; None where it asks for lines and an op has
+    no line form."""
+    if signature in _KERNELS:
+        STATS.cache_hits += 1
+        return _KERNELS[signature]
+    from burn_cube.errors import CompileError
+
+    try:
+        kernel = _build(signature)
+    except CompileError:
+        if signature[1] == 1:
+            raise
+        kernel = None
+    _KERNELS[signature] = kernel
+    STATS.plans += kernel is not None
+    return kernel
 
 
 def _build(signature: Signature) -> Any:

@@ -1,0 +1,58 @@
+"""Helpers of the fusion tests: the fusion devices of this machine and a kernel-launch counter
+at the burn-cube runtime (independent of the fusion decorator's own statistics)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import burn
+
+#: Cube backends with a fusion form here (wgpu runs on Mesa's CPU adapter where there is no GPU).
+DEVICES = [name for name in ("cpu", "wgpu")
+           if any(b.name == name and b.available for b in burn.available_backends())]
+
+
+class LaunchCounter:
+    """Counts the kernels a burn-cube runtime launches, planned launches included.
+
+    Launch plans made before counting started would not be counted, so the counter empties the
+    plan caches of the cube backend and of its fusion stream when it starts.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, base: str) -> None:
+        self.count = 0
+        self._planned = False
+        backend: Any = burn.Device(base).backend
+        backend.plans.clear()
+        fused: Any = burn.Device(f"{base}+fusion").backend
+        fused.stream.plans.clear()
+        rt = type(backend.runtime)
+        real_launch, real_plan = rt.launch, rt.plan
+
+        def launch(this: Any, *args: Any) -> None:
+            self.count += not self._planned  # a runtime's launcher may call its `launch`
+            real_launch(this, *args)
+
+        def plan(this: Any, *args: Any) -> Callable[[Any], None]:
+            launcher = real_plan(this, *args)
+
+            def counted(values: Any) -> None:
+                self.count += 1
+                self._planned = True
+                try:
+                    launcher(values)
+                finally:
+                    self._planned = False
+
+            return counted
+
+        monkeypatch.setattr(rt, "launch", launch)
+        monkeypatch.setattr(rt, "plan", plan)
+
+    def take(self) -> int:
+        """Launches since the last call (or since counting started)."""
+        count, self.count = self.count, 0
+        return count

@@ -1,0 +1,240 @@
+"""The fusion decorator: lazy streams, one kernel per elementwise block, call-site errors, the
+plan cache, and Autodiff over fusion, against the unfused backend and PyTorch."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from fusion_testing import DEVICES, LaunchCounter
+
+import burn
+import burn.functional as F
+from burn.errors import DTypeError, ShapeError
+from burn.fusion import FusionTensor, reset_stats, stats
+
+pytestmark = pytest.mark.parametrize("base", DEVICES)
+torch.set_num_threads(1)
+
+
+def gelu_chain(x: Any) -> Any:
+    """tanh-GELU written as a chain of elementwise ops (9 ops; works on burn and torch)."""
+    return x * 0.5 * (1.0 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+
+
+def check(got: burn.Tensor, want: torch.Tensor, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+    """Shape and dtype first, then values (NaN where torch has NaN)."""
+    values = got.to_numpy()
+    expected = want.detach().numpy()
+    assert values.shape == expected.shape
+    assert values.dtype == expected.dtype
+    np.testing.assert_allclose(values, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def test_gelu_chain_is_one_kernel(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((64, 33)).astype(np.float32)
+    data[0, :4] = [np.nan, np.inf, -np.inf, 1e30]
+    fused = burn.tensor(data, device=f"{base}+fusion")
+    counter = LaunchCounter(monkeypatch, base)
+    reset_stats()
+    y = gelu_chain(fused)
+    assert isinstance(y._prim, FusionTensor) and y._prim.value is None
+    assert counter.take() == 0  # nothing ran yet
+    assert y.shape == (64, 33) and y.dtype == burn.float32
+    burn.sync(f"{base}+fusion")
+    assert counter.take() == 1
+    s = stats()
+    assert (s.kernels_launched, s.ops_recorded, s.ops_fused) == (1, 9, 9)
+    plain = burn.tensor(data, device=base)
+    counter.take()
+    unfused = gelu_chain(plain)
+    burn.sync(base)
+    assert counter.take() == 9
+    np.testing.assert_array_equal(y.to_numpy(), unfused.to_numpy())
+    check(y, gelu_chain(torch.from_numpy(data)), rtol=1e-5, atol=1e-6)
+
+
+def test_nothing_runs_until_a_sync_point(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = burn.tensor(np.linspace(-2, 2, 40, dtype=np.float32), device=f"{base}+fusion")
+    counter = LaunchCounter(monkeypatch, base)
+    y = (x.exp() + 1.0).log()
+    assert counter.take() == 0
+    burn.sync(f"{base}+fusion")
+    assert counter.take() == 1
+    assert y._prim.value is not None
+    z = y * 2.0
+    assert counter.take() == 0
+    third = float(np.linspace(-2, 2, 40, dtype=np.float32)[3])
+    assert z[3].item() == pytest.approx(2 * math.log1p(math.exp(third)), rel=1e-6)
+    assert z._prim.value is not None  # indexing is a sync point for what it reads
+    check(z, torch.nn.functional.softplus(torch.linspace(-2, 2, 40)) * 2.0, rtol=1e-5)
+
+
+def test_dropped_intermediates_are_never_computed(base: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    data = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    x = burn.tensor(data, device=f"{base}+fusion")
+    kept = x.sin()
+    dropped = kept * 3.0
+    handle = weakref.ref(dropped._prim)
+    out = (dropped + kept).cos()
+    del dropped
+    assert handle() is None  # the stream holds no strong reference to a pending result
+    counter = LaunchCounter(monkeypatch, base)
+    reset_stats()
+    burn.sync(f"{base}+fusion")
+    assert counter.take() == 1  # one kernel writing `kept` and `out`, not the product
+    assert stats().kernels_launched == 1
+    check(kept, torch.from_numpy(data).sin())
+    check(out, (torch.from_numpy(data).sin() * 4.0).cos(), rtol=1e-5)
+    unheld = x.exp() * 2.0
+    del unheld
+    reset_stats()
+    burn.sync(f"{base}+fusion")
+    assert (counter.take(), stats().ops_dead) == (0, 2)
+
+
+def test_broadcast_views_casts_comparisons_and_select(base: str) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((5, 1)).astype(np.float32)
+    b = rng.standard_normal((6, 5)).astype(np.float32).T  # non-contiguous (5, 6)
+    c = rng.standard_normal((6,)).astype(np.float32)
+    a[2, 0] = np.nan
+    dev = f"{base}+fusion"
+    ba, bc = burn.tensor(a, device=dev), burn.tensor(c, device=dev)
+    bb = burn.tensor(b.T, device=dev).swap_dims(0, 1)  # a strided view, read in place
+    ta, tb, tc = (torch.from_numpy(np.ascontiguousarray(v)) for v in (a, b, c))
+    s = ba * bb - bc
+    mask = s > 0.25
+    picked = s.mask_where(mask, bc.exp())
+    as_int = (picked * 10.0).int()
+    back = as_int.float() / 10.0 + mask.float()
+    ts = ta * tb - tc
+    tmask = ts > 0.25
+    tpicked = torch.where(tmask, tc.exp().expand(5, 6), ts)
+    tint = (tpicked * 10.0).to(torch.int64)
+    check(back, tint.float() / 10.0 + tmask.float())
+    check(mask, tmask)
+    check(as_int, tint)
+    check(picked, tpicked)
+
+
+def test_zero_dim_and_empty(base: str) -> None:
+    dev = f"{base}+fusion"
+    s = burn.tensor(np.float32(1.5), device=dev)
+    r = (s * s + 1.0).sqrt()
+    check(r, (torch.tensor(1.5) ** 2 + 1.0).sqrt())
+    e = burn.tensor(np.zeros((0, 3), np.float32), device=dev)
+    check((e + 1.0).exp() * 2.0, (torch.zeros(0, 3) + 1.0).exp() * 2.0)
+
+
+def test_int_and_bool_chains(base: str) -> None:
+    dev = f"{base}+fusion"
+    data = np.array([[-7, -1, 0, 3, 9, 2**30]], dtype=np.int32)
+    x = burn.tensor(data, device=dev)
+    t = torch.from_numpy(data)
+    y = (x * 3 + 2).abs() - 5
+    check(y, (t * 3 + 2).abs() - 5)
+    m = (x > 0).logical_and(x < 5).logical_or(x == -7).bool_not()
+    check(m, ~(((t > 0) & (t < 5)) | (t == -7)))
+    check(x.clamp(-2, 4) * 2, t.clamp(-2, 4) * 2)
+
+
+def test_errors_are_raised_at_the_call_site(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = f"{base}+fusion"
+    x = burn.tensor(np.ones((2, 3), np.float32), device=dev)
+    y = burn.tensor(np.ones((4, 5), np.float32), device=dev)
+    pending = x.exp()
+    with pytest.raises(ShapeError, match="float_add|add"):
+        _ = pending + y
+    bk: Any = burn.Device(dev).backend
+    with pytest.raises(ShapeError) as info:
+        bk.float_add(pending._prim, y._prim)  # the op record refuses it, nothing is deferred
+    assert "float_add" in str(info.value) and "(2, 3)" in str(info.value)
+    i = burn.tensor(np.ones((2, 3), np.int32), device=dev)
+    with pytest.raises(DTypeError) as dinfo:
+        bk.float_mul(pending._prim, i._prim)
+    assert "float_mul" in str(dinfo.value) and "int32" in str(dinfo.value)
+    assert pending._prim.value is None  # the errors ran nothing
+    check(pending, torch.ones(2, 3).exp())
+
+
+def test_plan_cache_reuses_kernels_across_steps(base: str) -> None:
+    dev = f"{base}+fusion"
+    rng = np.random.default_rng(2)
+    data = rng.standard_normal((8, 16)).astype(np.float32)
+    x = burn.tensor(data, device=dev)
+    reset_stats()
+    for step in range(4):
+        lr = 0.1 / (step + 1)  # a number that changes every step: a runtime scalar
+        out = F.sigmoid(x - lr * x.tanh()) * (1.0 - lr)
+        tx = torch.from_numpy(data)
+        check(out, (tx - lr * tx.tanh()).sigmoid() * (1.0 - lr), rtol=1e-5)
+    s = stats()
+    assert s.kernels_launched == 4
+    assert s.plans <= 1 and s.cache_hits >= 3
+
+
+def test_autodiff_over_fusion_matches_torch(base: str) -> None:
+    dev = burn.Device(base).fusion().autodiff()
+    assert dev == burn.Device(f"{base}+fusion+autodiff")
+    assert burn.Device(base).autodiff().fusion() == dev
+    rng = np.random.default_rng(3)
+    xd = rng.standard_normal((4, 6)).astype(np.float32)
+    wd = rng.standard_normal((6, 3)).astype(np.float32)
+    bd = rng.standard_normal((3,)).astype(np.float32)
+    x = burn.tensor(xd, device=dev).require_grad()
+    w = burn.tensor(wd, device=dev).require_grad()
+    b = burn.tensor(bd, device=dev).require_grad()
+    h = gelu_chain(x.matmul(w) + b)
+    loss = (h * F.sigmoid(h)).mean()
+    grads = loss.backward()
+    tx, tw, tb = (torch.from_numpy(v).requires_grad_() for v in (xd, wd, bd))
+    th = gelu_chain(tx @ tw + tb)
+    tloss = (th * th.sigmoid()).mean()
+    tloss.backward()
+    check(loss, tloss, rtol=1e-5)
+    for got, want in ((x, tx), (w, tw), (b, tb)):
+        grad = got.grad(grads)
+        assert grad is not None and want.grad is not None
+        check(grad, want.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from burn import nn
+    from burn.optim import AdamConfig
+
+    rng = np.random.default_rng(4)
+    xd = rng.standard_normal((16, 20)).astype(np.float32)
+    yd = rng.integers(0, 5, 16)
+    losses, launches = {}, {}
+    for spec in (base, f"{base}+fusion"):
+        dev = burn.Device(spec).autodiff()
+        burn.seed(0, dev)
+        model = nn.Sequential(nn.Linear(20, 32, device=dev), nn.Relu(),
+                              nn.Linear(32, 5, device=dev))
+        optim = AdamConfig().init()
+        x, y = burn.tensor(xd, device=dev), burn.tensor(yd, device=dev)
+        counter = LaunchCounter(monkeypatch, base)
+        run = []
+        for _ in range(3):
+            loss = F.cross_entropy(model(x), y)
+            optim.step(1e-2, model, loss.backward())
+            run.append(loss.item())
+        counter.take()
+        loss = F.cross_entropy(model(x), y)
+        optim.step(1e-2, model, loss.backward())
+        run.append(loss.item())
+        losses[spec], launches[spec] = run, counter.take()
+        monkeypatch.undo()
+    with capsys.disabled():
+        print(f"\nMLP 20-32-5 Adam step on {base}: {launches[base]} kernels unfused, "
+              f"{launches[base + '+fusion']} fused")
+    assert launches[f"{base}+fusion"] < launches[base]
+    np.testing.assert_allclose(losses[f"{base}+fusion"], losses[base], rtol=1e-5)
