@@ -149,9 +149,9 @@ class CEmitter(Emitter):
             if isinstance(e, ir.Op):
                 for a in e.args:
                     visit(a)
-            elif isinstance(e, ir.Load | ir.AtomicAdd):
+            elif isinstance(e, ir.Load | ir.Atomic):
                 visit(e.index)
-                if isinstance(e, ir.AtomicAdd):
+                if isinstance(e, ir.Atomic):
                     visit(e.value)
                 conds.append(self.bound(e.buf, e.index))
 
@@ -327,6 +327,8 @@ class CEmitter(Emitter):
                 out.append(table_c.HELPERS_UNSIGNED.format(**fmt))
             if dtype_kind == "int":
                 out.append(table_c.HELPERS_SIGNED.format(**fmt))
+            if dtype_kind in ("int", "uint") and f"atomic:{name}" in self.kernel.features:
+                out.append(table_c.HELPERS_INT_ATOMIC.format(**fmt))
             if dtype_kind == "float" and f"atomic:{name}" in self.kernel.features:
                 out.append(table_c.HELPERS_FLOAT_ATOMIC.format(
                     U=table_c.BITS_TYPE[DTYPES[name].bits], **fmt))

@@ -157,11 +157,11 @@ class Emitter:
                 return f"t_{buf}_{field}{dim if field in ('shape', 'stride') else ''}"
             case ir.Load():
                 return self.load(e)
-            case ir.AtomicAdd(buf=buf, index=index, value=value, dtype=dtype):
+            case ir.Atomic(op=op, buf=buf, index=index, value=value, dtype=dtype):
                 if dtype.name in self.storage_types:
-                    raise CompileError(f"atomic_add on {dtype} is not supported by the "
+                    raise CompileError(f"atomic_{op} on {dtype} is not supported by the "
                                        f"{self.target} target", self.kernel.name)
-                return self.render("atomic_add", dtype, dtype,
+                return self.render(f"atomic_{op}", dtype, dtype,
                                    [self.element(buf, index), self.expr(value)])
             case ir.Op(op=op, args=args, dtype=dtype):
                 key = args[0].dtype if args and op != "select" else dtype

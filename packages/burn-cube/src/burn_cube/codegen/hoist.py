@@ -103,7 +103,7 @@ class Affine:
 def _walk(e: ir.Expr) -> Iterator[ir.Expr]:
     yield e
     for child in (*getattr(e, "args", ()), getattr(e, "index", None), getattr(e, "value", None)):
-        if isinstance(child, ir.Const | ir.Var | ir.Meta | ir.Op | ir.Load | ir.AtomicAdd):
+        if isinstance(child, ir.Const | ir.Var | ir.Meta | ir.Op | ir.Load | ir.Atomic):
             yield from _walk(child)
 
 
@@ -170,10 +170,10 @@ class Hoist:
         forms: set[tuple[int | str, str]] = set()
         atomics = False
         for e in _exprs(self.body):
-            if isinstance(e, ir.Load | ir.AtomicAdd):
+            if isinstance(e, ir.Load | ir.Atomic):
                 a = self._index(e.buf, e.index)
                 forms.add((a.scale, a.full) if a else (0, ""))
-                atomics |= isinstance(e, ir.AtomicAdd)
+                atomics |= isinstance(e, ir.Atomic)
             elif isinstance(e, ir.Op) and e.op in _COMPARE:
                 self._compare(e)
         self._check_groups()
@@ -309,7 +309,7 @@ class Hoist:
             return None
         for s in body[:-1]:
             if not isinstance(s, ir.Assign) or any(
-                    isinstance(e, ir.Load | ir.AtomicAdd) for e in _walk(s.value)):
+                    isinstance(e, ir.Load | ir.Atomic) for e in _walk(s.value)):
                 return None
         cond = body[-1].cond
         if not isinstance(cond, ir.Op) or cond.op not in _COMPARE:

@@ -49,6 +49,7 @@ OPS: dict[str, str | None] = {
     "atomic_add.int": "__atomic_fetch_add(&{a}, {b}, __ATOMIC_RELAXED)",
     "atomic_add.uint": "__atomic_fetch_add(&{a}, {b}, __ATOMIC_RELAXED)",
     "atomic_add.float": "bc_atomic_add_{s}(&{a}, {b})",
+    "atomic_min": "bc_atomic_min_{s}(&{a}, {b})", "atomic_max": "bc_atomic_max_{s}(&{a}, {b})",
 }
 
 #: Helpers emitted once per dtype (``{T}`` the C type, ``{s}`` the dtype name).
@@ -89,6 +90,22 @@ static inline {T} bc_atomic_add_{s}({T} *p, {T} v) {{
     }} while (!__atomic_compare_exchange_n(({U} *)p, &old, upd, 1, __ATOMIC_RELAXED,
                                            __ATOMIC_RELAXED));
     return prev;
+}}
+"""
+#: Integer atomic min / max (gcc has no fetch-min): a compare-exchange loop that stops as soon
+#: as the stored value is no longer improved, so uncontended no-op updates write nothing.
+HELPERS_INT_ATOMIC = """\
+static inline {T} bc_atomic_min_{s}({T} *p, {T} v) {{
+    {T} old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < old && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)) {{}}
+    return old;
+}}
+static inline {T} bc_atomic_max_{s}({T} *p, {T} v) {{
+    {T} old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > old && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)) {{}}
+    return old;
 }}
 """
 #: Branch-free f32 exp/tanh (Cephes polynomials, <= 2 ulp on the tested range) that the

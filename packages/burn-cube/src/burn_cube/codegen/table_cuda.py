@@ -35,6 +35,7 @@ OPS: dict[str, str | None] = {
     "atomic_add": "atomicAdd(&{a}, {b})",
     "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "
                       "(unsigned long long){b}))",
+    "atomic_min": "atomicMin(&{a}, {b})", "atomic_max": "atomicMax(&{a}, {b})",
 }
 # C-only entries: host atomics, and the vectorizable f32 exp/tanh of the CPU (CUDA's own expf /
 # tanhf are the fast ones on the GPU).

@@ -62,7 +62,9 @@ OPS: dict[str, str | None] = {
     "asin": "atan2({a}, sqrt((1.0 - {a}) * (1.0 + {a})))",
     "acos": "atan2(sqrt((1.0 - {a}) * (1.0 + {a})), {a})",
     "atomic_add.int": "atomicAdd(&{a}, {b})", "atomic_add.uint": "atomicAdd(&{a}, {b})",
-    "atomic_add.i64": None,
+    "atomic_min.int": "atomicMin(&{a}, {b})", "atomic_min.uint": "atomicMin(&{a}, {b})",
+    "atomic_max.int": "atomicMax(&{a}, {b})", "atomic_max.uint": "atomicMax(&{a}, {b})",
+    "atomic_add.i64": None, "atomic_min.i64": None, "atomic_max.i64": None,
     **{f"{op}.f64": None for op in F64_MISSING},
 }
 

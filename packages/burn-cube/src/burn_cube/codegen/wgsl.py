@@ -54,7 +54,9 @@ class WgslEmitter(Emitter):
         t = self.storage_type(buf.dtype)
         if buf.atomic:
             if not buf.dtype.is_integer:
-                raise CompileError(f"atomic_add on {buf.dtype} is not supported by WGSL "
+                ops = sorted({f"atomic_{e.op}" for e in ir.expressions(self.kernel.body)
+                              if isinstance(e, ir.Atomic) and e.buf == buf.name})
+                raise CompileError(f"{'/'.join(ops)} on {buf.dtype} is not supported by WGSL "
                                    "(only i32/u32)", self.kernel.name)
             return f"atomic<{t}>"
         return t
@@ -73,7 +75,7 @@ class WgslEmitter(Emitter):
         return "workgroupBarrier();"
 
     def stmt(self, s: ir.Stmt) -> None:
-        if isinstance(s, ir.Eval) and isinstance(s.expr, ir.AtomicAdd):
+        if isinstance(s, ir.Eval) and isinstance(s.expr, ir.Atomic):
             self.line(f"_ = {self.expr(s.expr)};")
         else:
             super().stmt(s)

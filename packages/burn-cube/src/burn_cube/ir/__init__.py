@@ -7,7 +7,7 @@ from burn_cube.ir.nodes import *  # noqa: F403
 from burn_cube.ir.scope import Scope
 
 __all__ = [  # noqa: F405
-    "AtomicAdd", "Assign", "Barrier", "Break", "Buffer", "Const", "Continue", "Eval", "Expr", "For",
+    "Atomic", "Assign", "Barrier", "Break", "Buffer", "Const", "Continue", "Eval", "Expr", "For",
     "If", "KernelBuilder", "KernelIR", "Load", "Meta", "Op", "Param", "Return", "Scope", "Stmt",
     "Store", "TensorHandle", "Value", "Var", "While", "expressions", "meta_names", "statements",
 ]

@@ -24,14 +24,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from burn_cube.ir import nodes as ir
-from burn_cube.ir.scope import CALLS, EXPRS, POSITIONS, BufRef, Literal, Scope
+from burn_cube.ir.scope import ATOMICS, CALLS, EXPRS, POSITIONS, BufRef, Literal, Scope
 from burn_cube.types import DType, bool_, line
 
 if TYPE_CHECKING:
     from burn_cube.kernel import IRKernel
 
 #: Builtins available as builder methods (``b.exp(v)``, ``b.max(a, b)``, ``b.plane_sum(v)``).
-MATH = tuple(n for n in CALLS if n not in ("len", "atomic_add", "index_of", "select"))
+MATH = tuple(n for n in CALLS if n not in ("len", *ATOMICS, "index_of", "select"))
 
 
 class Value:
@@ -308,7 +308,20 @@ class KernelBuilder(Scope):
 
     def atomic_add(self, tensor: TensorHandle, index: Any, value: Any) -> Value:
         """Atomically add ``value`` to ``tensor[index]`` (now); returns the old value."""
-        expr = self.call("atomic_add", [_raw(tensor), _raw(index), _raw(value)])
+        return self._atomic("atomic_add", tensor, index, value)
+
+    def atomic_min(self, tensor: TensorHandle, index: Any, value: Any) -> Value:
+        """Atomically lower integer ``tensor[index]`` to ``value`` (now); returns the old
+        value."""
+        return self._atomic("atomic_min", tensor, index, value)
+
+    def atomic_max(self, tensor: TensorHandle, index: Any, value: Any) -> Value:
+        """Atomically raise integer ``tensor[index]`` to ``value`` (now); returns the old
+        value."""
+        return self._atomic("atomic_max", tensor, index, value)
+
+    def _atomic(self, op: str, tensor: TensorHandle, index: Any, value: Any) -> Value:
+        expr = self.call(op, [_raw(tensor), _raw(index), _raw(value)])
         old = self.temp(expr.dtype, "_old")
         self.emit(ir.Assign(old, expr, self.lineno))
         return Value(self, old)

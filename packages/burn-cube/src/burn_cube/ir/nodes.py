@@ -61,16 +61,18 @@ class Load:
 
 
 @dataclass(frozen=True)
-class AtomicAdd:
-    """Atomically add ``value`` to element ``index`` of ``buf``; evaluates to the old value."""
+class Atomic:
+    """Atomically combine element ``index`` of ``buf`` with ``value`` by ``op`` (``add``,
+    ``min``, ``max``); evaluates to the old value."""
 
+    op: str
     buf: str
     index: Expr
     value: Expr
     dtype: DType
 
 
-Expr = Const | Var | Meta | Op | Load | AtomicAdd
+Expr = Const | Var | Meta | Op | Load | Atomic
 
 
 @dataclass
@@ -228,7 +230,7 @@ def _subexpressions(e: Expr) -> Iterator[Expr]:
                 yield from _subexpressions(a)
         case Load(index=index):
             yield from _subexpressions(index)
-        case AtomicAdd(index=index, value=value):
+        case Atomic(index=index, value=value):
             yield from _subexpressions(index)
             yield from _subexpressions(value)
 

@@ -30,7 +30,10 @@ UNARY_MATH = (
 )
 #: Every op ``Scope.call`` accepts (besides the binary operators of ``Scope.binary``).
 CALLS = (*UNARY_MATH, "isnan", "isinf", "abs", "min", "max", "pow", "fmod", "select", "float",
-         "int", "bool", "len", "index_of", "atomic_add", "plane_sum", "plane_max")
+         "int", "bool", "len", "index_of", "atomic_add", "atomic_min", "atomic_max", "plane_sum",
+         "plane_max")
+#: Atomic read-modify-write builtins (``atomic_<op>``); min and max take integers only.
+ATOMICS = ("atomic_add", "atomic_min", "atomic_max")
 #: Position builtins (u32 values; ``CUBE_DIM*`` are compile-time ints).
 POSITIONS = tuple(f"{base}{axis}" for base in ("ABSOLUTE_POS", "UNIT_POS", "CUBE_POS", "CUBE_DIM",
                                                "CUBE_COUNT") for axis in ("", "_X", "_Y", "_Z")
@@ -48,7 +51,7 @@ _FOLD: dict[str, Callable[[Any, Any], Any]] = {
 }
 _FOLD_UNARY: dict[str, Callable[[Any], Any]] = {
     "neg": operator.neg, "pos": operator.pos, "not": operator.not_, "invert": operator.invert}
-EXPRS = (ir.Const, ir.Var, ir.Meta, ir.Op, ir.Load, ir.AtomicAdd)
+EXPRS = (ir.Const, ir.Var, ir.Meta, ir.Op, ir.Load, ir.Atomic)
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def features(kernel: ir.KernelIR) -> set[str]:
     out: set[str] = set()
     for e in ir.expressions(kernel.body):
         dtypes.add(e.dtype)
-        if isinstance(e, ir.AtomicAdd):
+        if isinstance(e, ir.Atomic):
             out.add(f"atomic:{e.dtype.name}")
         elif isinstance(e, ir.Op) and e.op in ("plane_sum", "plane_max", "plane_dim",
                                                "unit_pos_plane"):
@@ -408,7 +411,7 @@ class Scope:
             a, b = self.unify(*args)
             dtype = a.dtype if a.dtype.is_float else line(f32, a.dtype.lanes)
             return ir.Op("fmod", (cast(a, dtype), cast(b, dtype)), dtype)
-        if op in ("select", "atomic_add", "plane_sum", "plane_max") and any(
+        if op in ("select", *ATOMICS, "plane_sum", "plane_max") and any(
                 isinstance(a, EXPRS) and a.dtype.lanes > 1 for a in args):
             raise self.error(f"{op}() is not supported on Line values")
         if op == "select":
@@ -428,14 +431,17 @@ class Scope:
         if op == "index_of":
             need(2)
             return self.strided_index(args[0], args[1])
-        if op == "atomic_add":
+        if op in ATOMICS:
             need(3)
-            buf = self.buffer(args[0], "atomic_add(buffer, index, value)")
+            buf = self.buffer(args[0], f"{op}(buffer, index, value)")
             if buf.name in self.readonly:
                 raise self.error(f"tensor `{buf.name}` was declared read-only")
+            if op != "atomic_add" and not buf.dtype.is_integer:
+                raise self.error(f"{op} on {buf.dtype} (`{buf.name}`) is not supported: "
+                                 "integer tensors only")
             buf.atomic = buf.written = True
-            return ir.AtomicAdd(buf.name, self.typed(args[1], u32),
-                                self.convert(args[2], buf.dtype), buf.dtype)
+            return ir.Atomic(op[7:], buf.name, self.typed(args[1], u32),
+                             self.convert(args[2], buf.dtype), buf.dtype)
         if op in ("plane_sum", "plane_max"):
             need(1)
             x = self.typed(args[0])

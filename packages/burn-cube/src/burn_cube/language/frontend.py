@@ -184,7 +184,7 @@ class Lowering(Scope):
                     self.barrier()
                     return
                 value = self.expr(call)
-                if not isinstance(value, ir.AtomicAdd):
+                if not isinstance(value, ir.Atomic):
                     raise self.error("this call has no effect")
                 self.evaluate(value)
             case _:
