@@ -805,8 +805,10 @@ class ModuleOps(ActivationOps):
         sample and mass its sum."""
         m, c = self.shape(logits)
         safe, keep, w_target = self._class_targets(logits, target, weight, ignore_index)
-        if reduction == "mean":
-            grad = self.float_div(grad, self.float_sum(w_target))
+        if reduction == "mean":  # nothing kept: zero gradients (as torch), not 0 / 0
+            total = self.float_sum(w_target)
+            grad = self.float_div(grad, self.float_mask_fill(
+                total, self.float_equal_elem(total, 0.0), 1.0))
         if reduction != "none":
             grad = self.float_expand(self.float_reshape(grad, (1,)), (m,))
         eps = label_smoothing

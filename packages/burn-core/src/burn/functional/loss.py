@@ -19,14 +19,17 @@ from burn.functional.activation import log_sigmoid, log_softmax
 Reduction = Literal["mean", "sum", "none"]
 
 
+def _check_reduction(op: str, reduction: str) -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueRangeError(op, "reduction must be 'mean', 'sum' or 'none'",
+                              reduction=reduction)
+
+
 def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
+    _check_reduction(op, reduction)
     if reduction == "mean":
         return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueRangeError(op, "reduction must be 'mean', 'sum' or 'none'", reduction=reduction)
+    return loss.sum() if reduction == "sum" else loss
 
 
 def _same_shape(op: str, a: Tensor, b: Tensor, names: tuple[str, str] = ("input", "target")
@@ -54,16 +57,11 @@ def _class_dim(op: str, input: Tensor, weight: Tensor | None) -> tuple[int, int]
     return class_dim, n_classes
 
 
-def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_classes: int,
-                   ignore_index: int) -> tuple[Tensor, Tensor]:
-    """Check a class-index target: int kind, input's shape without the class dim, every value
-    but `ignore_index` in [0, n_classes) (checked where the backend keeps the data).
-
-    Returns:
-        (the ignored targets' mask, the targets with ignored ones set to class 0).
+def _check_target(op: str, input: Tensor, target: Tensor, class_dim: int) -> None:
+    """Check a class-index target's kind and shape: int, input's shape without the class dim.
 
     Raises:
-        DTypeError, ShapeError, BurnIndexError: naming `op`.
+        DTypeError, ShapeError: naming `op`.
     """
     expected = input.shape[:class_dim] + input.shape[class_dim + 1:]
     if target.kind == burn.Kind.FLOAT and target.shape != expected:
@@ -76,6 +74,20 @@ def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_cla
     if target.shape != expected:
         raise ShapeError(op, "class-index target must be input's shape without the class dim",
                          input=input.shape, target=target.shape)
+
+
+def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_classes: int,
+                   ignore_index: int) -> tuple[Tensor, Tensor]:
+    """Check a class-index target (`_check_target`) and that every value but `ignore_index` is
+    in [0, n_classes) (checked where the backend keeps the data).
+
+    Returns:
+        (the ignored targets' mask, the targets with ignored ones set to class 0).
+
+    Raises:
+        DTypeError, ShapeError, BurnIndexError: naming `op`.
+    """
+    _check_target(op, input, target, class_dim)
     ignored = target == ignore_index
     kept = target.mask_fill(ignored, 0)
     checked_indices(op, kept, n_classes, wrap_negative=False)  # where the backend decides
@@ -131,21 +143,18 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
     input = float_input(op, "input", input)
     if weight is not None:
         weight = float_input(op, "weight", weight, input)
-    w = None if weight is None else _class_view(weight, input.ndim, class_dim)
     if target.kind != burn.Kind.FLOAT or target.shape != input.shape:
-        ignored, safe = _check_indices(op, input, target, class_dim, n_classes, ignore_index)
-        keep = (~ignored).cast(input.dtype)
-        w_target = keep if weight is None else weight.select(0, safe.reshape(-1)).reshape(
-            target.shape) * keep
-        q = burn.zeros_like(input).scatter(class_dim, safe.unsqueeze(class_dim),
-                                           w_target.unsqueeze(class_dim))
-        if label_smoothing > 0:
-            uniform = keep.unsqueeze(class_dim) if w is None else keep.unsqueeze(class_dim) * w
-            q = q * (1 - label_smoothing) + uniform * (label_smoothing / n_classes)
-        loss = _logits_entropy(input, q, class_dim)
-        return loss.sum() / w_target.sum() if reduction == "mean" else _reduce(op, loss,
-                                                                                 reduction)
+        _check_target(op, input, target, class_dim)
+        _check_reduction(op, reduction)
+        # one backend op on [M, C] rows (classes last) and [M] targets
+        rows = input.reshape(1, n_classes) if input.ndim == 1 else input if input.ndim == 2 \
+            else input.movedim(1, -1).reshape(-1, n_classes)
+        loss = rows._wrap(rows._bk.cross_entropy(
+            rows._prim, target.reshape(-1)._prim, None if weight is None else weight._prim,
+            ignore_index, float(label_smoothing), reduction))
+        return loss.reshape(target.shape) if reduction == "none" else loss
     target = float_input(op, "target", target, input)
+    w = None if weight is None else _class_view(weight, input.ndim, class_dim)
     if label_smoothing > 0:  # class probabilities
         target = target * (1 - label_smoothing) + label_smoothing / n_classes
     loss = _logits_entropy(input, target if w is None else target * w, class_dim)

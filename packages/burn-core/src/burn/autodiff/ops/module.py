@@ -118,6 +118,20 @@ class ModuleOpsMixin(OpsBase):
             s[0], s[1], bias_p, s[2], s[3], g, num_dims),
             (save(x), save(weight), mean, rstd)), *stats
 
+    def cross_entropy(self, logits: T, target: P, weight: T | None, ignore_index: int,
+                      label_smoothing: float, reduction: str) -> T:
+        """The inner cross_entropy; backward through the inner `cross_entropy_backward` (the
+        logits' gradient only: the class weights get none, as torch has no derivative for
+        them)."""
+        inner = self.inner
+        w = _prim(weight)
+        out = inner.cross_entropy(logits.primitive, target, w, ignore_index, label_smoothing,
+                                  reduction)
+        if logits.node is None or not _MODE.enabled:
+            return AutodiffTensor(out)
+        return record(out, (logits,), lambda g, s: (inner.cross_entropy_backward(
+            s[0], target, w, g, ignore_index, label_smoothing, reduction),), (save(logits),))
+
     def conv_transpose(self, x: T, weight: T, bias: T | None,
                        options: ConvTransposeOptions) -> T:
         inner = self.inner

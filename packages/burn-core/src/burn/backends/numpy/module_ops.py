@@ -43,7 +43,12 @@ Grads3 = tuple[Array, Array, Array | None]
 
 
 class NumpyModuleOps:
-    """conv / pooling / interpolation / grid sampling / layer norm and their backward."""
+    """conv / pooling / interpolation / grid sampling / layer norm / cross entropy and their
+    backward."""
+
+    if TYPE_CHECKING:  # the Backend hook (the default: a host check)
+        def check_indices(self, op: str, indices: Array, size: int,
+                          wrap_negative: bool = True) -> Array: ...
 
     def conv(self, x: Array, weight: Array, bias: Array | None, options: ConvOptions) -> Array:
         return k.conv(x, weight, bias, options)
@@ -73,6 +78,30 @@ class NumpyModuleOps:
                             mean: Array, rstd: Array, grad: Array, num_dims: int
                             ) -> tuple[Array, Array | None, Array | None]:
         return k.layer_norm_backward(x, weight, bias, mean, rstd, grad, num_dims)
+
+    def cross_entropy(self, logits: Array, target: Array, weight: Array | None,
+                      ignore_index: int, label_smoothing: float, reduction: str) -> Array:
+        safe, keep = self._checked_classes(logits, target, ignore_index, check=True)
+        return k.cross_entropy(logits, safe, keep, weight, label_smoothing, reduction)
+
+    def cross_entropy_backward(self, logits: Array, target: Array, weight: Array | None,
+                               grad: Array, ignore_index: int, label_smoothing: float,
+                               reduction: str) -> Array:
+        """The targets were checked by the forward."""
+        safe, keep = self._checked_classes(logits, target, ignore_index, check=False)
+        return k.cross_entropy_backward(logits, safe, keep, weight, grad, label_smoothing,
+                                        reduction)
+
+    def _checked_classes(self, logits: Array, target: Array, ignore_index: int, check: bool
+                         ) -> tuple[Array, Array]:
+        """(targets with ignored ones at class 0, range-checked when `check`; the float keep
+        mask in the compute dtype of `logits`)."""
+        ignored = target == ignore_index
+        safe = np.where(ignored, 0, target) if ignored.any() else target
+        if check:
+            safe = self.check_indices("cross_entropy", safe, logits.shape[1], False)
+        dtype = np.float64 if logits.dtype == np.float64 else np.float32
+        return safe, np.logical_not(ignored).astype(dtype)
 
     def conv_transpose(self, x: Array, weight: Array, bias: Array | None,
                        options: ConvTransposeOptions) -> Array:

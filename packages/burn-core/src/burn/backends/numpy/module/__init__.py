@@ -1,5 +1,5 @@
-"""NumPy kernels of the module ops (conv, pooling, interpolation, grid sampling, layer norm) and
-their backward."""
+"""NumPy kernels of the module ops (conv, pooling, interpolation, grid sampling, layer norm,
+cross entropy) and their backward."""
 
 from .conv import (
     conv,
@@ -14,6 +14,7 @@ from .conv import (
 )
 from .grid_sample import grid_sample_2d, grid_sample_2d_backward
 from .interpolate import interpolate, interpolate_backward
+from .loss import cross_entropy, cross_entropy_backward
 from .norm import layer_norm, layer_norm_backward
 from .pool import (
     adaptive_avg_pool,
@@ -35,6 +36,8 @@ __all__ = [
     "conv_saving_columns",
     "conv_transpose",
     "conv_transpose_backward",
+    "cross_entropy",
+    "cross_entropy_backward",
     "deform_conv2d",
     "deform_conv2d_backward",
     "grid_sample_2d",

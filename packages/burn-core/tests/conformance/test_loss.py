@@ -1,0 +1,122 @@
+"""cross_entropy with class-index targets (the backend's `cross_entropy` op and its backward)
+against torch.nn.functional.cross_entropy: reductions, class weights, ignore_index, label
+smoothing, [N, C], [N, C, *] and [C] inputs, empty batches, non-finite and saturated logits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+
+import burn
+import burn.functional as F
+from burn.errors import BurnIndexError, DTypeError, ShapeError, ValueRangeError
+
+from .reference import GRAD_DTYPES, T, check_backward, check_forward, op_param, rand
+
+FORWARD = [("float32", "contiguous"), ("float64", "transposed"), ("bfloat16", "strided"),
+           ("float16", "contiguous")]
+# (input shape, target shape): classes on dim 1 (or 0 for 1-d input)
+SHAPES = [((6, 4), (6,)), ((3, 4, 5), (3, 5)), ((2, 3, 2, 2), (2, 2, 2)), ((5,), ()),
+          ((0, 4), (0,))]
+OPTIONS: list[dict[str, Any]] = [
+    {}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.3},
+    {"weighted": True}, {"weighted": True, "label_smoothing": 0.2, "reduction": "none"},
+    {"weighted": True, "reduction": "sum", "ignore_index": 1}, {"ignore_index": 2},
+]
+
+
+def _targets(rng: np.random.Generator, shape: tuple[int, ...], classes: int,
+             ignore: int | None = None) -> np.ndarray:
+    t = rng.integers(0, classes, size=shape)
+    if ignore is not None and t.size:
+        t.reshape(-1)[0] = ignore
+    return t
+
+
+def _case(rng: np.random.Generator, xs: tuple[int, ...], ts: tuple[int, ...], dtype: str,
+          layout: str, options: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments (logits, target[, weight]) and keyword options of one call."""
+    options = dict(options)
+    classes = xs[1] if len(xs) > 1 else xs[0]
+    target = _targets(rng, ts, classes, options.get("ignore_index", -100))
+    args: list[Any] = [T(rand(rng, xs, dtype) * 3, dtype, layout),  # type: ignore[arg-type]
+                       T(target, "int64", grad=False)]
+    if options.pop("weighted", False):
+        args.append(T(rand(rng, (classes,), dtype) + 2.5, dtype, grad=False))
+    return args, options
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("cross_entropy", d, lay)
+                                               for d, lay in FORWARD])
+def test_cross_entropy(name: str, dtype: str, layout: str, device: burn.Device,
+                       rng: np.random.Generator) -> None:
+    for xs, ts in SHAPES:
+        for options in OPTIONS:
+            args, kw = _case(rng, xs, ts, dtype, layout, options)
+            check_forward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                          lambda *a, o=kw: tF.cross_entropy(*a, **o), args, device, upcast=True)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("cross_entropy", d) for d in GRAD_DTYPES])
+def test_cross_entropy_backward(name: str, dtype: str, grad_device: burn.Device,
+                                rng: np.random.Generator) -> None:
+    for xs, ts in SHAPES[:4]:
+        for options in OPTIONS:
+            args, kw = _case(rng, xs, ts, dtype, "transposed", options)
+            check_backward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                           lambda *a, o=kw: tF.cross_entropy(*a, **o), args, grad_device, rng)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("cross_entropy", d) for d in GRAD_DTYPES])
+def test_cross_entropy_special_logits(name: str, dtype: str, grad_device: burn.Device,
+                                      rng: np.random.Generator) -> None:
+    """Saturated logits (1e4 apart: the loss is exact, the softmax one-hot) in forward and
+    backward; nan / inf logits give nan in their row's loss, as torch."""
+    logits = rand(rng, (4, 5), dtype)
+    logits[0, 2], logits[1, 0] = 1e4, -1e4
+    target = np.array([2, 3, 0, 1])
+    check_backward(lambda a, t: F.cross_entropy(a, t, reduction="none"),
+                   lambda a, t: tF.cross_entropy(a, t, reduction="none"),
+                   [T(logits, dtype), T(target, "int64", grad=False)], grad_device, rng)
+    logits[2, 1], logits[3, 4] = np.nan, np.inf
+    for reduction in ("none", "mean"):
+        check_forward(lambda a, t, r=reduction: F.cross_entropy(a, t, reduction=r),
+                      lambda a, t, r=reduction: tF.cross_entropy(a, t, reduction=r),
+                      [T(logits, dtype), T(target, "int64")], grad_device)
+
+
+@pytest.mark.op("cross_entropy")
+def test_cross_entropy_all_ignored_mean_is_nan(device: burn.Device) -> None:
+    logits = np.ones((2, 3), dtype=np.float32)
+    check_forward(F.cross_entropy, tF.cross_entropy,
+                  [T(logits, "float32"), T(np.array([-100, -100]), "int64")], device)
+
+
+@pytest.mark.op("cross_entropy")
+def test_cross_entropy_errors(device: burn.Device) -> None:
+    x = burn.zeros(3, 5, device=device)
+    target = burn.tensor([0, 1, 2], device=device)
+    with pytest.raises(BurnIndexError, match=r"cross_entropy: index 5 out of range \[0, 5\)"):
+        F.cross_entropy(x, burn.tensor([0, 5, 2], device=device))
+        burn.sync(device)
+    with pytest.raises(BurnIndexError, match=r"cross_entropy: index -1 out of range"):
+        F.cross_entropy(x, burn.tensor([0, -1, 2], device=device), ignore_index=-100)
+        burn.sync(device)
+    with pytest.raises(ShapeError, match="cross_entropy"):
+        F.cross_entropy(x, burn.tensor([0, 1], device=device))
+    with pytest.raises(ShapeError, match="weight"):
+        F.cross_entropy(x, target, burn.ones(4, device=device))
+    with pytest.raises(DTypeError, match="cross_entropy: a class-index target must be an int"):
+        F.cross_entropy(x, burn.tensor([0.0, 1.0, 2.0], device=device))
+    with pytest.raises(DTypeError, match="weight"):
+        F.cross_entropy(x, target, burn.ones(5, dtype=burn.int32, device=device))
+    with pytest.raises(ValueRangeError, match="reduction"):
+        F.cross_entropy(x, target, reduction="avg")  # type: ignore[arg-type]
+    with pytest.raises(ValueRangeError, match="label_smoothing"):
+        F.cross_entropy(x, target, label_smoothing=1.5)
+    with pytest.raises(IndexError):  # torch refuses an out-of-range class as well
+        tF.cross_entropy(torch.zeros(3, 5), torch.tensor([0, 5, 2]))
