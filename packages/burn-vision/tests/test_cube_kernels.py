@@ -14,7 +14,7 @@ from skimage.measure import label as sk_label
 
 import burn
 from burn_vision import erode, filter2d
-from burn_vision.cube import labelling, window
+from burn_vision.cube import compaction, labelling, window
 from burn_vision.cube.ops import CubeVisionOps
 from burn_vision.extension import vision_ops
 
@@ -55,6 +55,55 @@ def test_label_equivalence_matches_scikit_image(device: burn.Device, connectivit
         first = {lab: i + 1 for i, lab in reversed(list(enumerate(expected.ravel()))) if lab}
         assert all(ours[k].ravel()[i - 1] == i for i in first.values())
     assert scans > 2  # the snake needs several rounds
+
+
+def _opencv_stats(img: np.ndarray, labels: np.ndarray, connectivity: int, slots: int
+                  ) -> np.ndarray:
+    """OpenCV's statistics of one image as rows (area, left, top, right, bottom) indexed by
+    `labels` (OpenCV numbers 8-connected components in its own block order), `slots` rows
+    (zeros past the count, and bounds 0 where the area is 0)."""
+    import cv2
+
+    n, cv_labels, st, _ = cv2.connectedComponentsWithStats(
+        img.astype(np.uint8), connectivity=connectivity, ltype=cv2.CV_32S)
+    ours = np.zeros(n, np.int64)
+    ours[cv_labels.ravel()] = labels.ravel()  # OpenCV's label -> ours
+    out = np.zeros((slots, 5), np.int64)
+    out[ours] = np.stack([st[:, 4], st[:, 0], st[:, 1], st[:, 0] + st[:, 2] - 1,
+                          st[:, 1] + st[:, 3] - 1], 1)
+    out[out[:, 0] == 0, 1:] = 0
+    return out
+
+
+@pytest.mark.parametrize("shape", [(4, 13, 45), (1, 300, 301), (2, 1, 70)])
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_gpu_compaction_and_statistics(device: burn.Device, shape: tuple[int, int, int],
+                                       connectivity: int, rng: np.random.Generator) -> None:
+    """The GPU labelling's compaction (prefix counts of one, two and three levels: up to
+    GROUP**2 pixels and past it) and atomic statistics (rows shorter than a segment, and not a
+    multiple of one) on every cube device: labels equal scikit-image's, statistics OpenCV's;
+    an all-foreground image (background area 0), an empty one (no labels) and a snake (one
+    component over every other row) in the batch."""
+    images = rng.random(shape) < 0.5
+    if shape[0] == 4:
+        images[1], images[2], images[3] = True, False, _snake(*shape[1:])
+    lab, _ = labelling.label_gpu(burn.tensor(images, device=device), connectivity)  # type: ignore[arg-type]
+    segment = 7 if shape[0] == 4 else compaction.SEGMENT  # several segments a row
+    labels, stats = compaction.compact_with_stats(lab.reshape(-1), shape, segment)
+    expected = np.stack([sk_label(i, connectivity=connectivity // 4) for i in images])
+    check(labels, expected.astype(np.int64), burn.int64)
+    check(stats.max_label, expected.reshape(shape[0], -1).max(1), burn.int64)
+    slots = int(expected.max()) + 1
+    fields = [stats.area, stats.left, stats.top, stats.right, stats.bottom]
+    assert all(f.shape == (shape[0], slots) and f.dtype == burn.int64 for f in fields)
+    ours = np.stack([f.to_numpy() for f in fields], 2)
+    for k, img in enumerate(images):
+        np.testing.assert_array_equal(ours[k], _opencv_stats(img, expected[k], connectivity,
+                                                             slots))
+    lab, _ = labelling.label_gpu(burn.tensor(images, device=device), connectivity)  # type: ignore[arg-type]
+    plain, counts = compaction.compact(lab.reshape(-1), shape)
+    check(plain, expected.astype(np.int64), burn.int64)
+    check(counts, expected.reshape(shape[0], -1).max(1), burn.int32)
 
 
 def test_sequential_labelling_on_cpu(rng: np.random.Generator) -> None:
@@ -122,6 +171,14 @@ def _kernels() -> list[tuple[str, object, tuple[object, ...]]]:
         out += [(f"cc_equiv{c}", labelling._scan_equivalence_kernel(c), (a[2], a[3], 4, 4)),
                 (f"cc_scan{c}", labelling._scan_kernel(c), (a[0], a[1], a[4], a[3], 4, 4))]
     out.append(("cc_relabel", labelling._relabel_kernel(), (a[1], a[4], a[5], a[6], 4, 4, 3)))
+    for roots in (True, False):
+        for rescan in (True, False):
+            out.append((f"cc_group_{roots}_{rescan}", compaction._group_kernel(roots, rescan),
+                        (a[2], a[3], 16, 1)))
+    wide = i64.reshape(-1)._prim.array
+    out += [("cc_relabel_gpu", compaction._relabel_kernel(), (a[2], wide, 16)),
+            ("cc_stats_gpu", compaction._stats_kernel(compaction.SEGMENT),
+             (a[2], wide, *[a[2]] * 5, 4, 4, 3, 1, 4))]
     taps = ((0, 0), (0, 1), (1, 0), (1, 1))
     for dtype, data in ((burn.float32, np.float32), (burn.int64, np.int64), (burn.bool_, bool)):
         x = burn.tensor(np.zeros((1, 4, 4), data), device=cpu)._prim.array

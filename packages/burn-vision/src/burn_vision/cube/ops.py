@@ -9,9 +9,8 @@ import numpy as np
 import burn
 from burn import Tensor
 from burn_vision.border import BorderMode
-from burn_vision.cube import labelling
+from burn_vision.cube import compaction, labelling
 from burn_vision.cube.window import FILTER_DTYPES, MORPH_DTYPES, PASS_ROWS, window
-from burn_vision.default import connected as _connected
 from burn_vision.extension import VisionOps, register_vision_ops
 from burn_vision.stats import ConnectedStats, Connectivity
 
@@ -41,15 +40,21 @@ class CubeVisionOps(VisionOps):
         if img.device.name == "cpu":
             return labelling.label_cpu(img, connectivity, stats=False)[0]
         labels, _ = labelling.label_gpu(img, connectivity)
-        return _connected.finish_labels(labels.cast("int64"), img, compact)
+        if not compact:
+            return labels.cast(burn.int64)
+        return compaction.compact(labels.reshape(-1), img.shape)[0]
 
     def connected_components_with_stats(self, img: Tensor, connectivity: Connectivity,
                                         compact: bool) -> tuple[Tensor, ConnectedStats]:
-        if _plain(img) and img.numel() and img.device.name == "cpu":
+        """Compact labels whatever `compact` asks (they are distinct positive ids too)."""
+        if not _plain(img) or not img.numel():
+            return super().connected_components_with_stats(img, connectivity, compact)
+        if img.device.name == "cpu":
             labels, stats = labelling.label_cpu(img, connectivity, stats=True)
             assert stats is not None
             return labels, stats
-        return super().connected_components_with_stats(img, connectivity, compact)
+        flat, _ = labelling.label_gpu(img, connectivity)
+        return compaction.compact_with_stats(flat.reshape(-1), img.shape)
 
     def morph(self, x: Tensor, erode: bool, mask: np.ndarray, anchor: tuple[int, int],
               border: BorderMode, value: float | bool) -> Tensor:
