@@ -1,0 +1,166 @@
+"""Fusion: the cube cpu backend with and without the fusion decorator, against NumPy and PyTorch.
+
+Three measurements, each thread count in its own process (OMP/OpenBLAS/MKL threads set before
+numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidates interleaved:
+
+- a tanh-GELU chain over `--size` float32 elements (9 elementwise ops): burn cpu (one kernel per
+  op), burn cpu+fusion (one kernel), the same chain in NumPy and in PyTorch eager, PyTorch's
+  `F.gelu(approximate="tanh")`, and a plain copy (`torch.clone`) as the memory-bound floor;
+- the MLP 784-256-10 Adam training step of the `mlp` suite on cpu+autodiff and
+  cpu+fusion+autodiff against PyTorch eager, with the inner-backend calls and fused kernels
+  per step;
+- the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+THREADS = (1, 2)
+SIZE = 1 << 24
+CHAIN = 64
+
+
+def gelu_chain(x: Any) -> Any:
+    """tanh-GELU as 9 elementwise ops (burn tensors, torch tensors and numpy arrays alike)."""
+    return x * 0.5 * (1.0 + _tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def _tanh(x: Any) -> Any:
+    return np.tanh(x) if isinstance(x, np.ndarray) else x.tanh()
+
+
+def _bound(fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
+    """`fn` applied to `x`, as a call without arguments."""
+    return lambda: fn(x)
+
+
+def _synced(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
+    """`fn`, then a sync of `device` (its result computed, not only recorded)."""
+    import burn
+
+    def call() -> Any:
+        out = fn()
+        burn.sync(device)
+        return out
+
+    return call
+
+
+def gelu_report(size: int, threads: int) -> str:
+    """The GELU-chain table."""
+    import torch
+
+    import burn
+    from burn_bench.timing import Candidate, measure_interleaved, report
+
+    data = np.random.default_rng(0).standard_normal(size).astype(np.float32)
+    t = torch.from_numpy(data)
+    copy = "torch copy (clone)"
+    candidates = [Candidate(copy, t.clone),
+                  Candidate("torch F.gelu(tanh)", lambda: torch.nn.functional.gelu(
+                      t, approximate="tanh"), vs=copy),
+                  Candidate("torch eager chain", lambda: gelu_chain(t), vs=copy),
+                  Candidate("numpy chain", lambda: gelu_chain(data), vs=copy)]
+    for spec in ("cpu", "cpu+fusion"):
+        candidates.append(Candidate(f"burn {spec} chain", _synced(
+            _bound(gelu_chain, burn.tensor(data, device=spec)), spec), vs=copy))
+    results = measure_interleaved(candidates, min_time=0.3, rounds=7)
+    by_name = {r.name: r.median for r in results}
+    fused = by_name["burn cpu+fusion chain"]
+    return (report(f"tanh-GELU chain, {size} x float32, {threads} thread(s)", results)
+            + f"\nfused vs: numpy chain {by_name['numpy chain'] / fused:.2f}x faster, "
+            f"torch F.gelu {by_name['torch F.gelu(tanh)'] / fused:.2f}x, "
+            f"unfused {by_name['burn cpu chain'] / fused:.2f}x (medians)")
+
+
+def mlp_report(threads: int) -> str:
+    """The MLP training-step table, with inner-backend calls and kernels per step."""
+    import burn
+    from burn.fusion import reset_stats, stats
+    from burn_bench.timing import Candidate, measure_interleaved, report
+    from burn_bench.training import WORKLOADS, burn_step_fn, torch_step_fn
+
+    work = WORKLOADS["mlp"]
+    torch_name = "torch eager step"
+    steps = {spec: burn_step_fn(work, spec) for spec in ("cpu", "cpu+fusion")}
+    results = measure_interleaved(
+        [Candidate(torch_name, torch_step_fn(work)),
+         *(Candidate(f"burn {spec}+autodiff step", fn, vs=torch_name)
+           for spec, fn in steps.items())], min_time=0.3, rounds=7)
+    reset_stats()
+    steps["cpu+fusion"]()
+    s = stats()
+    profiled = burn_step_fn(work, "cpu+profile")
+    with burn.profile() as ops:
+        profiled()
+    return (report(f"{work.title}: training step (Adam), {threads} thread(s)", results)
+            + f"\nper step: unfused {len(ops)} backend calls (each a kernel or a view); fused "
+            f"{s.ops_eager} backend calls + {s.kernels_launched} kernels of recorded ops "
+            f"({s.ops_recorded} ops recorded, {s.ops_fused} of them in fused kernels, "
+            f"{s.cache_hits} plan-cache hits, {s.plans} new kernels)")
+
+
+def record_report(threads: int) -> str:
+    """What recording costs per op: a chain of scalar multiplications, then a sync."""
+    import burn
+    from burn_bench.timing import Candidate, measure_interleaved
+
+    data = np.ones(64, np.float32)
+
+    def chain(x: Any) -> Any:
+        for _ in range(CHAIN):
+            x = x * 1.0001
+        return x
+
+    candidates = [Candidate(spec, _synced(_bound(chain, burn.tensor(data, device=spec)), spec))
+                  for spec in ("cpu", "cpu+fusion")]
+    plain, fused = measure_interleaved(candidates, min_time=0.3, rounds=7)
+    return (f"## recording, {CHAIN} chained x * c on 64 x float32 then sync, {threads} "
+            f"thread(s)\nper op: cpu {plain.median / CHAIN * 1e6:.2f} us, cpu+fusion "
+            f"{fused.median / CHAIN * 1e6:.2f} us (medians; fused includes its one launch)")
+
+
+def measure(size: int, threads: int) -> str:
+    """Every table at `threads` threads, in this process."""
+    import torch
+
+    torch.set_num_threads(threads)
+    return "\n\n".join((gelu_report(size, threads), mlp_report(threads),
+                        record_report(threads)))
+
+
+def run(size: int = SIZE) -> str:
+    """Measure at 1 and 2 threads, each in a fresh process; the reports."""
+    reports = []
+    for threads in THREADS:
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads),
+               "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        done = subprocess.run([sys.executable, "-m", "burn_bench.fusion", "--threads",
+                               str(threads), "--size", str(size)], env=env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"fusion bench at {threads} thread(s) failed:\n{done.stderr}")
+        reports.append(done.stdout.strip())
+    return "\n\n".join(reports)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m burn_bench.fusion --threads N [--size N]`: the reports, in this process."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--size", type=int, default=SIZE)
+    args = parser.parse_args(argv)
+    print(measure(args.size, args.threads))
+
+
+if __name__ == "__main__":
+    main()
