@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from burn.backend.decorator import Decorator
 from burn.backend.protocol import Backend
 from burn.fusion.elementwise import fusable
-from burn.fusion.handle import FusionTensor
+from burn.fusion.handle import FusionTensor, Pending
 from burn.fusion.stats import STATS
 from burn.fusion.stream import Stream
 from burn.ir import OPS, OpDef, TensorIR, new_id
+
+#: Most inferred results a fusion backend keeps (all are dropped when full).
+MAX_RESULTS = 4096
 
 if TYPE_CHECKING:
     from burn.device import Device
@@ -50,6 +53,12 @@ class Fusion(Decorator):
             lowered = ELEMENTWISE_METHODS
         #: ops recorded into the stream: those the inner backend runs by their lowering.
         self.recorded = frozenset(n for n, m in lowered.items() if getattr(cls, n, None) is m)
+        #: positions of the dtype argument of recorded ops (casts).
+        self.casts = {n: tuple(i for i, p in enumerate(OPS[n].params) if p.type == "dtype")
+                      for n in self.recorded}
+        #: the result (shape, dtype) of recorded ops by op, input shapes and dtypes, cast
+        #: dtype; () where the fuser cannot take them.
+        self._results: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         #: protocol defaults the inner backend keeps, run on this backend.
         self.defaults = {n: getattr(Backend, n) for n, op in OPS.items()
                          if op.default and n not in self.recorded and op.device_at is None
@@ -58,15 +67,41 @@ class Fusion(Decorator):
     def handle(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         name = op.name
         if name in self.recorded:
-            handles = [args[i] for i in op.tensor_at if args[i] is not None]
-            casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
-            if fusable([*(h.dtype for h in handles), *casts]):
-                record = self.record(op, args)
+            handles = [args[i] for i in op.tensor_at]
+            key = (name, *[(h.shape, h.dtype) for h in handles],
+                   *[args[i] for i in self.casts[name]])
+            result = self._results.get(key)
+            if result is None:
+                result = self._infer(op, args, handles, key)
+            if result:
+                tensors = op.tensor_at
+                record = Pending(op, tuple(
+                    TensorIR(a.id, a.shape, a.dtype) if i in tensors else a
+                    for i, a in enumerate(args)), TensorIR(new_id(), *result))
                 return self.stream.add(record, handles, handles[0].device)
         default = self.defaults.get(name)
         if default is not None:
             return default(self, *args)
         return self.eager(op, args)
+
+    def _infer(self, op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor],
+               key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The (shape, dtype) of a recorded op's result, by the op table's rules (raising
+        their typed errors here, at the call site), kept for `key`; () where the fuser cannot
+        take the dtypes."""
+        casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
+        result: tuple[Any, ...] = ()
+        if fusable([*(h.dtype for h in handles), *casts]):
+            names = [op.params[i].name for i in op.tensor_at]
+            scalars = {p.name: a for p, a in zip(op.params, args, strict=True)
+                       if not p.is_tensor}
+            result = op.infer(dict(zip(names, (h.shape for h in handles), strict=True)),
+                              dict(zip(names, (h.dtype for h in handles), strict=True)),
+                              scalars)[0]
+        if len(self._results) >= MAX_RESULTS:
+            self._results.clear()
+        self._results[key] = result
+        return result
 
     def eager(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         """Run `op` at once on the inner backend (after the pending ops it reads)."""

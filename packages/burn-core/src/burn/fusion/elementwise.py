@@ -22,8 +22,9 @@ from typing import Any, cast
 
 from burn.backends.cube.elementwise import CUBE_DIM, LANES, LINE_DTYPES, broadcast_view
 from burn.dtype import DType, Kind
+from burn.fusion.handle import Pending
 from burn.fusion.stats import STATS
-from burn.ir import OPS, OpIR, TensorIR
+from burn.ir import OPS, TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype
 from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
 
@@ -43,13 +44,13 @@ def fusable(dtypes: Iterable[DType]) -> bool:
     return all(d in CUBE_DTYPES for d in dtypes)
 
 
-def run_block(inner: Any, block: list[OpIR], values: dict[int, Any], needed: set[int],
+def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
               plans: dict[Any, Any]) -> dict[int, Any]:
     """Compute the needed results of `block` on `inner` (a cube backend).
 
     Args:
         inner: the backend computing.
-        block: op records whose results share one shape, in stream order.
+        block: recorded ops whose results share one shape, in stream order.
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
         plans: the stream's launch plans (filled here).
@@ -61,78 +62,55 @@ def run_block(inner: Any, block: list[OpIR], values: dict[int, Any], needed: set
     if not live:
         return {}
     if len(live) == 1:
-        record = live[0]
-        result = getattr(inner, record.name)(*_inner_args(record, values))
+        op, args, out = live[0]
+        result = getattr(inner, op.name)(*(values[a.id] if type(a) is TensorIR else a
+                                          for a in args))
         STATS.kernels_launched += 1
-        return {result_of(record).id: result}
+        return {out.id: result}
     return _launch(inner, live, values, needed, plans)
 
 
-def result_of(record: OpIR) -> TensorIR:
-    """The one result of an elementwise op's record."""
-    out = record.outputs[0] if record.outputs else None
-    assert out is not None and out.shape is not None  # one result, of a known shape
-    return out
-
-
-def _live(block: list[OpIR], needed: set[int]) -> list[OpIR]:
+def _live(block: list[Pending], needed: set[int]) -> list[Pending]:
     """The ops of `block` whose results are needed or feed a needed one, in order."""
     want = set(needed)
     live = []
     for record in reversed(block):
-        if result_of(record).id in want:
+        if record.out.id in want:
             live.append(record)
-            want.update(t.id for t in record.inputs.values() if isinstance(t, TensorIR))
+            want.update(a.id for a in record.args if type(a) is TensorIR)
     live.reverse()
     return live
 
 
-def _inner_args(record: OpIR, values: dict[int, Any]) -> list[Any]:
-    """A record's arguments in protocol order, tensors as inner primitives."""
-    args = []
-    for p in record.op.params:
-        if p.is_tensor:
-            t = record.inputs[p.name]
-            args.append(None if t is None else values[t.id])  # type: ignore[union-attr]
-        else:
-            args.append(record.scalars[p.name])
-    return args
-
-
-def _launch(inner: Any, live: list[OpIR], values: dict[int, Any], needed: set[int],
+def _launch(inner: Any, live: list[Pending], values: dict[int, Any], needed: set[int],
             plans: dict[Any, Any]) -> dict[int, Any]:
     """One kernel for `live` (two ops or more)."""
     inputs: list[Any] = []  # inner primitives read by the kernel
     slot: dict[int, tuple[str, int]] = {}
     ops: list[tuple[Any, ...]] = []
     numbers: list[Any] = []
-    for j, record in enumerate(live):
+    for j, (op, values_in, out) in enumerate(live):
         args: list[tuple[str, Any]] = []
         dtypes: list[DType] = []
-        for p in record.op.params:
-            if p.is_tensor:
-                t = record.inputs[p.name]
-                assert isinstance(t, TensorIR)  # elementwise ops take single tensors
-                where = slot.get(t.id)
+        for p, value in zip(op.params, values_in, strict=True):
+            if type(value) is TensorIR:
+                where = slot.get(value.id)
                 if where is None:
-                    where = slot[t.id] = ("in", len(inputs))
-                    inputs.append(values[t.id])
+                    where = slot[value.id] = ("in", len(inputs))
+                    inputs.append(values[value.id])
                 args.append(where)
-                dtypes.append(t.dtype)
-                continue
-            value = record.scalars[p.name]
-            if p.type in _NUMBER_TYPES and value is not None:
+                dtypes.append(value.dtype)
+            elif p.type in _NUMBER_TYPES and value is not None:
                 dtype = dtypes[0] if p.type.startswith("scalar") else _float_of(
-                    [*dtypes, result_of(record).dtype])
+                    [*dtypes, out.dtype])
                 args.append(("num", dtype))
                 numbers.append(_converter(dtype)(value))
             else:
                 args.append(("fixed", value))
-        out = result_of(record)
         slot[out.id] = ("op", j)
-        ops.append((record.name, tuple(args), out.dtype))
-    written = tuple(j for j, record in enumerate(live) if result_of(record).id in needed)
-    shape = cast(tuple[int, ...], result_of(live[-1]).shape)
+        ops.append((op.name, tuple(args), out.dtype))
+    written = tuple(j for j, record in enumerate(live) if record.out.id in needed)
+    shape = cast(tuple[int, ...], live[-1].out.shape)
     size = math.prod(shape)
     arrays = [t.array for t in inputs]
     dense = all(t.shape == shape and t.is_contiguous for t in inputs)
@@ -142,7 +120,7 @@ def _launch(inner: Any, live: list[OpIR], values: dict[int, Any], needed: set[in
                       and all_dtypes <= LINE_DTYPES[inner.runtime.name]
                       and all(a.offset % LANES == 0 for a in arrays)) else 1
     signature = (rank, lanes, tuple(t.dtype for t in inputs), tuple(ops), written)
-    outs = [inner.empty(shape, result_of(live[j]).dtype) for j in written]
+    outs = [inner.empty(shape, live[j].out.dtype) for j in written]
     if size:
         key = (signature, tuple(_layout(a) for a in arrays))
         launcher = plans.get(key)
@@ -156,7 +134,7 @@ def _launch(inner: Any, live: list[OpIR], values: dict[int, Any], needed: set[in
         launcher([*arrays, *numbers, *(o.array for o in outs)])
         STATS.kernels_launched += 1
     STATS.ops_fused += len(live)
-    return {result_of(live[j]).id: o for j, o in zip(written, outs, strict=True)}
+    return {live[j].out.id: o for j, o in zip(written, outs, strict=True)}
 
 
 def _plan(inner: Any, signature: Signature, size: int, shape: tuple[int, ...], dense: bool,

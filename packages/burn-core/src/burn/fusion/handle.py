@@ -1,4 +1,5 @@
-"""`FusionTensor`: the primitive of the fusion decorator, a lazy handle on an inner primitive.
+"""What a fusion stream holds: `FusionTensor`, the primitive of the fusion decorator (a lazy
+handle on an inner primitive), and `Pending`, one recorded op.
 
 Its shape, dtype and device are known when the op that makes it is recorded (the op table's
 rules); `value` is the inner backend's primitive once the stream has computed it, None while
@@ -8,10 +9,11 @@ nobody holds when the stream runs is never written to memory.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from burn.device import Device
 from burn.dtype import DType
+from burn.ir import OpDef, OpIR, TensorIR, split_args
 
 
 class FusionTensor:
@@ -38,3 +40,17 @@ class FusionTensor:
     def __repr__(self) -> str:
         state = "pending" if self.value is None else "ready"
         return f"FusionTensor(#{self.id}, shape={self.shape}, dtype={self.dtype.value}, {state})"
+
+
+class Pending(NamedTuple):
+    """A recorded op: its row, its arguments in protocol order (tensors as `TensorIR`s) and
+    its result. (A named tuple: one is made per op; `to_ir` gives the full op record.)"""
+
+    op: OpDef
+    args: tuple[Any, ...]
+    out: TensorIR
+
+    def to_ir(self) -> OpIR:
+        """The op's `OpIR` (its output checked against the op table's rules again)."""
+        inputs, scalars = split_args(self.op, self.args, lambda t: t)
+        return OpIR(self.op, inputs, scalars, (self.out,))

@@ -1,6 +1,6 @@
 """`Stream`: the ops a fusion device has recorded and not run yet.
 
-Recorded ops are `OpIR`s whose tensors are ids: an input already computed is kept by value
+Recorded ops (`Pending`) name their tensors by id: an input already computed is kept by value
 (`values`), a pending result only by a weak reference to its handle. `flush` cuts the pending
 ops into blocks (consecutive ops whose results share one shape), works out which results must
 be written (a live handle holds them, or a later block reads them) and runs each block through
@@ -13,10 +13,10 @@ import weakref
 from typing import Any, cast
 
 from burn.device import Device
-from burn.fusion.elementwise import result_of, run_block
-from burn.fusion.handle import FusionTensor
+from burn.fusion.elementwise import run_block
+from burn.fusion.handle import FusionTensor, Pending
 from burn.fusion.stats import STATS
-from burn.ir import OpIR, TensorIR
+from burn.ir import TensorIR
 
 #: Most ops a stream holds before it runs them (a bound on kernel size and on the memory the
 #: inputs of pending ops keep).
@@ -32,7 +32,7 @@ class Stream:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.pending: list[OpIR] = []
+        self.pending: list[Pending] = []
         #: pending results' handles, weakly, by id.
         self.weak: dict[int, weakref.ref[FusionTensor]] = {}
         #: computed inputs of pending ops (inner primitives) by id.
@@ -41,18 +41,18 @@ class Stream:
         self.plans: dict[Any, Any] = {}
         STATS.streams += 1
 
-    def add(self, record: OpIR, inputs: list[FusionTensor], device: Device) -> FusionTensor:
+    def add(self, record: Pending, inputs: list[FusionTensor], device: Device) -> FusionTensor:
         """Defer `record`, whose tensor arguments are `inputs`; its result's handle.
 
         Args:
-            record: the op's record (output inferred).
+            record: the recorded op (its result's shape and dtype inferred).
             inputs: the handles of its tensor arguments.
             device: the inner device of the result.
         """
         for h in inputs:
             if h.value is not None:
                 self.values[h.id] = h.value
-        out = result_of(record)
+        out = record.out
         handle = FusionTensor(out.id, cast(tuple[int, ...], out.shape), out.dtype, device)
         self.pending.append(record)
         self.weak[out.id] = weakref.ref(handle)
@@ -69,13 +69,13 @@ class Stream:
         self.pending, self.weak, self.values = [], {}, {}
         STATS.flushes += 1
         blocks = _blocks(pending)
-        producer = {result_of(r).id: i for i, block in enumerate(blocks) for r in block}
+        producer = {r.out.id: i for i, block in enumerate(blocks) for r in block}
         needed = {i for i, ref in weak.items() if ref() is not None}
         for i, block in enumerate(blocks):
             for record in block:
-                for t in record.inputs.values():
-                    if isinstance(t, TensorIR) and producer.get(t.id, i) != i:
-                        needed.add(t.id)
+                for a in record.args:
+                    if type(a) is TensorIR and producer.get(a.id, i) != i:
+                        needed.add(a.id)
         for block in blocks:
             for tid, value in run_block(self.inner, block, values, needed, self.plans).items():
                 values[tid] = value
@@ -84,14 +84,13 @@ class Stream:
                     handle.value = value
 
 
-def _blocks(pending: list[OpIR]) -> list[list[OpIR]]:
+def _blocks(pending: list[Pending]) -> list[list[Pending]]:
     """Consecutive ops whose results have one shape."""
-    blocks: list[list[OpIR]] = []
+    blocks: list[list[Pending]] = []
     shape: Any = None
     for record in pending:
-        out = result_of(record)
-        if not blocks or out.shape != shape:
+        if not blocks or record.out.shape != shape:
             blocks.append([])
-            shape = out.shape
+            shape = record.out.shape
         blocks[-1].append(record)
     return blocks
