@@ -483,7 +483,7 @@ def test_loop_reads_checked_once_per_loop(rt: bc.Runtime, step_const: int, first
             kern.launch(rt, _cubes(rows), 64, x, out, n + 2 * step_const, first, row, step)
         src = kern.source("c", 64, x, out, n, first, row, step)
         assert "bc_t1 < (INT64_C(1) << 28)" in src
-        unchecked = src.split("bc_t1 < (INT64_C(1) << 28)) {")[1].split("} else {")[0]
+        unchecked = src.split("bc_t1 < (INT64_C(1) << 28)), 1)) {")[1].split("} else {")[0]
         assert "t_x[" in unchecked and "bc_oob" not in unchecked
 
 

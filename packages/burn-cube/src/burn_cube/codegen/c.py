@@ -30,6 +30,7 @@ rendered *lane-flat* instead: one scalar loop over the ``BC_CD * lanes`` element
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from burn_cube.codegen import table_c
 from burn_cube.codegen.emitter import Emitter
@@ -61,6 +62,12 @@ def _has_loop(stmts: list[ir.Stmt]) -> bool:
             if _has_loop(getattr(s, child, [])):
                 return True
     return False
+
+
+def _likely(conds: Iterable[str]) -> str:
+    """The conjunction of a fast path's conditions, marked as the likely branch: GCC guesses a
+    long chain of conditions false, treats the fast loop as cold and leaves it scalar."""
+    return f"__builtin_expect(!!({' && '.join(conds)}), 1)"
 
 
 class CEmitter(Emitter):
@@ -231,7 +238,7 @@ class CEmitter(Emitter):
         self.depth += 1
         self.line(f"const int64_t {first} = (int64_t){self.expr(s.start)};")
         self.line(f"const int64_t {trips} = {more} ? {count} : 0;")
-        self.line(f"if ({' && '.join(hoist.conds)}) {{")
+        self.line(f"if ({_likely(hoist.conds)}) {{")
         self.depth += 1
         self.loops.append(hoist)
         self.guarded(guard, s)
@@ -391,7 +398,7 @@ class CEmitter(Emitter):
         self.line(f"const int64_t bc_n = {hoist.limit};")
         for flag in hoist.flag_defs:
             self.line(flag)
-        self.line(f"if ({' && '.join(hoist.conds)}) {{")
+        self.line(f"if ({_likely(hoist.conds)}) {{")
         self.depth += 1
         self.hoist, self.flat, self.fast = hoist, self.flat_lanes(hoist), self.fast + 1
         self.unit_loop(f"bc_end_fast{self.fast}", "#pragma omp simd" if hoist.simd else None)
