@@ -51,11 +51,11 @@ class Fusion(Decorator):
             from burn.backends.cube.elementwise import ELEMENTWISE_METHODS
 
             lowered = ELEMENTWISE_METHODS
-        #: ops recorded into the stream: those the inner backend runs by their lowering.
-        self.recorded = frozenset(n for n, m in lowered.items() if getattr(cls, n, None) is m)
-        #: positions of the dtype argument of recorded ops (casts).
-        self.casts = {n: tuple(i for i, p in enumerate(OPS[n].params) if p.type == "dtype")
-                      for n in self.recorded}
+        #: ops recorded into the stream (those the inner backend runs by their lowering):
+        #: the positions of their tensor arguments and of their dtype argument (casts).
+        self.recorded = {n: (OPS[n].tensor_at, tuple(
+            i for i, p in enumerate(OPS[n].params) if p.type == "dtype"))
+            for n, m in lowered.items() if getattr(cls, n, None) is m}
         #: the result (shape, dtype) of recorded ops by op, input shapes and dtypes, cast
         #: dtype; () where the fuser cannot take them.
         self._results: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -66,19 +66,24 @@ class Fusion(Decorator):
 
     def handle(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         name = op.name
-        if name in self.recorded:
-            handles = [args[i] for i in op.tensor_at]
-            key = (name, *[(h.shape, h.dtype) for h in handles],
-                   *[args[i] for i in self.casts[name]])
-            result = self._results.get(key)
+        positions = self.recorded.get(name)
+        if positions is not None:
+            tensor_at, casts = positions
+            handles = [args[i] for i in tensor_at]
+            # dtypes by id: members are singletons, and enum hashing runs Python code
+            key: list[Any] = [name]
+            for h in handles:
+                key += (h.shape, id(h.dtype))
+            key += [args[i] for i in casts]
+            result = self._results.get(tuple(key))
             if result is None:
-                result = self._infer(op, args, handles, key)
+                result = self._infer(op, args, handles, tuple(key))
             if result:
-                tensors = op.tensor_at
-                record = Pending(op, tuple(
-                    TensorIR(a.id, a.shape, a.dtype) if i in tensors else a
-                    for i, a in enumerate(args)), TensorIR(new_id(), *result))
-                return self.stream.add(record, handles, handles[0].device)
+                ir = list(args)
+                for i, h in zip(tensor_at, handles, strict=True):
+                    ir[i] = TensorIR(h.id, h.shape, h.dtype)
+                return self.stream.add(Pending(op, tuple(ir), TensorIR(new_id(), *result)),
+                                       handles, handles[0].device)
         default = self.defaults.get(name)
         if default is not None:
             return default(self, *args)

@@ -21,19 +21,18 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 from burn.backends.cube.elementwise import CUBE_DIM, LANES, LINE_DTYPES, broadcast_view
-from burn.dtype import DType, Kind
+from burn.dtype import DType
 from burn.fusion.handle import Pending
 from burn.fusion.stats import STATS
 from burn.ir import OPS, TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype
 from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
 
-_NUMBER_TYPES = ("scalar", "scalar?", "float", "float?")
 #: Most launch plans a stream keeps (all are dropped when full).
 MAX_PLANS = 4096
 #: A block's signature: (rank, lanes, input dtypes, ops, written op indices), where an op is
 #: (name, arguments, result dtype) and an argument is ("in", k), ("op", j), ("num", dtype)
-#: or ("fixed", value).
+#: or ("fixed", value); dtypes by `id`.
 Signature = tuple[Any, ...]
 _KERNELS: dict[Signature, Any] = {}
 
@@ -91,35 +90,37 @@ def _launch(inner: Any, live: list[Pending], values: dict[int, Any], needed: set
     numbers: list[Any] = []
     for j, (op, values_in, out) in enumerate(live):
         args: list[tuple[str, Any]] = []
-        dtypes: list[DType] = []
-        for p, value in zip(op.params, values_in, strict=True):
-            if type(value) is TensorIR:
+        first: Any = None  # the dtype of the op's first tensor
+        for role, value in zip(_roles(op), values_in, strict=True):
+            if role is _TENSOR:
                 where = slot.get(value.id)
                 if where is None:
                     where = slot[value.id] = ("in", len(inputs))
                     inputs.append(values[value.id])
                 args.append(where)
-                dtypes.append(value.dtype)
-            elif p.type in _NUMBER_TYPES and value is not None:
-                dtype = dtypes[0] if p.type.startswith("scalar") else _float_of(
-                    [*dtypes, out.dtype])
-                args.append(("num", dtype))
-                numbers.append(_converter(dtype)(value))
-            else:
+                first = first or value.dtype
+            elif role is _FIXED or value is None:
                 args.append(("fixed", value))
+            else:  # a number: of the tensors' dtype, or a float parameter
+                dtype = (first if role is _SCALAR or first.is_float else
+                         out.dtype if out.dtype.is_float else DType.float32)
+                args.append(("num", id(dtype)))
+                numbers.append(_CONVERT[id(dtype)](value))
         slot[out.id] = ("op", j)
-        ops.append((op.name, tuple(args), out.dtype))
+        ops.append((op.name, tuple(args), id(out.dtype)))
     written = tuple(j for j, record in enumerate(live) if record.out.id in needed)
     shape = cast(tuple[int, ...], live[-1].out.shape)
     size = math.prod(shape)
     arrays = [t.array for t in inputs]
-    dense = all(t.shape == shape and t.is_contiguous for t in inputs)
+    dense = all(a.shape == shape and (a.base is None or t.is_contiguous)
+                for a, t in zip(arrays, inputs, strict=True))
     rank = 1 if dense else len(shape)
-    all_dtypes = {t.dtype for t in inputs} | {op[2] for op in ops}
-    lanes = LANES if (dense and not size % LANES and len(all_dtypes) == 1
-                      and all_dtypes <= LINE_DTYPES[inner.runtime.name]
+    one = inputs[0].dtype
+    lanes = LANES if (dense and not size % LANES and one in LINE_DTYPES[inner.runtime.name]
+                      and all(t.dtype is one for t in inputs)
+                      and all(op[2] == id(one) for op in ops)
                       and all(a.offset % LANES == 0 for a in arrays)) else 1
-    signature = (rank, lanes, tuple(t.dtype for t in inputs), tuple(ops), written)
+    signature = (rank, lanes, tuple(id(t.dtype) for t in inputs), tuple(ops), written)
     outs = [inner.empty(shape, live[j].out.dtype) for j in written]
     if size:
         key = (signature, tuple(_layout(a) for a in arrays))
@@ -135,6 +136,26 @@ def _launch(inner: Any, live: list[Pending], values: dict[int, Any], needed: set
         STATS.kernels_launched += 1
     STATS.ops_fused += len(live)
     return {live[j].out.id: o for j, o in zip(written, outs, strict=True)}
+
+
+_TENSOR, _SCALAR, _FLOAT, _FIXED = "tensor", "scalar", "float", "fixed"
+_ROLES: dict[str, tuple[str, ...]] = {}
+#: Dtypes by id (signatures hold ids: enum members hash in Python code, ints do not).
+_DTYPES = {id(d): d for d in DType}
+#: How a host number becomes a kernel scalar, by the id of its dtype.
+_CONVERT: dict[int, Callable[[Any], Any]] = {
+    id(d): float if d.is_float else bool if d is DType.bool else int for d in DType}
+
+
+def _roles(op: Any) -> tuple[str, ...]:
+    """Per parameter of `op`: a tensor, a number of the tensors' dtype (``scalar``), a float
+    number, or a compile-time argument (the dtype of casts)."""
+    roles = _ROLES.get(op.name)
+    if roles is None:
+        roles = _ROLES[op.name] = tuple(
+            _TENSOR if p.is_tensor else _SCALAR if p.type in ("scalar", "scalar?")
+            else _FLOAT if p.type in ("float", "float?") else _FIXED for p in op.params)
+    return roles
 
 
 def _plan(inner: Any, signature: Signature, size: int, shape: tuple[int, ...], dense: bool,
@@ -183,14 +204,15 @@ def _build(signature: Signature) -> Any:
     from burn_cube import KernelBuilder
     from burn_cube.types import line
 
-    rank, lanes, in_dtypes, ops, written = signature
+    rank, lanes, in_ids, ops, written = signature
+    in_dtypes = [_DTYPES[i] for i in in_ids]
     b = KernelBuilder(f"fused_{len(ops)}_ops")
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", d), rank=rank, line_size=lanes, write=False)
            for k, d in enumerate(in_dtypes)]
-    scalars = iter([b.scalar(f"s{n}", cube_dtype("fusion", arg[1]))
+    scalars = iter([b.scalar(f"s{n}", cube_dtype("fusion", _DTYPES[arg[1]]))
                     for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")])
-    outs = [b.tensor(f"out{i}", cube_dtype("fusion", ops[j][2]), rank=rank, line_size=lanes,
-                     write=True) for i, j in enumerate(written)]
+    outs = [b.tensor(f"out{i}", cube_dtype("fusion", _DTYPES[ops[j][2]]), rank=rank,
+                     line_size=lanes, write=True) for i, j in enumerate(written)]
     pos = b.ABSOLUTE_POS
     loaded: dict[int, Any] = {}
     results: list[Any] = []
@@ -213,7 +235,7 @@ def _build(signature: Signature) -> Any:
                     env[p.name] = cube_dtype(name, value)
                 else:
                     env[p.name] = value
-            target = line(cube_dtype(name, out_dtype), lanes)
+            target = line(cube_dtype(name, _DTYPES[out_dtype]), lanes)
             assert op.cube is not None  # recorded ops have a lowering
             value = emit_lowering(b, op.cube, env)
             if getattr(value, "dtype", target) != target:
@@ -222,15 +244,6 @@ def _build(signature: Signature) -> Any:
         for out, j in zip(outs, written, strict=True):
             out[b.index_of(out, pos)] = results[j]
     return b.kernel()
-
-
-def _float_of(dtypes: list[DType]) -> DType:
-    return next((d for d in dtypes if d.kind is Kind.FLOAT), DType.float32)
-
-
-def _converter(dtype: DType) -> Callable[[Any], Any]:
-    """How a host number becomes a kernel scalar of `dtype`."""
-    return float if dtype.is_float else bool if dtype is DType.bool else int
 
 
 def _flat(array: Any, size: int) -> Any:

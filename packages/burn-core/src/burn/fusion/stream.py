@@ -10,7 +10,7 @@ the elementwise fuser; results nobody holds and nothing reads are never computed
 from __future__ import annotations
 
 import weakref
-from typing import Any, cast
+from typing import Any
 
 from burn.device import Device
 from burn.fusion.elementwise import run_block
@@ -53,7 +53,7 @@ class Stream:
             if h.value is not None:
                 self.values[h.id] = h.value
         out = record.out
-        handle = FusionTensor(out.id, cast(tuple[int, ...], out.shape), out.dtype, device)
+        handle = FusionTensor(out.id, out.shape, out.dtype, device)  # type: ignore[arg-type]
         self.pending.append(record)
         self.weak[out.id] = weakref.ref(handle)
         STATS.ops_recorded += 1
