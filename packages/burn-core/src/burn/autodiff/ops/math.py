@@ -94,8 +94,12 @@ class MathOps(CompositeOps):
         return self._elementwise(x, self.inner.relu, _relu_rule, Uses.INPUT)
 
     def softmax(self, x: T, dim: int) -> T:
-        """The inner softmax (one op) with torch's direct rule s * (g - sum(g * s, dim))."""
+        """The inner softmax (one op) with torch's direct rule s * (g - sum(g * s, dim)), in
+        one op where the inner backend has `softmax_backward_from_output` (NumPy)."""
         def rule(i: Any, g: P, s: P) -> P:
+            fused = getattr(i, "softmax_backward_from_output", None)
+            if fused is not None:
+                return fused(s, g, dim)
             return i.float_mul(s, i.float_sub(g, i.float_sum_dim(i.float_mul(g, s), dim)))
         return self._elementwise(x, lambda p: self.inner.softmax(p, dim), rule, Uses.OUTPUT)
 

@@ -96,14 +96,35 @@ def _erf32_block(x: Array, p: Array, scratch: list[Array]) -> None:
     p /= q
 
 
+# GELU's cdf through erfc in the form of PyTorch's vectorised CPU erf (Abramowitz & Stegun
+# 7.1.26, |error| < 1.5e-7): erfc(z) = t (a1 + t (a2 + ... + t a5)) exp(-z^2), t = 1 / (1 + p z),
+# z = |x| / sqrt(2) >= 0; the coefficients carry cdf's factor 1/2.
+_AS_P = np.float32(0.3275911 / math.sqrt(2))
+_AS_A = tuple(np.float32(0.5 * a) for a in (
+    1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
+
+
 def _gelu32_block(x: Array, out: Array, scratch: list[Array]) -> None:
-    """Exact GELU of `x` into `out`: 0.5 x (1 + erf(x / sqrt(2))), four scratch buffers."""
-    scaled = scratch[3]
-    np.multiply(x, _SQRT1_2, out=scaled)
-    _erf32_block(scaled, out, scratch[:3])
-    out += np.float32(1.0)
-    out *= x
-    out *= np.float32(0.5)
+    """Exact GELU of `x` into `out` in 21 passes and three scratch buffers: x cdf(x), cdf(x) =
+    1/2 + copysign(1/2 - h, x) with h = erfc(|x| / sqrt(2)) / 2 (gelu(inf) = inf, gelu(-inf) =
+    -inf * 0 = nan, as torch's float64)."""
+    ax, t, h = scratch
+    np.abs(x, out=ax)
+    np.multiply(ax, _AS_P, out=t)
+    t += np.float32(1.0)
+    np.divide(np.float32(1.0), t, out=t)
+    np.multiply(t, _AS_A[0], out=h)
+    for a in _AS_A[1:]:
+        h += a
+        h *= t
+    np.multiply(x, x, out=out)
+    out *= np.float32(-0.5)
+    np.exp(out, out=out)
+    h *= out
+    np.subtract(np.float32(0.5), h, out=h)
+    np.copysign(h, x, out=h)
+    h += np.float32(0.5)
+    np.multiply(x, h, out=out)
 
 
 def _gelu_grad_block(x: Array, y: Array, g: Array, out: Array, scratch: list[Array]) -> None:
@@ -130,7 +151,6 @@ def _erf(x: Array) -> Array:
     return _erf32(x.astype(np.float32)).astype(x.dtype)
 
 
-_SQRT1_2 = np.float32(1 / np.sqrt(2))
 _SQRT2_PI = np.float32(np.sqrt(2 / np.pi))
 
 
@@ -138,7 +158,7 @@ def _gelu32(x: Array, approximate: str) -> Array:
     """GELU of a float32 array in float32 (torch's formulas): exact block by block in cache,
     tanh in one buffer."""
     if approximate != "tanh":
-        return _blocked((x,), _gelu32_block, 4)
+        return _blocked((x,), _gelu32_block, 3)
     out = x * x  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     out *= np.float32(0.044715)
     out += np.float32(1.0)

@@ -159,8 +159,32 @@ def _float(fn: Any) -> Any:
     return lowp(fn, quiet=True)
 
 
+def _softmax(self: Any, x: Array, dim: int) -> Array:
+    """exp(x - max) / sum along `dim` in one buffer (max, subtract, exp and divide in place)."""
+    out = np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf))
+    np.exp(out, out=out)
+    out /= np.add.reduce(out, axis=dim, keepdims=True)
+    return out
+
+
+def _log_softmax(self: Any, x: Array, dim: int) -> Array:
+    """(x - max) - log(sum(exp(x - max))) along `dim`."""
+    out = np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf))
+    out -= np.log(np.add.reduce(np.exp(out), axis=dim, keepdims=True))
+    return out
+
+
+def _softmax_backward_from_output(self: Any, out: Array, grad: Array, dim: int) -> Array:
+    """softmax's input gradient out * (grad - sum(grad * out, dim)) in one buffer."""
+    dx = np.multiply(grad, out)
+    np.subtract(grad, np.add.reduce(dx, axis=dim, keepdims=True), out=dx)
+    dx *= out
+    return dx
+
+
 class ReductionOps:
-    """sum / prod / mean / max / min / arg* / cum* / sort for float and int; any / all."""
+    """sum / prod / mean / max / min / arg* / cum* / sort for float and int; any / all;
+    softmax and log_softmax (fused, instead of the protocol's chains)."""
 
     float_sum = _float(_sum)
     float_sum_dim = _float(_sum_dim)
@@ -178,6 +202,10 @@ class ReductionOps:
     float_cummax = _float(_cummax)
     float_cummin = _float(_cummin)
     float_sort_with_indices = _float(_sort_with_indices)
+    softmax = _float(_softmax)
+    log_softmax = _float(_log_softmax)
+    # not a protocol op: Autodiff's softmax rule calls it where the inner backend has it
+    softmax_backward_from_output = _float(_softmax_backward_from_output)
 
     int_sum = _int_sum
     int_sum_dim = _int_sum_dim
