@@ -105,7 +105,7 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
     out_dtype = cube_dtype(op.name, next(tensors))
     out = b.tensor("out", out_dtype, rank=rank, line_size=lanes, write=True)
     pos = b.ABSOLUTE_POS_X if rows else b.ABSOLUTE_POS
-    index = (lambda t: _row_index(b, t, rank, pos)) if rows else (lambda t: b.index_of(t, pos))
+    index = (lambda t: row_index(b, t, rank, pos)) if rows else (lambda t: b.index_of(t, pos))
     with b.if_(pos < (out.shape[rank - 1] if rows else out.len)):
         for name, handle in handles:
             env[name] = handle[index(handle)]
@@ -117,9 +117,18 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
     return b.kernel()
 
 
-def _row_index(b: Any, t: Any, rank: int, col: Any) -> Any:
+def row_index(b: Any, t: Any, rank: int, col: Any) -> Any:
     """Storage index of column `col` of row ``CUBE_POS_Y`` of `t` (rows: the leading
-    dimensions, row-major)."""
+    dimensions, row-major).
+
+    Args:
+        b: the `burn_cube.KernelBuilder`.
+        t: a tensor handle of rank `rank`.
+        rank: its rank.
+        col: the column (a u32 value).
+    Returns:
+        The index, affine in `col` (its row part is the same for every unit of a cube).
+    """
     index, rest = t.offset + col * t.stride[rank - 1], b.CUBE_POS_Y
     for dim in reversed(range(rank - 1)):
         coord = rest if dim == 0 else rest % t.shape[dim]

@@ -1,7 +1,7 @@
 """Data-movement kernels shared by the cube backend families, built with `KernelBuilder`.
 
-Each is cached per dtype and rank: a strided copy (any view into any view: contiguous copies,
-cat, repeat, slice_assign), a fill, and a flip.
+Each is cached per dtype and rank: strided copies (any view into any view: contiguous copies,
+cat, repeat, slice_assign; `copy.py` picks one), a fill, and a flip.
 """
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ from functools import cache
 from typing import Any
 
 from burn.dtype import DType
-from burn.ir.cube import cube_dtype
+from burn.ir.cube import cube_dtype, row_index
+
+#: Units per cube of `copy_rows_kernel` (one cube row per `ROW_CUBE` columns).
+ROW_CUBE = 256
+#: Tiles of `copy_tiles_kernel` (a cube each): `TILE_ROWS` rows by `TILE` columns.
+TILE, TILE_ROWS = 16, 256
 
 
 @cache
@@ -24,6 +29,53 @@ def copy_kernel(dtype: DType, rank: int) -> Any:
     pos = b.ABSOLUTE_POS
     with b.if_(pos < dst.len):
         dst[b.index_of(dst, pos)] = src[b.index_of(src, pos)]
+    return b.kernel()
+
+
+@cache
+def copy_rows_kernel(dtype: DType, rank: int) -> Any:
+    """`dst[i] = src[i]` by rows: ``CUBE_POS_Y`` the row (the leading dimensions), the column
+    ``ABSOLUTE_POS_X``; indexes are affine in the column, so rows whose last dimension is unit
+    (or 0) strided in both views take the C target's vectorized fast path."""
+    from burn_cube import KernelBuilder
+
+    b = KernelBuilder("copy_rows", ROW_CUBE)
+    src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
+    dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
+    col = b.ABSOLUTE_POS_X
+    with b.if_(col < dst.shape[rank - 1]):
+        dst[row_index(b, dst, rank, col)] = src[row_index(b, src, rank, col)]
+    return b.kernel()
+
+
+@cache
+def copy_tiles_kernel(dtype: DType, rank: int, dim: int) -> Any:
+    """`dst[i] = src[i]` in tiles of `TILE_ROWS` positions of dimension `dim` (a unit each,
+    ``CUBE_POS_Y``) by `TILE` of the last (``CUBE_POS_X``, a loop per unit), the other
+    dimensions flattened into ``CUBE_POS_Z``. A transposing copy (`src` unit-strided along
+    `dim`, `dst` along the last) then touches each cache line of either side once per cube
+    (consecutive units read adjacent elements, each unit writes a run) instead of one line
+    per element."""
+    from burn_cube import KernelBuilder
+
+    b = KernelBuilder("copy_tiles", TILE_ROWS)
+    src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
+    dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
+    last = rank - 1
+    row = b.CUBE_POS_Y * TILE_ROWS + b.UNIT_POS
+    with b.if_(row < dst.shape[dim]):
+        s = src.offset + row * src.stride[dim]
+        d = dst.offset + row * dst.stride[dim]
+        rest = b.CUBE_POS_Z
+        outer = [k for k in range(last) if k != dim]
+        for k in reversed(outer):
+            coord = rest if k == outer[0] else rest % dst.shape[k]
+            s, d = s + coord * src.stride[k], d + coord * dst.stride[k]
+            if k != outer[0]:
+                rest = rest // dst.shape[k]
+        first = b.CUBE_POS_X * TILE
+        with b.for_range(first, b.min(first + TILE, dst.shape[last])) as col:
+            dst[d + col * dst.stride[last]] = src[s + col * src.stride[last]]
     return b.kernel()
 
 

@@ -10,15 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .kernels import copy_kernel, flip_kernel
+from .copy import copy_into
+from .kernels import flip_kernel
 from .tensor import CubeTensor, Shape, dense_strides
-
-
-def copy_into(backend: Any, src: CubeTensor, dst: CubeTensor) -> None:
-    """Copy the elements of `src` into the view `dst` (same shape)."""
-    if src.size == 0:
-        return
-    backend.launch(copy_kernel(src.dtype, len(src.shape)), src.size, src.array, dst.array)
 
 
 def contiguous(backend: Any, x: CubeTensor) -> CubeTensor:

@@ -1,0 +1,102 @@
+"""Strided copies of the cube backends: one view into another of the same shape.
+
+The two layouts are first simplified together (size-1 dimensions dropped, neighbours that are
+contiguous in both views merged), then the copy runs as one of three kernels (`kernels.py`):
+rank 1 by element; tiles of `TILE_ROWS` x `TILE` where the destination is unit-strided along
+its last dimension and the source along another (a transpose); rows (the last dimension along ``x``,
+one cube row per row; unit- or 0-strided rows run in the C target's vectorized loop) where
+the last dimension has at least `ROW_MIN` elements; the element-wise kernel with a full
+unravel otherwise.
+Each layout's launch is planned once and kept in `CubeBackend.plans`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .elementwise import MAX_PLANS
+from .kernels import ROW_CUBE, TILE, TILE_ROWS, copy_kernel, copy_rows_kernel, copy_tiles_kernel
+from .tensor import CubeTensor, Shape
+
+#: Most cubes along y and z of a launch (the limit of WebGPU and CUDA).
+MAX_CUBES = 65535
+#: Shortest last dimension copied by rows (shorter rows leave most of a cube idle).
+ROW_MIN = 16
+#: Units per cube of the rank-1 and element-wise copies.
+CUBE_DIM = 256
+
+
+def merge_dims(shape: Shape, *strides: Shape) -> tuple[Shape, tuple[Shape, ...]]:
+    """`shape` and per view its `strides`, without size-1 dimensions and with each run of
+    dimensions that is contiguous in every view merged into one (the same elements in the same
+    order).
+
+    Args:
+        shape: the common shape (no zero size).
+        *strides: each view's element strides.
+    Returns:
+        The merged shape and the views' merged strides (rank 0 for a single element).
+    """
+    dims = [d for d, size in enumerate(shape) if size != 1]
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for d in dims:
+        size = shape[d]
+        if out_shape and all(s[-1] == view[d] * size for s, view in zip(out_strides, strides,
+                                                                      strict=True)):
+            out_shape[-1] *= size
+            for s, view in zip(out_strides, strides, strict=True):
+                s[-1] = view[d]
+            continue
+        out_shape.append(size)
+        for s, view in zip(out_strides, strides, strict=True):
+            s.append(view[d])
+    return tuple(out_shape), tuple(tuple(s) for s in out_strides)
+
+
+def copy_into(backend: Any, src: CubeTensor, dst: CubeTensor) -> None:
+    """Copy the elements of `src` into the view `dst` (same shape)."""
+    if src.size == 0:
+        return
+    a, b = src.array, dst.array
+    key = ("copy", id(src.dtype), _layout(a), _layout(b))
+    plans = backend.plans
+    launch = plans.get(key)
+    if launch is None:
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        launch = plans[key] = _plan(backend, src, dst)
+    launch((a, b))
+
+
+def _layout(array: Any) -> Any:
+    """An array's part of a copy's launch key: shape, strides, offset and storage size."""
+    return (array.shape, array.strides, array.offset, array.extent)
+
+
+def _plan(backend: Any, src: CubeTensor, dst: CubeTensor) -> Callable[[Any], None]:
+    """The launcher of a copy from `src`'s layout into `dst`'s (it takes both arrays)."""
+    shape, (s_strides, d_strides) = merge_dims(src.shape, src.strides, dst.strides)
+    if not shape:  # a single element
+        shape, s_strides, d_strides = (1,), (1,), (1,)
+    rank = len(shape)
+    count = math.prod(shape[:-1])
+    unit = [d for d in range(rank - 1) if s_strides[d] == 1]
+    if rank >= 2 and d_strides[-1] == 1 and s_strides[-1] > 1 and unit and \
+            count // shape[unit[0]] <= MAX_CUBES and shape[unit[0]] <= TILE_ROWS * MAX_CUBES:
+        kernel = copy_tiles_kernel(src.dtype, rank, unit[0])
+        counts = (-(-shape[-1] // TILE), -(-shape[unit[0]] // TILE_ROWS),
+                  count // shape[unit[0]])
+        dim = TILE_ROWS
+    elif rank >= 2 and count <= MAX_CUBES and shape[-1] >= ROW_MIN:
+        kernel = copy_rows_kernel(src.dtype, rank)
+        counts, dim = (-(-shape[-1] // ROW_CUBE), count, 1), ROW_CUBE
+    else:
+        kernel = copy_kernel(src.dtype, rank)
+        counts, dim = (-(-src.size // CUBE_DIM), 1, 1), CUBE_DIM
+    a, b = src.array, dst.array
+    views = (a.view_unchecked(shape, s_strides, a.offset),
+             b.view_unchecked(shape, d_strides, b.offset))
+    return kernel.plan(backend.runtime, counts, dim, *views)  # type: ignore[no-any-return]
