@@ -20,7 +20,9 @@ in the `acc` dtype (float32 for float16 / bfloat16); each unit's float sum is Ka
 blocks of them are summed plainly in vector-wide partial sums first (`BLOCK`), and
 `column_sum_kernel` sums `COLUMNS` rows that start at adjacent elements together. Softmax /
 log-softmax use the same layouts (strided only) in three passes: the max; the sum of
-exponentials (softmax writes them); the result.
+exponentials (softmax writes them); the result. A softmax of adjacent elements in its
+accumulator dtype writes the exponentials in one loop and sums them in another, after a max by
+plain comparisons (a NaN makes the sum NaN anyway): all three vectorize on the cpu.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class Combine:
 
 
 COMBINES = {"sum": Combine("sum", 0), "prod": Combine("prod", 1),
-            "max": Combine("max", None), "min": Combine("min", None)}
+            "max": Combine("max", None), "min": Combine("min", None),
+            "peak": Combine("peak", None)}
 
 
 def _better(b: Any, op: str, v: Any, acc: Any) -> Any:
@@ -82,6 +85,8 @@ def _combine(b: Any, op: str, acc: Any, v: Any) -> Any:
         return acc + v
     if op == "prod":
         return acc * v
+    if op == "peak":  # max by a plain comparison: vectorizes; a NaN counts only if first
+        return b.select(v > acc, v, acc)
     return b.select(_better(b, op, v, acc), v, acc)
 
 
@@ -422,6 +427,9 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
     n, step = b.scalar("n", u32), b.scalar("step", u32)
     out = b.tensor("out", dtype, rank=rank, write=True)
     out_step = b.scalar("out_step", u32)
+    #: Softmax of adjacent elements in the input's dtype: the exponentials are written by one
+    #: loop and summed by another (a float sum in one loop with them runs in order, unvectorized).
+    separate = not log and contiguous and schedule == "lanes" and dtype == acc_dtype
 
     def body(r: Any, row: _Row, first: Any, stride: int, reduce: Callable[[str, Any], Any],
              valid: Any = None) -> None:
@@ -431,15 +439,25 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
 
         base = b.local(u32, b.index_of(out, r))
         at_step = 1 if contiguous else out_step
-        peak = reduce("max", _accumulate(b, row, "max", acc_dtype, False, first, stride,
-                                         LANES if schedule == "lanes" else 1)[0])
-        total = b.local(acc_dtype, 0)
-        with row.steps(first, stride) as k:  # softmax keeps exp(x - peak) in `out`
-            e = b.local(acc_dtype, b.exp(row.load(k, acc_dtype) - peak))
-            b.set(total, total + e)
-            if not log:
-                with guard():
-                    out[base + k * at_step] = b.cast(e, dtype)
+        if separate:  # a NaN anywhere makes the sum NaN, so the max may skip it
+            peak = _accumulate(b, row, "peak", acc_dtype, False, first, stride, BLOCK_LANES)[0]
+        else:
+            peak = reduce("max", _accumulate(b, row, "max", acc_dtype, False, first, stride,
+                                             LANES if schedule == "lanes" else 1)[0])
+        if separate:  # exp(x - peak) into `out`, then its sum: both loops vectorize
+            with row.steps(first, stride) as k:
+                out[base + k] = b.exp(row.load(k, acc_dtype) - peak)
+            total = b.local(acc_dtype, _accumulate(
+                b, _Row(b, out, r, n, 1, False, contiguous=True), "sum", acc_dtype, False,
+                first, stride, LANES)[0])
+        else:
+            total = b.local(acc_dtype, 0)
+            with row.steps(first, stride) as k:  # softmax keeps exp(x - peak) in `out`
+                e = b.local(acc_dtype, b.exp(row.load(k, acc_dtype) - peak))
+                b.set(total, total + e)
+                if not log:
+                    with guard():
+                        out[base + k * at_step] = b.cast(e, dtype)
         total = reduce("sum", total)
         if log:
             total = b.local(acc_dtype, b.log(total))
