@@ -1,0 +1,58 @@
+"""Fusion devices: spec composition, a backend without burn-cube kernels, the stream's length
+bound and `burn.fusion.stats()`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from fusion_testing import DEVICES
+
+import burn
+from burn.errors import DeviceError
+from burn.fusion import FusionTensor, reset_stats, stats
+from burn.fusion.stream import MAX_PENDING
+
+
+def test_fusion_composes_with_autodiff_and_profile() -> None:
+    cpu = burn.Device("numpy")
+    assert cpu.fusion() == burn.Device("numpy+fusion")
+    assert cpu.fusion().fusion() == cpu.fusion()
+    assert cpu.autodiff().fusion() == burn.Device("numpy+fusion+autodiff")
+    assert cpu.fusion().autodiff().inner() == cpu.fusion()
+    with pytest.raises(DeviceError):
+        burn.Device("numpy+autodiff+fusion")  # autodiff is the outermost decorator
+
+
+def test_numpy_fusion_runs_every_op_at_once() -> None:
+    data = np.array([[-1.5, 0.0, 2.0], [np.nan, np.inf, -np.inf]], np.float32)
+    dev = burn.Device("numpy+fusion")
+    reset_stats()
+    x = burn.tensor(data, device=dev)
+    y = (x * 2.0 + 1.0).tanh()
+    assert isinstance(y._prim, FusionTensor) and y._prim.value is not None
+    assert stats().ops_recorded == 0
+    got = y.to_numpy()
+    want = (torch.from_numpy(data) * 2.0 + 1.0).tanh().numpy()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    assert y.device == dev
+
+
+@pytest.mark.parametrize("base", DEVICES)
+def test_stream_runs_at_its_length_bound(base: str) -> None:
+    x = burn.tensor(np.linspace(0, 1, 16, dtype=np.float32), device=f"{base}+fusion")
+    reset_stats()
+    y = x
+    for _ in range(MAX_PENDING + 3):
+        y = y * 1.001
+    s = stats()
+    assert s.flushes == 1 and s.ops_recorded == MAX_PENDING + 3
+    assert y._prim.value is None  # the 3 ops after the bound are pending
+    want = torch.linspace(0, 1, 16)
+    for _ in range(MAX_PENDING + 3):
+        want = want * 1.001
+    got = y.to_numpy()
+    assert got.shape == (16,) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
+    assert stats().ops_dead == 0 and stats().kernels_launched == 2
