@@ -14,7 +14,9 @@ import burn
 from .reference import (
     BURN_TO_TORCH,
     DTYPES,
+    FLOATS,
     GRAD_DTYPES,
+    INTS,
     NUMPY_OF,
     T,
     assert_same,
@@ -310,6 +312,25 @@ def test_cast(src: str, dst: str, device: burn.Device, rng: np.random.Generator)
     check_forward(lambda a: a.cast(bd), lambda a: a.to(td), [x], device)
     check_forward(lambda a: a.to(bd), lambda a: a.to(td), [x], device)
     check_forward(lambda a: a.cast(dst), lambda a: a.to(td), [x], device)
+
+
+#: Floats an int cast cannot hold exactly (NaN, infinities, past int32 / int64 / 8 bits) and
+#: the edges of truncation.
+OUT_OF_RANGE = [np.nan, np.inf, -np.inf, 3e9, -3e9, 1e20, -1e20, 300.0, -1.0, -129.0, 127.9,
+                -128.9, 255.5, 2.5, -2.5, 0.0, -0.0, 65504.0]
+
+
+@pytest.mark.parametrize("src,dst", [(s, d) for s in FLOATS for d in INTS])
+@pytest.mark.op("into_int")
+def test_cast_float_to_int_out_of_range(src: str, dst: str, device: burn.Device) -> None:
+    """Truncation toward zero; NaN, inf and values past int32 (int64) give the minimum, and
+    8-bit ints convert through int32 and wrap: numpy's and PyTorch's results on x86 CPUs,
+    every backend alike (docs/differences.md)."""
+    values = np.array(OUT_OF_RANGE)
+    bd, td = dtype_of(dst), _t(dst)
+    for x in (T(values, src), T(np.stack([values, values[::-1]]), src, "transposed"),
+              T(np.array(np.nan), src), T(np.zeros((0, 2)), src)):
+        check_forward(lambda a: a.cast(bd), lambda a: a.to(td), [x], device)
 
 
 @pytest.mark.parametrize("name", [op_param(n) for n in ("float", "int", "bool")])

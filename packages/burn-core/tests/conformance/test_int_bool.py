@@ -58,6 +58,34 @@ def test_bitwise(name: str, case: Case, device: burn.Device, rng: np.random.Gene
     check_forward(lambda x: getattr(x, method)(scalar), lambda x: ft(x, scalar), [a], device)
 
 
+#: Bit width of each int dtype (shift amounts at and past it shift everything out).
+WIDTHS = {"int64": 64, "int32": 32, "int8": 8, "uint8": 8}
+
+
+@pytest.mark.parametrize("name,dt", [op_param(n, d) for n in SHIFTS for d in INTS])
+def test_shift_amounts_out_of_range(name: str, dt: str, device: burn.Device) -> None:
+    """Amounts 0, width - 1, width, width + 8 and negative ones (as torch and numpy: a left
+    shift gives 0, a right shift 0 or -1 by the sign; never the amount taken modulo the width),
+    on a broadcast grid, a transposed view, 0-d and empty tensors, and as a scalar."""
+    method, op, ft = BITWISE[name]
+    w = WIDTHS[dt]
+    top = 2 ** w - 1 if dt == "uint8" else 2 ** (w - 1) - 1
+    values = [0, 1, 5, top, top - 1] if dt == "uint8" else [0, 1, -1, -5, 7, top, -top - 1]
+    amounts = [0, 1, w - 1, w, w + 8] + ([200, 255] if dt == "uint8" else [-1, -w, -w - 8])
+    a = T(np.array(values), dt)
+    b = T(np.array(amounts)[:, None], dt)
+    check_forward(lambda x, y: getattr(x, method)(y), ft, [a, b], device)
+    grid = T(np.repeat(np.array(values)[None, :], len(amounts), 0), dt, "transposed")
+    by = T(np.repeat(np.array(amounts)[:, None], len(values), 1), dt, "transposed")
+    check_forward(op, op, [grid, by], device)
+    for shape in ((), (0,)):
+        x = T(np.full(shape, values[-1]), dt)
+        check_forward(op, op, [x, T(np.full(shape, w), dt)], device)
+    for scalar in (w - 1, w):
+        check_forward(lambda x, s=scalar: getattr(x, method)(s), lambda x, s=scalar: ft(x, s),
+                      [a], device)
+
+
 @pytest.mark.parametrize("name,dt", [op_param("bitwise_not", d) for d in INTS])
 def test_bitwise_not(name: str, dt: str, device: burn.Device, rng: np.random.Generator) -> None:
     full = (0, 256) if dt == "uint8" else (-128, 128)

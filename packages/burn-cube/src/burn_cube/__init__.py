@@ -70,7 +70,22 @@ from burn_cube.language.builtins import (
     unroll,
 )
 from burn_cube.runtime import DeviceArray, Properties, Runtime, available, devices, runtime
-from burn_cube.types import Comptime, DType, Line, Tensor, bf16, bool_, f16, f32, f64, i32, i64, u32
+from burn_cube.types import (
+    Comptime,
+    DType,
+    Line,
+    Tensor,
+    bf16,
+    bool_,
+    f16,
+    f32,
+    f64,
+    i8,
+    i32,
+    i64,
+    u8,
+    u32,
+)
 
 __version__ = _metadata.version("burn-cube")  # the one version: pyproject.toml
 
@@ -83,8 +98,8 @@ __all__ = [
     "Runtime", "Tensor", "acos", "asin", "atan", "atomic_add", "atomic_max", "atomic_min",
     "autotune", "available", "bf16",
     "bool_", "ceil", "cos", "cosh", "devices", "erf", "errors", "exp", "exp2", "f16", "f32",
-    "f64", "floor", "i32", "i64", "index_of", "isinf", "isnan", "kernel", "log", "log1p",
+    "f64", "floor", "i8", "i32", "i64", "index_of", "isinf", "isnan", "kernel", "log", "log1p",
     "log2", "plane_max", "plane_sum", "pow", "round", "rsqrt", "runtime", "select",
-    "shared_memory", "sin", "sinh", "sqrt", "sync_units", "tan", "tanh", "trunc", "u32",
+    "shared_memory", "sin", "sinh", "sqrt", "sync_units", "tan", "tanh", "trunc", "u8", "u32",
     "unroll",
 ]

@@ -61,15 +61,18 @@ class DType:
 
 
 bool_ = DType("bool", "bool", 8, 0)
-u32 = DType("u32", "uint", 32, 1)
-i32 = DType("i32", "int", 32, 2)
-i64 = DType("i64", "int", 64, 3)
-f16 = DType("f16", "float", 16, 4)
-bf16 = DType("bf16", "float", 16, 4)  # same rank as f16: mixing the two gives f32
-f32 = DType("f32", "float", 32, 5)
-f64 = DType("f64", "float", 64, 6)
+u8 = DType("u8", "uint", 8, 1)  # 8-bit ints: C and CUDA only (WGSL has no 8-bit scalars)
+i8 = DType("i8", "int", 8, 2)
+u32 = DType("u32", "uint", 32, 3)
+i32 = DType("i32", "int", 32, 4)
+i64 = DType("i64", "int", 64, 5)
+f16 = DType("f16", "float", 16, 6)
+bf16 = DType("bf16", "float", 16, 6)  # same rank as f16: mixing the two gives f32
+f32 = DType("f32", "float", 32, 7)
+f64 = DType("f64", "float", 64, 8)
 
-DTYPES: dict[str, DType] = {d.name: d for d in (bool_, u32, i32, i64, f16, bf16, f32, f64)}
+DTYPES: dict[str, DType] = {d.name: d for d in (bool_, u8, i8, u32, i32, i64, f16, bf16, f32,
+                                                 f64)}
 
 
 LINE_LANES = (2, 4)

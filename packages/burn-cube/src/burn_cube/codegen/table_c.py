@@ -10,14 +10,47 @@ cast back to the language's ``u32``. bf16 is stored as ``uint16_t`` (any gcc) an
 from __future__ import annotations
 
 from burn_cube.codegen.emitter import POSITIONS
-from burn_cube.types import LINE_LANES
+from burn_cube.types import DTYPES, LINE_LANES
 
-SCALAR_TYPES = {"bool": "bool", "u32": "uint32_t", "i32": "int32_t", "i64": "int64_t",
-                "f16": "_Float16", "bf16": "float", "f32": "float", "f64": "double"}
+SCALAR_TYPES = {"bool": "bool", "u8": "uint8_t", "i8": "int8_t", "u32": "uint32_t",
+                "i32": "int32_t", "i64": "int64_t", "f16": "_Float16", "bf16": "float",
+                "f32": "float", "f64": "double"}
 STORAGE_TYPES = {"bf16": "uint16_t"}
-#: Lines are GCC vector types (``bc_f32x4``), declared per kernel with ``LINE_TYPEDEF``.
+#: Lines are GCC vector types (``bc_f32x4``), declared per kernel with ``LINE_TYPEDEF``; none
+#: of 8-bit ints (their scalar entries below wrap C's int promotion).
 TYPES = {**SCALAR_TYPES, **{f"{s}x{n}": f"bc_{s}x{n}" for s in SCALAR_TYPES
-                            if s not in ("bool", "bf16") for n in LINE_LANES}}
+                            if s not in ("bool", "bf16", "u8", "i8") for n in LINE_LANES}}
+#: Unsigned C type by bit width.
+BITS_TYPE = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
+
+
+def shift_ops(unsigned: dict[int, str]) -> dict[str, str]:
+    """Guarded ``shl`` / ``shr`` per integer dtype, as numpy and torch: an amount outside
+    [0, bits) shifts everything out (0; a right shift of a negative value gives -1) instead of
+    C's undefined behaviour. The left shift runs on the unsigned type (no signed overflow).
+
+    Args:
+        unsigned: Unsigned type name by bit width (64 bits test the amount).
+
+    Returns:
+        Table entries keyed ``shl.<dtype>`` / ``shr.<dtype>``.
+    """
+    out = {}
+    for d in DTYPES.values():
+        if d.is_integer:
+            outside = f"({unsigned[64]})({{b}}) >= {d.bits}"
+            shifted = f"({{t}})(({unsigned[d.bits]}){{a}} << ({{b}}))"
+            out[f"shl.{d.name}"] = f"({outside} ? ({{t}})0 : {shifted})"
+            out[f"shr.{d.name}"] = (f"({{t}})({{a}} >> ({outside} ? {d.bits - 1} : ({{b}})))"
+                                    if d.kind == "int" else
+                                    f"({outside} ? ({{t}})0 : ({{t}})({{a}} >> ({{b}})))")
+    return out
+
+
+#: 8-bit ints compute in C's int: results that can leave the type are cast back (wrapping).
+WRAP_8BIT = {f"{op}.{s}": f"(({{t}}){template})" for s in ("i8", "u8") for op, template in (
+    ("add", "({a} + {b})"), ("sub", "({a} - {b})"), ("mul", "({a} * {b})"), ("neg", "(-{a})"),
+    ("invert", "(~{a})"))}
 #: Element alignment, so that a line pointer into any element-aligned array is valid.
 LINE_TYPEDEF = "typedef {T} bc_{s} __attribute__((vector_size({size}), aligned({align})));"
 
@@ -33,7 +66,7 @@ OPS: dict[str, str | None] = {
     "eq": "({a} == {b})", "ne": "({a} != {b})",
     "and": "({a} && {b})", "or": "({a} || {b})", "not": "(!{a})",
     "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
-    "shl": "({a} << {b})", "shr": "({a} >> {b})", "invert": "(~{a})",
+    **shift_ops(BITS_TYPE), **WRAP_8BIT, "invert": "(~{a})",
     "cast": "(({t}){a})", "select": "({a} ? {b} : {c})",
     "load": "{a}", "store": "{a}", "load.bf16": "bc_bf16_load({a})",
     "store.bf16": "bc_bf16_store({a})",
@@ -149,7 +182,9 @@ static inline uint16_t bc_bf16_store(float f) {
     return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 """
-BITS_TYPE = {16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
+
+#: The minimum of i32 and i64 (no literal spells them), C and CUDA alike.
+MIN_LITERALS = {-2**31: "(-2147483647 - 1)", -2**63: "(-9223372036854775807LL - 1)"}
 
 PRELUDE = """\
 #include <math.h>
@@ -177,6 +212,8 @@ def literal(value: int | float | bool, type_name: str, dtype_name: str) -> str:
         return f"(({type_name}){float(value)!r})"
     if dtype_name == "u32":
         return f"{int(value)}u"
+    if int(value) in MIN_LITERALS:  # -2**31 / -2**63: the positive literal would overflow
+        return MIN_LITERALS[int(value)]
     if dtype_name == "i64":
         return f"INT64_C({int(value)})"
     return f"({int(value)})" if value < 0 else str(int(value))

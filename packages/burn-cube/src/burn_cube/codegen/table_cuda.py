@@ -12,7 +12,8 @@ from burn_cube.codegen import table_c
 from burn_cube.codegen.emitter import POSITIONS
 
 #: Lines are CUDA's aligned vector types (64/128-bit loads and stores); no f16 lines.
-TYPES = {"bool": "bool", "u32": "unsigned int", "i32": "int", "i64": "long long",
+TYPES = {"bool": "bool", "u8": "unsigned char", "i8": "signed char", "u32": "unsigned int",
+         "i32": "int", "i64": "long long",
          "f16": "__half", "bf16": "float", "f32": "float", "f64": "double",
          "f32x2": "float2", "f32x4": "float4", "f64x2": "double2", "i32x2": "int2",
          "i32x4": "int4", "u32x2": "uint2", "u32x4": "uint4", "i64x2": "longlong2"}
@@ -21,6 +22,7 @@ STORAGE_TYPES = {"bf16": "__nv_bfloat16"}
 OPS: dict[str, str | None] = {
     **table_c.OPS,
     **POSITIONS,  # plain: the counters are unsigned int here (C casts its int64_t ones)
+    **table_c.shift_ops({8: "unsigned char", 32: "unsigned int", 64: "unsigned long long"}),
     "plane_dim": "32u", "unit_pos_plane": "(bc_unit % 32u)",
     "plane_sum": "bc_plane_sum({a})", "plane_max": "bc_plane_max({a})",
     "inf": "(({t})CUDART_INF)", "ninf": "(({t})-CUDART_INF)", "nan": "(({t})CUDART_NAN)",
@@ -36,6 +38,8 @@ OPS: dict[str, str | None] = {
     "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "
                       "(unsigned long long){b}))",
     "atomic_min": "atomicMin(&{a}, {b})", "atomic_max": "atomicMax(&{a}, {b})",
+    **{f"atomic_{op}.{s}": f"bc_atomic8<{k}>(&{{a}}, ({{t}})({{b}}))"
+       for k, op in enumerate(("add", "min", "max")) for s in ("i8", "u8")},
 }
 # C-only entries: host atomics, and the vectorizable f32 exp/tanh of the CPU (CUDA's own expf /
 # tanhf are the fast ones on the GPU).
@@ -50,6 +54,21 @@ PRELUDE = """\
 #define CUDART_NAN __int_as_float(0x7fffffff)
 template <typename T> __device__ inline T bc_min(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ inline T bc_max(T a, T b) { return a > b ? a : b; }
+// 8-bit atomics (CUDA has none): a compare-and-swap of the aligned 32-bit word holding the
+// byte; OP 0 adds (wrapping), 1 keeps the minimum, 2 the maximum. Returns the old value.
+template <int OP, typename T> __device__ inline T bc_atomic8(T *p, T v) {
+    unsigned int *word = (unsigned int *)((size_t)p & ~(size_t)3);
+    const unsigned int shift = ((unsigned int)(size_t)p & 3u) * 8u;
+    unsigned int old = *word, seen;
+    do {
+        seen = old;
+        const T cur = (T)((seen >> shift) & 0xffu);
+        const T next = OP == 0 ? (T)(cur + v) : OP == 1 ? (v < cur ? v : cur) : (v > cur ? v : cur);
+        old = atomicCAS(word, seen, (seen & ~(0xffu << shift)) |
+                                    ((unsigned int)(unsigned char)next << shift));
+    } while (seen != old);
+    return (T)((old >> shift) & 0xffu);
+}
 template <typename T> __device__ inline T bc_plane_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -72,6 +91,6 @@ def literal(value: int | float | bool, type_name: str, dtype_name: str) -> str:
     Returns:
         CUDA C source text.
     """
-    if dtype_name == "i64":
+    if dtype_name == "i64" and int(value) not in table_c.MIN_LITERALS:
         return f"{int(value)}LL"
     return table_c.literal(value, type_name, dtype_name)

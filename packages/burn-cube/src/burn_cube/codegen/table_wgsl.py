@@ -25,6 +25,19 @@ STORAGE_TYPES = {"bool": "u32"}
 F64_MISSING = ("exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin", "acos",
                "atan", "sinh", "cosh", "pow", "erf")
 
+
+
+def _shifts(dtype: str, bits: int) -> dict[str, str]:
+    """Guarded ``shl`` / ``shr`` of one integer dtype, as numpy and torch: an amount outside
+    [0, bits) shifts everything out (0; a right shift of a negative value gives -1), where WGSL
+    masks it. The masked amount keeps a constant amount a valid shift."""
+    outside = f"{'u64' if bits == 64 else 'u32'}({{b}}) >= {bits}{'lu' if bits == 64 else 'u'}"
+    amount = f"(u32({{b}}) & {bits - 1}u)"
+    return {"shl": f"select({{a}} << {amount}, {{t}}(0), {outside})",
+            "shr": f"({{a}} >> select({amount}, {bits - 1}u, {outside}))" if dtype[0] == "i"
+            else f"select({{a}} >> {amount}, 0u, {outside})"}
+
+
 OPS: dict[str, str | None] = {
     **POSITIONS,
     "plane_dim": "bc_plane_dim", "unit_pos_plane": "bc_plane_unit",
@@ -38,7 +51,9 @@ OPS: dict[str, str | None] = {
     "eq": "({a} == {b})", "ne": "({a} != {b})",
     "and": "({a} && {b})", "or": "({a} || {b})", "not": "(!{a})",
     "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
-    "shl": "({a} << u32({b}))", "shr": "({a} >> u32({b}))", "invert": "(~{a})",
+    **{f"{op}.{s}": shift for s, bits in (("u32", 32), ("i32", 32), ("i64", 64))
+       for op, shift in _shifts(s, bits).items()},
+    "invert": "(~{a})",
     "cast": "{t}({a})", "select": "select({c}, {b}, {a})",
     "load": "{a}", "store": "{a}", "load.bool": "({a} != 0u)", "store.bool": "select(0u, 1u, {a})",
     "scalar": "bitcast<{t}>({a})", "scalar.u32": "{a}", "scalar.bool": "({a} != 0u)",
@@ -143,5 +158,7 @@ def literal(value: int | float | bool, dtype_name: str) -> str:
     if dtype_name == "bool":
         return "true" if value else "false"
     suffix = {"f32": "f", "f16": "h", "f64": "lf", "u32": "u", "i32": "i", "i64": "li"}[dtype_name]
+    if dtype_name[0] == "i" and value == -2 ** (int(dtype_name[1:]) - 1):  # no literal for it
+        return f"(-{-int(value) - 1}{suffix} - 1{suffix})"
     text = f"{float(value) if dtype_name[0] == 'f' else int(value)!r}{suffix}"
     return f"({text})" if text.startswith("-") else text

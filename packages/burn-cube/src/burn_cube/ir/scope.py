@@ -69,21 +69,51 @@ def literal_dtype(value: Literal) -> DType:
 
 
 def const(value: Literal, dtype: DType) -> ir.Const:
-    """A constant converted to ``dtype`` with Python semantics (truncation toward zero)."""
+    """A constant converted to ``dtype`` with Python semantics (truncation toward zero); a
+    float converted to a signed int follows ``cast``'s rule."""
     if dtype.is_float:
         return ir.Const(float(value), dtype)
     if dtype is bool_:
         return ir.Const(bool(value), dtype)
-    return ir.Const(int(value), dtype)
+    if isinstance(value, float) and dtype.kind == "int":
+        bits = max(dtype.bits, 32)
+        limit = 2 ** (bits - 1)
+        whole = int(value) if math.isfinite(value) and -limit <= value < limit else -limit
+        if dtype.bits < bits:  # 8-bit: through i32, wrapping
+            whole = (whole + 2 ** (dtype.bits - 1)) % 2 ** dtype.bits - 2 ** (dtype.bits - 1)
+        return ir.Const(whole, dtype)
+    return ir.Const(0 if isinstance(value, float) and not math.isfinite(value) else int(value),
+                    dtype)
 
 
 def cast(value: ir.Expr, dtype: DType) -> ir.Expr:
-    """Convert an expression to ``dtype`` (folded for constants, a no-op when equal)."""
+    """Convert an expression to ``dtype`` (folded for constants, a no-op when equal).
+
+    A float becomes a signed integer as numpy and PyTorch do on x86 CPUs, on every target:
+    truncation toward zero; NaN, +-inf and values outside i32 / i64 give the type's minimum;
+    8-bit types convert through i32 and wrap (300.0 -> 44 as u8). C leaves those cases
+    undefined and WGSL / CUDA saturate, so the range is tested explicitly.
+    """
     if value.dtype == dtype:
         return value
     if isinstance(value, ir.Const) and dtype.lanes == 1:
         return const(value.value, dtype)
+    if value.dtype.is_float and dtype.kind == "int" and dtype.lanes == 1:
+        return _float_to_int(value, dtype)
     return ir.Op("cast", (value,), dtype)
+
+
+def _float_to_int(value: ir.Expr, dtype: DType) -> ir.Expr:
+    """``cast``'s float -> signed int rule as a select on the range test."""
+    if dtype.bits < 32:
+        return ir.Op("cast", (_float_to_int(value, i32),), dtype)
+    if value.dtype.bits < 32:  # exact in f32, whose bounds are finite
+        value = ir.Op("cast", (value,), f32)
+    limit = float(2 ** (dtype.bits - 1))
+    inside = ir.Op("and", (ir.Op("ge", (value, ir.Const(-limit, value.dtype)), bool_),
+                           ir.Op("lt", (value, ir.Const(limit, value.dtype)), bool_)), bool_)
+    return ir.Op("select", (inside, ir.Op("cast", (value,), dtype), ir.Const(-int(limit), dtype)),
+                 dtype)
 
 
 def features(kernel: ir.KernelIR) -> set[str]:

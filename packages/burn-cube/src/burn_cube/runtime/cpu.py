@@ -113,7 +113,7 @@ def compiler_identity(path: str) -> str:
 
 
 #: struct code of one argument slot (8 bytes, the value first) per scalar dtype; bf16 as bits.
-_SLOT = {"bool": "?7x", "u32": "I4x", "i32": "i4x", "i64": "q", "f16": "e6x", "bf16": "H6x",
+_SLOT = {"bool": "?7x", "u8": "B7x", "i8": "b7x", "u32": "I4x", "i32": "i4x", "i64": "q", "f16": "e6x", "bf16": "H6x",
          "f32": "f4x", "f64": "d"}
 
 
@@ -325,7 +325,8 @@ class CpuRuntime(Runtime):
         self._reused = 0
         self._properties = Properties(
             "cpu", f"host CPU ({os.cpu_count()} threads)", "c",
-            frozenset(("bool", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")), 1024,
+            frozenset(("bool", "u8", "i8", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")),
+            1024,
             (2**31 - 1, 2**31 - 1, 2**31 - 1), 1)
 
     @property

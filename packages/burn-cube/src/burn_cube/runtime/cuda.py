@@ -98,7 +98,8 @@ class CudaRuntime(Runtime):
     @property
     def properties(self) -> Properties:
         return Properties("cuda", self.description, "cuda",
-                          frozenset(("bool", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")),
+                          frozenset(("bool", "u8", "i8", "u32", "i32", "i64", "f16", "bf16",
+                                     "f32", "f64")),
                           self.max_threads, self.max_grid, 32)  # type: ignore[arg-type]
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
