@@ -1,17 +1,28 @@
-"""Runtime selection for the kernel suite.
+"""Runtime selection for the kernel suite, and its own compile cache.
 
 ``BURN_CUBE_RUNTIMES=cpu,wgpu`` requires exactly those runtimes (an unavailable one makes its
 tests error, never skip). Unset, every available runtime runs. The list is printed in the
 pytest header and summary.
+
+The suite compiles into a fresh cache directory (removed at exit), never the user's: it is set
+here, before the runtimes are made (a runtime keeps the directory it started with), so tests
+that count compilations do not find kernels of earlier runs.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
-import burn_cube
+_CACHE = tempfile.mkdtemp(prefix="burn-cube-test-cache-")
+os.environ["BURN_CUBE_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+import burn_cube  # noqa: E402  (after the cache directory is set)
 
 
 def selected_runtimes() -> list[str]:
@@ -31,14 +42,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(f"burn-cube runtimes under test: {', '.join(RUNTIMES)}")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory,
-                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """One compile cache for the whole session, away from the user's."""
-    root = tmp_path_factory.getbasetemp() / "cache"
-    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(root))
 
 
 @pytest.fixture(params=RUNTIMES)
