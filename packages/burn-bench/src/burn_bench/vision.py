@@ -1,7 +1,8 @@
 """burn-vision on burn's CPU backends (numpy, and the cube backend cpu's burn-cube kernels)
 against OpenCV in the same run: connected components with stats (random 4096x4096 binary
 image, p = 0.5, 8-connectivity), erode 5x5 and filter2D 5x5 on 4096x4096 float32, NMS on 10k
-boxes (cv2.dnn.NMSBoxes; numpy only: the cube backends run the default dense-IoU NMS).
+boxes (cv2.dnn.NMSBoxes; numpy only: the cube backends run the default dense-IoU NMS); the
+cuda backend too where it is present (each call ends with a device sync).
 OpenCV's own thread pool follows OMP_NUM_THREADS when it is set, so that both sides run on as
 many threads."""
 
@@ -23,6 +24,12 @@ BOXES = 10_000
 
 #: the burn CPU backends timed: NumPy's host fast paths and the cube backend cpu's generated C
 BACKENDS = ("numpy", "cpu")
+#: GPU backends timed where present (wgpu is left out: here it is llvmpipe, a CPU emulation)
+GPU_BACKENDS = ("cuda",)
+
+
+def _present(name: str) -> bool:
+    return any(b.name == name and b.available for b in burn.available_backends())
 
 
 def run() -> str:
@@ -46,23 +53,33 @@ def run() -> str:
     def on(name: str) -> dict[str, Callable[[], object]]:
         """burn's calls with inputs on backend `name`."""
         device = burn.Device(name)
+        synced = name in GPU_BACKENDS
+
+        def call(fn: Callable[[], object]) -> Callable[[], object]:
+            def then_sync() -> object:
+                result = fn()
+                burn.sync(device)
+                return result
+            return then_sync if synced else fn
+
         img = burn.tensor(binary[None], device=device)
         x = burn.tensor(image, device=device)
         b, s = burn.tensor(boxes, device=device), burn.tensor(scores, device=device)
-        return {"connected_components_with_stats": lambda: bv.connected_components_with_stats(
-                    img, 8),
-                "erode 5x5": lambda: bv.erode(x, square),
-                "filter2d 5x5": lambda: bv.filter2d(x, kernel),
-                "nms": lambda: bv.nms(b, s, 0.5)}
+        return {"connected_components_with_stats": call(
+                    lambda: bv.connected_components_with_stats(img, 8)),
+                "erode 5x5": call(lambda: bv.erode(x, square)),
+                "filter2d 5x5": call(lambda: bv.filter2d(x, kernel)),
+                "nms": call(lambda: bv.nms(b, s, 0.5))}
 
-    calls = {name: on(name) for name in BACKENDS}
+    backends = BACKENDS + tuple(name for name in GPU_BACKENDS if _present(name))
+    calls = {name: on(name) for name in backends}
     # (OpenCV's name, its call, burn's op, the backends timed)
     table: list[tuple[str, Callable[[], object], str, tuple[str, ...]]] = [
         ("connectedComponentsWithStats", lambda: cv2.connectedComponentsWithStats(
             binary_u8, connectivity=8, ltype=cv2.CV_32S), "connected_components_with_stats",
-         BACKENDS),
-        ("erode 5x5", lambda: cv2.erode(image, square), "erode 5x5", BACKENDS),
-        ("filter2D 5x5", lambda: cv2.filter2D(image, -1, kernel), "filter2d 5x5", BACKENDS),
+         backends),
+        ("erode 5x5", lambda: cv2.erode(image, square), "erode 5x5", backends),
+        ("filter2D 5x5", lambda: cv2.filter2D(image, -1, kernel), "filter2d 5x5", backends),
         ("dnn.NMSBoxes", lambda: cv2.dnn.NMSBoxes(xywh, score_list, 0.0, 0.5), "nms",
          ("numpy",)),
     ]
@@ -73,6 +90,6 @@ def run() -> str:
         candidates += [Candidate(f"burn {name} {op}", calls[name][op], vs=vs)
                        for name in backends]
     results = measure_interleaved(candidates, min_time=0.1, rounds=3)
-    return report(f"vision ops on burn's CPU backends ({', '.join(BACKENDS)}) vs OpenCV "
+    return report(f"vision ops on burn's backends ({', '.join(backends)}) vs OpenCV "
                   f"{cv2.__version__}, {SIZE}x{SIZE} images, {BOXES} boxes, OpenCV threads "
                   f"{cv2.getNumThreads()}", results)
