@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import lowp
+from ._common import lowp, row_sums
 
 Array = np.ndarray
 I64 = np.dtype(np.int64)
@@ -159,25 +159,30 @@ def _float(fn: Any) -> Any:
     return lowp(fn, quiet=True)
 
 
+def _sum_along(x: Array, dim: int) -> Array:
+    """Sum along `dim`, kept (the last dim of short rows through `row_sums`)."""
+    return row_sums(x) if dim == x.ndim - 1 else np.add.reduce(x, axis=dim, keepdims=True)
+
+
 def _softmax(self: Any, x: Array, dim: int) -> Array:
     """exp(x - max) / sum along `dim` in one buffer (max, subtract, exp and divide in place)."""
     out = np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf))
     np.exp(out, out=out)
-    out /= np.add.reduce(out, axis=dim, keepdims=True)
+    out /= _sum_along(out, dim)
     return out
 
 
 def _log_softmax(self: Any, x: Array, dim: int) -> Array:
     """(x - max) - log(sum(exp(x - max))) along `dim`."""
     out = np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf))
-    out -= np.log(np.add.reduce(np.exp(out), axis=dim, keepdims=True))
+    out -= np.log(_sum_along(np.exp(out), dim))
     return out
 
 
 def _softmax_backward_from_output(self: Any, out: Array, grad: Array, dim: int) -> Array:
     """softmax's input gradient out * (grad - sum(grad * out, dim)) in one buffer."""
     dx = np.multiply(grad, out)
-    np.subtract(grad, np.add.reduce(dx, axis=dim, keepdims=True), out=dx)
+    np.subtract(grad, _sum_along(dx, dim), out=dx)
     dx *= out
     return dx
 

@@ -7,12 +7,9 @@ import math
 
 import numpy as np
 
-from .._common import QUIET_RESET, QUIET_SET, QUIET_TOKEN
+from .._common import QUIET_RESET, QUIET_SET, QUIET_TOKEN, row_sums
 
 Array = np.ndarray
-#: rows longer than this sum their squares pairwise (np.mean) instead of with einsum's running
-#: float32 sum, which loses accuracy over long rows.
-_EINSUM_ROW = 4096
 
 
 def _rows(x: Array, num_dims: int) -> tuple[Array, int]:
@@ -21,13 +18,6 @@ def _rows(x: Array, num_dims: int) -> tuple[Array, int]:
     m, d = math.prod(x.shape[:lead]), math.prod(x.shape[lead:])
     dtype = np.float64 if x.dtype == np.float64 else np.float32
     return np.ascontiguousarray(x, dtype=dtype).reshape(m, d), m
-
-
-def _row_dot(a: Array, b: Array) -> Array:
-    """sum(a * b) per row, [M, 1]."""
-    if a.shape[1] <= _EINSUM_ROW:
-        return np.einsum("ij,ij->i", a, b)[:, None]
-    return np.multiply(a, b).sum(axis=1, keepdims=True)
 
 
 def layer_norm(x: Array, weight: Array | None, bias: Array | None, num_dims: int,
@@ -47,9 +37,10 @@ def layer_norm(x: Array, weight: Array | None, bias: Array | None, num_dims: int
     try:
         rows, _ = _rows(x, num_dims)
         d, dtype = rows.shape[1], rows.dtype
-        mean = rows.mean(axis=1, keepdims=True)
+        mean = row_sums(rows)
+        mean *= 1 / d if d else math.nan
         out = np.subtract(rows, mean)
-        var = _row_dot(out, out)
+        var = row_sums(out, out)
         var *= 1 / d if d else math.nan
         var += eps
         rstd = np.sqrt(var, out=var)
@@ -82,13 +73,15 @@ def layer_norm_backward(x: Array, weight: Array | None, bias: Array | None, mean
         xhat *= r
         w_shape = x.shape[x.ndim - num_dims:]
         dw = None if weight is None else np.einsum("ij,ij->j", g, xhat).reshape(w_shape)
-        db = None if bias is None else g.sum(axis=0).reshape(w_shape)
+        db = None if bias is None else np.einsum("ij->j", g).reshape(w_shape)
         gw = g if weight is None else g * weight.reshape(1, d).astype(dtype, copy=False)
         inv_d = 1 / d if d else math.nan
-        proj = _row_dot(gw, xhat)
+        proj = row_sums(gw, xhat)
         proj *= inv_d
         xhat *= proj
-        dx = np.subtract(gw, gw.mean(axis=1, keepdims=True))
+        mean_gw = row_sums(gw)
+        mean_gw *= inv_d
+        dx = np.subtract(gw, mean_gw)
         dx -= xhat
         dx *= r
     finally:
