@@ -31,7 +31,8 @@ def _plain(x: Tensor) -> bool:
 
 class CubeVisionOps(VisionOps):
     """burn-cube kernels: sequential union-find labelling with statistics on the cpu, label
-    equivalence on GPUs; one window kernel family for filter2d and morphology."""
+    equivalence on GPUs (then `compaction`'s kernels: compact labels, statistics by atomics);
+    one window kernel family for filter2d and morphology."""
 
     def connected_components(self, img: Tensor, connectivity: Connectivity,
                              compact: bool) -> Tensor:
