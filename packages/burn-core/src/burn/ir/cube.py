@@ -21,7 +21,7 @@ from burn.ir.opdef import CubeExpr, OpDef
 #: burn dtypes burn-cube has (no 8-bit ints).
 CUBE_DTYPES = {DType.float64: "f64", DType.float32: "f32", DType.float16: "f16",
                DType.bfloat16: "bf16", DType.int64: "i64", DType.int32: "i32",
-               DType.bool: "bool_"}
+               DType.int8: "i8", DType.uint8: "u8", DType.bool: "bool_"}
 _BINARY = {"add", "sub", "mul", "div", "pow", "lt", "le", "gt", "ge", "eq", "ne", "bitand",
            "bitor", "bitxor", "shl", "shr"}
 
@@ -30,7 +30,7 @@ def cube_dtype(op: str, dtype: DType) -> Any:
     """The burn-cube dtype of `dtype`.
 
     Raises:
-        DTypeError: for a dtype burn-cube does not have (int8, uint8).
+        DTypeError: for a dtype burn-cube does not have.
     """
     found = _CUBE.get(dtype)
     if found is None:

@@ -109,7 +109,7 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         return self.device
 
     def supports(self, dtype: DType) -> bool:
-        """Dtypes burn-cube has (no 8-bit ints) that the runtime's device holds (WGSL: no
+        """Dtypes burn-cube has that the runtime's device holds (WGSL: no 8-bit ints or
         bfloat16; f64 only where the adapter has it)."""
         name = CUBE_DTYPES.get(dtype)
         return name is not None and name.rstrip("_") in self._dtypes

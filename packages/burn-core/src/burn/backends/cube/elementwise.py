@@ -247,9 +247,14 @@ def _flat(array: Any, size: int) -> Any:
 
 
 def _converter(dtype: DType) -> Callable[[Any], Any]:
-    """How a host number becomes the kernel's scalar of `dtype` (ints of an int tensor,
-    floats otherwise)."""
-    return float if dtype.is_float else bool if dtype is DType.bool else int
+    """How a host number becomes the kernel's scalar of `dtype`: floats of a float tensor;
+    ints of an int tensor, wrapped into its range as torch does (uint8 `mask_fill(m, -1)`
+    fills 255)."""
+    if dtype.is_float or dtype is DType.bool:
+        return float if dtype.is_float else bool
+    span = 1 << (8 * dtype.itemsize)
+    low = 0 if dtype is DType.uint8 else -(span >> 1)
+    return lambda value: (int(value) - low) % span + low
 
 
 def _broadcast(shapes: Any) -> Shape:

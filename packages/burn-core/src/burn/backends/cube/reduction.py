@@ -95,7 +95,7 @@ def _dtypes(op: str, spec: Reduction, dtype: DType) -> tuple[DType, DType]:
     """The (accumulator, result) dtypes of reducing `dtype`.
 
     Raises:
-        DTypeError: naming `op`, for a dtype without burn-cube kernels (int8, uint8).
+        DTypeError: naming `op`, for a dtype without burn-cube kernels.
     """
     cube_dtype(op, dtype)
     if dtype is DType.bool:
