@@ -34,12 +34,14 @@ from collections.abc import Iterable
 
 from burn_cube.codegen import table_c
 from burn_cube.codegen.emitter import Emitter
-from burn_cube.codegen.hoist import Hoist, LoopHoist
+from burn_cube.codegen.hoist import Hoist, LoopHoist, walk
 from burn_cube.errors import CompileError
 from burn_cube.ir import nodes as ir
 from burn_cube.ir.nodes import meta_names
 from burn_cube.types import DTYPES, DType, dtype_named
 
+#: Integer ops that may trap on some operands (division by zero), never evaluated speculatively.
+_TRAPPING = frozenset(("div", "mod", "floordiv", "fmod", "pow"))
 #: Fewest units (cubes x units per cube) a launch spreads over OpenMP threads.
 PARALLEL_UNITS = 32768
 
@@ -182,16 +184,38 @@ class CEmitter(Emitter):
             m = self.magic.setdefault(d, f"bc_m_{d}")
             return f"bc_f{e.op}_u32({self.expr(e.args[0])}, {m}, {d})"
         if isinstance(e, ir.Op) and e.op == "select":
+            if self.speculable(e.args[1:]):  # both branches read first: the select vectorizes
+                t = self.type(e.dtype)
+                a, b = (self.expr(x) for x in e.args[1:])
+                pick = self.render("select", e.dtype, e.dtype,
+                                   [self.expr(e.args[0]), "bc_sa", "bc_sb"])
+                return f"({{ {t} bc_sa = {a}; {t} bc_sb = {b}; {pick}; }})"
             self.lazy += 1
             branches = [self.expr(a) for a in e.args[1:]]
             self.lazy -= 1
             return self.render("select", e.dtype, e.dtype, [self.expr(e.args[0]), *branches])
         return super().expr(e)
 
+    def speculable(self, exprs: tuple[ir.Expr, ...]) -> bool:
+        """Whether `exprs` may all be evaluated whichever a select takes: every load proven in
+        bounds by a fast path, no atomics, no integer division (a select guards divisors)."""
+        if not (self.hoist or self.loops):
+            return False
+        for e in (x for root in exprs for x in walk(root)):
+            if isinstance(e, ir.Atomic) or (isinstance(e, ir.Op) and e.op in _TRAPPING and
+                                            not e.dtype.is_float):
+                return False
+            if isinstance(e, ir.Load) and not (self.flat or self.proven(e.buf, e.index)):
+                return False
+        return True
+
     def load(self, e: ir.Load) -> str:
         if self.lazy and self.bound(e.buf, e.index):
             zero = self.literal(0, e.dtype)
             return f"({self.bound(e.buf, e.index)} ? {super().load(e)} : (bc_oob = 1, {zero}))"
+        if e.dtype.name == "bool" and not self.flat and self.proven(e.buf, e.index):
+            # its byte (0 or 1): GCC vectorizes selects on bytes, not on loaded _Bools
+            return f"(*(const uint8_t *)&{super().load(e)})"
         return super().load(e)
 
     def stmt(self, s: ir.Stmt) -> None:

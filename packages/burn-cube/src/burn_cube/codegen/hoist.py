@@ -100,11 +100,12 @@ class Affine:
         return (*self.conds, f"{lo} >= {low}", f"{hi} <= {high}")
 
 
-def _walk(e: ir.Expr) -> Iterator[ir.Expr]:
+def walk(e: ir.Expr) -> Iterator[ir.Expr]:
+    """`e` and every expression nested in it, depth first."""
     yield e
     for child in (*getattr(e, "args", ()), getattr(e, "index", None), getattr(e, "value", None)):
         if isinstance(child, ir.Const | ir.Var | ir.Meta | ir.Op | ir.Load | ir.Atomic):
-            yield from _walk(child)
+            yield from walk(child)
 
 
 def _exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
@@ -113,19 +114,19 @@ def _exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
     for s in stmts:
         match s:
             case ir.Assign(value=v) | ir.Eval(expr=v):
-                yield from _walk(v)
+                yield from walk(v)
             case ir.Store(buf=buf, index=index, value=v):
-                yield from _walk(v)
-                yield from _walk(ir.Load(buf, index, v.dtype))
+                yield from walk(v)
+                yield from walk(ir.Load(buf, index, v.dtype))
             case ir.If(cond=cond, then=then, orelse=orelse):
-                yield from _walk(cond)
+                yield from walk(cond)
                 yield from _exprs(then + orelse)
             case ir.While(cond=cond, body=body):
-                yield from _walk(cond)
+                yield from walk(cond)
                 yield from _exprs(body)
             case ir.For(start=start, stop=stop, body=body):
-                yield from _walk(start)
-                yield from _walk(stop)
+                yield from walk(start)
+                yield from walk(stop)
                 yield from _exprs(body)
 
 
@@ -309,7 +310,7 @@ class Hoist:
             return None
         for s in body[:-1]:
             if not isinstance(s, ir.Assign) or any(
-                    isinstance(e, ir.Load | ir.Atomic) for e in _walk(s.value)):
+                    isinstance(e, ir.Load | ir.Atomic) for e in walk(s.value)):
                 return None
         cond = body[-1].cond
         if not isinstance(cond, ir.Op) or cond.op not in _COMPARE:
