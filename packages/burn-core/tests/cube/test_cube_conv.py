@@ -24,6 +24,7 @@ from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOp
 from burn.backends.cube import CubeTensor
 from burn.backends.cube.backend import CudaBackend
 from burn.backends.cube.tensor import host_array
+from burn.dtype import DType
 from burn.errors import ShapeError
 
 ref = importlib.import_module("burn.backends.numpy.module.conv")
@@ -150,6 +151,67 @@ def test_conv_backward_matches_torch(device: str, nd: int, ci: int, no_fallback:
                                 _up(bk, grad, "strided"), o)
         for got, expected in zip(gots, wants, strict=True):
             _check(got, expected, np.dtype(np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("ci", [0, 1])
+def test_backward_from_the_saved_columns_matches_torch(device: str, nd: int, ci: int,
+                                                       no_fallback: Any) -> None:
+    """`conv_saving_columns` gives conv's output and its columns; `conv_backward_from_columns`
+    gives torch's gradients from them (the input's only when asked), with and without bias,
+    from a strided and from a stride-0 (expanded) output gradient."""
+    bk, o = _backend(device), _options(CONFIGS[ci], nd)
+    no_fallback(bk, "conv")
+    rng = np.random.default_rng(nd * 10 + ci + 5)
+    x, w, b = _conv_case(rng, nd, o.groups)
+    for bias, need_x in ((b, True), (None, False), (b, False)):
+        pb = None if bias is None else _up(bk, bias)
+        y, cols = bk.conv_saving_columns(_up(bk, x, "transposed"), _up(bk, w), pb, o)
+        fn = lambda x_, w_, b_: _torch_conv(nd, x_, w_, b_, o)  # noqa: E731
+        _check(y, fn(torch.tensor(x), torch.tensor(w), None if bias is None else
+                     torch.tensor(bias)), np.dtype(np.float32))
+        assert cols is not None
+        grads = {"strided": _rand(rng, y.shape), "broadcast": np.full(y.shape, 0.5, np.float32)}
+        for layout, grad in grads.items():
+            wants = _torch_grads(fn, [x, w, bias], grad)
+            gots = bk.conv_backward_from_columns(cols, x.shape, DType.float32, _up(bk, w), pb,
+                                                 _up(bk, grad, layout), o, need_x)
+            for got, expected in zip(gots, [wants[0] if need_x else None, *wants[1:]],
+                                     strict=True):
+                _check(got, expected, np.dtype(np.float32))
+    with pytest.raises(ShapeError, match="conv_backward"):
+        bk.conv_backward_from_columns(cols, (3, *x.shape[1:]), DType.float32, _up(bk, w), None,
+                                      _up(bk, grads["strided"]), o, True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autodiff_weight_grad_reuses_the_forward_columns(device: str,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A conv step whose input needs no gradient unfolds x once (forward), as torch's result."""
+    from burn.backends.cube.module.conv import CubeConvOps
+
+    calls: list[int] = []
+    real = CubeConvOps._im2col
+
+    def counted(self: Any, *args: Any) -> Any:
+        calls.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(CubeConvOps, "_im2col", counted)
+    rng = np.random.default_rng(9)
+    x, w = _rand(rng, (3, 2, 7, 6)), _rand(rng, (5, 2, 3, 3))
+    grad_device = burn.Device(f"{device}+autodiff")
+    leaf = burn.tensor(w, device=grad_device).require_grad()
+    grads = bF.conv2d(burn.tensor(x, device=grad_device), leaf, padding=1).sum().backward()
+    t_leaf = torch.tensor(w, requires_grad=True)
+    tF.conv2d(torch.tensor(x), t_leaf, padding=1).sum().backward()
+    got = leaf.grad(grads)
+    assert got is not None and t_leaf.grad is not None
+    assert tuple(got.shape) == tuple(t_leaf.grad.shape) and got.dtype == burn.float32
+    np.testing.assert_allclose(got.to_numpy(), t_leaf.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert len(calls) == 1
 
 
 # ----------------------------------------------------------------------- conv_transpose

@@ -21,6 +21,7 @@ import numpy as np
 
 from burn.backend.options import ConvOptions, ConvTransposeOptions, DeformConvOptions
 from burn.backends.numpy.module.conv import (
+    SAVED_COLUMNS_MAX,
     _check,
     _check_deform,
     _check_grad,
@@ -30,12 +31,19 @@ from burn.backends.numpy.module.conv import (
 from burn.dtype import DType
 from burn.errors import ShapeError
 
+from ..creation import full
 from ..layout import copy_into
 from ..tensor import CubeTensor, Shape, dense_strides
 from .deform import deform_im2col_kernel, deform_input_grad_kernel, deform_point_grads_kernel
 from .im2col import col2im_kernel, convert_kernel, im2col_kernel
 
 Geometry = ConvOptions | ConvTransposeOptions | DeformConvOptions
+#: Runtimes on which conv's weight gradient is one product over k = N*L (BLAS on the cpu,
+#: cuBLAS on cuda: both split a long k; on the H200 a batch-64 3->64 56x56 step took 0.76 ms
+#: this way against 0.81 ms per sample); wgpu multiplies per sample and group, then sums over
+#: the batch (its tiled kernels give one cube per output tile: a long-k product of few
+#: outputs would leave the GPU idle).
+SINGLE_PRODUCT_RUNTIMES = ("cpu", "cuda")
 
 
 def _work(dtype: DType) -> DType:
@@ -102,7 +110,7 @@ class CubeConvOps:
         buffer = self.empty((rows + groups, n, length), dtype)
         per_group = rows // max(groups, 1)
         if groups:
-            one = self.upload(np.ones((1, 1, 1, 1), dtype.numpy))
+            one = full(self, (1, 1, 1, 1), 1, dtype)  # a fill: an upload would sync on cuda
             ones = buffer.view((n, groups, 1, length),
                                (length, (per_group + 1) * n * length, n * length, 1),
                                buffer.offset + per_group * n * length)
@@ -178,13 +186,37 @@ class CubeConvOps:
                             * total.strides[2])
         return gw, _reshape(self._convert(column, bias.dtype), bias.shape)
 
+    def _samples(self: Any, t: CubeTensor, groups: int, dtype: DType) -> CubeTensor:
+        """`[N, C, *S]` as `[N, G, C/G, prod(S)]` of `dtype`: a view of `t` where its spatial
+        dims merge (any strides, stride 0 too), else of a dense copy."""
+        n, c, *spatial = t.shape
+        step = _merged_stride(t.shape[2:], t.strides[2:])
+        if t.dtype is not dtype or step is None:
+            t = self._convert(t, dtype)
+            step = 1
+        cg = c // groups
+        return t.view((n, groups, cg, math.prod(spatial)),
+                      (t.strides[0], t.strides[1] * cg, t.strides[1], step))
+
+    def _per_sample_total(self: Any, cols: CubeTensor, grad: CubeTensor, groups: int,
+                          dtype: DType) -> CubeTensor:
+        """Weight gradient matrices `[G, O/G, R/G]` as a product per sample and group (grad read
+        in place where its layout allows) summed over the batch."""
+        n, rows, length = cols.shape
+        per = cols.view((n, groups, rows // groups, length),
+                        (cols.strides[0], cols.strides[1] * (rows // groups), cols.strides[1],
+                         cols.strides[2]))
+        products = self.float_matmul(self._samples(grad, groups, dtype), _swap(per))
+        total = self.float_sum_dim(products, 0)
+        return total.view(total.shape[1:], total.strides[1:])
+
     def _bias_grad(self: Any, grad: CubeTensor, bias: CubeTensor | None,
                    dtype: DType) -> CubeTensor | None:
-        """Sum of grad `[N, C, *S]` per channel (in `dtype`), as bias's dtype; None without
-        bias."""
+        """Sum of grad `[N, C, *S]` per channel (in `dtype`, grad read in place where its
+        layout allows), as bias's shape and dtype; None without bias."""
         if bias is None:
             return None
-        total = self.float_sum_dim(self._rows(grad, 1, dtype), 2)
+        total = self.float_sum_dim(self.float_sum_dim(self._samples(grad, 1, dtype), 3), 0)
         return _reshape(self._convert(total, bias.dtype), bias.shape)
 
     # --- ops --------------------------------------------------------------------------------
@@ -201,6 +233,24 @@ class CubeConvOps:
         Returns:
             Output [N, C_out, *out_spatial] of x's dtype.
         """
+        return self._conv(x, weight, bias, options)[0]
+
+    def conv_saving_columns(self: Any, x: CubeTensor, weight: CubeTensor,
+                            bias: CubeTensor | None, options: ConvOptions
+                            ) -> tuple[CubeTensor, CubeTensor | None]:
+        """`conv`, and its im2col columns for `conv_backward_from_columns` while they have at
+        most `SAVED_COLUMNS_MAX` elements (else None). Not a protocol op: Autodiff keeps the
+        columns for the backward instead of unfolding x again.
+
+        Returns:
+            (output [N, C_out, *out_spatial] of x's dtype, columns [N, C_in*K, L] or None).
+        """
+        out, cols = self._conv(x, weight, bias, options)
+        return out, cols if cols.size <= SAVED_COLUMNS_MAX else None
+
+    def _conv(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
+              options: ConvOptions) -> tuple[CubeTensor, CubeTensor]:
+        """`conv`'s output and its batch-inner im2col columns `[N, C_in*K, L]`."""
         g, kernel = options.groups, weight.shape[2:]
         c_out = _check("conv", _shaped(x), _shaped(weight), _shaped(bias), options)
         out = _conv_out("conv", _shaped(x), kernel, options)
@@ -212,9 +262,9 @@ class CubeConvOps:
             # on GPUs one batched product (weight broadcast over N) writes [N, C_out, L] in
             # place of the converting copy; the cpu keeps one large BLAS call
             y = self.float_matmul(self._weight(weight, 1, work), cols)
-            return _reshape(y, (n, c_out, *out))
+            return _reshape(y, (n, c_out, *out)), cols
         y = self.float_matmul(self._weight(weight, g, work), _matrices(cols, g))
-        return self._unrows(y, (n, c_out, *out), x.dtype, bias)
+        return self._unrows(y, (n, c_out, *out), x.dtype, bias), cols
 
     def conv_backward(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
                       grad: CubeTensor, options: ConvOptions
@@ -236,11 +286,63 @@ class CubeConvOps:
         n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
         cols, *spacing = self._column_buffer(n, rows, length, work, 0 if bias is None else g)
         self._im2col(x, kernel, options, out, cols, spacing)
-        go = self._rows(grad, g, work)
-        gw, gb = self._weight_grad(self.float_matmul(go, _swap(_matrices(cols, g))), weight,
-                                   bias)
+        gx, gw, gb = self._conv_grads(cols, x.shape, x.dtype, weight, bias, grad, options, True,
+                                      bias is not None)
+        assert gx is not None
+        return gx, gw, gb
+
+    def conv_backward_from_columns(self: Any, cols: CubeTensor, x_shape: Shape,
+                                   x_dtype: DType, weight: CubeTensor, bias: CubeTensor | None,
+                                   grad: CubeTensor, options: ConvOptions, need_x: bool
+                                   ) -> tuple[CubeTensor | None, CubeTensor, CubeTensor | None]:
+        """Gradients of `conv` from the forward's columns (`conv_saving_columns`), the input's
+        only when `need_x`.
+
+        Args:
+            cols: the forward's columns [N, C_in*K, L].
+            x_shape, x_dtype: the forward input's shape and dtype.
+            weight, bias, options: the forward's.
+            grad: gradient of the output [N, C_out, *out_spatial].
+            need_x: whether to compute the input's gradient.
+
+        Returns:
+            (grad_x or None, grad_weight, grad_bias or None), each of its input's shape and
+            dtype.
+
+        Raises:
+            ShapeError: columns, grad and weight that do not fit `x_shape`.
+        """
+        n, c_out = grad.shape[:2]
+        expected = (x_shape[0], x_shape[1] * math.prod(weight.shape[2:]),
+                    math.prod(grad.shape[2:]))
+        if cols.shape != expected or c_out != weight.shape[0] or n != x_shape[0]:
+            raise ShapeError("conv_backward", "columns, grad and weight do not fit x",
+                             cols=cols.shape, expected=expected, grad=grad.shape,
+                             weight=weight.shape)
+        return self._conv_grads(cols, x_shape, x_dtype, weight, bias, grad, options, need_x,
+                                False)
+
+    def _conv_grads(self: Any, cols: CubeTensor, x_shape: Shape, x_dtype: DType,
+                    weight: CubeTensor, bias: CubeTensor | None, grad: CubeTensor,
+                    options: ConvOptions, need_x: bool, ones: bool
+                    ) -> tuple[CubeTensor | None, CubeTensor, CubeTensor | None]:
+        """conv's gradients from x's batch-inner columns `cols` (`_column_buffer`'s, with a
+        row of ones per group after its rows when `ones`, which then gives the bias gradient
+        in the weight's product); the input's only when `need_x`."""
+        g, kernel, n = options.groups, weight.shape[2:], x_shape[0]
+        work = _work(x_dtype)
+        single = self.runtime_name in SINGLE_PRODUCT_RUNTIMES
+        go = self._rows(grad, g, work) if need_x or single else None
+        total = (self.float_matmul(go, _swap(_matrices(cols, g))) if single
+                 else self._per_sample_total(cols, grad, g, work))
+        gw, gb = self._weight_grad(total, weight, bias if ones else None)
+        if not ones:
+            gb = self._bias_grad(grad, bias, work)
+        if not need_x:
+            return None, gw, gb
         gcols = self.float_matmul(_swap(self._weight(weight, g, work)), go)
-        gx = self._col2im(self._columns(gcols, n), x.shape, out, kernel, options, x.dtype, None)
+        gx = self._col2im(self._columns(gcols, n), x_shape, grad.shape[2:], kernel, options,
+                          x_dtype, None)
         return gx, gw, gb
 
     def conv_transpose(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
@@ -404,6 +506,16 @@ def _dtype_of(t: CubeTensor | None) -> DType | None:
 def _deform_inputs(x: CubeTensor, offset: CubeTensor, mask: CubeTensor | None) -> list[Any]:
     """The arrays x, offset and mask (when given), the deform kernels' first arguments."""
     return [t.array for t in (x, offset, mask) if t is not None]
+
+
+def _merged_stride(shape: Sequence[int], strides: Sequence[int]) -> int | None:
+    """The one stride that walks dims `shape` (row-major) as a single dim, None when their
+    strides do not allow it (1 for no dims or all of size 1)."""
+    dims = [(size, stride) for size, stride in zip(shape, strides, strict=True) if size != 1]
+    for (_, outer), (size, inner) in zip(dims, dims[1:], strict=False):
+        if outer != inner * size:
+            return None
+    return dims[-1][1] if dims else 1
 
 
 def _geometry(kernel: Sequence[int], options: Geometry, out: Sequence[int]) -> list[int]:
