@@ -36,12 +36,11 @@ def test_exact_gelu_backward_skips_erf_and_matches_torch(dtype: type) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
-def test_numpy_fused_gelu_backward_equals_the_generic_rule(dtype: Any) -> None:
-    """The NumPy backend's one-op exact GELU backward (used by Autodiff on plain numpy) gives
-    the generic rule's values bit for bit in float32 / float64 (float16 computes in float32 and
-    rounds once, as torch), NaN / inf / 0 / non-contiguous inputs included, and torch's
-    gradient."""
-    from burn.autodiff.ops.math import _gelu_rule_from_output
+def test_numpy_fused_gelu_with_cdf_and_its_backward(dtype: Any) -> None:
+    """The NumPy backend's exact GELU with its cdf (used by Autodiff on plain numpy) gives
+    `gelu`'s output bit for bit and the cdf torch's gelu implies; its one-op backward from that
+    cdf gives torch's gradient (float16 computes in float32 and rounds once), NaN / inf / 0 /
+    non-contiguous inputs included."""
     from burn.backends.numpy import NumpyBackend
 
     inner: Any = NumpyBackend()  # type: ignore[abstract]
@@ -49,17 +48,20 @@ def test_numpy_fused_gelu_backward_equals_the_generic_rule(dtype: Any) -> None:
     base = np.concatenate([rng.standard_normal(40_000) * 3,  # several cache blocks
                            [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -40.0, 40.0]])
     x: np.ndarray = base.astype(dtype).reshape(-1, 2)[:, ::-1]  # non-contiguous
-    y, g = inner.gelu(x, "none"), rng.standard_normal(x.shape).astype(dtype)
-    fused = inner.gelu_backward_from_output(x, y, g)
-    generic = _gelu_rule_from_output(inner, g, x, y)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    out, cdf = inner.gelu_with_cdf(x)
+    assert out.shape == cdf.shape == x.shape and out.dtype == cdf.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, inner.gelu(x, "none"))
+    fused = inner.gelu_backward_from_cdf(x, cdf, g)
     assert fused.shape == x.shape and fused.dtype == np.dtype(dtype)
-    if dtype is not np.float16:
-        np.testing.assert_array_equal(fused, generic)
-    xt = torch.from_numpy(x.astype(np.float64)).requires_grad_()
-    torch.nn.functional.gelu(xt).backward(torch.from_numpy(g.astype(np.float64)))
-    assert xt.grad is not None
+    x64 = torch.from_numpy(x.astype(np.float64))
     tol = {np.float16: 2e-2, np.float32: 1e-5, np.float64: 1e-12}[dtype]
     finite = np.isfinite(x)
+    want_cdf = (0.5 * (1 + torch.erf(x64 / np.sqrt(2)))).numpy()
+    np.testing.assert_allclose(cdf[finite], want_cdf[finite], rtol=tol, atol=tol)
+    xt = x64.clone().requires_grad_()
+    torch.nn.functional.gelu(xt).backward(torch.from_numpy(g.astype(np.float64)))
+    assert xt.grad is not None
     np.testing.assert_allclose(fused[finite], xt.grad.numpy()[finite], rtol=tol, atol=tol)
     assert np.array_equal(np.isnan(fused), np.isnan(xt.grad.numpy()))
 

@@ -111,20 +111,22 @@ class MathOps(CompositeOps):
 
     def gelu(self, x: T, approximate: Literal["none", "tanh"]) -> T:
         """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas). The
-        exact form, when every node saves its values (no checkpointing), keeps the output too
-        and reads cdf(x) back as gelu(x) / x instead of recomputing erf, through the inner
-        backend's `gelu_backward_from_output` where it has one (the NumPy backend's runs in
-        cache)."""
+        exact form, when every node saves its values (no checkpointing), reads cdf(x) from the
+        forward instead of recomputing erf: through the inner backend's `gelu_with_cdf` /
+        `gelu_backward_from_cdf` where it has them (NumPy: one pass over cache-sized blocks
+        each), else as gelu(x) / x from the saved output."""
         inner = self.inner
         if approximate == "tanh" or not isinstance(self.checkpoint, NoCheckpointing):
             rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
             return self._elementwise(x, lambda p: inner.gelu(p, approximate), rule, Uses.INPUT)
-        out = inner.gelu(x.primitive, approximate)
         if not tracked(x):
-            return AutodiffTensor(out)
-        fused = getattr(inner, "gelu_backward_from_output", None)  # the same rule in one op
-        if fused is not None:
-            return record(out, (x,), lambda g, saved: (fused(*saved, g),), (x.primitive, out))
+            return AutodiffTensor(inner.gelu(x.primitive, approximate))
+        with_cdf = getattr(inner, "gelu_with_cdf", None)
+        if with_cdf is not None:
+            out, cdf = with_cdf(x.primitive)
+            from_cdf = inner.gelu_backward_from_cdf  # type: ignore[attr-defined]
+            return record(out, (x,), lambda g, saved: (from_cdf(*saved, g),), (x.primitive, cdf))
+        out = inner.gelu(x.primitive, approximate)
         return record(out, (x,), lambda g, saved: (_gelu_rule_from_output(inner, g, *saved),),
                       (x.primitive, out))
 

@@ -60,23 +60,26 @@ _ERF_BETA = tuple(np.float32(c) for c in (
 _ERF_BLOCK = 32768  # elements per pass: inputs, output and scratch (~0.8 MB) stay in the L2 cache
 
 
-def _blocked(inputs: tuple[Array, ...], kernel: Callable[..., None], scratch: int) -> Array:
-    """`kernel(*input_blocks, out_block, scratch_buffers)` over same-shape float arrays block by
-    block, so that its passes run in cache; returns the output of the inputs' shape and dtype."""
+def _blocked(inputs: tuple[Array, ...], kernel: Callable[..., None], scratch: int,
+             outputs: int = 1) -> tuple[Array, ...]:
+    """`kernel(*input_blocks, *output_blocks, scratch_buffers)` over same-shape float arrays
+    block by block, so that its passes run in cache; returns the outputs, of the inputs' shape
+    and dtype."""
     flats = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
-    out = np.empty_like(flats[0])
-    size = min(out.size, _ERF_BLOCK)
-    buffers = [np.empty(size, out.dtype) for _ in range(scratch)]
-    for lo in range(0, out.size, _ERF_BLOCK):
-        block = out[lo:lo + _ERF_BLOCK]
-        n = block.size
-        kernel(*(f[lo:lo + n] for f in flats), block, [b[:n] for b in buffers])
-    return out.reshape(inputs[0].shape)
+    outs = [np.empty_like(flats[0]) for _ in range(outputs)]
+    total = outs[0].size
+    size = min(total, _ERF_BLOCK)
+    buffers = [np.empty(size, outs[0].dtype) for _ in range(scratch)]
+    for lo in range(0, total, _ERF_BLOCK):
+        n = min(_ERF_BLOCK, total - lo)
+        kernel(*(f[lo:lo + n] for f in flats), *(o[lo:lo + n] for o in outs),
+               [b[:n] for b in buffers])
+    return tuple(o.reshape(inputs[0].shape) for o in outs)
 
 
 def _erf32(x: Array) -> Array:
     """erf of a float32 array in float32 (NaN stays NaN, +-inf gives +-1)."""
-    return _blocked((x,), _erf32_block, 3)
+    return _blocked((x,), _erf32_block, 3)[0]
 
 
 def _erf32_block(x: Array, p: Array, scratch: list[Array]) -> None:
@@ -104,11 +107,12 @@ _AS_A = tuple(np.float32(0.5 * a) for a in (
     1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
 
 
-def _gelu32_block(x: Array, out: Array, scratch: list[Array]) -> None:
-    """Exact GELU of `x` into `out` in 21 passes and three scratch buffers: x cdf(x), cdf(x) =
-    1/2 + copysign(1/2 - h, x) with h = erfc(|x| / sqrt(2)) / 2 (gelu(inf) = inf, gelu(-inf) =
-    -inf * 0 = nan, as torch's float64)."""
-    ax, t, h = scratch
+def _gelu32_block(x: Array, out: Array, cdf: Array, scratch: list[Array]) -> None:
+    """Exact GELU of `x` into `out` and its cdf(x) into `cdf` in 21 passes with two scratch
+    buffers: cdf(x) = 1/2 + copysign(1/2 - h, x) with h = erfc(|x| / sqrt(2)) / 2, out = x cdf
+    (gelu(inf) = inf, gelu(-inf) = -inf * 0 = nan, as torch's float64)."""
+    ax, t = scratch
+    h = cdf
     np.abs(x, out=ax)
     np.multiply(ax, _AS_P, out=t)
     t += np.float32(1.0)
@@ -127,18 +131,20 @@ def _gelu32_block(x: Array, out: Array, scratch: list[Array]) -> None:
     np.multiply(x, h, out=out)
 
 
-def _gelu_grad_block(x: Array, y: Array, g: Array, out: Array, scratch: list[Array]) -> None:
-    """Exact GELU's input gradient g (cdf(x) + x pdf(x)) into `out`, cdf(x) read back as y / x
-    (0.5 at x = 0) from the output y: the float ops, in order, of Autodiff's generic rule."""
-    a = scratch[0]
-    np.multiply(x, x, out=a)
-    a *= -0.5
-    np.exp(a, out=a)
-    a *= 1 / math.sqrt(2 * math.pi)
-    a *= x
-    np.divide(y, x, out=out)
-    np.copyto(out, 0.5, where=x == 0)
-    out += a
+def _gelu32_only_block(x: Array, out: Array, scratch: list[Array]) -> None:
+    """`_gelu32_block` with the cdf in a scratch buffer."""
+    _gelu32_block(x, out, scratch[2], scratch[:2])
+
+
+def _gelu_grad_block(x: Array, cdf: Array, g: Array, out: Array, scratch: list[Array]) -> None:
+    """Exact GELU's input gradient g (cdf(x) + x pdf(x)) into `out` (7 passes) from the cdf the
+    forward computed."""
+    np.multiply(x, x, out=out)
+    out *= -0.5  # Python floats take the array's dtype (float32 or float64)
+    np.exp(out, out=out)
+    out *= 1 / math.sqrt(2 * math.pi)
+    out *= x
+    out += cdf
     out *= g
 
 
@@ -158,7 +164,7 @@ def _gelu32(x: Array, approximate: str) -> Array:
     """GELU of a float32 array in float32 (torch's formulas): exact block by block in cache,
     tanh in one buffer."""
     if approximate != "tanh":
-        return _blocked((x,), _gelu32_block, 3)
+        return _blocked((x,), _gelu32_only_block, 3)[0]
     out = x * x  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     out *= np.float32(0.044715)
     out += np.float32(1.0)
@@ -318,14 +324,28 @@ class ElementwiseOps:
         finally:
             QUIET_RESET(token)
 
+    # Not protocol ops: Autodiff's exact GELU rule uses them where the inner backend has them.
     @lowp
-    def gelu_backward_from_output(self, x: Array, out: Array, grad: Array) -> Array:
-        """Exact GELU's input gradient from its input, output and output gradient (same shape,
-        float): Autodiff's rule as one pass over cache-sized blocks instead of ten array ops
-        (not a protocol op: Autodiff calls it where the inner backend has it)."""
+    def gelu_with_cdf(self, x: Array) -> tuple[Array, Array]:
+        """Exact GELU of x and cdf(x), which its backward reads (float32 as `gelu`, float64
+        through fdlibm's erf)."""
         token = QUIET_SET(QUIET_TOKEN)
         try:
-            return _blocked((x, out, grad), _gelu_grad_block, 1)
+            if x.dtype == np.float32:
+                out, cdf = _blocked((x,), _gelu32_block, 2, outputs=2)
+                return out, cdf
+            cdf = _cdf64(x)
+            return np.asarray(x * cdf), cdf
+        finally:
+            QUIET_RESET(token)
+
+    @lowp
+    def gelu_backward_from_cdf(self, x: Array, cdf: Array, grad: Array) -> Array:
+        """Exact GELU's input gradient grad (cdf + x pdf(x)) in one pass over cache-sized
+        blocks instead of the rule's array ops."""
+        token = QUIET_SET(QUIET_TOKEN)
+        try:
+            return _blocked((x, cdf, grad), _gelu_grad_block, 0)[0]
         finally:
             QUIET_RESET(token)
 
@@ -364,13 +384,17 @@ class ElementwiseOps:
         return np.clip(x, min, max, out=...)  # type: ignore[call-overload]
 
 
+def _cdf64(x: Array) -> Array:
+    """The normal cdf of a float64 array through fdlibm's erf."""
+    return np.asarray(0.5 * (1.0 + erf(x / np.sqrt(2))))
+
+
 def _gelu64(x: Array, approximate: str) -> Array:
     """GELU of a float64 array (exact through fdlibm's erf)."""
     if approximate == "tanh":
         gate = np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x * x * x))
-    else:
-        gate = erf(x / np.sqrt(2))
-    return np.asarray(0.5 * x * (1.0 + gate))
+        return np.asarray(0.5 * x * (1.0 + gate))
+    return np.asarray(x * _cdf64(x))
 
 
 def _rsqrt(x: Array) -> Array:
