@@ -185,3 +185,30 @@ def test_kernels_generate_cuda_source(dtype: DType) -> None:
     src = ln.backward_kernel(dtypes, 256, 2, True, False, True).source(
         "cuda", 256, x, x[:256], s, s, x, x, acc, np.uint32(512))
     assert "__shared__" in src
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_public_api_and_autodiff_run_the_rows_kernels(device: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """burn.functional.layer_norm on `<device>+autodiff` (the composite defaults refused):
+    the output and the gradients of x, weight and bias against torch."""
+    _no_default(monkeypatch)
+    import burn.functional as F
+
+    rng = np.random.default_rng(6)
+    x, w, b = rng.standard_normal((4, 3, 160)), rng.standard_normal(160), rng.standard_normal(160)
+    grad_device = burn.Device(f"{device}+autodiff")
+    leaves = [burn.tensor(a, device=grad_device, dtype=burn.float32).require_grad()
+              for a in (x, w, b)]
+    y = F.layer_norm(leaves[0], 160, leaves[1], leaves[2])
+    grads = (y * y).sum().backward()
+    t_leaves = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ty = torch.nn.functional.layer_norm(t_leaves[0], (160,), t_leaves[1], t_leaves[2])
+    (ty * ty).sum().backward()
+    assert tuple(y.shape) == tuple(ty.shape) and y.dtype == burn.float32
+    np.testing.assert_allclose(y.to_numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    for leaf, t_leaf in zip(leaves, t_leaves, strict=True):
+        got = leaf.grad(grads)
+        assert got is not None and t_leaf.grad is not None
+        assert tuple(got.shape) == tuple(t_leaf.grad.shape)
+        np.testing.assert_allclose(got.to_numpy(), t_leaf.grad.numpy(), rtol=1e-3, atol=1e-3)
