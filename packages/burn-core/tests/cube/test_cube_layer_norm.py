@@ -124,6 +124,19 @@ def test_two_dims_and_optional_affine(device: str, weight: bool, bias: bool,
 
 
 @pytest.mark.parametrize("device", GPUS)
+@pytest.mark.parametrize("rows", [19, 16, 5])
+def test_backward_cubes_walking_several_rows(device: str, rows: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cubes of 8, 4 or 2 rows (fewer cubes asked for), the last one partly past the rows:
+    the input gradients and the weight's and bias's column sums as torch's."""
+    _no_default(monkeypatch)
+    monkeypatch.setattr(ln, "BACKWARD_MIN_CUBES", 2)
+    x = np.random.default_rng(rows).standard_normal((rows, 200)) * 2 - 1
+    _run_and_check(device, "float32", x, 1, True, True, seed=rows)
+    _run_and_check(device, "float32", x, 1, False, True, seed=rows)
+
+
+@pytest.mark.parametrize("device", GPUS)
 def test_strided_input(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A transposed and a sliced input (copied dense first) give torch's values."""
     _no_default(monkeypatch)
@@ -182,8 +195,8 @@ def test_kernels_generate_cuda_source(dtype: DType) -> None:
         "cuda", 256, x, x[:256], x[:256], x, s, s, np.uint32(512), ln._acc(dtype).numpy.type(1))
     assert "__shared__" in src
     acc = np.zeros(512, ln._acc(dtype).numpy)
-    src = ln.backward_kernel(dtypes, 256, 2, True, False, True).source(
-        "cuda", 256, x, x[:256], s, s, x, x, acc, np.uint32(512))
+    src = ln.backward_kernel(dtypes, 256, 2, True, False, True, True, 8).source(
+        "cuda", 256, x, x[:256], s, s, x, x, acc, acc, np.uint32(512), np.uint32(1))
     assert "__shared__" in src
 
 

@@ -7,9 +7,9 @@ the sum of squared deviations from the registers into the biased variance (two e
 registers, no cancellation of a one-pass sum of squares); `out = (x - mean) * rstd * w + b`,
 and unit 0 writes the row's mean and `rstd = 1 / sqrt(var + eps)`.
 Backward (from the forward's mean and rstd): with `xhat = (x - mean) * rstd` and `gw = grad * w`,
-`dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`; the kernel also writes `grad * xhat`
-(in the accumulator dtype) when the weight's gradient is wanted, summed over the rows by the
-backend's `float_sum_dim` with the bias's `sum(grad)`.
+`dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`, a cube walking `BACKWARD_ROWS` rows and
+keeping the column sums of `grad * xhat` (the weight's gradient) and of `grad` (the bias's) over
+them in registers; the backend's `float_sum_dim` adds the cubes' partial rows.
 Values accumulate in float32 (float64 for float64). Other layouts, the cpu runtime, short rows
 and rows past `softmax_rows.SHAPES` take the protocol's composite default.
 """
@@ -37,11 +37,12 @@ def _acc(dtype: DType) -> DType:
 class _Row:
     """A kernel's view of its cube's row: masked element indexes and register loads."""
 
-    def __init__(self, b: Any, units: int, chunks: int, exact: bool, n: Any) -> None:
+    def __init__(self, b: Any, units: int, chunks: int, exact: bool, n: Any,
+                 row: Any) -> None:
         from burn_cube import bool_, u32
 
         self.b, self.units = b, units
-        self.start = b.local(u32, b.CUBE_POS * n)
+        self.start = b.local(u32, row * n)  # reassigned to walk rows
         self.valid = [None if exact else b.local(bool_, b.UNIT_POS + i * units < n)
                       for i in range(chunks)]
 
@@ -96,7 +97,7 @@ def forward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool
     sh = b.tensor("bias", dtype, write=False) if bias else None
     out, mean, rstd = (b.tensor(name, dtype, write=True) for name in ("out", "mean", "rstd"))
     n, eps = b.scalar("n", u32), b.scalar("eps", acc)
-    row = _Row(b, units, chunks, exact, n)
+    row = _Row(b, units, chunks, exact, n, b.CUBE_POS)
     values = row.load(x, acc)
     total = b.local(acc, 0)
     for i, v in enumerate(values):
@@ -125,15 +126,23 @@ def forward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool
 
 @cache
 def backward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool,
-                    exact: bool, weight: bool) -> Any:
-    """Input gradient of a row per cube (module docstring), and ``grad * xhat`` per element
-    when `weight`.
+                    exact: bool, weight: bool, bias: bool, rows: int) -> Any:
+    """Input gradients of `rows` consecutive rows per cube (module docstring), and per cube
+    the column sums of ``grad * xhat`` (when `weight`) and of ``grad`` (when `bias`) over its
+    rows, held in registers across the rows.
+
+    Args:
+        dtypes, units, chunks, plane, exact: as `forward_kernel`.
+        weight: a weight tensor follows x, and the ``grad * xhat`` partial sums are written.
+        bias: the ``grad`` partial sums are written.
+        rows: rows per cube (a compile-time loop: barriers stay in uniform control flow).
 
     Returns:
-        A kernel taking ``x, [weight], mean, rstd, grad, dx, [gxhat], n``: rank-1 tensors;
-        gxhat in the accumulator dtype.
+        A kernel taking ``x, [weight], mean, rstd, grad, dx, [w_part], [b_part], n, m``:
+        rank-1 tensors, m rows of n elements; the partial sums are [cubes, n] in the
+        accumulator dtype.
     """
-    from burn_cube import KernelBuilder, u32
+    from burn_cube import KernelBuilder, bool_, u32
 
     dtype, acc = dtypes
     b = KernelBuilder("layer_norm_rows_backward", cube_dim=units)
@@ -141,27 +150,50 @@ def backward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: boo
     w = b.tensor("weight", dtype, write=False) if weight else None
     mean, rstd, grad = (b.tensor(name, dtype, write=False) for name in ("mean", "rstd", "grad"))
     dx = b.tensor("dx", dtype, write=True)
-    gxhat = b.tensor("gxhat", acc, write=True) if weight else None
-    n = b.scalar("n", u32)
-    row = _Row(b, units, chunks, exact, n)
-    mu = b.local(acc, b.cast(mean[mean.offset + b.CUBE_POS], acc))
-    scale = b.local(acc, b.cast(rstd[rstd.offset + b.CUBE_POS], acc))
-    xhat = row.load(x, acc)
-    gw = row.load(grad, acc)
-    for v in xhat:
-        b.set(v, (v - mu) * scale)
-    if w is not None and gxhat is not None:
-        row.store(gxhat, [g * v for g, v in zip(gw, xhat, strict=True)])
-        for g, wv in zip(gw, row.load(w, acc, row=False), strict=True):
-            b.set(g, g * wv)
-    sums = [b.local(acc, 0), b.local(acc, 0)]
-    for i, (g, v) in enumerate(zip(gw, xhat, strict=True)):
-        b.set(sums[0], sums[0] + row.masked(i, g))
-        b.set(sums[1], sums[1] + row.masked(i, g * v))
+    parts = [b.tensor(name, acc, write=True) for name, on in (("w_part", weight),
+                                                              ("b_part", bias)) if on]
+    n, m = b.scalar("n", u32), b.scalar("m", u32)
+    row = _Row(b, units, chunks, exact, n, b.CUBE_POS * rows)
+    w_values = None if w is None else row.load(w, acc, row=False)
+    totals = [[b.local(acc, 0) for _ in range(chunks)] for _ in parts]
     count = b.local(acc, b.cast(n, acc))
-    means = [b.local(acc, _combine(b, "sum", s, units, plane) / count) for s in sums]
-    row.store(dx, [scale * (g - means[0] - v * means[1]) for g, v in zip(gw, xhat, strict=True)])
+    with b.for_range(0, rows) as j:
+        r = b.local(u32, b.CUBE_POS * rows + j)
+        ok = b.local(bool_, r < m)
+        b.set(r, b.select(ok, r, 0))  # rows past m read row 0 and write nothing
+        b.set(row.start, r * n)
+        mu = b.local(acc, b.cast(mean[mean.offset + r], acc))
+        scale = b.local(acc, b.cast(rstd[rstd.offset + r], acc))
+        xhat, gw = row.load(x, acc), row.load(grad, acc)
+        for v in xhat:
+            b.set(v, (v - mu) * scale)
+        terms = ([[g * v for g, v in zip(gw, xhat, strict=True)]] if weight else []) + (
+            [gw] if bias else [])  # grad * xhat for the weight, grad for the bias
+        for total, term in zip(totals, terms, strict=True):
+            for t, value in zip(total, term, strict=True):
+                b.set(t, t + b.select(ok, value, 0))
+        if w_values is not None:
+            for g, wv in zip(gw, w_values, strict=True):
+                b.set(g, g * wv)
+        sums = [b.local(acc, 0), b.local(acc, 0)]
+        for i, (g, v) in enumerate(zip(gw, xhat, strict=True)):
+            b.set(sums[0], sums[0] + row.masked(i, g))
+            b.set(sums[1], sums[1] + row.masked(i, g * v))
+        means = [b.local(acc, _combine(b, "sum", s, units, plane) / count) for s in sums]
+        with b.if_(ok):
+            row.store(dx, [scale * (g - means[0] - v * means[1])
+                           for g, v in zip(gw, xhat, strict=True)])
+    b.set(row.start, b.CUBE_POS * n)
+    for part, total in zip(parts, totals, strict=True):
+        row.store(part, total)
     return b.kernel()
+
+
+#: Rows per cube of the backward kernel, largest first: the most that leaves at least
+#: `BACKWARD_MIN_CUBES` cubes (the column sums of a cube's rows stay in its registers, so the
+#: weight's and bias's gradients sum `cubes` partial rows instead of m full ones).
+BACKWARD_ROWS = (8, 4, 2, 1)
+BACKWARD_MIN_CUBES = 1024
 
 
 def _rows_plan(backend: Any, shape: Shape, num_dims: int) -> tuple[int, int, int, int] | None:
@@ -218,23 +250,23 @@ def layer_norm_backward(backend: Any, x: CubeTensor, weight: CubeTensor | None,
     if found is None:
         return Backend.layer_norm_backward(backend, x, weight, bias, mean, rstd, grad, num_dims)
     m, d, units, chunks = found
+    rows = next(r for r in BACKWARD_ROWS if m >= r * BACKWARD_MIN_CUBES or r == 1)
+    cubes = -(-m // rows)
     acc = _acc(x.dtype)
     dx = backend.empty(x.shape, x.dtype)
-    gxhat = None if weight is None else backend.empty((m, d), acc)
+    parts = [backend.empty((cubes, d), acc) if t is not None else None for t in (weight, bias)]
     plane = backend.runtime.properties.plane_size > 1
     kernel = backward_kernel(_dtypes(x.dtype), units, chunks, plane, d == units * chunks,
-                             weight is not None)
+                             weight is not None, bias is not None, rows)
     inputs = [_flat(backend, t).array for t in (x, weight, mean, rstd, grad) if t is not None]
-    outputs = [_flat(backend, t).array for t in (dx, gxhat) if t is not None]
-    kernel.launch(backend.runtime, (m, 1, 1), units, *inputs, *outputs, d)
+    outputs = [_flat(backend, t).array for t in (dx, *parts) if t is not None]
+    kernel.launch(backend.runtime, (cubes, 1, 1), units, *inputs, *outputs, d, m)
     shape = x.shape[len(x.shape) - num_dims:]
 
-    def column_sum(t: CubeTensor | None, like: CubeTensor | None) -> CubeTensor | None:
-        if t is None or like is None:
+    def column_sum(part: CubeTensor | None, like: CubeTensor | None) -> CubeTensor | None:
+        if part is None or like is None:
             return None
-        total = backend.float_sum_dim(t, 0).view(shape, dense_strides(shape))
+        total = backend.float_sum_dim(part, 0).view(shape, dense_strides(shape))
         return total if total.dtype is like.dtype else backend.float_cast(total, like.dtype)
 
-    rows = _flat(backend, grad).view((m, d), (d, 1))
-    return dx, column_sum(gxhat, weight), column_sum(rows, bias)
-
+    return dx, column_sum(parts[0], weight), column_sum(parts[1], bias)
