@@ -111,3 +111,46 @@ def test_exported_results_keep_their_buffer() -> None:
         check(t * -2.0, torch.from_numpy(x) * -2.0)
     assert shared.shape == (16,) and shared.dtype == np.float32
     np.testing.assert_array_equal(shared, expected)
+
+
+def close(got: burn.Tensor, ref: torch.Tensor) -> None:
+    """`check` for float sums (another summation order): float64 reference, rtol 1e-5."""
+    expected = ref.double().numpy()
+    data = got.to_numpy()
+    assert data.shape == expected.shape and data.dtype == np.float32
+    np.testing.assert_allclose(data, expected, rtol=1e-5, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_reductions_softmax_and_copies_are_planned_per_layout(name: str) -> None:
+    """sum / max-with-indices along a dim, full sums (one and two launches), softmax and
+    strided copies are planned once per input layout; views of one storage at other offsets or
+    strides get their own plans and the right values."""
+    rng = np.random.default_rng(3)
+    be: Any = burn.Device(name).backend
+    be.plans.clear()
+    device = burn.Device(name)
+    big = rng.standard_normal((40, 3000)).astype(np.float32)
+    for step in range(3):
+        data = rng.standard_normal((6, 40, 33)).astype(np.float32)
+        data[0, 0, :2] = [np.nan, np.inf]
+        x, ref = burn.tensor(data, device=device), torch.from_numpy(data)
+        views = [(x, ref), (x[:, 3:, 1:], ref[:, 3:, 1:]), (x.swap_dims(1, 2),
+                                                          ref.transpose(1, 2))]
+        for view, r in views:
+            close(view.sum(dim=1), r.sum(dim=1))
+            values, indices = view.max_dim_with_indices(2)
+            want = r.max(dim=2, keepdim=True)
+            check(values, want.values)
+            check(indices, want.indices)
+            close(view.sum(), r.sum())
+            check(burn.functional.softmax(view, dim=2), torch.softmax(r, 2))
+            check(view.swap_dims(0, 2).reshape([-1]), r.transpose(0, 2).reshape(-1))
+        close(burn.tensor(big * (step + 1), device=device).sum(),
+              torch.from_numpy(big * (step + 1)).sum())
+        if step == 0:
+            counts = {op: len(plans_of(be, op)) for op in
+                      ("reduce_dim", "reduce_all", "softmax", "copy")}
+    assert {op: len(plans_of(be, op)) for op in counts} == counts
+    assert counts["reduce_dim"] >= 6 and counts["reduce_all"] == 4 and counts["copy"] >= 1
+    assert counts["softmax"] == (3 if name == "cpu" else 0)

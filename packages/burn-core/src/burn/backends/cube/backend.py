@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,7 +24,7 @@ from burn.ir.cube import CUBE_DTYPES, cube_dtype
 from . import layout
 from .creation import CubeCreationOps
 from .cumulative import CubeCumulativeOps
-from .elementwise import ELEMENTWISE_METHODS
+from .elementwise import ELEMENTWISE_METHODS, MAX_PLANS
 from .fallback import fallback_method
 from .indexing import CubeIndexingOps
 from .math import CubeMathOps
@@ -184,6 +185,17 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
             if data.dtype == cube.numpy:
                 return CubeTensor(self._array(self.runtime, data, data.shape, cube), dtype)
         return self.upload(data)
+
+    def planned(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """The launch plan kept under `key` in `plans`, made by `make` on first use (all are
+        dropped when `MAX_PLANS` are kept)."""
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = make()
+            if len(self.plans) >= MAX_PLANS:
+                self.plans.clear()
+            self.plans[key] = plan
+        return plan
 
     def launch(self, kernel: Any, units: int, *args: Any) -> None:
         """Launch a 1-d kernel (`CUBE_DIM` units per cube) over at least `units` units."""

@@ -7,7 +7,7 @@ its last dimension and the source along another (a transpose); rows (the last di
 one cube row per row; unit- or 0-strided rows run in the C target's vectorized loop) where
 the last dimension has at least `ROW_MIN` elements; the element-wise kernel with a full
 unravel otherwise.
-Each layout's launch is planned once and kept in `CubeBackend.plans`.
+Each layout's launch is planned once and kept in `CubeBackend.plans` (`planned`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .elementwise import MAX_PLANS
 from .kernels import ROW_CUBE, TILE, TILE_ROWS, copy_kernel, copy_rows_kernel, copy_tiles_kernel
-from .tensor import CubeTensor, Shape
+from .tensor import CubeTensor, Shape, layout_key
 
 #: Most cubes along y and z of a launch (the limit of WebGPU and CUDA).
 MAX_CUBES = 65535
@@ -61,19 +60,9 @@ def copy_into(backend: Any, src: CubeTensor, dst: CubeTensor) -> None:
     if src.size == 0:
         return
     a, b = src.array, dst.array
-    key = ("copy", id(src.dtype), _layout(a), _layout(b))
-    plans = backend.plans
-    launch = plans.get(key)
-    if launch is None:
-        if len(plans) >= MAX_PLANS:
-            plans.clear()
-        launch = plans[key] = _plan(backend, src, dst)
+    launch = backend.planned(("copy", id(src.dtype), layout_key(a), layout_key(b)),
+                             lambda: _plan(backend, src, dst))
     launch((a, b))
-
-
-def _layout(array: Any) -> Any:
-    """An array's part of a copy's launch key: shape, strides, offset and storage size."""
-    return (array.shape, array.strides, array.offset, array.extent)
 
 
 def _plan(backend: Any, src: CubeTensor, dst: CubeTensor) -> Callable[[Any], None]:

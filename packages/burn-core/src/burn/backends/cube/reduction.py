@@ -41,7 +41,7 @@ from .reduction_kernels import (
     softmax_kernel,
 )
 from .softmax_rows import softmax_rows
-from .tensor import CubeTensor, Shape, dense_strides, host_array
+from .tensor import CubeTensor, Shape, dense_strides, host_array, layout_key
 
 #: Rows at least this long get a cube each on GPU runtimes.
 TREE_MIN = 128
@@ -113,9 +113,10 @@ def _gpu(backend: Any) -> bool:
 
 def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTensor, n: int,
          step: int, flat: bool, outs: tuple[CubeTensor | None, CubeTensor | None],
-         mean: bool = False) -> None:
+         mean: bool = False, plan: bool = False) -> Any:
     """Launch reduction `op` of the rows of `x` (layout `flat`, see `reduce_kernel`) into the
-    dense outputs (values, indices), one element per row."""
+    dense outputs (values, indices), one element per row; with `plan`, return the planned
+    launch instead (it takes `x`'s array, `n`, `step` and the outputs' arrays)."""
     rows = next(o for o in outs if o is not None).size
     schedule, units, cubes = _schedule(backend, rows, min(step, n) if flat else n,
                                        flat or step == 1)
@@ -123,7 +124,10 @@ def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTenso
     kernel = reduce_kernel(op, tuple(cube_dtype(op, d) for d in dtypes), len(x.shape), flat,
                            schedule, units, tuple(o is not None for o in outs), mean, contiguous)
     arrays = [o.view((o.size,), (1,)).array for o in outs if o is not None]
+    if plan:
+        return kernel.plan(backend.runtime, (cubes, 1, 1), units, x.array, n, step, *arrays)
     kernel.launch(backend.runtime, (cubes, 1, 1), units, x.array, n, step, *arrays)
+    return None
 
 
 def _schedule(backend: Any, rows: int, length: int, dense: bool) -> tuple[str, int, int]:
@@ -157,20 +161,51 @@ def _empty_rows(backend: Any, x: CubeTensor, op: str, spec: Reduction, shape: Sh
     return full(backend, shape, spec.empty, dtype)
 
 
+@dataclass(frozen=True, slots=True)
+class _AllPlan:
+    """A planned `reduce_all` over one input layout: the result and accumulator dtypes, the
+    chunk length and count (0: one launch), and the launches (chunks, then their results)."""
+
+    result: DType
+    acc: DType
+    chunk: int
+    parts: int
+    first: Callable[[list[Any]], None]
+    second: Callable[[list[Any]], None] | None
+
+
 def reduce_all(backend: Any, x: CubeTensor, op: str, spec: Reduction) -> CubeTensor:
     """Reduce every element of `x` to a 0-d tensor: in chunks, then the chunks' results."""
-    acc, result = _dtypes(op, spec, x.dtype)
     if x.size == 0:
-        return _empty_rows(backend, x, op, spec, (), result)
-    out = backend.empty((), result)
-    partial = _partials(backend, x, spec, acc)
-    if partial is None:
-        _run(backend, spec.combine, (x.dtype, acc, result), _flat(x), x.size, x.size, True,
-             (out, None))
+        return _empty_rows(backend, x, op, spec, (), _dtypes(op, spec, x.dtype)[1])
+    plan = backend.planned(("reduce_all", op, id(x.dtype), layout_key(x.array)),
+                           lambda: _plan_all(backend, x, spec, op))
+    out = backend.empty((), plan.result)
+    if plan.second is None:
+        plan.first([x.array, x.size, plan.chunk, out.array])
     else:
-        _run(backend, spec.combine, (acc, acc, result), partial.view((1,), (0,)), partial.size,
-             1, False, (out, None))
+        partial = backend.empty((plan.parts,), plan.acc)
+        plan.first([x.array, x.size, plan.chunk, partial.array])
+        plan.second([partial.array, plan.parts, 1, out.array])
     return out
+
+
+def _plan_all(backend: Any, x: CubeTensor, spec: Reduction, op: str) -> _AllPlan:
+    """The launches of `reduce_all` over `x`'s layout (not empty)."""
+    acc, result = _dtypes(op, spec, x.dtype)
+    out = backend.empty((), result)
+    chunk = _chunk(backend, x.size)
+    parts = math.ceil(x.size / chunk)
+    if parts == 1:
+        first = _run(backend, spec.combine, (x.dtype, acc, result), _flat(x), x.size, x.size,
+                     True, (out, None), plan=True)
+        return _AllPlan(result, acc, x.size, 0, first, None)
+    partial = backend.empty((parts,), acc)
+    first = _run(backend, spec.combine, (x.dtype, acc, acc), _flat(x), x.size, chunk, True,
+                 (partial, None), plan=True)
+    second = _run(backend, spec.combine, (acc, acc, result), partial.view((1,), (0,)), parts, 1,
+                  False, (out, None), plan=True)
+    return _AllPlan(result, acc, chunk, parts, first, second)
 
 
 def _flat(x: CubeTensor) -> CubeTensor:
@@ -179,73 +214,110 @@ def _flat(x: CubeTensor) -> CubeTensor:
     return x.view(shape, strides)
 
 
-def _partials(backend: Any, x: CubeTensor, spec: Reduction, acc: DType) -> CubeTensor | None:
-    """The reductions of the chunks of (non-empty) `x`, in `acc`; None if one chunk."""
-    chunk = _chunk(backend, x.size)
-    parts = math.ceil(x.size / chunk)
-    if parts == 1:
-        return None
-    partial = backend.empty((parts,), acc)
-    _run(backend, spec.combine, (x.dtype, acc, acc), _flat(x), x.size, chunk, True,
-         (partial, None))
-    return partial
+@dataclass(frozen=True, slots=True)
+class _DimPlan:
+    """A planned `reduce_dim` over one input layout: the outputs' shape and dtype, and the
+    launch (taking the input's array, `scalars` and the outputs' arrays)."""
+
+    shape: Shape
+    result: DType
+    scalars: tuple[int, int]
+    launch: Callable[[list[Any]], None]
 
 
 def reduce_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
                outputs: tuple[bool, bool]) -> tuple[CubeTensor | None, CubeTensor | None]:
     """Reduce `x` along `dim` (kept with size 1) into the wanted (values, int64 indices)."""
+    if x.shape[dim] == 0 or x.size == 0:
+        acc, result = _dtypes(op, spec, x.dtype)
+        shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
+        if math.prod(shape) == 0:
+            return (backend.empty(shape, result) if outputs[0] else None,
+                    backend.empty(shape, DType.int64) if outputs[1] else None)
+        return _empty_rows(backend, x, op, spec, shape, result), None
+    plan = backend.planned(("reduce_dim", op, id(x.dtype), layout_key(x.array), dim, outputs),
+                           lambda: _plan_dim(backend, x, dim, op, spec, outputs))
+    values = backend.empty(plan.shape, plan.result) if outputs[0] else None
+    indices = backend.empty(plan.shape, DType.int64) if outputs[1] else None
+    plan.launch([x.array, *plan.scalars,
+                 *(o.array for o in (values, indices) if o is not None)])
+    return values, indices
+
+
+def _plan_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
+              outputs: tuple[bool, bool]) -> _DimPlan:
+    """The launch of `reduce_dim` over `x`'s layout (rows and their elements non-empty)."""
     acc, result = _dtypes(op, spec, x.dtype)
     shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
     values = backend.empty(shape, result) if outputs[0] else None
     indices = backend.empty(shape, DType.int64) if outputs[1] else None
-    rows, n = math.prod(shape), x.shape[dim]
-    if rows == 0:
-        return values, indices
-    if n == 0:
-        return _empty_rows(backend, x, op, spec, shape, result), None
+    rows, n, step = math.prod(shape), x.shape[dim], x.strides[dim]
     row_shape, (strides,) = collapse(shape, x.strides)
     rows_view = x.view(row_shape, strides)
     if values is not None and indices is None and spec.combine == "sum" and acc.is_float and \
             not _gpu(backend) and strides == (1,) and rows >= COLUMNS:
-        _column_sums(backend, rows_view, n, x.strides[dim], (x.dtype, acc, result), values,
-                     spec.mean)
-        return values, None
-    _run(backend, spec.combine, (x.dtype, acc, result), rows_view, n, x.strides[dim], False,
-         (values, indices), spec.mean)
-    return values, indices
+        launch = _column_sums(backend, rows_view, n, step, (x.dtype, acc, result), values,
+                              spec.mean)
+    else:
+        launch = _run(backend, spec.combine, (x.dtype, acc, result), rows_view, n, step, False,
+                      (values, indices), spec.mean, plan=True)
+    return _DimPlan(shape, result, (n, step), launch)
 
 
 def _column_sums(backend: Any, x: CubeTensor, n: int, step: int,
-                 dtypes: tuple[DType, DType, DType], out: CubeTensor, mean: bool) -> None:
-    """cpu float sums of rows starting at adjacent elements (`x`: rank 1, stride 1), `COLUMNS`
-    rows per unit, into dense `out`."""
+                 dtypes: tuple[DType, DType, DType], out: CubeTensor,
+                 mean: bool) -> Callable[[list[Any]], None]:
+    """The planned launch of cpu float sums of rows starting at adjacent elements (`x`: rank
+    1, stride 1), `COLUMNS` rows per unit, into dense `out` (it takes `x`'s array, `n`, `step`
+    and `out`'s array)."""
     units = SWEEP_MIN
     kernel = column_sum_kernel(tuple(cube_dtype("sum", d) for d in dtypes), units, mean)
     groups = math.ceil(x.shape[0] / COLUMNS)
-    kernel.launch(backend.runtime, (math.ceil(groups / units), 1, 1), units, x.array, n, step,
-                  out.view((out.size,), (1,)).array)
+    return kernel.plan(  # type: ignore[no-any-return]
+        backend.runtime, (math.ceil(groups / units), 1, 1), units, x.array, n, step,
+        out.view((out.size,), (1,)).array)
 
 
 def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:
-    """Softmax (log-softmax) of `x` along `dim` in one kernel."""
+    """Softmax (log-softmax) of `x` along `dim` in one kernel (on the cpu, planned once per
+    input layout)."""
     out = backend.empty(x.shape, x.dtype)
     if out.size == 0:
         return out
+    if _gpu(backend):
+        _softmax_launch(backend, x, out, dim, log, False)
+    else:
+        launch, scalars = backend.planned(
+            ("softmax", log, id(x.dtype), layout_key(x.array), dim),
+            lambda: _softmax_launch(backend, x, out, dim, log, True))
+        launch([x.array, scalars[0], scalars[1], out.array, scalars[2]])
+    return out
+
+
+def _softmax_launch(backend: Any, x: CubeTensor, out: CubeTensor, dim: int, log: bool,
+                    plan: bool) -> Any:
+    """Launch the softmax of `x` into the new dense `out`; with `plan`, return the planned
+    launch (taking x's array, n, step, out's array, out_step) and its three scalars."""
     n = x.shape[dim]
     dense = dense_strides(x.shape)
     row_shape, (strides, out_strides) = collapse(
         tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.strides, dense)
     acc = _dtypes("softmax", REDUCTIONS["sum"], x.dtype)[0]
-    if softmax_rows(backend, x.view(row_shape, strides), out.view(row_shape, out_strides), n,
-                    (x.strides[dim], dense[dim]), acc, log):
-        return out
+    if not plan and softmax_rows(backend, x.view(row_shape, strides),
+                                 out.view(row_shape, out_strides), n,
+                                 (x.strides[dim], dense[dim]), acc, log):
+        return None
     schedule, units, cubes = _schedule(backend, out.size // n, n, x.strides[dim] == 1)
     contiguous = schedule == "lanes" and x.strides[dim] == 1 and dense[dim] == 1
     kernel = softmax_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
                             len(row_shape), schedule, units, log, contiguous)
-    kernel.launch(backend.runtime, (cubes, 1, 1), units, x.view(row_shape, strides).array, n,
-                  x.strides[dim], out.view(row_shape, out_strides).array, dense[dim])
-    return out
+    args = (x.view(row_shape, strides).array, n, x.strides[dim],
+            out.view(row_shape, out_strides).array, dense[dim])
+    if plan:
+        return (kernel.plan(backend.runtime, (cubes, 1, 1), units, *args),
+                (n, x.strides[dim], dense[dim]))
+    kernel.launch(backend.runtime, (cubes, 1, 1), units, *args)
+    return None
 
 
 def argwhere(backend: Any, x: CubeTensor) -> CubeTensor:

@@ -95,6 +95,12 @@ class CubeTensor:
                 f"strides={self.strides}, offset={self.offset})")
 
 
+def layout_key(array: Any) -> tuple[Any, ...]:
+    """A burn-cube array's layout as part of a launch plan's key: shape, strides, offset and
+    storage size (what a planned launch bakes in)."""
+    return (array.shape, array.strides, array.offset, array.extent)
+
+
 def strided_storage(t: CubeTensor, as_strided: Any) -> Any:
     """`t`'s elements as an array of the runtime's array library sharing its memory (numpy on
     the cpu, CuPy on cuda), built with that library's `as_strided`."""
