@@ -150,7 +150,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
         rows = input.reshape(1, n_classes) if input.ndim == 1 else input if input.ndim == 2 \
             else input.movedim(1, -1).reshape(-1, n_classes)
         loss = rows._wrap(rows._bk.cross_entropy(
-            rows._prim, target.reshape(-1)._prim, None if weight is None else weight._prim,
+            rows._prim, (target if target.ndim == 1 else target.reshape(-1))._prim,
+            None if weight is None else weight._prim,
             ignore_index, float(label_smoothing), reduction))
         return loss.reshape(target.shape) if reduction == "none" else loss
     target = float_input(op, "target", target, input)

@@ -98,8 +98,8 @@ class NumpyModuleOps:
         mask in the compute dtype of `logits`)."""
         ignored = target == ignore_index
         safe = np.where(ignored, 0, target) if ignored.any() else target
-        if check:
-            safe = self.check_indices("cross_entropy", safe, logits.shape[1], False)
+        if check and safe.size and (safe.min() < 0 or safe.max() >= logits.shape[1]):
+            self.check_indices("cross_entropy", safe, logits.shape[1], False)  # raises
         dtype = np.float64 if logits.dtype == np.float64 else np.float32
         return safe, np.logical_not(ignored).astype(dtype)
 
