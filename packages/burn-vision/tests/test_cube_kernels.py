@@ -13,10 +13,15 @@ from conftest import CUBE_DEVICES, check
 from skimage.measure import label as sk_label
 
 import burn
-from burn_vision import erode, filter2d
+from burn_vision import (
+    connected_components,
+    connected_components_with_stats,
+    erode,
+    filter2d,
+)
 from burn_vision.cube import compaction, labelling, window
 from burn_vision.cube.ops import CubeVisionOps
-from burn_vision.extension import vision_ops
+from burn_vision.extension import VisionOps, vision_ops
 
 
 def _snake(h: int, w: int) -> np.ndarray:
@@ -104,6 +109,36 @@ def test_gpu_compaction_and_statistics(device: burn.Device, shape: tuple[int, in
     plain, counts = compaction.compact(lab.reshape(-1), shape)
     check(plain, expected.astype(np.int64), burn.int64)
     check(counts, expected.reshape(shape[0], -1).max(1), burn.int32)
+
+
+@pytest.mark.parametrize("decorators", ["+autodiff", "+fusion", "+fusion+autodiff"])
+def test_decorated_devices_label_with_the_kernels(device: burn.Device, decorators: str,
+                                                  rng: np.random.Generator,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under Autodiff / Fusion the labels and statistics (integers, no gradient) come from the
+    undecorated device's kernels, never from the default path, and land on the decorated
+    device."""
+    def refuse(*_: object) -> None:
+        raise AssertionError("the default path ran")
+
+    monkeypatch.setattr(VisionOps, "connected_components", refuse)
+    monkeypatch.setattr(VisionOps, "connected_components_with_stats", refuse)
+    images = rng.random((2, 19, 23)) < 0.5
+    dev = burn.Device(f"{device}{decorators}")
+    img = burn.tensor(images, device=dev)
+    for connectivity in (4, 8):
+        expected = np.stack([sk_label(i, connectivity=connectivity // 4) for i in images])
+        labels, stats = connected_components_with_stats(img, connectivity)  # type: ignore[arg-type]
+        assert labels.device == dev and stats.area.device == dev
+        check(labels, expected.astype(np.int64), burn.int64)
+        check(stats.max_label, expected.reshape(2, -1).max(1), burn.int64)
+        for k in range(2):
+            np.testing.assert_array_equal(stats.area.to_numpy()[k],
+                                          np.bincount(expected[k].ravel(),
+                                                      minlength=stats.area.shape[1]))
+        plain = connected_components(img, connectivity)  # type: ignore[arg-type]
+        assert plain.device == dev
+        check(plain, expected.astype(np.int64), burn.int64)
 
 
 def test_sequential_labelling_on_cpu(rng: np.random.Generator) -> None:

@@ -4,6 +4,8 @@ do not take, and on decorated devices (Autodiff differentiates the default path)
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 import burn
@@ -29,6 +31,14 @@ def _plain(x: Tensor) -> bool:
     return not x.device.decorators and x.numel() <= MAX_ELEMENTS
 
 
+def _undecorate(img: Tensor) -> bool:
+    """True when labelling `img` should leave its decorators (Autodiff, Fusion): labels and
+    statistics are integers with no gradient, and the default path is far slower than the
+    kernels (its scatters on one line of indices), so the image goes to the undecorated
+    device and the results come back (a host round trip)."""
+    return bool(img.device.decorators) and 0 < img.numel() <= MAX_ELEMENTS
+
+
 class CubeVisionOps(VisionOps):
     """burn-cube kernels: sequential union-find labelling with statistics on the cpu, label
     equivalence on GPUs (then `compaction`'s kernels: compact labels, statistics by atomics);
@@ -36,6 +46,10 @@ class CubeVisionOps(VisionOps):
 
     def connected_components(self, img: Tensor, connectivity: Connectivity,
                              compact: bool) -> Tensor:
+        if _undecorate(img):
+            base = self.connected_components(img.to_device(img.device.base), connectivity,
+                                             compact)
+            return base.to_device(img.device)
         if not _plain(img) or img.numel() == 0:
             return super().connected_components(img, connectivity, compact)
         if img.device.name == "cpu":
@@ -48,6 +62,11 @@ class CubeVisionOps(VisionOps):
     def connected_components_with_stats(self, img: Tensor, connectivity: Connectivity,
                                         compact: bool) -> tuple[Tensor, ConnectedStats]:
         """Compact labels whatever `compact` asks (they are distinct positive ids too)."""
+        if _undecorate(img):
+            base, base_stats = self.connected_components_with_stats(
+                img.to_device(img.device.base), connectivity, compact)
+            return base.to_device(img.device), ConnectedStats(
+                *(getattr(base_stats, f.name).to_device(img.device) for f in fields(base_stats)))
         if not _plain(img) or not img.numel():
             return super().connected_components_with_stats(img, connectivity, compact)
         if img.device.name == "cpu":
