@@ -34,6 +34,17 @@ def _binary(op: str, dtype: DType, then_shr: int = 0) -> KernelBuilder:
     return b
 
 
+def _clamp(dtype: DType) -> KernelBuilder:
+    """out[i] = max(min(x[i], 100), -5): literals beside 8-bit values."""
+    b = KernelBuilder(f"clamp_{dtype}", cube_dim=64)
+    x = b.tensor("x", dtype)
+    out = b.tensor("out", dtype, write=True)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < out.len):
+        out[i] = b.call_value("max", b.call_value("min", x[i], 100), -5)
+    return b
+
+
 def _cast(src: DType, dst: DType) -> KernelBuilder:
     """out[i] = dst(x[i])."""
     b = KernelBuilder(f"cast_{src}_{dst}", cube_dim=64)
@@ -170,6 +181,7 @@ def test_cuda_source_compiles(tmp_path: Path) -> None:
     compiled by nvcc (the cuda runtime compiles the same text with NVRTC)."""
     kernels = [_binary(op, dtype_named(n), 1) for op in ("shl", "shr") for n in INTS]
     kernels += [_binary("add", dtype_named(n)) for n in ("i8", "u8")]
+    kernels += [_clamp(dtype_named(n)) for n in ("i8", "u8")]
     kernels += [_cast(src, dtype_named(n)) for src in (f32, f16) for n in ("i64", "u8")]
     kernels += [_scatter(op, dtype_named(n)) for op in ("add", "min", "max") for n in ("i8",
                                                                                       "u8")]

@@ -3,7 +3,10 @@ host fallback), wgpu refuses them with the typed error (WGSL has no 8-bit scalar
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,7 +14,9 @@ import pytest
 import torch
 
 import burn
+from burn.dtype import DType
 from burn.errors import UnsupportedDTypeError
+from burn.ir import OPS as OP_TABLE
 
 Op = Callable[[Any, Any], Any]
 TORCH = {"int8": torch.int8, "uint8": torch.uint8}
@@ -104,3 +109,41 @@ def test_wgpu_refuses_8bit_ints_with_the_typed_error(dtype: burn.DType) -> None:
         burn.ones((2,), device="wgpu").to(dtype)
     with pytest.raises(UnsupportedDTypeError, match=dtype.value):
         burn.tensor(np.zeros(3, dtype.value), device="wgpu")
+
+
+def _int_kernels(dtype: DType) -> list[Any]:
+    """The IR of every int op-table row's elementwise kernel for `dtype` (rank 2; clamp with
+    both bounds, casts to int64 and float32)."""
+    from burn.ir.cube import elementwise_kernel
+
+    kernels = []
+    for name, op in OP_TABLE.items():
+        if op.cube is None or not name.startswith("int_"):
+            continue
+        tensors = {p.name: DType.bool if p.type == "B" else dtype for p in op.params
+                   if p.is_tensor}
+        fixed = tuple((p.name, DType.float32 if name == "int_into_float" else DType.int64)
+                      for p in op.params if p.type == "dtype")
+        out = op.result_dtypes(tensors, dict(fixed))[0]
+        kernel = elementwise_kernel(op, (*tensors.values(), out), 2, fixed)
+        kernels.append(kernel.kernel)
+    return kernels
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_8bit_int_kernels_compile_for_cuda(tmp_path: Path) -> None:
+    """Every int elementwise kernel for int8 and uint8 as CUDA C, compiled by nvcc in one
+    translation unit (the cuda runtime compiles the same text with NVRTC)."""
+    from burn_cube.codegen import generate
+    from burn_cube.codegen.table_cuda import PRELUDE
+
+    parts = []
+    for k, ir in enumerate(_int_kernels(DType.int8) + _int_kernels(DType.uint8)):
+        src = generate(ir, "cuda").replace("bc_kernel(", f"bc_kernel_{k}(")
+        assert src.count(PRELUDE) == 1, ir.name
+        parts.append(src if k == 0 else src.replace(PRELUDE, ""))
+    path = tmp_path / "int8.cu"
+    path.write_text("\n".join(parts))
+    proc = subprocess.run(["nvcc", "-c", "-arch=sm_90", "-std=c++17", "-o",
+                           str(tmp_path / "int8.o"), str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:4000]

@@ -26,7 +26,8 @@ OPS: dict[str, str | None] = {
     "plane_dim": "32u", "unit_pos_plane": "(bc_unit % 32u)",
     "plane_sum": "bc_plane_sum({a})", "plane_max": "bc_plane_max({a})",
     "inf": "(({t})CUDART_INF)", "ninf": "(({t})-CUDART_INF)", "nan": "(({t})CUDART_NAN)",
-    "min": "bc_min({a}, {b})", "max": "bc_max({a}, {b})",
+    # the type given: 8-bit operands may be C ints (literals, quotients) beside their type's
+    "min": "bc_min<{t}>({a}, {b})", "max": "bc_max<{t}>({a}, {b})",
     "div.int": "({a} / {b})", "div.uint": "({a} / {b})",
     "mod.int": "({a} % {b})", "mod.uint": "({a} % {b})", "abs.int": "abs({a})",
     # __half has no implicit float math: absolute value natively, pow through float
