@@ -33,8 +33,8 @@ def _present(name: str) -> bool:
 
 
 def run() -> str:
-    """Measure each op on burn's CPU backends (numpy, cpu) and with OpenCV, interleaved in one
-    run; return the report table."""
+    """Measure each op on burn's CPU backends (numpy, cpu), cuda where present, and with
+    OpenCV, interleaved in one run; return the report table."""
     threads = os.environ.get("OMP_NUM_THREADS", "")
     if threads.isdigit() and int(threads) > 0:
         cv2.setNumThreads(int(threads))
@@ -84,11 +84,11 @@ def run() -> str:
          ("numpy",)),
     ]
     candidates = []
-    for cv_name, cv_call, op, backends in table:
+    for cv_name, cv_call, op, timed in table:
         vs = f"OpenCV {cv_name}"
         candidates.append(Candidate(vs, cv_call))
         candidates += [Candidate(f"burn {name} {op}", calls[name][op], vs=vs)
-                       for name in backends]
+                       for name in timed]
     results = measure_interleaved(candidates, min_time=0.1, rounds=3)
     return report(f"vision ops on burn's backends ({', '.join(backends)}) vs OpenCV "
                   f"{cv2.__version__}, {SIZE}x{SIZE} images, {BOXES} boxes, OpenCV threads "
