@@ -134,21 +134,46 @@ class ModuleOpsMixin(OpsBase):
 
     def conv_transpose(self, x: T, weight: T, bias: T | None,
                        options: ConvTransposeOptions) -> T:
+        """The inner conv_transpose; backward computes only the gradients of tracked inputs:
+        all three through `conv_transpose_backward`, the input's alone as a conv of the output
+        gradient with the same weight (its adjoint), the weight's and bias's alone (ungrouped 1d
+        / 2d) from the unfolded output gradient."""
         inner = self.inner
         out = inner.conv_transpose(x.primitive, weight.primitive, _prim(bias), options)
         if not tracked(x, weight, bias):
             return AutodiffTensor(out)
+        need_x, need_w = x.node is not None, weight.node is not None
+        need_b = bias is not None and bias.node is not None
+        adjoint = ConvOptions(options.stride, options.padding, options.dilation, options.groups)
+        w_shape = inner.shape(weight.primitive)
+        # the adjoint conv gives x's size back while output padding stays below the stride
+        fits = all(po < st for po, st in zip(options.padding_out, options.stride, strict=True))
+        if fits and need_x and not (need_w or need_b):
+            return record(out, (x, weight, bias), lambda g, s: (
+                inner.conv(g, s[0], None, adjoint), None, None), (save(weight),))
+        if fits and not need_x and options.groups == 1 and len(w_shape) <= 4:
+            return record(out, (x, weight, bias), lambda g, s: (
+                None, _conv_weight_grad(inner, g, s[0], w_shape[2:], adjoint) if need_w else None,
+                _conv_bias_grad(inner, g) if need_b else None), (save(x),))
         return record(out, (x, weight, bias), lambda g, s: inner.conv_transpose_backward(
             s[0], s[1], s[2], g, options), (save(x), save(weight), save(bias)))
 
     def deform_conv2d(self, x: T, offset: T, weight: T, mask: T | None, bias: T | None,
                       options: DeformConvOptions) -> T:
+        """The inner deform_conv2d; backward through `deform_conv2d_backward`, or only for the
+        tracked inputs where the inner backend has `deform_conv2d_backward_needed` (NumPy: no
+        scatter into x for an untracked input, no offset gathers for untracked offsets)."""
         inner = self.inner
         inputs = (x, offset, weight, mask, bias)
         out = inner.deform_conv2d(x.primitive, offset.primitive, weight.primitive, _prim(mask),
                                   _prim(bias), options)
         if not tracked(*inputs):
             return AutodiffTensor(out)
+        needs = tuple(t is not None and t.node is not None for t in inputs)
+        needed = getattr(inner, "deform_conv2d_backward_needed", None)
+        if needed is not None and not all(needs):
+            return record(out, inputs, lambda g, s: needed(
+                s[0], s[1], s[2], s[3], s[4], g, options, needs), tuple(map(save, inputs)))
         return record(out, inputs, lambda g, s: inner.deform_conv2d_backward(
             s[0], s[1], s[2], s[3], s[4], g, options), tuple(map(save, inputs)))
 
@@ -213,9 +238,16 @@ class ModuleOpsMixin(OpsBase):
             inner.interpolate_backward(s[0], g, output_size, options),), (save(x),))
 
     def grid_sample_2d(self, x: T, grid: T, options: GridSampleOptions) -> T:
+        """The inner grid_sample_2d; backward through `grid_sample_2d_backward`, or only for the
+        tracked input where the inner backend has `grid_sample_2d_backward_needed` (NumPy)."""
         inner = self.inner
         out = inner.grid_sample_2d(x.primitive, grid.primitive, options)
         if not tracked(x, grid):
             return AutodiffTensor(out)
+        need_x, need_grid = x.node is not None, grid.node is not None
+        needed = getattr(inner, "grid_sample_2d_backward_needed", None)
+        if needed is not None and not (need_x and need_grid):
+            return record(out, (x, grid), lambda g, s: needed(
+                s[0], s[1], g, options, need_x, need_grid), (save(x), save(grid)))
         return record(out, (x, grid), lambda g, s: inner.grid_sample_2d_backward(
             s[0], s[1], g, options), (save(x), save(grid)))

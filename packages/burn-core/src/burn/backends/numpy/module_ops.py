@@ -119,7 +119,26 @@ class NumpyModuleOps:
         self, x: Array, offset: Array, weight: Array, mask: Array | None, bias: Array | None,
         grad: Array, options: DeformConvOptions,
     ) -> tuple[Array, Array, Array, Array | None, Array | None]:
-        return k.deform_conv2d_backward(x, offset, weight, mask, bias, grad, options)
+        return k.deform_conv2d_backward(  # type: ignore[return-value]  # all needed: no None
+            x, offset, weight, mask, bias, grad, options)
+
+    # Not protocol ops: Autodiff computes only the gradients of tracked inputs through these
+    # where the inner backend has them.
+    def deform_conv2d_backward_needed(
+        self, x: Array, offset: Array, weight: Array, mask: Array | None, bias: Array | None,
+        grad: Array, options: DeformConvOptions, needs: tuple[bool, bool, bool, bool, bool],
+    ) -> tuple[Array | None, Array | None, Array | None, Array | None, Array | None]:
+        """`deform_conv2d_backward` computing only the gradients `needs` names (x, offset,
+        weight, mask, bias); the others are None."""
+        return k.deform_conv2d_backward(x, offset, weight, mask, bias, grad, options, needs)
+
+    def grid_sample_2d_backward_needed(
+        self, x: Array, grid: Array, grad: Array, options: GridSampleOptions, need_x: bool,
+        need_grid: bool,
+    ) -> tuple[Array | None, Array | None]:
+        """`grid_sample_2d_backward` computing only the needed gradients (the other is None):
+        without x's, no scatter-add; without the grid's, no gathers of the taps."""
+        return k.grid_sample_2d_backward(x, grid, grad, options, need_x, need_grid)
 
     def unfold4d(self, x: Array, kernel_size: tuple[int, int], options: ConvOptions) -> Array:
         return k.unfold4d(x, kernel_size, options)
@@ -156,7 +175,7 @@ class NumpyModuleOps:
 
     def grid_sample_2d_backward(self, x: Array, grid: Array, grad: Array,
                                 options: GridSampleOptions) -> tuple[Array, Array]:
-        return k.grid_sample_2d_backward(x, grid, grad, options)
+        return k.grid_sample_2d_backward(x, grid, grad, options)  # type: ignore[return-value]
 
 
 __all__ = ["NumpyModuleOps"]

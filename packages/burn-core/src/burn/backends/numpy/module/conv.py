@@ -509,12 +509,17 @@ def deform_conv2d_backward(
     bias: np.ndarray | None,
     grad_out: np.ndarray,
     options: DeformConvOptions,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    needs: tuple[bool, bool, bool, bool, bool] = (True,) * 5,
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, np.ndarray | None,
+           np.ndarray | None]:
     """Gradients of `deform_conv2d` (offset gradients vanish outside (-1, H) x (-1, W)).
 
     Args:
         x, offset, weight, mask, bias, options: the forward's arguments.
         grad_out: gradient of the output [N, C_out, Ho, Wo].
+        needs: which of (x, offset, weight, mask, bias) to compute gradients for (the others
+            are None; the image and point gradients of the sampling are skipped when neither
+            x nor the offsets need theirs).
 
     Returns:
         (grad_x, grad_offset, grad_weight, grad_mask or None, grad_bias or None).
@@ -522,6 +527,7 @@ def deform_conv2d_backward(
     op = "deform_conv2d_backward"
     out = _check_deform(op, x, offset, weight, mask, bias, options)
     _check_grad(op, grad_out, (x.shape[0], weight.shape[0], *out))
+    need_x, need_offset, need_weight, need_mask, need_bias = needs
     wt = work_dtype(x.dtype)
     (n, c, h, w), g = x.shape, options.weight_groups
     xw = x.astype(wt, copy=False)
@@ -533,22 +539,29 @@ def deform_conv2d_backward(
         if mask is None
         else mask.astype(wt, copy=False).reshape(*vals.shape[:2], 1, *vals.shape[3:])
     )
-    cols = (vals if m is None else vals * m).reshape(n, g, -1, vals.shape[-1])
     go = grad_out.astype(wt, copy=False).reshape(n, g, weight.shape[0] // g, -1)
-    wmat = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, -1)
-    gw = (go @ cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
-    gcols = (wmat.transpose(0, 2, 1) @ go).reshape(vals.shape)
-    gmask = (None if mask is None else
-             (gcols * vals).sum(axis=2).reshape(mask.shape).astype(mask.dtype, copy=False))
-    gvals = (gcols if m is None else gcols * m).reshape(py.shape[0], c // options.offset_groups, -1)
-    gx, gpy, gpx = sample_backward(xw.reshape(py.shape[0], -1, h, w), py, px, gvals, "bilinear")
-    inside = (py > -1) & (py < h) & (px > -1) & (px < w)
-    goffset = np.stack([gpy * inside, gpx * inside], axis=1)  # [N*og, 2, K*Ho*Wo]
-    goffset = goffset.reshape(*vals.shape[:2], 2, *vals.shape[3:]).transpose(0, 1, 3, 2, 4)
-    return (
-        gx.reshape(x.shape).astype(x.dtype, copy=False),
-        goffset.reshape(offset.shape).astype(offset.dtype, copy=False),
-        gw.astype(weight.dtype, copy=False),
-        gmask,
-        _bias_grad(grad_out.astype(wt, copy=False), bias),
-    )
+    gw = None
+    if need_weight:
+        cols = (vals if m is None else vals * m).reshape(n, g, -1, vals.shape[-1])
+        gw = (go @ cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape).astype(
+            weight.dtype, copy=False)
+    gx = goffset = gmask = None
+    if need_x or need_offset or (need_mask and mask is not None):
+        wmat = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, -1)
+        gcols = (wmat.transpose(0, 2, 1) @ go).reshape(vals.shape)
+        if need_mask and mask is not None:
+            gmask = (gcols * vals).sum(axis=2).reshape(mask.shape).astype(mask.dtype, copy=False)
+        if need_x or need_offset:
+            gvals = (gcols if m is None else gcols * m).reshape(
+                py.shape[0], c // options.offset_groups, -1)
+            gxs, gpy, gpx = sample_backward(xw.reshape(py.shape[0], -1, h, w), py, px, gvals,
+                                            "bilinear", need_x, need_offset)
+            if gxs is not None:
+                gx = gxs.reshape(x.shape).astype(x.dtype, copy=False)
+            if gpy is not None and gpx is not None:
+                inside = (py > -1) & (py < h) & (px > -1) & (px < w)
+                goffset = np.stack([gpy * inside, gpx * inside], axis=1)  # [N*og, 2, K*Ho*Wo]
+                goffset = goffset.reshape(*vals.shape[:2], 2, *vals.shape[3:]).transpose(
+                    0, 1, 3, 2, 4).reshape(offset.shape).astype(offset.dtype, copy=False)
+    gbias = _bias_grad(grad_out.astype(wt, copy=False), bias) if need_bias else None
+    return gx, goffset, gw, gmask, gbias

@@ -84,8 +84,9 @@ def grid_sample_2d(x: np.ndarray, grid: np.ndarray, options: GridSampleOptions) 
 
 
 def grid_sample_2d_backward(
-    x: np.ndarray, grid: np.ndarray, grad_out: np.ndarray, options: GridSampleOptions
-) -> tuple[np.ndarray, np.ndarray]:
+    x: np.ndarray, grid: np.ndarray, grad_out: np.ndarray, options: GridSampleOptions,
+    need_x: bool = True, need_grid: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Gradients of `grid_sample_2d` (the grid gradient is zero for nearest, as in PyTorch).
 
     Args:
@@ -93,6 +94,7 @@ def grid_sample_2d_backward(
         grid: sampling points [N, Ho, Wo, 2].
         grad_out: gradient of the output [N, C, Ho, Wo].
         options: the forward's options.
+        need_x, need_grid: which gradients to compute (the other is None).
 
     Returns:
         (grad_x of x's shape, grad_grid of grid's shape), in their input dtypes.
@@ -108,6 +110,8 @@ def grid_sample_2d_backward(
             grid=grid.shape,
         )
     g = grad_out.astype(py.dtype, copy=False).reshape(*x.shape[:2], -1)
-    gx, gpy, gpx = sample_backward(x.astype(py.dtype, copy=False), py, px, g, options.mode)
-    ggrid = np.stack([gpx * dpx, gpy * dpy], axis=-1).reshape(grid.shape)
-    return gx.astype(x.dtype, copy=False), ggrid.astype(grid.dtype, copy=False)
+    gx, gpy, gpx = sample_backward(x.astype(py.dtype, copy=False), py, px, g, options.mode,
+                                   need_x, need_grid)
+    ggrid = None if gpy is None or gpx is None else np.stack(
+        [gpx * dpx, gpy * dpy], axis=-1).reshape(grid.shape).astype(grid.dtype, copy=False)
+    return None if gx is None else gx.astype(x.dtype, copy=False), ggrid

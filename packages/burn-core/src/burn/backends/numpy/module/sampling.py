@@ -58,8 +58,9 @@ def sample(x: np.ndarray, py: np.ndarray, px: np.ndarray, mode: SampleMode) -> n
 
 
 def sample_backward(
-    x: np.ndarray, py: np.ndarray, px: np.ndarray, grad: np.ndarray, mode: SampleMode
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x: np.ndarray, py: np.ndarray, px: np.ndarray, grad: np.ndarray, mode: SampleMode,
+    need_x: bool = True, need_points: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """Gradients of `sample` with respect to the image and the point coordinates.
 
     Args:
@@ -68,19 +69,23 @@ def sample_backward(
         px: column coordinates [B, P].
         grad: gradient of the sampled values [B, C, P].
         mode: "bilinear" or "nearest" (point gradients are zero for nearest).
+        need_x: compute the image gradient (the scatter-add of every tap), else None.
+        need_points: compute the point gradients, else None.
 
     Returns:
-        (grad_x [B, C, H, W], grad_py [B, P], grad_px [B, P]).
+        (grad_x [B, C, H, W], grad_py [B, P], grad_px [B, P]), None where not needed.
     """
     b, c, h, w = x.shape
     flat = x.reshape(b, c, h * w)
-    gx = np.zeros(b * c * h * w, x.dtype)
-    gpy, gpx = np.zeros_like(py), np.zeros_like(px)
+    gx = np.zeros(b * c * h * w, x.dtype) if need_x else None
+    gpy, gpx = (np.zeros_like(py), np.zeros_like(px)) if need_points else (None, None)
     plane = (np.arange(b * c) * (h * w)).reshape(b, c, 1)
     for index, weight, wy, wx in _taps(py, px, h, w, mode):
-        np.add.at(gx, (plane + index[:, None, :]).ravel(), (grad * weight[:, None, :]).ravel())
-        if mode == "bilinear":
+        if gx is not None:
+            np.add.at(gx, (plane + index[:, None, :]).ravel(),
+                      (grad * weight[:, None, :]).ravel())
+        if gpy is not None and gpx is not None and mode == "bilinear":
             dot = np.einsum("bcp,bcp->bp", grad, np.take_along_axis(flat, index[:, None, :], 2))
             gpy += dot * wy
             gpx += dot * wx
-    return gx.reshape(x.shape), gpy, gpx
+    return None if gx is None else gx.reshape(x.shape), gpy, gpx
