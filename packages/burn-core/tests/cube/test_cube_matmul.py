@@ -145,6 +145,13 @@ def test_line_tiles_run_their_kernel_on_whole_lines(device: str, strategy: str,
     for case in LINE_CASES:
         a, b, ta, tb = _operands(device, case, "float32", seed=4)
         _check(mm.matmul(backend, _prim(a), _prim(b), strategy), ta, tb, "float32")
+    # NaN and inf through the line kernel: a NaN row, an inf column and inf - inf
+    x = np.array([[1.0, np.nan, 2.0], [np.inf, 1.0, 0.0], [1.0, 2.0, 3.0]], np.float32)
+    y = np.array([[1.0, 0.0, 2.0, 1.0], [0.0, 1.0, 0.0, 1.0], [-np.inf, 2.0, 1.0, 0.0]],
+                 np.float32)
+    got = mm.matmul(backend, backend.upload(x), backend.upload(y), strategy)
+    assert got.shape == (3, 4) and got.dtype is DType.float32
+    np.testing.assert_array_equal(_host(got), (torch.from_numpy(x) @ torch.from_numpy(y)).numpy())
     assert calls == []
     for case, dtype in (("lines", "int32"), ("plain", "float32"), ("columns_t", "float32")):
         a, b, ta, tb = _operands(device, case, dtype, seed=4)
