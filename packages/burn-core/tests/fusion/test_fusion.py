@@ -21,6 +21,12 @@ pytestmark = pytest.mark.parametrize("base", DEVICES)
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _empty_stream(base: str) -> None:
+    """Run what earlier tests left pending, so launches and statistics are this test's."""
+    burn.sync(f"{base}+fusion")
+
+
 def gelu_chain(x: Any) -> Any:
     """tanh-GELU written as a chain of elementwise ops (9 ops; works on burn and torch)."""
     return x * 0.5 * (1.0 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())

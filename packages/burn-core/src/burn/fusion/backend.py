@@ -52,10 +52,11 @@ class Fusion(Decorator):
 
             lowered = ELEMENTWISE_METHODS
         #: ops recorded into the stream (those the inner backend runs by their lowering):
-        #: the positions of their tensor arguments and of their dtype argument (casts).
-        self.recorded = {n: (OPS[n].tensor_at, tuple(
-            i for i, p in enumerate(OPS[n].params) if p.type == "dtype"))
-            for n, m in lowered.items() if getattr(cls, n, None) is m}
+        #: the positions of their tensor arguments, of their dtype argument (casts) and of
+        #: their optional numbers (clamp's bounds: None is compiled in).
+        self.recorded = {n: (OPS[n].tensor_at, _positions(OPS[n], ("dtype",)),
+                             _positions(OPS[n], ("scalar?", "float?")))
+                         for n, m in lowered.items() if getattr(cls, n, None) is m}
         #: the result (shape, dtype) of recorded ops by op, input shapes and dtypes, cast
         #: dtype; () where the fuser cannot take them.
         self._results: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -68,22 +69,26 @@ class Fusion(Decorator):
         name = op.name
         positions = self.recorded.get(name)
         if positions is not None:
-            tensor_at, casts = positions
+            tensor_at, casts, optional = positions
             handles = [args[i] for i in tensor_at]
             # dtypes by id: members are singletons, and enum hashing runs Python code
             key: list[Any] = [name]
             for h in handles:
                 key += (h.shape, id(h.dtype))
             key += [args[i] for i in casts]
-            result = self._results.get(tuple(key))
+            key += [args[i] is None for i in optional]
+            structure = tuple(key)
+            result = self._results.get(structure)
             if result is None:
-                result = self._infer(op, args, handles, tuple(key))
+                result = self._infer(op, args, handles, structure)
             if result:
                 ir = list(args)
                 for i, h in zip(tensor_at, handles, strict=True):
                     ir[i] = TensorIR(h.id, h.shape, h.dtype)
-                return self.stream.add(Pending(op, tuple(ir), TensorIR(new_id(), *result)),
-                                       handles, handles[0].device)
+                stream = self.stream
+                record = Pending(op, tuple(ir), TensorIR(new_id(), *result),
+                                 (structure, stream.wiring(handles)))
+                return stream.add(record, handles, handles[0].device)
         default = self.defaults.get(name)
         if default is not None:
             return default(self, *args)
@@ -168,3 +173,7 @@ class Fusion(Decorator):
         self.stream.flush()
         self.inner.sync()
 
+
+def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:
+    """The positions of `op`'s parameters of `types`."""
+    return tuple(i for i, p in enumerate(op.params) if p.type in types)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from burn.backends.cube.elementwise import CUBE_DIM, LANES, LINE_DTYPES, broadcast_view
@@ -28,7 +29,7 @@ from burn.ir import OPS, TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype
 from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
 
-#: Most launch plans a stream keeps (all are dropped when full).
+#: Most block programs a stream keeps (all are dropped when full).
 MAX_PLANS = 4096
 #: A block's signature: (rank, lanes, input dtypes, ops, written op indices), where an op is
 #: (name, arguments, result dtype) and an argument is ("in", k), ("op", j), ("num", dtype)
@@ -43,8 +44,38 @@ def fusable(dtypes: Iterable[DType]) -> bool:
     return all(d in CUBE_DTYPES for d in dtypes)
 
 
+@dataclass(slots=True)
+class Program:
+    """How a block of one structure runs, worked out on its first flush and kept.
+
+    Attributes:
+        live: how many of the block's ops are computed.
+        single: the position of the one computed op, run by the inner backend's own kernel
+            (None for a fused kernel).
+        inputs: per kernel input, the (op position, argument position) that reads it first.
+        numbers: per runtime scalar, its (op position, argument position, converter).
+        written: the positions of the ops whose results are written.
+        out_dtypes: their dtypes.
+        shape: the block's result shape.
+        ops: the ops part of the kernel's signature (see `Signature`).
+        outputs: the written ops' indices among the computed ones.
+        launchers: planned launches by the inputs' layouts.
+    """
+
+    live: int
+    single: int | None
+    inputs: tuple[tuple[int, int], ...] = ()
+    numbers: tuple[tuple[int, int, Callable[[Any], Any]], ...] = ()
+    written: tuple[int, ...] = ()
+    out_dtypes: tuple[DType, ...] = ()
+    shape: tuple[int, ...] = ()
+    ops: tuple[Any, ...] = ()
+    outputs: tuple[int, ...] = ()
+    launchers: dict[Any, Callable[[Any], None]] = field(default_factory=dict)
+
+
 def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
-              plans: dict[Any, Any]) -> dict[int, Any]:
+              programs: dict[Any, Program]) -> dict[int, Any]:
     """Compute the needed results of `block` on `inner` (a cube backend).
 
     Args:
@@ -52,51 +83,69 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
         block: recorded ops whose results share one shape, in stream order.
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
-        plans: the stream's launch plans (filled here).
+        programs: the stream's programs by block structure (filled here).
     Returns:
         The written results by tensor id.
     """
-    live = _live(block, needed)
-    STATS.ops_dead += len(block) - len(live)
-    if not live:
-        return {}
-    if len(live) == 1:
-        op, args, out = live[0]
+    key = (tuple(r.key for r in block), tuple(r.out.id in needed for r in block))
+    program = programs.get(key)
+    if program is None:
+        if len(programs) >= MAX_PLANS:
+            programs.clear()
+        program = programs[key] = _program(block, needed)
+    STATS.ops_dead += len(block) - program.live
+    if program.single is not None:
+        op, args, out = block[program.single][:3]
         result = getattr(inner, op.name)(*(values[a.id] if type(a) is TensorIR else a
                                           for a in args))
         STATS.kernels_launched += 1
         return {out.id: result}
-    return _launch(inner, live, values, needed, plans)
+    if not program.live:
+        return {}
+    inputs = [values[block[i].args[p].id] for i, p in program.inputs]
+    numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
+    arrays = [t.array for t in inputs]
+    outs = [inner.empty(program.shape, dtype) for dtype in program.out_dtypes]
+    if math.prod(program.shape):
+        layouts = tuple(_layout(a) for a in arrays)
+        launcher = program.launchers.get(layouts)
+        if launcher is None:
+            launcher = program.launchers[layouts] = _plan(inner, program, inputs, numbers, outs)
+        else:
+            STATS.cache_hits += 1
+        launcher([*arrays, *numbers, *(o.array for o in outs)])
+        STATS.kernels_launched += 1
+    STATS.ops_fused += program.live
+    return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
 
 
-def _live(block: list[Pending], needed: set[int]) -> list[Pending]:
-    """The ops of `block` whose results are needed or feed a needed one, in order."""
+def _program(block: list[Pending], needed: set[int]) -> Program:
+    """Work out how `block` runs: the ops that are needed or feed a needed one, the kernel's
+    inputs and numbers, and what it writes."""
     want = set(needed)
-    live = []
-    for record in reversed(block):
+    live: list[int] = []
+    for i in reversed(range(len(block))):
+        record = block[i]
         if record.out.id in want:
-            live.append(record)
+            live.append(i)
             want.update(a.id for a in record.args if type(a) is TensorIR)
     live.reverse()
-    return live
-
-
-def _launch(inner: Any, live: list[Pending], values: dict[int, Any], needed: set[int],
-            plans: dict[Any, Any]) -> dict[int, Any]:
-    """One kernel for `live` (two ops or more)."""
-    inputs: list[Any] = []  # inner primitives read by the kernel
+    if len(live) <= 1:
+        return Program(len(live), live[0] if live else None)
+    inputs: list[tuple[int, int]] = []
     slot: dict[int, tuple[str, int]] = {}
     ops: list[tuple[Any, ...]] = []
-    numbers: list[Any] = []
-    for j, (op, values_in, out) in enumerate(live):
+    numbers: list[tuple[int, int, Callable[[Any], Any]]] = []
+    for j, i in enumerate(live):
+        op, values_in, out = block[i][:3]
         args: list[tuple[str, Any]] = []
         first: Any = None  # the dtype of the op's first tensor
-        for role, value in zip(_roles(op), values_in, strict=True):
+        for p, (role, value) in enumerate(zip(_roles(op), values_in, strict=True)):
             if role is _TENSOR:
                 where = slot.get(value.id)
                 if where is None:
                     where = slot[value.id] = ("in", len(inputs))
-                    inputs.append(values[value.id])
+                    inputs.append((i, p))
                 args.append(where)
                 first = first or value.dtype
             elif role is _FIXED or value is None:
@@ -105,37 +154,14 @@ def _launch(inner: Any, live: list[Pending], values: dict[int, Any], needed: set
                 dtype = (first if role is _SCALAR or first.is_float else
                          out.dtype if out.dtype.is_float else DType.float32)
                 args.append(("num", id(dtype)))
-                numbers.append(_CONVERT[id(dtype)](value))
+                numbers.append((i, p, _CONVERT[id(dtype)]))
         slot[out.id] = ("op", j)
         ops.append((op.name, tuple(args), id(out.dtype)))
-    written = tuple(j for j, record in enumerate(live) if record.out.id in needed)
-    shape = cast(tuple[int, ...], live[-1].out.shape)
-    size = math.prod(shape)
-    arrays = [t.array for t in inputs]
-    dense = all(a.shape == shape and (a.base is None or t.is_contiguous)
-                for a, t in zip(arrays, inputs, strict=True))
-    rank = 1 if dense else len(shape)
-    one = inputs[0].dtype
-    lanes = LANES if (dense and not size % LANES and one in LINE_DTYPES[inner.runtime.name]
-                      and all(t.dtype is one for t in inputs)
-                      and all(op[2] == id(one) for op in ops)
-                      and all(a.offset % LANES == 0 for a in arrays)) else 1
-    signature = (rank, lanes, tuple(id(t.dtype) for t in inputs), tuple(ops), written)
-    outs = [inner.empty(shape, live[j].out.dtype) for j in written]
-    if size:
-        key = (signature, tuple(_layout(a) for a in arrays))
-        launcher = plans.get(key)
-        if launcher is not None:
-            STATS.cache_hits += 1
-        else:
-            launcher = _plan(inner, signature, size, shape, dense, inputs, numbers, outs)
-            if len(plans) >= MAX_PLANS:
-                plans.clear()
-            plans[key] = launcher
-        launcher([*arrays, *numbers, *(o.array for o in outs)])
-        STATS.kernels_launched += 1
-    STATS.ops_fused += len(live)
-    return {live[j].out.id: o for j, o in zip(written, outs, strict=True)}
+    outputs = tuple(j for j, i in enumerate(live) if block[i].out.id in needed)
+    written = tuple(live[j] for j in outputs)
+    return Program(len(live), None, tuple(inputs), tuple(numbers), written,
+                   tuple(block[i].out.dtype for i in written),
+                   cast(tuple[int, ...], block[live[-1]].out.shape), tuple(ops), outputs)
 
 
 _TENSOR, _SCALAR, _FLOAT, _FIXED = "tensor", "scalar", "float", "fixed"
@@ -158,18 +184,32 @@ def _roles(op: Any) -> tuple[str, ...]:
     return roles
 
 
-def _plan(inner: Any, signature: Signature, size: int, shape: tuple[int, ...], dense: bool,
-          inputs: list[Any], numbers: list[Any], outs: list[Any]) -> Callable[[Any], None]:
-    """The launcher of `signature`'s kernel over arguments laid out as these (in lines where
-    the signature asks for them and the lowerings have a line form, else by element)."""
+def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
+          outs: list[Any]) -> Callable[[Any], None]:
+    """The launcher of `program`'s kernel over arguments laid out as these: dense inputs of
+    the result's shape as rank-1 views (in `LANES`-wide lines where every dtype is one that
+    allows them, offsets are aligned and the lowerings have a line form), others read as
+    broadcast or strided views of the result's rank."""
     start = time.perf_counter()
+    shape = program.shape
+    size = math.prod(shape)
+    arrays = [t.array for t in inputs]
+    dense = all(a.shape == shape and (a.base is None or t.is_contiguous)
+                for a, t in zip(arrays, inputs, strict=True))
+    one = inputs[0].dtype
+    lanes = LANES if (dense and not size % LANES and one in LINE_DTYPES[inner.runtime.name]
+                      and all(t.dtype is one for t in inputs)
+                      and all(op[2] == id(one) for op in program.ops)
+                      and all(a.offset % LANES == 0 for a in arrays)) else 1
+    signature = (1 if dense else len(shape), lanes, tuple(id(t.dtype) for t in inputs),
+                 program.ops, program.outputs)
     kernel = _kernel(signature)
     if kernel is None:  # an op without a line form: by element
         signature = (signature[0], 1, *signature[2:])
         kernel = _kernel(signature)
     lanes = signature[1]
     if dense:
-        views = [_flat(t.array, size) for t in (*inputs, *outs)]
+        views = [_flat(a, size) for a in (*arrays, *(o.array for o in outs))]
     else:
         views = [broadcast_view(t, shape).array for t in inputs] + [o.array for o in outs]
     counts = (max(1, -(-size // lanes // CUBE_DIM)), 1, 1)

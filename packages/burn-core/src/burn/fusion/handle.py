@@ -43,12 +43,15 @@ class FusionTensor:
 
 
 class Pending(NamedTuple):
-    """A recorded op: its row, its arguments in protocol order (tensors as `TensorIR`s) and
-    its result. (A named tuple: one is made per op; `to_ir` gives the full op record.)"""
+    """A recorded op: its row, its arguments in protocol order (tensors as `TensorIR`s), its
+    result, and its structure: the op, input shapes and dtypes, compile-time arguments and
+    where each tensor comes from (`Stream.wiring`), so that equal structures of a block run by
+    one cached program. (A named tuple: one is made per op; `to_ir` gives the op record.)"""
 
     op: OpDef
     args: tuple[Any, ...]
     out: TensorIR
+    key: tuple[Any, ...]
 
     def to_ir(self) -> OpIR:
         """The op's `OpIR` (its output checked against the op table's rules again)."""

@@ -37,9 +37,23 @@ class Stream:
         self.weak: dict[int, weakref.ref[FusionTensor]] = {}
         #: computed inputs of pending ops (inner primitives) by id.
         self.values: dict[int, Any] = {}
-        #: launch plans of fused kernels (`elementwise.run_block`).
+        #: pending results' positions in `pending`, and computed inputs' order of first use.
+        self.position: dict[int, int] = {}
+        self.external: dict[int, int] = {}
+        #: block programs by structure (`elementwise.run_block`).
         self.plans: dict[Any, Any] = {}
         STATS.streams += 1
+
+    def wiring(self, inputs: list[FusionTensor]) -> tuple[int, ...]:
+        """Where each of an op's tensor arguments comes from: a pending result as its distance
+        back in the stream (> 0), a computed tensor as -1 - its order of first use."""
+        out = []
+        for h in inputs:
+            if h.value is None:
+                out.append(len(self.pending) - self.position[h.id])
+            else:
+                out.append(-1 - self.external.setdefault(h.id, len(self.external)))
+        return tuple(out)
 
     def add(self, record: Pending, inputs: list[FusionTensor], device: Device) -> FusionTensor:
         """Defer `record`, whose tensor arguments are `inputs`; its result's handle.
@@ -54,6 +68,7 @@ class Stream:
                 self.values[h.id] = h.value
         out = record.out
         handle = FusionTensor(out.id, out.shape, out.dtype, device)  # type: ignore[arg-type]
+        self.position[out.id] = len(self.pending)
         self.pending.append(record)
         self.weak[out.id] = weakref.ref(handle)
         STATS.ops_recorded += 1
@@ -67,6 +82,8 @@ class Stream:
             return
         pending, weak, values = self.pending, self.weak, self.values
         self.pending, self.weak, self.values = [], {}, {}
+        self.position.clear()
+        self.external.clear()
         STATS.flushes += 1
         blocks = _blocks(pending)
         producer = {r.out.id: i for i, block in enumerate(blocks) for r in block}
