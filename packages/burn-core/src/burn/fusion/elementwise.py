@@ -21,17 +21,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from burn.backends.cube.elementwise import CUBE_DIM, LANES, LINE_DTYPES, broadcast_view
+from burn.backends.cube.elementwise import (
+    CUBE_DIM,
+    LANES,
+    LINE_DTYPES,
+    MAX_ROWS,
+    ROW_CUBE,
+    ROW_MIN,
+    broadcast_view,
+)
 from burn.dtype import DType
 from burn.fusion.handle import Pending
 from burn.fusion.stats import STATS
 from burn.ir import OPS, TensorIR
-from burn.ir.cube import CUBE_DTYPES, cube_dtype
+from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
 from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
 
 #: Most block programs a stream keeps (all are dropped when full).
 MAX_PLANS = 4096
-#: A block's signature: (rank, lanes, input dtypes, ops, written op indices), where an op is
+#: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices), where
+#: an op is
 #: (name, arguments, result dtype) and an argument is ("in", k), ("op", j), ("num", dtype)
 #: or ("fixed", value); dtypes by `id`.
 Signature = tuple[Any, ...]
@@ -189,7 +198,9 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     """The launcher of `program`'s kernel over arguments laid out as these: dense inputs of
     the result's shape as rank-1 views (in `LANES`-wide lines where every dtype is one that
     allows them, offsets are aligned and the lowerings have a line form), others read as
-    broadcast or strided views of the result's rank."""
+    broadcast or strided views of the result's rank, by rows where the last dimension is long
+    enough (`elementwise_kernel(rows=True)`'s schedule: the column part of every index is
+    affine)."""
     start = time.perf_counter()
     shape = program.shape
     size = math.prod(shape)
@@ -201,8 +212,11 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
                       and all(t.dtype is one for t in inputs)
                       and all(op[2] == id(one) for op in program.ops)
                       and all(a.offset % LANES == 0 for a in arrays)) else 1
-    signature = (1 if dense else len(shape), lanes, tuple(id(t.dtype) for t in inputs),
-                 program.ops, program.outputs)
+    rank = 1 if dense else len(shape)
+    rows = size // shape[-1] if rank > 1 else 0
+    by_rows = rank > 1 and shape[-1] >= ROW_MIN and rows <= MAX_ROWS
+    signature = (rank, lanes, by_rows, tuple(id(t.dtype) for t in inputs), program.ops,
+                 program.outputs)
     kernel = _kernel(signature)
     if kernel is None:  # an op without a line form: by element
         signature = (signature[0], 1, *signature[2:])
@@ -212,7 +226,10 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
         views = [_flat(a, size) for a in (*arrays, *(o.array for o in outs))]
     else:
         views = [broadcast_view(t, shape).array for t in inputs] + [o.array for o in outs]
-    counts = (max(1, -(-size // lanes // CUBE_DIM)), 1, 1)
+    if by_rows:
+        counts = (-(-shape[-1] // ROW_CUBE), rows, 1)
+    else:
+        counts = (max(1, -(-size // lanes // CUBE_DIM)), 1, 1)
     n_in = len(inputs)
     launcher: Callable[[Any], None] = kernel.plan(inner.runtime, counts, CUBE_DIM,
                                                   *views[:n_in], *numbers, *views[n_in:])
@@ -244,7 +261,7 @@ def _build(signature: Signature) -> Any:
     from burn_cube import KernelBuilder
     from burn_cube.types import line
 
-    rank, lanes, in_ids, ops, written = signature
+    rank, lanes, by_rows, in_ids, ops, written = signature
     in_dtypes = [_DTYPES[i] for i in in_ids]
     b = KernelBuilder(f"fused_{len(ops)}_ops")
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", d), rank=rank, line_size=lanes, write=False)
@@ -253,10 +270,23 @@ def _build(signature: Signature) -> Any:
                     for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")])
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", _DTYPES[ops[j][2]]), rank=rank,
                      line_size=lanes, write=True) for i, j in enumerate(written)]
-    pos = b.ABSOLUTE_POS
+    if by_rows:
+        pos = b.ABSOLUTE_POS_X
+
+        def index(t: Any) -> Any:
+            return row_index(b, t, rank, pos)
+
+        bound: Any = outs[0].shape[rank - 1]
+    else:
+        pos = b.ABSOLUTE_POS
+
+        def index(t: Any) -> Any:
+            return b.index_of(t, pos)
+
+        bound = outs[0].len
     loaded: dict[int, Any] = {}
     results: list[Any] = []
-    with b.if_(pos < outs[0].len):
+    with b.if_(pos < bound):
         for name, args, out_dtype in ops:
             op = OPS[name]
             env: dict[str, Any] = {}
@@ -265,7 +295,7 @@ def _build(signature: Signature) -> Any:
                     if value not in loaded:
                         t = ins[value]
                         loaded[value] = b.local(line(cube_dtype(name, in_dtypes[value]), lanes),
-                                                init=t[b.index_of(t, pos)])
+                                                init=t[index(t)])
                     env[p.name] = loaded[value]
                 elif role == "op":
                     env[p.name] = results[value]
@@ -282,7 +312,7 @@ def _build(signature: Signature) -> Any:
                 value = b.cast(value, target)
             results.append(b.local(target, init=value))
         for out, j in zip(outs, written, strict=True):
-            out[b.index_of(out, pos)] = results[j]
+            out[index(out)] = results[j]
     return b.kernel()
 
 
