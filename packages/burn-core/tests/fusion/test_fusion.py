@@ -130,6 +130,22 @@ def test_broadcast_views_casts_comparisons_and_select(base: str) -> None:
     check(picked, tpicked)
 
 
+def test_broadcast_rows(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bias add with activation over rows of 64 (the row schedule), a transposed input."""
+    rng = np.random.default_rng(5)
+    xd = rng.standard_normal((64, 40)).astype(np.float32)
+    bd = rng.standard_normal((64,)).astype(np.float32)
+    dev = f"{base}+fusion"
+    x = burn.tensor(xd, device=dev).swap_dims(0, 1)  # (40, 64), strided
+    b = burn.tensor(bd, device=dev)
+    counter = LaunchCounter(monkeypatch, base)
+    y = F.silu(x + b) * 0.5 - x
+    burn.sync(dev)
+    assert counter.take() == 1
+    tx, tb = torch.from_numpy(xd).T, torch.from_numpy(bd)
+    check(y, torch.nn.functional.silu(tx + tb) * 0.5 - tx, rtol=1e-5, atol=1e-6)
+
+
 def test_zero_dim_and_empty(base: str) -> None:
     dev = f"{base}+fusion"
     s = burn.tensor(np.float32(1.5), device=dev)
