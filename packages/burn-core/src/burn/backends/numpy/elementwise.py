@@ -103,12 +103,13 @@ def _erf32_block(x: Array, p: Array, scratch: list[Array]) -> None:
 # 7.1.26, |error| < 1.5e-7): erfc(z) = t (a1 + t (a2 + ... + t a5)) exp(-z^2), t = 1 / (1 + p z),
 # z = |x| / sqrt(2) >= 0; the coefficients carry cdf's factor 1/2.
 _AS_P = np.float32(0.3275911 / math.sqrt(2))
+_SIGN_BIT = np.int32(-(2**31))
 _AS_A = tuple(np.float32(0.5 * a) for a in (
     1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
 
 
 def _gelu32_block(x: Array, out: Array, cdf: Array, scratch: list[Array]) -> None:
-    """Exact GELU of `x` into `out` and its cdf(x) into `cdf` in 21 passes with two scratch
+    """Exact GELU of `x` into `out` and its cdf(x) into `cdf` in 22 passes with two scratch
     buffers: cdf(x) = 1/2 + copysign(1/2 - h, x) with h = erfc(|x| / sqrt(2)) / 2, out = x cdf
     (gelu(inf) = inf, gelu(-inf) = -inf * 0 = nan, as torch's float64)."""
     ax, t = scratch
@@ -126,7 +127,10 @@ def _gelu32_block(x: Array, out: Array, cdf: Array, scratch: list[Array]) -> Non
     np.exp(out, out=out)
     h *= out
     np.subtract(np.float32(0.5), h, out=h)
-    np.copysign(h, x, out=h)
+    # copysign(h, x) through the sign bit (2 integer passes; np.copysign is ~2.5x slower)
+    sign = t.view(np.int32)
+    np.bitwise_and(x.view(np.int32), _SIGN_BIT, out=sign)
+    np.bitwise_or(h.view(np.int32), sign, out=h.view(np.int32))
     h += np.float32(0.5)
     np.multiply(x, h, out=out)
 
