@@ -273,7 +273,7 @@ def _layout(array: Any) -> Any:
 
 def _method(op: OpDef) -> Callable[..., Any]:
     """The backend method of `op`: `run_elementwise`, with the planned launch of one or two
-    tensors (the most frequent ops) looked up directly."""
+    tensors, or a tensor and a number (the most frequent ops), looked up directly."""
     name, roles = op.name, _roles(op)
 
     def method(self: Any, *args: Any) -> Any:
@@ -299,8 +299,19 @@ def _method(op: OpDef) -> Callable[..., Any]:
         plan.launch((a, b, out.array))
         return out
 
+    def with_number(self: Any, x: CubeTensor, value: Any) -> Any:
+        array = x.array
+        plan = self.plans.get((name, id(x.dtype), array.shape if array.base is None
+                               else _layout(array), None if value is None else True))
+        if plan is None or plan.launch is None or value is None:
+            return run_elementwise(self, op, (x, value))
+        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        plan.launch((array, plan.numbers[0](value), out.array))
+        return out
+
     direct: dict[tuple[int, ...], Callable[..., Any]] = {(_TENSOR,): unary,
-                                                         (_TENSOR, _TENSOR): binary}
+                                                         (_TENSOR, _TENSOR): binary,
+                                                         (_TENSOR, _NUMBER): with_number}
     chosen = direct.get(roles, method)
     chosen.__name__ = chosen.__qualname__ = op.name
     chosen.__doc__ = f"`{op.signature}` as one burn-cube kernel."
