@@ -12,6 +12,7 @@ import pytest
 
 import burn_cube as bc
 from burn_cube import ABSOLUTE_POS, Tensor, bf16, bool_, f16, f32, i32, i64
+from burn_cube.codegen import generate
 from burn_cube.errors import LaunchError
 from burn_cube.ir import KernelBuilder
 from burn_cube.kernel import IRKernel
@@ -104,6 +105,28 @@ def test_lane_flat_matches_numpy(rt: bc.Runtime) -> None:
     out = rt.allocate(x.shape, f32)
     mixed_line.launch(rt, -(-y.size // 256), 256, rt.upload(x), rt.upload(y), out)
     np.testing.assert_allclose(out.numpy(), x * np.repeat(y, 4), rtol=1e-6)
+
+
+def test_scalar_splats_convert_to_the_line_element(rt: bc.Runtime) -> None:
+    """A line local set from an int literal, and an int value added to a float line, convert
+    the scalar before splatting it (WGSL's ``vec4<f32>(0i)`` does not compile)."""
+    b = KernelBuilder("int_splat", cube_dim=64)
+    x = b.tensor("x", f32, rank=1, line_size=4, write=False)
+    out = b.tensor("out", f32, rank=1, line_size=4, write=True)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < x.shape[0]):
+        acc = b.local(bc.Line[f32, 4], 0)
+        b.set(acc, acc + x[i] + b.cast(i, i32))
+        out[i] = acc
+    kernel_ir = b.build()
+    assert "vec4<f32>(0i)" not in generate(kernel_ir, "wgsl")
+    kern = IRKernel(kernel_ir)
+    xs = RNG.standard_normal(4 * 100).astype(np.float32)
+    got = rt.allocate(xs.shape, f32)
+    kern.launch(rt, 2, 64, rt.upload(xs), got)
+    want = xs + np.repeat(np.arange(100, dtype=np.float32), 4)
+    assert got.numpy().dtype == np.float32 and got.numpy().shape == xs.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
 
 
 def test_strided_index_dense_and_strided(rt: bc.Runtime) -> None:

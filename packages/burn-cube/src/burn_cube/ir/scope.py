@@ -92,12 +92,16 @@ def cast(value: ir.Expr, dtype: DType) -> ir.Expr:
     A float becomes a signed integer as numpy and PyTorch do on x86 CPUs, on every target:
     truncation toward zero; NaN, +-inf and values outside i32 / i64 give the type's minimum;
     8-bit types convert through i32 and wrap (300.0 -> 44 as u8). C leaves those cases
-    undefined and WGSL / CUDA saturate, so the range is tested explicitly.
+    undefined and WGSL / CUDA saturate, so the range is tested explicitly. A scalar becomes a
+    line of another element type by converting it first, then splatting it (WGSL's vector
+    constructors take only their own element type).
     """
     if value.dtype == dtype:
         return value
     if isinstance(value, ir.Const) and dtype.lanes == 1:
         return const(value.value, dtype)
+    if dtype.lanes > 1 and value.dtype.lanes == 1 and value.dtype != dtype.scalar:
+        return ir.Op("cast", (cast(value, dtype.scalar),), dtype)  # convert, then splat
     if value.dtype.is_float and dtype.kind == "int" and dtype.lanes == 1:
         return _float_to_int(value, dtype)
     return ir.Op("cast", (value,), dtype)
