@@ -12,8 +12,10 @@ and the last one wins with "assign", exactly as the NumPy backend's `np.add.at` 
 assignment. A unit owns a line of the indices (every coordinate but `dim`) and walks it, or,
 on a GPU when there are few lines, a unit owns one output element and scans its line for the
 entries hitting it (more work, more parallelism); the depth is the indices' extent along
-`dim` either way. float16 / bfloat16 accumulate in a float32 copy (as the NumPy backend
-computes them) that is cast back once.
+`dim` either way. Where that scan would be long (few long lines), GPUs take
+`scatter_kernels`' linear paths instead: integer atomics for int adds, or the entries sorted
+by target and each run walked in index order (the same results). float16 / bfloat16
+accumulate in a float32 copy (as the NumPy backend computes them) that is cast back once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from burn.ir.cube import cube_dtype
 from .checks import CubeCheckOps
 from .elementwise import flat_view
 from .layout import contiguous_copy, copy_into
+from .scatter_kernels import path as scatter_path
+from .scatter_kernels import scatter_atomic, scatter_sorted, select_assign_sorted
 from .tensor import CubeTensor, Shape, dense_strides
 
 
@@ -283,9 +287,10 @@ def gather(backend: Any, dim: int, x: CubeTensor, indices: CubeTensor) -> CubeTe
 
 
 def scatter(backend: Any, op: str, dim: int, x: CubeTensor, indices: CubeTensor,
-            values: CubeTensor, add: bool) -> CubeTensor:
+            values: CubeTensor, add: bool, rows: CubeTensor | None = None) -> CubeTensor:
     """A dense copy of `x` with `values` (at the indices' coordinates) written or added at
-    `indices` along `dim`, in index order; `op` names the op in errors.
+    `indices` along `dim`, in index order; `op` names the op in errors; `rows`: the 1-d
+    indices that `indices` broadcasts (select_assign).
 
     Raises:
         ShapeError: for indices that do not fit in `x` and `values` (`_check_fits`).
@@ -294,11 +299,29 @@ def scatter(backend: Any, op: str, dim: int, x: CubeTensor, indices: CubeTensor,
     low = add and x.dtype in (DType.float16, DType.bfloat16)
     out = backend.float_cast(x, DType.float32) if low else _dense_copy(backend, x)
     if indices.size:
-        mode, units = _scatter_mode(backend, indices, dim, x.shape[dim])
-        kernel = _scatter_kernel(out.dtype, values.dtype, indices.dtype, len(x.shape), dim, add,
-                                 mode)
-        backend.launch(kernel, units, indices.array, values.array, out.array, units)
+        _scatter_into(backend, dim, out, indices, values, add, rows)
     return backend.float_cast(out, x.dtype) if low else out
+
+
+def _scatter_into(backend: Any, dim: int, out: CubeTensor, indices: CubeTensor,
+                  values: CubeTensor, add: bool, rows: CubeTensor | None) -> None:
+    """Scatter into dense `out` by the path its runtime and sizes call for (module
+    docstring; `scatter_kernels` for the atomic and sorted paths); `rows`: select_assign's
+    1-d indices, which `indices` broadcasts."""
+    lines = indices.size // max(indices.shape[dim], 1) if indices.shape else 1
+    path = scatter_path(backend, out, indices, dim, add, lines) if (
+        lines < OUTPUT_UNITS_BELOW) else None
+    if path == "atomic":
+        scatter_atomic(backend, dim, out, indices, values)
+    elif path == "sorted" and rows is not None:
+        select_assign_sorted(backend, dim, out, rows, values)
+    elif path == "sorted":
+        scatter_sorted(backend, dim, out, indices, values, add)
+    else:
+        mode, units = _scatter_mode(backend, indices, dim, out.shape[dim])
+        kernel = _scatter_kernel(out.dtype, values.dtype, indices.dtype, len(out.shape), dim,
+                                 add, mode)
+        backend.launch(kernel, units, indices.array, values.array, out.array, units)
 
 
 def _dense_copy(backend: Any, x: CubeTensor) -> CubeTensor:
@@ -343,7 +366,7 @@ class CubeIndexingOps(CubeCheckOps):
             raise ShapeError("select_assign", "values must match the selected shape",
                              x=x.shape, indices=indices.shape, values=values.shape, dim=dim)
         return scatter(self, "select_assign", dim, x, _rows(indices, dim, values.shape), values,
-                       True)
+                       True, indices)
 
     int_select_assign = float_select_assign
 

@@ -1,0 +1,217 @@
+"""Scatter paths of the cube backends for few long lines: integer atomics and a sorted
+segmented reduction.
+
+The kernel of `indexing.py` that gives each output element one unit scanning its whole line
+is quadratic when the indices have few lines along a long `dim` (one line of 16.7M entries:
+every output scans 16.7M indices). Two linear paths replace it there:
+
+- "atomic" (integer add): one unit per index entry adds its value with an integer atomic. Integer
+  addition (wrapping) does not depend on the order, so the result is exact.
+- "sorted" (float add, any assign): one unit per index entry writes its target's flat position
+  in the output (a key; out-of-range entries get a key past every target), the keys are sorted
+  with their positions by the cube sort (stable: equal keys keep increasing positions, that is
+  increasing index along `dim`), and the unit at the start of each run of equal keys walks the
+  run in that order, adding (or keeping the last value, for assign) in a register, and stores
+  it once. Results are those of the per-output kernel bit for bit: every output still
+  accumulates its entries in increasing index order. The depth is the longest run.
+
+select_assign (index_add along `dim`) sorts only its 1-d indices: a run of equal rows is walked
+once per (outer, inner) coordinate of the values.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+from burn.dtype import DType
+from burn.ir.cube import cube_dtype
+
+from .sort import sort_with_indices
+from .tensor import CubeTensor
+
+#: Largest `lines * extent * depth` (index reads of the per-output kernel) that the per-output
+#: kernel keeps on a GPU; above it the sorted path (or atomics for integer adds) runs.
+SCAN_WORK_MAX = 1 << 22
+#: Runtimes that keep `indexing`'s sequential "rows" kernel (the cpu runtime: one unit walks
+#: each leading coordinate's indices in order, linear work).
+SEQUENTIAL_RUNTIMES = ("cpu",)
+#: Key of an out-of-range entry: past every target (keys are int32 flat output positions).
+NO_TARGET = (1 << 31) - 1
+
+
+def atomic_dtypes(runtime_name: str) -> tuple[DType, ...]:
+    """Integer dtypes with an atomic add on `runtime_name` (WGSL has no 64-bit atomics)."""
+    return (DType.int32,) if runtime_name == "wgpu" else (DType.int32, DType.int64)
+
+
+def path(backend: Any, out: CubeTensor, indices: CubeTensor, dim: int, add: bool,
+         lines: int) -> str | None:
+    """For indices with few `lines` (where `indexing` would run a unit per output element):
+    "atomic" (integer adds) or "sorted" (where that kernel would read more than
+    `SCAN_WORK_MAX` indices) on runtimes that run units in parallel, else None (`indexing`'s
+    kernels)."""
+    if backend.runtime_name in SEQUENTIAL_RUNTIMES or not out.shape:
+        return None
+    if add and out.dtype in atomic_dtypes(backend.runtime_name):
+        return "atomic"
+    work = lines * out.shape[dim] * indices.shape[dim]
+    return "sorted" if work > SCAN_WORK_MAX and out.size < NO_TARGET else None
+
+
+def _coords(b: Any, shape: list[Any], pos: Any) -> list[Any]:
+    """Row-major coordinates (u32 locals) of an in-range position `pos` in `shape`."""
+    from burn_cube import u32
+
+    rest = b.local(u32, pos)
+    coords: list[Any] = [None] * len(shape)
+    for d in reversed(range(1, len(shape))):
+        coords[d] = b.local(u32, rest % shape[d])
+        b.set(rest, rest // shape[d])
+    if shape:
+        coords[0] = rest
+    return coords
+
+
+def _target(b: Any, idx: Any, sizes: list[Any], dim: int, unit: Any) -> tuple[Any, Any]:
+    """`(valid, flat position)` in a dense output of shape `sizes` (u32 values) of index entry
+    `unit` (row-major over idx's shape): the entry's coordinates with its index value
+    (negatives wrapped) along `dim`."""
+    from burn_cube import bool_, u32
+
+    rank = len(sizes)
+    c = _coords(b, [idx.shape[d] for d in range(rank)], unit)
+    index = idx[b.index_of(idx, unit)]
+    extent = b.cast(sizes[dim], index.dtype)
+    row = b.local(index.dtype, b.select(index < 0, index + extent, index))
+    valid = b.local(bool_, b.and_(row >= 0, row < extent))
+    c[dim] = b.cast(b.select(valid, row, 0), u32)
+    at = c[0]
+    for d in range(1, rank):
+        at = at * sizes[d] + c[d]
+    return valid, b.local(u32, at)
+
+
+@cache
+def atomic_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: int,
+                  dim: int) -> Any:
+    """`out[..., indices[u], ...] += values[u]` with an integer atomic, one unit per index
+    entry `u`; `values` is viewed with the indices' shape."""
+    from burn_cube import KernelBuilder, u32
+
+    cube = cube_dtype("scatter", dtype)
+    b = KernelBuilder("scatter_add_atomic")
+    idx = b.tensor("indices", cube_dtype("scatter", index_dtype), rank=rank, write=False)
+    values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=rank, write=False)
+    out = b.tensor("out", cube, rank=rank, write=True)
+    units = b.scalar("units", u32)
+    unit = b.ABSOLUTE_POS
+    with b.if_(unit < units):
+        valid, at = _target(b, idx, [out.shape[d] for d in range(rank)], dim, unit)
+        with b.if_(valid):
+            b.atomic_add(out, at, b.cast(values[b.index_of(values, unit)], cube))
+    return b.kernel()
+
+
+@cache
+def keys_kernel(index_dtype: DType, rank: int, dim: int) -> Any:
+    """`keys[u]` = the flat position in a dense output of shape `size0`, `size1`... of index
+    entry `u`, or `NO_TARGET` where the entry is out of range."""
+    from burn_cube import KernelBuilder, i32, u32
+
+    b = KernelBuilder("scatter_keys")
+    idx = b.tensor("indices", cube_dtype("scatter", index_dtype), rank=rank, write=False)
+    keys = b.tensor("keys", i32, rank=1, write=True)
+    units = b.scalar("units", u32)
+    sizes = [b.scalar(f"size{d}", u32) for d in range(rank)]
+    unit = b.ABSOLUTE_POS
+    with b.if_(unit < units):
+        valid, at = _target(b, idx, sizes, dim, unit)
+        keys[unit] = b.select(valid, b.cast(at, i32), NO_TARGET)
+    return b.kernel()
+
+
+@cache
+def runs_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any:
+    """Unit `u` = (o, i, c) of (outer, n, inner): where sorted position `i` starts a run of
+    equal keys, walk the run (source positions `order[j]`, increasing) and store
+    `out[(o * extent + key) * inner + c]` (+)= `values` at logical position
+    `(o * n + order[j]) * inner + c` once."""
+    from burn_cube import KernelBuilder, i32, u32
+
+    cube = cube_dtype("scatter", dtype)
+    b = KernelBuilder(f"scatter_{'add' if add else 'assign'}_runs")
+    keys = b.tensor("keys", i32, rank=1, write=False)
+    order = b.tensor("order", cube_dtype("scatter", DType.int64), rank=1, write=False)
+    values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=rank, write=False)
+    out = b.tensor("out", cube, rank=1, write=True)
+    units, n, inner, extent = (b.scalar(name, u32) for name in ("units", "n", "inner", "extent"))
+    unit = b.ABSOLUTE_POS
+    with b.if_(unit < units):
+        c = b.local(u32, unit % inner)
+        line = b.local(u32, unit // inner)
+        i = b.local(u32, line % n)
+        o = b.local(u32, line // n)
+        key = b.local(i32, keys[i])
+        starts = b.or_(i == 0, keys[b.select(i == 0, i, i - 1)] != key)
+        with b.if_(b.and_(key != NO_TARGET, starts)):
+            at = b.local(u32, (o * extent + b.cast(key, u32)) * inner + c)
+            acc = b.local(cube, out[at])
+            j = b.local(u32, i)
+            with b.while_(j < n):
+                with b.if_(keys[j] != key):
+                    b.break_()
+                source = (o * n + b.cast(order[j], u32)) * inner + c
+                value = b.cast(values[b.index_of(values, source)], cube)
+                b.set(acc, acc + value if add else value)
+                b.set(j, j + 1)
+            out[at] = acc
+    return b.kernel()
+
+
+def scatter_atomic(backend: Any, dim: int, out: CubeTensor, indices: CubeTensor,
+                   values: CubeTensor) -> None:
+    """Integer scatter-add of `values` (at the indices' coordinates) into dense `out`."""
+    vals = values.view(indices.shape, values.strides)
+    kernel = atomic_kernel(out.dtype, values.dtype, indices.dtype, len(out.shape), dim)
+    backend.launch(kernel, indices.size, indices.array, vals.array, out.array, indices.size)
+
+
+def _sorted_keys(backend: Any, indices: CubeTensor, shape: tuple[int, ...],
+                 dim: int) -> tuple[CubeTensor, CubeTensor]:
+    """Sorted int32 keys of `indices` (flat positions in a dense output of `shape`) and their
+    int64 source positions (stable)."""
+    keys = backend.empty((indices.size,), DType.int32)
+    backend.launch(keys_kernel(indices.dtype, len(indices.shape), dim), indices.size,
+                   indices.array, keys.array, indices.size, *shape)
+    return sort_with_indices(backend, keys, 0, False)
+
+
+def scatter_sorted(backend: Any, dim: int, out: CubeTensor, indices: CubeTensor,
+                   values: CubeTensor, add: bool) -> None:
+    """Scatter of `values` (at the indices' coordinates) into dense `out` by sorted runs."""
+    keys, order = _sorted_keys(backend, indices, out.shape, dim)
+    vals = values.view(indices.shape, values.strides)
+    _launch_runs(backend, out, keys, order, vals, add, 1, indices.size, 1, out.size)
+
+
+def select_assign_sorted(backend: Any, dim: int, out: CubeTensor, rows: CubeTensor,
+                         values: CubeTensor) -> None:
+    """index_add of `values` into dense `out` at 1-d `rows` along `dim` by sorted runs."""
+    extent = out.shape[dim]
+    keys, order = _sorted_keys(backend, rows, (extent,), 0)
+    outer, inner = math.prod(out.shape[:dim]), math.prod(out.shape[dim + 1:])
+    _launch_runs(backend, out, keys, order, values, True, outer, rows.size, inner, extent)
+
+
+def _launch_runs(backend: Any, out: CubeTensor, keys: CubeTensor, order: CubeTensor,
+                 values: CubeTensor, add: bool, outer: int, n: int, inner: int,
+                 extent: int) -> None:
+    """Launch the run walk over (outer, n, inner) units into flat `out`."""
+    units = outer * n * inner
+    flat = out.view((out.size,), (1,))
+    kernel = runs_kernel(out.dtype, values.dtype, max(len(values.shape), 1), add)
+    vals = values if values.shape else values.view((1,), (1,))
+    backend.launch(kernel, units, keys.array, order.array, vals.array, flat.array, units, n,
+                   inner, extent)

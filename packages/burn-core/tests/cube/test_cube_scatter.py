@@ -1,0 +1,251 @@
+"""The linear scatter paths of the cube backends (`scatter_kernels`: integer atomics, sorted
+runs) for few long index lines, on cpu and wgpu (the cpu runtime takes them only when the
+tests lift `SEQUENTIAL_RUNTIMES`): compared with torch (scatter_add, index_add, embedding
+backward) or the NumPy backend (assign with duplicates), exact, and run on kernels."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+import burn.functional as F
+from burn.backends.cube import scatter_kernels
+from burn.backends.cube.backend import CubeBackend
+from burn.dtype import DType
+from burn.errors import BurnIndexError
+
+NUMPY = burn.Device("numpy")
+RNG = np.random.default_rng(3)
+PATHS = ["atomic", "sorted", "scan"]
+
+
+@pytest.fixture(params=["cpu", "wgpu"])
+def device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> burn.Device:
+    """The device with the linear paths enabled on every runtime, no check pending."""
+    monkeypatch.setattr(scatter_kernels, "SEQUENTIAL_RUNTIMES", ())
+    dev = burn.Device(request.param)
+    with contextlib.suppress(BurnIndexError):
+        burn.sync(dev)
+    return dev
+
+
+@contextlib.contextmanager
+def _path(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[list[str]]:
+    """Force float paths to "sorted" or "scan" (per-output kernel) and record the path each
+    scatter takes."""
+    monkeypatch.setattr(scatter_kernels, "SCAN_WORK_MAX", 0 if name == "sorted" else 1 << 62)
+    taken: list[str] = []
+    real = scatter_kernels.path
+
+    def record(*args: Any) -> str | None:
+        got = real(*args)
+        taken.append(got or "scan")
+        return got
+
+    monkeypatch.setattr("burn.backends.cube.indexing.scatter_path", record)
+    yield taken
+
+
+def _on(device: burn.Device, data: Any, dtype: Any = None) -> burn.Tensor:
+    return burn.tensor(np.asarray(data), device=device, dtype=dtype)
+
+
+def _check(got: burn.Tensor, want: torch.Tensor | np.ndarray, device: burn.Device) -> None:
+    """Shape and dtype first, then exact values (NaN equal), then no host fallback."""
+    ref = want.numpy() if isinstance(want, torch.Tensor) else want
+    assert got.shape == ref.shape
+    data = got.to_numpy()
+    assert data.dtype == ref.dtype
+    np.testing.assert_array_equal(data, ref)
+    backend = device.backend
+    assert isinstance(backend, CubeBackend) and not any(backend.fallbacks.values())
+
+
+def _values(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    data = RNG.standard_normal(shape) * 50
+    if np.dtype(dtype).kind == "f":
+        data.flat[:4] = [np.nan, np.inf, -np.inf, 1e30][:data.size]
+    return data.astype(dtype)
+
+
+# --- scatter_add ------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64])
+@pytest.mark.parametrize("name", ["sorted", "scan"])
+def test_scatter_add_few_long_lines_matches_torch(device: burn.Device, dtype: Any, name: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two lines of 700 entries into 37 outputs each (many duplicates, negatives wrapped),
+    along the last dim and along the first, with transposed (strided) inputs."""
+    x = _values((2, 37), dtype)
+    index = RNG.integers(-37, 37, (2, 700))
+    values = _values((3, 700), dtype)  # larger than the indices
+    atomic = dtype is np.int32 or (dtype is np.int64 and device.name != "wgpu")
+    for dim in (1, 0):
+        xs, ix, vs = (x, index, values) if dim == 1 else (x.T, index.T, values.T)
+        xb = _on(device, xs.T.copy()).transpose(0, 1) if dim == 0 else _on(device, xs)
+        ib = _on(device, ix.T.copy()).transpose(0, 1) if dim == 0 else _on(device, ix)
+        with _path(monkeypatch, name) as taken:
+            got = xb.scatter(dim, ib, _on(device, vs), "add")
+        want = torch.from_numpy(np.ascontiguousarray(xs)).scatter_add(
+            dim, torch.from_numpy(ix % 37), torch.from_numpy(np.ascontiguousarray(vs)))
+        _check(got, want, device)
+        assert taken == ["atomic" if atomic else name]
+
+
+@pytest.mark.parametrize("name", PATHS)
+def test_scatter_one_line_many_duplicates_is_exact_and_repeatable(
+        device: burn.Device, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """5000 entries into 3 outputs (runs longer than any block of the sort), float32 in index
+    order as torch's CPU loop, run twice with the same bits; int32 through atomics."""
+    index = RNG.integers(0, 3, 5000)
+    index[-300:] = 2  # a run that reaches the end of the sorted keys
+    dtype = np.int32 if name == "atomic" else np.float32
+    values = (RNG.standard_normal(5000) * 100).astype(dtype)
+    with _path(monkeypatch, name) as taken:
+        runs = [_on(device, np.zeros(3, dtype)).scatter(
+            0, _on(device, index), _on(device, values), "add") for _ in range(2)]
+    want = torch.zeros(3, dtype=torch.from_numpy(values).dtype).scatter_add(
+        0, torch.from_numpy(index), torch.from_numpy(values))
+    for got in runs:
+        _check(got, want, device)
+    assert taken == [name] * 2
+
+
+def test_scatter_add_float16_accumulates_in_float32(device: burn.Device,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    index = RNG.integers(0, 5, (1, 400))
+    values = (RNG.standard_normal((1, 400)) * 10).astype(np.float16)
+    want = _on(NUMPY, np.zeros((1, 5), np.float16)).scatter(
+        1, _on(NUMPY, index), _on(NUMPY, values), "add").to_numpy()
+    with _path(monkeypatch, "sorted") as taken:
+        got = _on(device, np.zeros((1, 5), np.float16)).scatter(
+            1, _on(device, index), _on(device, values), "add")
+    _check(got, want, device)
+    assert taken == ["sorted"]
+
+
+# --- assign ---------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_scatter_assign_sorted_last_duplicate_wins(device: burn.Device, dtype: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NumPy backend's rule (docs): the entry with the largest index along dim wins."""
+    x = _values((2, 11), np.float32) > 0 if dtype is np.bool_ else _values((2, 11), dtype)
+    index = RNG.integers(-11, 11, (2, 300))
+    values = np.arange(600).reshape(2, 300)
+    vals = (values % 3 == 0) if dtype is np.bool_ else values.astype(dtype)
+    want = _on(NUMPY, x).scatter(1, _on(NUMPY, index), _on(NUMPY, vals)).to_numpy()
+    with _path(monkeypatch, "sorted") as taken:
+        got = _on(device, x).scatter(1, _on(device, index), _on(device, vals))
+    _check(got, want, device)
+    assert taken == ["sorted"]
+
+
+# --- select_assign / embedding backward -------------------------------------------------
+@pytest.mark.parametrize("dim", [0, 1, 2])
+@pytest.mark.parametrize("name", ["sorted", "scan"])
+def test_select_assign_matches_torch_index_add(device: burn.Device, dim: int, name: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    shape = [3, 4, 5]
+    x = _values(tuple(shape), np.float32)
+    rows = RNG.integers(-shape[dim], shape[dim], 90)
+    shape[dim] = 90
+    values = _values(tuple(reversed(shape)), np.float32).T  # a transposed (strided) view
+    with _path(monkeypatch, name) as taken:
+        got = _on(device, x).select_assign(dim, _on(device, rows),
+                                           _on(device, values.T.copy()).permute(2, 1, 0))
+    want = torch.from_numpy(x).index_add(dim, torch.from_numpy(rows % x.shape[dim]),
+                                         torch.from_numpy(np.ascontiguousarray(values)))
+    _check(got, want, device)
+    assert taken == [name]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_select_assign_ints_match_torch(device: burn.Device, dtype: Any,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = RNG.integers(0, 7, 200)
+    values = RNG.integers(-2**30, 2**30, (200, 3)).astype(dtype)  # int32 sums wrap
+    with _path(monkeypatch, "sorted"):
+        got = _on(device, np.ones((7, 3), dtype)).select_assign(0, _on(device, rows),
+                                                                 _on(device, values))
+    want = torch.ones(7, 3, dtype=torch.from_numpy(values).dtype).index_add(
+        0, torch.from_numpy(rows), torch.from_numpy(values))
+    _check(got, want, device)
+
+
+def test_embedding_backward_matches_torch(device: burn.Device,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """[6, 40] tokens of a 50-row table (many repeats): the weight gradient as torch's."""
+    ad = device.autodiff()
+    weight = RNG.standard_normal((50, 16)).astype(np.float32)
+    tokens = RNG.integers(0, 50, (6, 40))
+    scale = RNG.standard_normal((6, 40, 16)).astype(np.float32)
+    w = burn.tensor(weight, device=ad).require_grad()
+    with _path(monkeypatch, "sorted") as taken:
+        grads = (F.embedding(w, _on(ad, tokens)) * _on(ad, scale)).sum().backward()
+        grad = w.grad(grads)
+        assert grad is not None
+        got = grad.to_numpy()
+    tw = torch.from_numpy(weight).requires_grad_()
+    (torch.nn.functional.embedding(torch.from_numpy(tokens), tw)
+     * torch.from_numpy(scale)).sum().backward()
+    assert tw.grad is not None
+    assert got.shape == tuple(tw.grad.shape) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, tw.grad.numpy())
+    assert taken == ["sorted"]
+
+
+# --- edges ------------------------------------------------------------------------------
+def test_one_element_and_empty(device: burn.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    with _path(monkeypatch, "sorted"):
+        pair = _on(device, np.array([4.0, 1.0], np.float32))
+        one = _on(device, np.array([2.5], np.float32)).scatter(0, _on(device, [0, 0]), pair,
+                                                               "add")
+        _check(one, torch.tensor([2.5]).scatter_add(0, torch.tensor([0, 0]),
+                                                    torch.tensor([4.0, 1.0])), device)
+        x = _values((2, 6), np.float32)
+        empty = _on(device, np.zeros((2, 0), np.int64))
+        _check(_on(device, x).scatter(1, empty, _on(device, x), "add"), x, device)
+        rows = _on(device, np.zeros(0, np.int64))
+        _check(_on(device, x).select_assign(1, rows, _on(device, np.zeros((2, 0), np.float32))),
+               x, device)
+
+
+@pytest.mark.parametrize("name", PATHS)
+def test_out_of_range_raises_at_next_sync_and_writes_nothing(
+        device: burn.Device, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    dtype = np.int32 if name == "atomic" else np.float32
+    index = np.array([0, 2, -9, 1, 2])
+    with _path(monkeypatch, name):
+        got = _on(device, np.zeros(3, dtype)).scatter(
+            0, _on(device, index), _on(device, np.arange(1, 6).astype(dtype)), "add")
+        with pytest.raises(BurnIndexError, match=r"scatter: index -9 out of range \[-3, 3\)"):
+            burn.sync(device)
+        # the backend's kernels themselves skip the bad entry
+        backend = device.backend
+        x = _on(device, np.zeros(3, dtype))
+        out = backend.float_scatter(0, x._prim, _on(device, index)._prim,
+                                    _on(device, np.arange(1, 6).astype(dtype))._prim, "add")
+        assert backend.float_into_data(out).tolist() == [1, 4, 7]
+    assert got.shape == (3,)
+
+
+def test_kernels_generate_cuda() -> None:
+    """CUDA C of every new kernel (compile-only here: no GPU)."""
+    idx, i1 = np.zeros((2, 3), np.int64), np.zeros(6, np.int32)
+    for dtype in (DType.int32, DType.int64):
+        acc = np.zeros((2, 3), dtype.numpy)
+        assert "atomicAdd" in scatter_kernels.atomic_kernel(
+            dtype, dtype, DType.int64, 2, 1).source("cuda", 256, idx, acc, acc, 6)
+    assert "__global__" in scatter_kernels.keys_kernel(DType.int32, 2, 0).source(
+        "cuda", 256, idx.astype(np.int32), i1, 6, 2, 3)
+    for dtype, value, add in ((DType.float32, DType.float16, True),
+                              (DType.bool, DType.bool, False),
+                              (DType.int64, DType.int64, False)):
+        vals = np.zeros((2, 3), value.numpy)
+        assert "__global__" in scatter_kernels.runs_kernel(dtype, value, 2, add).source(
+            "cuda", 256, i1, idx.ravel(), vals, np.zeros(6, dtype.numpy), 6, 6, 1, 6)
