@@ -72,7 +72,7 @@ def _float_remainder(a: str, b: str) -> CubeExpr:
 
 
 def _sign(x: str) -> CubeExpr:
-    return ("select", ("gt", x, 0), 1, ("select", ("lt", x, 0), -1, x))
+    return ("select", ("gt", x, 0), 1, ("select", ("lt", x, 0), -1, 0))  # NaN, -0: 0 (torch)
 
 
 def _floor_div(a: str, b: str) -> CubeExpr:

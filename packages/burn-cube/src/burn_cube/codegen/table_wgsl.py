@@ -38,6 +38,21 @@ def _shifts(dtype: str, bits: int) -> dict[str, str]:
             else f"select({{a}} >> {amount}, 0u, {outside})"}
 
 
+#: Float dtypes with ``pow`` (Vulkan has no f64 one), lines included.
+POW_NAMES = ("f16", "f32", *(f"{s}x{n}" for s in ("f16", "f32") for n in LINE_LANES))
+
+
+def _nan_propagating(call: str, dtype: str) -> str:
+    """``call`` of ``{a}`` and ``{b}``, NaN where either is NaN (but x^0 = 1^y = 1): the NaN test
+    on the bits, since llvmpipe drops NaNs through ``pow`` and folds ``x != x`` to false."""
+    lanes = int(dtype.partition("x")[2] or 1)
+    u32, f32 = ("u32", "f32") if lanes == 1 else (f"vec{lanes}<u32>", f"vec{lanes}<f32>")
+    bits = "(bitcast<{u}>({f}({x})) & {u}(0x7fffffffu)) > {u}(0x7f800000u)"
+    nan = " | ".join(f"({bits.format(u=u32, f=f32, x=x)})" for x in ("{a}", "{b}"))
+    one = "(({b} == {t}(0.0)) | ({a} == {t}(1.0)))"
+    return f"select({call}, {{a}} + {{b}}, ({nan}) & !{one})"
+
+
 OPS: dict[str, str | None] = {
     **POSITIONS,
     "plane_dim": "bc_plane_dim", "unit_pos_plane": "bc_plane_unit",
@@ -60,7 +75,7 @@ OPS: dict[str, str | None] = {
     "scalar.f16": "f16(unpack2x16float({a}).x)",
     **{f"scalar.{s}": "bitcast<{t}>((u64({b}) << 32u) | u64({a}))" for s in ("i64", "f64")},
     "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "abs({a})",
-    "pow": "bc_pow_{s}({a}, {b})",
+    **{f"pow.{s}": _nan_propagating("bc_pow_{s}({a}, {b})", s) for s in POW_NAMES},
     "fmod": "bc_fmod_{s}({a}, {b})",
     "rsqrt": "inverseSqrt({a})", "log1p": "log(1.0 + {a})", "erf": "bc_erf_{s}({a})",
     "tanh.f32": "bc_tanh_{s}({a})",
@@ -88,8 +103,10 @@ OPS: dict[str, str | None] = {
 #: the dividend's sign; computed in f32 (exact for f16 too).
 #: Helper functions by name prefix, emitted once per dtype used (``{s}`` the dtype name, ``{T}``
 #: its WGSL type; lines included). erf: Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
-#: pow: C's pow (WGSL's is undefined for negative and zero bases): x^0 = 1, 0^-y = inf, a
-#: negative base to an integer power by the parity of the power, else NaN.
+#: pow: C's pow (WGSL's is undefined for negative and zero bases, and llvmpipe's drops NaNs):
+#: x^0 = 1^y = (-1)^+-inf = 1, NaN propagates, 0^-y = inf (-inf for -0 to an odd power), a
+#: negative base to an integer power (or -inf to any) by the parity of the power (infinite
+#: powers are even), else NaN.
 #: f32 tanh: the Cephes polynomial below 0.625, else from one ``exp`` (the Vulkan driver's
 #: ``tanh`` is slower); NaN propagates, +-inf give +-1.
 HELPERS = {
@@ -127,10 +144,12 @@ fn bc_erf_{s}(x: {T}) -> {T} {{
     "bc_pow_": """\
 fn bc_pow_{s}(x: {T}, y: {T}) -> {T} {{
     let inf = {T}(bitcast<f32>(0x7f800000u));
-    let r = select(pow(abs(x), y), inf, (x == {T}(0.0)) & (y < {T}(0.0)));
-    let odd = fract(y * 0.5) != {T}(0.0);
-    let negative = select({T}(bitcast<f32>(0x7fc00000u)), select(r, -r, odd), y == trunc(y));
-    return select(select(negative, r, x >= {T}(0.0)), {T}(1.0), y == {T}(0.0));
+    let odd = fract(y * 0.5) == {T}(0.5);
+    let r = select(pow(abs(x), y), select(inf, 1.0 / x, odd), (x == {T}(0.0)) & (y < {T}(0.0)));
+    let integral = (y == trunc(y)) | (abs(x) == inf);
+    let negative = select({T}(bitcast<f32>(0x7fc00000u)), select(r, -r, odd), integral);
+    let one = (y == {T}(0.0)) | (x == {T}(1.0)) | ((x == {T}(-1.0)) & (abs(y) == inf));
+    return select(select(negative, r, x >= {T}(0.0)), {T}(1.0), one);
 }}
 """,
     "bc_tanh_": """\

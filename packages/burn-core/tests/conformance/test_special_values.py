@@ -1,0 +1,49 @@
+"""NaN, infinities and signed zeros through `sign` and `pow` against torch (every backend: the
+cube lowerings and WGSL's pow helper handle them explicitly)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import burn
+
+from .reference import T, check_forward
+
+#: Bases and exponents with NaN, +-inf, +-0 and the integer / parity cases of pow.
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 0.25]
+EXPONENTS = [2.0, 3.0, -1.0, -2.0, 0.0, 2.5, np.nan, np.inf, -np.inf]
+
+
+@pytest.mark.op("sign")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_sign_of_nan_and_zeros(dtype: str, device: burn.Device) -> None:
+    """sign(NaN) = 0 and sign(-0.0) = 0 as torch; on a transposed view and 0-d too."""
+    values = np.array(SPECIAL)
+    for x in (T(values, dtype), T(np.stack([values, values[::-1]]), dtype, "transposed"),
+              T(np.array(np.nan), dtype)):
+        check_forward(lambda a: a.sign(), torch.sign, [x], device)
+
+
+@pytest.mark.op("powf_scalar")
+@pytest.mark.parametrize("exponent", EXPONENTS)
+def test_pow_scalar_special_values(exponent: float, device: burn.Device) -> None:
+    """x ** e for special bases: NaN propagates except x ** 0 = 1 ** e = 1; 0 ** -e = inf
+    (-inf for -0 to an odd power); a negative base to an infinite power is even; also as lines
+    (four elements) and strided."""
+    x = T(np.array(SPECIAL), "float32")
+    check_forward(lambda a: a ** exponent, lambda a: a ** exponent, [x], device)
+    lines = T(np.array(SPECIAL[:8]), "float32")
+    check_forward(lambda a: a ** exponent, lambda a: a ** exponent, [lines], device)
+    grid = T(np.stack([np.array(SPECIAL)] * 2), "float32", "transposed")
+    check_forward(lambda a: a ** exponent, lambda a: a ** exponent, [grid], device)
+
+
+@pytest.mark.op("powf")
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_pow_tensor_special_values(dtype: str, device: burn.Device) -> None:
+    """Every special base to every special exponent (broadcast grid)."""
+    base = T(np.array(SPECIAL)[:, None], dtype)
+    exponent = T(np.array(EXPONENTS)[None, :], dtype)
+    check_forward(lambda a, b: a.powf(b), torch.pow, [base, exponent], device)
