@@ -6,7 +6,10 @@ backward) or the NumPy backend (assign with duplicates), exact, and run on kerne
 from __future__ import annotations
 
 import contextlib
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,9 +40,12 @@ def device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> b
 
 @contextlib.contextmanager
 def _path(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[list[str]]:
-    """Force float paths to "sorted" or "scan" (per-output kernel) and record the path each
-    scatter takes."""
+    """Force float paths to "sorted", "scan" (per-output kernel) or "rows" (the sequential
+    runtimes' select_assign kernel, on every runtime) and record the path each scatter
+    takes."""
     monkeypatch.setattr(scatter_kernels, "SCAN_WORK_MAX", 0 if name == "sorted" else 1 << 62)
+    if name == "rows":
+        monkeypatch.setattr(scatter_kernels, "SEQUENTIAL_RUNTIMES", ("cpu", "wgpu"))
     taken: list[str] = []
     real = scatter_kernels.path
 
@@ -147,7 +153,7 @@ def test_scatter_assign_sorted_last_duplicate_wins(device: burn.Device, dtype: A
 
 # --- select_assign / embedding backward -------------------------------------------------
 @pytest.mark.parametrize("dim", [0, 1, 2])
-@pytest.mark.parametrize("name", ["sorted", "scan"])
+@pytest.mark.parametrize("name", ["sorted", "scan", "rows"])
 def test_select_assign_matches_torch_index_add(device: burn.Device, dim: int, name: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     shape = [3, 4, 5]
@@ -161,19 +167,25 @@ def test_select_assign_matches_torch_index_add(device: burn.Device, dim: int, na
     want = torch.from_numpy(x).index_add(dim, torch.from_numpy(rows % x.shape[dim]),
                                          torch.from_numpy(np.ascontiguousarray(values)))
     _check(got, want, device)
-    assert taken == [name]
+    assert taken == ["index_add_rows" if name == "rows" else name]
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64])
-def test_select_assign_ints_match_torch(device: burn.Device, dtype: Any,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16])
+@pytest.mark.parametrize("name", ["sorted", "rows"])
+def test_select_assign_ints_and_half_match_torch(device: burn.Device, dtype: Any, name: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Int sums wrap as torch's (atomics where the runtime has them); float16 accumulates
+    in float32 and rounds once (torch's float32 index_add, then rounded)."""
     rows = RNG.integers(0, 7, 200)
-    values = RNG.integers(-2**30, 2**30, (200, 3)).astype(dtype)  # int32 sums wrap
-    with _path(monkeypatch, "sorted"):
+    values = (RNG.standard_normal((200, 3)) * 10 if dtype is np.float16 else RNG.integers(
+        -2**30, 2**30, (200, 3))).astype(dtype)
+    ref = torch.from_numpy(values)
+    wide = torch.float32 if dtype is np.float16 else ref.dtype
+    want = torch.ones(7, 3, dtype=wide).index_add(0, torch.from_numpy(rows), ref.to(wide)).to(
+        ref.dtype)
+    with _path(monkeypatch, name):
         got = _on(device, np.ones((7, 3), dtype)).select_assign(0, _on(device, rows),
                                                                  _on(device, values))
-    want = torch.ones(7, 3, dtype=torch.from_numpy(values).dtype).index_add(
-        0, torch.from_numpy(rows), torch.from_numpy(values))
     _check(got, want, device)
 
 
@@ -234,18 +246,44 @@ def test_out_of_range_raises_at_next_sync_and_writes_nothing(
     assert got.shape == (3,)
 
 
-def test_kernels_generate_cuda() -> None:
-    """CUDA C of every new kernel (compile-only here: no GPU)."""
+def _cuda_sources() -> list[str]:
+    """CUDA C of every kernel of `scatter_kernels`, for the dtypes it serves."""
     idx, i1 = np.zeros((2, 3), np.int64), np.zeros(6, np.int32)
+    sources = []
     for dtype in (DType.int32, DType.int64):
         acc = np.zeros((2, 3), dtype.numpy)
-        assert "atomicAdd" in scatter_kernels.atomic_kernel(
-            dtype, dtype, DType.int64, 2, 1).source("cuda", 256, idx, acc, acc, 6)
-    assert "__global__" in scatter_kernels.keys_kernel(DType.int32, 2, 0).source(
-        "cuda", 256, idx.astype(np.int32), i1, 6, 2, 3)
+        sources.append(scatter_kernels.atomic_kernel(dtype, dtype, DType.int64, 2, 1).source(
+            "cuda", 256, idx, acc, acc, 6))
+    sources.append(scatter_kernels.keys_kernel(DType.int32, 2, 0).source(
+        "cuda", 256, idx.astype(np.int32), i1, 6, 2, 3))
+    for unit_stride in (False, True):
+        x3 = np.zeros((2, 3, 4), np.float32)
+        sources.append(scatter_kernels.index_add_rows_kernel(
+            DType.float32, DType.float16, DType.int64, unit_stride).source(
+                "cuda", 256, idx.ravel(), x3.astype(np.float16), x3, 2))
     for dtype, value, add in ((DType.float32, DType.float16, True),
                               (DType.bool, DType.bool, False),
                               (DType.int64, DType.int64, False)):
         vals = np.zeros((2, 3), value.numpy)
-        assert "__global__" in scatter_kernels.runs_kernel(dtype, value, 2, add).source(
-            "cuda", 256, i1, idx.ravel(), vals, np.zeros(6, dtype.numpy), 6, 6, 1, 6)
+        sources.append(scatter_kernels.runs_kernel(dtype, value, 2, add).source(
+            "cuda", 256, i1, idx.ravel(), vals, np.zeros(6, dtype.numpy), 6, 6, 1, 6))
+    return sources
+
+
+def test_kernels_generate_cuda() -> None:
+    """CUDA C of every new kernel (no GPU here): a kernel entry each, atomics where used."""
+    sources = _cuda_sources()
+    assert all("__global__" in src for src in sources)
+    assert all("atomicAdd" in src for src in sources[:2])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_kernels_compile_for_cuda(tmp_path: Path) -> None:
+    """nvcc compiles each kernel's CUDA C (the cuda runtime compiles it with NVRTC)."""
+    paths = []
+    for k, src in enumerate(_cuda_sources()):
+        paths.append(tmp_path / f"scatter{k}.cu")
+        paths[-1].write_text(src)
+    proc = subprocess.run(["nvcc", "-c", "-arch=sm_90", "-std=c++17", *map(str, paths)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[:4000]

@@ -32,8 +32,13 @@ from burn.ir.cube import cube_dtype
 from .checks import CubeCheckOps
 from .elementwise import flat_view
 from .layout import contiguous_copy, copy_into
+from .scatter_kernels import (
+    index_add_rows,
+    scatter_atomic,
+    scatter_sorted,
+    select_assign_sorted,
+)
 from .scatter_kernels import path as scatter_path
-from .scatter_kernels import scatter_atomic, scatter_sorted, select_assign_sorted
 from .tensor import CubeTensor, Shape, dense_strides
 
 
@@ -306,12 +311,16 @@ def scatter(backend: Any, op: str, dim: int, x: CubeTensor, indices: CubeTensor,
 def _scatter_into(backend: Any, dim: int, out: CubeTensor, indices: CubeTensor,
                   values: CubeTensor, add: bool, rows: CubeTensor | None) -> None:
     """Scatter into dense `out` by the path its runtime and sizes call for (module
-    docstring; `scatter_kernels` for the atomic and sorted paths); `rows`: select_assign's
+    docstring; `scatter_kernels` for its paths); `rows`: select_assign's
     1-d indices, which `indices` broadcasts."""
-    lines = indices.size // max(indices.shape[dim], 1) if indices.shape else 1
-    path = scatter_path(backend, out, indices, dim, add, lines) if (
-        lines < OUTPUT_UNITS_BELOW) else None
-    if path == "atomic":
+    lines = indices.size // indices.shape[dim] if indices.shape else 1
+    path = scatter_path(backend, out, indices, dim, add, rows is not None,
+                        lines < OUTPUT_UNITS_BELOW)
+    if path == "index_add_rows":
+        vals = _around(values, dim) or _around(contiguous_copy(backend, values), dim)
+        assert vals is not None and rows is not None  # a dense tensor always folds
+        index_add_rows(backend, dim, out, rows, vals)
+    elif path == "atomic":
         scatter_atomic(backend, dim, out, indices, values)
     elif path == "sorted" and rows is not None:
         select_assign_sorted(backend, dim, out, rows, values)

@@ -34,8 +34,9 @@ from .tensor import CubeTensor
 #: Largest `lines * extent * depth` (index reads of the per-output kernel) that the per-output
 #: kernel keeps on a GPU; above it the sorted path (or atomics for integer adds) runs.
 SCAN_WORK_MAX = 1 << 22
-#: Runtimes that keep `indexing`'s sequential "rows" kernel (the cpu runtime: one unit walks
-#: each leading coordinate's indices in order, linear work).
+#: Runtimes that keep sequential kernels (the cpu runtime: one unit walks each leading
+#: coordinate's indices in order, linear work): `indexing`'s "rows" scatter and
+#: `index_add_rows_kernel`.
 SEQUENTIAL_RUNTIMES = ("cpu",)
 #: Key of an out-of-range entry: past every target (keys are int32 flat output positions).
 NO_TARGET = (1 << 31) - 1
@@ -47,15 +48,18 @@ def atomic_dtypes(runtime_name: str) -> tuple[DType, ...]:
 
 
 def path(backend: Any, out: CubeTensor, indices: CubeTensor, dim: int, add: bool,
-         lines: int) -> str | None:
-    """For indices with few `lines` (where `indexing` would run a unit per output element):
-    "atomic" (integer adds) or "sorted" (where that kernel would read more than
-    `SCAN_WORK_MAX` indices) on runtimes that run units in parallel, else None (`indexing`'s
-    kernels)."""
-    if backend.runtime_name in SEQUENTIAL_RUNTIMES or not out.shape:
+         select: bool, few_lines: bool) -> str | None:
+    """The path of a scatter into `out`, or None for `indexing`'s kernels. On sequential
+    runtimes "index_add_rows" for select_assign (`select`). Elsewhere, for indices with
+    `few_lines` (where `indexing` would run a unit per output element): "atomic" for integer
+    adds, "sorted" where that kernel would read more than `SCAN_WORK_MAX` indices."""
+    if backend.runtime_name in SEQUENTIAL_RUNTIMES:
+        return "index_add_rows" if select else None
+    if not few_lines or not out.shape:
         return None
     if add and out.dtype in atomic_dtypes(backend.runtime_name):
         return "atomic"
+    lines = indices.size // indices.shape[dim]
     work = lines * out.shape[dim] * indices.shape[dim]
     return "sorted" if work > SCAN_WORK_MAX and out.size < NO_TARGET else None
 
@@ -168,6 +172,47 @@ def runs_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any:
                 b.set(j, j + 1)
             out[at] = acc
     return b.kernel()
+
+
+@cache
+def index_add_rows_kernel(dtype: DType, value_dtype: DType, index_dtype: DType,
+                          unit_stride: bool) -> Any:
+    """`out[o, rows[k], :] += values[o, k, :]` for k in order, one unit per `o` (`out` dense
+    (outer, extent, inner), `values` a (outer, n, inner) view, with `unit_stride` one whose
+    inner stride is 1): the index is read and wrapped once per row and the inner loop runs
+    over sequential memory (the cpu runtime; a unit stride lets the C compiler vectorize)."""
+    from burn_cube import KernelBuilder, u32
+
+    cube = cube_dtype("scatter", dtype)
+    b = KernelBuilder("index_add_rows")
+    rows = b.tensor("rows", cube_dtype("scatter", index_dtype), rank=1, write=False)
+    values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=3, write=False)
+    out = b.tensor("out", cube, rank=3, write=True)
+    units = b.scalar("units", u32)
+    o = b.ABSOLUTE_POS
+    inner = out.shape[2]
+    with b.if_(o < units), b.for_range(values.shape[1]) as k:
+        index = rows[rows.offset + k * rows.stride[0]]
+        extent = b.cast(out.shape[1], index.dtype)
+        row = b.local(index.dtype, b.select(index < 0, index + extent, index))
+        with b.if_(b.and_(row >= 0, row < extent)):
+            target = b.local(u32, (o * out.shape[1] + b.cast(row, u32)) * inner)
+            source = b.local(u32, values.offset + o * values.stride[0] + k * values.stride[1])
+            with b.for_range(inner) as c:
+                out[target + c] = out[target + c] + b.cast(
+                    values[source + (c if unit_stride else c * values.stride[2])], cube)
+    return b.kernel()
+
+
+def index_add_rows(backend: Any, dim: int, out: CubeTensor, rows: CubeTensor,
+                   values: CubeTensor) -> None:
+    """index_add of `values` (an (outer, n, inner) view) into dense `out` at 1-d `rows`
+    along `dim`: a unit per coordinate before `dim` walks the rows in order."""
+    outer, inner = values.shape[0], values.shape[2]
+    out3 = out.view((outer, out.shape[dim], inner), (out.shape[dim] * inner, inner, 1))
+    unit_stride = values.strides[2] == 1 or inner == 1
+    kernel = index_add_rows_kernel(out.dtype, values.dtype, rows.dtype, unit_stride)
+    backend.launch(kernel, outer, rows.array, values.array, out3.array, outer)
 
 
 def scatter_atomic(backend: Any, dim: int, out: CubeTensor, indices: CubeTensor,
