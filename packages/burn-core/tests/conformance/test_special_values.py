@@ -1,5 +1,6 @@
-"""NaN, infinities and signed zeros through `sign` and `pow` against torch (every backend: the
-cube lowerings and WGSL's pow helper handle them explicitly)."""
+"""NaN, infinities, signed zeros and extreme magnitudes through `sign`, `pow` and `remainder`
+against torch (every backend: the cube lowerings and WGSL's pow and fmod helpers handle them
+explicitly)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,26 @@ def test_pow_tensor_special_values(dtype: str, device: burn.Device) -> None:
     base = T(np.array(SPECIAL)[:, None], dtype)
     exponent = T(np.array(EXPONENTS)[None, :], dtype)
     check_forward(lambda a, b: a.powf(b), torch.pow, [base, exponent], device)
+
+
+def _exact_remainder(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """C's fmod (numpy's; torch.fmod loses precision past 2**24 quotients) moved to the
+    divisor's sign: the remainder burn computes."""
+    with np.errstate(invalid="ignore"):
+        m = torch.from_numpy(np.fmod(a.numpy(), b.numpy()))
+    return torch.where((m != 0) & ((m < 0) != (b < 0)), m + b, m)
+
+
+@pytest.mark.op("remainder")
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_remainder_exact_for_huge_quotients(dtype: str, device: burn.Device) -> None:
+    """Dividends and divisors over the whole range (subnormals, quotients past the float max):
+    the remainder is exact (torch's `%` loses it, NaN where the quotient overflows)."""
+    rng = np.random.default_rng(7)
+    top = 38 if dtype == "float32" else 4
+    a = rng.standard_normal(4000) * 10.0 ** rng.integers(-top - 7, top + 1, 4000)
+    b = rng.standard_normal(4000) * 10.0 ** rng.integers(-top - 7, top + 1, 4000)
+    a[:4], b[:4] = [3.4e38 if top == 38 else 6.5e4, 1.0, -5.5, 7.0], [0.7, np.inf, 2.0, -np.inf]
+    with np.errstate(over="ignore"):
+        x, y = T(a, dtype), T(b, dtype)
+    check_forward(lambda p, q: p % q, _exact_remainder, [x, y], device)

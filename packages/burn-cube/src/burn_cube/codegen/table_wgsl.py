@@ -98,9 +98,9 @@ OPS: dict[str, str | None] = {
     **{f"{op}.f64": None for op in F64_MISSING},
 }
 
-#: fmod: C's fmod (WGSL's float % is x - y * trunc(x / y), inexact): the product q * y split
-#: exactly (Veltkamp/Dekker, no fma needed), then the remainder brought into (-|y|, |y|) with
-#: the dividend's sign; computed in f32 (exact for f16 too).
+#: fmod: C's fmod, exact for every quotient (WGSL's float % is x - y * trunc(x / y), inexact,
+#: and the quotient overflows): the long division of the significands on their bits (musl's
+#: fmodf), computed in f32 (exact for f16 too).
 #: Helper functions by name prefix, emitted once per dtype used (``{s}`` the dtype name, ``{T}``
 #: its WGSL type; lines included). erf: Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
 #: pow: C's pow (WGSL's is undefined for negative and zero bases, and llvmpipe's drops NaNs):
@@ -112,25 +112,57 @@ OPS: dict[str, str | None] = {
 HELPERS = {
     "bc_fmod_": """\
 fn bc_fmod_{s}(xt: {T}, yt: {T}) -> {T} {{
-    let x = f32(xt);
-    let y = f32(yt);
-    let q = trunc(x / y);
-    let p = q * y;
-    let cq = 4097.0 * q;
-    let qh = cq - (cq - q);
-    let ql = q - qh;
-    let cy = 4097.0 * y;
-    let yh = cy - (cy - y);
-    let yl = y - yh;
-    let e = ((qh * yh - p) + qh * yl + ql * yh) + ql * yl;
-    var r = (x - p) - e;
-    let step = abs(y) * sign(x);
-    r = select(r, r + step, (r != 0.0) & ((r < 0.0) != (x < 0.0)));
-    r = select(r, r - step, abs(r) >= abs(y));
-    r = select(r, bitcast<f32>(bitcast<u32>(x) & 0x80000000u), r == 0.0);  // x's signed 0
-    let y_inf = (bitcast<u32>(y) & 0x7fffffffu) == 0x7f800000u;
-    let x_finite = (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u;
-    return {T}(select(r, x, y_inf & x_finite));
+    let ux = bitcast<u32>(f32(xt));
+    let uy = bitcast<u32>(f32(yt));
+    let sx = ux & 0x80000000u;
+    let ax = ux & 0x7fffffffu;
+    let ay = uy & 0x7fffffffu;
+    if (ay == 0u || ay > 0x7f800000u || ax >= 0x7f800000u) {{
+        return {T}(bitcast<f32>(0x7fc00000u));
+    }}
+    if (ax <= ay) {{
+        return select(xt, {T}(bitcast<f32>(sx)), ax == ay);
+    }}
+    var ex = i32(ax >> 23u);
+    var ey = i32(ay >> 23u);
+    var mx = ax & 0x7fffffu;
+    var my = ay & 0x7fffffu;
+    if (ex == 0) {{
+        mx = mx << (countLeadingZeros(mx) - 8u);
+        ex = 9 - i32(countLeadingZeros(ax));
+    }} else {{
+        mx = mx | 0x800000u;
+    }}
+    if (ey == 0) {{
+        my = my << (countLeadingZeros(my) - 8u);
+        ey = 9 - i32(countLeadingZeros(ay));
+    }} else {{
+        my = my | 0x800000u;
+    }}
+    for (; ex > ey; ex = ex - 1) {{
+        if (mx >= my) {{
+            mx = mx - my;
+            if (mx == 0u) {{
+                return {T}(bitcast<f32>(sx));
+            }}
+        }}
+        mx = mx << 1u;
+    }}
+    if (mx >= my) {{
+        mx = mx - my;
+        if (mx == 0u) {{
+            return {T}(bitcast<f32>(sx));
+        }}
+    }}
+    let shift = countLeadingZeros(mx) - 8u;
+    mx = mx << shift;
+    ex = ex - i32(shift);
+    if (ex > 0) {{
+        mx = (mx - 0x800000u) | (u32(ex) << 23u);
+    }} else {{
+        mx = mx >> u32(1 - ex);
+    }}
+    return {T}(bitcast<f32>(mx | sx));
 }}
 """,
     "bc_erf_": """\
