@@ -11,7 +11,7 @@ import torch.nn.functional as TF
 
 import burn
 import burn.functional as F
-from burn.errors import DTypeError
+from burn.errors import AutodiffError, DTypeError
 
 RNG = np.random.default_rng(3)
 WEIGHT = np.array([0.5, 2.0, 1.0, 1.5], dtype=np.float32)
@@ -73,3 +73,19 @@ def test_probability_target_of_another_dtype_is_refused() -> None:
     y = burn.tensor(np.full((2, 3), 1 / 3), device=device)  # float64
     with pytest.raises(DTypeError, match="cross_entropy"):
         F.cross_entropy(x, y)
+
+
+def test_class_weights_that_require_grad_are_refused() -> None:
+    """torch has no derivative for cross_entropy's class weights and refuses tracked ones."""
+    device = burn.Device("numpy").autodiff()
+    logits = RNG.standard_normal((5, 4)).astype(np.float32)
+    target = burn.tensor(np.array([0, 1, 2, 3, 1]), device=device)
+    weight = burn.tensor(WEIGHT, device=device).require_grad()
+    with pytest.raises(AutodiffError, match="cross_entropy: class weights"):
+        F.cross_entropy(burn.tensor(logits, device=device).require_grad(), target, weight)
+    with pytest.raises(RuntimeError, match="weight"):
+        TF.cross_entropy(torch.from_numpy(logits), torch.tensor([0, 1, 2, 3, 1]),
+                         torch.from_numpy(WEIGHT).requires_grad_())
+    with burn.no_grad():  # nothing is recorded: nothing to refuse
+        out = F.cross_entropy(burn.tensor(logits, device=device), target, weight)
+    assert out.shape == () and out.dtype == burn.float32

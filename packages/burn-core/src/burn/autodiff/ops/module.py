@@ -18,6 +18,7 @@ from burn.backend.options import (
     InterpolateOptions,
     PoolOptions,
 )
+from burn.errors import AutodiffError
 
 P = Any
 T = AutodiffTensor
@@ -121,9 +122,16 @@ class ModuleOpsMixin(OpsBase):
     def cross_entropy(self, logits: T, target: P, weight: T | None, ignore_index: int,
                       label_smoothing: float, reduction: str) -> T:
         """The inner cross_entropy; backward through the inner `cross_entropy_backward` (the
-        logits' gradient only: the class weights get none, as torch has no derivative for
-        them)."""
+        logits' gradient only).
+
+        Raises:
+            AutodiffError: for class weights that require grad (as torch, which has no
+                derivative for them).
+        """
         inner = self.inner
+        if weight is not None and tracked(weight):
+            raise AutodiffError("cross_entropy", "class weights have no gradient; detach them",
+                                weight=inner.shape(weight.primitive))
         w = _prim(weight)
         out = inner.cross_entropy(logits.primitive, target, w, ignore_index, label_smoothing,
                                   reduction)
