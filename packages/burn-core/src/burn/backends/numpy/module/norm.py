@@ -81,7 +81,7 @@ def layer_norm_backward(x: Array, weight: Array | None, bias: Array | None, mean
         xhat *= proj
         mean_gw = row_sums(gw)
         mean_gw *= inv_d
-        dx = np.subtract(gw, mean_gw)
+        dx = np.subtract(gw, mean_gw, out=None if weight is None else gw)  # gw is ours
         dx -= xhat
         dx *= r
     finally:
