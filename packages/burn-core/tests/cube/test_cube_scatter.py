@@ -1,6 +1,6 @@
 """The linear scatter paths of the cube backends (`scatter_kernels`: integer atomics, sorted
-runs) for few long index lines, on cpu and wgpu (the cpu runtime takes them only when the
-tests lift `SEQUENTIAL_RUNTIMES`): compared with torch (scatter_add, index_add, embedding
+runs, the cpu runtime's select_assign rows) on cpu, wgpu and cuda where present (every path on
+every runtime, forced by the tests): compared with torch (scatter_add, index_add, embedding
 backward) or the NumPy backend (assign with duplicates), exact, and run on kernels."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 import burn
 import burn.functional as F
 from burn.backends.cube import scatter_kernels
-from burn.backends.cube.backend import CubeBackend
+from burn.backends.cube.backend import CubeBackend, CudaBackend
 from burn.dtype import DType
 from burn.errors import BurnIndexError
 
@@ -28,7 +28,10 @@ RNG = np.random.default_rng(3)
 PATHS = ["atomic", "sorted", "scan"]
 
 
-@pytest.fixture(params=["cpu", "wgpu"])
+DEVICES = ["cpu", "wgpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
+
+
+@pytest.fixture(params=DEVICES)
 def device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> burn.Device:
     """The device with the linear paths enabled on every runtime, no check pending."""
     monkeypatch.setattr(scatter_kernels, "SEQUENTIAL_RUNTIMES", ())
@@ -103,23 +106,74 @@ def test_scatter_add_few_long_lines_matches_torch(device: burn.Device, dtype: An
         assert taken == ["atomic" if atomic else name]
 
 
-@pytest.mark.parametrize("name", PATHS)
+def _blocked(x: np.ndarray, index: np.ndarray, values: np.ndarray, block: int,
+             add: bool = True) -> np.ndarray:
+    """The sorted path's order on 1-d `x` (docs/differences.md): entries sorted by target
+    (stable), each run added in order through the end of the block of `block` sorted
+    positions after the one it starts in, then each further block's in-order sum."""
+    order = np.argsort(index, kind="stable")
+    t, v, out = index[order], values[order], x.copy()
+    starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
+    for s, e in zip(starts, np.r_[starts[1:], len(t)], strict=True):
+        acc, k = out[t[s]], s // block + 2
+        for j in range(s, min(e, k * block)):
+            acc = acc + v[j] if add else v[j]
+        while k * block < e:
+            part = v[k * block]
+            for j in range(k * block + 1, min((k + 1) * block, e)):
+                part = part + v[j] if add else v[j]
+            acc, k = acc + part if add else part, k + 1
+        out[t[s]] = acc
+    return out
+
+
+@pytest.mark.parametrize("name, block", [("atomic", 256), ("scan", 256), ("sorted", 256),
+                                         ("sorted", 4)])
 def test_scatter_one_line_many_duplicates_is_exact_and_repeatable(
-        device: burn.Device, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """5000 entries into 3 outputs (runs longer than any block of the sort), float32 in index
-    order as torch's CPU loop, run twice with the same bits; int32 through atomics."""
+        device: burn.Device, name: str, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """5000 entries into 3 outputs (runs longer than a block and than the sort's blocks):
+    int32 through atomics and float32 per output in index order equal torch; float32 sorted
+    runs follow the documented block order (torch's for runs of up to a block); run twice,
+    the same bits."""
+    monkeypatch.setattr(scatter_kernels, "RUN_BLOCK", block)
     index = RNG.integers(0, 3, 5000)
     index[-300:] = 2  # a run that reaches the end of the sorted keys
     dtype = np.int32 if name == "atomic" else np.float32
     values = (RNG.standard_normal(5000) * 100).astype(dtype)
+    values[7] = np.inf if name == "sorted" else values[7]
     with _path(monkeypatch, name) as taken:
         runs = [_on(device, np.zeros(3, dtype)).scatter(
             0, _on(device, index), _on(device, values), "add") for _ in range(2)]
-    want = torch.zeros(3, dtype=torch.from_numpy(values).dtype).scatter_add(
-        0, torch.from_numpy(index), torch.from_numpy(values))
+    want: Any = _blocked(np.zeros(3, dtype), index, values, block) if name == "sorted" else (
+        torch.zeros(3, dtype=torch.from_numpy(values).dtype).scatter_add(
+            0, torch.from_numpy(index), torch.from_numpy(values)))
     for got in runs:
         _check(got, want, device)
     assert taken == [name] * 2
+
+
+def test_sorted_runs_across_blocks_per_column(device: burn.Device,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """select_assign along dim 1 of [2, 3, 4] with 41 rows and blocks of 2 sorted positions:
+    every (outer, inner) column follows the block order; assign keeps the last entry."""
+    monkeypatch.setattr(scatter_kernels, "RUN_BLOCK", 2)
+    x = _values((2, 3, 4), np.float32)
+    rows = RNG.integers(0, 3, 41)
+    values = (RNG.standard_normal((2, 41, 4)) * 100).astype(np.float32)
+    with _path(monkeypatch, "sorted"):
+        got = _on(device, x).select_assign(1, _on(device, rows), _on(device, values))
+        assigned = _on(device, x[:1]).scatter(1, _on(device, np.tile(rows, (1, 4, 1))
+                                                      .transpose(0, 2, 1)),
+                                              _on(device, values[:1]))
+    want = np.empty_like(x)
+    for o in range(2):
+        for c in range(4):
+            want[o, :, c] = _blocked(x[o, :, c], rows, values[o, :, c], 2)
+    _check(got, want, device)
+    last = np.empty_like(x[:1])
+    for c in range(4):
+        last[0, :, c] = _blocked(x[0, :, c], rows, values[0, :, c], 2, add=False)
+    _check(assigned, last, device)
 
 
 def test_scatter_add_float16_accumulates_in_float32(device: burn.Device,
@@ -264,9 +318,11 @@ def _cuda_sources() -> list[str]:
     for dtype, value, add in ((DType.float32, DType.float16, True),
                               (DType.bool, DType.bool, False),
                               (DType.int64, DType.int64, False)):
-        vals = np.zeros((2, 3), value.numpy)
+        vals, acc = np.zeros((2, 3), value.numpy), np.zeros(6, dtype.numpy)
+        sources.append(scatter_kernels.blocks_kernel(dtype, value, 2, add).source(
+            "cuda", 256, i1, idx.ravel(), vals, acc, 2, 6, 1, 4, 2))
         sources.append(scatter_kernels.runs_kernel(dtype, value, 2, add).source(
-            "cuda", 256, i1, idx.ravel(), vals, np.zeros(6, dtype.numpy), 6, 6, 1, 6))
+            "cuda", 256, i1, idx.ravel(), vals, acc, acc, 6, 6, 1, 6, 4, 2))
     return sources
 
 

@@ -14,8 +14,11 @@ on a GPU when there are few lines, a unit owns one output element and scans its 
 entries hitting it (more work, more parallelism); the depth is the indices' extent along
 `dim` either way. Where that scan would be long (few long lines), GPUs take
 `scatter_kernels`' linear paths instead: integer atomics for int adds, or the entries sorted
-by target and each run walked in index order (the same results). float16 / bfloat16
-accumulate in a float32 copy (as the NumPy backend computes them) that is cast back once.
+by target and each run walked in index order (the same results, but for float runs longer
+than `scatter_kernels.RUN_BLOCK`, summed block by block). The cpu runtime's select_assign
+reads each index once and adds its row over sequential memory (`scatter_kernels`).
+float16 / bfloat16 accumulate in a float32 copy (as the NumPy backend computes them) that is
+cast back once.
 """
 
 from __future__ import annotations

@@ -10,13 +10,18 @@ every output scans 16.7M indices). Two linear paths replace it there:
 - "sorted" (float add, any assign): one unit per index entry writes its target's flat position
   in the output (a key; out-of-range entries get a key past every target), the keys are sorted
   with their positions by the cube sort (stable: equal keys keep increasing positions, that is
-  increasing index along `dim`), and the unit at the start of each run of equal keys walks the
-  run in that order, adding (or keeping the last value, for assign) in a register, and stores
-  it once. Results are those of the per-output kernel bit for bit: every output still
-  accumulates its entries in increasing index order. The depth is the longest run.
+  increasing index along `dim`), and the unit at the start of each run of equal keys adds the
+  run's values (or keeps the last, for assign) in a register and stores it once. It walks the
+  run in order through the end of the `RUN_BLOCK`-position block after the one it starts in,
+  then adds the following blocks' shares, each summed in order by a unit per block first
+  (`blocks_kernel`): the depth is about 2 * RUN_BLOCK + run / RUN_BLOCK. Runs of up to
+  `RUN_BLOCK` entries (and every assign, and integer sums) give the per-output kernel's
+  results bit for bit (torch's CPU order); longer float runs sum block by block, always in
+  the same order (docs/differences.md).
 
 select_assign (index_add along `dim`) sorts only its 1-d indices: a run of equal rows is walked
-once per (outer, inner) coordinate of the values.
+once per (outer, inner) coordinate of the values. On the cpu runtime select_assign runs
+`index_add_rows_kernel` (rows added in index order over sequential memory) on every size.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ SCAN_WORK_MAX = 1 << 22
 #: coordinate's indices in order, linear work): `indexing`'s "rows" scatter and
 #: `index_add_rows_kernel`.
 SEQUENTIAL_RUNTIMES = ("cpu",)
+#: Sorted positions per block of the run walk: a run is added in order through the end of
+#: the block after the one it starts in (runs of up to `RUN_BLOCK` entries: wholly in order),
+#: then block by block (each block's share summed in order first).
+RUN_BLOCK = 256
 #: Key of an out-of-range entry: past every target (keys are int32 flat output positions).
 NO_TARGET = (1 << 31) - 1
 
@@ -136,40 +145,111 @@ def keys_kernel(index_dtype: DType, rank: int, dim: int) -> Any:
     return b.kernel()
 
 
+def _run_tensors(b: Any, value_dtype: DType, rank: int) -> tuple[Any, Any, Any]:
+    """The sorted keys, their source positions and the values of a run kernel."""
+    from burn_cube import i32
+
+    keys = b.tensor("keys", i32, rank=1, write=False)
+    order = b.tensor("order", cube_dtype("scatter", DType.int64), rank=1, write=False)
+    values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=rank, write=False)
+    return keys, order, values
+
+
+def _split(b: Any, unit: Any, count: Any, inner: Any) -> tuple[Any, Any, Any]:
+    """`(o, i, c)` of `unit` in (outer, count, inner), u32 locals."""
+    from burn_cube import u32
+
+    c = b.local(u32, unit % inner)
+    rest = b.local(u32, unit // inner)
+    return b.local(u32, rest // count), b.local(u32, rest % count), c
+
+
+def _value(b: Any, run: tuple[Any, Any, Any], j: Any, column: tuple[Any, Any, Any, Any],
+           cube: DType) -> Any:
+    """The value of sorted position `j` in `column` = (o, n, inner, c): logical position
+    `(o * n + order[j]) * inner + c` of `values`; `run` = (keys, order, values)."""
+    from burn_cube import u32
+
+    _, order, values = run
+    o, n, inner, c = column
+    source = (o * n + b.cast(order[j], u32)) * inner + c
+    return b.cast(values[b.index_of(values, source)], cube)
+
+
+def _walk(b: Any, acc: Any, run: tuple[Any, Any, Any], key: Any, start: Any, stop: Any,
+          column: tuple[Any, Any, Any, Any], add: bool) -> None:
+    """`acc` (+)= the values of sorted positions `start`, `start + 1`... before `stop` while
+    their key is `key`, in order."""
+    from burn_cube import u32
+
+    j = b.local(u32, start)
+    with b.while_(j < stop):
+        with b.if_(run[0][j] != key):
+            b.break_()
+        value = _value(b, run, j, column, acc.dtype)
+        b.set(acc, acc + value if add else value)
+        b.set(j, j + 1)
+
+
+@cache
+def blocks_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any:
+    """Unit (o, k, c) of (outer, blocks, inner): `partial[unit]` = the sum (add) or the last
+    value (assign), in order, of the leading run of sorted block k (positions k * block...,
+    while the key is that of its first position)."""
+    from burn_cube import KernelBuilder, i32, u32
+
+    cube = cube_dtype("scatter", dtype)
+    b = KernelBuilder(f"scatter_{'add' if add else 'assign'}_blocks")
+    run = _run_tensors(b, value_dtype, rank)
+    partial = b.tensor("partial", cube, rank=1, write=True)
+    units, n, inner, block, blocks = (b.scalar(name, u32)
+                                      for name in ("units", "n", "inner", "block", "blocks"))
+    unit = b.ABSOLUTE_POS
+    with b.if_(unit < units):
+        o, k, c = _split(b, unit, blocks, inner)
+        start = b.local(u32, k * block)
+        key = b.local(i32, run[0][start])
+        with b.if_(key != NO_TARGET):
+            column = (o, n, inner, c)
+            acc = b.local(cube, _value(b, run, start, column, cube))
+            _walk(b, acc, run, key, start + 1, b.min(start + block, n), column, add)
+            partial[unit] = acc
+    return b.kernel()
+
+
 @cache
 def runs_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any:
-    """Unit `u` = (o, i, c) of (outer, n, inner): where sorted position `i` starts a run of
-    equal keys, walk the run (source positions `order[j]`, increasing) and store
-    `out[(o * extent + key) * inner + c]` (+)= `values` at logical position
-    `(o * n + order[j]) * inner + c` once."""
+    """Unit (o, i, c) of (outer, n, inner): where sorted position `i` starts a run of equal
+    keys, `out[(o * extent + key) * inner + c]` (+)= the run's values (logical position
+    `(o * n + order[j]) * inner + c` of `values`), stored once: walked in order through the
+    end of the block after the one holding `i`, then the following blocks' `partial`s (their
+    leading runs: `blocks_kernel`) in order while the run goes on."""
     from burn_cube import KernelBuilder, i32, u32
 
     cube = cube_dtype("scatter", dtype)
     b = KernelBuilder(f"scatter_{'add' if add else 'assign'}_runs")
-    keys = b.tensor("keys", i32, rank=1, write=False)
-    order = b.tensor("order", cube_dtype("scatter", DType.int64), rank=1, write=False)
-    values = b.tensor("values", cube_dtype("scatter", value_dtype), rank=rank, write=False)
+    run = _run_tensors(b, value_dtype, rank)
+    partial = b.tensor("partial", cube, rank=1, write=False)
     out = b.tensor("out", cube, rank=1, write=True)
-    units, n, inner, extent = (b.scalar(name, u32) for name in ("units", "n", "inner", "extent"))
+    units, n, inner, extent, block, blocks = (
+        b.scalar(name, u32) for name in ("units", "n", "inner", "extent", "block", "blocks"))
+    keys = run[0]
     unit = b.ABSOLUTE_POS
     with b.if_(unit < units):
-        c = b.local(u32, unit % inner)
-        line = b.local(u32, unit // inner)
-        i = b.local(u32, line % n)
-        o = b.local(u32, line // n)
+        o, i, c = _split(b, unit, n, inner)
         key = b.local(i32, keys[i])
         starts = b.or_(i == 0, keys[b.select(i == 0, i, i - 1)] != key)
         with b.if_(b.and_(key != NO_TARGET, starts)):
             at = b.local(u32, (o * extent + b.cast(key, u32)) * inner + c)
             acc = b.local(cube, out[at])
-            j = b.local(u32, i)
-            with b.while_(j < n):
-                with b.if_(keys[j] != key):
+            k = b.local(u32, i // block + 2)
+            _walk(b, acc, run, key, i, b.min(k * block, n), (o, n, inner, c), add)
+            with b.while_(k < blocks):
+                with b.if_(keys[k * block] != key):
                     b.break_()
-                source = (o * n + b.cast(order[j], u32)) * inner + c
-                value = b.cast(values[b.index_of(values, source)], cube)
-                b.set(acc, acc + value if add else value)
-                b.set(j, j + 1)
+                part = partial[(o * blocks + k) * inner + c]
+                b.set(acc, acc + part if add else part)
+                b.set(k, k + 1)
             out[at] = acc
     return b.kernel()
 
@@ -253,10 +333,16 @@ def select_assign_sorted(backend: Any, dim: int, out: CubeTensor, rows: CubeTens
 def _launch_runs(backend: Any, out: CubeTensor, keys: CubeTensor, order: CubeTensor,
                  values: CubeTensor, add: bool, outer: int, n: int, inner: int,
                  extent: int) -> None:
-    """Launch the run walk over (outer, n, inner) units into flat `out`."""
+    """The block partials, then the run walk over (outer, n, inner) units into flat `out`."""
+    vals = values if values.shape else values.view((1,), (1,))
+    rank = len(vals.shape)
+    blocks = -(-n // RUN_BLOCK)
+    partial = backend.empty((outer * blocks * inner,), out.dtype)
+    units = outer * blocks * inner
+    backend.launch(blocks_kernel(out.dtype, values.dtype, rank, add), units, keys.array,
+                   order.array, vals.array, partial.array, units, n, inner, RUN_BLOCK, blocks)
     units = outer * n * inner
     flat = out.view((out.size,), (1,))
-    kernel = runs_kernel(out.dtype, values.dtype, max(len(values.shape), 1), add)
-    vals = values if values.shape else values.view((1,), (1,))
-    backend.launch(kernel, units, keys.array, order.array, vals.array, flat.array, units, n,
-                   inner, extent)
+    backend.launch(runs_kernel(out.dtype, values.dtype, rank, add), units, keys.array,
+                   order.array, vals.array, partial.array, flat.array, units, n, inner, extent,
+                   RUN_BLOCK, blocks)
