@@ -57,3 +57,18 @@ def test_stream_runs_at_its_length_bound(base: str) -> None:
     assert got.shape == (16,) and got.dtype == np.float32
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
     assert stats().ops_dead == 0 and stats().kernels_launched == 2
+
+
+@pytest.mark.parametrize("base", [d for d in DEVICES if d == "cpu"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32"])
+def test_fused_numbers_wrap_into_int_dtypes(base: str, dtype: str) -> None:
+    """Host numbers of int ops wrap into the tensor's dtype inside a fused kernel, as torch's
+    (and the one-op kernels') do: uint8 `mask_fill(m, -1)` fills 255."""
+    data = np.array([[1, 2, 3], [100, 0, 7]], dtype=dtype)
+    x = burn.tensor(data, device=f"{base}+fusion")
+    y = (x.mask_fill(x > 1, -1) + 300) * 3
+    t = torch.from_numpy(data)
+    want = (t.masked_fill(t > 1, -1) + 300) * 3
+    got = y.to_numpy()
+    assert got.shape == tuple(want.shape) and got.dtype == want.numpy().dtype
+    np.testing.assert_array_equal(got, want.numpy())

@@ -30,6 +30,7 @@ from burn.backends.cube.elementwise import (
     ROW_MIN,
     broadcast_view,
 )
+from burn.backends.cube.elementwise import _converter as number_converter
 from burn.dtype import DType
 from burn.fusion.handle import Pending
 from burn.fusion.stats import STATS
@@ -177,9 +178,9 @@ _TENSOR, _SCALAR, _FLOAT, _FIXED = "tensor", "scalar", "float", "fixed"
 _ROLES: dict[str, tuple[str, ...]] = {}
 #: Dtypes by id (signatures hold ids: enum members hash in Python code, ints do not).
 _DTYPES = {id(d): d for d in DType}
-#: How a host number becomes a kernel scalar, by the id of its dtype.
-_CONVERT: dict[int, Callable[[Any], Any]] = {
-    id(d): float if d.is_float else bool if d is DType.bool else int for d in DType}
+#: How a host number becomes a kernel scalar, by the id of its dtype (as the one-op kernels
+#: convert it: ints wrap into the tensor's range).
+_CONVERT: dict[int, Callable[[Any], Any]] = {id(d): number_converter(d) for d in DType}
 
 
 def _roles(op: Any) -> tuple[str, ...]:
