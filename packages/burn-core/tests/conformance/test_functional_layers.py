@@ -135,6 +135,8 @@ def test_layer_norm_errors(device: burn.Device) -> None:
         F.layer_norm(x, (4, 2, 3))
     with pytest.raises(ShapeError, match="layer_norm"):
         F.layer_norm(x, ())
+    with pytest.raises(ShapeError, match="layer_norm"):  # a 0-d input has no dim to normalise
+        F.layer_norm(burn.tensor(2.0, device=device), 1)
     with pytest.raises(ShapeError, match="weight"):
         F.layer_norm(x, 3, burn.ones(2, device=device))
     with pytest.raises(ShapeError, match="bias"):

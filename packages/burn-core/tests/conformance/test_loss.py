@@ -108,6 +108,8 @@ def test_cross_entropy_errors(device: burn.Device) -> None:
         burn.sync(device)
     with pytest.raises(ShapeError, match="cross_entropy"):
         F.cross_entropy(x, burn.tensor([0, 1], device=device))
+    with pytest.raises(ShapeError, match="cross_entropy"):  # 0-d logits have no class dim
+        F.cross_entropy(burn.tensor(1.0, device=device), burn.tensor(0, device=device))
     with pytest.raises(ShapeError, match="weight"):
         F.cross_entropy(x, target, burn.ones(4, device=device))
     with pytest.raises(DTypeError, match="cross_entropy: a class-index target must be an int"):
