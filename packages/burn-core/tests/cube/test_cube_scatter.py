@@ -18,7 +18,7 @@ import torch
 
 import burn
 import burn.functional as F
-from burn.backends.cube import scatter_kernels
+from burn.backends.cube import indexing, scatter_kernels
 from burn.backends.cube.backend import CubeBackend, CudaBackend
 from burn.dtype import DType
 from burn.errors import BurnIndexError
@@ -104,6 +104,31 @@ def test_scatter_add_few_long_lines_matches_torch(device: burn.Device, dtype: An
             dim, torch.from_numpy(ix % 37), torch.from_numpy(np.ascontiguousarray(vs)))
         _check(got, want, device)
         assert taken == ["atomic" if atomic else name]
+
+
+@pytest.mark.parametrize("depth_max, name", [(10, "sorted"), (1 << 30, "scan")])
+def test_many_long_lines_take_the_sorted_path(device: burn.Device, depth_max: int, name: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines counted as many (a unit per line) but longer than `LINE_DEPTH_MAX`: sorted runs,
+    torch's results either way (float scatter_add and index_add, int assign)."""
+    monkeypatch.setattr(indexing, "OUTPUT_UNITS_BELOW", 0)
+    monkeypatch.setattr(scatter_kernels, "LINE_DEPTH_MAX", depth_max)
+    x = _values((5, 9), np.float32)
+    index = RNG.integers(-9, 9, (4, 60))
+    values = _values((4, 60), np.float32)
+    ints = (RNG.integers(-99, 99, (5, 9)).astype(np.int32),
+            np.arange(240, dtype=np.int32).reshape(4, 60))
+    with _path(monkeypatch, "scan") as taken:
+        got = _on(device, x).scatter(1, _on(device, index), _on(device, values), "add")
+        added = _on(device, x).select_assign(1, _on(device, index[0]), _on(device, values[:1])
+                                             .expand(5, 60))
+        assigned = _on(device, ints[0]).scatter(1, _on(device, index), _on(device, ints[1]))
+    tx, ti, tv = torch.from_numpy(x), torch.from_numpy(index % 9), torch.from_numpy(values)
+    _check(got, tx.scatter_add(1, ti, tv), device)
+    _check(added, tx.index_add(1, ti[0], tv[:1].expand(5, 60)), device)
+    want = _on(NUMPY, ints[0]).scatter(1, _on(NUMPY, index), _on(NUMPY, ints[1]))
+    _check(assigned, want.to_numpy(), device)
+    assert taken == [name] * 3
 
 
 def _blocked(x: np.ndarray, index: np.ndarray, values: np.ndarray, block: int,

@@ -39,6 +39,9 @@ from .tensor import CubeTensor
 #: Largest `lines * extent * depth` (index reads of the per-output kernel) that the per-output
 #: kernel keeps on a GPU; above it the sorted path (or atomics for integer adds) runs.
 SCAN_WORK_MAX = 1 << 22
+#: Longest index line that `indexing`'s unit-per-line GPU kernel walks (its depth); longer
+#: lines take the sorted path.
+LINE_DEPTH_MAX = 8192
 #: Runtimes that keep sequential kernels (the cpu runtime: one unit walks each leading
 #: coordinate's indices in order, linear work): `indexing`'s "rows" scatter and
 #: `index_add_rows_kernel`.
@@ -59,18 +62,20 @@ def atomic_dtypes(runtime_name: str) -> tuple[DType, ...]:
 def path(backend: Any, out: CubeTensor, indices: CubeTensor, dim: int, add: bool,
          select: bool, few_lines: bool) -> str | None:
     """The path of a scatter into `out`, or None for `indexing`'s kernels. On sequential
-    runtimes "index_add_rows" for select_assign (`select`). Elsewhere, for indices with
-    `few_lines` (where `indexing` would run a unit per output element): "atomic" for integer
-    adds, "sorted" where that kernel would read more than `SCAN_WORK_MAX` indices."""
+    runtimes "index_add_rows" for select_assign (`select`). Elsewhere "atomic" for integer
+    adds, and "sorted" where `indexing`'s kernel would be slow: with `few_lines` (a unit per
+    output element) when it would read more than `SCAN_WORK_MAX` indices, else (a unit per
+    line) when lines are longer than `LINE_DEPTH_MAX`."""
     if backend.runtime_name in SEQUENTIAL_RUNTIMES:
         return "index_add_rows" if select else None
-    if not few_lines or not out.shape:
+    if not out.shape:
         return None
     if add and out.dtype in atomic_dtypes(backend.runtime_name):
         return "atomic"
-    lines = indices.size // indices.shape[dim]
-    work = lines * out.shape[dim] * indices.shape[dim]
-    return "sorted" if work > SCAN_WORK_MAX and out.size < NO_TARGET else None
+    depth = indices.shape[dim]
+    slow = (indices.size * out.shape[dim] > SCAN_WORK_MAX if few_lines
+            else depth > LINE_DEPTH_MAX)
+    return "sorted" if slow and out.size < NO_TARGET else None
 
 
 def _coords(b: Any, shape: list[Any], pos: Any) -> list[Any]:
