@@ -4,13 +4,15 @@ A block is a run of recorded ops whose results share one shape (inputs may broad
 Only the ops whose results are needed (held by a handle, or read by a later block) and the ops
 feeding them are computed; each needed result is one output of the kernel. The kernel is built
 with burn-cube's `KernelBuilder` from the rows' lowerings (`burn.ir.cube`'s emitter, the one the
-cube backends' one-op kernels use), each op's value rounded to its result dtype
-as the unfused op would store it, and kept in a local, so values equal the unfused ops'.
+cube backends' one-op kernels use), each op's value rounded to its result dtype as the unfused
+op would store it, and kept in a local, so values equal the unfused ops'.
 
 Kernels are cached by the block's signature (ops, how their arguments connect, dtypes, which
-numbers are None, the compile-time arguments, rank and line width); the numbers themselves are
-runtime scalars, so a training loop whose learning rate or step count changes reuses its
-kernels. Launches are planned once per signature and argument layout.
+numbers are None, the compile-time arguments, rank, line width and schedule); the numbers
+themselves are runtime scalars, so a training loop whose learning rate or step count changes
+reuses its kernels. What a block computes, reads and writes is worked out once per block
+structure (`Program`, keyed by the recorded ops' structures and which results are written)
+and kept with its launches, planned once per argument layout.
 """
 
 from __future__ import annotations
@@ -41,9 +43,8 @@ from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, s
 #: Most block programs a stream keeps (all are dropped when full).
 MAX_PLANS = 4096
 #: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices), where
-#: an op is
-#: (name, arguments, result dtype) and an argument is ("in", k), ("op", j), ("num", dtype)
-#: or ("fixed", value); dtypes by `id`.
+#: an op is (name, arguments, result dtype) and an argument is ("in", k), ("op", j),
+#: ("num", dtype) or ("fixed", value); dtypes by `id`.
 Signature = tuple[Any, ...]
 _KERNELS: dict[Signature, Any] = {}
 
