@@ -37,7 +37,7 @@ from .sort import sort_with_indices
 from .tensor import CubeTensor
 
 #: Largest `lines * extent * depth` (index reads of the per-output kernel) that the per-output
-#: kernel keeps on a GPU; above it the sorted path (or atomics for integer adds) runs.
+#: kernel keeps on a GPU; above it the sorted path runs (integer adds always take atomics).
 SCAN_WORK_MAX = 1 << 22
 #: Longest index line that `indexing`'s unit-per-line GPU kernel walks (its depth); longer
 #: lines take the sorted path.
@@ -339,15 +339,15 @@ def _launch_runs(backend: Any, out: CubeTensor, keys: CubeTensor, order: CubeTen
                  values: CubeTensor, add: bool, outer: int, n: int, inner: int,
                  extent: int) -> None:
     """The block partials, then the run walk over (outer, n, inner) units into flat `out`."""
-    vals = values if values.shape else values.view((1,), (1,))
-    rank = len(vals.shape)
+    rank = len(values.shape)
     blocks = -(-n // RUN_BLOCK)
     partial = backend.empty((outer * blocks * inner,), out.dtype)
     units = outer * blocks * inner
     backend.launch(blocks_kernel(out.dtype, values.dtype, rank, add), units, keys.array,
-                   order.array, vals.array, partial.array, units, n, inner, RUN_BLOCK, blocks)
+                   order.array, values.array, partial.array, units, n, inner, RUN_BLOCK,
+                   blocks)
     units = outer * n * inner
     flat = out.view((out.size,), (1,))
     backend.launch(runs_kernel(out.dtype, values.dtype, rank, add), units, keys.array,
-                   order.array, vals.array, partial.array, flat.array, units, n, inner, extent,
-                   RUN_BLOCK, blocks)
+                   order.array, values.array, partial.array, flat.array, units, n, inner,
+                   extent, RUN_BLOCK, blocks)
