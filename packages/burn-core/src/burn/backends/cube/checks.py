@@ -90,8 +90,13 @@ class PendingChecks:
             return
         errors, self.errors = self.errors, []
         used = self.flags.view((len(errors),), (1,), 0)
-        set_ = np.array(host_array(used), copy=True)
-        self.backend.launch(fill_kernel(DType.int32), len(errors), 0, used.array)
+        if self.backend.runtime_name == "cpu":  # host memory: read and clear in place
+            flags = self.backend.exported(used)
+            set_ = flags.copy()
+            flags[:] = 0
+        else:
+            set_ = np.array(host_array(used), copy=True)
+            self.backend.launch(fill_kernel(DType.int32), len(errors), 0, used.array)
         for flag, error in zip(set_, errors, strict=True):
             if flag:
                 raise error()
