@@ -186,6 +186,28 @@ def test_errors_are_raised_at_the_call_site(base: str, monkeypatch: pytest.Monke
     check(pending, torch.ones(2, 3).exp())
 
 
+def test_a_failed_kernel_leaves_typed_errors_on_its_results(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flush that runs a failing block raises its error; the results it was to compute
+    raise a DeviceError naming it when read later, and the device keeps working."""
+    from burn.fusion import stream
+
+    dev = f"{base}+fusion"
+    x = burn.tensor(np.ones((2, 3), np.float32), device=dev)
+    pending = x.exp() * 2.0
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise burn.errors.AllocationError("fusion", "out of device memory")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(stream, "run_block", fail)
+        with pytest.raises(burn.errors.AllocationError):
+            burn.sync(dev)
+    with pytest.raises(burn.errors.DeviceError, match="fusion: .*out of device memory"):
+        pending.to_numpy()
+    check(x.exp() * 2.0, torch.ones(2, 3).exp() * 2.0)
+
+
 def test_plan_cache_reuses_kernels_across_steps(base: str) -> None:
     dev = f"{base}+fusion"
     rng = np.random.default_rng(2)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from burn.backend.decorator import Decorator
 from burn.backend.protocol import Backend
+from burn.errors import DeviceError
 from burn.fusion.elementwise import fusable
 from burn.fusion.handle import FusionTensor, Pending
 from burn.fusion.stats import STATS
@@ -139,8 +140,12 @@ class Fusion(Decorator):
     def value(self, x: FusionTensor) -> Any:
         """The inner primitive of `x`, running the pending ops first when it is pending."""
         if x.value is None:
-            self.stream.flush()
-            assert x.value is not None, f"{x} was not computed by its stream"
+            if x.failure is None:
+                self.stream.flush()
+            if x.value is None:
+                raise DeviceError("fusion", "the fused kernel that computes this tensor failed: "
+                                  f"{x.failure}", shape=x.shape, dtype=x.dtype.value) \
+                    from x.failure
         return x.value
 
     def describe(self, x: Any) -> TensorIR:

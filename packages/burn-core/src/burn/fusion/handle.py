@@ -25,9 +25,11 @@ class FusionTensor:
         dtype: its dtype.
         device: the inner device it lives on.
         value: the inner primitive, or None while its op is pending.
+
+    `failure` is the error of the fused kernel that was to compute it, if that kernel failed.
     """
 
-    __slots__ = ("id", "shape", "dtype", "device", "value", "__weakref__")
+    __slots__ = ("id", "shape", "dtype", "device", "value", "failure", "__weakref__")
 
     def __init__(self, id: int, shape: tuple[int, ...], dtype: DType, device: Device,
                  value: Any = None) -> None:
@@ -36,6 +38,7 @@ class FusionTensor:
         self.dtype = dtype
         self.device = device
         self.value = value
+        self.failure: Exception | None = None
 
     def __repr__(self) -> str:
         state = "pending" if self.value is None else "ready"

@@ -93,8 +93,16 @@ class Stream:
                 for a in record.args:
                     if type(a) is TensorIR and producer.get(a.id, i) != i:
                         needed.add(a.id)
-        for block in blocks:
-            for tid, value in run_block(self.inner, block, values, needed, self.plans).items():
+        for b, block in enumerate(blocks):
+            try:
+                results = run_block(self.inner, block, values, needed, self.plans)
+            except Exception as exc:  # the handles left pending say why when they are read
+                for record in (r for later in blocks[b:] for r in later):
+                    handle = weak[record.out.id]()
+                    if handle is not None:
+                        handle.failure = exc
+                raise
+            for tid, value in results.items():
                 values[tid] = value
                 handle = weak[tid]()
                 if handle is not None:
