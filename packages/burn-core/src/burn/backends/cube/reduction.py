@@ -29,7 +29,7 @@ from burn.errors import ValueRangeError
 from burn.ir import OPS
 from burn.ir.cube import cube_dtype
 
-from . import layer_norm_rows
+from . import layer_norm_rows, loss_rows
 from .creation import full
 from .reduction_kernels import (
     COLUMNS,
@@ -400,6 +400,20 @@ class CubeReductionOps:
         """(dx, dweight, dbias) of a layer norm: a cube per row on GPUs (`layer_norm_rows`)."""
         return layer_norm_rows.layer_norm_backward(self, x, weight, bias, mean, rstd, grad,
                                                    num_dims)
+
+    def cross_entropy(self: Any, logits: CubeTensor, target: CubeTensor,
+                      weight: CubeTensor | None, ignore_index: int, label_smoothing: float,
+                      reduction: str) -> CubeTensor:
+        """Cross entropy: a unit per row on the cpu runtime (`loss_rows`)."""
+        return loss_rows.cross_entropy(self, logits, target, weight, ignore_index,
+                                       label_smoothing, reduction)
+
+    def cross_entropy_backward(self: Any, logits: CubeTensor, target: CubeTensor,
+                               weight: CubeTensor | None, grad: CubeTensor, ignore_index: int,
+                               label_smoothing: float, reduction: str) -> CubeTensor:
+        """Logit gradients of `cross_entropy`: a unit per row on the cpu runtime (`loss_rows`)."""
+        return loss_rows.cross_entropy_backward(self, logits, target, weight, grad,
+                                                ignore_index, label_smoothing, reduction)
 
 
 _METHODS = [

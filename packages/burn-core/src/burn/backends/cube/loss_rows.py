@@ -1,0 +1,266 @@
+"""Cross entropy and its backward on the cpu runtime: one unit per row of the `[M, C]` logits.
+
+Forward: a unit reads its target (an out-of-range one that is not `ignore_index` flags a
+`check_indices`-style slot, raised as `BurnIndexError` at the next sync point, and reads as
+class 0), walks its row for the max, then the sum of exponentials, and writes the sample's
+loss ``-logp[t] * w_t`` (``w_t``: the target's class weight, 0 for an ignored sample), mixed
+with ``-sum(w * logp)`` when smoothing, and ``w_t`` (the mean's denominator terms); "sum" and
+"mean" then add them with the backend's float sums.
+Backward: ``dx = softmax * g * mass - onehot * g * w_t * (1 - eps) - g * keep * eps / C * w``
+with `g` the sample's output gradient (the mean's divided by the summed ``w_t``, 1 where that
+is 0) and ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
+Values accumulate in float32 (float64 for float64). Other runtimes (their planes and caches
+suit other schedules), empty inputs and targets whose dtype cannot hold `ignore_index` take
+the protocol's composite default.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from burn.backend.protocol import Backend
+from burn.dtype import DType
+from burn.errors import BurnError, BurnIndexError
+from burn.ir.cube import cube_dtype
+
+from .checks import pending
+from .layout import contiguous
+from .tensor import CubeTensor, host_array
+
+
+def _acc(dtype: DType) -> DType:
+    """The accumulator of `dtype`: float64 for float64, else float32."""
+    return DType.float64 if dtype is DType.float64 else DType.float32
+
+
+class _Sample:
+    """A unit's row of the logits and its target: the checked class and the target weight."""
+
+    def __init__(self, b: Any, logits: Any, target: Any, weight: Any, flags: Any, acc: Any,
+                 classes: Any, ignore: Any, slot: Any) -> None:
+        from burn_cube import bool_, u32
+
+        self.b, self.logits, self.weight, self.acc = b, logits, weight, acc
+        self.r = b.ABSOLUTE_POS
+        self.start = b.local(u32, self.r * classes)
+        t = b.local(target.dtype, target[self.r])
+        ignored = b.local(bool_, t == ignore)
+        with b.if_(b.and_(b.not_(ignored), b.or_(t < 0, t >= b.cast(classes, target.dtype)))):
+            flags[slot] = 1
+            b.set(t, 0)
+        self.safe = b.local(u32, b.cast(b.select(ignored, 0, t), u32))
+        self.keep = b.local(acc, b.select(ignored, 0.0, 1.0))
+        picked = self.keep if weight is None else self.keep * self.w(self.safe)
+        self.w_target = b.local(acc, picked)
+
+    def x(self, k: Any) -> Any:
+        """Logit `k` of the row in the accumulator dtype."""
+        return self.b.cast(self.logits[self.start + k], self.acc)
+
+    def w(self, k: Any) -> Any:
+        """Class weight `k` in the accumulator dtype."""
+        return self.b.cast(self.weight[k], self.acc)
+
+    def stats(self, classes: Any) -> tuple[Any, Any]:
+        """(max, sum of exp(x - max)) of the row: two loops."""
+        b = self.b
+        peak = b.local(self.acc, self.x(0))
+        with b.for_range(1, classes) as k:
+            b.set(peak, b.max(peak, self.x(k)))
+        total = b.local(self.acc, 0)
+        with b.for_range(0, classes) as k:
+            b.set(total, total + b.exp(self.x(k) - peak))
+        return peak, total
+
+
+def _inputs(b: Any, dtypes: tuple[Any, Any, Any], weight: bool) -> tuple[Any, ...]:
+    """The kernels' leading arguments: logits, target, [weight], flags."""
+    from burn_cube import i32
+
+    dtype, _, target_dtype = dtypes
+    logits = b.tensor("logits", dtype, write=False)
+    target = b.tensor("target", target_dtype, write=False)
+    w = b.tensor("weight", dtype, write=False) if weight else None
+    return logits, target, w, b.tensor("flags", i32, write=True)
+
+
+def _scalars(b: Any, target_dtype: Any, acc: Any) -> tuple[Any, ...]:
+    """The kernels' trailing scalars: m, classes, ignore_index, slot, eps."""
+    from burn_cube import u32
+
+    return (b.scalar("m", u32), b.scalar("classes", u32), b.scalar("ignore", target_dtype),
+            b.scalar("slot", u32), b.scalar("eps", acc))
+
+
+@cache
+def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
+                   losses: bool) -> Any:
+    """Per-sample losses and target weights, a unit per row (module docstring).
+
+    Args:
+        dtypes: burn-cube dtypes (logits, accumulator, target).
+        weight: a class-weight tensor follows the target.
+        smoothing: label smoothing is on (``eps > 0``).
+        losses: write the losses (else only the target weights).
+
+    Returns:
+        A kernel taking ``logits, target, [weight], flags, [loss], w_target, m, classes,
+        ignore, slot, eps``: rank-1 tensors, logits dense ``[m, classes]``.
+    """
+    from burn_cube import KernelBuilder
+
+    dtype, acc, target_dtype = dtypes
+    b = KernelBuilder("cross_entropy_rows" if losses else "cross_entropy_weights")
+    logits, target, w, flags = _inputs(b, dtypes, weight)
+    loss = b.tensor("loss", dtype, write=True) if losses else None
+    w_target = b.tensor("w_target", dtype, write=True)
+    m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
+    with b.if_(b.ABSOLUTE_POS < m):
+        row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot)
+        w_target[row.r] = b.cast(row.w_target, dtype)
+        if loss is not None:
+            peak, total = row.stats(classes)
+            lse = b.local(acc, peak + b.log(total))
+            value = b.local(acc, -(row.x(row.safe) - lse) * row.w_target)
+            if smoothing:
+                spread = b.local(acc, 0)
+                with b.for_range(0, classes) as k:
+                    term = row.x(k) - lse
+                    b.set(spread, spread + (term if w is None else term * row.w(k)))
+                b.set(value, value * (1 - eps) + -spread * row.keep * (eps / b.cast(classes, acc)))
+            loss[row.r] = b.cast(value, dtype)
+    return b.kernel()
+
+
+@cache
+def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
+                    mode: str) -> Any:
+    """Logit gradients, a unit per row (module docstring).
+
+    Args:
+        dtypes, weight, smoothing: as `forward_kernel`.
+        mode: ``none`` (grad has a value per row), ``sum`` (one value) or ``mean`` (one value,
+            divided by the ``total`` tensor's, 1 where it is 0).
+
+    Returns:
+        A kernel taking ``logits, target, [weight], flags, grad, [total], dx, m, classes,
+        ignore, slot, eps``: rank-1 tensors, logits and dx dense ``[m, classes]``.
+    """
+    from burn_cube import KernelBuilder
+
+    dtype, acc, target_dtype = dtypes
+    b = KernelBuilder("cross_entropy_rows_backward")
+    logits, target, w, flags = _inputs(b, dtypes, weight)
+    grad = b.tensor("grad", dtype, write=False)
+    total_w = b.tensor("total", dtype, write=False) if mode == "mean" else None
+    dx = b.tensor("dx", dtype, write=True)
+    m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
+    with b.if_(b.ABSOLUTE_POS < m):
+        row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot)
+        g = b.local(acc, b.cast(grad[row.r if mode == "none" else 0], acc))
+        if total_w is not None:
+            denominator = b.local(acc, b.cast(total_w[0], acc))
+            b.set(g, g / b.select(denominator == 0, b.cast(1, acc), denominator))
+        per_class = b.local(acc, row.keep * (eps / b.cast(classes, acc)))
+        smooth_mass = b.local(acc, b.cast(classes, acc))
+        if w is not None and smoothing:
+            b.set(smooth_mass, 0)
+            with b.for_range(0, classes) as k:
+                b.set(smooth_mass, smooth_mass + row.w(k))
+        mass = b.local(acc, row.w_target * (1 - eps))
+        if smoothing:
+            b.set(mass, mass + per_class * smooth_mass)
+        scale = b.local(acc, g * mass)
+        hit = b.local(acc, -(g * row.w_target * (1 - eps)))
+        spread = b.local(acc, g * per_class)
+        peak, total = row.stats(classes)
+        with b.for_range(0, classes) as k:
+            value = b.local(acc, b.exp(row.x(k) - peak) / total * scale)
+            b.set(value, value + b.select(k == row.safe, hit, b.cast(0, acc)))
+            if smoothing:
+                b.set(value, value - (spread if w is None else spread * row.w(k)))
+            dx[row.start + k] = b.cast(value, dtype)
+    return b.kernel()
+
+
+def _serves(backend: Any, logits: CubeTensor, target: CubeTensor, ignore_index: int) -> bool:
+    """Whether the rows kernels take these arguments (cpu runtime, non-empty rows, an
+    `ignore_index` the target dtype holds)."""
+    if backend.runtime_name != "cpu" or len(logits.shape) != 2 or 0 in logits.shape:
+        return False
+    info = np.iinfo(target.dtype.numpy)
+    return bool(info.min <= ignore_index <= info.max)
+
+
+def _flat(backend: Any, t: CubeTensor) -> CubeTensor:
+    """A dense rank-1 view of `t` (copied first when not contiguous)."""
+    t = contiguous(backend, t)
+    return t.view((t.size,), (1,))
+
+
+def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: CubeTensor | None,
+              ignore_index: int) -> tuple[tuple[Any, Any, Any], list[Any], list[Any]]:
+    """(kernel dtypes, leading array arguments, trailing scalars) of a launch, with a check
+    slot whose failure names the first out-of-range target."""
+    m, c = logits.shape
+    shape = target.shape
+
+    def error() -> BurnError:
+        data = host_array(target)
+        bad = data[(data != ignore_index) & ((data < 0) | (data >= c))]
+        return BurnIndexError("cross_entropy", f"index {int(bad.flat[0])} out of range [0, {c})",
+                              size=c, indices_shape=shape)
+
+    flags, slot = pending(backend).slot(error)
+    dtypes = (cube_dtype("cross_entropy", logits.dtype),
+              cube_dtype("cross_entropy", _acc(logits.dtype)),
+              cube_dtype("cross_entropy", target.dtype))
+    arrays = [_flat(backend, t).array for t in (logits, target, weight) if t is not None]
+    return dtypes, [*arrays, flags.array], [m, c, ignore_index, slot]
+
+
+def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
+                  weight: CubeTensor | None, ignore_index: int, label_smoothing: float,
+                  reduction: str) -> CubeTensor:
+    """`Backend.cross_entropy` (same arguments and result) on the rows kernel on the cpu
+    runtime, else the protocol's composite default."""
+    if not _serves(backend, logits, target, ignore_index):
+        return Backend.cross_entropy(backend, logits, target, weight, ignore_index,
+                                     label_smoothing, reduction)
+    m = logits.shape[0]
+    dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
+    loss, w_target = (backend.empty((m,), logits.dtype) for _ in range(2))
+    kernel = forward_kernel(dtypes, weight is not None, label_smoothing > 0, True)
+    backend.launch(kernel, m, *arrays, loss.array, w_target.array, *scalars, label_smoothing)
+    if reduction == "none":
+        return loss
+    total = backend.float_sum(loss)
+    if reduction == "sum":
+        return total
+    return backend.float_div(total, backend.float_sum(w_target))
+
+
+def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
+                           weight: CubeTensor | None, grad: CubeTensor, ignore_index: int,
+                           label_smoothing: float, reduction: str) -> CubeTensor:
+    """`Backend.cross_entropy_backward` (same arguments and result) on the rows kernel on the
+    cpu runtime, else the protocol's composite default."""
+    if not _serves(backend, logits, target, ignore_index):
+        return Backend.cross_entropy_backward(backend, logits, target, weight, grad,
+                                              ignore_index, label_smoothing, reduction)
+    m = logits.shape[0]
+    dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
+    extra: list[Any] = []
+    if reduction == "mean":
+        w_target = backend.empty((m,), logits.dtype)
+        backend.launch(forward_kernel(dtypes, weight is not None, False, False), m, *arrays,
+                       w_target.array, *scalars, 0.0)
+        extra = [_flat(backend, backend.float_sum(w_target)).array]
+    dx = backend.empty(logits.shape, logits.dtype)
+    kernel = backward_kernel(dtypes, weight is not None, label_smoothing > 0, reduction)
+    backend.launch(kernel, m, *arrays, _flat(backend, grad).array, *extra,
+                   dx.view((dx.size,), (1,)).array, *scalars, label_smoothing)
+    return dx

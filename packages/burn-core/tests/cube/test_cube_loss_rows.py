@@ -1,0 +1,153 @@
+"""The cpu runtime's cross entropy rows kernels (`burn.backends.cube.loss_rows`): forward and
+logit gradients against torch (float64 autograd) for every reduction, with and without class
+weights, ignore_index and label smoothing, over non-contiguous logits, int32 / int64 targets,
+NaN / inf logits, all-ignored batches and bad targets; one rows kernel per call."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+from cube_testing import backend as _backend
+from cube_testing import record_launches
+from cube_testing import upload_view as _up
+
+from burn.backends.cube.tensor import host_array
+from burn.errors import BurnIndexError
+from burn_cube.kernel import IRKernel
+
+IGNORE = -100
+CASES = list(itertools.product(("mean", "sum", "none"), (0.0, 0.25), (False, True)))
+
+
+def _case(rng: np.random.Generator, m: int, c: int, dtype: Any
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(logits [m, c], int64 targets with some ignored, positive class weights [c])."""
+    x = (rng.standard_normal((m, c)) * 3).astype(dtype)
+    t = rng.integers(0, c, m)
+    t[::3] = IGNORE
+    return x, t, rng.uniform(0.2, 2.0, c).astype(dtype)
+
+
+def _torch(x: np.ndarray, t: np.ndarray, w: np.ndarray | None, smoothing: float,
+           reduction: str, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """torch's (loss, logit gradient for output gradient g), computed in float64."""
+    tx = torch.tensor(x.astype(np.float64), requires_grad=True)
+    tw = None if w is None else torch.tensor(w.astype(np.float64))
+    loss = tF.cross_entropy(tx, torch.tensor(t.astype(np.int64)), tw, ignore_index=IGNORE,
+                            label_smoothing=smoothing, reduction=reduction)
+    loss.backward(torch.tensor(g.astype(np.float64)))
+    assert tx.grad is not None
+    return loss.detach().numpy(), tx.grad.numpy()
+
+
+def _burn(bk: Any, x: Any, t: np.ndarray, w: np.ndarray | None, smoothing: float,
+          reduction: str, g: np.ndarray) -> tuple[Any, Any]:
+    """The cpu backend's (loss, logit gradient) of device logits `x`."""
+    tt, tw = bk.upload(t), None if w is None else bk.upload(w)
+    loss = bk.cross_entropy(x, tt, tw, IGNORE, smoothing, reduction)
+    dx = bk.cross_entropy_backward(x, tt, tw, bk.upload(g), IGNORE, smoothing, reduction)
+    return loss, dx
+
+
+def _check(out: Any, ref: np.ndarray, dtype: Any, tol: float) -> None:
+    """Shape and dtype first, then values (NaN where torch has NaN)."""
+    assert out.shape == ref.shape
+    got = host_array(out)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("reduction,smoothing,weighted", CASES)
+@pytest.mark.parametrize("dtype,layout,tdtype", [
+    (np.float32, "contiguous", np.int64), (np.float64, "transposed", np.int32),
+    (np.float32, "strided", np.int32)])
+def test_matches_torch(reduction: str, smoothing: float, weighted: bool, dtype: Any,
+                       layout: str, tdtype: Any) -> None:
+    bk = _backend("cpu")
+    rng = np.random.default_rng(3)
+    x, t, w = _case(rng, 13, 7, dtype)
+    g = (rng.standard_normal(13) if reduction == "none" else np.array(1.7)).astype(dtype)
+    ref = _torch(x, t, w if weighted else None, smoothing, reduction, g)
+    view = _up(bk, x, layout)
+    loss, dx = _burn(bk, view, t.astype(tdtype), w if weighted else None, smoothing,
+                     reduction, g)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    _check(loss, ref[0], dtype, tol)
+    _check(dx, ref[1], dtype, tol)
+
+
+@pytest.mark.parametrize("reduction,smoothing,weighted", CASES)
+def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: bool) -> None:
+    """NaN and inf logits of kept samples propagate as torch's; a batch with every target
+    ignored gives torch's loss (NaN for the mean) and zero gradients. (Ignored samples with
+    NaN logits give NaN, as the protocol's default and the numpy backend; torch gives 0.)"""
+    bk = _backend("cpu")
+    rng = np.random.default_rng(4)
+    x, t, w = _case(rng, 6, 5, np.float32)
+    nan_x = x.copy()
+    nan_x[1, 2], nan_x[2, 0], nan_x[4, 1] = np.nan, np.inf, -np.inf
+    ww = w if weighted else None
+    g = (np.ones(6) if reduction == "none" else np.array(1.0)).astype(np.float32)
+    for logits, targets in ((nan_x, t), (x, np.full(6, IGNORE))):
+        ref = _torch(logits, targets, ww, smoothing, reduction, g)
+        loss, dx = _burn(bk, bk.upload(logits), targets, ww, smoothing, reduction, g)
+        _check(loss, ref[0], np.float32, 1e-5)
+        _check(dx, ref[1], np.float32, 1e-5)
+
+
+def test_bad_target_raises_index_error() -> None:
+    bk = _backend("cpu")
+    x = bk.upload(np.zeros((3, 4), np.float32))
+    for bad in (4, -1):
+        t = bk.upload(np.array([0, bad, IGNORE]))
+        bk.cross_entropy(x, t, None, IGNORE, 0.0, "mean")
+        with pytest.raises(BurnIndexError, match=f"cross_entropy.*{bad}"):
+            bk.sync()
+        bk.cross_entropy_backward(x, t, None, bk.upload(np.array(1.0, np.float32)), IGNORE,
+                                  0.0, "sum")
+        with pytest.raises(BurnIndexError, match="cross_entropy"):
+            bk.sync()
+
+
+def test_empty_batch_takes_default() -> None:
+    bk = _backend("cpu")
+    x, t = bk.upload(np.zeros((0, 4), np.float32)), bk.upload(np.zeros(0, np.int64))
+    loss = bk.cross_entropy(x, t, None, IGNORE, 0.0, "none")
+    assert loss.shape == (0,)
+    assert np.isnan(host_array(bk.cross_entropy(x, t, None, IGNORE, 0.0, "mean")))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_one_rows_kernel_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str) -> None:
+    """Forward and backward each launch one rows kernel (the mean's backward one more for the
+    target weights); the reductions' planned float sums are the only other work. The kernels
+    compile to CUDA C."""
+    bk = _backend("cpu")
+    rng = np.random.default_rng(5)
+    x, t, w = _case(rng, 64, 10, np.float32)
+    xt, tt, wt = bk.upload(x), bk.upload(t), bk.upload(w)
+    g = bk.upload(np.ones(64, np.float32) if reduction == "none" else np.array(1.0, np.float32))
+    bk.sync()
+    calls: list[str] = []  # every unplanned kernel launch, through the backend or not
+    real = IRKernel.launch
+
+    def count(self: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(self.kernel.name)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(IRKernel, "launch", count)
+    launched = record_launches(monkeypatch, bk)
+    bk.cross_entropy(xt, tt, wt, IGNORE, 0.1, reduction)
+    assert calls == ["cross_entropy_rows"]
+    calls.clear()
+    bk.cross_entropy_backward(xt, tt, wt, g, IGNORE, 0.1, reduction)
+    assert calls == ([] if reduction != "mean" else ["cross_entropy_weights"]) + [
+        "cross_entropy_rows_backward"]
+    assert len(launched) == (3 if reduction == "mean" else 2)
+    for kernel, args in launched.values():
+        assert "__global__" in kernel.source("cuda", 256, *args)
