@@ -41,12 +41,21 @@ class Adam(Optimizer):
     """Adam, updating as `torch.optim.Adam`. Build with `AdamConfig(...).init()`."""
 
     config: AdamConfig
+    #: Whether `weight_decay` shrinks the params (AdamW) instead of adding to the gradient.
+    _decoupled = False
 
     def _init_state(self, param: Tensor) -> State:
         state: State = {"step": 0, "moment_1": zeros_like(param), "moment_2": zeros_like(param)}
         if self.config.amsgrad:
             state["max_moment_2"] = zeros_like(param)
         return state
+
+    def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
+        from burn.backends.cube.optim_kernels import adam_step
+
+        c = self.config
+        return adam_step(param, grad, state, lr, c.beta_1, c.beta_2, c.epsilon,
+                         c.weight_decay, self._decoupled, c.amsgrad)
 
     def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
                 ) -> Buf:

@@ -29,6 +29,7 @@ class AdamW(Adam):
     """AdamW, updating as `torch.optim.AdamW`. Build with `AdamWConfig(...).init()`."""
 
     config: AdamWConfig
+    _decoupled = True
 
     def _decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]) -> tuple[Buf, Buf]:
         decay = self.config.weight_decay

@@ -37,7 +37,8 @@ class Optimizer(ABC):
     trainable Params in place.
 
     Updates are computed on the inner backend (no autodiff graph); on the plain NumPy backend
-    they reuse the state's buffers in place (`burn.optim.buffers`), with the same values. State
+    they reuse the state's buffers in place (`burn.optim.buffers`), and on the cube backends
+    optimizers with a `_fused` kernel run one kernel per param, with the same values. State
     is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so it
     survives a module rebuild.
 
@@ -75,8 +76,11 @@ class Optimizer(ABC):
                 state.update({k: value._wrap(v) if isinstance(v, np.ndarray) else v
                               for k, v in arrays.items()})
             else:
-                p, g = self._decay(lr, value, grad, TensorOps)
-                new = self._update(lr, p, g, state, TensorOps)
+                fused = self._fused(lr, value, grad, state)
+                if fused is None:
+                    p, g = self._decay(lr, value, grad, TensorOps)
+                    fused = self._update(lr, p, g, state, TensorOps)
+                new = fused
             param.set_(Tensor.from_inner(new, param.device) if param.device.is_autodiff else new)
 
     def _decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]) -> tuple[Buf, Buf]:
@@ -87,6 +91,12 @@ class Optimizer(ABC):
     def _init_state(self, param: Tensor) -> State:
         """The state of a param before its first update (none by default)."""
         return {}
+
+    def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
+        """The whole update (decay included) as one device kernel where the backend has one
+        (`burn.backends.cube.optim_kernels`), updating `state` in place; None (state untouched)
+        to run the tensor ops instead. None by default."""
+        return None
 
     @abstractmethod
     def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from burn.device import Device
+from burn.frontend.tensor import Tensor
 from burn.optim.base import Optimizer, OptimizerConfig, State
 from burn.optim.buffers import Buf, TensorOps
 
@@ -37,6 +38,13 @@ class Sgd(Optimizer):
     """SGD, updating as `torch.optim.SGD`. Build with `SgdConfig(...).init()`."""
 
     config: SgdConfig
+
+    def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
+        from burn.backends.cube.optim_kernels import sgd_step
+
+        c = self.config
+        return sgd_step(param, grad, state, lr, c.momentum, c.dampening, c.weight_decay,
+                        c.nesterov)
 
     def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
                 ) -> Buf:
