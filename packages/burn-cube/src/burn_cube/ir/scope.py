@@ -102,13 +102,15 @@ def cast(value: ir.Expr, dtype: DType) -> ir.Expr:
         return const(value.value, dtype)
     if dtype.lanes > 1 and value.dtype.lanes == 1 and value.dtype != dtype.scalar:
         return ir.Op("cast", (cast(value, dtype.scalar),), dtype)  # convert, then splat
-    if value.dtype.is_float and dtype.kind == "int" and dtype.lanes == 1:
+    if value.dtype.is_float and dtype.lanes == 1 and (
+            dtype.kind == "int" or (dtype.kind == "uint" and dtype.bits < 32)):
         return _float_to_int(value, dtype)
     return ir.Op("cast", (value,), dtype)
 
 
 def _float_to_int(value: ir.Expr, dtype: DType) -> ir.Expr:
-    """``cast``'s float -> signed int rule as a select on the range test."""
+    """``cast``'s float -> signed int rule as a select on the range test (8-bit types, u8
+    included, through i32, wrapping)."""
     if dtype.bits < 32:
         return ir.Op("cast", (_float_to_int(value, i32),), dtype)
     if value.dtype.bits < 32:  # exact in f32, whose bounds are finite
