@@ -29,7 +29,7 @@ from burn.errors import ValueRangeError
 from burn.ir import OPS
 from burn.ir.cube import cube_dtype
 
-from . import layer_norm_rows, loss_rows
+from . import layer_norm_rows, loss_rows, norm_rows_cpu
 from .creation import full
 from .reduction_kernels import (
     COLUMNS,
@@ -391,15 +391,18 @@ class CubeReductionOps:
 
     def layer_norm(self: Any, x: CubeTensor, weight: CubeTensor | None,
                    bias: CubeTensor | None, num_dims: int, eps: float) -> Any:
-        """(out, mean, rstd) of a layer norm: a cube per row on GPUs (`layer_norm_rows`)."""
-        return layer_norm_rows.layer_norm(self, x, weight, bias, num_dims, eps)
+        """(out, mean, rstd) of a layer norm: a cube per row on GPUs (`layer_norm_rows`), a
+        unit per row on the cpu runtime (`norm_rows_cpu`)."""
+        rows = norm_rows_cpu if norm_rows_cpu.serves(self, x.shape, num_dims) else layer_norm_rows
+        return rows.layer_norm(self, x, weight, bias, num_dims, eps)
 
     def layer_norm_backward(self: Any, x: CubeTensor, weight: CubeTensor | None,
                             bias: CubeTensor | None, mean: CubeTensor, rstd: CubeTensor,
                             grad: CubeTensor, num_dims: int) -> Any:
-        """(dx, dweight, dbias) of a layer norm: a cube per row on GPUs (`layer_norm_rows`)."""
-        return layer_norm_rows.layer_norm_backward(self, x, weight, bias, mean, rstd, grad,
-                                                   num_dims)
+        """(dx, dweight, dbias) of a layer norm: a cube per row on GPUs (`layer_norm_rows`), a
+        unit per row on the cpu runtime (`norm_rows_cpu`)."""
+        rows = norm_rows_cpu if norm_rows_cpu.serves(self, x.shape, num_dims) else layer_norm_rows
+        return rows.layer_norm_backward(self, x, weight, bias, mean, rstd, grad, num_dims)
 
     def cross_entropy(self: Any, logits: CubeTensor, target: CubeTensor,
                       weight: CubeTensor | None, ignore_index: int, label_smoothing: float,

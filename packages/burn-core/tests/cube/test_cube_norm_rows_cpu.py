@@ -1,0 +1,111 @@
+"""The cpu runtime's layer norm rows kernels (`burn.backends.cube.norm_rows_cpu`): forward and
+gradients against torch (float64 autograd) over one and two normalised dims, with and without
+weight / bias, contiguous and non-contiguous inputs, float32 / float64 / float16, NaN / inf
+rows; one kernel for the forward, two for the backward."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as tF
+from cube_testing import backend as _backend
+from cube_testing import upload_view as _up
+
+from burn.backends.cube.tensor import host_array
+from burn_cube.kernel import IRKernel
+
+TOL = {np.float32: 1e-5, np.float64: 1e-12, np.float16: 2e-2}
+
+
+def _torch(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, num_dims: int,
+           g: np.ndarray) -> list[np.ndarray | None]:
+    """torch's [out, dx, dweight, dbias] in float64."""
+    tx = torch.tensor(x.astype(np.float64), requires_grad=True)
+    tw, tb = (None if a is None else torch.tensor(a.astype(np.float64), requires_grad=True)
+              for a in (w, b))
+    out = tF.layer_norm(tx, x.shape[-num_dims:], tw, tb, 1e-5)
+    out.backward(torch.tensor(g.astype(np.float64)))
+    return [out.detach().numpy(), *(None if t is None or t.grad is None else t.grad.numpy()
+                                    for t in (tx, tw, tb))]
+
+
+def _check(out: Any, ref: np.ndarray | None, dtype: Any) -> None:
+    """Shape and dtype first, then values (NaN where torch has NaN)."""
+    if ref is None:
+        assert out is None
+        return
+    assert out.shape == ref.shape
+    got = host_array(out)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=TOL[dtype], atol=TOL[dtype],
+                               equal_nan=True)
+
+
+@pytest.mark.parametrize("num_dims,affine", list(itertools.product((1, 2), range(4))))
+@pytest.mark.parametrize("dtype,layout", [(np.float32, "contiguous"),
+                                          (np.float64, "transposed"),
+                                          (np.float16, "strided")])
+def test_matches_torch(num_dims: int, affine: int, dtype: Any, layout: str) -> None:
+    bk = _backend("cpu")
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((3, 5, 6)) * 2 + 1).astype(dtype)
+    d = x.shape[-num_dims:]
+    w = rng.uniform(0.5, 1.5, d).astype(dtype) if affine & 1 else None
+    b = rng.standard_normal(d).astype(dtype) if affine & 2 else None
+    g = rng.standard_normal(x.shape).astype(dtype)
+    ref = _torch(x, w, b, num_dims, g)
+    xt = _up(bk, x, layout)
+    wt, bt = (None if a is None else bk.upload(a) for a in (w, b))
+    out, mean, rstd = bk.layer_norm(xt, wt, bt, num_dims, 1e-5)
+    assert mean.shape == rstd.shape == (*x.shape[:3 - num_dims], *(1,) * num_dims)
+    grads = bk.layer_norm_backward(xt, wt, bt, mean, rstd, _up(bk, g, layout), num_dims)
+    for got, want in zip((out, *grads), ref, strict=True):
+        _check(got, want, dtype)
+
+
+def test_nan_inf_rows() -> None:
+    """A NaN or inf in a row makes that row's outputs NaN and leaves other rows exact."""
+    bk = _backend("cpu")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    x[1, 3], x[2, 0] = np.nan, np.inf
+    w, b = (rng.standard_normal(8).astype(np.float32) for _ in range(2))
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    ref = _torch(x, w, b, 1, g)
+    wt, bt = bk.upload(w), bk.upload(b)
+    out, mean, rstd = bk.layer_norm(bk.upload(x), wt, bt, 1, 1e-5)
+    grads = bk.layer_norm_backward(bk.upload(x), wt, bt, mean, rstd, bk.upload(g), 1)
+    for got, want in zip((out, *grads), ref, strict=True):
+        _check(got, want, np.float32)
+
+
+def test_empty_rows_take_default() -> None:
+    bk = _backend("cpu")
+    x = bk.upload(np.zeros((0, 4), np.float32))
+    out, mean, rstd = bk.layer_norm(x, None, None, 1, 1e-5)
+    assert (out.shape, mean.shape, rstd.shape) == ((0, 4), (0, 1), (0, 1))
+    dx, dw, db = bk.layer_norm_backward(x, None, None, mean, rstd, x, 1)
+    assert dx.shape == (0, 4) and dw is None and db is None
+
+
+def test_kernel_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One kernel for the forward, the rows and the columns kernels for the backward."""
+    bk = _backend("cpu")
+    x, w = bk.upload(np.ones((4, 8), np.float32)), bk.upload(np.ones(8, np.float32))
+    calls: list[str] = []
+    real = IRKernel.launch
+
+    def count(self: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(self.kernel.name)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(IRKernel, "launch", count)
+    out, mean, rstd = bk.layer_norm(x, w, w, 1, 1e-5)
+    assert calls == ["layer_norm_rows_cpu"]
+    calls.clear()
+    bk.layer_norm_backward(x, w, w, mean, rstd, out, 1)
+    assert calls == ["layer_norm_rows_cpu_backward", "layer_norm_cpu_columns"]
