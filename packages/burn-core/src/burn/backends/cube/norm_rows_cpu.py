@@ -7,18 +7,22 @@ exact passes, no cancellation of a one-pass sum of squares); a third loop writes
 `rstd = 1 / sqrt(var + eps)`.
 Backward (from the forward's mean and rstd): with `xhat = (x - mean) * rstd` and `gw = grad *
 w`, a unit per row sums `gw` and `gw * xhat`, then writes
-`dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`; a second kernel, a unit per column,
-sums `grad * xhat` (the weight's gradient) and `grad` (the bias's) down the rows.
+`dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))` and, with a weight, `grad * xhat`; the
+backend's (vectorized) `float_sum_dim` sums that (the weight's gradient) and `grad` (the
+bias's) down the rows. Row sums use `LANES` partial sums, so the C compiler vectorizes their
+inner loops.
 Values accumulate in float32 (float64 for float64). GPU runtimes use `layer_norm_rows`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from .layer_norm_rows import _dtypes, _flat
-from .tensor import CubeTensor, Shape
+from .layout import contiguous
+from .tensor import CubeTensor, Shape, dense_strides
 
 
 def _rows(shape: Shape, num_dims: int) -> tuple[int, int]:
@@ -30,6 +34,35 @@ def _rows(shape: Shape, num_dims: int) -> tuple[int, int]:
     for size in shape[lead:]:
         d *= size
     return m, d
+
+
+#: Plain partial sums of a row's adjacent elements (vector lanes on a CPU: the sums' inner
+#: loops vectorize), merged pairwise at the end.
+LANES = 16
+
+
+def _lane_sums(b: Any, acc: Any, n: Any, terms: Callable[[Any], tuple[Any, ...]]) -> list[Any]:
+    """Locals holding the sums over ``k < n`` of each value `terms(k)` returns: `LANES`
+    partial sums each over whole blocks of `LANES` elements, then the rest one by one."""
+    from burn_cube import u32
+
+    count = len(terms(b.const(0, u32)))
+    parts = [[b.local(acc, 0) for _ in range(LANES)] for _ in range(count)]
+    main = b.local(u32, n - n % LANES)
+    with b.for_range(0, main, LANES) as k:
+        for j in range(LANES):
+            for part, value in zip(parts, terms(k + j), strict=True):
+                b.set(part[j], part[j] + value)
+    with b.for_range(main, n) as k:
+        for part, value in zip(parts, terms(k), strict=True):
+            b.set(part[0], part[0] + value)
+    sums = []
+    for part in parts:
+        while len(part) > 1:  # pairwise
+            half = len(part) // 2
+            part = [b.local(acc, part[j] + part[j + half]) for j in range(half)]
+        sums.append(part[0])
+    return sums
 
 
 def serves(backend: Any, shape: Shape, num_dims: int) -> bool:
@@ -63,14 +96,14 @@ def forward_kernel(dtypes: tuple[Any, Any], weight: bool, bias: bool) -> Any:
     with b.if_(r < m):
         start = b.local(u32, r * n)
         count = b.local(acc, b.cast(n, acc))
-        total = b.local(acc, 0)
-        with b.for_range(0, n) as k:
-            b.set(total, total + b.cast(x[start + k], acc))
+        total = _lane_sums(b, acc, n, lambda k: (b.cast(x[start + k], acc),))[0]
         mu = b.local(acc, total / count)
-        squares = b.local(acc, 0)
-        with b.for_range(0, n) as k:
-            dev = b.local(acc, b.cast(x[start + k], acc) - mu)
-            b.set(squares, squares + dev * dev)
+
+        def square(k: Any) -> tuple[Any]:
+            dev = b.cast(x[start + k], acc) - mu
+            return (dev * dev,)
+
+        squares = _lane_sums(b, acc, n, square)[0]
         scale = b.local(acc, b.rsqrt(squares / count + eps))
         with b.for_range(0, n) as k:
             value = b.local(acc, (b.cast(x[start + k], acc) - mu) * scale)
@@ -86,11 +119,12 @@ def forward_kernel(dtypes: tuple[Any, Any], weight: bool, bias: bool) -> Any:
 
 @cache
 def backward_kernel(dtypes: tuple[Any, Any], weight: bool) -> Any:
-    """Input gradients of a row per unit (module docstring).
+    """Input gradients of a row per unit (module docstring), and with `weight` the terms
+    ``grad * xhat`` of the weight's gradient.
 
     Returns:
-        A kernel taking ``x, [weight], mean, rstd, grad, dx, m, n``: rank-1 tensors, m dense
-        rows of n elements.
+        A kernel taking ``x, [weight], mean, rstd, grad, dx, [gx], m, n``: rank-1 tensors, m
+        dense rows of n elements.
     """
     from burn_cube import KernelBuilder, u32
 
@@ -100,6 +134,7 @@ def backward_kernel(dtypes: tuple[Any, Any], weight: bool) -> Any:
     w = b.tensor("weight", dtype, write=False) if weight else None
     mean, rstd, grad = (b.tensor(name, dtype, write=False) for name in ("mean", "rstd", "grad"))
     dx = b.tensor("dx", dtype, write=True)
+    gx = b.tensor("gx", dtype, write=True) if weight else None
     m, n = b.scalar("m", u32), b.scalar("n", u32)
     r = b.ABSOLUTE_POS
     with b.if_(r < m):
@@ -113,52 +148,19 @@ def backward_kernel(dtypes: tuple[Any, Any], weight: bool) -> Any:
             gw = g if w is None else g * b.cast(w[k], acc)
             return b.local(acc, gw), b.local(acc, (b.cast(x[start + k], acc) - mu) * scale)
 
-        sum_gw, sum_gwx = b.local(acc, 0), b.local(acc, 0)
-        with b.for_range(0, n) as k:
+        def sums(k: Any) -> tuple[Any, Any]:
             gw, xhat = terms(k)
-            b.set(sum_gw, sum_gw + gw)
-            b.set(sum_gwx, sum_gwx + gw * xhat)
+            return gw, gw * xhat
+
+        sum_gw, sum_gwx = _lane_sums(b, acc, n, sums)
         count = b.local(acc, b.cast(n, acc))
         mean_gw = b.local(acc, sum_gw / count)
         mean_gwx = b.local(acc, sum_gwx / count)
         with b.for_range(0, n) as k:
             gw, xhat = terms(k)
             dx[start + k] = b.cast(scale * (gw - mean_gw - xhat * mean_gwx), dtype)
-    return b.kernel()
-
-
-@cache
-def column_kernel(dtypes: tuple[Any, Any], weight: bool, bias: bool) -> Any:
-    """The weight's and bias's gradients, a unit per column (module docstring).
-
-    Returns:
-        A kernel taking ``x, mean, rstd, grad, [dweight], [dbias], m, n``: rank-1 tensors, m
-        dense rows of n elements; the gradients n elements each.
-    """
-    from burn_cube import KernelBuilder, u32
-
-    dtype, acc = dtypes
-    b = KernelBuilder("layer_norm_cpu_columns")
-    x, mean, rstd, grad = (b.tensor(name, dtype, write=False)
-                           for name in ("x", "mean", "rstd", "grad"))
-    dw = b.tensor("dweight", dtype, write=True) if weight else None
-    db = b.tensor("dbias", dtype, write=True) if bias else None
-    m, n = b.scalar("m", u32), b.scalar("n", u32)
-    j = b.ABSOLUTE_POS
-    with b.if_(j < n):
-        sum_w, sum_b = b.local(acc, 0), b.local(acc, 0)
-        with b.for_range(0, m) as r:
-            at = b.local(u32, r * n + j)
-            g = b.local(acc, b.cast(grad[at], acc))
-            if dw is not None:
-                xhat = (b.cast(x[at], acc) - b.cast(mean[r], acc)) * b.cast(rstd[r], acc)
-                b.set(sum_w, sum_w + g * xhat)
-            if db is not None:
-                b.set(sum_b, sum_b + g)
-        if dw is not None:
-            dw[j] = b.cast(sum_w, dtype)
-        if db is not None:
-            db[j] = b.cast(sum_b, dtype)
+            if gx is not None:
+                gx[start + k] = b.cast(b.cast(grad[start + k], acc) * xhat, dtype)
     return b.kernel()
 
 
@@ -183,16 +185,18 @@ def layer_norm_backward(backend: Any, x: CubeTensor, weight: CubeTensor | None,
     """`Backend.layer_norm_backward` (same arguments and results) on the cpu rows kernels; x has
     at least one row of at least one element."""
     m, d = _rows(x.shape, num_dims)
-    dtypes = _dtypes(x.dtype)
     dx = backend.empty(x.shape, x.dtype)
-    stats = [_flat(backend, t).array for t in (mean, rstd, grad)]
-    xs = _flat(backend, x).array
-    ws = [] if weight is None else [_flat(backend, weight).array]
-    backend.launch(backward_kernel(dtypes, weight is not None), m, xs, *ws, *stats,
-                   _flat(backend, dx).array, m, d)
+    gx = None if weight is None else backend.empty((m, d), x.dtype)
+    g = contiguous(backend, grad)
+    inputs = [_flat(backend, t).array for t in (x, weight, mean, rstd, g) if t is not None]
+    outputs = [_flat(backend, t).array for t in (dx, gx) if t is not None]
+    backend.launch(backward_kernel(_dtypes(x.dtype), weight is not None), m, *inputs, *outputs,
+                   m, d)
     shape = x.shape[len(x.shape) - num_dims:]
-    grads = [None if t is None else backend.empty(shape, x.dtype) for t in (weight, bias)]
-    if weight is not None or bias is not None:
-        backend.launch(column_kernel(dtypes, weight is not None, bias is not None), d, xs,
-                       *stats, *(_flat(backend, t).array for t in grads if t is not None), m, d)
-    return dx, grads[0], grads[1]
+
+    def column_sum(t: CubeTensor | None) -> CubeTensor | None:
+        if t is None:
+            return None
+        return backend.float_sum_dim(t.view((m, d), (d, 1)), 0).view(shape, dense_strides(shape))
+
+    return dx, column_sum(gx), column_sum(None if bias is None else g)
