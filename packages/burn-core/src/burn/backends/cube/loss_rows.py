@@ -9,9 +9,11 @@ with ``-sum(w * logp)`` when smoothing, and ``w_t`` (the mean's denominator term
 Backward: ``dx = softmax * g * mass - onehot * g * w_t * (1 - eps) - g * keep * eps / C * w``
 with `g` the sample's output gradient (the mean's divided by the summed ``w_t``, 1 where that
 is 0) and ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
-Values accumulate in float32 (float64 for float64). Other runtimes (their planes and caches
-suit other schedules), empty inputs and targets whose dtype cannot hold `ignore_index` take
-the protocol's composite default.
+Values accumulate in float32 (float64 for float64). As in the cpu softmax, the exponentials go
+to a scratch row in one loop and are summed in another (`norm_rows_cpu.LANES` partial sums),
+so every inner loop vectorizes. Other runtimes (their planes and caches suit other schedules),
+empty inputs and targets whose dtype cannot hold `ignore_index` take the protocol's composite
+default.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from burn.ir.cube import cube_dtype
 
 from .checks import pending
 from .layout import contiguous
+from .norm_rows_cpu import _lane_sums
 from .tensor import CubeTensor, host_array
 
 
@@ -64,27 +67,29 @@ class _Sample:
         """Class weight `k` in the accumulator dtype."""
         return self.b.cast(self.weight[k], self.acc)
 
-    def stats(self, classes: Any) -> tuple[Any, Any]:
-        """(max, sum of exp(x - max)) of the row: two loops."""
+    def stats(self, classes: Any, exps: Any) -> tuple[Any, Any]:
+        """(max, sum of exp(x - max)) of the row, the exponentials kept in the row of `exps`:
+        three loops that vectorize (a NaN makes the sum NaN, so the max may skip it)."""
         b = self.b
         peak = b.local(self.acc, self.x(0))
         with b.for_range(1, classes) as k:
-            b.set(peak, b.max(peak, self.x(k)))
-        total = b.local(self.acc, 0)
+            b.set(peak, b.select(self.x(k) > peak, self.x(k), peak))
         with b.for_range(0, classes) as k:
-            b.set(total, total + b.exp(self.x(k) - peak))
-        return peak, total
+            exps[self.start + k] = b.exp(self.x(k) - peak)
+        return peak, _lane_sums(b, self.acc, classes, lambda k: (exps[self.start + k],))[0]
 
 
 def _inputs(b: Any, dtypes: tuple[Any, Any, Any], weight: bool) -> tuple[Any, ...]:
-    """The kernels' leading arguments: logits, target, [weight], flags."""
+    """The kernels' leading arguments: logits, target, [weight], flags, exps (the rows'
+    exponentials, accumulator dtype)."""
     from burn_cube import i32
 
     dtype, _, target_dtype = dtypes
     logits = b.tensor("logits", dtype, write=False)
     target = b.tensor("target", target_dtype, write=False)
     w = b.tensor("weight", dtype, write=False) if weight else None
-    return logits, target, w, b.tensor("flags", i32, write=True)
+    return (logits, target, w, b.tensor("flags", i32, write=True),
+            b.tensor("exps", dtypes[1], write=True))
 
 
 def _scalars(b: Any, target_dtype: Any, acc: Any) -> tuple[Any, ...]:
@@ -107,14 +112,14 @@ def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
         losses: write the losses (else only the target weights).
 
     Returns:
-        A kernel taking ``logits, target, [weight], flags, [loss], w_target, m, classes,
+        A kernel taking ``logits, target, [weight], flags, exps, [loss], w_target, m, classes,
         ignore, slot, eps``: rank-1 tensors, logits dense ``[m, classes]``.
     """
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
     b = KernelBuilder("cross_entropy_rows" if losses else "cross_entropy_weights")
-    logits, target, w, flags = _inputs(b, dtypes, weight)
+    logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     loss = b.tensor("loss", dtype, write=True) if losses else None
     w_target = b.tensor("w_target", dtype, write=True)
     m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
@@ -122,14 +127,15 @@ def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
         row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot)
         w_target[row.r] = b.cast(row.w_target, dtype)
         if loss is not None:
-            peak, total = row.stats(classes)
+            peak, total = row.stats(classes, exps)
             lse = b.local(acc, peak + b.log(total))
             value = b.local(acc, -(row.x(row.safe) - lse) * row.w_target)
             if smoothing:
-                spread = b.local(acc, 0)
-                with b.for_range(0, classes) as k:
-                    term = row.x(k) - lse
-                    b.set(spread, spread + (term if w is None else term * row.w(k)))
+                def term(k: Any) -> tuple[Any]:
+                    logp = row.x(k) - lse
+                    return (logp if w is None else logp * row.w(k),)
+
+                spread = _lane_sums(b, acc, classes, term)[0]
                 b.set(value, value * (1 - eps) + -spread * row.keep * (eps / b.cast(classes, acc)))
             loss[row.r] = b.cast(value, dtype)
     return b.kernel()
@@ -146,14 +152,14 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
             divided by the ``total`` tensor's, 1 where it is 0).
 
     Returns:
-        A kernel taking ``logits, target, [weight], flags, grad, [total], dx, m, classes,
+        A kernel taking ``logits, target, [weight], flags, exps, grad, [total], dx, m, classes,
         ignore, slot, eps``: rank-1 tensors, logits and dx dense ``[m, classes]``.
     """
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
     b = KernelBuilder("cross_entropy_rows_backward")
-    logits, target, w, flags = _inputs(b, dtypes, weight)
+    logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     grad = b.tensor("grad", dtype, write=False)
     total_w = b.tensor("total", dtype, write=False) if mode == "mean" else None
     dx = b.tensor("dx", dtype, write=True)
@@ -167,18 +173,16 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
         per_class = b.local(acc, row.keep * (eps / b.cast(classes, acc)))
         smooth_mass = b.local(acc, b.cast(classes, acc))
         if w is not None and smoothing:
-            b.set(smooth_mass, 0)
-            with b.for_range(0, classes) as k:
-                b.set(smooth_mass, smooth_mass + row.w(k))
+            b.set(smooth_mass, _lane_sums(b, acc, classes, lambda k: (row.w(k),))[0])
         mass = b.local(acc, row.w_target * (1 - eps))
         if smoothing:
             b.set(mass, mass + per_class * smooth_mass)
         scale = b.local(acc, g * mass)
         hit = b.local(acc, -(g * row.w_target * (1 - eps)))
         spread = b.local(acc, g * per_class)
-        peak, total = row.stats(classes)
+        peak, total = row.stats(classes, exps)
         with b.for_range(0, classes) as k:
-            value = b.local(acc, b.exp(row.x(k) - peak) / total * scale)
+            value = b.local(acc, exps[row.start + k] / total * scale)
             b.set(value, value + b.select(k == row.safe, hit, b.cast(0, acc)))
             if smoothing:
                 b.set(value, value - (spread if w is None else spread * row.w(k)))
@@ -219,7 +223,8 @@ def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: Cube
               cube_dtype("cross_entropy", _acc(logits.dtype)),
               cube_dtype("cross_entropy", target.dtype))
     arrays = [_flat(backend, t).array for t in (logits, target, weight) if t is not None]
-    return dtypes, [*arrays, flags.array], [m, c, ignore_index, slot]
+    exps = backend.empty((m * c,), _acc(logits.dtype))
+    return dtypes, [*arrays, flags.array, exps.array], [m, c, ignore_index, slot]
 
 
 def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
