@@ -33,7 +33,8 @@ OPS: dict[str, str | None] = {
     # __half has no implicit float math: absolute value natively, pow through float
     "abs.f16": "__habs({a})", "isnan.f16": "__hisnan({a})", "isinf.f16": "(__hisinf({a}) != 0)",
     "pow.f16": "__float2half(powf(__half2float({a}), __half2float({b})))",
-    "fmod.f16": "__float2half(fmodf(__half2float({a}), __half2float({b})))",
+    "fmod.f32": "bc_fmodf({a}, {b})",
+    "fmod.f16": "__float2half(bc_fmodf(__half2float({a}), __half2float({b})))",
     "load.bf16": "__bfloat162float({a})", "store.bf16": "__float2bfloat16_rn({a})",
     "atomic_add": "atomicAdd(&{a}, {b})",
     "atomic_add.i64": "((long long)atomicAdd((unsigned long long *)&{a}, "
@@ -69,6 +70,28 @@ template <int OP, typename T> __device__ inline T bc_atomic8(T *p, T v) {
                                     ((unsigned int)(unsigned char)next << shift));
     } while (seen != old);
     return (T)((old >> shift) & 0xffu);
+}
+// C's fmodf, exact for every quotient and for subnormals (the H200's fmodf gave NaN for
+// subnormal divisors): the long division of the significands on their bits (musl's fmodf).
+__device__ inline float bc_fmodf(float x, float y) {
+    const unsigned int ux = __float_as_uint(x), uy = __float_as_uint(y);
+    const unsigned int sx = ux & 0x80000000u, ax = ux & 0x7fffffffu, ay = uy & 0x7fffffffu;
+    if (ay == 0u || ay > 0x7f800000u || ax >= 0x7f800000u) return CUDART_NAN;
+    if (ax <= ay) return ax == ay ? __uint_as_float(sx) : x;
+    int ex = (int)(ax >> 23), ey = (int)(ay >> 23);
+    unsigned int mx = ax & 0x7fffffu, my = ay & 0x7fffffu;
+    if (ex == 0) { mx <<= __clz(mx) - 8; ex = 9 - __clz(ax); } else { mx |= 0x800000u; }
+    if (ey == 0) { my <<= __clz(my) - 8; ey = 9 - __clz(ay); } else { my |= 0x800000u; }
+    for (; ex > ey; --ex) {
+        if (mx >= my) { mx -= my; if (mx == 0u) return __uint_as_float(sx); }
+        mx <<= 1;
+    }
+    if (mx >= my) { mx -= my; if (mx == 0u) return __uint_as_float(sx); }
+    const int shift = __clz(mx) - 8;
+    mx <<= shift;
+    ex -= shift;
+    mx = ex > 0 ? ((mx - 0x800000u) | ((unsigned int)ex << 23)) : (mx >> (1 - ex));
+    return __uint_as_float(mx | sx);
 }
 template <typename T> __device__ inline T bc_plane_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
