@@ -48,7 +48,7 @@ def _path(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[list[str]]:
     takes."""
     monkeypatch.setattr(scatter_kernels, "SCAN_WORK_MAX", 0 if name == "sorted" else 1 << 62)
     if name == "rows":
-        monkeypatch.setattr(scatter_kernels, "SEQUENTIAL_RUNTIMES", ("cpu", "wgpu"))
+        monkeypatch.setattr(scatter_kernels, "SEQUENTIAL_RUNTIMES", ("cpu", "wgpu", "cuda"))
     taken: list[str] = []
     real = scatter_kernels.path
 
