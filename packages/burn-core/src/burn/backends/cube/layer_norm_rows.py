@@ -10,8 +10,9 @@ Backward (from the forward's mean and rstd): with `xhat = (x - mean) * rstd` and
 `dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`, a cube walking `BACKWARD_ROWS` rows and
 keeping the column sums of `grad * xhat` (the weight's gradient) and of `grad` (the bias's) over
 them in registers; the backend's `float_sum_dim` adds the cubes' partial rows.
-Values accumulate in float32 (float64 for float64). Other layouts, the cpu runtime, short rows
-and rows past `softmax_rows.SHAPES` take the protocol's composite default.
+Values accumulate in float32 (float64 for float64). Other layouts, short rows and rows past
+`softmax_rows.SHAPES` take the protocol's composite default; the cpu runtime has its own rows
+kernels (`norm_rows_cpu`, chosen in `reduction.py`).
 """
 
 from __future__ import annotations
