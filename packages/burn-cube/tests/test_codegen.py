@@ -153,6 +153,65 @@ def test_c_fast_path_hoists_bounds_checks() -> None:
                                                        X.astype(np.int32))
 
 
+def row_sums(work: str | None, dtype: bc.DType = bc.f32) -> bc.IRKernel:
+    """sums[r] = sum of row r of the dense [m, n] `x`, a unit per row, `unit_work` = `work`."""
+    b = bc.KernelBuilder("row_sums", cube_dim=32, unit_work=work)
+    x, sums = b.tensor("x", dtype), b.tensor("sums", dtype, write=True)
+    m, n = b.scalar("m", bc.u32), b.scalar("n", bc.u32)
+    r = b.ABSOLUTE_POS
+    with b.if_(r < m):
+        total = b.local(dtype, 0.0)
+        with b.for_range(0, n) as k:
+            b.set(total, total + x[r * n + k])
+        sums[r] = total
+    return b.kernel()
+
+
+def test_c_parallel_threshold_weighs_unit_work() -> None:
+    """A kernel naming its per-unit work parallelises on units * work; others on units alone
+    (the same pragma as before), and the hint leaves the other targets' source alone."""
+    from burn_cube.codegen import generate
+    from burn_cube.codegen.c import PARALLEL_UNITS
+
+    hinted, plain = row_sums("n").kernel, row_sums(None).kernel
+    assert hinted.unit_work == "n" and plain.unit_work is None
+    assert hinted.structural_hash() != plain.structural_hash()
+    pragma = "#pragma omp parallel for schedule(static) reduction(|:bc_oob) if("
+    src = generate(hinted, "c")
+    assert f"{pragma}bc_cubes * BC_CD * (int64_t)v_n >= {PARALLEL_UNITS})" in src
+    assert src.index("const uint32_t v_n") < src.index(pragma)  # read before the pragma
+    assert f"{pragma}bc_cubes * BC_CD >= {PARALLEL_UNITS})" in generate(plain, "c")
+    assert f"{pragma}bc_cubes * BC_CD >= {PARALLEL_UNITS})" in gelu_tanh.source("c", 256, X, X)
+    for target in ("wgsl", "cuda"):
+        assert generate(hinted, target) == generate(plain, target)
+
+
+@pytest.mark.parametrize("name", ["x", "missing", "scale"])
+def test_unit_work_must_name_an_integer_scalar(name: str) -> None:
+    b = bc.KernelBuilder("bad_work", cube_dim=32, unit_work=name)
+    x = b.tensor("x", bc.f32, write=True)
+    scale = b.scalar("scale", bc.f32)
+    x[b.ABSOLUTE_POS] = scale
+    with pytest.raises(bc.errors.CompileError, match=f"bad_work.*unit_work.*{name!r}"):
+        b.build()
+
+
+@pytest.mark.parametrize("rows", [0, 5, 2000])
+def test_hinted_row_kernel_matches_numpy(rt: bc.Runtime, rows: int) -> None:
+    """Rows kernels with the hint: few rows (one thread) and rows * n over the threshold (the
+    OpenMP team on the cpu), NaN and inf rows included, against numpy in float64."""
+    n = 40
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((rows, n)).astype(np.float32)
+    if rows:
+        x[0, 3], x[-1, 0] = np.nan, np.inf
+    out = np.zeros(rows, np.float32)
+    row_sums("n").launch(rt, max(1, -(-rows // 32)), 32, x.reshape(-1), out, rows, n)
+    want = x.astype(np.float64).sum(axis=1).astype(np.float32)
+    assert out.shape == want.shape and out.dtype == want.dtype
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
 def test_wgsl_f64_refuses_transcendentals() -> None:
     """Vulkan has no f64 exp/sin/pow...: a clear CompileError, not garbage; arithmetic works."""
     d = np.zeros(16, np.float64)

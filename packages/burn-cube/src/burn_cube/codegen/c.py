@@ -42,7 +42,8 @@ from burn_cube.types import DTYPES, DType, dtype_named
 
 #: Integer ops that may trap on some operands (division by zero), never evaluated speculatively.
 _TRAPPING = frozenset(("div", "mod", "floordiv", "fmod", "pow"))
-#: Fewest units (cubes x units per cube) a launch spreads over OpenMP threads.
+#: Fewest elements of work (cubes x units per cube, times ``KernelIR.unit_work`` where the
+#: kernel names one) a launch spreads over OpenMP threads.
 PARALLEL_UNITS = 32768
 
 
@@ -436,6 +437,13 @@ class CEmitter(Emitter):
         self.depth -= 1
         self.line("}")
 
+    def launch_work(self) -> str:
+        """The C expression of a launch's work: its units, times the value of the kernel's
+        ``unit_work`` scalar where it names one (a row kernel's row length)."""
+        units = "bc_cubes * BC_CD"
+        work = self.kernel.unit_work
+        return units if work is None else f"{units} * (int64_t)v_{work}"
+
     def source(self) -> str:
         k = self.kernel
         cdx, cdy, cdz = k.cube_dim
@@ -467,7 +475,7 @@ class CEmitter(Emitter):
         # Small launches stay on the calling thread: waking the OpenMP team costs more than
         # a few thousand elements of work (and much more on a loaded machine).
         self.line("#pragma omp parallel for schedule(static) reduction(|:bc_oob) "
-                  f"if(bc_cubes * BC_CD >= {PARALLEL_UNITS})")
+                  f"if({self.launch_work()} >= {PARALLEL_UNITS})")
         self.line("for (int64_t bc_cube = 0; bc_cube < bc_cubes; ++bc_cube) {")
         self.depth += 1
         for b in k.shared:

@@ -192,16 +192,20 @@ class KernelBuilder(Scope):
     Args:
         name: Kernel name.
         cube_dim: Units per cube (an int or 1-3 ints); ``CUBE_DIM*`` fold to it.
+        unit_work: Name of an integer scalar parameter whose value estimates each unit's work
+            (``KernelIR.unit_work``); None: one element per unit.
 
     Raises:
         CompileError: On every ill-typed construction (naming the kernel).
     """
 
-    def __init__(self, name: str, cube_dim: int | tuple[int, ...] = 256) -> None:
+    def __init__(self, name: str, cube_dim: int | tuple[int, ...] = 256,
+                 unit_work: str | None = None) -> None:
         dims = (cube_dim,) if isinstance(cube_dim, int) else tuple(cube_dim)
         if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d < 1 for d in dims):
             raise Scope(name).error(f"cube_dim must be 1-3 positive ints, got {cube_dim!r}")
         super().__init__(name, (*dims, 1, 1)[:3])  # type: ignore[arg-type]
+        self.unit_work = unit_work
 
     # ---------------------------------------------------------------------- wrapping
     def wrap(self, value: Any) -> Any:
@@ -367,7 +371,14 @@ class KernelBuilder(Scope):
     # ---------------------------------------------------------------------- results
     def build(self) -> ir.KernelIR:
         """The kernel IR (features worked out from the body)."""
-        return self.finish()
+        kernel = self.finish()
+        if self.unit_work is not None:
+            param = next((p for p in kernel.params if p.name == self.unit_work), None)
+            if param is None or param.tensor or not param.dtype.is_integer:
+                raise self.error(f"unit_work must name an integer scalar parameter, got "
+                                 f"{self.unit_work!r}")
+            kernel.unit_work = self.unit_work
+        return kernel
 
     def kernel(self) -> IRKernel:
         """A launchable kernel: ``Kernel.from_ir(self.build())``."""

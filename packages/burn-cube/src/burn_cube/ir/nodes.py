@@ -265,6 +265,10 @@ class KernelIR:
     ``externals`` maps each global name (dotted) that lowering resolved to a fingerprint of its
     value (None: some value has none). A kernel rebuilt by ``from_interface`` (a launch-index
     hit) has only its interface: params, tensor buffers and cube_dim, no body.
+
+    ``unit_work`` names an integer scalar parameter whose value estimates each unit's work (the
+    elements it touches, e.g. a row's length); None: one element. Targets that spread a launch
+    over threads (C) weigh the unit count by it.
     """
 
     name: str
@@ -275,6 +279,7 @@ class KernelIR:
     cube_dim: tuple[int, int, int]
     features: set[str] = field(default_factory=set)
     externals: dict[str, str] | None = None
+    unit_work: str | None = None
 
     def interface(self) -> dict[str, Any]:
         """What launching needs (JSON-serializable): name, params, tensor ranks and writes."""
