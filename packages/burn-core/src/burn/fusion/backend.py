@@ -21,7 +21,7 @@ from burn.backend.decorator import Decorator
 from burn.backend.protocol import Backend
 from burn.errors import DeviceError
 from burn.fusion.elementwise import fusable
-from burn.fusion.handle import FusionTensor, Pending
+from burn.fusion.handle import FusionTensor
 from burn.fusion.stats import STATS
 from burn.fusion.stream import Stream
 from burn.ir import OPS, OpDef, TensorIR, new_id
@@ -76,20 +76,16 @@ class Fusion(Decorator):
             key: list[Any] = [name]
             for h in handles:
                 key += (h.shape, id(h.dtype))
-            key += [args[i] for i in casts]
-            key += [args[i] is None for i in optional]
+            if casts:
+                key += [args[i] for i in casts]
+            if optional:
+                key += [args[i] is None for i in optional]
             structure = tuple(key)
             result = self._results.get(structure)
             if result is None:
                 result = self._infer(op, args, handles, structure)
             if result:
-                ir = list(args)
-                for i, h in zip(tensor_at, handles, strict=True):
-                    ir[i] = TensorIR(h.id, h.shape, h.dtype)
-                stream = self.stream
-                record = Pending(op, tuple(ir), TensorIR(new_id(), *result),
-                                 (structure, stream.wiring(handles)))
-                return stream.add(record, handles, handles[0].device)
+                return self.stream.record(op, args, tensor_at, handles, structure, result)
         default = self.defaults.get(name)
         if default is not None:
             return default(self, *args)
@@ -118,15 +114,19 @@ class Fusion(Decorator):
         """Run `op` at once on the inner backend (after the pending ops it reads)."""
         STATS.ops_eager += 1
         inner_args = list(args)
+        device = None  # the result's: the device argument's, else the first tensor's
         for i in op.tensor_at:
-            if args[i] is not None:
-                inner_args[i] = self.value(args[i])
+            h = args[i]
+            if h is not None:
+                inner_args[i] = h.value if h.value is not None else self.value(h)
+                device = device or h.device
         for i in op.list_at:
             inner_args[i] = [self.value(h) for h in args[i]]
         out = getattr(self.inner, op.name)(*inner_args)
         if not op.results:
             return out
-        device = args[op.device_at] if op.device_at is not None else None
+        if op.device_at is not None:
+            device = args[op.device_at]
         if isinstance(out, tuple | list):
             return tuple(None if o is None else self.wrap(o, device) for o in out)
         return self.wrap(out, device)

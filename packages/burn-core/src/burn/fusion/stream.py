@@ -12,11 +12,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from burn.device import Device
 from burn.fusion.elementwise import run_block
 from burn.fusion.handle import FusionTensor, Pending
 from burn.fusion.stats import STATS
-from burn.ir import TensorIR
+from burn.ir import OpDef, TensorIR, new_id
 
 #: Most ops a stream holds before it runs them (a bound on kernel size and on the memory the
 #: inputs of pending ops keep).
@@ -44,35 +43,38 @@ class Stream:
         self.plans: dict[Any, Any] = {}
         STATS.streams += 1
 
-    def wiring(self, inputs: list[FusionTensor]) -> tuple[int, ...]:
-        """Where each of an op's tensor arguments comes from: a pending result as its distance
-        back in the stream (> 0), a computed tensor as -1 - its order of first use."""
-        out = []
-        for h in inputs:
-            if h.value is None:
-                out.append(len(self.pending) - self.position[h.id])
-            else:
-                out.append(-1 - self.external.setdefault(h.id, len(self.external)))
-        return tuple(out)
-
-    def add(self, record: Pending, inputs: list[FusionTensor], device: Device) -> FusionTensor:
-        """Defer `record`, whose tensor arguments are `inputs`; its result's handle.
+    def record(self, op: OpDef, args: tuple[Any, ...], tensor_at: tuple[int, ...],
+               inputs: list[FusionTensor], structure: tuple[Any, ...],
+               result: tuple[Any, ...]) -> FusionTensor:
+        """Defer `op` on `args`; its result's handle (on the device of its first tensor).
 
         Args:
-            record: the recorded op (its result's shape and dtype inferred).
-            inputs: the handles of its tensor arguments.
-            device: the inner device of the result.
+            op: the op (one the fuser takes).
+            args: its arguments in protocol order.
+            tensor_at: the positions of its tensor arguments.
+            inputs: the handles there.
+            structure: the op, input shapes and dtypes and compile-time arguments.
+            result: the (shape, dtype) of its result.
         """
-        for h in inputs:
-            if h.value is not None:
-                self.values[h.id] = h.value
-        out = record.out
-        handle = FusionTensor(out.id, out.shape, out.dtype, device)  # type: ignore[arg-type]
-        self.position[out.id] = len(self.pending)
-        self.pending.append(record)
+        pending, position = self.pending, self.position
+        n = len(pending)
+        ir = list(args)
+        wiring = []  # a pending input as its distance back, a computed one as -1 - its order
+        for i, h in zip(tensor_at, inputs, strict=True):
+            value = h.value
+            if value is None:
+                wiring.append(n - position[h.id])
+            else:
+                self.values[h.id] = value
+                wiring.append(-1 - self.external.setdefault(h.id, len(self.external)))
+            ir[i] = TensorIR(h.id, h.shape, h.dtype)
+        out = TensorIR(new_id(), *result)
+        handle = FusionTensor(out.id, out.shape, out.dtype, inputs[0].device)  # type: ignore[arg-type]
+        position[out.id] = n
+        pending.append(Pending(op, tuple(ir), out, (structure, tuple(wiring))))
         self.weak[out.id] = weakref.ref(handle)
         STATS.ops_recorded += 1
-        if len(self.pending) >= MAX_PENDING:
+        if n + 1 >= MAX_PENDING:
             self.flush()
         return handle
 
