@@ -12,6 +12,7 @@ from burn.autodiff import Gradients
 from burn.errors import ShapeError
 from burn.frontend import tensor
 from burn.frontend.tensor import Tensor
+from burn.fusion.inner import on_inner
 from burn.nn import Config, Param
 from burn.optim.buffers import Buf, NumpyOps, TensorOps, numpy_arrays
 from burn.optim.grads import GradientsParams, Params, named_params, to_grads_params
@@ -76,7 +77,7 @@ class Optimizer(ABC):
                 state.update({k: value._wrap(v) if isinstance(v, np.ndarray) else v
                               for k, v in arrays.items()})
             else:
-                fused = self._fused(lr, value, grad, state)
+                fused = on_inner(self._fused, lr, value, grad, state)
                 if fused is None:
                     p, g = self._decay(lr, value, grad, TensorOps)
                     fused = self._update(lr, p, g, state, TensorOps)
