@@ -15,7 +15,7 @@ import burn
 import burn.functional as F
 from burn.errors import BurnIndexError, DTypeError, ShapeError, ValueRangeError
 
-from .reference import GRAD_DTYPES, T, check_backward, check_forward, op_param, rand
+from .reference import GRAD_DTYPES, Layout, T, check_backward, check_forward, op_param, rand
 
 FORWARD = [("float32", "contiguous"), ("float64", "transposed"), ("bfloat16", "strided"),
            ("float16", "contiguous")]
@@ -87,6 +87,54 @@ def test_cross_entropy_special_logits(name: str, dtype: str, grad_device: burn.D
         check_forward(lambda a, t, r=reduction: F.cross_entropy(a, t, reduction=r),
                       lambda a, t, r=reduction: tF.cross_entropy(a, t, reduction=r),
                       [T(logits, dtype), T(target, "int64")], grad_device)
+
+
+# Ignored rows hold nan / +-inf logits, kept rows are finite: torch skips ignored samples, so
+# the loss is finite (and their "none" losses 0); their gradient rows stay what the log-softmax
+# backward gives (nan for nan / +inf logits, 0 for -inf), as torch.
+IGNORED_OPTIONS: list[dict[str, Any]] = [
+    {"reduction": "none"}, {"reduction": "sum"}, {}, {"label_smoothing": 0.25},
+    {"weighted": True, "reduction": "none"}, {"weighted": True, "label_smoothing": 0.2},
+    {"weighted": True, "label_smoothing": 0.1, "reduction": "sum", "ignore_index": 1},
+]
+
+
+def _ignored_nonfinite_case(rng: np.random.Generator, dtype: str, layout: Layout,
+                            options: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """[6, 4] logits: rows 1, 2, 3, 5 ignored with nan, +inf, -inf, and -inf and +inf logits;
+    rows 0 and 4 kept and finite."""
+    options = dict(options)
+    ignore = options.get("ignore_index", -100)
+    logits = rand(rng, (6, 4), dtype) * 3
+    logits[1, 2], logits[2, 0], logits[3, 3] = np.nan, np.inf, -np.inf
+    logits[5, 0], logits[5, 1] = -np.inf, np.inf
+    target = np.array([3, ignore, ignore, ignore, 0 if ignore == 1 else 1, ignore])
+    args: list[Any] = [T(logits, dtype, layout), T(target, "int64", grad=False)]
+    if options.pop("weighted", False):
+        args.append(T(rand(rng, (4,), dtype) + 2.5, dtype, grad=False))
+    return args, options
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("cross_entropy", d, lay)
+                                               for d, lay in FORWARD])
+def test_cross_entropy_ignored_nonfinite(name: str, dtype: str, layout: Layout,
+                                         device: burn.Device, rng: np.random.Generator) -> None:
+    for options in IGNORED_OPTIONS:
+        args, kw = _ignored_nonfinite_case(rng, dtype, layout, options)
+        out = check_forward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                            lambda *a, o=kw: tF.cross_entropy(*a, **o), args, device,
+                            upcast=True)
+        assert np.isfinite(np.asarray(out.to_numpy(), dtype=np.float64)).all(), kw
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("cross_entropy", d) for d in GRAD_DTYPES])
+def test_cross_entropy_ignored_nonfinite_backward(name: str, dtype: str,
+                                                  grad_device: burn.Device,
+                                                  rng: np.random.Generator) -> None:
+    for options in IGNORED_OPTIONS:
+        args, kw = _ignored_nonfinite_case(rng, dtype, "transposed", options)
+        check_backward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                       lambda *a, o=kw: tF.cross_entropy(*a, **o), args, grad_device, rng)
 
 
 @pytest.mark.op("cross_entropy")

@@ -83,17 +83,20 @@ def test_matches_torch(reduction: str, smoothing: float, weighted: bool, dtype: 
 
 @pytest.mark.parametrize("reduction,smoothing,weighted", CASES)
 def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: bool) -> None:
-    """NaN and inf logits of kept samples propagate as torch's; a batch with every target
-    ignored gives torch's loss (NaN for the mean) and zero gradients. (Ignored samples with
-    NaN logits give NaN, as the protocol's default and the numpy backend; torch gives 0.)"""
+    """NaN and inf logits of kept samples propagate as torch's; ignored samples (rows 0 and 3)
+    with NaN / inf logits are skipped as torch (loss 0, the gradient row the log-softmax's:
+    NaN for NaN / +inf, 0 for -inf); a batch with every target ignored gives torch's loss (NaN
+    for the mean) and zero gradients."""
     bk = _backend("cpu")
     rng = np.random.default_rng(4)
     x, t, w = _case(rng, 6, 5, np.float32)
     nan_x = x.copy()
     nan_x[1, 2], nan_x[2, 0], nan_x[4, 1] = np.nan, np.inf, -np.inf
+    ignored_x = x.copy()
+    ignored_x[0, 1], ignored_x[0, 3], ignored_x[3, 4] = np.nan, np.inf, -np.inf
     ww = w if weighted else None
-    g = (np.ones(6) if reduction == "none" else np.array(1.0)).astype(np.float32)
-    for logits, targets in ((nan_x, t), (x, np.full(6, IGNORE))):
+    g = (np.arange(6) + 1.0 if reduction == "none" else np.array(1.0)).astype(np.float32)
+    for logits, targets in ((nan_x, t), (ignored_x, t), (x, np.full(6, IGNORE))):
         ref = _torch(logits, targets, ww, smoothing, reduction, g)
         loss, dx = _burn(bk, bk.upload(logits), targets, ww, smoothing, reduction, g)
         _check(loss, ref[0], np.float32, 1e-5)

@@ -793,6 +793,8 @@ class ModuleOps(ActivationOps):
                 self.float_sum_dim(weighted, 1), (m,))), keep)
             loss = self.float_add(self.float_mul_scalar(loss, 1 - label_smoothing),
                                   self.float_mul_scalar(smooth, label_smoothing / c))
+        # ignored samples are skipped (as torch): 0, not their logits' nan times 0
+        loss = self.float_mask_fill(loss, self.float_equal_elem(keep, 0.0), 0.0)
         if reduction == "none":
             return loss
         total = self.float_sum(loss)

@@ -4,8 +4,9 @@ Forward: a unit reads its target (an out-of-range one that is not `ignore_index`
 `check_indices`-style slot, raised as `BurnIndexError` at the next sync point, and reads as
 class 0), walks its row for the max, then the sum of exponentials, and writes the sample's
 loss ``-logp[t] * w_t`` (``w_t``: the target's class weight, 0 for an ignored sample), mixed
-with ``-sum(w * logp)`` when smoothing, and ``w_t`` (the mean's denominator terms); "sum" and
-"mean" then add them with the backend's float sums.
+with ``-sum(w * logp)`` when smoothing (an ignored sample's loss is 0 even for NaN / inf
+logits, as torch), and ``w_t`` (the mean's denominator terms); "sum" and "mean" then add them
+with the backend's float sums.
 Backward: ``dx = softmax * g * mass - onehot * g * w_t * (1 - eps) - g * keep * eps / C * w``
 with `g` the sample's output gradient (the mean's divided by the summed ``w_t``, 1 where that
 is 0) and ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
@@ -138,7 +139,8 @@ def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
 
                 spread = _lane_sums(b, acc, classes, term)[0]
                 b.set(value, value * (1 - eps) + -spread * row.keep * (eps / b.cast(classes, acc)))
-            loss[row.r] = b.cast(value, dtype)
+            # an ignored sample is skipped (as torch): 0, not its logits' nan times 0
+            loss[row.r] = b.cast(b.select(row.keep == 0, b.cast(0, acc), value), dtype)
     return b.kernel()
 
 

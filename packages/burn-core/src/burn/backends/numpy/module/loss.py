@@ -55,6 +55,7 @@ def cross_entropy(logits: Array, safe: Array, keep: Array, weight: Array | None,
             smooth = (lse * spread_mass - spread) * keep
             loss *= 1 - label_smoothing
             loss += smooth * (label_smoothing / c)
+        loss[keep == 0] = 0  # ignored samples are skipped (as torch), whatever their logits
         if reduction != "none":
             total = loss.sum()
             loss = np.asarray(total / w_target.sum() if reduction == "mean" else total)
