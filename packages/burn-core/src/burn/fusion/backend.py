@@ -5,9 +5,11 @@ whose inner implementation is its op-table lowering is recorded into the device'
 instead of run: its result is a `FusionTensor` whose shape and dtype the op table infers, so
 an argument the op cannot take raises at the call site. Any other op is a sync point for the
 pending ops it reads and runs at once on the inner backend, as do reading data, `item()`,
-printing and `burn.sync()`. Protocol defaults the inner backend does not override (on the
-cube backends: attention, cross_entropy and its backward) run on the fusion backend itself,
-so their primitive ops are recorded and fused too.
+printing and `burn.sync()`; so the cube backends' own rows kernels (cross_entropy, layer_norm
+and their backwards) run as one kernel each. Protocol defaults the inner backend does not
+override (on the cube backends: attention) run on the fusion backend itself, so their
+primitive ops are recorded and fused too. Optimizers' one-kernel updates run on the inner
+values (`burn.fusion.inner.on_inner`).
 
 Over a backend without burn-cube kernels (``numpy+fusion``) nothing is recorded: every op
 runs at once.
