@@ -39,7 +39,8 @@ class Optimizer(ABC):
 
     Updates are computed on the inner backend (no autodiff graph); on the plain NumPy backend
     they reuse the state's buffers in place (`burn.optim.buffers`), and on the cube backends
-    optimizers with a `_fused` kernel run one kernel per param, with the same values. State
+    optimizers with a `_fused` kernel run one kernel per param (under fusion too, on the
+    flushed values: `burn.fusion.inner.on_inner`), with the same values. State
     is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so it
     survives a module rebuild.
 
