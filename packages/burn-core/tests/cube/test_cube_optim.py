@@ -15,12 +15,13 @@ import torch
 
 import burn
 from burn.backends.cube import optim_kernels
+from burn.backends.cube.backend import CudaBackend
 from burn.nn import Param
 from burn.optim import AdamConfig, AdamWConfig, SgdConfig
 from burn.optim.base import OptimizerConfig
 from burn.optim.grads import GradientsParams
 
-DEVICES = ["cpu", "wgpu"]
+DEVICES = ["cpu", "wgpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
 #: name -> (burn config, torch optimizer factory)
 CASES: dict[str, tuple[OptimizerConfig, Callable[[list[torch.Tensor]], torch.optim.Optimizer]]] = {
     "adam": (AdamConfig(), lambda p: torch.optim.Adam(p, lr=0.05, eps=1e-5)),
