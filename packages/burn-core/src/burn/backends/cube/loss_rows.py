@@ -119,8 +119,7 @@ def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_rows" if losses else "cross_entropy_weights",
-                      unit_work="classes" if losses else None)
+    b = KernelBuilder("cross_entropy_rows" if losses else "cross_entropy_weights")
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     loss = b.tensor("loss", dtype, write=True) if losses else None
     w_target = b.tensor("w_target", dtype, write=True)
@@ -161,7 +160,7 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_rows_backward", unit_work="classes")
+    b = KernelBuilder("cross_entropy_rows_backward")
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     grad = b.tensor("grad", dtype, write=False)
     total_w = b.tensor("total", dtype, write=False) if mode == "mean" else None

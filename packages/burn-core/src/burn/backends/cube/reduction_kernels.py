@@ -422,8 +422,7 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
 
     dtype, acc_dtype = dtypes
     cube = schedule in ("tree", "plane")
-    b = KernelBuilder("log_softmax" if log else "softmax", cube_dim=TREE_DIM if cube else units,
-                      unit_work=None if cube else "n")
+    b = KernelBuilder("log_softmax" if log else "softmax", cube_dim=TREE_DIM if cube else units)
     x = b.tensor("x", dtype, rank=rank, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
     out = b.tensor("out", dtype, rank=rank, write=True)
