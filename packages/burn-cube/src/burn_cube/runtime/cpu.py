@@ -113,8 +113,8 @@ def compiler_identity(path: str) -> str:
 
 
 #: struct code of one argument slot (8 bytes, the value first) per scalar dtype; bf16 as bits.
-_SLOT = {"bool": "?7x", "u8": "B7x", "i8": "b7x", "u32": "I4x", "i32": "i4x", "i64": "q", "f16": "e6x", "bf16": "H6x",
-         "f32": "f4x", "f64": "d"}
+_SLOT = {"bool": "?7x", "u8": "B7x", "i8": "b7x", "u32": "I4x", "i32": "i4x", "i64": "q",
+         "f16": "e6x", "bf16": "H6x", "f32": "f4x", "f64": "d"}
 
 
 def _address(handle: np.ndarray) -> int:
