@@ -12,7 +12,6 @@ from burn.autodiff import Gradients
 from burn.errors import ShapeError
 from burn.frontend import tensor
 from burn.frontend.tensor import Tensor
-from burn.fusion.inner import on_inner
 from burn.nn import Config, Param
 from burn.optim.buffers import Buf, NumpyOps, TensorOps, numpy_arrays
 from burn.optim.grads import GradientsParams, Params, named_params, to_grads_params
@@ -78,6 +77,8 @@ class Optimizer(ABC):
                 state.update({k: value._wrap(v) if isinstance(v, np.ndarray) else v
                               for k, v in arrays.items()})
             else:
+                from burn.fusion.inner import on_inner  # loads the op table: only when used
+
                 fused = on_inner(self._fused, lr, value, grad, state)
                 if fused is None:
                     p, g = self._decay(lr, value, grad, TensorOps)
