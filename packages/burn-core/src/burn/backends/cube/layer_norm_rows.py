@@ -197,14 +197,20 @@ BACKWARD_ROWS = (8, 4, 2, 1)
 BACKWARD_MIN_CUBES = 1024
 
 
-def _rows_plan(backend: Any, shape: Shape, num_dims: int) -> tuple[int, int, int, int] | None:
-    """(rows M, row length D, units, chunks) when the rows kernel serves `shape`, else None."""
+def _rows(shape: Shape, num_dims: int) -> tuple[int, int]:
+    """(rows M, row length D) of a layer norm over the last `num_dims` dims of `shape`."""
     lead = len(shape) - num_dims
     m, d = 1, 1
     for size in shape[:lead]:
         m *= size
     for size in shape[lead:]:
         d *= size
+    return m, d
+
+
+def _rows_plan(backend: Any, shape: Shape, num_dims: int) -> tuple[int, int, int, int] | None:
+    """(rows M, row length D, units, chunks) when the rows kernel serves `shape`, else None."""
+    m, d = _rows(shape, num_dims)
     if m == 0 or backend.runtime_name == "cpu":
         return None
     found = plan(backend, m, d)

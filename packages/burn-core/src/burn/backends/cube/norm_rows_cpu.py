@@ -20,21 +20,9 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from .layer_norm_rows import _dtypes, _flat
+from .layer_norm_rows import _dtypes, _flat, _rows
 from .layout import contiguous
 from .tensor import CubeTensor, Shape, dense_strides
-
-
-def _rows(shape: Shape, num_dims: int) -> tuple[int, int]:
-    """(rows M, row length D) of a layer norm over the last `num_dims` dims of `shape`."""
-    lead = len(shape) - num_dims
-    m, d = 1, 1
-    for size in shape[:lead]:
-        m *= size
-    for size in shape[lead:]:
-        d *= size
-    return m, d
-
 
 #: Plain partial sums of a row's adjacent elements (vector lanes on a CPU: the sums' inner
 #: loops vectorize), merged pairwise at the end.
