@@ -123,6 +123,33 @@ def _declare(b: Any, dtype: DType, rank: int) -> tuple[Any, Any, Any]:
             b.tensor("out", cube, rank=rank, write=True))
 
 
+def _store_tile(b: Any, out: Any, acc: list[list[Any]], tile: Tile, z: Any,
+                corner: tuple[Any, Any], size: tuple[Any, Any]) -> None:
+    """The tiled kernels' epilogue: ``out[z, r, c] = acc[i][j]`` (cast to out's dtype) for
+    the unit's rows ``r = row0 + ty + i * units_y`` and columns ``c = col0 + tx + j * units_x``
+    inside the ``m x n`` matrix (columns counted in lines for line tiles).
+
+    Args:
+        b: the kernel builder.
+        out: the dense output tensor.
+        acc: the unit's ``rm x rn`` accumulators.
+        tile: the configuration.
+        z: the cube's batch.
+        corner: (row0, col0), the cube's first row and column.
+        size: (m, n), the output's rows and columns.
+    """
+    (row0, col0), (m, n) = corner, size
+    base = z * m * n
+    for i in range(tile.rm):
+        r = row0 + b.UNIT_POS_Y + i * tile.units_y
+        for j in range(tile.rn):
+            c = col0 + b.UNIT_POS_X + j * tile.units_x
+            value = acc[i][j]
+            with b.if_(b.and_(r < m, c < n)):
+                out[base + r * n + c] = (value if value.dtype == out.dtype
+                                         else b.cast(value, out.dtype))
+
+
 @cache
 def naive_kernel(dtype: DType, rank: int) -> Any:
     """One unit per element of the dense `out`: `out[z, i, j] = sum_k lhs[z, i, k] rhs[z, k, j]`.
@@ -205,13 +232,7 @@ def tiled_kernel(dtype: DType, rank: int, tile: Tile) -> Any:
                 for j in range(tile.rn):
                     b.set(acc[i][j], acc[i][j] + a[i] * w[j])
         b.sync_units()
-    base = z * m * n
-    for i in range(tile.rm):
-        r = row0 + ty + i * tile.units_y
-        for j in range(tile.rn):
-            c = col0 + tx + j * tile.units_x
-            with b.if_(b.and_(r < m, c < n)):
-                out[base + r * n + c] = b.cast(acc[i][j], out.dtype)
+    _store_tile(b, out, acc, tile, z, (row0, col0), (m, n))
     return b.kernel()
 
 
@@ -281,11 +302,5 @@ def line_tiled_kernel(rank: int, tile: Tile) -> Any:
                 for j in range(tile.rn):
                     b.set(acc[i][j], acc[i][j] + a[i] * w[j])
         b.sync_units()
-    base = z * m * n
-    for i in range(tile.rm):
-        r = row0 + ty + i * tile.units_y
-        for j in range(tile.rn):
-            c = col0 + tx + j * tile.units_x
-            with b.if_(b.and_(r < m, c < n)):
-                out[base + r * n + c] = acc[i][j]
+    _store_tile(b, out, acc, tile, z, (row0, col0), (m, n))
     return b.kernel()
