@@ -35,7 +35,7 @@ from ..creation import full
 from ..layout import copy_into
 from ..tensor import CubeTensor, Shape, dense_strides
 from .deform import deform_im2col_kernel, deform_input_grad_kernel, deform_point_grads_kernel
-from .im2col import col2im_kernel, convert_kernel, im2col_kernel
+from .im2col import col2im_kernel, convert_kernel, im2col_kernel, im2col_rows_kernel
 
 Geometry = ConvOptions | ConvTransposeOptions | DeformConvOptions
 #: Runtimes on which conv's weight gradient is one product over k = N*L (BLAS on the cpu,
@@ -133,9 +133,16 @@ class CubeConvOps:
         rows per group and rows skipped after each, see `_column_buffer`)."""
         n, c = x.shape[:2]
         rows = c * math.prod(kernel)
+        geometry = _geometry(kernel, options, out)
+        if self.runtime_name == "cpu":
+            unit = x.strides[-1] == 1 and options.stride[-1] == 1 and cols.strides[2] == 1
+            if n * rows and math.prod(out):
+                self.launch(im2col_rows_kernel(x.dtype, cols.dtype, len(kernel), unit),
+                            n * rows, x.array, cols.array, *spacing, *geometry)
+            return cols
         self._launch_windows(im2col_kernel(x.dtype, cols.dtype, len(kernel)),
                              n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
-                             *spacing, *_geometry(kernel, options, out))
+                             *spacing, *geometry)
         return cols
 
     def _col2im(self: Any, cols: CubeTensor, shape: Shape, windows: Sequence[int],
@@ -150,6 +157,15 @@ class CubeConvOps:
             math.prod(shape[:-1]), shape[-1], cols.array, out.array, *extra,
             *_geometry(kernel, options, windows))
         return self._convert(out, dtype)
+
+    def _product(self: Any, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        """Matrices `[G, m, k] @ [G, k, n]`; one group multiplies as rank-2 views (a batched
+        product copies a transposed rhs first; BLAS reads both layouts in place)."""
+        if lhs.shape[0] != 1:
+            return self.float_matmul(lhs, rhs)
+        y = self.float_matmul(lhs.view(lhs.shape[1:], lhs.strides[1:]),
+                              rhs.view(rhs.shape[1:], rhs.strides[1:]))
+        return y.view((1, *y.shape), (y.shape[0] * y.strides[0], *y.strides))
 
     # --- layouts ----------------------------------------------------------------------------
     def _columns(self: Any, m: CubeTensor, n: int) -> CubeTensor:
@@ -271,7 +287,7 @@ class CubeConvOps:
             # place of the converting copy; the cpu keeps one large BLAS call
             y = self.float_matmul(self._weight(weight, 1, work), cols)
             return _reshape(y, (n, c_out, *out)), cols
-        y = self.float_matmul(self._weight(weight, g, work), _matrices(cols, g))
+        y = self._product(self._weight(weight, g, work), _matrices(cols, g))
         return self._unrows(y, (n, c_out, *out), x.dtype, bias), cols
 
     def conv_backward(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
@@ -341,14 +357,14 @@ class CubeConvOps:
         work = _work(x_dtype)
         single = self.runtime_name in SINGLE_PRODUCT_RUNTIMES
         go = self._rows(grad, g, work) if need_x or single else None
-        total = (self.float_matmul(go, _swap(_matrices(cols, g))) if single
+        total = (self._product(go, _swap(_matrices(cols, g))) if single
                  else self._per_sample_total(cols, grad, g, work))
         gw, gb = self._weight_grad(total, weight, bias if ones else None)
         if not ones:
             gb = self._bias_grad(grad, bias, work)
         if not need_x:
             return None, gw, gb
-        gcols = self.float_matmul(_swap(self._weight(weight, g, work)), go)
+        gcols = self._product(_swap(self._weight(weight, g, work)), go)
         gx = self._col2im(self._columns(gcols, n), x_shape, grad.shape[2:], kernel, options,
                           x_dtype, None)
         return gx, gw, gb
@@ -371,7 +387,7 @@ class CubeConvOps:
         out = _transpose_out(op, _shaped(x), kernel, options)
         work = _work(x.dtype)
         w = self._weight(weight, g, work)
-        cols = self._columns(self.float_matmul(_swap(w), self._rows(x, g, work)), x.shape[0])
+        cols = self._columns(self._product(_swap(w), self._rows(x, g, work)), x.shape[0])
         return self._col2im(cols, (x.shape[0], c_out, *out), x.shape[2:], kernel, options,
                             x.dtype, bias)
 
@@ -396,8 +412,8 @@ class CubeConvOps:
         n, length = x.shape[0], math.prod(x.shape[2:])
         cols, *spacing = self._column_buffer(n, c_out * math.prod(kernel), length, work)
         cols = _matrices(self._im2col(grad, kernel, options, x.shape[2:], cols, spacing), g)
-        gw, _ = self._weight_grad(self.float_matmul(self._rows(x, g, work), _swap(cols)), weight)
-        gx = self._unrows(self.float_matmul(self._weight(weight, g, work), cols), x.shape,
+        gw, _ = self._weight_grad(self._product(self._rows(x, g, work), _swap(cols)), weight)
+        gx = self._unrows(self._product(self._weight(weight, g, work), cols), x.shape,
                           x.dtype, None)
         return gx, gw, self._bias_grad(grad, bias, work)
 
@@ -438,7 +454,7 @@ class CubeConvOps:
                             _shaped(mask), _shaped(bias), options)
         work = _work(x.dtype)
         cols = self._deform_columns(x, offset, weight, mask, options, out, work, 0)
-        y = self.float_matmul(self._weight(weight, g, work), _matrices(cols, g))
+        y = self._product(self._weight(weight, g, work), _matrices(cols, g))
         return self._unrows(y, (x.shape[0], weight.shape[0], *out), x.dtype, bias)
 
     def deform_conv2d_backward(self: Any, x: CubeTensor, offset: CubeTensor,
@@ -465,9 +481,9 @@ class CubeConvOps:
         cols = self._deform_columns(x, offset, weight, mask, options, out, work,
                                     0 if bias is None else g)
         go = self._rows(grad, g, work)
-        gw, gb = self._weight_grad(self.float_matmul(go, _swap(_matrices(cols, g))), weight,
+        gw, gb = self._weight_grad(self._product(go, _swap(_matrices(cols, g))), weight,
                                    bias)
-        gcols = self._columns(self.float_matmul(_swap(self._weight(weight, g, work)), go),
+        gcols = self._columns(self._product(_swap(self._weight(weight, g, work)), go),
                               x.shape[0])
         inputs = (*_deform_inputs(x, offset, mask), gcols.array)
         scalars = (x.shape[1] // options.offset_groups, *_geometry(weight.shape[2:], options,

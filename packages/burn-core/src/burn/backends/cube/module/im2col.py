@@ -105,6 +105,69 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
     return b.kernel()
 
 
+@cache
+def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool) -> Any:
+    """`im2col_kernel` for the cpu runtime: one unit per column row (sample, channel and tap)
+    writes all its windows, output row by output row; the last dim's in-image window range is
+    worked out once per unit. With `unit` (x's last stride, the last window stride and the
+    columns' last stride all 1) each output row's reads and writes are contiguous runs that the
+    C compiler vectorises.
+
+    Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`), `group_rows`, `skip`, per
+    dim `k s p d o`.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_im2col_rows")
+    x = b.tensor("x", cube_dtype("conv", src), rank=nd + 2, write=False)
+    cols = b.tensor("cols", cube_dtype("conv", dst), rank=3, write=True)
+    group_rows, skip = b.scalar("group_rows", u32), b.scalar("skip", u32)
+    geo = declare_geometry(b, nd)
+    kernel = [g["k"] for g in geo]
+    last, width = geo[-1], geo[-1]["o"]
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < x.shape[0] * x.shape[1] * product(kernel)):
+        n, c, *taps = split_index(b, pos, [x.shape[0], x.shape[1], *kernel])
+        row = b.local(u32, linear_index([c, *taps], [x.shape[1], *kernel]))
+        target = b.local(u32, cols.offset + n * cols.stride[0]
+                         + (row + row // group_rows * skip) * cols.stride[1])
+        reach = b.local(u32, taps[-1] * last["d"])
+        lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
+        hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + x.shape[nd + 1], reach,
+                                                    last["s"]), lo), width))
+        first = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1]
+                        + (lo * last["s"] + reach - last["p"]) * x.stride[nd + 1])
+        step = 1 if unit else last["s"] * x.stride[nd + 1]
+        put = 1 if unit else cols.stride[2]
+
+        def fill(start: Any, stop: Any, at: Any) -> None:
+            with b.for_range(start, stop) as o:
+                cols[at + o * put] = 0
+
+        def level(dim: int, outs: list[Any], inside: Any, read: Any) -> None:
+            if dim == nd - 1:
+                at = b.local(u32, target + linear_index([*outs, 0], [h["o"] for h in geo])
+                             * put)
+                with b.if_(inside):
+                    fill(0, lo, at)
+                    with b.for_range(hi - lo) as j:
+                        cols[at + (lo + j) * put] = b.cast(x[read + j * step], cols.dtype)
+                    fill(hi, width, at)
+                with b.if_(b.not_(inside)):
+                    fill(0, width, at)
+                return
+            g = geo[dim]
+            with b.for_range(g["o"]) as o:
+                spot = o * g["s"] + taps[dim] * g["d"]
+                ok = b.local(cube_dtype("conv", DType.bool), inside & (spot >= g["p"])
+                             & (spot < g["p"] + x.shape[2 + dim]))
+                level(dim + 1, [*outs, o], ok,
+                      b.local(u32, read + (spot - g["p"]) * x.stride[2 + dim]))
+
+        level(0, [], b.local(cube_dtype("conv", DType.bool), lo < hi), first)
+    return b.kernel()
+
+
 def _windows_from(b: Any, bound: Any, reach: Any, stride: Any) -> Any:
     """A u32 local: the first window w with `w * stride + reach >= bound` (0 when reach
     passes bound)."""
