@@ -15,6 +15,10 @@ from burn.device import Device
 from burn.dtype import DType
 from burn.ir import OpDef, OpIR, TensorIR, split_args
 
+#: `NamedTupleClass(...)` without its Python-level constructor: `new_tuple(cls, values)` (a
+#: `TensorIR` and a `Pending` are made per op recorded).
+new_tuple = tuple.__new__
+
 
 class FusionTensor:
     """A tensor of a fusion device.
@@ -26,10 +30,11 @@ class FusionTensor:
         device: the inner device it lives on.
         value: the inner primitive, or None while its op is pending.
 
-    `failure` is the error of the fused kernel that was to compute it, if that kernel failed.
+    `ir` is its `TensorIR` (made once: every op that reads it records it), `failure` the error
+    of the fused kernel that was to compute it, if that kernel failed.
     """
 
-    __slots__ = ("id", "shape", "dtype", "device", "value", "failure", "__weakref__")
+    __slots__ = ("id", "shape", "dtype", "device", "value", "failure", "ir", "__weakref__")
 
     def __init__(self, id: int, shape: tuple[int, ...], dtype: DType, device: Device,
                  value: Any = None) -> None:
@@ -39,6 +44,7 @@ class FusionTensor:
         self.device = device
         self.value = value
         self.failure: Exception | None = None
+        self.ir = new_tuple(TensorIR, (id, shape, dtype))
 
     def __repr__(self) -> str:
         state = "pending" if self.value is None else "ready"

@@ -2,9 +2,16 @@
 
 Recorded ops (`Pending`) name their tensors by id: an input already computed is kept by value
 (`values`), a pending result only by a weak reference to its handle. `flush` cuts the pending
-ops into blocks (consecutive ops whose results share one shape), works out which results must
-be written (a live handle holds them, or a later block reads them) and runs each block through
-the elementwise fuser; results nobody holds and nothing reads are never computed.
+ops into blocks (`_blocks`, the planner), works out which results must be written (a live
+handle holds them, or a later block reads them) and runs each block through its fuser; results
+nobody holds and nothing reads are never computed. Blocks are runs of consecutive ops:
+
+- elementwise: results of one shape (`elementwise.run_block`);
+- reduce: reductions of one shape along one dim, with the elementwise ops of that shape before
+  and between them and those of that shape or the reduced shape after them
+  (`reduce.run_reduce`);
+- matmul: a matmul and the elementwise ops of its result's shape after it, its epilogue
+  (`matmul.run_matmul`).
 """
 
 from __future__ import annotations
@@ -12,10 +19,15 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from burn.dtype import DType
 from burn.fusion.elementwise import run_block
 from burn.fusion.handle import FusionTensor, Pending
+from burn.fusion.matmul import MATMULS, run_matmul
+from burn.fusion.matmul import accepts as matmul_accepts
+from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduced_dim, run_reduce
+from burn.fusion.reduce import accepts as reduce_accepts
 from burn.fusion.stats import STATS
-from burn.ir import OpDef, TensorIR, new_id
+from burn.ir import OPS, OpDef, TensorIR, new_id
 
 #: Most ops a stream holds before it runs them (a bound on kernel size and on the memory the
 #: inputs of pending ops keep).
@@ -45,8 +57,9 @@ class Stream:
 
     def record(self, op: OpDef, args: tuple[Any, ...], tensor_at: tuple[int, ...],
                inputs: list[FusionTensor], structure: tuple[Any, ...],
-               result: tuple[Any, ...]) -> FusionTensor:
-        """Defer `op` on `args`; its result's handle (on the device of its first tensor).
+               result: tuple[Any, ...]) -> Any:
+        """Defer `op` on `args`; its result's handle (on the device of its first tensor), or
+        the handles of values and indices for a reduction with indices (two records).
 
         Args:
             op: the op (one the fuser takes).
@@ -74,6 +87,11 @@ class Stream:
         pending.append(Pending(op, tuple(ir), out, (structure, tuple(wiring))))
         self.weak[out.id] = weakref.ref(handle)
         STATS.ops_recorded += 1
+        if op.name in WITH_INDICES and result[1] is not DType.int64:
+            # the indices: a record of their own (the reduce fuser computes both in one pass)
+            indices = self.record(op, args, tensor_at, inputs, (*structure, "indices"),
+                                  (result[0], DType.int64))
+            return handle, indices
         if n + 1 >= MAX_PENDING:
             self.flush()
         return handle
@@ -88,18 +106,19 @@ class Stream:
         self.external.clear()
         STATS.flushes += 1
         blocks = _blocks(pending)
-        producer = {r.out.id: i for i, block in enumerate(blocks) for r in block}
+        producer = {r.out.id: i for i, (_, block) in enumerate(blocks) for r in block}
         needed = {i for i, ref in weak.items() if ref() is not None}
-        for i, block in enumerate(blocks):
+        for i, (_, block) in enumerate(blocks):
             for record in block:
                 for a in record.args:
                     if type(a) is TensorIR and producer.get(a.id, i) != i:
                         needed.add(a.id)
-        for b, block in enumerate(blocks):
+        for b, (kind, block) in enumerate(blocks):
+            run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
             try:
-                results = run_block(self.inner, block, values, needed, self.plans)
+                results = run(self.inner, block, values, needed, self.plans)
             except Exception as exc:  # the handles left pending say why when they are read
-                for record in (r for later in blocks[b:] for r in later):
+                for record in (r for _, later in blocks[b:] for r in later):
                     handle = weak[record.out.id]()
                     if handle is not None:
                         handle.failure = exc
@@ -111,13 +130,57 @@ class Stream:
                     handle.value = value
 
 
-def _blocks(pending: list[Pending]) -> list[list[Pending]]:
-    """Consecutive ops whose results have one shape."""
-    blocks: list[list[Pending]] = []
-    shape: Any = None
+#: Ops other than elementwise ones that the planner takes (their inner backend must have them).
+PLANNED = (*REDUCTIONS, *MATMULS)
+
+
+def planned_ops(backend: type) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[()]]]:
+    """The reductions and matmuls a fusion backend records over `backend` (a cube backend
+    class), as `Fusion.recorded` holds them: the positions of their tensors and of their
+    compile-time arguments (the reduced dim)."""
+    return {name: (OPS[name].tensor_at,
+                   tuple(i for i, p in enumerate(OPS[name].params) if p.type == "int"), ())
+            for name in PLANNED if hasattr(backend, name)}
+
+
+def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor]) -> bool:
+    """Whether the planner takes this call of a recorded op (elementwise ops always;
+    reductions and matmuls of floats where their fusers do)."""
+    name = op.name
+    if name not in REDUCTIONS and name not in MATMULS:
+        return True
+    if not all(h.dtype.is_float for h in handles):
+        return False
+    if name in MATMULS:
+        return matmul_accepts(handles[0].shape, handles[1].shape)
+    return reduce_accepts(handles[0].shape, args[1])
+
+
+def _blocks(pending: list[Pending]) -> list[tuple[str | None, list[Pending]]]:
+    """The planner: the pending ops cut into blocks (module docstring), each with its kind
+    (None: elementwise, "reduce" or "matmul")."""
+    blocks: list[tuple[str | None, list[Pending]]] = []
+    kind: str | None = None
+    shapes: tuple[Any, ...] = ()  # the shapes the current block takes
+    reduction: Any = None  # the current reduce block's (shape, dim)
     for record in pending:
-        if not blocks or record.out.shape != shape:
-            blocks.append([])
-            shape = record.out.shape
-        blocks[-1].append(record)
+        name = record.op.name
+        shape = record.out.shape
+        if name in REDUCTIONS:
+            here = reduced_dim(record)
+            if kind == "reduce" and here == reduction:
+                blocks[-1][1].append(record)
+                continue
+            if kind is None and shapes == (here[0],):  # fused on read
+                blocks[-1] = ("reduce", blocks[-1][1])
+            else:
+                blocks.append(("reduce", []))
+            kind, reduction, shapes = "reduce", here, (here[0], shape)
+        elif name in MATMULS:
+            kind, shapes = "matmul", (shape,)
+            blocks.append((kind, []))
+        elif shape not in shapes:
+            kind, shapes = None, (shape,)
+            blocks.append((kind, []))
+        blocks[-1][1].append(record)
     return blocks

@@ -1,0 +1,52 @@
+"""One elementwise op of a fused program, emitted with burn-cube's `KernelBuilder` (the reduce
+and matmul fusers build their kernels op by op with it).
+
+An op is given as in a block's signature (`burn.fusion.elementwise.Signature`): its name, its
+arguments (``("in", k)``, ``("op", j)``, ``("num", dtype id)`` or ``("fixed", value)``) and the
+id of its result dtype. Its value is rounded to the result dtype in a local, as the unfused op
+would store it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from burn.dtype import DType
+from burn.ir import OPS
+from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
+from burn.ir.cube import cube_dtype
+
+#: Dtypes by id (signatures hold ids).
+DTYPES = {id(d): d for d in DType}
+
+#: How an operand of an op is found: (parameter position, role, value) -> a builder value.
+Operand = Callable[[int, str, Any], Any]
+
+
+def emit_op(b: Any, op: tuple[Any, ...], operand: Operand) -> Any:
+    """The value of one op of a program signature, in a local of its result dtype.
+
+    Args:
+        b: the `burn_cube.KernelBuilder`.
+        op: (name, arguments, result dtype id).
+        operand: the builder value of a tensor (``in`` / ``op``) or number (``num``) argument.
+    Returns:
+        The local holding the op's value.
+    """
+    name, args, out_id = op
+    row = OPS[name]
+    env: dict[str, Any] = {}
+    for p, (param, (role, value)) in enumerate(zip(row.params, args, strict=True)):
+        if role != "fixed":
+            env[param.name] = operand(p, role, value)
+        elif param.type == "dtype":
+            env[param.name] = cube_dtype(name, value)
+        else:
+            env[param.name] = value
+    target = cube_dtype(name, DTYPES[out_id])
+    assert row.cube is not None  # recorded elementwise ops have a lowering
+    value = emit_lowering(b, row.cube, env)
+    if getattr(value, "dtype", target) != target:
+        value = b.cast(value, target)
+    return b.local(target, init=value)
