@@ -69,6 +69,10 @@ class Fusion(Decorator):
         self.defaults = {n: getattr(Backend, n) for n, op in OPS.items()
                          if op.default and n not in self.recorded and op.device_at is None
                          and getattr(cls, n, None) is getattr(Backend, n)}
+        for name, positions in self.recorded.items():  # the hot path of recording
+            method = _recorder(self, OPS[name], *positions)
+            if method is not None:
+                setattr(self, name, method)
 
     def handle(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         name = op.name
@@ -186,3 +190,36 @@ class Fusion(Decorator):
 def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:
     """The positions of `op`'s parameters of `types`."""
     return tuple(i for i, p in enumerate(op.params) if p.type in types)
+
+
+def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tuple[int, ...],
+              optional: tuple[int, ...]) -> Any:
+    """`op`'s method on `fusion` where it has one or two tensors and no compile-time
+    arguments: `Fusion.handle`'s recording inlined (the same structures, so one cache), the
+    generic method for keyword calls; None for other ops (they go through `handle`)."""
+    if casts or optional or not 0 < len(tensor_at) <= 2 or op.list_at:
+        return None
+    generic = getattr(Decorator, op.name)
+    name, results, stream = op.name, fusion._results, fusion.stream
+    first, second = tensor_at[0], tensor_at[-1]
+    two = len(tensor_at) == 2
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            return generic(fusion, *args, **kwargs)
+        a = args[first]
+        key: tuple[Any, ...]
+        if two:
+            b = args[second]
+            handles, key = [a, b], (name, a.shape, id(a.dtype), b.shape, id(b.dtype))
+        else:
+            handles, key = [a], (name, a.shape, id(a.dtype))
+        result = results.get(key)
+        if result is None:
+            result = fusion._infer(op, args, handles, key)
+        if result:
+            return stream.record(op, args, tensor_at, handles, key, result)
+        return fusion.eager(op, args)
+
+    method.__name__ = name
+    return method

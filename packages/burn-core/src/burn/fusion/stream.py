@@ -21,7 +21,7 @@ from typing import Any
 
 from burn.dtype import DType
 from burn.fusion.elementwise import run_block
-from burn.fusion.handle import FusionTensor, Pending
+from burn.fusion.handle import FusionTensor, Pending, new_tuple
 from burn.fusion.matmul import MATMULS, run_matmul
 from burn.fusion.matmul import accepts as matmul_accepts
 from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduced_dim, run_reduce
@@ -80,11 +80,12 @@ class Stream:
             else:
                 self.values[h.id] = value
                 wiring.append(-1 - self.external.setdefault(h.id, len(self.external)))
-            ir[i] = TensorIR(h.id, h.shape, h.dtype)
-        out = TensorIR(new_id(), *result)
-        handle = FusionTensor(out.id, out.shape, out.dtype, inputs[0].device)  # type: ignore[arg-type]
+            ir[i] = h.ir
+        shape, dtype = result
+        handle = FusionTensor(new_id(), shape, dtype, inputs[0].device)
+        out = handle.ir
         position[out.id] = n
-        pending.append(Pending(op, tuple(ir), out, (structure, tuple(wiring))))
+        pending.append(new_tuple(Pending, (op, tuple(ir), out, (structure, tuple(wiring)))))
         self.weak[out.id] = weakref.ref(handle)
         STATS.ops_recorded += 1
         if op.name in WITH_INDICES and result[1] is not DType.int64:
