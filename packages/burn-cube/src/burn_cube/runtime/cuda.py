@@ -10,16 +10,17 @@ the kernel).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from burn_cube.codegen import generate
-from burn_cube.codegen.cuda import generate_aliased, param_layout
+from burn_cube.codegen.cuda import generate_aliased
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime, scalar_converter
 from burn_cube.types import DType, bf16, from_numpy
 
 #: numpy dtype whose bits stand in for one CuPy lacks.
@@ -45,6 +46,8 @@ class CompiledCuda:
     source: str
     #: The variant without ``__restrict__``, for overlapping arguments (compiled on first use).
     aliased: CompiledCuda | None = None
+    #: The argument packing of the kernel last launched with it (`_packer`).
+    packer: _Packer | None = None
 
 
 def _device_name(index: int) -> str:
@@ -52,15 +55,86 @@ def _device_name(index: int) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def _overlap(kernel: KernelIR, by_name: dict[str, Any]) -> bool:
-    """Whether two tensor arguments share memory while the kernel writes one of them."""
+class _Packer:
+    """A kernel's arguments in ABI order (`param_layout`: storages, then each tensor's
+    metadata as uint32, then scalars), worked out once per kernel.
+
+    Args:
+        kernel: The kernel's IR.
+    """
+
+    def __init__(self, kernel: KernelIR) -> None:
+        index = {p.name: i for i, p in enumerate(kernel.params)}
+        self.kernel = kernel
+        #: argument positions of the tensors, in ABI order
+        self.tensors = [index[b.name] for b in kernel.tensors]
+        #: (position, lanes) of each tensor's metadata
+        self.metas = [(index[b.name], b.dtype.lanes) for b in kernel.tensors]
+        #: (position, numpy dtype whose bits carry it, or None) of each scalar
+        self.scalars = [(index[p.name], _BITS.get(p.dtype.numpy)) for p in kernel.scalars]
+        written = [b.written or b.atomic for b in kernel.tensors]
+        #: (position, written) of each tensor, for the overlap check
+        self.spans = list(zip(self.tensors, written, strict=True))
+        #: whether two tensors could overlap where one is written
+        self.aliasing = len(self.tensors) > 1 and any(written)
+
+    def meta(self, args: list[Any]) -> list[Any]:
+        """The tensors' metadata (`meta_value`'s fields of `param_layout`) as uint32s."""
+        out: list[int] = []
+        for at, lanes in self.metas:
+            array = args[at]
+            shape, strides = array.shape, array.strides
+            if lanes == 1:
+                out.append(array.size)
+                out += shape
+                out += strides
+                out.append(array.offset)
+                continue
+            out.append(array.size // lanes)
+            out += shape[:-1]
+            out.append(shape[-1] // lanes)
+            out += (stride // lanes for stride in strides[:-1])
+            out += strides[-1:]
+            out.append(array.offset // lanes)
+        return list(np.array(out, dtype=np.uint32)) if out else []
+
+    def values(self, args: list[Any], meta: list[Any]) -> list[Any]:
+        """Every launch argument: storages, `meta`, scalars (numpy scalars)."""
+        out = [args[at].handle for at in self.tensors]
+        out += meta
+        for at, bits in self.scalars:
+            value = args[at]
+            out.append(value if bits is None else np.array(value).view(bits)[()])
+        return out
+
+
+def _packer(compiled: CompiledCuda, kernel: KernelIR) -> _Packer:
+    """The packing of `kernel`'s arguments, kept on its compiled module."""
+    packer = compiled.packer
+    if packer is None or packer.kernel is not kernel:
+        packer = compiled.packer = _Packer(kernel)
+    return packer
+
+
+def _overlap(packer: _Packer, args: list[Any]) -> bool:
+    """Whether two tensor arguments share memory while the kernel writes one of them: a sweep
+    over the storages' byte ranges by start, keeping the furthest end of all earlier ranges
+    and of the earlier written ones."""
     spans = []
-    for b in kernel.tensors:
-        handle = by_name[b.name].handle
-        start = int(handle.data.ptr)
-        spans.append((start, start + int(handle.nbytes), b.written or b.atomic))
-    return any(a0 < b1 and b0 < a1 and (wa or wb)
-               for i, (a0, a1, wa) in enumerate(spans) for b0, b1, wb in spans[i + 1:])
+    for at, written in packer.spans:
+        handle = args[at].handle
+        start = handle.data.ptr
+        spans.append((start, start + handle.nbytes, written))
+    spans.sort()
+    end_any = end_written = 0
+    for start, end, written in spans:
+        if start < end_written or (written and start < end_any):
+            return True
+        if end > start:  # empty storages overlap nothing
+            end_any = max(end_any, end)
+            if written:
+                end_written = max(end_written, end)
+    return False
 
 
 def _require_cupy() -> None:
@@ -141,18 +215,31 @@ class CudaRuntime(Runtime):
 
     def launch(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
                args: list[Any]) -> None:
-        by_name = dict(zip((p.name for p in kernel.params), args, strict=True))
-        values: list[Any] = []
-        for param, field, dim in param_layout(kernel):
-            value = by_name[param]
-            if field == "tensor":
-                values.append(value.handle)
-            elif field == "scalar":
-                values.append(np.array(value).view(_held(value.dtype))[()])
-            else:
-                lanes = kernel.buffers[param].dtype.lanes
-                values.append(np.uint32(meta_value(value, field, dim, lanes)))
-        if _overlap(kernel, by_name):
+        packer = _packer(compiled, kernel)
+        self._run(compiled, kernel, cube_count, packer,
+                  packer.values(args, packer.meta(args)), args)
+
+    def plan(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
+             args: list[Any]) -> Callable[[Any], None]:
+        """`Runtime.plan`: the tensors' metadata (fixed by the plan's layouts) are packed once;
+        a launch gathers the storages and converts the scalars."""
+        packer = _packer(compiled, kernel)
+        meta = packer.meta(args)
+        convert = [None if p.tensor else scalar_converter(p.dtype, kernel.name, p.name)
+                   for p in kernel.params]
+        run = self._run
+
+        def launcher(values: Any) -> None:
+            bound = [v if conv is None else conv(v)
+                     for v, conv in zip(values, convert, strict=True)]
+            run(compiled, kernel, cube_count, packer, packer.values(bound, meta), bound)
+
+        return launcher
+
+    def _run(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
+             packer: _Packer, values: list[Any], args: list[Any]) -> None:
+        """Launch with packed `values` (the unqualified variant where tensors overlap)."""
+        if packer.aliasing and _overlap(packer, args):
             if compiled.aliased is None:
                 compiled.aliased = self._load(kernel, generate_aliased(kernel))
             compiled = compiled.aliased
