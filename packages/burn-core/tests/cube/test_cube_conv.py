@@ -460,9 +460,13 @@ def test_bad_shapes_raise_shape_errors_naming_the_op(device: str) -> None:
         bk.unfold4d(_up(bk, _rand(rng, (4, 5, 5))), (3, 3), o)
 
 
-def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every kernel launched by the five ops (each dtype path) also compiles to CUDA C."""
+@pytest.mark.parametrize("path", ["cpu", "gpu"])
+def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Every kernel launched by the five ops (each dtype path; the cpu runtime's own kernels,
+    and the GPU runtimes' ones launched here on the cpu runtime) also compiles to CUDA C."""
     bk = _backend("cpu")
+    if path == "gpu":
+        monkeypatch.setattr(bk, "runtime_name", "wgpu", raising=False)
     launched = record_launches(monkeypatch, bk)
     rng = np.random.default_rng(8)
     for nd in (1, 2, 3):
@@ -484,5 +488,6 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
     for kernel, args in launched.values():
         assert "__global__" in kernel.source("cuda", 256, *args)
         names.add(kernel.kernel.name)
-    assert {"conv_im2col", "conv_col2im", "conv_convert", "deform_im2col", "deform_point_grads",
+    im2col = {"cpu": "conv_im2col_rows", "gpu": "conv_im2col"}[path]
+    assert {im2col, "conv_col2im", "conv_convert", "deform_im2col", "deform_point_grads",
             "deform_input_grad"} <= names

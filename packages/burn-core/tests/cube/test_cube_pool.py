@@ -195,9 +195,13 @@ def test_bad_shapes_raise_shape_errors(device: str) -> None:
         bk.adaptive_avg_pool_backward(x, bk.upload(np.zeros((2, 3, 2), np.float32)))
 
 
-def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every kernel the pooling ops launch (float32 and float16 paths) compiles to CUDA C."""
+@pytest.mark.parametrize("path", ["cpu", "gpu"])
+def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Every kernel the pooling ops launch (float32 and float16 paths; the cpu runtime's own
+    kernels, and the GPU runtimes' ones launched here on the cpu runtime) compiles to CUDA C."""
     bk = _backend("cpu")
+    if path == "gpu":
+        monkeypatch.setattr(bk, "runtime_name", "wgpu", raising=False)
     launched = record_launches(monkeypatch, bk)
     for dtype, o in itertools.product((np.float32, np.float16), map(_options, CASES[2:4])):
         x = bk.upload(np.ones((1, 2, 7, 8), dtype))
@@ -209,5 +213,7 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
     for kernel, args in launched.values():
         assert "__global__" in kernel.source("cuda", 256, *args)
         names.add(kernel.kernel.name)
-    assert {"avg_pool", "max_pool", "avg_pool_backward", "max_pool_backward",
-            "max_pool_backward_scatter", "resample_axis2", "resample_axis3"} <= names
+    own = {"cpu": {"max_pool_planes", "max_pool_backward_planes"},
+           "gpu": {"max_pool", "max_pool_backward_scatter"}}[path]
+    assert {"avg_pool", "avg_pool_backward", "max_pool_backward", "resample_axis2",
+            "resample_axis3", *own} <= names

@@ -143,6 +143,51 @@ def _max_kernel(dtype: DType, rank: int) -> Any:
     return b.kernel()
 
 
+@cache
+def _max_planes_kernel(dtype: DType, rank: int) -> Any:
+    """`_max_kernel` for the cpu runtime: one unit per plane, which sets its outputs to
+    (-inf, first tap) and then sweeps tap by tap (in `_max_kernel`'s order, so its ties and
+    NaN rules hold) over the rows of windows whose tap is inside x, with branch-free updates
+    the C compiler vectorises; a tap's window range is worked out once per plane."""
+    from burn_cube import KernelBuilder, i32, i64
+
+    work = cube_dtype("max_pool", work_dtype(dtype))
+    b = KernelBuilder("max_pool_planes")
+    x = b.tensor("x", cube_dtype("max_pool", dtype), rank=rank, write=False)
+    w = _window_scalars(b)
+    y = b.tensor("out", cube_dtype("max_pool", dtype), rank=3, write=True)
+    idx = b.tensor("indices", i64, rank=3, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < y.shape[0]):
+        plane = b.local(i32, b.cast(pos, i32))
+        xl = lead(b, x, plane)
+        size = (b.local(i32, b.cast(x.shape[-2], i32)), b.local(i32, b.cast(x.shape[-1], i32)))
+        height = b.local(i32, b.cast(y.shape[1], i32))
+        width = b.local(i32, b.cast(y.shape[2], i32))
+        base = b.local(i32, plane * height * width)
+        with b.for_range(height) as oh, b.for_range(width) as ow:
+            y[base + oh * width + ow] = float("-inf")
+            idx[base + oh * width + ow] = b.cast((oh * w["sh"] - w["ph"]) * size[1]
+                                                 + ow * w["sw"] - w["pw"], i64)
+        with b.for_range(w["kh"]) as i, b.for_range(w["kw"]) as j:
+            shift = b.local(i32, j * w["dw"] - w["pw"])
+            lo = b.local(i32, b.select(shift < 0, (w["sw"] - 1 - shift) // w["sw"], 0))
+            hi = b.local(i32, b.min(b.max(size[1] - shift + w["sw"] - 1, 0) // w["sw"], width))
+            with b.for_range(height) as oh:
+                h = b.local(i32, oh * w["sh"] - w["ph"] + i * w["dh"])
+                row = b.local(i32, base + oh * width)
+                with b.if_(_inside(b, h, size[0])), b.for_range(lo, hi) as ow:
+                    col = ow * w["sw"] + shift
+                    value = b.local(work, b.cast(x[(*xl, h, col)], work))
+                    best = b.local(work, b.cast(y[row + ow], work))
+                    better = b.local(cube_dtype("max_pool", DType.bool), b.or_(
+                        value > best, b.and_(b.isnan(value), b.not_(b.isnan(best)))))
+                    y[row + ow] = b.cast(b.select(better, value, best), y.dtype)
+                    idx[row + ow] = b.select(better, b.cast(h * size[1] + col, i64),
+                                             idx[row + ow])
+    return b.kernel()
+
+
 @contextmanager
 def _windows_reading(b: Any, w: dict[str, Any], at: Any, axis: str, size: Any) -> Iterator[Any]:
     """Loops (ascending) over the output indices along `axis` whose window reads input index
@@ -229,6 +274,35 @@ def _max_scatter_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) -> 
         with b.if_(b.and_(flat >= 0, flat < b.cast(plane, idx.dtype))):
             base = (b.cast(n, u32) * gx.shape[1] + b.cast(c, u32)) * plane
             gx[base + b.cast(flat, u32)] = g[n, c, oh, ow]
+    return b.kernel()
+
+
+@cache
+def _max_scatter_planes_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType,
+                               ranks: tuple[int, int]) -> Any:
+    """`_max_scatter_kernel` for the cpu runtime, zero fill included: one unit per plane
+    zeroes its grad_x plane, then writes each output's grad at its index."""
+    from burn_cube import KernelBuilder, i32
+
+    b = KernelBuilder("max_pool_backward_planes")
+    idx = b.tensor("indices", cube_dtype("max_pool_backward", index_dtype), rank=ranks[0],
+                   write=False)
+    g = b.tensor("grad", cube_dtype("max_pool_backward", grad_dtype), rank=ranks[1],
+                 write=False)
+    gx = b.tensor("grad_x", cube_dtype("max_pool_backward", dtype), rank=3, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < gx.shape[0]):
+        plane = b.local(i32, b.cast(pos, i32))
+        il, gl = lead(b, idx, plane), lead(b, g, plane)
+        area = b.local(i32, b.cast(gx.shape[1] * gx.shape[2], i32))
+        base = b.local(i32, plane * area)
+        with b.for_range(area) as i:
+            gx[base + i] = 0
+        with b.for_range(b.cast(g.shape[-2], i32)) as oh, \
+                b.for_range(b.cast(g.shape[-1], i32)) as ow:
+            flat = b.local(idx.dtype, idx[(*il, oh, ow)])
+            with b.if_(b.and_(flat >= 0, flat < b.cast(area, idx.dtype))):
+                gx[base + b.cast(flat, i32)] = g[(*gl, oh, ow)]
     return b.kernel()
 
 
@@ -321,9 +395,11 @@ class CubePoolOps:
         y = _empty4(self, x, out, x.dtype)
         idx = _empty4(self, x, out, DType.int64)
         if y.size:
-            xp = planes(as_4d(x))
-            self.launch(_max_kernel(x.dtype, len(xp.shape)), y.size, xp.array, *scalars,
-                        planes(y).array, planes(idx).array)
+            xp, yp = planes(as_4d(x)), planes(y)
+            cpu = self.runtime_name == "cpu"
+            kernel = (_max_planes_kernel if cpu else _max_kernel)(x.dtype, len(xp.shape))
+            self.launch(kernel, yp.shape[0] if cpu else y.size, xp.array, *scalars, yp.array,
+                        planes(idx).array)
         shape = (*x.shape[:2], *out)
         return _back_to(y, shape), _back_to(idx, shape)
 
@@ -351,7 +427,12 @@ class CubePoolOps:
         idx, g = as_4d(indices).array, as_4d(grad).array
         spans = (d * (k - 1) + 1 for k, d in zip(options.kernel_size, options.dilation,
                                                  strict=True))
-        if all(s >= span for s, span in zip(options.stride, spans, strict=True)):
+        scatter = all(s >= span for s, span in zip(options.stride, spans, strict=True))
+        if scatter and self.runtime_name == "cpu":
+            ip, gp, xp = planes(as_4d(indices)), planes(as_4d(grad)), planes(gx)
+            kernel = _max_scatter_planes_kernel(*dtypes, (len(ip.shape), len(gp.shape)))
+            self.launch(kernel, xp.shape[0], ip.array, gp.array, xp.array)
+        elif scatter:
             self.launch(fill_kernel(x.dtype), gx.size, 0.0, gx.view((gx.size,), (1,)).array)
             if indices.size:
                 self.launch(_max_scatter_kernel(*dtypes), indices.size, idx, g, gx.array)
