@@ -72,7 +72,7 @@ class Device:
         """The device without its outermost decorator (itself when it has none)."""
         if not self.decorators:
             return self
-        return Device(self._spec(self.decorators[:-1]))
+        return _inner_of(self)
 
     @property
     def base(self) -> Device:
@@ -135,6 +135,12 @@ def _parse_spec(spec: str) -> tuple[str, int, tuple[str, ...]]:
             raise DeviceError("Device", "unknown decorator", spec=spec, decorator=decorator,
                               available=decorator_names())
     return name, int(index or 0), tuple(decorators)
+
+
+@cache
+def _inner_of(device: Device) -> Device:
+    """`device.inner()`, made once per device (optimizers and gradients ask for it per param)."""
+    return Device(device._spec(device.decorators[:-1]))
 
 
 @cache
