@@ -35,7 +35,13 @@ from ..creation import full
 from ..layout import copy_into
 from ..tensor import CubeTensor, Shape, dense_strides
 from .deform import deform_im2col_kernel, deform_input_grad_kernel, deform_point_grads_kernel
-from .im2col import col2im_kernel, convert_kernel, im2col_kernel, im2col_rows_kernel
+from .im2col import (
+    col2im_kernel,
+    col2im_planes_kernel,
+    convert_kernel,
+    im2col_kernel,
+    im2col_rows_kernel,
+)
 
 Geometry = ConvOptions | ConvTransposeOptions | DeformConvOptions
 #: Runtimes on which conv's weight gradient is one product over k = N*L (BLAS on the cpu,
@@ -152,10 +158,17 @@ class CubeConvOps:
         `shape` tensor of `dtype` (+ bias per channel), in the columns' dtype."""
         out = self.empty(shape, cols.dtype)
         extra = () if bias is None else (bias.array,)
-        self._launch_windows(
-            col2im_kernel(cols.dtype, len(kernel), None if bias is None else bias.dtype),
-            math.prod(shape[:-1]), shape[-1], cols.array, out.array, *extra,
-            *_geometry(kernel, options, windows))
+        geometry = _geometry(kernel, options, windows)
+        bias_dtype = None if bias is None else bias.dtype
+        if self.runtime_name == "cpu":
+            unit = options.stride[-1] == 1 and cols.strides[2] == 1
+            if out.size:
+                self.launch(col2im_planes_kernel(cols.dtype, len(kernel), bias_dtype, unit),
+                            shape[0] * shape[1], cols.array, out.array, *extra, *geometry)
+        else:
+            self._launch_windows(col2im_kernel(cols.dtype, len(kernel), bias_dtype),
+                                 math.prod(shape[:-1]), shape[-1], cols.array, out.array,
+                                 *extra, *geometry)
         return self._convert(out, dtype)
 
     def _product(self: Any, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:

@@ -209,6 +209,75 @@ def col2im_kernel(work: DType, nd: int, bias: DType | None) -> Any:
     return b.kernel()
 
 
+@cache
+def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool) -> Any:
+    """`col2im_kernel` for the cpu runtime: one unit per plane `(n, c)` of out, which it fills
+    with the bias (or 0) and then adds each of its column rows into, tap by tap, over the
+    windows inside the plane (the unit owns the plane: no atomics). With `unit` (last window
+    stride and the columns' last stride 1) each window row adds a contiguous run the C
+    compiler vectorises.
+
+    Launch args: cols (rank-3, any strides), out (dense `[N, C, *S]` of `work`), bias if any,
+    per dim `k s p d o`.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_col2im_planes")
+    wt = cube_dtype("conv", work)
+    cols = b.tensor("cols", wt, rank=3, write=False)
+    out = b.tensor("out", wt, rank=nd + 2, write=True)
+    bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
+                                                 write=False)
+    geo = declare_geometry(b, nd)
+    sizes = [out.shape[d] for d in range(nd + 2)]
+    last, width = geo[-1], geo[-1]["o"]
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < sizes[0] * sizes[1]):
+        n, c = split_index(b, pos, sizes[:2])
+        area = b.local(u32, product(sizes[2:]))
+        plane = b.local(u32, pos * area)
+        init = b.local(wt, 0 if bias_t is None else b.cast(bias_t[b.index_of(bias_t, c)], wt))
+        with b.for_range(area) as i:
+            out[plane + i] = init
+        step = 1 if unit else last["s"]
+        take = 1 if unit else cols.stride[2]
+
+        def taps_level(dim: int, taps: list[Any]) -> None:
+            if dim < nd:
+                with b.for_range(geo[dim]["k"]) as tap:
+                    taps_level(dim + 1, [*taps, tap])
+                return
+            row = linear_index([c, *taps], [sizes[1], *(g["k"] for g in geo)])
+            source = b.local(u32, cols.offset + n * cols.stride[0] + row * cols.stride[1])
+            reach = b.local(u32, taps[-1] * last["d"])
+            lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
+            hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + sizes[-1], reach,
+                                                        last["s"]), lo), width))
+            with b.if_(lo < hi):
+                first = b.local(u32, plane + lo * last["s"] + reach - last["p"])
+                windows_level(0, taps, [], first, source, lo, hi)
+
+        def windows_level(dim: int, taps: list[Any], outs: list[Any], target: Any,
+                          source: Any, lo: Any, hi: Any) -> None:
+            if dim == nd - 1:
+                start = b.local(u32, source + (linear_index([*outs, 0], [g["o"] for g in geo])
+                                               + lo) * cols.stride[2])
+                with b.for_range(hi - lo) as j:
+                    at = target + j * step
+                    out[at] = out[at] + cols[start + j * take]
+                return
+            g = geo[dim]
+            with b.for_range(g["o"]) as o:
+                spot = b.local(u32, o * g["s"] + taps[dim] * g["d"])
+                with b.if_((spot >= g["p"]) & (spot < g["p"] + sizes[2 + dim])):
+                    shift = (spot - g["p"]) * product(sizes[3 + dim:])
+                    windows_level(dim + 1, taps, [*outs, o], b.local(u32, target + shift),
+                                  source, lo, hi)
+
+        taps_level(0, [])
+    return b.kernel()
+
+
 def _add_taps(b: Any, cols: Any, out: Any, geo: list[dict[str, Any]], outs: list[Any],
               span: tuple[Any, Any, Any], n: Any, c: Any) -> None:
     """Adds into `out[row + i]`, i in [start, stop) (`span`), the columns of every tap that
