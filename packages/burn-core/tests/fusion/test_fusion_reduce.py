@@ -1,0 +1,230 @@
+"""The reduce fuser: reductions along a dim with the elementwise work before and after them in
+one kernel (softmax, layer norm, mean of squares, cross entropy written from primitives),
+against the unfused backend and PyTorch, with kernel launches counted at the runtime."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from fusion_testing import DEVICES, LaunchCounter
+
+import burn
+import burn.functional as F
+from burn.fusion import reset_stats, stats
+
+pytestmark = pytest.mark.parametrize("base", DEVICES)
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _empty_stream(base: str) -> None:
+    """Run what earlier tests left pending, so launches and statistics are this test's."""
+    burn.sync(f"{base}+fusion")
+
+
+def check(got: burn.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """Shape and dtype first, then values (NaN where torch has NaN)."""
+    values = got.to_numpy()
+    expected = want.detach().numpy()
+    assert values.shape == expected.shape
+    assert values.dtype == expected.dtype
+    np.testing.assert_allclose(values, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def softmax(x: Any, dim: int) -> Any:
+    """Softmax from primitives (burn and torch spell these alike)."""
+    e = (x - x.max(dim, keepdim=True)[0] if isinstance(x, torch.Tensor)
+         else x - x.max_dim(dim)).exp()
+    return e / e.sum(dim, keepdim=True) if isinstance(x, torch.Tensor) else e / e.sum_dim(dim)
+
+
+def layer_norm(x: Any, w: Any, b: Any, eps: float = 1e-5) -> Any:
+    """Layer norm over the last dim from primitives."""
+    mean = _mean(x, -1)
+    centered = x - mean
+    return centered / (_mean(centered * centered, -1) + eps).sqrt() * w + b
+
+
+def rms_norm(x: Any, w: Any, eps: float = 1e-6) -> Any:
+    """x / sqrt(mean(x^2) + eps) * w: a mean of squares."""
+    return x / (_mean(x * x, -1) + eps).sqrt() * w
+
+
+def _mean(x: Any, dim: int) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.mean(dim, keepdim=True)
+    return x.mean_dim(dim % x.ndim)
+
+
+def run(base: str, monkeypatch: pytest.MonkeyPatch, fn: Callable[..., Any],
+        *data: np.ndarray) -> tuple[list[burn.Tensor], int, list[burn.Tensor]]:
+    """`fn` on fused tensors (its results, the kernels launched) and on unfused ones."""
+    fused = [burn.tensor(d, device=f"{base}+fusion") for d in data]
+    plain = [burn.tensor(d, device=base) for d in data]
+    counter = LaunchCounter(monkeypatch, base)
+    out = fn(*fused)
+    outs = list(out) if isinstance(out, tuple) else [out]
+    burn.sync(f"{base}+fusion")
+    launches = counter.take()
+    unfused = fn(*plain)
+    return outs, launches, list(unfused) if isinstance(unfused, tuple) else [unfused]
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_softmax_from_primitives_is_one_kernel(base: str, dim: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(0)
+    data = (rng.standard_normal((5, 7, 33)) * 4).astype(np.float32)
+    reset_stats()
+    (got,), launches, (unfused,) = run(base, monkeypatch, lambda x: softmax(x, dim), data)
+    assert launches <= 2  # the brief's bound; the fuser takes it in one
+    assert launches == 1 and stats().ops_fused == 5
+    check(got, torch.softmax(torch.from_numpy(data), dim))
+    np.testing.assert_allclose(got.to_numpy(), unfused.to_numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_functional_softmax_is_at_most_two_kernels(base: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    data = np.random.default_rng(1).standard_normal((6, 40)).astype(np.float32)
+    (got,), launches, _ = run(base, monkeypatch, lambda x: F.softmax(x * 2.0, 1), data)
+    assert launches <= 2
+    check(got, torch.softmax(torch.from_numpy(data) * 2.0, 1))
+
+
+def test_softmax_backward_under_autodiff(base: str) -> None:
+    rng = np.random.default_rng(2)
+    xd = rng.standard_normal((4, 9)).astype(np.float32)
+    gd = rng.standard_normal((4, 9)).astype(np.float32)
+    launches = {}
+    for spec in (base, f"{base}+fusion"):
+        dev = burn.Device(spec).autodiff()
+        x = burn.tensor(xd, device=dev).require_grad()
+        g = burn.tensor(gd, device=dev)
+        burn.sync(dev)
+        reset_stats()
+        loss = (F.softmax(x, 1) * g).sum()
+        grads = loss.backward()
+        grad = x.grad(grads)
+        assert grad is not None
+        tx = torch.from_numpy(xd).requires_grad_()
+        (torch.softmax(tx, 1) * torch.from_numpy(gd)).sum().backward()
+        assert tx.grad is not None
+        check(grad, tx.grad, rtol=1e-5, atol=1e-6)
+        launches[spec] = stats().kernels_launched
+    assert launches[f"{base}+fusion"] >= 1
+
+
+def test_layer_norm_from_primitives_is_one_kernel(base: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 4, 48)) * 3 + 1).astype(np.float32)
+    w = rng.standard_normal(48).astype(np.float32)
+    b = rng.standard_normal(48).astype(np.float32)
+    (got,), launches, (unfused,) = run(base, monkeypatch, layer_norm, x, w, b)
+    assert launches == 1
+    want = torch.nn.functional.layer_norm(torch.from_numpy(x), (48,), torch.from_numpy(w),
+                                          torch.from_numpy(b))
+    check(got, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got.to_numpy(), unfused.to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_mean_of_squares_is_one_kernel(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    w = rng.standard_normal(64).astype(np.float32)
+    (got,), launches, _ = run(base, monkeypatch, rms_norm, x, w)
+    assert launches == 1
+    check(got, rms_norm(torch.from_numpy(x), torch.from_numpy(w)), rtol=1e-5, atol=1e-6)
+
+
+def test_cross_entropy_from_primitives(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """log-sum-exp and the target's logit (a one-hot product) along the classes in one
+    kernel; the mean over the batch (a full sum, which the fuser leaves to the inner backend,
+    then a division) is two more."""
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal((12, 10)) * 3).astype(np.float32)
+    target = rng.integers(0, 10, 12)
+    onehot = np.eye(10, dtype=np.float32)[target]
+
+    def loss(x: Any, t: Any) -> Any:
+        m = x.max_dim(1)
+        lse = ((x - m).exp().sum_dim(1)).log() + m
+        return (lse - (x * t).sum_dim(1)).mean()
+
+    (got,), launches, _ = run(base, monkeypatch, loss, logits, onehot)
+    assert launches == 3
+    want = torch.nn.functional.cross_entropy(torch.from_numpy(logits), torch.from_numpy(target))
+    check(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_dtypes_and_views(base: str, dtype: str) -> None:
+    """Sums and means accumulate in float32 for 16-bit floats; transposed and broadcast
+    inputs are read in place."""
+    if base == "wgpu" and dtype in ("float64", "float16", "bfloat16"):
+        if not burn.Device(base).backend.supports(getattr(burn, dtype)):
+            pytest.skip(f"{dtype} is not supported on {base} here")
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((24, 10)).astype(np.float32)
+    bias = rng.standard_normal((24, 1)).astype(np.float32)
+    dev = f"{base}+fusion"
+    x = burn.tensor(data, device=dev).cast(getattr(burn, dtype)).swap_dims(0, 1)  # [10, 24] view
+    b = burn.tensor(bias, device=dev).cast(getattr(burn, dtype)).swap_dims(0, 1)  # [1, 24]
+    got = ((x + b) * 0.5).sum_dim(0) - (x * x).mean_dim(0)
+    tdtype = getattr(torch, dtype)
+    tx = torch.from_numpy(data).to(tdtype).T
+    tb = torch.from_numpy(bias).to(tdtype).T
+    acc = torch.float64 if dtype == "float64" else torch.float32
+    want = (((tx + tb) * 0.5).to(acc).sum(0, keepdim=True).to(tdtype)
+            - (tx * tx).to(acc).mean(0, keepdim=True).to(tdtype))
+    tol = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 2e-2}[dtype]
+    assert got.dtype == getattr(burn, dtype) and got.shape == (1, 24)
+    np.testing.assert_allclose(got.to_numpy().astype(np.float64), want.double().numpy(),
+                               rtol=tol, atol=tol)
+
+
+def test_max_and_min_with_indices(base: str) -> None:
+    """First occurrence of ties; a NaN wins; values and indices from one kernel."""
+    data = np.array([[1, 3, 3, 0], [2, np.nan, 5, np.nan], [-1, -1, -4, -4]], np.float32)
+    x = burn.tensor(data, device=f"{base}+fusion")
+    reset_stats()
+    v, i = (x * 2.0).max_dim_with_indices(1)
+    lo, j = (x * 2.0).min_dim_with_indices(0)
+    tv, ti = (torch.from_numpy(data) * 2.0).max(1, keepdim=True)
+    tlo, tj = (torch.from_numpy(data) * 2.0).min(0, keepdim=True)
+    check(v, tv)
+    check(lo, tlo)
+    np.testing.assert_array_equal(i.to_numpy(), ti.numpy())
+    np.testing.assert_array_equal(j.to_numpy(), tj.numpy())
+    assert stats().kernels_launched == 2
+
+
+def test_dead_results_and_plan_cache(base: str) -> None:
+    """Only held results are written; a repeated sequence reuses its program and kernel."""
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((8, 32)).astype(np.float32)
+    x = burn.tensor(data, device=f"{base}+fusion")
+    reset_stats()
+    for step in range(3):
+        scale = 1.0 + step  # a runtime scalar: the kernel is reused
+        out = softmax(x * scale, 1)
+        check(out, torch.softmax(torch.from_numpy(data) * scale, 1))
+    s = stats()
+    assert s.kernels_launched == 3
+    assert s.plans <= 1 and s.cache_hits >= 2
+
+
+def test_reductions_the_fuser_leaves_alone(base: str) -> None:
+    """Dims of one element, empty tensors and int tensors run on the inner backend."""
+    dev = f"{base}+fusion"
+    x = burn.tensor(np.arange(6, dtype=np.float32).reshape(6, 1), device=dev)
+    check((x * 2.0).sum_dim(1), torch.arange(6.0).reshape(6, 1) * 2.0)
+    empty = burn.zeros((0, 3), device=dev)
+    check(empty.sum_dim(0), torch.zeros(1, 3))
+    ints = burn.tensor(np.arange(12).reshape(3, 4), device=dev)
+    np.testing.assert_array_equal((ints * 2).sum_dim(1).to_numpy(),
+                                  (np.arange(12).reshape(3, 4) * 2).sum(1, keepdims=True))
