@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from burn.frontend.tensor import Tensor
 from burn.nn import Config, Param
 from burn.optim.buffers import Buf, NumpyOps, TensorOps, numpy_arrays
 from burn.optim.grads import GradientsParams, Params, named_params, to_grads_params
+from burn.optim.multi import SMALL_PARAM, Member, SmallParams, layout
 
 #: One param's optimizer state: tensors on the param's inner device, and counters.
 State = dict[str, Any]
@@ -37,7 +39,8 @@ class Optimizer(ABC):
     trainable Params in place.
 
     Updates are computed on the inner backend (no autodiff graph); on the plain NumPy backend
-    they reuse the state's buffers in place (`burn.optim.buffers`), and on the cube backends
+    they reuse the state's buffers in place (`burn.optim.buffers`), small params of one dtype
+    updated together in flat buffers (`burn.optim.multi`), and on the cube backends
     optimizers with a `_fused` kernel run one kernel per param (under fusion too, on the
     flushed values: `burn.fusion.inner.on_inner`), with the same values. State
     is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so it
@@ -52,6 +55,7 @@ class Optimizer(ABC):
         self._state: dict[int, State] = {}
         self._paths: dict[int, str] = {}
         self._loaded: dict[str, State] = {}
+        self._small = SmallParams()
 
     def step(self, lr: float, params: Params, grads: Gradients | GradientsParams) -> None:
         """Update every trainable param that has a gradient.
@@ -64,6 +68,7 @@ class Optimizer(ABC):
         """
         named = named_params(params)
         grads = to_grads_params(grads, [p for _, p in named])
+        small: dict[tuple[Any, ...], list[tuple[Param, Member]]] = {}
         for path, param in named:
             grad = grads.get(param.id)
             if grad is None or not param.trainable:
@@ -71,11 +76,12 @@ class Optimizer(ABC):
             value = param.inner()
             state = self._param_state(path, param, value)
             if numpy_arrays(value, grad):  # reuse the state's and the temporaries' buffers
-                arrays = {k: v._prim if isinstance(v, Tensor) else v for k, v in state.items()}
-                p, g = self._decay(lr, value._prim, grad._prim, NumpyOps)
-                new = value._wrap(self._update(lr, p, g, arrays, NumpyOps))
-                state.update({k: value._wrap(v) if isinstance(v, np.ndarray) else v
-                              for k, v in arrays.items()})
+                g = grad._prim
+                if g.size <= SMALL_PARAM:
+                    small.setdefault((g.dtype, layout(state)), []).append(
+                        (param, (param.id, value, g, state)))
+                    continue
+                new = value._wrap(self._numpy_one(lr, value, g, state))
             else:
                 from burn.fusion.inner import on_inner  # loads the op table: only when used
 
@@ -84,7 +90,36 @@ class Optimizer(ABC):
                     p, g = self._decay(lr, value, grad, TensorOps)
                     fused = self._update(lr, p, g, state, TensorOps)
                 new = fused
-            param.set_(Tensor.from_inner(new, param.device) if param.device.is_autodiff else new)
+            _set(param, new)
+        self._small.begin()
+        for entries in small.values():
+            members = [m for _, m in entries]
+            values = ([self._numpy_one(lr, *members[0][1:])] if len(members) == 1 else
+                      self._small.update(members, partial(self._numpy_update, lr)))
+            for (param, member), array in zip(entries, values, strict=True):
+                _set(param, member[1]._wrap(array))
+
+    def _numpy_one(self, lr: float, value: Tensor, grad: np.ndarray, state: State
+                   ) -> np.ndarray:
+        """The NumPy update of one param (`value` its inner tensor), its state's arrays reused
+        in place; the new values."""
+        arrays = {k: v._prim if isinstance(v, Tensor) else v for k, v in state.items()}
+        new = self._numpy_update(lr, value._prim, grad, arrays)
+        for key, item in arrays.items():
+            old = state.get(key)
+            if not isinstance(item, np.ndarray):
+                state[key] = item
+            elif not isinstance(old, Tensor) or old._prim is not item:
+                state[key] = value._wrap(item)
+        return new
+
+    def _numpy_update(self, lr: float, param: np.ndarray, grad: np.ndarray,
+                      arrays: dict[str, Any]) -> np.ndarray:
+        """Decay and update with `NumpyOps` on arrays (`arrays`: the state, arrays and
+        counters, updated)."""
+        p, g = self._decay(lr, param, grad, NumpyOps)
+        new: np.ndarray = self._update(lr, p, g, arrays, NumpyOps)
+        return new
 
     def _decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]) -> tuple[Buf, Buf]:
         """(param, grad) after weight decay: L2 added to the gradient (override to decouple)."""
@@ -145,6 +180,14 @@ class Optimizer(ABC):
         self._state.clear()
         self._paths.clear()
         self._loaded = {path: dict(saved) for path, saved in state_dict["params"].items()}
+
+
+def _set(param: Param, new: Tensor) -> None:
+    """Give `param` the values `new` (a tensor on its inner device: `Tensor.from_inner`
+    without its device check)."""
+    bk: Any = param._bk  # an AutodiffBackend has float_from_inner
+    param.set_(param._wrap(bk.float_from_inner(new._prim), new._dtype) if bk.is_autodiff
+               else new)
 
 
 def _restore(saved: State, path: str, value: Tensor) -> State:

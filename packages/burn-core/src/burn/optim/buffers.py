@@ -12,6 +12,7 @@ gradients are read only.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -132,12 +133,19 @@ class NumpyOps(TensorOps):
         return peak
 
 
+@cache
+def _numpy_backend() -> type:
+    """The NumPy backend's class (imported on first use)."""
+    from burn.backends.numpy import NumpyBackend
+
+    return NumpyBackend
+
+
 def numpy_arrays(param: Tensor, grad: Tensor) -> bool:
     """Whether `param` and `grad` live on the plain NumPy backend (no decorator) as same-dtype
     float32 / float64 arrays, so that `NumpyOps` may run on their arrays."""
-    from burn.backends.numpy import NumpyBackend
-
     p, g = param._prim, grad._prim
-    return (type(param._bk) is NumpyBackend and type(grad._bk) is NumpyBackend
+    numpy = _numpy_backend()
+    return (type(param._bk) is numpy and type(grad._bk) is numpy
             and isinstance(p, np.ndarray) and isinstance(g, np.ndarray)
             and p.dtype == g.dtype and p.dtype in (np.float32, np.float64))
