@@ -15,8 +15,8 @@ from burn_bench.ops import BUILDERS
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_ops", ROOT / "benchmarks" / "bench_ops.py")
+def _module(name: str = "bench_ops") -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -54,3 +54,20 @@ def test_train_step_bench_trains() -> None:
     finally:
         bench.teardown("mlp", "burn")
     assert isinstance(first, float) and second < first
+
+
+def test_compile_tracks_read_the_suites_rows() -> None:
+    """One asv parameter per backend of the "compile" profile and case; the tracked values are
+    the rows' burn median and compile_s, rows not measured are skipped."""
+    module = _module("bench_compile")
+    bench = module.TrackCompile()
+    assert bench.params == (module.PROFILE.backends, ["cold", "warm", "edit"])
+    assert "cpu+fusion" in module.PROFILE.backends and bench.unit == "seconds"
+    ok = {"status": "ok", "reason": None, "compile_s": 0.25,
+          "times": {"burn": {"min": 1.0, "median": 1.5, "max": 2.0}}}
+    rows = {"cpu warm": ok, "cuda warm": {**ok, "status": "unavailable", "reason": "no GPU"}}
+    bench.setup(rows, "cpu", "warm")
+    assert bench.track_to_first_step(rows, "cpu", "warm") == 1.5
+    assert bench.track_compile(rows, "cpu", "warm") == 0.25
+    with pytest.raises(NotImplementedError, match="no GPU"):
+        bench.setup(rows, "cuda", "warm")

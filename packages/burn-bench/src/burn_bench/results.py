@@ -32,7 +32,7 @@ _TOP = {"schema": str, "version": int, "machine": str, "commit": str, "created":
 _ROW = {"bench": str, "backend": str, "dtype": str, "size": int, "status": str,
         "times": dict, "ratios": dict}
 _OPTIONAL_ROW = {"reason": str, "kernels": int, "compile_s": float, "shape": list,
-                 "case": str}
+                 "case": str, "fusion_compile_s": float}
 STATUSES = ("ok", "unavailable", "error")
 
 
