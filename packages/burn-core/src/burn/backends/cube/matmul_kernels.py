@@ -10,6 +10,7 @@ place. Floats accumulate in float32 (float64 for float64), ints exactly modulo 2
 - `tiled_kernel`: a cube of `units_y x units_x` units computes a `bm x bn` output tile, each
   unit an `rm x rn` register block (rows `ty + i*units_y`, columns `tx + j*units_x`), staging
   `bm x bk` and `bk x bn` input tiles in shared memory; the cube's batch is `z0 + CUBE_POS_Z`.
+  An `Epilogue` (the fusion decorator's bias, activation, residual add) may replace its store.
 - `line_tiled_kernel` (float32): the same schedule on `Line[f32, 4]` columns, for GPUs: `rhs`
   and `out` read and written as 4-wide lines (`rn` counts lines per unit, columns
   `4 * (tx + j*units_x)` onwards), each unit accumulating `rm x rn` lines from a broadcast
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
@@ -123,8 +124,21 @@ def _declare(b: Any, dtype: DType, rank: int) -> tuple[Any, Any, Any]:
             b.tensor("out", cube, rank=rank, write=True))
 
 
+class Epilogue(Protocol):
+    """Elementwise work a fused kernel does on each product element instead of storing it
+    (`burn.fusion.matmul`; hashable: kernels are cached by it)."""
+
+    def declare(self, b: Any) -> None:
+        """Declare its parameters (after the kernel's own)."""
+
+    def store(self, b: Any, out: Any, index: Any, value: Any) -> None:
+        """Compute from `value` (the accumulator of element `index` of the dense `out`) and
+        store the results (into `out` and its own outputs)."""
+
+
 def _store_tile(b: Any, out: Any, acc: list[list[Any]], tile: Tile, z: Any,
-                corner: tuple[Any, Any], size: tuple[Any, Any]) -> None:
+                corner: tuple[Any, Any], size: tuple[Any, Any],
+                epilogue: Epilogue | None = None) -> None:
     """The tiled kernels' epilogue: ``out[z, r, c] = acc[i][j]`` (cast to out's dtype) for
     the unit's rows ``r = row0 + ty + i * units_y`` and columns ``c = col0 + tx + j * units_x``
     inside the ``m x n`` matrix (columns counted in lines for line tiles).
@@ -137,6 +151,7 @@ def _store_tile(b: Any, out: Any, acc: list[list[Any]], tile: Tile, z: Any,
         z: the cube's batch.
         corner: (row0, col0), the cube's first row and column.
         size: (m, n), the output's rows and columns.
+        epilogue: stores in place of the plain store, where given.
     """
     (row0, col0), (m, n) = corner, size
     base = z * m * n
@@ -146,8 +161,11 @@ def _store_tile(b: Any, out: Any, acc: list[list[Any]], tile: Tile, z: Any,
             c = col0 + b.UNIT_POS_X + j * tile.units_x
             value = acc[i][j]
             with b.if_(b.and_(r < m, c < n)):
-                out[base + r * n + c] = (value if value.dtype == out.dtype
-                                         else b.cast(value, out.dtype))
+                if epilogue is not None:
+                    epilogue.store(b, out, base + r * n + c, value)
+                else:
+                    out[base + r * n + c] = (value if value.dtype == out.dtype
+                                             else b.cast(value, out.dtype))
 
 
 @cache
@@ -180,7 +198,7 @@ def naive_kernel(dtype: DType, rank: int) -> Any:
 
 
 @cache
-def tiled_kernel(dtype: DType, rank: int, tile: Tile) -> Any:
+def tiled_kernel(dtype: DType, rank: int, tile: Tile, epilogue: Epilogue | None = None) -> Any:
     """A `tile.bm x tile.bn` output tile per cube, cubes laid out (column tiles, row tiles,
     batches from the scalar `z0`), `tile.units_x x tile.units_y` units per cube.
 
@@ -188,12 +206,16 @@ def tiled_kernel(dtype: DType, rank: int, tile: Tile) -> Any:
         dtype: element dtype of all three tensors.
         rank: their rank (>= 2).
         tile: the configuration.
+        epilogue: elementwise work fused into the store (its parameters follow `z0`).
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("matmul_tiled", cube_dim=(tile.units_x, tile.units_y))
+    name = "matmul_tiled" if epilogue is None else "matmul_tiled_epilogue"
+    b = KernelBuilder(name, cube_dim=(tile.units_x, tile.units_y))
     lhs, rhs, out = _declare(b, dtype, rank)
     z0 = b.scalar("z0", u32)
+    if epilogue is not None:
+        epilogue.declare(b)
     acc_t = accumulator(dtype)
     a_tile = b.shared(acc_t, tile.bm * tile.bk, name="a_tile")
     b_tile = b.shared(acc_t, tile.bk * tile.bn, name="b_tile")
@@ -232,7 +254,7 @@ def tiled_kernel(dtype: DType, rank: int, tile: Tile) -> Any:
                 for j in range(tile.rn):
                     b.set(acc[i][j], acc[i][j] + a[i] * w[j])
         b.sync_units()
-    _store_tile(b, out, acc, tile, z, (row0, col0), (m, n))
+    _store_tile(b, out, acc, tile, z, (row0, col0), (m, n), epilogue)
     return b.kernel()
 
 
