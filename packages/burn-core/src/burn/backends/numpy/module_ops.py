@@ -93,13 +93,16 @@ class NumpyModuleOps:
                                         reduction)
 
     def _checked_classes(self, logits: Array, target: Array, ignore_index: int, check: bool
-                         ) -> tuple[Array, Array]:
+                         ) -> tuple[Array, Array | None]:
         """(targets with ignored ones at class 0, range-checked when `check`; the float keep
-        mask in the compute dtype of `logits`)."""
+        mask in the compute dtype of `logits`, None when no target is ignored)."""
         ignored = target == ignore_index
-        safe = np.where(ignored, 0, target) if ignored.any() else target
+        any_ignored = bool(ignored.any())
+        safe = np.where(ignored, 0, target) if any_ignored else target
         if check and safe.size and (safe.min() < 0 or safe.max() >= logits.shape[1]):
             self.check_indices("cross_entropy", safe, logits.shape[1], False)  # raises
+        if not any_ignored:
+            return safe, None
         dtype = np.float64 if logits.dtype == np.float64 else np.float32
         return safe, np.logical_not(ignored).astype(dtype)
 

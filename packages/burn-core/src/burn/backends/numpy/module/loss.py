@@ -1,7 +1,8 @@
 """Cross entropy of [M, C] logits and class indices as one log-softmax + NLL pass, and its
 backward as one softmax pass (softmax - target) * grad: float32 (and float16 / bfloat16,
 upcast) in float32, float64 in float64. Targets arrive checked, ignored ones set to class 0
-(`safe`), with the float keep mask."""
+(`safe`), with the float keep mask (None when every sample is kept: the masks and weights
+of 1 are skipped, which leaves every value as it was, x * 1 being x)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,29 @@ def _shifted(logits: Array) -> Array:
     return np.subtract(x, x.max(axis=1, keepdims=True, initial=-np.inf))
 
 
-def _target_weights(keep: Array, safe: Array, weight: Array | None) -> Array:
-    """Each sample's weight: its class weight where kept, 0 where ignored."""
-    return keep if weight is None else weight.astype(keep.dtype, copy=False)[safe] * keep
+def _target_weights(keep: Array | None, safe: Array, weight: Array | None) -> Array | None:
+    """Each sample's weight: its class weight where kept, 0 where ignored; None when every
+    weight is 1."""
+    if weight is None:
+        return keep
+    picked = weight[safe]
+    return picked if keep is None else picked * keep
 
 
-def cross_entropy(logits: Array, safe: Array, keep: Array, weight: Array | None,
+def _weight_sum(w_target: Array | None, m: int) -> Array | int:
+    """The sum of the samples' weights (`m` when each is 1)."""
+    return m if w_target is None else w_target.sum()
+
+
+def cross_entropy(logits: Array, safe: Array, keep: Array | None, weight: Array | None,
                   label_smoothing: float, reduction: str) -> Array:
     """The protocol's `cross_entropy` (see there) from checked targets.
 
     Args:
         logits: float [M, C].
         safe: int [M] targets in [0, C) (ignored samples at 0).
-        keep: [M] 1 for kept samples, 0 for ignored ones, in the compute dtype.
+        keep: [M] 1 for kept samples, 0 for ignored ones, in the compute dtype; None when
+            every sample is kept.
         weight: float [C] or None.
         label_smoothing: in [0, 1].
         reduction: "mean", "sum" or "none".
@@ -50,21 +61,26 @@ def cross_entropy(logits: Array, safe: Array, keep: Array, weight: Array | None,
         np.exp(sh, out=sh)
         lse = np.log(sh.sum(axis=1))
         w_target = _target_weights(keep, safe, w)
-        loss = (lse - picked) * w_target
+        loss = lse - picked
+        if w_target is not None:
+            loss *= w_target
         if label_smoothing > 0:
-            smooth = (lse * spread_mass - spread) * keep
+            smooth = lse * spread_mass - spread
+            if keep is not None:
+                smooth *= keep
             loss *= 1 - label_smoothing
             loss += smooth * (label_smoothing / c)
-        loss[keep == 0] = 0  # ignored samples are skipped (as torch), whatever their logits
+        if keep is not None:
+            loss[keep == 0] = 0  # ignored samples are skipped (as torch), whatever their logits
         if reduction != "none":
             total = loss.sum()
-            loss = np.asarray(total / w_target.sum() if reduction == "mean" else total)
+            loss = np.asarray(total / _weight_sum(w_target, m) if reduction == "mean" else total)
     finally:
         QUIET_RESET(token)
     return loss.astype(logits.dtype, copy=False)
 
 
-def cross_entropy_backward(logits: Array, safe: Array, keep: Array, weight: Array | None,
+def cross_entropy_backward(logits: Array, safe: Array, keep: Array | None, weight: Array | None,
                            grad: Array, label_smoothing: float, reduction: str) -> Array:
     """Gradient of the logits of `cross_entropy` for the output gradient `grad` ([M] or 0-d):
     g (mass softmax - q), q each sample's weighted, smoothed target distribution."""
@@ -77,13 +93,13 @@ def cross_entropy_backward(logits: Array, safe: Array, keep: Array, weight: Arra
         w_target = _target_weights(keep, safe, w)
         g = grad.astype(p.dtype, copy=False)
         if reduction == "mean":  # nothing kept: zero gradients (as torch), not 0 / 0
-            g = g / (w_target.sum() or 1)
+            g = g / (_weight_sum(w_target, m) or 1)
         g = np.broadcast_to(g, (m,))
         eps = label_smoothing
-        hit = g * w_target
+        hit = g if w_target is None else g * w_target
         scale = hit * (1 - eps)
         if eps > 0:
-            spread = g * keep * (eps / c)
+            spread = (g if keep is None else g * keep) * (eps / c)
             scale += spread * (c if w is None else w.sum())
         scale /= p.sum(axis=1)  # softmax's normaliser folded into the row scale
         p *= scale[:, None]
