@@ -143,8 +143,9 @@ class CubeConvOps:
         if self.runtime_name == "cpu":
             unit = x.strides[-1] == 1 and options.stride[-1] == 1 and cols.strides[2] == 1
             if n * rows and math.prod(out):
-                self.launch(im2col_rows_kernel(x.dtype, cols.dtype, len(kernel), unit),
-                            n * rows, x.array, cols.array, *spacing, *geometry)
+                rows_kernel = im2col_rows_kernel(x.dtype, cols.dtype, len(kernel), unit,
+                                                 any(options.padding))
+                self.launch(rows_kernel, n * rows, x.array, cols.array, *spacing, *geometry)
             return cols
         self._launch_windows(im2col_kernel(x.dtype, cols.dtype, len(kernel)),
                              n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
@@ -195,8 +196,10 @@ class CubeConvOps:
         """`[N, C, *S]` -> dense matrices `[G, C/G, N*prod(S)]` of `dtype`."""
         n, c, *spatial = t.shape
         cg = c // groups
-        grouped = t.view((groups, cg, n, *spatial),
-                         (t.strides[1] * cg, t.strides[1], t.strides[0], *t.strides[2:]))
+        step = _merged_stride(t.shape[2:], t.strides[2:])
+        inner = ((math.prod(spatial),), (step,)) if step is not None else (spatial, t.strides[2:])
+        grouped = t.view((groups, cg, n, *inner[0]),
+                         (t.strides[1] * cg, t.strides[1], t.strides[0], *inner[1]))
         return _reshape(self._convert(grouped, dtype), (groups, cg, n * math.prod(spatial)))
 
     def _unrows(self: Any, m: CubeTensor, shape: Shape, dtype: DType,
@@ -280,7 +283,9 @@ class CubeConvOps:
         columns for the backward instead of unfolding x again.
 
         Returns:
-            (output [N, C_out, *out_spatial] of x's dtype, columns [N, C_in*K, L] or None).
+            (output [N, C_out, *out_spatial] of x's dtype, columns [N, C_in*K, L] or None;
+            where the forward multiplied its bias in, the columns end with its row of ones:
+            [N, C_in*K + 1, L]).
         """
         out, cols = self._conv(x, weight, bias, options)
         return out, cols if cols.size <= SAVED_COLUMNS_MAX else None
@@ -293,15 +298,31 @@ class CubeConvOps:
         out = _conv_out("conv", _shaped(x), kernel, options)
         work = _work(x.dtype)
         n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
-        cols, *spacing = self._column_buffer(n, rows, length, work)
+        cpu = self.runtime_name == "cpu"
+        batched = g == 1 and x.dtype is work and (cpu or bias is None)
+        ones = int(batched and bias is not None)
+        cols, *spacing = self._column_buffer(n, rows, length, work, ones)
         self._im2col(x, kernel, options, out, cols, spacing)
-        if g == 1 and bias is None and x.dtype is work and self.runtime_name != "cpu":
-            # on GPUs one batched product (weight broadcast over N) writes [N, C_out, L] in
-            # place of the converting copy; the cpu keeps one large BLAS call
-            y = self.float_matmul(self._weight(weight, 1, work), cols)
+        if batched:
+            # one product per sample (weight broadcast over N; on the cpu, BLAS reads each
+            # sample's columns in place) writes [N, C_out, L] without a converting copy; a
+            # bias is the weight's last column, times the columns' row of ones
+            w = self._weight(weight, 1, work)
+            if bias is not None:
+                w = self._with_bias(w.view(w.shape[1:], w.strides[1:]), bias)
+            y = self.float_matmul(w, cols)
             return _reshape(y, (n, c_out, *out)), cols
         y = self._product(self._weight(weight, g, work), _matrices(cols, g))
         return self._unrows(y, (n, c_out, *out), x.dtype, bias), cols
+
+    def _with_bias(self: Any, w: CubeTensor, bias: CubeTensor) -> CubeTensor:
+        """A weight matrix `[O, R]` and its bias `[O]` as one dense matrix `[O, R + 1]`."""
+        rows, width = w.shape
+        both = self.empty((rows, width + 1), w.dtype)
+        copy_into(self, w, both.view(w.shape, (width + 1, 1)))
+        copy_into(self, self._convert(bias.view((rows, 1), (bias.strides[0], 1)), w.dtype),
+                  both.view((rows, 1), (width + 1, 1), both.offset + width))
+        return both
 
     def conv_backward(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
                       grad: CubeTensor, options: ConvOptions
@@ -336,7 +357,8 @@ class CubeConvOps:
         only when `need_x`.
 
         Args:
-            cols: the forward's columns [N, C_in*K, L].
+            cols: the forward's columns [N, C_in*K, L] (or [N, C_in*K + 1, L], ending with
+                the row of ones of a forward with one group and a bias).
             x_shape, x_dtype: the forward input's shape and dtype.
             weight, bias, options: the forward's.
             grad: gradient of the output [N, C_out, *out_spatial].
@@ -352,12 +374,14 @@ class CubeConvOps:
         n, c_out = grad.shape[:2]
         expected = (x_shape[0], x_shape[1] * math.prod(weight.shape[2:]),
                     math.prod(grad.shape[2:]))
-        if cols.shape != expected or c_out != weight.shape[0] or n != x_shape[0]:
+        ones = bias is not None and options.groups == 1 and cols.shape[1] == expected[1] + 1
+        if (cols.shape != (expected[0], expected[1] + ones, expected[2])
+                or c_out != weight.shape[0] or n != x_shape[0]):
             raise ShapeError("conv_backward", "columns, grad and weight do not fit x",
                              cols=cols.shape, expected=expected, grad=grad.shape,
                              weight=weight.shape)
         return self._conv_grads(cols, x_shape, x_dtype, weight, bias, grad, options, need_x,
-                                False)
+                                ones)
 
     def _conv_grads(self: Any, cols: CubeTensor, x_shape: Shape, x_dtype: DType,
                     weight: CubeTensor, bias: CubeTensor | None, grad: CubeTensor,

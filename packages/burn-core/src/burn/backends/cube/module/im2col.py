@@ -106,12 +106,13 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
 
 
 @cache
-def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool) -> Any:
+def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool) -> Any:
     """`im2col_kernel` for the cpu runtime: one unit per column row (sample, channel and tap)
     writes all its windows, output row by output row; the last dim's in-image window range is
     worked out once per unit. With `unit` (x's last stride, the last window stride and the
     columns' last stride all 1) each output row's reads and writes are contiguous runs that the
-    C compiler vectorises.
+    C compiler vectorises; without `padded` (no padding: every window is inside x) the rows
+    are copied without range tests or zero fills.
 
     Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`), `group_rows`, `skip`, per
     dim `k s p d o`.
@@ -125,6 +126,7 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool) -> Any:
     geo = declare_geometry(b, nd)
     kernel = [g["k"] for g in geo]
     last, width = geo[-1], geo[-1]["o"]
+    flag = cube_dtype("conv", DType.bool)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < x.shape[0] * x.shape[1] * product(kernel)):
         n, c, *taps = split_index(b, pos, [x.shape[0], x.shape[1], *kernel])
@@ -132,9 +134,12 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool) -> Any:
         target = b.local(u32, cols.offset + n * cols.stride[0]
                          + (row + row // group_rows * skip) * cols.stride[1])
         reach = b.local(u32, taps[-1] * last["d"])
-        lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
-        hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + x.shape[nd + 1], reach,
-                                                    last["s"]), lo), width))
+        lo: Any = 0
+        hi: Any = width
+        if padded:
+            lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
+            hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + x.shape[nd + 1], reach,
+                                                        last["s"]), lo), width))
         first = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1]
                         + (lo * last["s"] + reach - last["p"]) * x.stride[nd + 1])
         step = 1 if unit else last["s"] * x.stride[nd + 1]
@@ -144,14 +149,20 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool) -> Any:
             with b.for_range(start, stop) as o:
                 cols[at + o * put] = 0
 
+        def copy(at: Any, read: Any) -> None:
+            with b.for_range(hi - lo) as j:
+                cols[at + (lo + j) * put] = b.cast(x[read + j * step], cols.dtype)
+
         def level(dim: int, outs: list[Any], inside: Any, read: Any) -> None:
             if dim == nd - 1:
                 at = b.local(u32, target + linear_index([*outs, 0], [h["o"] for h in geo])
                              * put)
+                if not padded:
+                    copy(at, read)
+                    return
                 with b.if_(inside):
                     fill(0, lo, at)
-                    with b.for_range(hi - lo) as j:
-                        cols[at + (lo + j) * put] = b.cast(x[read + j * step], cols.dtype)
+                    copy(at, read)
                     fill(hi, width, at)
                 with b.if_(b.not_(inside)):
                     fill(0, width, at)
@@ -159,12 +170,12 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool) -> Any:
             g = geo[dim]
             with b.for_range(g["o"]) as o:
                 spot = o * g["s"] + taps[dim] * g["d"]
-                ok = b.local(cube_dtype("conv", DType.bool), inside & (spot >= g["p"])
-                             & (spot < g["p"] + x.shape[2 + dim]))
+                ok = None if not padded else b.local(flag, inside & (spot >= g["p"])
+                                                     & (spot < g["p"] + x.shape[2 + dim]))
                 level(dim + 1, [*outs, o], ok,
                       b.local(u32, read + (spot - g["p"]) * x.stride[2 + dim]))
 
-        level(0, [], b.local(cube_dtype("conv", DType.bool), lo < hi), first)
+        level(0, [], b.local(flag, lo < hi) if padded else None, first)
     return b.kernel()
 
 
