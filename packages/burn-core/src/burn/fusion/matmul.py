@@ -1,29 +1,99 @@
 """The matmul fuser: a matmul and the elementwise ops of its result's shape after it (its
 epilogue: a bias, an activation, a residual add).
 
-A matmul block (`burn.fusion.stream`'s planner) starts with the matmul. Its product is
-computed by the inner backend's autotuned strategy (BLAS on the cpu runtime) and the epilogue
-runs as one elementwise block reading it (`elementwise.run_block`: one kernel, planned and
-cached as any block); the product is written to memory only as the epilogue's input, and kept
-only where a handle holds it.
+A matmul block (`burn.fusion.stream`'s planner) starts with the matmul. On GPU runtimes it runs
+as one kernel: the cube backends' tiled matmul with the epilogue's ops emitted in place of its
+store (`matmul_kernels.Epilogue`), each product element rounded to the matmul's dtype, then
+through the ops as the elementwise fuser computes them, reading the epilogue's other inputs
+(broadcast views) in place; only the results needed are written. On the cpu runtime the product
+runs on BLAS (many times faster than generated kernels there) and the epilogue is one fused
+elementwise block reading it (`elementwise.run_block`). Kernels are cached by the block's
+signature; numbers are runtime scalars.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from typing import Any, cast
 
-from burn.fusion.elementwise import run_block
+from burn.backends.cube.elementwise import broadcast_view
+from burn.backends.cube.matmul import batches_per_launch, kernel_views
+from burn.backends.cube.matmul_kernels import TILES, tiled_kernel
+from burn.fusion.elementwise import Program, _program, run_block
+from burn.fusion.emit import DTYPES, emit_op
 from burn.fusion.handle import Pending
 from burn.fusion.stats import STATS
+from burn.ir.cube import cube_dtype
 
 #: The matmuls the fuser takes.
 MATMULS = ("float_matmul",)
+#: The tiles of fused kernels: small products, others.
+SMALL_TILE, TILE = TILES["tile32x32x16"], TILES["tile64x64x16"]
 
 
 def accepts(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> bool:
     """Whether the fuser takes a matmul of these shapes: matrices or batches of them with a
     non-empty product over a non-empty inner dim (others run at once)."""
-    return (len(lhs) >= 2 and len(rhs) >= 2 and 0 not in lhs and 0 not in rhs)
+    return len(lhs) >= 2 and len(rhs) >= 2 and 0 not in lhs and 0 not in rhs
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """A block's epilogue as the tiled kernel's `Epilogue` (equal signatures, one kernel).
+
+    Args:
+        rank: the rank of the product's shape (of the epilogue's inputs and outputs).
+        in_ids: the dtype ids of the epilogue's own inputs.
+        slots: the program's input slot of each of them.
+        ops: the program's ops (the matmul first).
+        outputs: the written ops (the first is stored into the matmul's `out`).
+    """
+
+    rank: int
+    in_ids: tuple[int, ...]
+    slots: tuple[int, ...]
+    ops: tuple[Any, ...]
+    outputs: tuple[int, ...]
+    #: the parameters declared, while the kernel is built.
+    params: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def declare(self, b: Any) -> None:
+        """The epilogue's inputs, its outputs after the first, and its numbers."""
+        self.params["ins"] = {slot: b.tensor(f"e_in{k}", cube_dtype("fusion", DTYPES[d]),
+                                             rank=self.rank, write=False)
+                              for k, (slot, d) in enumerate(zip(self.slots, self.in_ids,
+                                                                strict=True))}
+        self.params["outs"] = [b.tensor(f"e_out{i}", cube_dtype("fusion", DTYPES[self.ops[j][2]]),
+                                        rank=self.rank, write=True)
+                               for i, j in enumerate(self.outputs[1:])]
+        self.params["numbers"] = {
+            (j, p): b.scalar(f"e_s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
+            for j, (_, args, _) in enumerate(self.ops)
+            for p, (role, value) in enumerate(args) if role == "num"}
+
+    def store(self, b: Any, out: Any, index: Any, value: Any) -> None:
+        """The ops on product element `index` (dense), their written results stored."""
+        ins, numbers = self.params["ins"], self.params["numbers"]
+        values = [b.local(out.dtype, init=b.cast(value, out.dtype))]
+        loaded: dict[int, Any] = {}
+
+        def operand(j: int) -> Any:
+            def get(p: int, role: str, value: Any) -> Any:
+                if role == "num":
+                    return numbers[(j, p)]
+                if role == "op":
+                    return values[value]
+                if value not in loaded:
+                    t = ins[value]
+                    loaded[value] = b.local(t.dtype, init=t[b.index_of(t, index)])
+                return loaded[value]
+            return get
+
+        for j in range(1, len(self.ops)):
+            values.append(emit_op(b, self.ops[j], operand(j)))
+        for target, j in zip([out, *self.params["outs"]], self.outputs, strict=True):
+            target[index] = values[j]
 
 
 def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
@@ -35,10 +105,71 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         block: the matmul, then its epilogue's records, in stream order.
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
-        programs: the stream's programs by block structure (the epilogue's are kept here).
+        programs: the stream's programs by block structure (filled here).
     Returns:
         The written results by tensor id.
     """
+    key = ("matmul", tuple(r.key for r in block), tuple(r.out.id in needed for r in block))
+    if key in programs:
+        plan = programs[key]
+        STATS.cache_hits += plan is not None
+    else:
+        plan = programs[key] = _fused_plan(inner, block, needed)
+    if plan is None:
+        return _unfused(inner, block, values, needed, programs)
+    program, epilogue = plan
+    matmul = block[0]
+    lhs, rhs = (values[a.id] for a in matmul.args)
+    shape = cast(tuple[int, ...], matmul.out.shape)
+    outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
+    lv, rv, ov = kernel_views(lhs, rhs, outs[0])
+    m, n = shape[-2], shape[-1]
+    tile = SMALL_TILE if m * n <= 1 << 14 else TILE
+    kernel = tiled_kernel(lhs.dtype, len(ov.shape), tile, epilogue)
+    ins = [broadcast_view(values[block[i].args[p].id], shape).array
+           for k, (i, p) in enumerate(program.inputs) if k in epilogue.slots]
+    numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
+    cx, cy = math.ceil(n / tile.bn), math.ceil(m / tile.bm)
+    batches = math.prod(ov.shape[:-2])
+    per_launch = batches_per_launch(inner, cx * cy * tile.units)
+    for z0 in range(0, batches, per_launch):
+        kernel.launch(inner.runtime, (cx, cy, min(per_launch, batches - z0)),
+                      (tile.units_x, tile.units_y), lv.array, rv.array, ov.array, z0, *ins,
+                      *(o.array for o in outs[1:]), *numbers)
+        STATS.kernels_launched += 1
+    STATS.ops_fused += program.live
+    STATS.ops_dead += len(block) - program.live
+    return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
+
+
+def _fused_plan(inner: Any, block: list[Pending], needed: set[int]
+                ) -> tuple[Program, Epilogue] | None:
+    """The block's program and epilogue where one kernel computes it: on a GPU runtime, a
+    live matmul and epilogue whose first written result has the product's dtype and whose
+    ops do not read the matmul's operands; else None."""
+    if inner.runtime.name == "cpu" or len(block) < 2:
+        return None
+    program = _program(block, needed)
+    if program.single is not None or not program.ops or program.ops[0][0] not in MATMULS:
+        return None
+    product = program.ops[0]
+    operands = {value for _, value in product[1]}
+    if program.ops[program.outputs[0]][2] != product[2] or any(
+            role == "in" and value in operands for _, args, _ in program.ops[1:]
+            for role, value in args):
+        return None
+    slots = tuple(k for k in range(len(program.inputs)) if k not in operands)
+    in_ids = tuple(id(block[program.inputs[k][0]].args[program.inputs[k][1]].dtype)
+                   for k in slots)
+    STATS.plans += 1
+    return program, Epilogue(len(block[0].out.shape), in_ids, slots, program.ops,
+                             program.outputs)
+
+
+def _unfused(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
+             programs: dict[Any, Any]) -> dict[int, Any]:
+    """The product by the inner backend's matmul (BLAS on the cpu), then the epilogue as one
+    fused elementwise block reading it."""
     matmul, epilogue = block[0], block[1:]
     lhs, rhs = (values[a.id] for a in matmul.args)
     product = inner.float_matmul(lhs, rhs)
