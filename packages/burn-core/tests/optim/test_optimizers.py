@@ -1,4 +1,7 @@
-"""Optimizers against torch.optim: 20-step trajectories, accumulation, clipping, save/load."""
+"""Optimizers against torch.optim: 20-step trajectories, accumulation, clipping, save/load, on
+the NumPy backend (per-param and multi-tensor in-place updates) and the cpu cube backend (its
+optimizer kernels: a compiled multiply-add may be contracted, about an ulp per step, which the
+tolerances cover)."""
 
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ from burn.optim import (
     clip_grad_value_,
 )
 
-DEV = burn.Device("numpy").autodiff()
 STEPS = 20
+DEVICES = ["numpy", "cpu", "wgpu"]
 _rng = np.random.default_rng(0)
 INIT = {
     "hidden.weight": _rng.normal(0, 0.5, (5, 3)).astype(np.float32),
@@ -38,26 +41,37 @@ X = _rng.normal(size=(8, 3)).astype(np.float32)
 Y = _rng.normal(size=(8, 2)).astype(np.float32)
 
 
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> burn.Device:
+    """The autodiff device of each backend the optimizers run on."""
+    device = burn.Device(request.param)
+    reason = type(device.backend).unavailable_reason()
+    if reason is not None:
+        pytest.fail(f"{request.param} is unavailable: {reason}")
+    return device.autodiff()
+
+
 class Dense(Module):
-    def __init__(self, weight: np.ndarray, bias: np.ndarray) -> None:
-        self.weight = Param(burn.tensor(weight, device=DEV))
-        self.bias = Param(burn.tensor(bias, device=DEV))
+    def __init__(self, weight: np.ndarray, bias: np.ndarray, device: burn.Device) -> None:
+        self.weight = Param(burn.tensor(weight, device=device))
+        self.bias = Param(burn.tensor(bias, device=device))
 
     def forward(self, x: burn.Tensor) -> burn.Tensor:
         return x @ self.weight.transpose(0, 1) + self.bias
 
 
 class Mlp(Module):
-    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self.hidden = Dense(arrays["hidden.weight"], arrays["hidden.bias"])
-        self.out = Dense(arrays["out.weight"], arrays["out.bias"])
+    def __init__(self, arrays: dict[str, np.ndarray], device: burn.Device) -> None:
+        self.device = device
+        self.hidden = Dense(arrays["hidden.weight"], arrays["hidden.bias"], device)
+        self.out = Dense(arrays["out.weight"], arrays["out.bias"], device)
 
     def forward(self, x: burn.Tensor) -> burn.Tensor:
         return self.out(self.hidden(x).tanh())
 
 
 def burn_loss(model: Mlp, rows: slice = slice(None)) -> burn.Tensor:
-    x, y = (burn.tensor(a[rows], device=DEV) for a in (X, Y))
+    x, y = (burn.tensor(a[rows], device=model.device) for a in (X, Y))
     return (model(x) - y).square().mean()
 
 
@@ -130,9 +144,9 @@ def assert_params(model: Mlp, expected: dict[str, np.ndarray], context: str,
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_trajectory_matches_torch(name: str) -> None:
+def test_trajectory_matches_torch(device: burn.Device, name: str) -> None:
     config, torch_cls, kwargs, base_lr = CASES[name]
-    model, optim = Mlp(INIT), config.init()
+    model, optim = Mlp(INIT, device), config.init()
     params = torch_params()
     torch_optim = torch_cls(list(params.values()), lr=base_lr, **kwargs)
     for step in range(STEPS):
@@ -147,8 +161,8 @@ def test_trajectory_matches_torch(name: str) -> None:
         assert all(p.is_require_grad() for p in model.parameters())
 
 
-def test_params_list_and_frozen_params() -> None:
-    model = Mlp(INIT)
+def test_params_list_and_frozen_params(device: burn.Device) -> None:
+    model = Mlp(INIT, device)
     model.out.freeze()
     params = torch_params()
     params["out.weight"].requires_grad_(False)
@@ -165,8 +179,8 @@ def test_params_list_and_frozen_params() -> None:
     assert set(optim.state_dict()["params"]) == {"0", "1"}
 
 
-def test_accumulation_equals_step_on_summed_loss() -> None:
-    accumulated, summed = Mlp(INIT), Mlp(INIT)
+def test_accumulation_equals_step_on_summed_loss(device: burn.Device) -> None:
+    accumulated, summed = Mlp(INIT, device), Mlp(INIT, device)
     optim_a, optim_s = AdamConfig().init(), AdamConfig().init()
     accumulator = GradientsAccumulator()
     for _ in range(3):
@@ -180,8 +194,9 @@ def test_accumulation_equals_step_on_summed_loss() -> None:
     assert len(accumulator.grads()) == 0
 
 
-def _grads_both() -> tuple[Mlp, GradientsParams, dict[str, torch.nn.Parameter]]:
-    model = Mlp(INIT)
+def _grads_both(device: burn.Device
+                ) -> tuple[Mlp, GradientsParams, dict[str, torch.nn.Parameter]]:
+    model = Mlp(INIT, device)
     grads = GradientsParams.from_grads(burn_loss(model).backward(), model)
     params = torch_params()
     torch_loss(params).backward()
@@ -198,16 +213,17 @@ def _assert_grads(model: Mlp, grads: GradientsParams,
 
 @pytest.mark.parametrize("max_norm", [0.05, 100.0])
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
-def test_clip_grad_norm_matches_torch(max_norm: float, norm_type: float) -> None:
-    model, grads, params = _grads_both()
+def test_clip_grad_norm_matches_torch(device: burn.Device, max_norm: float,
+                                     norm_type: float) -> None:
+    model, grads, params = _grads_both(device)
     total = clip_grad_norm_(grads, max_norm, norm_type)
     want = torch.nn.utils.clip_grad_norm_(list(params.values()), max_norm, norm_type)
     assert total == pytest.approx(want.item(), rel=1e-5)
     _assert_grads(model, grads, params)
 
 
-def test_clip_grad_value_matches_torch() -> None:
-    model, grads, params = _grads_both()
+def test_clip_grad_value_matches_torch(device: burn.Device) -> None:
+    model, grads, params = _grads_both(device)
     clip_grad_value_(grads, 0.02)
     torch.nn.utils.clip_grad_value_(list(params.values()), 0.02)
     _assert_grads(model, grads, params)
@@ -223,11 +239,11 @@ def _run(model: Mlp, optim: Any, steps: range) -> None:
     AdamConfig(amsgrad=True, beta_2=0.9),
     AdaGradConfig(lr_decay=0.1), RmsPropConfig(centered=True, momentum=0.5),
 ], ids=type)
-def test_state_dict_resumes_identically(config: OptimizerConfig) -> None:
-    straight = Mlp(INIT)
+def test_state_dict_resumes_identically(device: burn.Device, config: OptimizerConfig) -> None:
+    straight = Mlp(INIT, device)
     _run(straight, config.init(), range(STEPS))
 
-    first = Mlp(INIT)
+    first = Mlp(INIT, device)
     optim = config.init()
     _run(first, optim, range(STEPS // 2))
     state = optim.state_dict()
@@ -235,7 +251,7 @@ def test_state_dict_resumes_identically(config: OptimizerConfig) -> None:
     values = {path: p.to_numpy().copy() for path, p in first.named_parameters()}
     _run(first, optim, range(STEPS // 2, STEPS))  # must leave the saved state as it was
 
-    resumed = Mlp(values)  # a rebuilt module: same paths, fresh param ids
+    resumed = Mlp(values, device)  # a rebuilt module: same paths, fresh param ids
     optim2 = config.init()
     optim2.load_state_dict(state)
     reloaded = optim2.state_dict()
@@ -260,8 +276,8 @@ def test_nesterov_needs_momentum() -> None:
         SgdConfig(nesterov=True)
 
 
-def test_step_with_handmade_grads_off_autodiff() -> None:
-    device = burn.Device("numpy")
+def test_step_with_handmade_grads_off_autodiff(device: burn.Device) -> None:
+    device = device.inner()
     weight = Param(burn.tensor([1.0, -2.0], device=device))
     grads = GradientsParams({weight.id: burn.tensor([0.5, 0.5], device=device)})
     SgdConfig(weight_decay=0.1).init().step(0.1, [weight], grads)

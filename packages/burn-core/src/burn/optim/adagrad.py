@@ -41,6 +41,12 @@ class AdaGrad(Optimizer):
     def _init_state(self, param: Tensor) -> State:
         return {"step": 0, "sum": full_like(param, self.config.initial_accumulator_value)}
 
+    def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
+        from burn.backends.cube.optim_kernels import adagrad_step
+
+        c = self.config
+        return adagrad_step(param, grad, state, lr, c.lr_decay, c.epsilon, c.weight_decay)
+
     def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
                 ) -> Buf:
         c = self.config

@@ -48,6 +48,13 @@ class RmsProp(Optimizer):
             state["momentum"] = zeros_like(param)
         return state
 
+    def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
+        from burn.backends.cube.optim_kernels import rmsprop_step
+
+        c = self.config
+        return rmsprop_step(param, grad, state, lr, c.alpha, c.epsilon, c.weight_decay,
+                            c.centered, c.momentum)
+
     def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
                 ) -> Buf:
         c = self.config

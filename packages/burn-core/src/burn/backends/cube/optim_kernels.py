@@ -1,8 +1,9 @@
 """Optimizer updates of the cube backends as one burn-cube kernel per parameter.
 
-`adam_step` runs Adam / AdamW (L2 or decoupled weight decay, AMSGrad) and `sgd_step` SGD with
-momentum over dense float tensors: each reads the param and gradient, updates the moment
-buffers in place and writes the new param into a new buffer. They compute the float operations
+`adam_step` runs Adam / AdamW (L2 or decoupled weight decay, AMSGrad), `sgd_step` SGD with
+momentum, `rmsprop_step` RMSProp (centered, momentum) and `adagrad_step` AdaGrad over dense
+float tensors: each reads the param and gradient, updates the state buffers in place and writes
+the new param into a new buffer. They compute the float operations
 of `burn.optim.buffers.TensorOps` in the same order, in the param's dtype, so trajectories match
 the tensor-op path to rounding (the C compiler may contract a multiply and an add into one
 fused multiply-add, about an ulp away). Either returns None (and changes nothing) for anything
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -99,6 +101,67 @@ def sgd_kernel(dtype: DType, l2: bool, nesterov: bool) -> Any:
     return b.kernel()
 
 
+@cache
+def rmsprop_kernel(dtype: DType, l2: bool, centered: bool, momentum: bool) -> Any:
+    """One RMSProp update per element: the squared-gradient average (and with `centered` the
+    gradient average) and with `momentum` the momentum buffer, updated in place."""
+    from burn_cube import KernelBuilder
+
+    cube = cube_dtype("rmsprop_step", dtype)
+    b = KernelBuilder("rmsprop_step")
+    weight, alpha, rest, epsilon, factor, lr = (
+        b.scalar(name, cube) for name in ("weight", "alpha", "rest", "epsilon", "momentum",
+                                          "lr"))
+    param = b.tensor("param", cube, write=False)
+    grad = b.tensor("grad", cube, write=False)
+    square_avg = b.tensor("square_avg", cube, write=True)
+    grad_avg = b.tensor("grad_avg", cube, write=True) if centered else None
+    buf = b.tensor("momentum_buffer", cube, write=True) if momentum else None
+    out = b.tensor("out", cube, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        p = b.local(cube, param[param.offset + pos])
+        g = b.local(cube, grad[grad.offset + pos])
+        if l2:
+            b.set(g, g + p * weight)
+        avg = b.local(cube, square_avg[pos] * alpha + g * g * rest)
+        square_avg[pos] = avg
+        if grad_avg is not None:
+            mean = b.local(cube, grad_avg[pos] * alpha + g * rest)
+            grad_avg[pos] = mean
+            b.set(avg, avg - mean * mean)
+        step = b.local(cube, g / (b.sqrt(avg) + epsilon))
+        if buf is not None:
+            b.set(step, buf[pos] * factor + step)
+            buf[pos] = step
+        out[pos] = p - step * lr
+    return b.kernel()
+
+
+@cache
+def adagrad_kernel(dtype: DType, l2: bool) -> Any:
+    """One AdaGrad update per element, the sum of squared gradients updated in place."""
+    from burn_cube import KernelBuilder
+
+    cube = cube_dtype("adagrad_step", dtype)
+    b = KernelBuilder("adagrad_step")
+    weight, epsilon, clr = (b.scalar(name, cube) for name in ("weight", "epsilon", "clr"))
+    param = b.tensor("param", cube, write=False)
+    grad = b.tensor("grad", cube, write=False)
+    total = b.tensor("sum", cube, write=True)
+    out = b.tensor("out", cube, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        p = b.local(cube, param[param.offset + pos])
+        g = b.local(cube, grad[grad.offset + pos])
+        if l2:
+            b.set(g, g + p * weight)
+        acc = b.local(cube, total[pos] + g * g)
+        total[pos] = acc
+        out[pos] = p - g / (b.sqrt(acc) + epsilon) * clr
+    return b.kernel()
+
+
 def _fusable(param: Tensor, grad: Tensor) -> CubeBackend | None:
     """The cube backend of `param` and `grad` when both are contiguous tensors of one shape and
     a float dtype of `FLOATS` on it (no decorator), else None."""
@@ -112,15 +175,16 @@ def _fusable(param: Tensor, grad: Tensor) -> CubeBackend | None:
     return bk
 
 
-def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str) -> Any | None:
-    """The flat array of state buffer `key`, made one these kernels own (a copy, once, when it
-    is not); None when it is not a tensor like `param`."""
-    t = state.get(key)
-    if not isinstance(t, Tensor) or t._bk is not bk or not isinstance(t._prim, CubeTensor):
-        return None
-    prim = t._prim
-    if prim.dtype is not param._prim.dtype or prim.shape != param._prim.shape:
-        return None
+def _like(t: Any, param: Tensor, bk: CubeBackend) -> bool:
+    """Whether state entry `t` is a tensor of `bk` with `param`'s shape and dtype."""
+    return (isinstance(t, Tensor) and t._bk is bk and isinstance(t._prim, CubeTensor)
+            and t._prim.dtype is param._prim.dtype and t._prim.shape == param._prim.shape)
+
+
+def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str) -> Any:
+    """The flat array of state buffer `key` (a tensor `_like` the param), made one these
+    kernels own (a copy, once, when it is not)."""
+    prim = state[key]._prim
     if prim not in _OWNED:
         prim = contiguous_copy(bk, prim)
         _OWNED.add(prim)
@@ -131,6 +195,29 @@ def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str) -> A
 def _flat(t: CubeTensor) -> Any:
     """`t` as a rank-1 array (contiguous: its offset kept)."""
     return t.view((t.size,), (1,)).array
+
+
+def _run(param: Tensor, grad: Tensor, state: dict[str, Any], keys: tuple[str, ...],
+         kernel: Callable[[DType], Any], scalars: Callable[[], tuple[float, ...]]
+         ) -> Tensor | None:
+    """Launch `kernel(dtype)` over `param`: scalars (from `scalars()`, called once the kernel
+    applies: it may advance counters in `state`), param, gradient, the state buffers `keys`
+    (made the kernels' own) and the new param.
+
+    Returns:
+        The new param values, or None when the kernel does not apply (nothing changed).
+    """
+    bk = _fusable(param, grad)
+    if bk is None or not all(_like(state.get(k), param, bk) for k in keys):
+        return None
+    buffers = [_owned(bk, param, state, k) for k in keys]
+    values = scalars()
+    p = param._prim
+    out = bk.empty(p.shape, p.dtype)
+    if p.size:
+        bk.launch(kernel(p.dtype), p.size, *values, _flat(p), _flat(grad._prim), *buffers,
+                  _flat(out))
+    return param._wrap(out)
 
 
 def adam_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, beta_1: float,
@@ -149,27 +236,18 @@ def adam_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, bet
     Returns:
         The new param values, or None when the kernel does not apply (nothing changed).
     """
-    bk = _fusable(param, grad)
-    if bk is None:
-        return None
     keys = ("moment_1", "moment_2", "max_moment_2") if amsgrad else ("moment_1", "moment_2")
-    if any(not isinstance(state.get(k), Tensor) or state[k]._prim.shape != param.shape
-           or state[k]._bk is not bk or state[k]._prim.dtype is not param._prim.dtype
-           for k in keys):
-        return None
-    moments = [_owned(bk, param, state, k) for k in keys]
-    step = state["step"] = state["step"] + 1
-    p = param._prim
-    out = bk.empty(p.shape, p.dtype)
     if decoupled:
         decay, weight = ("decoupled", 1 - lr * weight_decay) if weight_decay else ("", 0.0)
     else:
         decay, weight = ("l2", weight_decay) if weight_decay else ("", 0.0)
-    if p.size:
-        bk.launch(adam_kernel(p.dtype, decay, amsgrad), p.size, weight, beta_1, 1 - beta_1,
-                  beta_2, 1 - beta_2, math.sqrt(1 - beta_2**step), epsilon,
-                  lr / (1 - beta_1**step), _flat(p), _flat(grad._prim), *moments, _flat(out))
-    return param._wrap(out)
+
+    def scalars() -> tuple[float, ...]:
+        step = state["step"] = state["step"] + 1
+        return (weight, beta_1, 1 - beta_1, beta_2, 1 - beta_2, math.sqrt(1 - beta_2**step),
+                epsilon, lr / (1 - beta_1**step))
+    return _run(param, grad, state, keys, lambda dtype: adam_kernel(dtype, decay, amsgrad),
+                scalars)
 
 
 def sgd_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, momentum: float,
@@ -186,15 +264,52 @@ def sgd_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, mome
     Returns:
         The new param values, or None when the kernel does not apply (nothing changed).
     """
-    bk = _fusable(param, grad)
-    if bk is None or not momentum or "momentum" not in state:
+    if not momentum or "momentum" not in state:
         return None
-    buf = _owned(bk, param, state, "momentum")
-    if buf is None:
-        return None
-    p = param._prim
-    out = bk.empty(p.shape, p.dtype)
-    if p.size:
-        bk.launch(sgd_kernel(p.dtype, bool(weight_decay), nesterov), p.size, weight_decay,
-                  momentum, 1 - dampening, lr, _flat(p), _flat(grad._prim), buf, _flat(out))
-    return param._wrap(out)
+    return _run(param, grad, state, ("momentum",),
+                lambda dtype: sgd_kernel(dtype, bool(weight_decay), nesterov),
+                lambda: (weight_decay, momentum, 1 - dampening, lr))
+
+
+def rmsprop_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, alpha: float,
+                 epsilon: float, weight_decay: float, centered: bool, momentum: float
+                 ) -> Tensor | None:
+    """RMSProp's update of `param` as one kernel, its averages (and momentum buffer) updated in
+    place.
+
+    Args:
+        param: the param's inner tensor (read only).
+        grad: its gradient (read only).
+        state: RMSProp's state ("square_avg", "grad_avg" when centered, "momentum" with
+            momentum).
+        lr, alpha, epsilon, weight_decay, centered, momentum: RMSProp's hyperparameters.
+
+    Returns:
+        The new param values, or None when the kernel does not apply (nothing changed).
+    """
+    keys = ("square_avg", *(("grad_avg",) if centered else ()),
+            *(("momentum",) if momentum else ()))
+    return _run(param, grad, state, keys,
+                lambda dtype: rmsprop_kernel(dtype, bool(weight_decay), centered,
+                                             bool(momentum)),
+                lambda: (weight_decay, alpha, 1 - alpha, epsilon, momentum, lr))
+
+
+def adagrad_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float,
+                 lr_decay: float, epsilon: float, weight_decay: float) -> Tensor | None:
+    """AdaGrad's update of `param` as one kernel, its sum of squared gradients updated in place.
+
+    Args:
+        param: the param's inner tensor (read only).
+        grad: its gradient (read only).
+        state: AdaGrad's state ("step", "sum").
+        lr, lr_decay, epsilon, weight_decay: AdaGrad's hyperparameters.
+
+    Returns:
+        The new param values, or None when the kernel does not apply (nothing changed).
+    """
+    def scalars() -> tuple[float, ...]:
+        step = state["step"] = state["step"] + 1
+        return weight_decay, epsilon, lr / (1 + (step - 1) * lr_decay)
+    return _run(param, grad, state, ("sum",),
+                lambda dtype: adagrad_kernel(dtype, bool(weight_decay)), scalars)
