@@ -164,8 +164,10 @@ class CubeConvOps:
         if self.runtime_name == "cpu":
             unit = options.stride[-1] == 1 and cols.strides[2] == 1
             if out.size:
-                self.launch(col2im_planes_kernel(cols.dtype, len(kernel), bias_dtype, unit),
-                            shape[0] * shape[1], cols.array, out.array, *extra, *geometry)
+                planes_kernel = col2im_planes_kernel(cols.dtype, len(kernel), bias_dtype, unit,
+                                                     any(options.padding))
+                self.launch(planes_kernel, shape[0] * shape[1], cols.array, out.array, *extra,
+                            *geometry)
         else:
             self._launch_windows(col2im_kernel(cols.dtype, len(kernel), bias_dtype),
                                  math.prod(shape[:-1]), shape[-1], cols.array, out.array,

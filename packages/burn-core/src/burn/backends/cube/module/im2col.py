@@ -221,12 +221,14 @@ def col2im_kernel(work: DType, nd: int, bias: DType | None) -> Any:
 
 
 @cache
-def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool) -> Any:
+def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool,
+                         padded: bool) -> Any:
     """`col2im_kernel` for the cpu runtime: one unit per plane `(n, c)` of out, which it fills
     with the bias (or 0) and then adds each of its column rows into, tap by tap, over the
     windows inside the plane (the unit owns the plane: no atomics). With `unit` (last window
     stride and the columns' last stride 1) each window row adds a contiguous run the C
-    compiler vectorises.
+    compiler vectorises; without `padded` (no padding: every window is inside the plane) no
+    window ranges are worked out.
 
     Launch args: cols (rank-3, any strides), out (dense `[N, C, *S]` of `work`), bias if any,
     per dim `k s p d o`.
@@ -261,6 +263,9 @@ def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool) -
             row = linear_index([c, *taps], [sizes[1], *(g["k"] for g in geo)])
             source = b.local(u32, cols.offset + n * cols.stride[0] + row * cols.stride[1])
             reach = b.local(u32, taps[-1] * last["d"])
+            if not padded:
+                windows_level(0, taps, [], b.local(u32, plane + reach), source, 0, width)
+                return
             lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
             hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + sizes[-1], reach,
                                                         last["s"]), lo), width))
@@ -280,10 +285,17 @@ def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool) -
             g = geo[dim]
             with b.for_range(g["o"]) as o:
                 spot = b.local(u32, o * g["s"] + taps[dim] * g["d"])
-                with b.if_((spot >= g["p"]) & (spot < g["p"] + sizes[2 + dim])):
+
+                def inner() -> None:
                     shift = (spot - g["p"]) * product(sizes[3 + dim:])
                     windows_level(dim + 1, taps, [*outs, o], b.local(u32, target + shift),
                                   source, lo, hi)
+
+                if padded:
+                    with b.if_((spot >= g["p"]) & (spot < g["p"] + sizes[2 + dim])):
+                        inner()
+                else:
+                    inner()
 
         taps_level(0, [])
     return b.kernel()
