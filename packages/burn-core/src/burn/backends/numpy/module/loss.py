@@ -94,18 +94,17 @@ def cross_entropy_backward(logits: Array, safe: Array, keep: Array | None, weigh
         g = grad.astype(p.dtype, copy=False)
         if reduction == "mean":  # nothing kept: zero gradients (as torch), not 0 / 0
             g = g / (_weight_sum(w_target, m) or 1)
-        g = np.broadcast_to(g, (m,))
-        eps = label_smoothing
+        eps = label_smoothing  # g, hit, scale and spread: 0-d or [M], broadcast per row
         hit = g if w_target is None else g * w_target
         scale = hit * (1 - eps)
         if eps > 0:
-            spread = (g if keep is None else g * keep) * (eps / c)
-            scale += spread * (c if w is None else w.sum())
-        scale /= p.sum(axis=1)  # softmax's normaliser folded into the row scale
-        p *= scale[:, None]
+            spread = ((g if keep is None else g * keep) * (eps / c)).reshape(-1, 1)
+            scale = scale + spread[:, 0] * (c if w is None else w.sum())
+        # softmax's normaliser folded into the row scale
+        p *= (scale / p.sum(axis=1)).reshape(-1, 1)
         p[np.arange(m), safe] -= hit * (1 - eps)
         if eps > 0:
-            p -= spread[:, None] if w is None else spread[:, None] * w
+            p -= spread if w is None else spread * w
     finally:
         QUIET_RESET(token)
     return p.astype(logits.dtype, copy=False)
