@@ -32,7 +32,6 @@ from burn.dtype import DType
 from burn.errors import ShapeError
 
 from ..creation import full
-from ..kernels import fill_kernel
 from ..layout import copy_into
 from ..tensor import CubeTensor, Shape, dense_strides
 from .deform import deform_im2col_kernel, deform_input_grad_kernel, deform_point_grads_kernel
@@ -124,10 +123,7 @@ class CubeConvOps:
         """
         buffer = self.empty((rows + groups, n, length), dtype)
         per_group = rows // max(groups, 1)
-        if groups == 1 and n * length:  # one row of ones, dense: a fill
-            self.launch(fill_kernel(dtype), n * length, 1.0, buffer.view(
-                (n * length,), (1,), buffer.offset + rows * n * length).array)
-        elif groups:
+        if groups:
             one = full(self, (1, 1, 1, 1), 1, dtype)  # a fill: an upload would sync on cuda
             ones = buffer.view((n, groups, 1, length),
                                (length, (per_group + 1) * n * length, n * length, 1),
