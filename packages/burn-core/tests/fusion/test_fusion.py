@@ -81,6 +81,24 @@ def test_nothing_runs_until_a_sync_point(base: str, monkeypatch: pytest.MonkeyPa
     check(z, torch.nn.functional.softplus(torch.linspace(-2, 2, 40)) * 2.0, rtol=1e-5)
 
 
+def test_backend_calls_record_alike_by_position_and_keyword(base: str) -> None:
+    """A recorded op's backend method (the inlined recording path) and its keyword form (the
+    generic path) record the same op, with one result cache; both compute torch's values."""
+    data = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    x = burn.tensor(data, device=f"{base}+fusion")
+    bk: Any = x._bk
+    handles = (bk.float_add(x._prim, x._prim), bk.float_add(lhs=x._prim, rhs=x._prim),
+               bk.float_mul_scalar(x._prim, 3.0))
+    for h in handles:
+        assert isinstance(h, FusionTensor) and h.value is None
+        assert h.ir == (h.id, (3, 4), burn.float32)
+    assert len({h.id for h in handles}) == 3
+    burn.sync(f"{base}+fusion")
+    t = torch.from_numpy(data)
+    for h, want in zip(handles, (t + t, t + t, t * 3.0), strict=True):
+        check(x._wrap(h, x.dtype), want)
+
+
 def test_dropped_intermediates_are_never_computed(base: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     data = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
