@@ -40,12 +40,14 @@ class DType(enum.Enum):
     uint8 = "uint8"
     bool = "bool"
 
+    #: members are singletons compared by identity: an identity hash, in C (Enum's own hashes
+    #: the name in Python, and dicts keyed by dtype are read on every op).
+    __hash__ = object.__hash__
+
     @property
     def kind(self) -> Kind:
         """Kind of tensor holding this dtype."""
-        if self.value == "bool":
-            return Kind.BOOL
-        return Kind.FLOAT if self.value.startswith(("float", "bfloat")) else Kind.INT
+        return _KINDS[self]
 
     @property
     def numpy(self) -> np.dtype:
@@ -67,6 +69,8 @@ class DType(enum.Enum):
     __str__ = __repr__
 
 
+_KINDS = {d: Kind.BOOL if d.value == "bool" else
+          Kind.FLOAT if d.value.startswith(("float", "bfloat")) else Kind.INT for d in DType}
 _ITEMSIZE = {DType.float64: 8, DType.float32: 4, DType.float16: 2, DType.bfloat16: 2,
              DType.int64: 8, DType.int32: 4, DType.int8: 1, DType.uint8: 1, DType.bool: 1}
 
