@@ -201,6 +201,13 @@ def test_max_and_min_with_indices(base: str) -> None:
     np.testing.assert_array_equal(i.to_numpy(), ti.numpy())
     np.testing.assert_array_equal(j.to_numpy(), tj.numpy())
     assert stats().kernels_launched == 2
+    wide = np.tile(data, (1, 5))  # rows long enough for the interleaved partials
+    wide[1, 17] = np.inf
+    y = burn.tensor(wide, device=f"{base}+fusion")
+    top, low = (y * 2.0).max_dim(1) + 1.0, (y * 2.0).min_dim(1) - 1.0
+    ty = torch.from_numpy(wide) * 2.0
+    check(top, ty.amax(1, keepdim=True) + 1.0)
+    check(low, ty.amin(1, keepdim=True) - 1.0)
 
 
 def test_dead_results_and_plan_cache(base: str) -> None:

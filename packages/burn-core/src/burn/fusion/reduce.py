@@ -164,19 +164,41 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     arrays = [t.view(row_shape, st, t.offset).array
               for t, st in zip([*views, *outs], row_strides, strict=True)]
     program = plan.program
-    signature = (len(row_shape), tuple(id(t.dtype) for t in inputs), plan.along, program.ops,
-                 program.outputs)
+    in_ids = tuple(id(t.dtype) for t in inputs)
+    cpu = inner.runtime.name == "cpu"
+    signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
+                 program.ops, program.outputs, cpu)
     kernel = _kernel(signature)
     count = math.prod(rows)
+    fixed = [*(s for s in steps if s != 1), n, count]  # steps of 1 are compiled in
+    per_pass, wide = _scratch(program.ops, plan.along, in_ids)
+    size = max(1, count * per_pass * n)
+    scratch = [inner.empty((size,), wide)] if cpu else []
     launch = kernel.plan(inner.runtime, (max(1, -(-count // UNITS)), 1, 1), UNITS, *arrays,
-                         *steps, n, count, *numbers)
-    fixed = [*steps, n, count]
+                         *(t.array for t in scratch), *fixed, *numbers)
     STATS.compile_s += time.perf_counter() - start
 
     def launcher(ins: list[Any], nums: list[Any], written: list[Any]) -> None:
-        launch([*ins, *written, *fixed, *nums])
+        rows = [inner.empty((size,), wide).array] if cpu else []
+        launch([*ins, *written, *rows, *fixed, *nums])
 
     return launcher
+
+
+def _scratch(ops: tuple[Any, ...], along: tuple[bool, ...], in_ids: tuple[int, ...]
+             ) -> tuple[int, DType]:
+    """The scratch rows the cpu kernel needs per row (the most reductions of one pass) and
+    their dtype (float64 where a reduction reads float64, else float32)."""
+    levels = _levels(ops, along)
+    counts: dict[int, int] = {}
+    wide = DType.float32
+    for j, (kind, at) in enumerate(levels):
+        if kind == "reduce":
+            counts[at] = counts.get(at, 0) + 1
+            role, value = ops[j][1][0]
+            if DTYPES[in_ids[value] if role == "in" else ops[value][2]] is DType.float64:
+                wide = DType.float64
+    return max(counts.values(), default=0), wide
 
 
 def _padded(strides: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -216,80 +238,171 @@ def _levels(ops: tuple[Any, ...], along: tuple[bool, ...]) -> list[tuple[str, in
 
 def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
-    `d`, ops, written op indices)."""
+    `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
+    `S`), ops, written op indices)."""
     from burn_cube import KernelBuilder, u32
 
-    rank, in_ids, along, ops, written = signature
+    rank, in_ids, along, unit, ops, written, cpu = signature
     levels = _levels(ops, along)
+    per_pass, wide = _scratch(ops, along, in_ids)
     b = KernelBuilder(f"fused_reduce_{len(ops)}_ops", cube_dim=UNITS)
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", DTYPES[d]), rank=rank, write=False)
            for k, d in enumerate(in_ids)]
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
                      write=True) for i, j in enumerate(written)]
-    in_steps = {k: b.scalar(f"step{k}", u32) for k, a in enumerate(along) if a}
-    out_full = [levels[j][0] == "elem" for j in written]
-    out_steps = {i: b.scalar(f"out_step{i}", u32) for i, f in enumerate(out_full) if f}
+    scratch = b.tensor("scratch", cube_dtype("fusion", wide), write=True) if cpu else None
+    stepped = [*(("in", k) for k, a in enumerate(along) if a),
+               *(("out", i) for i, j in enumerate(written) if levels[j][0] == "elem")]
+    steps = {t: (None if one else b.scalar(f"step_{t[0]}{t[1]}", u32))
+             for t, one in zip(stepped, unit, strict=True)}
     n, count = b.scalar("n", u32), b.scalar("rows", u32)
     numbers = {(j, p): b.scalar(f"s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
                for j, (_, args, _) in enumerate(ops)
                for p, (role, value) in enumerate(args) if role == "num"}
     pos = b.ABSOLUTE_POS
     with b.if_(pos < count):
-        bases = [b.local(u32, b.index_of(t, pos)) for t in ins]
-        out_bases = [b.local(u32, b.index_of(t, pos)) for t in outs]
-        rowwise = {k: b.local(ins[k].dtype, init=ins[k][bases[k]])
-                   for k in range(len(ins)) if not along[k]}
-        row_values: dict[int, Any] = {}
-
-        def operand_of(j: int, elem: dict[int, Any], k: Any) -> Callable[[int, str, Any], Any]:
-            def operand(p: int, role: str, value: Any) -> Any:
-                if role == "num":
-                    return numbers[(j, p)]
-                if role == "op":
-                    return elem[value] if value in elem else row_values[value]
-                if along[value]:
-                    return ins[value][bases[value] + k * in_steps[value]]
-                return rowwise[value]
-            return operand
-
-        def write(j: int, value: Any, k: Any = None) -> None:
-            for i, w in enumerate(written):
-                if w == j:
-                    at = out_bases[i] if k is None else out_bases[i] + k * out_steps[i]
-                    outs[i][at] = value
-
-        top = max(level for _, level in levels)
-        for level in range(top + 1):
-            for j, (kind, at) in enumerate(levels):
-                if kind == "row" and at == level:
-                    row_values[j] = emit_op(b, ops[j], operand_of(j, {}, None))
-                    write(j, row_values[j])
-            reductions = [j for j, (kind, at) in enumerate(levels)
-                          if kind == "reduce" and at == level + 1]
-            shown = [j for j, (kind, at) in enumerate(levels)
-                     if kind == "elem" and at == level and j in written]
-            if not reductions and not shown:
-                continue
-            live = _closure(ops, levels, [ops[j][1][0] for j in reductions], shown)
-            accs = [_Acc(b, ops[j], _dtype_of(ops, in_ids, ops[j][1][0])) for j in reductions]
-            with b.for_range(n) as k:
-                elem: dict[int, Any] = {}
-                for j in live:
-                    elem[j] = emit_op(b, ops[j], operand_of(j, elem, k))
-                for acc, j in zip(accs, reductions, strict=True):
-                    acc.add(operand_of(j, elem, k)(0, *ops[j][1][0]), k)
-                for j in shown:
-                    write(j, elem[j], k)
-            for acc, j in zip(accs, reductions, strict=True):
-                row_values[j] = acc.finish(n)
-                write(j, row_values[j])
+        rows = _Rows(b, ops, levels, along, numbers, written)
+        rows.bases = {**{("in", k): b.local(u32, b.index_of(t, pos)) for k, t in enumerate(ins)},
+                      **{("out", i): b.local(u32, b.index_of(t, pos))
+                         for i, t in enumerate(outs)}}
+        rows.tensors = {**{("in", k): t for k, t in enumerate(ins)},
+                        **{("out", i): t for i, t in enumerate(outs)}}
+        rows.steps = steps
+        rows.scratch, rows.per_pass, rows.row, rows.in_ids = scratch, per_pass, pos, in_ids
+        rows.rowwise = {k: b.local(ins[k].dtype, init=ins[k][rows.bases[("in", k)]])
+                        for k in range(len(ins)) if not along[k]}
+        for level in range(max(at for _, at in levels) + 1):
+            rows.level(level, n)
     return b.kernel()
 
 
-def _dtype_of(ops: tuple[Any, ...], in_ids: tuple[int, ...], arg: tuple[str, Any]) -> DType:
-    """The dtype of a tensor argument (a kernel input or an op's result)."""
-    role, value = arg
-    return DTYPES[in_ids[value] if role == "in" else ops[value][2]]
+#: Interleaved partial accumulators per row pass (adjacent elements in adjacent partials:
+#: independent chains, which the C compiler also vectorizes where the steps are 1).
+PARTIALS = 8
+
+
+class _Rows:
+    """The body of a reduce kernel for the unit's row: its per-row values, and one pass over
+    the row per level (module docstring)."""
+
+    def __init__(self, b: Any, ops: tuple[Any, ...], levels: list[tuple[str, int]],
+                 along: tuple[bool, ...], numbers: dict[tuple[int, int], Any],
+                 written: tuple[int, ...]) -> None:
+        self.b, self.ops, self.levels, self.along = b, ops, levels, along
+        self.numbers, self.written = numbers, written
+        self.bases: dict[tuple[str, int], Any] = {}
+        self.tensors: dict[tuple[str, int], Any] = {}
+        self.steps: dict[tuple[str, int], Any] = {}
+        self.rowwise: dict[int, Any] = {}
+        self.row_values: dict[int, Any] = {}
+        #: the cpu runtime's scratch rows (`per_pass` per row), the unit's row, input dtypes.
+        self.scratch: Any = None
+        self.per_pass = 0
+        self.row: Any = None
+        self.in_ids: tuple[int, ...] = ()
+
+    def at(self, tensor: tuple[str, int], k: Any) -> Any:
+        """The storage index of element `k` of the row of a tensor that steps along `d`."""
+        step = self.steps[tensor]
+        return self.bases[tensor] + (k if step is None else k * step)
+
+    def value(self, j: int, elem: dict[int, Any], k: Any) -> Any:
+        """Op `j`'s value (per element `k` where it is per element) from its operands."""
+        def operand(p: int, role: str, value: Any) -> Any:
+            if role == "num":
+                return self.numbers[(j, p)]
+            if role == "op":
+                return elem[value] if value in elem else self.row_values[value]
+            if self.along[value]:
+                return self.tensors[("in", value)][self.at(("in", value), k)]
+            return self.rowwise[value]
+        return operand(0, *self.ops[j][1][0]) if self.ops[j][0] in REDUCTIONS \
+            else emit_op(self.b, self.ops[j], operand)
+
+    def write(self, j: int, value: Any, k: Any = None) -> None:
+        """Store op `j`'s value where it is written (element `k` of a per-element result)."""
+        for i, w in enumerate(self.written):
+            if w == j:
+                at = self.bases[("out", i)] if k is None else self.at(("out", i), k)
+                self.tensors[("out", i)][at] = value
+
+    def level(self, level: int, n: Any) -> None:
+        """The row values of `level`, then the pass accumulating the reductions of
+        `level + 1` and writing the per-element results of `level`."""
+        b, levels = self.b, self.levels
+        for j, (kind, at) in enumerate(levels):
+            if kind == "row" and at == level:
+                self.row_values[j] = self.value(j, {}, None)
+                self.write(j, self.row_values[j])
+        reductions = [j for j, (kind, at) in enumerate(levels)
+                      if kind == "reduce" and at == level + 1]
+        shown = [j for j, (kind, at) in enumerate(levels)
+                 if kind == "elem" and at == level and j in self.written]
+        if not reductions and not shown:
+            return
+        live = _closure(self.ops, levels, [self.ops[j][1][0] for j in reductions], shown)
+
+        def element(k: Any) -> dict[int, Any]:
+            elem: dict[int, Any] = {}
+            for j in live:
+                elem[j] = self.value(j, elem, k)
+            return elem
+
+        u32 = b.ABSOLUTE_POS.dtype
+        if self.scratch is None:  # one loop: the partials follow the elements
+            first = element(b.const(0, u32)) if reductions else {}
+            accs = [_Acc(b, self.ops[j], self.value(j, first, b.const(0, u32)))
+                    for j in reductions]
+            with b.for_range(0, n) as k:
+                elem = element(k)
+                for acc, j in zip(accs, reductions, strict=True):
+                    acc.add(self.value(j, elem, k), k)
+                for j in shown:
+                    self.write(j, elem[j], k)
+            totals = [_Acc.merged([acc], n) for acc in accs]
+        else:  # the reductions' arguments to the scratch row, then reduced from it
+            scratch = self.scratch
+            base = [b.local(u32, (self.row * self.per_pass + r) * n)
+                    for r in range(len(reductions))]
+            with b.for_range(0, n) as k:
+                elem = element(k)
+                for at, j in zip(base, reductions, strict=True):
+                    scratch[at + k] = b.cast(self.value(j, elem, k), scratch.dtype)
+                for j in shown:
+                    self.write(j, elem[j], k)
+            totals = [self._reduce(j, scratch, at, n) for at, j in zip(base, reductions,
+                                                                        strict=True)]
+        for total, j in zip(totals, reductions, strict=True):
+            self.row_values[j] = total
+            self.write(j, total)
+
+    def _reduce(self, j: int, scratch: Any, base: Any, n: Any) -> Any:
+        """Reduction `j` of the scratch row at `base`: `PARTIALS` interleaved partials over
+        whole blocks, the rest one by one (element by element with an index result)."""
+        b = self.b
+        u32 = b.ABSOLUTE_POS.dtype
+        arg = self.ops[j][1][0]
+        dtype = DTYPES[self.in_ids[arg[1]] if arg[0] == "in" else self.ops[arg[1]][2]]
+        kind = cube_dtype("fusion", dtype)
+
+        def load(k: Any) -> Any:
+            value = scratch[base + k]
+            return value if kind == scratch.dtype else b.cast(value, kind)
+
+        lanes = 1 if _indexed(self.ops[j]) else PARTIALS
+        accs = [_Acc(b, self.ops[j], load(b.const(0, u32))) for _ in range(lanes)]
+        main = b.local(u32, n - n % lanes)
+        with b.for_range(0, main, lanes) as k:
+            for lane, acc in enumerate(accs):
+                acc.add(load(k + lane if lane else k), k + lane if lane else k)
+        with b.for_range(main, n) as k:
+            accs[0].add(load(k), k)
+        return _Acc.merged(accs, n)
+
+
+def _indexed(op: tuple[Any, ...]) -> bool:
+    """Whether a reduction computes indices (they run element by element)."""
+    return DTYPES[op[2]] is DType.int64
 
 
 def _closure(ops: tuple[Any, ...], levels: list[tuple[str, int]], reads: list[Any],
@@ -304,44 +417,73 @@ def _closure(ops: tuple[Any, ...], levels: list[tuple[str, int]], reads: list[An
 
 
 class _Acc:
-    """A reduction's accumulator in a row pass: a sum (float32 or float64), or the running
-    max / min and the index of its first occurrence (a NaN wins).
+    """One partial of a reduction in a row pass: a sum (float32 or float64), or the running
+    max / min (a NaN wins) and, for the index result, the index of its first occurrence.
 
     Args:
         b: the builder (declared before the pass's loop).
         op: the reduction (name, arguments, result dtype id).
-        dtype: its argument's dtype.
+        first: the value of the row's element 0 (max / min start there).
     """
 
-    def __init__(self, b: Any, op: tuple[Any, ...], dtype: DType) -> None:
+    def __init__(self, b: Any, op: tuple[Any, ...], first: Any) -> None:
         from burn_cube import u32
 
         name, _, out_id = op
         self.b, self.combine = b, REDUCTIONS[name]
         self.out = cube_dtype("fusion", DTYPES[out_id])
-        self.indices = DTYPES[out_id] is DType.int64
+        self.indexed = _indexed(op)
         summed = self.combine in ("sum", "mean")
-        wide = DType.float32 if summed and dtype.itemsize == 2 else dtype
-        self.dtype = cube_dtype("fusion", wide)
-        self.value = b.local(self.dtype, 0)
-        self.index = None if summed else b.local(u32, 0)
+        dtype = first.dtype
+        self.dtype = cube_dtype("fusion", DType.float32) if summed and dtype.bits < 32 else dtype
+        self.value = b.local(self.dtype, 0 if summed else first)
+        self.index = b.local(u32, 0) if self.indexed else None
+        #: max / min without an index: the last NaN seen (else 0), kept apart from the
+        #: running value so that each is one select (both vectorize)
+        self.nan = None if summed or self.indexed else b.local(self.dtype, 0)
 
     def add(self, v: Any, k: Any) -> None:
         """Take element `k` of the row, of value `v`."""
         b = self.b
-        if self.index is None:
+        if self.combine in ("sum", "mean"):
             b.set(self.value, self.value + b.cast(v, self.dtype))
             return
         better = v > self.value if self.combine == "max" else v < self.value
-        nan = b.and_(b.isnan(v), b.not_(b.isnan(self.value)))
-        take = b.local(b.const(True).dtype, b.or_(k == 0, b.or_(better, nan)))
+        if self.nan is not None:
+            b.set(self.value, b.select(better, v, self.value))
+            b.set(self.nan, b.select(b.isnan(v), v, self.nan))
+            return
+        take = b.local(better.dtype, b.or_(better, b.and_(b.isnan(v),
+                                                          b.not_(b.isnan(self.value)))))
         b.set(self.value, b.select(take, v, self.value))
         b.set(self.index, b.select(take, k, self.index))
 
-    def finish(self, n: Any) -> Any:
-        """The reduction's value in a local of its result dtype."""
-        b = self.b
-        if self.indices:
-            return b.local(self.out, init=b.cast(self.index, self.out))
-        value = self.value / b.cast(n, self.dtype) if self.combine == "mean" else self.value
-        return b.local(self.out, init=b.cast(value, self.out))
+    @staticmethod
+    def merged(partials: list[_Acc], n: Any) -> Any:
+        """The reduction's value from its partials, in a local of its result dtype."""
+        head = partials[0]
+        b = head.b
+        if head.indexed:  # one partial: element by element
+            return b.local(head.out, init=b.cast(head.index, head.out))
+        value = head._pairwise([p.value for p in partials], head._pair)
+        if head.combine == "mean":
+            value = value / b.cast(n, head.dtype)
+        elif head.nan is not None:  # a NaN anywhere wins
+            nan = head._pairwise([p.nan for p in partials],
+                                 lambda a, c: b.select(b.isnan(a), a, c))
+            value = b.select(b.isnan(nan), nan, value)
+        return b.local(head.out, init=b.cast(value, head.out))
+
+    def _pairwise(self, values: list[Any], pair: Callable[[Any, Any], Any]) -> Any:
+        """`values` combined pairwise by `pair`."""
+        while len(values) > 1:
+            half = len(values) // 2
+            values = [self.b.local(self.dtype, pair(values[i], values[i + half]))
+                      for i in range(half)]
+        return values[0]
+
+    def _pair(self, a: Any, c: Any) -> Any:
+        if self.combine in ("sum", "mean"):
+            return a + c
+        better = c > a if self.combine == "max" else c < a
+        return self.b.select(better, c, a)
