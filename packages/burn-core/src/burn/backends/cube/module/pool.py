@@ -107,7 +107,8 @@ def _avg_kernel(dtype: DType, rank: int) -> Any:
 
 @cache
 def _max_kernel(dtype: DType, rank: int) -> Any:
-    """Max pooling with -inf padding; NaN wins, ties go to the first tap (as NumPy)."""
+    """Max pooling over the taps inside x; NaN wins, ties go to the first tap (as NumPy), a
+    window of -inf only names its first tap inside x (as torch)."""
     from burn_cube import KernelBuilder, bool_, i32, i64
 
     work = cube_dtype("max_pool", work_dtype(dtype))
@@ -122,20 +123,17 @@ def _max_kernel(dtype: DType, rank: int) -> Any:
         xl = lead(b, x, plane)
         size = (b.local(i32, b.cast(x.shape[-2], i32)), b.local(i32, b.cast(x.shape[-1], i32)))
         best = b.local(work, float("-inf"))
-        arg = b.local(i32, 0)
+        arg = b.local(i32, -1)
         with b.for_range(w["kh"]) as i:
             h = b.local(i32, oh * w["sh"] - w["ph"] + i * w["dh"])
             row_in = b.local(bool_, _inside(b, h, size[0]))
             with b.for_range(w["kw"]) as j:
                 col = b.local(i32, ow * w["sw"] - w["pw"] + j * w["dw"])
-                value = b.local(work, float("-inf"))
                 with b.if_(b.and_(row_in, _inside(b, col, size[1]))):
-                    b.set(value, b.cast(x[(*xl, h, col)], work))
-                tap = i * w["kw"] + j
-                better = b.or_(value > best, b.and_(b.isnan(value), b.not_(b.isnan(best))))
-                with b.if_(b.or_(tap == 0, better)):
-                    b.set(best, value)
-                    b.set(arg, tap)
+                    value = b.local(work, b.cast(x[(*xl, h, col)], work))
+                    with b.if_(b.or_(arg < 0, _better(b, value, best))):
+                        b.set(best, value)
+                        b.set(arg, i * w["kw"] + j)
         y[pos] = best
         h = oh * w["sh"] - w["ph"] + (arg // w["kw"]) * w["dh"]
         col = ow * w["sw"] - w["pw"] + (arg % w["kw"]) * w["dw"]
@@ -146,9 +144,10 @@ def _max_kernel(dtype: DType, rank: int) -> Any:
 @cache
 def _max_planes_kernel(dtype: DType, rank: int) -> Any:
     """`_max_kernel` for the cpu runtime: one unit per plane, which sets its outputs to
-    (-inf, first tap) and then sweeps tap by tap (in `_max_kernel`'s order, so its ties and
-    NaN rules hold) over the rows of windows whose tap is inside x, with branch-free updates
-    the C compiler vectorises; a tap's window range is worked out once per plane."""
+    (-inf, no index) and then sweeps tap by tap (in `_max_kernel`'s order, so its ties and
+    NaN rules hold, and a window's first tap inside x is the first one it sees) over the rows
+    of windows whose tap is inside x, with branch-free updates the C compiler vectorises; a
+    tap's window range is worked out once per plane."""
     from burn_cube import KernelBuilder, i32, i64
 
     work = cube_dtype("max_pool", work_dtype(dtype))
@@ -165,10 +164,9 @@ def _max_planes_kernel(dtype: DType, rank: int) -> Any:
         height = b.local(i32, b.cast(y.shape[1], i32))
         width = b.local(i32, b.cast(y.shape[2], i32))
         base = b.local(i32, plane * height * width)
-        with b.for_range(height) as oh, b.for_range(width) as ow:
-            y[base + oh * width + ow] = float("-inf")
-            idx[base + oh * width + ow] = b.cast((oh * w["sh"] - w["ph"]) * size[1]
-                                                 + ow * w["sw"] - w["pw"], i64)
+        with b.for_range(height * width) as o:
+            y[base + o] = float("-inf")
+            idx[base + o] = -1
         with b.for_range(w["kh"]) as i, b.for_range(w["kw"]) as j:
             shift = b.local(i32, j * w["dw"] - w["pw"])
             lo = b.local(i32, b.select(shift < 0, (w["sw"] - 1 - shift) // w["sw"], 0))
@@ -181,11 +179,16 @@ def _max_planes_kernel(dtype: DType, rank: int) -> Any:
                     value = b.local(work, b.cast(x[(*xl, h, col)], work))
                     best = b.local(work, b.cast(y[row + ow], work))
                     better = b.local(cube_dtype("max_pool", DType.bool), b.or_(
-                        value > best, b.and_(b.isnan(value), b.not_(b.isnan(best)))))
+                        idx[row + ow] < 0, _better(b, value, best)))
                     y[row + ow] = b.cast(b.select(better, value, best), y.dtype)
                     idx[row + ow] = b.select(better, b.cast(h * size[1] + col, i64),
                                              idx[row + ow])
     return b.kernel()
+
+
+def _better(b: Any, value: Any, best: Any) -> Any:
+    """Whether `value` replaces `best` as a window's max: larger, or the first NaN."""
+    return b.or_(value > best, b.and_(b.isnan(value), b.not_(b.isnan(best))))
 
 
 @contextmanager
