@@ -3,12 +3,16 @@ each with its backward, and unfold4d, as burn-cube kernels around the backend's 
 
 The NumPy backend's formulation (`burn.backends.numpy.module.conv`) on device buffers: an im2col
 kernel reads x in place (any strides, zero padding by bounds) into batch-inner columns, i.e.
-matrices `[G, C/G*K, N*L]`, so each op is one matmul per group (one large BLAS call on the cpu
-whatever the batch); converting copies put channels back in `[N, C, *S]` order (adding the bias,
-rounding to float16/bfloat16). Input gradients and transposed convolutions go back through
-col2im, a gather (each input element sums the columns that read it: deterministic, no atomics).
-The bias gradient of conv is the matmul's column over a row of ones appended to the columns.
-float16/bfloat16 compute in float32, as NumPy does.
+matrices `[G, C/G*K, N*L]`, so each gradient is one matmul per group (one large BLAS call on
+the cpu whatever the batch); converting copies put channels back in `[N, C, *S]` order (adding
+the bias, rounding to float16/bfloat16). An ungrouped float32/float64 forward (on GPUs: without
+bias) is instead one product per sample writing `[N, C_out, L]` in place; on the cpu its bias
+is the weight's last column times a row of ones after the columns, which the saved columns
+keep, so the weight gradient's product gives the bias gradient too. Input gradients and
+transposed convolutions go back through col2im (each input element sums the columns that read
+it: deterministic, no atomics). The cpu runtime has its own im2col (a unit per column row) and
+col2im (a unit per plane) kernels, whose inner loops are contiguous runs where the last strides
+are 1. float16/bfloat16 compute in float32, as NumPy does.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 1d inputs run as 2d ones with a height of 1. The window geometry (kernel, stride, padding,
 dilation) goes to the kernels as runtime scalars, so one kernel per dtype serves every shape.
 The backward kernels gather: each input element sums the output gradients of the windows that
-read it (deterministic, no atomics). Adaptive pooling is a separable resampling
+read it (deterministic, no atomics); non-overlapping windows scatter instead. The cpu runtime
+runs max pooling and its scatter with a unit per plane. Adaptive pooling is a separable resampling
 (`resize.resample`) with the NumPy backend's averaging matrices.
 """
 
@@ -385,7 +386,8 @@ class CubePoolOps:
 
     def max_pool_with_indices(self: Any, x: CubeTensor, options: PoolOptions
                               ) -> tuple[CubeTensor, CubeTensor]:
-        """Max pooling 1d/2d; NaN wins, ties go to the first window element.
+        """Max pooling 1d/2d; NaN wins, ties go to the first window element (a window of -inf
+        only names its first element inside x, as torch).
 
         Args:
             x: input [N, C, *spatial] (any strides).
