@@ -36,7 +36,7 @@ from .module.sample import CubeSampleOps
 from .random import CubeRandomOps
 from .reduction import CubeReductionOps
 from .sort import CubeSortOps
-from .tensor import CubeTensor, Shape, strided_storage
+from .tensor import CubeTensor, Shape, host_view, strided_storage
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
 CUBE_DIM = 256
@@ -120,7 +120,7 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         the cpu, a CuPy view on cuda (zero-copy, writes are seen by the tensor); a host copy
         on wgpu."""
         if self.runtime_name == "cpu" and x.dtype is not DType.bfloat16:
-            return strided_storage(x, np.lib.stride_tricks.as_strided)
+            return host_view(x.array)
         if self.runtime_name == "cuda" and x.dtype not in (DType.bfloat16, DType.bool):
             import cupy
 

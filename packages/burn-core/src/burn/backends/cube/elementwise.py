@@ -21,7 +21,7 @@ from burn.dtype import DType
 from burn.ir import OPS, OpDef
 from burn.ir.cube import elementwise_kernel
 
-from .tensor import CubeTensor, Shape
+from .tensor import CubeTensor, Shape, layout_key
 
 
 def broadcast_view(t: CubeTensor, shape: Shape) -> CubeTensor:
@@ -168,7 +168,7 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
             array = arg.array
             arrays.append(array)
             key.append(id(arg.dtype))
-            key.append(_layout(array))
+            key.append(layout_key(array))
         elif role == _NUMBER:
             if arg is None:
                 key.append(None)
@@ -263,14 +263,6 @@ def _broadcast(shapes: Any) -> Shape:
     return tuple(np.broadcast_shapes(*shapes))
 
 
-def _layout(array: Any) -> Any:
-    """An array's part of a launch key: its shape, and for a view also its strides, offset
-    and storage shape."""
-    base = array.base
-    return array.shape if base is None else (array.shape, array.strides, array.offset,
-                                             base.shape)
-
-
 def _method(op: OpDef) -> Callable[..., Any]:
     """The backend method of `op`: `run_elementwise`, with the planned launch of one or two
     tensors, or a tensor and a number (the most frequent ops), looked up directly."""
@@ -282,7 +274,7 @@ def _method(op: OpDef) -> Callable[..., Any]:
     def unary(self: Any, x: CubeTensor) -> Any:
         array = x.array
         plan = self.plans.get((name, id(x.dtype), array.shape if array.base is None
-                               else _layout(array)))
+                               else layout_key(array)))
         if plan is None or plan.launch is None:
             return run_elementwise(self, op, (x,))
         out = self.alloc(plan.shape, plan.dtype, plan.cube)
@@ -291,8 +283,8 @@ def _method(op: OpDef) -> Callable[..., Any]:
 
     def binary(self: Any, x: CubeTensor, y: CubeTensor) -> Any:
         a, b = x.array, y.array
-        plan = self.plans.get((name, id(x.dtype), a.shape if a.base is None else _layout(a),
-                               id(y.dtype), b.shape if b.base is None else _layout(b)))
+        plan = self.plans.get((name, id(x.dtype), a.shape if a.base is None else layout_key(a),
+                               id(y.dtype), b.shape if b.base is None else layout_key(b)))
         if plan is None or plan.launch is None:
             return run_elementwise(self, op, (x, y))
         out = self.alloc(plan.shape, plan.dtype, plan.cube)
@@ -302,7 +294,7 @@ def _method(op: OpDef) -> Callable[..., Any]:
     def with_number(self: Any, x: CubeTensor, value: Any) -> Any:
         array = x.array
         plan = self.plans.get((name, id(x.dtype), array.shape if array.base is None
-                               else _layout(array), None if value is None else True))
+                               else layout_key(array), None if value is None else True))
         if plan is None or plan.launch is None or value is None:
             return run_elementwise(self, op, (x, value))
         out = self.alloc(plan.shape, plan.dtype, plan.cube)

@@ -26,20 +26,22 @@ def contiguous(backend: Any, x: CubeTensor) -> CubeTensor:
 
 def reshape(backend: Any, x: CubeTensor, shape: Shape) -> CubeTensor:
     """A view of `x` (copied first when not contiguous) with `shape`."""
-    x = contiguous(backend, x)
-    return x.view(tuple(shape), dense_strides(tuple(shape)))
+    shape = tuple(shape)
+    return contiguous(backend, x).derived(shape, dense_strides(shape))
 
 
 def permute(backend: Any, x: CubeTensor, axes: Shape) -> CubeTensor:
     """A view with the dimensions in `axes` order."""
-    return x.view(tuple(x.shape[a] for a in axes), tuple(x.strides[a] for a in axes))
+    return x.derived(tuple(map(x.shape.__getitem__, axes)),
+                     tuple(map(x.strides.__getitem__, axes)))
 
 
 def swap_dims(backend: Any, x: CubeTensor, dim1: int, dim2: int) -> CubeTensor:
     """A view with two dimensions exchanged."""
-    axes = list(range(len(x.shape)))
-    axes[dim1], axes[dim2] = axes[dim2], axes[dim1]
-    return permute(backend, x, tuple(axes))
+    shape, strides = list(x.shape), list(x.strides)
+    shape[dim1], shape[dim2] = shape[dim2], shape[dim1]
+    strides[dim1], strides[dim2] = strides[dim2], strides[dim1]
+    return x.derived(tuple(shape), tuple(strides))
 
 
 def expand(backend: Any, x: CubeTensor, shape: Shape) -> CubeTensor:

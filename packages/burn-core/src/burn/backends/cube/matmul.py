@@ -34,7 +34,7 @@ from burn.ir.rules import matmul as matmul_shape
 from .creation import full
 from .elementwise import broadcast_view
 from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
-from .tensor import CubeTensor, Shape, host_array
+from .tensor import CubeTensor, Shape, host_view
 
 #: Shared-memory bytes a tile may use (WebGPU's guaranteed minimum per workgroup).
 SHARED_BYTES = 16384
@@ -188,15 +188,16 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
     host views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
     from burn.backends.numpy import blas
 
-    a, b = host_array(lhs), host_array(rhs)
+    dtype = lhs.dtype
+    a, b = host_view(lhs.array), host_view(rhs.array)
     with np.errstate(all="ignore"):  # NaN and inf propagate silently, as in the kernels
-        if not lhs.dtype.is_float:
-            out = np.matmul(a, b)
-        elif lhs.dtype in (DType.float16, DType.bfloat16):
-            out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
-                              CPU_SMALL_MATMUL).astype(lhs.dtype.numpy)
-        else:
+        if dtype is DType.float32 or dtype is DType.float64:
             out = blas.matmul(a, b, CPU_SMALL_MATMUL)
+        elif not dtype.is_float:
+            out = np.matmul(a, b)
+        else:
+            out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
+                              CPU_SMALL_MATMUL).astype(dtype.numpy)
     return backend.from_host(out)
 
 
@@ -316,9 +317,10 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
     from .matmul_kernels import accumulator
 
     props = backend.runtime.properties
+    only = _only(backend, dtype)
+    if only is not None:
+        return [only]
     if props.name == "cpu":
-        if dtype.is_float:
-            return ["blas"]
         return ["blas", *CPU_INT_TILES] if work <= CPU_TUNE_WORK else [CPU_INT_TILES[0]]
     item = accumulator(dtype).numpy.itemsize
     lines = LINE_TILES if dtype is DType.float32 else {}
@@ -343,18 +345,31 @@ def matmul(backend: Any, lhs: CubeTensor, rhs: CubeTensor, strategy: str | None 
         ShapeError: shapes that do not multiply.
         DTypeError: different dtypes, or bool.
     """
-    if lhs.dtype is not rhs.dtype or lhs.dtype is DType.bool:
+    dtype, ls, rs = lhs.dtype, lhs.shape, rhs.shape
+    if dtype is not rhs.dtype or dtype is DType.bool:
         raise DTypeError("matmul", "needs two float or two int tensors of one dtype",
-                         lhs=lhs.dtype.value, rhs=rhs.dtype.value)
-    shape: Shape = matmul_shape("matmul", {"lhs": lhs.shape, "rhs": rhs.shape},
-                                {})[0]  # type: ignore[assignment]
-    if math.prod(shape) == 0:
-        return backend.empty(shape, lhs.dtype)
-    if lhs.shape[-1] == 0:
-        return full(backend, shape, 0, lhs.dtype)
+                         lhs=dtype.value, rhs=rhs.dtype.value)
+    shape: Shape
+    if len(ls) == 2 and len(rs) == 2 and ls[1] == rs[0]:  # the common case, checked cheaply
+        shape = (ls[0], rs[1])
+    else:
+        shape = matmul_shape("matmul", {"lhs": ls, "rhs": rs}, {})[0]  # type: ignore[assignment]
+    if 0 in shape:
+        return backend.empty(shape, dtype)
+    if ls[-1] == 0:
+        return full(backend, shape, 0, dtype)
     if strategy is None:
-        strategy = _tuned(backend, lhs, rhs, shape)
+        strategy = _only(backend, dtype) or _tuned(backend, lhs, rhs, shape)
     return RUNNERS[strategy](backend, lhs, rhs, shape)
+
+
+def _only(backend: Any, dtype: DType) -> str | None:
+    """The strategy when `candidates` has just one whatever the shape (floats on the cpu
+    runtime: BLAS), else None."""
+    return "blas" if dtype in _FLOATS and backend.runtime.properties.name == "cpu" else None
+
+
+_FLOATS = frozenset(d for d in DType if d.is_float)
 
 
 def _fits(backend: Any, name: str, m: int, n: int) -> bool:

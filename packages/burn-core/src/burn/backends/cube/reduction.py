@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -176,16 +176,20 @@ class _AllPlan:
 
 def reduce_all(backend: Any, x: CubeTensor, op: str, spec: Reduction) -> CubeTensor:
     """Reduce every element of `x` to a 0-d tensor: in chunks, then the chunks' results."""
-    if x.size == 0:
-        return _empty_rows(backend, x, op, spec, (), _dtypes(op, spec, x.dtype)[1])
-    plan = backend.planned(("reduce_all", op, id(x.dtype), layout_key(x.array)),
-                           lambda: _plan_all(backend, x, spec, op))
+    array = x.array
+    key = ("reduce_all", op, id(x.dtype), layout_key(array))
+    plan = backend.plans.get(key)
+    if plan is None:
+        if 0 in x.shape:
+            return _empty_rows(backend, x, op, spec, (), _dtypes(op, spec, x.dtype)[1])
+        plan = backend.planned(key, lambda: _plan_all(backend, x, spec, op))
     out = backend.empty((), plan.result)
+    size = math.prod(array.shape)
     if plan.second is None:
-        plan.first([x.array, x.size, plan.chunk, out.array])
+        plan.first([array, size, plan.chunk, out.array])
     else:
         partial = backend.empty((plan.parts,), plan.acc)
-        plan.first([x.array, x.size, plan.chunk, partial.array])
+        plan.first([array, size, plan.chunk, partial.array])
         plan.second([partial.array, plan.parts, 1, out.array])
     return out
 
@@ -228,20 +232,27 @@ class _DimPlan:
 def reduce_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
                outputs: tuple[bool, bool]) -> tuple[CubeTensor | None, CubeTensor | None]:
     """Reduce `x` along `dim` (kept with size 1) into the wanted (values, int64 indices)."""
-    if x.shape[dim] == 0 or x.size == 0:
-        acc, result = _dtypes(op, spec, x.dtype)
-        shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
-        if math.prod(shape) == 0:
-            return (backend.empty(shape, result) if outputs[0] else None,
-                    backend.empty(shape, DType.int64) if outputs[1] else None)
-        return _empty_rows(backend, x, op, spec, shape, result), None
-    plan = backend.planned(("reduce_dim", op, id(x.dtype), layout_key(x.array), dim, outputs),
-                           lambda: _plan_dim(backend, x, dim, op, spec, outputs))
-    values = backend.empty(plan.shape, plan.result) if outputs[0] else None
-    indices = backend.empty(plan.shape, DType.int64) if outputs[1] else None
-    plan.launch([x.array, *plan.scalars,
-                 *(o.array for o in (values, indices) if o is not None)])
-    return values, indices
+    array = x.array
+    key = ("reduce_dim", op, id(x.dtype), layout_key(array), dim, outputs)
+    plan = backend.plans.get(key)
+    if plan is None:
+        if 0 in x.shape:
+            acc, result = _dtypes(op, spec, x.dtype)
+            shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
+            if 0 in shape:
+                return (backend.empty(shape, result) if outputs[0] else None,
+                        backend.empty(shape, DType.int64) if outputs[1] else None)
+            return _empty_rows(backend, x, op, spec, shape, result), None
+        plan = backend.planned(key, lambda: _plan_dim(backend, x, dim, op, spec, outputs))
+    n, step = plan.scalars
+    if outputs[1]:
+        indices = backend.empty(plan.shape, DType.int64)
+        values = backend.empty(plan.shape, plan.result) if outputs[0] else None
+        plan.launch([array, n, step, *(o.array for o in (values, indices) if o is not None)])
+        return values, indices
+    values = backend.empty(plan.shape, plan.result)
+    plan.launch([array, n, step, values.array])
+    return values, None
 
 
 def _plan_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
@@ -344,6 +355,8 @@ def argwhere(backend: Any, x: CubeTensor) -> CubeTensor:
 
 
 Method = tuple[str, Callable[..., Any]]
+#: `reduce_dim`'s outputs of the value reductions: the values only.
+_VALUES = (True, False)
 
 
 def _full_method(kind: str, name: str) -> Method:
@@ -359,7 +372,8 @@ def _dim_method(kind: str, name: str) -> Method:
     op, spec = f"{kind}_{name}_dim", REDUCTIONS[name]
 
     def method(self: Any, x: CubeTensor, dim: int) -> CubeTensor:
-        return cast(CubeTensor, reduce_dim(self, x, dim, op, spec, (True, False))[0])
+        values: CubeTensor = reduce_dim(self, x, dim, op, spec, _VALUES)[0]  # type: ignore
+        return values
 
     return op, method
 

@@ -19,12 +19,21 @@ Shape = tuple[int, ...]
 
 
 def dense_strides(shape: Shape) -> Shape:
-    """Row-major strides of `shape`, in elements."""
-    strides, acc = [], 1
-    for dim in reversed(shape):
-        strides.append(acc)
-        acc *= max(dim, 1)
-    return tuple(reversed(strides))
+    """Row-major strides of `shape`, in elements (kept per shape: launches ask often)."""
+    strides = _DENSE.get(shape)
+    if strides is None:
+        out, acc = [], 1
+        for dim in reversed(shape):
+            out.append(acc)
+            acc *= max(dim, 1)
+        strides = tuple(reversed(out))
+        if len(_DENSE) >= 4096:
+            _DENSE.clear()
+        _DENSE[shape] = strides
+    return strides
+
+
+_DENSE: dict[Shape, Shape] = {}
 
 
 class CubeTensor:
@@ -35,21 +44,21 @@ class CubeTensor:
         dtype: the burn dtype (bool tensors are held as the runtime's bool storage).
     """
 
-    __slots__ = ("array", "dtype", "__weakref__")
+    __slots__ = ("array", "dtype", "shape", "__weakref__")
 
     def __init__(self, array: Any, dtype: DType) -> None:
         self.array = array
         self.dtype = dtype
-
-    @property
-    def shape(self) -> Shape:
-        """Logical shape."""
-        return tuple(self.array.shape)
+        #: logical shape (the array's; both are fixed).
+        self.shape: Shape = array.shape
 
     @property
     def strides(self) -> Shape:
         """Element strides (0 on broadcast dimensions)."""
-        return tuple(self.array.strides)
+        array = self.array
+        if array.base is not None or 0 in array.shape:
+            return tuple(array.strides)
+        return dense_strides(array.shape)
 
     @property
     def offset(self) -> int:
@@ -69,8 +78,11 @@ class CubeTensor:
     @property
     def is_contiguous(self) -> bool:
         """Whether the elements are dense and row-major (any offset); size-1 dims ignored."""
+        array = self.array
+        if array.base is None:
+            return True
         expected = 1
-        for dim, stride in zip(reversed(self.shape), reversed(self.strides), strict=True):
+        for dim, stride in zip(reversed(array.shape), reversed(array.strides), strict=True):
             if dim != 1 and stride != expected:
                 return False
             expected *= dim
@@ -83,22 +95,46 @@ class CubeTensor:
 
     def view(self, shape: Shape, strides: Shape, offset: int | None = None) -> CubeTensor:
         """A view of the same storage (absolute element `offset`; default: this one's)."""
-        root = self.array.base if self.array.base is not None else self.array
-        start = self.offset if offset is None else offset
-        if (tuple(shape) == tuple(root.shape) and start == 0
-                and tuple(strides) == dense_strides(tuple(shape))):
+        array = self.array
+        root = array.base if array.base is not None else array
+        start = array.offset if offset is None else offset
+        if (start == 0 and tuple(shape) == root.shape
+                and tuple(strides) == dense_strides(root.shape)):
             return CubeTensor(root, self.dtype)
         return CubeTensor(root.view(tuple(shape), tuple(strides), start), self.dtype)
+
+    def derived(self, shape: Shape, strides: Shape, offset: int | None = None) -> CubeTensor:
+        """`view` without its bounds checks, for a layout derived from this one's that stays
+        inside the storage (a permutation, a reshape of a contiguous tensor); `shape` and
+        `strides` are tuples of ints."""
+        array = self.array
+        root = array.base if array.base is not None else array
+        start = array.offset if offset is None else offset
+        if start == 0 and shape == root.shape and strides == dense_strides(shape):
+            return CubeTensor(root, self.dtype)
+        return CubeTensor(root.view_unchecked(shape, strides, start), self.dtype)
+
+    def flat(self) -> CubeTensor:
+        """This contiguous tensor as rank 1 (its offset kept; no bounds check needed)."""
+        array = self.array
+        size = math.prod(array.shape)
+        if array.base is None:
+            if len(array.shape) == 1:
+                return self
+            return CubeTensor(array.view_unchecked((size,), (1,), 0), self.dtype)
+        return CubeTensor(array.view_unchecked((size,), (1,), array.offset), self.dtype)
 
     def __repr__(self) -> str:
         return (f"CubeTensor({self.runtime.name}, shape={self.shape}, dtype={self.dtype.value}, "
                 f"strides={self.strides}, offset={self.offset})")
 
 
-def layout_key(array: Any) -> tuple[Any, ...]:
-    """A burn-cube array's layout as part of a launch plan's key: shape, strides, offset and
-    storage size (what a planned launch bakes in)."""
-    return (array.shape, array.strides, array.offset, array.extent)
+def layout_key(array: Any) -> Any:
+    """A burn-cube array's layout as part of a launch plan's key (what a planned launch bakes
+    in): an owning array's shape, or a view's shape, strides, offset and storage shape."""
+    base = array.base
+    return array.shape if base is None else (array.shape, array.strides, array.offset,
+                                             base.shape)
 
 
 def strided_storage(t: CubeTensor, as_strided: Any) -> Any:
@@ -111,12 +147,26 @@ def strided_storage(t: CubeTensor, as_strided: Any) -> Any:
                       tuple(s * item for s in t.strides))
 
 
+def host_view(array: Any) -> np.ndarray:
+    """A numpy array sharing the memory of a cpu-runtime array, with its shape, strides and
+    offset (the storage itself for an owning array)."""
+    base = array.base
+    if base is None:
+        return array.handle.view()  # type: ignore[no-any-return]
+    storage = base.handle
+    item = storage.itemsize
+    if 0 in array.shape:
+        return np.empty(array.shape, storage.dtype)
+    return np.ndarray(array.shape, storage.dtype, storage, array.offset * item,
+                      tuple(s * item for s in array.strides))
+
+
 def host_array(t: CubeTensor) -> np.ndarray:
     """The values of `t` as a numpy array of its burn dtype: a read-only view of the storage
     on the cpu runtime (no copy), a download elsewhere."""
     array = t.array
     if array.runtime.name == "cpu":
-        out = strided_storage(t, np.lib.stride_tricks.as_strided)
+        out = host_view(array)
         out.flags.writeable = False
     else:
         out = array.runtime.download(array)
