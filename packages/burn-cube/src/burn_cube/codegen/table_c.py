@@ -144,26 +144,37 @@ static inline {T} bc_atomic_max_{s}({T} *p, {T} v) {{
 #: Branch-free f32 exp/tanh (Cephes polynomials, <= 2 ulp on the tested range) that the
 #: compiler can vectorize; libm's scalar calls cannot be without -ffast-math. IEEE special
 #: values are kept: NaN propagates, exp overflows to inf and underflows through denormals to 0.
+#: `bc_exp_f32` scales by two powers of two (results down to the denormals); tanh's
+#: exponential has its argument clamped to [0, 20] (tanh is +-1.0f from |x| = 9.02), so one
+#: scale does, and its values equal those through `bc_exp_f32` for every input (checked over
+#: all 2^32 floats) with about a fifth fewer instructions.
 HELPERS_F32_MATH = """\
-static inline float bc_exp_f32(float x) {
-    x = x > 89.0f ? 89.0f : (x < -104.0f ? -104.0f : x);
-    float n = __builtin_rintf(x * 1.44269504088896341f);
-    float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+static inline float bc_exp_reduced_f32(float x, float *n) {
+    *n = __builtin_rintf(x * 1.44269504088896341f);
+    float r = x - *n * 0.693359375f + *n * 2.12194440e-4f;
     float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
                 + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
-    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
-    float s1, s2;
-    __builtin_memcpy(&s1, &b1, 4);
-    __builtin_memcpy(&s2, &b2, 4);
-    return p * s1 * s2;
+    return p * r * r + r + 1.0f;
+}
+static inline float bc_pow2_f32(int32_t k) {
+    uint32_t b = (uint32_t)(k + 127) << 23;
+    float s;
+    __builtin_memcpy(&s, &b, 4);
+    return s;
+}
+static inline float bc_exp_f32(float x) {
+    x = x > 89.0f ? 89.0f : (x < -104.0f ? -104.0f : x);
+    float n;
+    float p = bc_exp_reduced_f32(x, &n);
+    int32_t k = (int32_t)n, k1 = k / 2;
+    return p * bc_pow2_f32(k1) * bc_pow2_f32(k - k1);
 }
 static inline float bc_tanh_f32(float x) {
-    float ax = __builtin_fabsf(x), z = x * x;
+    float ax = __builtin_fabsf(x), z = x * x, n;
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
                     + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
-    float big = __builtin_copysignf(1.0f - 2.0f / (bc_exp_f32(2.0f * ax) + 1.0f), x);
+    float p = bc_exp_reduced_f32(2.0f * (ax > 10.0f ? 10.0f : ax), &n);
+    float big = __builtin_copysignf(1.0f - 2.0f / (p * bc_pow2_f32((int32_t)n) + 1.0f), x);
     return ax < 0.625f ? small : big;
 }
 """

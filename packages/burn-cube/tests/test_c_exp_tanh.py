@@ -1,0 +1,58 @@
+"""The C target's branch-free float32 exp and tanh (`table_c.HELPERS_F32_MATH`): special values
+kept, and within 2 ulp of the float64 results over their whole range, where tanh saturates and
+where exp turns denormal or overflows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import burn_cube as bc
+from burn_cube.ir import KernelBuilder
+
+pytestmark = pytest.mark.skipif("cpu" not in bc.available(), reason="no C compiler")
+
+
+def _apply(op: str, x: np.ndarray) -> np.ndarray:
+    """`op` applied by a cpu kernel to float32 `x`."""
+    b = KernelBuilder(f"c_{op}", cube_dim=64)
+    src, out = b.tensor("x", bc.f32), b.tensor("out", bc.f32)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < src.len):
+        out[i] = getattr(b, op)(src[i])
+    got = np.zeros_like(x)
+    b.kernel().launch(bc.runtime("cpu"), -(-x.size // 64), 64, x, got)
+    return got
+
+
+def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Distance in float32 units in the last place (at the expected value's magnitude)."""
+    spacing = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    return np.abs(got.astype(np.float64) - want) / np.maximum(spacing, tiny)
+
+
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 9.02, -9.02, 10.0, 1e30, -1e30,
+                    0.625, -0.625, 1e-30, -1e-45], np.float32)
+
+
+def test_tanh_special_values_and_range() -> None:
+    got = _apply("tanh", SPECIAL)
+    assert got.dtype == np.float32 and got.shape == SPECIAL.shape
+    with np.errstate(invalid="ignore"):
+        want = np.tanh(SPECIAL.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert list(got[2:4]) == [1.0, -1.0] and list(got[5:10]) == [1.0, -1.0, 1.0, 1.0, -1.0]
+    x = np.concatenate([np.linspace(-12, 12, 200_001), np.geomspace(1e-38, 12, 50_001)])
+    x = np.concatenate([x, -x]).astype(np.float32)
+    assert _ulps(_apply("tanh", x), np.tanh(x.astype(np.float64))).max() <= 2
+
+
+def test_exp_special_values_and_range() -> None:
+    got = _apply("exp", SPECIAL)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(SPECIAL))
+    assert list(got[2:4]) == [np.inf, 0.0] and got[0] == got[1] == 1.0
+    x = np.linspace(-103, 88.7, 400_001).astype(np.float32)
+    want = np.exp(x.astype(np.float64))
+    assert _ulps(_apply("exp", x), want).max() <= 2
