@@ -295,6 +295,8 @@ class _Rows:
         self.steps: dict[tuple[str, int], Any] = {}
         self.rowwise: dict[int, Any] = {}
         self.row_values: dict[int, Any] = {}
+        #: per-element ops the last pass stored in the scratch rows (where their rows start)
+        self.stored: dict[int, Any] = {}
         #: the cpu runtime's scratch rows (`per_pass` per row), the unit's row, input dtypes.
         self.scratch: Any = None
         self.per_pass = 0
@@ -340,12 +342,18 @@ class _Rows:
                  if kind == "elem" and at == level and j in self.written]
         if not reductions and not shown:
             return
-        live = _closure(self.ops, levels, [self.ops[j][1][0] for j in reductions], shown)
+        stored, self.stored = self.stored, {}
+        live = _closure(self.ops, levels, [self.ops[j][1][0] for j in reductions], shown,
+                        stored)
 
         def element(k: Any) -> dict[int, Any]:
             elem: dict[int, Any] = {}
             for j in live:
-                elem[j] = self.value(j, elem, k)
+                if j in stored:  # the last pass left it in the scratch row
+                    kind = cube_dtype("fusion", DTYPES[self.ops[j][2]])
+                    elem[j] = b.local(kind, init=b.cast(self.scratch[stored[j] + k], kind))
+                else:
+                    elem[j] = self.value(j, elem, k)
             return elem
 
         u32 = b.ABSOLUTE_POS.dtype
@@ -372,6 +380,9 @@ class _Rows:
                     self.write(j, elem[j], k)
             totals = [self._reduce(j, scratch, at, n) for at, j in zip(base, reductions,
                                                                         strict=True)]
+            self.stored = {self.ops[j][1][0][1]: at for at, j in zip(base, reductions,
+                                                                     strict=True)
+                           if self.ops[j][1][0][0] == "op"}
         for total, j in zip(totals, reductions, strict=True):
             self.row_values[j] = total
             self.write(j, total)
@@ -406,12 +417,12 @@ def _indexed(op: tuple[Any, ...]) -> bool:
 
 
 def _closure(ops: tuple[Any, ...], levels: list[tuple[str, int]], reads: list[Any],
-             shown: list[int]) -> list[int]:
+             shown: list[int], stored: dict[int, Any]) -> list[int]:
     """The per-element ops a pass computes: those it writes and those feeding them or the
-    reductions' arguments `reads`, in order."""
+    reductions' arguments `reads`, in order (not what feeds the `stored` ones)."""
     want = set(shown) | {value for role, value in reads if role == "op"}
     for j in reversed(range(len(ops))):
-        if j in want and levels[j][0] == "elem":
+        if j in want and levels[j][0] == "elem" and j not in stored:
             want.update(value for role, value in ops[j][1] if role == "op")
     return [j for j in range(len(ops)) if j in want and levels[j][0] == "elem"]
 
