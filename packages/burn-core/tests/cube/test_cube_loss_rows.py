@@ -13,7 +13,6 @@ import pytest
 import torch
 import torch.nn.functional as tF
 from cube_testing import backend as _backend
-from cube_testing import record_launches
 from cube_testing import upload_view as _up
 
 from burn.backends.cube.tensor import host_array
@@ -127,30 +126,41 @@ def test_empty_batch_takes_default() -> None:
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_one_rows_kernel_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str) -> None:
-    """Forward and backward each launch one rows kernel (the mean's backward one more for the
-    target weights); the reductions' planned float sums are the only other work. The kernels
-    compile to CUDA C."""
+    """Forward and backward each launch one rows kernel, planned; the forward's "sum" and
+    "mean" one more (the losses' total) and the mean's backward one more (the target weights'
+    total). Nothing launches unplanned. The kernels compile to CUDA C."""
     bk = _backend("cpu")
     rng = np.random.default_rng(5)
     x, t, w = _case(rng, 64, 10, np.float32)
     xt, tt, wt = bk.upload(x), bk.upload(t), bk.upload(w)
     g = bk.upload(np.ones(64, np.float32) if reduction == "none" else np.array(1.0, np.float32))
     bk.sync()
-    calls: list[str] = []  # every unplanned kernel launch, through the backend or not
+    unplanned: list[str] = []
     real = IRKernel.launch
 
     def count(self: Any, *args: Any, **kwargs: Any) -> None:
-        calls.append(self.kernel.name)
+        unplanned.append(self.kernel.name)
         real(self, *args, **kwargs)
 
     monkeypatch.setattr(IRKernel, "launch", count)
-    launched = record_launches(monkeypatch, bk)
-    bk.cross_entropy(xt, tt, wt, IGNORE, 0.1, reduction)
-    assert calls == ["cross_entropy_rows"]
-    calls.clear()
-    bk.cross_entropy_backward(xt, tt, wt, g, IGNORE, 0.1, reduction)
-    assert calls == ([] if reduction != "mean" else ["cross_entropy_weights"]) + [
-        "cross_entropy_rows_backward"]
-    assert len(launched) == (3 if reduction == "mean" else 2)
-    for kernel, args in launched.values():
+    planned: list[tuple[Any, tuple[Any, ...]]] = []
+    real_planned = type(bk).launch_planned
+
+    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
+        planned.append((kernel, args))
+        real_planned(self, kernel, units, *args)
+
+    monkeypatch.setattr(type(bk), "launch_planned", record)
+    total = [] if reduction == "none" else [f"cross_entropy_{reduction}"]
+    for _ in range(2):  # planned, then from the plans
+        planned.clear()
+        bk.cross_entropy(xt, tt, wt, IGNORE, 0.1, reduction)
+        assert [k.kernel.name for k, _ in planned] == ["cross_entropy_rows", *total]
+        planned.clear()
+        bk.cross_entropy_backward(xt, tt, wt, g, IGNORE, 0.1, reduction)
+        assert [k.kernel.name for k, _ in planned] == (
+            ["cross_entropy_weights"] if reduction == "mean" else []) + [
+            "cross_entropy_rows_backward"]
+    assert unplanned == []
+    for kernel, args in planned:
         assert "__global__" in kernel.source("cuda", 256, *args)

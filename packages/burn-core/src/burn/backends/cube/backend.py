@@ -36,7 +36,7 @@ from .module.sample import CubeSampleOps
 from .random import CubeRandomOps
 from .reduction import CubeReductionOps
 from .sort import CubeSortOps
-from .tensor import CubeTensor, Shape, host_view, strided_storage
+from .tensor import CubeTensor, Shape, host_view, layout_key, strided_storage
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
 CUBE_DIM = 256
@@ -201,6 +201,19 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         """Launch a 1-d kernel (`CUBE_DIM` units per cube) over at least `units` units."""
         kernel.launch(self.runtime, (max(1, math.ceil(units / CUBE_DIM)), 1, 1), CUBE_DIM,
                       *args)
+
+    def launch_planned(self, kernel: Any, units: int, *args: Any) -> None:
+        """`launch`, planned once per kernel, unit count and layout of the array arguments
+        (kept in `plans`): a repeated launch only passes the arrays and the numbers."""
+        key: list[Any] = [kernel, units]
+        array = self._array
+        for arg in args:
+            key.append(layout_key(arg) if isinstance(arg, array) else None)
+        plan = self.plans.get(tuple(key))
+        if plan is None:
+            plan = self.planned(tuple(key), lambda: kernel.plan(
+                self.runtime, (max(1, math.ceil(units / CUBE_DIM)), 1, 1), CUBE_DIM, *args))
+        plan(args)
 
 
 def _assemble(cls: type) -> None:

@@ -21,7 +21,7 @@ from burn.ir.cube import cube_dtype
 
 from .creation import full, into_data
 from .kernels import fill_kernel
-from .tensor import CubeTensor, host_array
+from .tensor import CubeTensor, host_array, host_view
 
 #: Flag slots per device; a check beyond them reads the pending flags first.
 CAPACITY = 256
@@ -89,12 +89,14 @@ class PendingChecks:
         if not self.errors or self.flags is None:
             return
         errors, self.errors = self.errors, []
-        used = self.flags.view((len(errors),), (1,), 0)
         if self.backend.runtime_name == "cpu":  # host memory: read and clear in place
-            flags = self.backend.exported(used)
+            flags = host_view(self.flags.array)[:len(errors)]
+            if not flags.any():
+                return
             set_ = flags.copy()
             flags[:] = 0
         else:
+            used = self.flags.view((len(errors),), (1,), 0)
             set_ = np.array(host_array(used), copy=True)
             self.backend.launch(fill_kernel(DType.int32), len(errors), 0, used.array)
         for flag, error in zip(set_, errors, strict=True):

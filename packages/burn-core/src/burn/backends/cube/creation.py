@@ -11,7 +11,7 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
 from .kernels import fill_kernel
-from .tensor import CubeTensor, Shape, host_array
+from .tensor import CubeTensor, Shape, host_array, host_view
 
 if TYPE_CHECKING:
     from burn.device import Device
@@ -32,7 +32,10 @@ def full(backend: Any, shape: Shape, value: Any, dtype: DType) -> CubeTensor:
             host = bool(value)
         else:
             host = np.array(value).astype(dtype.numpy).item()
-        backend.launch(fill_kernel(dtype), out.size, host, out.view((out.size,), (1,)).array)
+        if backend.runtime_name == "cpu":  # host memory
+            host_view(out.array).fill(host)
+        else:
+            backend.launch(fill_kernel(dtype), out.size, host, out.flat().array)
     return out
 
 

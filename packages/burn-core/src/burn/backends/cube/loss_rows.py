@@ -44,11 +44,11 @@ class _Sample:
     """A unit's row of the logits and its target: the checked class and the target weight."""
 
     def __init__(self, b: Any, logits: Any, target: Any, weight: Any, flags: Any, acc: Any,
-                 classes: Any, ignore: Any, slot: Any) -> None:
+                 classes: Any, ignore: Any, slot: Any, r: Any = None) -> None:
         from burn_cube import bool_, u32
 
         self.b, self.logits, self.weight, self.acc = b, logits, weight, acc
-        self.r = b.ABSOLUTE_POS
+        self.r = b.ABSOLUTE_POS if r is None else r
         self.start = b.local(u32, self.r * classes)
         t = b.local(target.dtype, target[self.r])
         ignored = b.local(bool_, t == ignore)
@@ -144,6 +144,60 @@ def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
 
 
 @cache
+def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool) -> Any:
+    """The "sum" (or "mean") reduction of the per-sample losses, in one unit: the losses'
+    sum (over the target weights' sum), `LANES` partial sums in the accumulator dtype.
+
+    Returns:
+        A kernel taking ``loss, w_target, out, m``: rank-1 tensors, `out` of one element.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    dtype, acc, _ = dtypes
+    b = KernelBuilder("cross_entropy_mean" if mean else "cross_entropy_sum")
+    loss = b.tensor("loss", dtype, write=False)
+    w_target = b.tensor("w_target", dtype, write=False)
+    out = b.tensor("out", dtype, write=True)
+    m = b.scalar("m", u32)
+    with b.if_(b.ABSOLUTE_POS == 0):
+        if mean:
+            total, weights = _lane_sums(b, acc, m, lambda k: (b.cast(loss[k], acc),
+                                                              b.cast(w_target[k], acc)))
+            out[0] = b.cast(total / weights, dtype)
+        else:
+            out[0] = b.cast(_lane_sums(b, acc, m, lambda k: (b.cast(loss[k], acc),))[0], dtype)
+    return b.kernel()
+
+
+@cache
+def weights_kernel(dtypes: tuple[Any, Any, Any], weight: bool) -> Any:
+    """The sum of the samples' target weights (the "mean" backward's denominator), in one
+    unit walking the targets (checked as the rows kernels do).
+
+    Returns:
+        A kernel taking ``target, [weight], flags, total, m, classes, ignore, slot``: rank-1
+        tensors, `total` of one element.
+    """
+    from burn_cube import KernelBuilder, i32, u32
+
+    dtype, acc, target_dtype = dtypes
+    b = KernelBuilder("cross_entropy_weights")
+    target = b.tensor("target", target_dtype, write=False)
+    w = b.tensor("weight", dtype, write=False) if weight else None
+    flags = b.tensor("flags", i32, write=True)
+    total = b.tensor("total", dtype, write=True)
+    m, classes = b.scalar("m", u32), b.scalar("classes", u32)
+    ignore, slot = b.scalar("ignore", target_dtype), b.scalar("slot", u32)
+    with b.if_(b.ABSOLUTE_POS == 0):
+        acc_sum = b.local(acc, 0)
+        with b.for_range(0, m) as r:
+            row = _Sample(b, None, target, w, flags, acc, classes, ignore, slot, r)
+            b.set(acc_sum, acc_sum + row.w_target)
+        total[0] = b.cast(acc_sum, dtype)
+    return b.kernel()
+
+
+@cache
 def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
                     mode: str) -> Any:
     """Logit gradients, a unit per row (module docstring).
@@ -197,20 +251,29 @@ def _serves(backend: Any, logits: CubeTensor, target: CubeTensor, ignore_index: 
     `ignore_index` the target dtype holds)."""
     if backend.runtime_name != "cpu" or len(logits.shape) != 2 or 0 in logits.shape:
         return False
-    info = np.iinfo(target.dtype.numpy)
-    return bool(info.min <= ignore_index <= info.max)
+    low, high = _RANGES.get(target.dtype) or _range(target.dtype)
+    return low <= ignore_index <= high
+
+
+def _range(dtype: DType) -> tuple[int, int]:
+    """The values an integer `dtype` holds (kept in `_RANGES`)."""
+    info = np.iinfo(dtype.numpy)
+    _RANGES[dtype] = int(info.min), int(info.max)
+    return _RANGES[dtype]
+
+
+_RANGES: dict[DType, tuple[int, int]] = {}
 
 
 def _flat(backend: Any, t: CubeTensor) -> CubeTensor:
     """A dense rank-1 view of `t` (copied first when not contiguous)."""
-    t = contiguous(backend, t)
-    return t.view((t.size,), (1,))
+    return contiguous(backend, t).flat()
 
 
 def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: CubeTensor | None,
               ignore_index: int) -> tuple[tuple[Any, Any, Any], list[Any], list[Any]]:
-    """(kernel dtypes, leading array arguments, trailing scalars) of a launch, with a check
-    slot whose failure names the first out-of-range target."""
+    """(kernel dtypes, leading array arguments, trailing scalars) of a rows launch, with a
+    check slot whose failure names the first out-of-range target."""
     m, c = logits.shape
     shape = target.shape
 
@@ -221,12 +284,19 @@ def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: Cube
                               size=c, indices_shape=shape)
 
     flags, slot = pending(backend).slot(error)
-    dtypes = (cube_dtype("cross_entropy", logits.dtype),
-              cube_dtype("cross_entropy", _acc(logits.dtype)),
-              cube_dtype("cross_entropy", target.dtype))
+    dtypes = _DTYPES.get((logits.dtype, target.dtype))
+    if dtypes is None:
+        dtypes = _DTYPES[(logits.dtype, target.dtype)] = (
+            cube_dtype("cross_entropy", logits.dtype),
+            cube_dtype("cross_entropy", _acc(logits.dtype)),
+            cube_dtype("cross_entropy", target.dtype))
     arrays = [_flat(backend, t).array for t in (logits, target, weight) if t is not None]
     exps = backend.empty((m * c,), _acc(logits.dtype))
     return dtypes, [*arrays, flags.array, exps.array], [m, c, ignore_index, slot]
+
+
+#: the kernels' dtypes by (logits, target) dtypes.
+_DTYPES: dict[tuple[DType, DType], tuple[Any, Any, Any]] = {}
 
 
 def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
@@ -241,13 +311,14 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
     loss, w_target = (backend.empty((m,), logits.dtype) for _ in range(2))
     kernel = forward_kernel(dtypes, weight is not None, label_smoothing > 0, True)
-    backend.launch(kernel, m, *arrays, loss.array, w_target.array, *scalars, label_smoothing)
+    backend.launch_planned(kernel, m, *arrays, loss.array, w_target.array, *scalars,
+                           label_smoothing)
     if reduction == "none":
         return loss
-    total = backend.float_sum(loss)
-    if reduction == "sum":
-        return total
-    return backend.float_div(total, backend.float_sum(w_target))
+    out = backend.empty((1,), logits.dtype)
+    backend.launch_planned(total_kernel(dtypes, reduction == "mean"), 1, loss.array,
+                           w_target.array, out.array, m)
+    return out.derived((), ())
 
 
 def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
@@ -258,16 +329,16 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
     if not _serves(backend, logits, target, ignore_index):
         return Backend.cross_entropy_backward(backend, logits, target, weight, grad,
                                               ignore_index, label_smoothing, reduction)
-    m = logits.shape[0]
+    m, c = logits.shape
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
     extra: list[Any] = []
     if reduction == "mean":
-        w_target = backend.empty((m,), logits.dtype)
-        backend.launch(forward_kernel(dtypes, weight is not None, False, False), m, *arrays,
-                       w_target.array, *scalars, 0.0)
-        extra = [_flat(backend, backend.float_sum(w_target)).array]
+        total = backend.empty((1,), logits.dtype)
+        backend.launch_planned(weights_kernel(dtypes, weight is not None), 1,
+                               *arrays[1:-1], total.array, *scalars)
+        extra = [total.array]
     dx = backend.empty(logits.shape, logits.dtype)
     kernel = backward_kernel(dtypes, weight is not None, label_smoothing > 0, reduction)
-    backend.launch(kernel, m, *arrays, _flat(backend, grad).array, *extra,
-                   dx.view((dx.size,), (1,)).array, *scalars, label_smoothing)
+    backend.launch_planned(kernel, m, *arrays, _flat(backend, grad).array, *extra,
+                           dx.flat().array, *scalars, label_smoothing)
     return dx
