@@ -187,17 +187,16 @@ class Plan:
 
     def __init__(self, kernel: KernelIR) -> None:
         fmt = ["=3q"]
-        #: per parameter: the function giving its slots.
-        self.slots: list[Callable[[Any], tuple[Any, ...]]] = []
+        #: per parameter: its kind (`_VECTOR`, `_TENSOR`, `_BF16` or `_NUMBER`) and lanes.
+        self.params: list[tuple[int, int]] = []
         for p in kernel.params:
             if p.tensor:
                 rank = kernel.buffers[p.name].rank
                 fmt.append(f"Q{2 * rank + 3}q")
-                slots = _vector_slots if rank == 1 else _tensor_slots
-                self.slots.append(functools.partial(slots, lanes=p.dtype.lanes))
+                self.params.append((_VECTOR if rank == 1 else _TENSOR, p.dtype.lanes))
             else:
                 fmt.append(_SLOT[p.dtype.name])
-                self.slots.append(_bf16_bits if p.dtype.name == "bf16" else _value)
+                self.params.append((_BF16 if p.dtype.name == "bf16" else _NUMBER, 1))
         self.struct = struct.Struct("".join(fmt))
 
     def launcher(self, compiled: CompiledC, kernel: KernelIR, cube_count: tuple[int, int, int],
@@ -245,18 +244,28 @@ class Plan:
         return launch
 
     def block(self, cube_count: tuple[int, int, int], args: list[Any]) -> bytes:
-        """The argument block of one launch."""
+        """The argument block of one launch (a dense rank-1 tensor's slots written here, the
+        most frequent argument)."""
         slots: list[Any] = list(cube_count)
-        for slot, arg in zip(self.slots, args, strict=True):
-            slots += slot(arg)
+        for (kind, lanes), arg in zip(self.params, args, strict=True):
+            if kind == _NUMBER:
+                slots.append(arg)
+            elif kind == _VECTOR and arg.base is None:
+                n = arg.shape[0] // lanes
+                address = arg.address
+                slots += (address if address is not None else _pointer(arg), n, n, 1, 0, n)
+            elif kind == _VECTOR:
+                slots += _vector_slots(arg, lanes)
+            elif kind == _TENSOR:
+                slots += _tensor_slots(arg, lanes)
+            else:
+                slots += _bf16_bits(arg)
         return self.struct.pack(*slots)
 
 
 _OUT_OF_BOUNDS = "out-of-bounds buffer access: the offending reads/writes were skipped"
-
-
-def _value(value: Any) -> tuple[Any]:
-    return (value,)
+#: `Plan.params` kinds: a rank-1 tensor, a tensor of another rank, a bfloat16 scalar, a scalar.
+_VECTOR, _TENSOR, _BF16, _NUMBER = range(4)
 
 
 def _bf16_bits(value: Any) -> tuple[int]:
