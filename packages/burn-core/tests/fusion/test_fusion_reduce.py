@@ -187,6 +187,19 @@ def test_dtypes_and_views(base: str, dtype: str) -> None:
                                rtol=tol, atol=tol)
 
 
+def test_expanded_inputs_whose_row_view_is_their_storage(base: str) -> None:
+    """A [5] tensor expanded to [12, 5] and reduced over dim 0: its row view is the whole
+    storage, so launches pass storages laid out as the plan's examples."""
+    rng = np.random.default_rng(8)
+    g = rng.standard_normal(5).astype(np.float32)
+    e = rng.standard_normal((12, 5)).astype(np.float32)
+    dev = f"{base}+fusion"
+    for _ in range(2):  # planned, then from the plan
+        a = burn.tensor(g, device=dev).expand((12, 5))
+        got = (a * burn.tensor(e, device=dev)).sum_dim(0)
+        check(got, (torch.from_numpy(g) * torch.from_numpy(e)).sum(0, keepdim=True))
+
+
 def test_max_and_min_with_indices(base: str) -> None:
     """First occurrence of ties; a NaN wins; values and indices from one kernel."""
     data = np.array([[1, 3, 3, 0], [2, np.nan, 5, np.nan], [-1, -1, -4, -4]], np.float32)

@@ -116,7 +116,10 @@ def run_reduce(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         launcher = plan.launchers[layouts] = _plan(inner, plan, inputs, numbers, outs)
     else:
         STATS.cache_hits += 1
-    launcher([t.array for t in inputs], numbers, [o.array for o in outs])
+    # the storages: the launcher lays each out as its plan's example (a row view, or the
+    # storage itself where the row view is the whole storage)
+    launcher([t.array if t.array.base is None else t.array.base for t in inputs], numbers,
+             [o.array for o in outs])
     STATS.kernels_launched += 1
     STATS.ops_fused += program.live
     return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
