@@ -271,9 +271,9 @@ def _flat(backend: Any, t: CubeTensor) -> CubeTensor:
 
 
 def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: CubeTensor | None,
-              ignore_index: int) -> tuple[tuple[Any, Any, Any], list[Any], list[Any]]:
-    """(kernel dtypes, leading array arguments, trailing scalars) of a rows launch, with a
-    check slot whose failure names the first out-of-range target."""
+              ignore_index: int) -> tuple[tuple[DType, DType], list[Any], list[Any]]:
+    """((logits, target) dtypes, leading array arguments, trailing scalars) of a rows launch,
+    with a check slot whose failure names the first out-of-range target."""
     m, c = logits.shape
     shape = target.shape
 
@@ -284,19 +284,26 @@ def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: Cube
                               size=c, indices_shape=shape)
 
     flags, slot = pending(backend).slot(error)
-    dtypes = _DTYPES.get((logits.dtype, target.dtype))
-    if dtypes is None:
-        dtypes = _DTYPES[(logits.dtype, target.dtype)] = (
-            cube_dtype("cross_entropy", logits.dtype),
-            cube_dtype("cross_entropy", _acc(logits.dtype)),
-            cube_dtype("cross_entropy", target.dtype))
     arrays = [_flat(backend, t).array for t in (logits, target, weight) if t is not None]
     exps = backend.empty((m * c,), _acc(logits.dtype))
-    return dtypes, [*arrays, flags.array, exps.array], [m, c, ignore_index, slot]
+    return (logits.dtype, target.dtype), [*arrays, flags.array, exps.array], [
+        m, c, ignore_index, slot]
 
 
-#: the kernels' dtypes by (logits, target) dtypes.
-_DTYPES: dict[tuple[DType, DType], tuple[Any, Any, Any]] = {}
+def _kernel(make: Any, dtypes: tuple[DType, DType], *flags: Any) -> Any:
+    """`make(kernel dtypes, *flags)` for the (logits, target) `dtypes`, kept in `_KERNELS`
+    (keys of burn dtypes and flags hash in C; the kernels' burn-cube dtypes do not)."""
+    key = (make, *dtypes, *flags)
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        logits, target = dtypes
+        kernel = _KERNELS[key] = make((cube_dtype("cross_entropy", logits),
+                                       cube_dtype("cross_entropy", _acc(logits)),
+                                       cube_dtype("cross_entropy", target)), *flags)
+    return kernel
+
+
+_KERNELS: dict[tuple[Any, ...], Any] = {}
 
 
 def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
@@ -310,13 +317,13 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
     m = logits.shape[0]
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
     loss, w_target = (backend.empty((m,), logits.dtype) for _ in range(2))
-    kernel = forward_kernel(dtypes, weight is not None, label_smoothing > 0, True)
+    kernel = _kernel(forward_kernel, dtypes, weight is not None, label_smoothing > 0, True)
     backend.launch_planned(kernel, m, *arrays, loss.array, w_target.array, *scalars,
                            label_smoothing)
     if reduction == "none":
         return loss
     out = backend.empty((1,), logits.dtype)
-    backend.launch_planned(total_kernel(dtypes, reduction == "mean"), 1, loss.array,
+    backend.launch_planned(_kernel(total_kernel, dtypes, reduction == "mean"), 1, loss.array,
                            w_target.array, out.array, m)
     return out.derived((), ())
 
@@ -334,11 +341,12 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
     extra: list[Any] = []
     if reduction == "mean":
         total = backend.empty((1,), logits.dtype)
-        backend.launch_planned(weights_kernel(dtypes, weight is not None), 1,
+        backend.launch_planned(_kernel(weights_kernel, dtypes, weight is not None), 1,
                                *arrays[1:-1], total.array, *scalars)
         extra = [total.array]
     dx = backend.empty(logits.shape, logits.dtype)
-    kernel = backward_kernel(dtypes, weight is not None, label_smoothing > 0, reduction)
+    kernel = _kernel(backward_kernel, dtypes, weight is not None, label_smoothing > 0,
+                     reduction)
     backend.launch_planned(kernel, m, *arrays, _flat(backend, grad).array, *extra,
                            dx.flat().array, *scalars, label_smoothing)
     return dx

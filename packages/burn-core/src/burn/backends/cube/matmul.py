@@ -186,8 +186,7 @@ CPU_SMALL_MATMUL = 1 << 28
 def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
     """numpy's matmul (BLAS for floats, one BLAS thread below `CPU_SMALL_MATMUL`) on zero-copy
     host views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
-    from burn.backends.numpy import blas
-
+    blas = _numpy_blas()
     dtype = lhs.dtype
     a, b = host_view(lhs.array), host_view(rhs.array)
     with np.errstate(all="ignore"):  # NaN and inf propagate silently, as in the kernels
@@ -199,6 +198,20 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
             out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
                               CPU_SMALL_MATMUL).astype(dtype.numpy)
     return backend.from_host(out)
+
+
+def _numpy_blas() -> Any:
+    """The NumPy backend's `blas` module (imported on the first product: a function-level
+    import costs a call per product)."""
+    global _BLAS
+    if _BLAS is None:
+        from burn.backends.numpy import blas
+
+        _BLAS = blas
+    return _BLAS
+
+
+_BLAS: Any = None
 
 
 def _cupy_view(t: CubeTensor) -> Any:

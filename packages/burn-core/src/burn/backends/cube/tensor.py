@@ -101,6 +101,9 @@ class CubeTensor:
         if (start == 0 and tuple(shape) == root.shape
                 and tuple(strides) == dense_strides(root.shape)):
             return CubeTensor(root, self.dtype)
+        if strides == (1,) and start == array.offset and len(shape) == 1 and \
+                shape[0] == math.prod(array.shape) and self.is_contiguous:
+            return self.flat()  # the frequent flattening needs no bounds check
         return CubeTensor(root.view(tuple(shape), tuple(strides), start), self.dtype)
 
     def derived(self, shape: Shape, strides: Shape, offset: int | None = None) -> CubeTensor:
