@@ -25,6 +25,7 @@ from burn.backend.protocol import Backend
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
+from . import rows_gpu
 from .layout import contiguous
 from .softmax_rows import _combine, plan
 from .tensor import CubeTensor, Shape, dense_strides
@@ -237,6 +238,11 @@ def layer_norm(backend: Any, x: CubeTensor, weight: CubeTensor | None, bias: Cub
         return Backend.layer_norm(backend, x, weight, bias, num_dims, eps)
     m, d, units, chunks = found
     stats = (*x.shape[:len(x.shape) - num_dims], *(1,) * num_dims)
+    if rows_gpu.STREAM:
+        return rows_gpu.layer_norm(backend, contiguous(backend, x),
+                                   None if weight is None else contiguous(backend, weight),
+                                   None if bias is None else contiguous(backend, bias),
+                                   stats, d, eps)
     out, mean, rstd = (backend.empty(s, x.dtype) for s in (x.shape, stats, stats))
     plane = backend.runtime.properties.plane_size > 1
     kernel = forward_kernel(_dtypes(x.dtype), units, chunks, plane, d == units * chunks,
