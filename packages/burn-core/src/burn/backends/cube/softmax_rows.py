@@ -17,6 +17,7 @@ from typing import Any
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
+from . import rows_gpu
 from .tensor import CubeTensor
 
 #: (units per cube, largest chunks per unit): rows up to 256 * 32 = 8192 elements run on 256
@@ -148,6 +149,9 @@ def softmax_rows(backend: Any, x: CubeTensor, out: CubeTensor, n: int,
     shape = plan(backend, x.size, n)
     if shape is None:
         return False
+    if rows_gpu.dense_rows(x, out, n, steps):
+        rows_gpu.softmax(backend, x, out, x.size, n, log, acc)
+        return True
     units, chunks = shape
     plane = backend.runtime.properties.plane_size > 1
     kernel = row_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
