@@ -160,8 +160,9 @@ def host_view(array: Any) -> np.ndarray:
     item = storage.itemsize
     if 0 in array.shape:
         return np.empty(array.shape, storage.dtype)
-    return np.ndarray(array.shape, storage.dtype, storage, array.offset * item,
-                      tuple(s * item for s in array.strides))
+    st = array.strides
+    strides = (st[0] * item, st[1] * item) if len(st) == 2 else tuple(s * item for s in st)
+    return np.ndarray(array.shape, storage.dtype, storage, array.offset * item, strides)
 
 
 def host_array(t: CubeTensor) -> np.ndarray:
