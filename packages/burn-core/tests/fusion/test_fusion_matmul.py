@@ -59,6 +59,7 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
         assert counter.take() == 1 and s.kernels_launched == 2
     else:  # one tiled matmul kernel storing relu(x @ w + b)
         assert counter.take() == 1 and s.kernels_launched == 1
+    assert layer.bias is not None
     w, b = (torch.from_numpy(p.to_numpy()) for p in (layer.weight, layer.bias))
     check(y, torch.relu(torch.from_numpy(xd) @ w + b))
     plain = burn.tensor(xd, device=base)
@@ -140,7 +141,7 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
     (xd,) = data((32, 24), seed=4)
     target = np.eye(6, dtype=np.float32)[np.random.default_rng(4).integers(0, 6, 32)]
     launches, losses = {}, {}
-    fused = burn.Device(f"{base}+fusion").backend
+    fused: Any = burn.Device(f"{base}+fusion").backend
     for name, spec in (("unfused", base), ("elementwise", f"{base}+fusion"),
                        ("fused", f"{base}+fusion")):
         if name == "elementwise":
