@@ -44,11 +44,12 @@ def load_all(results_dir: Path) -> list[dict[str, Any]]:
 
 def fusion_speedups(docs: list[dict[str, Any]]) -> list[Speedup]:
     """For each measured `X+fusion` row whose `X` row was measured in the same run, the
-    speedup of fusion (> 1: the fused backend is faster)."""
+    speedup of fusion (> 1: the fused backend is faster); compile rows are not steady-state
+    times (they are in `compile_times`)."""
     found = []
     for doc in docs:
         ok = {(r["bench"], r["backend"], r["dtype"]): r for r in doc["rows"]
-              if r["status"] == "ok"}
+              if r["status"] == "ok" and r["bench"] != "compile"}
         for (bench, backend, dtype), row in ok.items():
             if "+fusion" not in backend:
                 continue
