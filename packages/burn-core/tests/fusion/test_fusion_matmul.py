@@ -48,7 +48,7 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
     layer = nn.Linear(24, 40, device=dev)
     (xd,) = data((33, 24))
     x = burn.tensor(xd, device=dev)
-    burn.sync(dev)
+    F.relu(layer(x)).to_numpy()  # the matmul's autotuning (if any) is not counted
     counter = LaunchCounter(monkeypatch, base)
     reset_stats()
     y = F.relu(layer(x))

@@ -1,14 +1,17 @@
 """The matmul fuser: a matmul and the elementwise ops of its result's shape after it (its
 epilogue: a bias, an activation, a residual add).
 
-A matmul block (`burn.fusion.stream`'s planner) starts with the matmul. On GPU runtimes it runs
-as one kernel: the cube backends' tiled matmul with the epilogue's ops emitted in place of its
-store (`matmul_kernels.Epilogue`), each product element rounded to the matmul's dtype, then
-through the ops as the elementwise fuser computes them, reading the epilogue's other inputs
-(broadcast views) in place; only the results needed are written. On the cpu runtime the product
-runs on BLAS (many times faster than generated kernels there) and the epilogue is one fused
-elementwise block reading it (`elementwise.run_block`). Kernels are cached by the block's
-signature; numbers are runtime scalars.
+A matmul block (`burn.fusion.stream`'s planner) starts with the matmul. Where the product runs
+on burn-cube kernels it runs as one kernel: the cube backends' tiled matmul with the epilogue's
+ops emitted in place of its store (`matmul_kernels.Epilogue`), each product element rounded to
+the matmul's dtype, then through the ops as the elementwise fuser computes them, reading the
+epilogue's other inputs (broadcast views) in place; only the results needed are written.
+Whether to fuse is decided once per block structure from the strategy the matmul's autotuner
+chose for the shape (`_tile`): a scalar tile or the naive kernel fuses (into that tile, or a
+small one); a float32 line tile fuses up to `FUSE_WORK` multiply-adds (into `LINE_FALLBACK`'s
+scalar tile); a vendor library (BLAS on the cpu runtime, cuBLAS) is kept, and the epilogue is
+then one fused elementwise block reading its product (`elementwise.run_block`). Kernels are
+cached by the block's signature; numbers are runtime scalars.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from burn.backends.cube.elementwise import broadcast_view
-from burn.backends.cube.matmul import batches_per_launch, kernel_views
-from burn.backends.cube.matmul_kernels import TILES, tiled_kernel
+from burn.backends.cube.matmul import LINE_FALLBACK, _tuned, batches_per_launch, kernel_views
+from burn.backends.cube.matmul_kernels import LINE_TILES, TILES, Tile, tiled_kernel
 from burn.fusion.elementwise import Program, _program, run_block
 from burn.fusion.emit import DTYPES, emit_op
 from burn.fusion.handle import Pending
@@ -28,8 +31,10 @@ from burn.ir.cube import cube_dtype
 
 #: The matmuls the fuser takes.
 MATMULS = ("float_matmul",)
-#: The tiles of fused kernels: small products, others.
-SMALL_TILE, TILE = TILES["tile32x32x16"], TILES["tile64x64x16"]
+#: The tile of fused kernels where the autotuner chose the naive kernel.
+SMALL_TILE = TILES["tile32x32x16"]
+#: Most multiply-adds of a product fused into a scalar tile where a line tile was tuned.
+FUSE_WORK = 1 << 24
 
 
 def accepts(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> bool:
@@ -110,21 +115,21 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         The written results by tensor id.
     """
     key = ("matmul", tuple(r.key for r in block), tuple(r.out.id in needed for r in block))
+    matmul = block[0]
+    lhs, rhs = (values[a.id] for a in matmul.args)
+    shape = cast(tuple[int, ...], matmul.out.shape)
     if key in programs:
         plan = programs[key]
         STATS.cache_hits += plan is not None
     else:
-        plan = programs[key] = _fused_plan(inner, block, needed)
+        tile = _tile(inner, lhs, rhs, shape)
+        plan = programs[key] = None if tile is None else _fused_plan(block, needed, tile)
     if plan is None:
         return _unfused(inner, block, values, needed, programs)
-    program, epilogue = plan
-    matmul = block[0]
-    lhs, rhs = (values[a.id] for a in matmul.args)
-    shape = cast(tuple[int, ...], matmul.out.shape)
+    program, epilogue, tile = plan
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
     lv, rv, ov = kernel_views(lhs, rhs, outs[0])
     m, n = shape[-2], shape[-1]
-    tile = SMALL_TILE if m * n <= 1 << 14 else TILE
     kernel = tiled_kernel(lhs.dtype, len(ov.shape), tile, epilogue)
     ins = [broadcast_view(values[block[i].args[p].id], shape).array
            for k, (i, p) in enumerate(program.inputs) if k in epilogue.slots]
@@ -142,12 +147,24 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
 
 
-def _fused_plan(inner: Any, block: list[Pending], needed: set[int]
-                ) -> tuple[Program, Epilogue] | None:
-    """The block's program and epilogue where one kernel computes it: on a GPU runtime, a
-    live matmul and epilogue whose first written result has the product's dtype and whose
-    ops do not read the matmul's operands; else None."""
-    if inner.runtime.name == "cpu" or len(block) < 2:
+def _tile(inner: Any, lhs: Any, rhs: Any, shape: tuple[int, ...]) -> Tile | None:
+    """The tile a fused kernel of this product takes, or None where the product is worth
+    more on the strategy the autotuner chose (module docstring)."""
+    name = _tuned(inner, lhs, rhs, shape)
+    if name in TILES:
+        return TILES[name]
+    if name == "naive":
+        return SMALL_TILE
+    work = math.prod(shape) * lhs.shape[-1]
+    return TILES[LINE_FALLBACK] if name in LINE_TILES and work <= FUSE_WORK else None
+
+
+def _fused_plan(block: list[Pending], needed: set[int], tile: Tile
+                ) -> tuple[Program, Epilogue, Tile] | None:
+    """The block's program, epilogue and tile where one kernel computes it: a live matmul
+    and epilogue whose first written result has the product's dtype and whose ops do not read
+    the matmul's operands; else None."""
+    if len(block) < 2:
         return None
     program = _program(block, needed)
     if program.single is not None or not program.ops or program.ops[0][0] not in MATMULS:
@@ -163,7 +180,7 @@ def _fused_plan(inner: Any, block: list[Pending], needed: set[int]
                    for k in slots)
     STATS.plans += 1
     return program, Epilogue(len(block[0].out.shape), in_ids, slots, program.ops,
-                             program.outputs)
+                             program.outputs), tile
 
 
 def _unfused(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
