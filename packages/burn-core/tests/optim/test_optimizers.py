@@ -6,7 +6,7 @@ tolerances cover)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -79,7 +79,7 @@ def torch_params() -> dict[str, torch.nn.Parameter]:
     return {k: torch.nn.Parameter(torch.tensor(v)) for k, v in INIT.items()}
 
 
-def torch_loss(p: dict[str, torch.Tensor]) -> torch.Tensor:
+def torch_loss(p: Mapping[str, torch.Tensor]) -> torch.Tensor:
     hidden = torch.tanh(torch.tensor(X) @ p["hidden.weight"].T + p["hidden.bias"])
     return ((hidden @ p["out.weight"].T + p["out.bias"] - torch.tensor(Y)) ** 2).mean()
 
@@ -206,7 +206,9 @@ def _grads_both(device: burn.Device
 def _assert_grads(model: Mlp, grads: GradientsParams,
                   params: dict[str, torch.nn.Parameter]) -> None:
     for path, p in model.named_parameters():
-        got, want = grads[p.id].to_numpy(), params[path].grad.numpy()
+        grad = params[path].grad
+        assert grad is not None, path
+        got, want = grads[p.id].to_numpy(), grad.numpy()
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=path)
 
