@@ -33,7 +33,13 @@ from burn_cube.cache import (
 )
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime, scalar_converter
+from burn_cube.runtime.base import (
+    DeviceArray,
+    Properties,
+    Runtime,
+    int_range,
+    scalar_converter,
+)
 from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
@@ -206,7 +212,8 @@ class Plan:
         from a free list and put back, so threads launching at once use their own."""
         slot = 3
         tensors: list[tuple[int, int]] = []  # (slot, argument)
-        scalars: list[tuple[int, int, Callable[[Any], Any], Callable[..., None], bool]] = []
+        scalars: list[tuple[int, int, Callable[[Any], Any], Callable[..., None], bool,
+                            tuple[type, Any, Any]]] = []
         for i, p in enumerate(kernel.params):
             if p.tensor:
                 tensors.append((slot, i))
@@ -214,7 +221,7 @@ class Plan:
             else:
                 scalars.append((8 * slot, i, scalar_converter(p.dtype, kernel.name, p.name),
                                 struct.Struct("=" + _SLOT[p.dtype.name]).pack_into,
-                                p.dtype.name == "bf16"))
+                                p.dtype.name == "bf16", _direct(p.dtype)))
                 slot += 1
         template = self.block(cube_count, args)
         block_type = ctypes.c_int64 * (len(template) // 8)
@@ -231,9 +238,13 @@ class Plan:
                 array = values[i]
                 address = array.address
                 words[at] = address if address is not None else _pointer(array)
-            for offset, i, convert, pack_into, bf16 in scalars:
-                value = convert(values[i])
-                pack_into(block, offset, _bf16_bits(value)[0] if bf16 else value)
+            for offset, i, convert, pack_into, bf16, (kind, low, high) in scalars:
+                value = values[i]
+                if type(value) is not kind or not low <= value <= high:
+                    value = convert(value)
+                    if bf16:
+                        value = _bf16_bits(value)[0]
+                pack_into(block, offset, value)
             function(block, status_ref)
             if status.value:
                 status.value = 0
@@ -264,6 +275,23 @@ class Plan:
 
 
 _OUT_OF_BOUNDS = "out-of-bounds buffer access: the offending reads/writes were skipped"
+def _direct(dtype: DType) -> tuple[type, Any, Any]:
+    """The Python numbers a launch packs into a scalar slot of `dtype` as they are (the same
+    bytes as its converter's): (type, low, high); floats of f64 but NaN, of f32 within its
+    finite range, ints of an integer dtype within its range (none for other dtypes)."""
+    if dtype.name == "f64":
+        return float, -math.inf, math.inf
+    if dtype.name == "f32":
+        top = float(np.finfo(np.float32).max)
+        return float, -top, top
+    bounds = int_range(dtype)
+    return (int, *bounds) if bounds is not None else (_Never, 0, 0)
+
+
+class _Never:
+    """A type no launch argument has (`_direct` of dtypes whose numbers always convert)."""
+
+
 #: `Plan.params` kinds: a rank-1 tensor, a tensor of another rank, a bfloat16 scalar, a scalar.
 _VECTOR, _TENSOR, _BF16, _NUMBER = range(4)
 
