@@ -111,3 +111,57 @@ def test_kernels_generate_cuda_source(dtype: DType) -> None:
                     [x, x, np.uint32(256)])
             src = kernel.source("cuda", 256, *args)
             assert "__global__" in src
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Count the calls of `rows_gpu.<name>` (the backend's dispatch reaches it by attribute)."""
+    calls: list[int] = []
+    run = getattr(rows_gpu, name)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(rows_gpu, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_backend_takes_streaming_kernels_past_register_rows(device: str,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Rows longer than the register-held kernels hold (32768) run the streaming kernels from
+    the backend's softmax / log_softmax and layer_norm; the layer norm's composite backward
+    takes their mean and rstd; 8192-long rows keep the register-held kernels."""
+    backend = _backend(device)
+    softmaxes, norms = _counted(monkeypatch, "softmax"), _counted(monkeypatch, "layer_norm")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 33000)).astype(np.float32) * 4
+    tx = torch.from_numpy(x).double()
+    for log, fn in ((False, torch.softmax), (True, torch.log_softmax)):
+        got = (backend.log_softmax if log else backend.softmax)(_upload(backend, x, "float32"), 2)
+        np.testing.assert_allclose(_values(got, x.shape, "float32"), fn(tx, 2).numpy(),
+                                   1e-5, 1e-6 if not log else 1e-4)
+    assert len(softmaxes) == 2
+    w, b = rng.standard_normal(33000).astype(np.float32), rng.standard_normal(33000).astype(
+        np.float32)
+    xt, wt, bt = (_upload(backend, a, "float32") for a in (x, w, b))
+    out, mean, rstd = backend.layer_norm(xt, wt, bt, 1, 1e-5)
+    assert len(norms) == 1 and mean.shape == (2, 3, 1)
+    tw, tb = (torch.from_numpy(a).double().requires_grad_() for a in (w, b))
+    txg = tx.clone().requires_grad_()
+    want = torch.nn.functional.layer_norm(txg, (33000,), tw, tb, 1e-5)
+    np.testing.assert_allclose(_values(out, x.shape, "float32"), want.detach().numpy(),
+                               1e-4, 1e-4)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    grads = backend.layer_norm_backward(xt, wt, bt, mean, rstd, _upload(backend, g, "float32"),
+                                        1)
+    want_grads = torch.autograd.grad(want, (txg, tw, tb), torch.from_numpy(g).double())
+    for got_grad, want_grad in zip(grads, want_grads, strict=True):
+        assert got_grad is not None
+        np.testing.assert_allclose(_values(got_grad, tuple(want_grad.shape), "float32"),
+                                   want_grad.numpy(), 1e-3, 1e-3)
+    short = _upload(backend, x[..., :8192], "float32")
+    backend.softmax(short, 2)
+    backend.layer_norm(short, None, None, 1, 1e-5)
+    assert len(softmaxes) == 2 and len(norms) == 1

@@ -10,8 +10,9 @@ Backward (from the forward's mean and rstd): with `xhat = (x - mean) * rstd` and
 `dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`, a cube walking `BACKWARD_ROWS` rows and
 keeping the column sums of `grad * xhat` (the weight's gradient) and of `grad` (the bias's) over
 them in registers; the backend's `float_sum_dim` adds the cubes' partial rows.
-Values accumulate in float32 (float64 for float64). Other layouts, short rows and rows past
-`softmax_rows.SHAPES` take the protocol's composite default; the cpu runtime has its own rows
+Values accumulate in float32 (float64 for float64). The forward of rows past
+`softmax_rows.SHAPES` runs the streaming kernel of `rows_gpu` (their backward, short rows and
+other layouts take the protocol's composite default); the cpu runtime has its own rows
 kernels (`norm_rows_cpu`, chosen in `reduction.py`).
 """
 
@@ -234,15 +235,16 @@ def layer_norm(backend: Any, x: CubeTensor, weight: CubeTensor | None, bias: Cub
     """`Backend.layer_norm` (same arguments and results) on the rows kernel where it serves x's
     shape on this runtime, else the protocol's composite default."""
     found = _rows_plan(backend, x.shape, num_dims)
+    stats = (*x.shape[:len(x.shape) - num_dims], *(1,) * num_dims)
     if found is None:
+        m, d = _rows(x.shape, num_dims)
+        if rows_gpu.serves(backend, m, d):
+            return rows_gpu.layer_norm(backend, contiguous(backend, x),
+                                       None if weight is None else contiguous(backend, weight),
+                                       None if bias is None else contiguous(backend, bias),
+                                       stats, d, eps)
         return Backend.layer_norm(backend, x, weight, bias, num_dims, eps)
     m, d, units, chunks = found
-    stats = (*x.shape[:len(x.shape) - num_dims], *(1,) * num_dims)
-    if rows_gpu.STREAM:
-        return rows_gpu.layer_norm(backend, contiguous(backend, x),
-                                   None if weight is None else contiguous(backend, weight),
-                                   None if bias is None else contiguous(backend, bias),
-                                   stats, d, eps)
     out, mean, rstd = (backend.empty(s, x.dtype) for s in (x.shape, stats, stats))
     plane = backend.runtime.properties.plane_size > 1
     kernel = forward_kernel(_dtypes(x.dtype), units, chunks, plane, d == units * chunks,

@@ -1,11 +1,12 @@
-"""Streaming rows kernels of GPU runtimes: layer norm and softmax / log-softmax of dense rows,
-one cube per row, each unit walking its columns ``u, u + units, ...`` in steps of `unroll`
-loads (adjacent units read adjacent elements), with few registers per unit.
+"""Streaming rows kernels of GPU runtimes: layer norm and softmax / log-softmax of dense rows
+too long for the register-held kernels of `layer_norm_rows` / `softmax_rows` (`serves`), one
+cube per row, each unit walking its columns ``u, u + units, ...`` in steps of `unroll` loads
+(adjacent units read adjacent elements), with few registers per unit.
 
-A row is read from memory once for its statistics and read again (from the L2 cache, which
-holds the rows that the resident cubes walk) for the result, which is written once. Unlike the
-register-held schedule of `softmax_rows` / `layer_norm_rows`, a unit holds no row data between
-the passes, so many more cubes stay resident and keep loads in flight.
+A row is read once for its statistics and read again for the result, which is written once;
+a unit holds no row data between the passes, so a row of any length fits. On the H200 at
+8192 x 8192 float32 these kernels reached 67-84% of copy bandwidth against the register-held
+kernels' 89% (layer norm) and 92% (softmax), so those keep the rows they can hold.
 
 Statistics, exact for any offset of the row:
 - layer norm: the row's mean is its sum over n (as the register-held kernel's, so inf and
@@ -199,11 +200,6 @@ def softmax_kernel(dtypes: tuple[Any, Any], units: int, unroll: int, plane: bool
     return b.kernel()
 
 
-#: Whether the GPU layer norm forward and dense-row softmax take these kernels (else the
-#: register-held ones of `layer_norm_rows` / `softmax_rows`).
-STREAM = True
-
-
 def _plane(backend: Any) -> bool:
     return bool(backend.runtime.properties.plane_size > 1)
 
@@ -240,14 +236,26 @@ def layer_norm(backend: Any, x: Any, weight: Any, bias: Any, stats: tuple[int, .
     return out, mean, rstd
 
 
+def serves(backend: Any, rows: int, n: int) -> bool:
+    """Whether the streaming kernels take `rows` rows of `n` elements on `backend`: GPU
+    runtimes, rows longer than the register-held kernels hold (`softmax_rows.SHAPES`), at
+    most the grid's x limit of rows."""
+    from .softmax_rows import SHAPES
+
+    props = backend.runtime.properties
+    longest = max((units * most for units, most in SHAPES if units <= props.max_cube_dim),
+                  default=0)
+    return (backend.runtime_name != "cpu" and n > longest and 0 < rows <= props.max_cube_count[0]
+            and UNITS <= props.max_cube_dim)
+
+
 def dense_rows(x: Any, out: Any, n: int, steps: tuple[int, int]) -> bool:
-    """Whether the row views `x` and `out` of `softmax_rows` (the softmax dim of size 1) hold
-    dense rows of `n` elements one after another (the streaming softmax's layout)."""
+    """Whether the row views `x` and `out` of `softmax_rows` (the softmax dim of size 1, as
+    `reduction.collapse` leaves them) hold dense rows of `n` elements one after another."""
     def dense(t: Any) -> bool:
-        return all(size == 1 or stride == (n if i == 0 else 0)
-                   for i, (size, stride) in enumerate(zip(t.shape, t.strides, strict=True))
-                   ) and len(t.shape) <= 2 and t.shape[-1] == 1
-    return STREAM and steps == (1, 1) and dense(x) and dense(out)
+        dims = [stride for size, stride in zip(t.shape, t.strides, strict=True) if size != 1]
+        return not dims or dims == [n]
+    return steps == (1, 1) and dense(x) and dense(out)
 
 
 def softmax(backend: Any, x: Any, out: Any, rows: int, n: int, log: bool, acc: Any,
