@@ -144,14 +144,15 @@ def softmax_rows(backend: Any, x: CubeTensor, out: CubeTensor, n: int,
         log: log-softmax.
 
     Returns:
-        Whether it ran (False: the caller runs the three-pass kernel).
+        Whether it ran (False: the caller runs the three-pass kernel); dense rows longer
+        than `SHAPES` hold run `rows_gpu`'s streaming kernel.
     """
     shape = plan(backend, x.size, n)
     if shape is None:
+        if rows_gpu.serves(backend, x.size, n) and rows_gpu.dense_rows(x, out, n, steps):
+            rows_gpu.softmax(backend, x, out, x.size, n, log, acc)
+            return True
         return False
-    if rows_gpu.dense_rows(x, out, n, steps):
-        rows_gpu.softmax(backend, x, out, x.size, n, log, acc)
-        return True
     units, chunks = shape
     plane = backend.runtime.properties.plane_size > 1
     kernel = row_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
