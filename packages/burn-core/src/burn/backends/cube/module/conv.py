@@ -118,16 +118,18 @@ class CubeConvOps:
             self.launch(kernel, rows * chunks, *args, chunk, chunks)
 
     def _column_buffer(self: Any, n: int, rows: int, length: int, dtype: DType,
-                       groups: int = 0) -> tuple[CubeTensor, int, int]:
+                       groups: int = 0, for_im2col: bool = False
+                       ) -> tuple[CubeTensor, int, int]:
         """New batch-inner columns `[N, rows, L]` of `dtype`; with `groups`, each group's rows
-        are followed by a row of ones (the matrices are `[G, rows/G + 1, N*L]`).
+        are followed by a row of ones (the matrices are `[G, rows/G + 1, N*L]`; one group's
+        row of ones is left to `_im2col` on the cpu when `for_im2col`).
 
         Returns:
             (columns, rows per group, rows skipped after each group): the kernels' scalars.
         """
         buffer = self.empty((rows + groups, n, length), dtype)
         per_group = rows // max(groups, 1)
-        if groups:
+        if groups and not (groups == 1 and for_im2col and self.runtime_name == "cpu"):
             one = full(self, (1, 1, 1, 1), 1, dtype)  # a fill: an upload would sync on cuda
             ones = buffer.view((n, groups, 1, length),
                                (length, (per_group + 1) * n * length, n * length, 1),
@@ -140,16 +142,19 @@ class CubeConvOps:
                 out: Sequence[int], cols: CubeTensor, spacing: Sequence[int] = (1, 0)
                 ) -> CubeTensor:
         """Fills the columns view `cols` `[N, rows, L]` with x's zero-padded windows (`spacing`:
-        rows per group and rows skipped after each, see `_column_buffer`)."""
+        rows per group and rows skipped after each, see `_column_buffer`); on the cpu, also
+        the row of ones of one group's columns `[N, rows + 1, L]`."""
         n, c = x.shape[:2]
         rows = c * math.prod(kernel)
         geometry = _geometry(kernel, options, out)
         if self.runtime_name == "cpu":
             unit = x.strides[-1] == 1 and options.stride[-1] == 1 and cols.strides[2] == 1
+            ones = cols.shape[1] == rows + 1
             if n * rows and math.prod(out):
                 rows_kernel = im2col_rows_kernel(x.dtype, cols.dtype, len(kernel), unit,
-                                                 any(options.padding))
-                self.launch(rows_kernel, n * rows, x.array, cols.array, *spacing, *geometry)
+                                                 any(options.padding), ones)
+                self.launch(rows_kernel, n * (rows + ones), x.array, cols.array, *spacing,
+                            *geometry)
             return cols
         self._launch_windows(im2col_kernel(x.dtype, cols.dtype, len(kernel)),
                              n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
@@ -307,7 +312,7 @@ class CubeConvOps:
         cpu = self.runtime_name == "cpu"
         batched = g == 1 and x.dtype is work and (cpu or bias is None)
         ones = int(batched and bias is not None)
-        cols, *spacing = self._column_buffer(n, rows, length, work, ones)
+        cols, *spacing = self._column_buffer(n, rows, length, work, ones, True)
         self._im2col(x, kernel, options, out, cols, spacing)
         if batched:
             # one product per sample (weight broadcast over N; on the cpu, BLAS reads each
@@ -348,7 +353,8 @@ class CubeConvOps:
         _check_grad(op, _shaped(grad), (x.shape[0], c_out, *out))
         work = _work(x.dtype)
         n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
-        cols, *spacing = self._column_buffer(n, rows, length, work, 0 if bias is None else g)
+        cols, *spacing = self._column_buffer(n, rows, length, work, 0 if bias is None else g,
+                                             True)
         self._im2col(x, kernel, options, out, cols, spacing)
         gx, gw, gb = self._conv_grads(cols, x.shape, x.dtype, weight, bias, grad, options, True,
                                       bias is not None)

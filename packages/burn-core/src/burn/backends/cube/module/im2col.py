@@ -106,13 +106,15 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
 
 
 @cache
-def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool) -> Any:
+def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool,
+                       ones: bool) -> Any:
     """`im2col_kernel` for the cpu runtime: one unit per column row (sample, channel and tap)
     writes all its windows, output row by output row; the last dim's in-image window range is
     worked out once per unit. With `unit` (x's last stride, the last window stride and the
     columns' last stride all 1) each output row's reads and writes are contiguous runs that the
     C compiler vectorises; without `padded` (no padding: every window is inside x) the rows
-    are copied without range tests or zero fills.
+    are copied without range tests or zero fills. With `ones`, N more units fill each
+    sample's row of ones after its `rows` (columns `[N, rows + 1, L]` of one group).
 
     Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`), `group_rows`, `skip`, per
     dim `k s p d o`.
@@ -176,6 +178,14 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool
                       b.local(u32, read + (spot - g["p"]) * x.stride[2 + dim]))
 
         level(0, [], b.local(flag, lo < hi) if padded else None, first)
+    if ones:
+        windows = b.local(u32, product([g["o"] for g in geo]))
+        rows = x.shape[1] * product(kernel)
+        with b.if_((pos >= x.shape[0] * rows) & (pos < x.shape[0] * (rows + 1))):
+            at = b.local(u32, cols.offset + (pos - x.shape[0] * rows) * cols.stride[0]
+                         + rows * cols.stride[1])
+            with b.for_range(windows) as o:
+                cols[at + o * cols.stride[2]] = 1
     return b.kernel()
 
 
