@@ -373,26 +373,30 @@ class _Rows:
             totals = [_Acc.merged([acc], n) for acc in accs]
         else:  # the reductions' arguments to the scratch row, then reduced from it
             scratch = self.scratch
-            base = [b.local(u32, (self.row * self.per_pass + r) * n)
-                    for r in range(len(reductions))]
-            with b.for_range(0, n) as k:
-                elem = element(k)
-                for at, j in zip(base, reductions, strict=True):
-                    scratch[at + k] = b.cast(self.value(j, elem, k), scratch.dtype)
-                for j in shown:
-                    self.write(j, elem[j], k)
-            totals = [self._reduce(j, scratch, at, n) for at, j in zip(base, reductions,
-                                                                        strict=True)]
-            self.stored = {self.ops[j][1][0][1]: at for at, j in zip(base, reductions,
-                                                                     strict=True)
+            # (an input of step 1 is reduced where it lies)
+            rows = {j: (self.tensors[at], self.bases[at]) for j in reductions
+                    if (at := self.ops[j][1][0]) in self.tensors and self.steps.get(at, 0) is None}
+            staged = [j for j in reductions if j not in rows]
+            for r, j in enumerate(staged):
+                rows[j] = (scratch, b.local(u32, (self.row * self.per_pass + r) * n))
+            if staged or shown:
+                with b.for_range(0, n) as k:
+                    elem = element(k)
+                    for j in staged:
+                        scratch[rows[j][1] + k] = b.cast(self.value(j, elem, k), scratch.dtype)
+                    for j in shown:
+                        self.write(j, elem[j], k)
+            totals = [self._reduce(j, *rows[j], n) for j in reductions]
+            self.stored = {self.ops[j][1][0][1]: rows[j][1] for j in staged
                            if self.ops[j][1][0][0] == "op"}
         for total, j in zip(totals, reductions, strict=True):
             self.row_values[j] = total
             self.write(j, total)
 
     def _reduce(self, j: int, scratch: Any, base: Any, n: Any) -> Any:
-        """Reduction `j` of the scratch row at `base`: `PARTIALS` interleaved partials over
-        whole blocks, the rest one by one (element by element with an index result)."""
+        """Reduction `j` of the row at `base` of `scratch` (the scratch rows, or an input of
+        step 1): `PARTIALS` interleaved partials over whole blocks, the rest one by one
+        (element by element with an index result)."""
         b = self.b
         u32 = b.ABSOLUTE_POS.dtype
         arg = self.ops[j][1][0]
