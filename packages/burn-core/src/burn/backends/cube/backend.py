@@ -8,6 +8,7 @@ kernel for yet runs on the host NumPy backend (`fallback.py`), counted in `fallb
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -100,11 +101,9 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         return None
 
     # --- hooks ----------------------------------------------------------------------------
-    def shape(self, x: CubeTensor) -> Shape:
-        return x.shape
-
-    def dtype(self, x: CubeTensor) -> DType:
-        return x.dtype
+    #: a primitive's shape and dtype: its attributes, read in C (the frontend asks on every op).
+    shape = staticmethod(operator.attrgetter("shape"))  # type: ignore[assignment]
+    dtype = staticmethod(operator.attrgetter("dtype"))  # type: ignore[assignment]
 
     def device_of(self, x: Any) -> Device:
         return self.device

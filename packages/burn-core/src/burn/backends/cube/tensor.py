@@ -115,17 +115,18 @@ class CubeTensor:
         start = array.offset if offset is None else offset
         if start == 0 and shape == root.shape and strides == dense_strides(shape):
             return CubeTensor(root, self.dtype)
-        return CubeTensor(root.view_unchecked(shape, strides, start), self.dtype)
+        view = root.view_unchecked(shape, strides, start)
+        view.address = root.address  # the storage's, where known
+        return CubeTensor(view, self.dtype)
 
     def flat(self) -> CubeTensor:
         """This contiguous tensor as rank 1 (its offset kept; no bounds check needed)."""
         array = self.array
-        size = math.prod(array.shape)
-        if array.base is None:
-            if len(array.shape) == 1:
-                return self
-            return CubeTensor(array.view_unchecked((size,), (1,), 0), self.dtype)
-        return CubeTensor(array.view_unchecked((size,), (1,), array.offset), self.dtype)
+        if array.base is None and len(array.shape) == 1:
+            return self
+        view = array.view_unchecked((math.prod(array.shape),), (1,), array.offset)
+        view.address = array.address  # the storage's, where known (a view's is its base's)
+        return CubeTensor(view, self.dtype)
 
     def __repr__(self) -> str:
         return (f"CubeTensor({self.runtime.name}, shape={self.shape}, dtype={self.dtype.value}, "
