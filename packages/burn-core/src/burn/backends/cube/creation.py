@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 def into_data(backend: Any, x: CubeTensor) -> np.ndarray:
     """A C-contiguous host copy the caller owns."""
+    array = x.array
+    if array.runtime.name == "cpu":  # host memory: one copy of the storage's view
+        out = host_view(array).copy()
+        numpy_dtype = x.dtype.numpy
+        return out if out.dtype == numpy_dtype else out.astype(numpy_dtype)
     return np.array(host_array(x), order="C", copy=True)
 
 
