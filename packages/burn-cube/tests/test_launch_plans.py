@@ -52,6 +52,20 @@ def test_plan_runs_other_storages_of_the_layout(rt: bc.Runtime) -> None:
                                rtol=1e-6)
 
 
+def test_plan_takes_the_storage_of_a_view_where_the_example_owned_it(rt: bc.Runtime) -> None:
+    # a caller plans with an owning array and launches with a view of another storage (as the
+    # cube backend's reductions do: a [1, 7] view of a [7] storage, planned as its rows)
+    kernel = axpy_kernel(f32)
+    host = np.arange(7, dtype=np.float32) + 1
+    x0, out = rt.upload(host), rt.allocate((7,), f32)
+    launch = kernel.plan(rt, 1, 256, x0, x0, 2.0, out)
+    x1 = rt.upload(host * 10)
+    launch([x1.view((1, 7), (7, 1), 0), x1, 1.0, out])
+    got = rt.download(out)
+    assert got.shape == (7,) and got.dtype == np.float32
+    np.testing.assert_allclose(got, 20 * host, rtol=1e-6)
+
+
 def test_plan_checks_scalars_and_arguments(rt: bc.Runtime) -> None:
     kernel = axpy_kernel(i32)
     x = rt.upload(np.arange(8, dtype=np.int32))

@@ -327,6 +327,8 @@ class Runtime(ABC):
                     value = conv(value)
                 elif layout is not None:
                     value = value.view_unchecked(*layout)
+                elif value.base is not None:
+                    value = value.base  # the example owned its storage: so does the launch
                 out.append(value)
             launch(compiled, kernel, cube_count, out)
 
