@@ -35,7 +35,9 @@ def broadcast_view(t: CubeTensor, shape: Shape) -> CubeTensor:
         strides.append(0 if size == 1 and shape[lead + dim] != 1 else stride)
     if own == shape and tuple(strides) == array.strides:
         return t
-    return CubeTensor(array.view_unchecked(tuple(shape), tuple(strides), array.offset), t.dtype)
+    view = array.view_unchecked(tuple(shape), tuple(strides), array.offset)
+    view.address = array.address  # the storage's, where known
+    return CubeTensor(view, t.dtype)
 
 
 def flat_view(t: CubeTensor) -> CubeTensor:
@@ -243,7 +245,9 @@ def _flat(array: Any, size: int) -> Any:
     """A dense array as a rank-1 view of `size` elements (itself when it is one)."""
     if array.base is None and len(array.shape) == 1:
         return array
-    return array.view_unchecked((size,), (1,), array.offset)
+    view = array.view_unchecked((size,), (1,), array.offset)
+    view.address = array.address  # the storage's, where known
+    return view
 
 
 def _converter(dtype: DType) -> Callable[[Any], Any]:

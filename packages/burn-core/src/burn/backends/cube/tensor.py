@@ -44,13 +44,14 @@ class CubeTensor:
         dtype: the burn dtype (bool tensors are held as the runtime's bool storage).
     """
 
-    __slots__ = ("array", "dtype", "shape", "__weakref__")
+    __slots__ = ("array", "dtype", "shape", "size", "__weakref__")
 
     def __init__(self, array: Any, dtype: DType) -> None:
         self.array = array
         self.dtype = dtype
-        #: logical shape (the array's; both are fixed).
+        #: logical shape (the array's; both are fixed) and number of elements.
         self.shape: Shape = array.shape
+        self.size: int = math.prod(array.shape)
 
     @property
     def strides(self) -> Shape:
@@ -69,11 +70,6 @@ class CubeTensor:
     def runtime(self) -> Any:
         """The burn-cube runtime holding the storage."""
         return self.array.runtime
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return math.prod(self.shape)
 
     @property
     def is_contiguous(self) -> bool:
