@@ -19,10 +19,13 @@ from burn.backend.options import PoolOptions
 from burn.backends.cube.tensor import host_array
 
 #: (x shape, kernel, stride, padding, dilation, ceil_mode): non-overlapping windows (the
-#: scatter backward) first, then overlapping ones (the gather backward).
+#: scatter backward; windows all inside x, and ceil_mode's partial last windows without
+#: padding) first, then overlapping ones (the gather backward).
 CASES = [
     ((8, 6, 24, 24), (2, 2), (2, 2), (0, 0), (1, 1), False),
     ((4, 16, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((2, 3, 9, 9), (2, 2), (2, 2), (0, 0), (1, 1), True),
+    ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), True),
     ((2, 3, 9, 7), (2, 3), (2, 3), (1, 1), (1, 1), True),
     ((2, 3, 11, 10), (2, 2), (3, 3), (1, 0), (1, 1), True),
     ((2, 2, 9, 9), (2, 2), (3, 4), (0, 1), (2, 2), False),

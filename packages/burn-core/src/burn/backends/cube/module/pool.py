@@ -11,7 +11,7 @@ runs max pooling and its scatter with a unit per plane. Adaptive pooling is a se
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import cache
 from typing import Any
 
@@ -143,12 +143,13 @@ def _max_kernel(dtype: DType, rank: int) -> Any:
 
 
 @cache
-def _max_planes_kernel(dtype: DType, rank: int) -> Any:
+def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
     """`_max_kernel` for the cpu runtime: one unit per plane, which sets its outputs to
     (-inf, no index) and then sweeps tap by tap (in `_max_kernel`'s order, so its ties and
     NaN rules hold, and a window's first tap inside x is the first one it sees) over the rows
     of windows whose tap is inside x, with branch-free updates the C compiler vectorises; a
-    tap's window range is worked out once per plane."""
+    tap's window range is worked out once per plane, or not at all when every window is
+    `inside` x."""
     from burn_cube import KernelBuilder, i32, i64
 
     work = cube_dtype("max_pool", work_dtype(dtype))
@@ -170,12 +171,17 @@ def _max_planes_kernel(dtype: DType, rank: int) -> Any:
             idx[base + o] = -1
         with b.for_range(w["kh"]) as i, b.for_range(w["kw"]) as j:
             shift = b.local(i32, j * w["dw"] - w["pw"])
-            lo = b.local(i32, b.select(shift < 0, (w["sw"] - 1 - shift) // w["sw"], 0))
-            hi = b.local(i32, b.min(b.max(size[1] - shift + w["sw"] - 1, 0) // w["sw"], width))
+            lo: Any = 0
+            hi: Any = width
+            if not inside:
+                lo = b.local(i32, b.select(shift < 0, (w["sw"] - 1 - shift) // w["sw"], 0))
+                hi = b.local(i32, b.min(b.max(size[1] - shift + w["sw"] - 1, 0) // w["sw"],
+                                        width))
             with b.for_range(height) as oh:
                 h = b.local(i32, oh * w["sh"] - w["ph"] + i * w["dh"])
                 row = b.local(i32, base + oh * width)
-                with b.if_(_inside(b, h, size[0])), b.for_range(lo, hi) as ow:
+                guard = nullcontext() if inside else b.if_(_inside(b, h, size[0]))
+                with guard, b.for_range(lo, hi) as ow:
                     col = ow * w["sw"] + shift
                     value = b.local(work, b.cast(x[(*xl, h, col)], work))
                     best = b.local(work, b.cast(y[row + ow], work))
@@ -310,6 +316,15 @@ def _max_scatter_planes_kernel(dtype: DType, grad_dtype: DType, index_dtype: DTy
     return b.kernel()
 
 
+def _all_inside(x: CubeTensor, out: list[int], options: PoolOptions) -> bool:
+    """Whether every tap of every window of `out` windows lies inside x (no padding, and
+    ceil_mode adds no window reaching past x)."""
+    return not any(options.padding) and all(
+        (o - 1) * s + (k - 1) * d < size for o, s, k, d, size in zip(
+            out, options.stride, options.kernel_size, options.dilation, x.shape[2:],
+            strict=True))
+
+
 def _check_grad(op: str, x: CubeTensor, grad: CubeTensor, out: list[int],
                 indices: CubeTensor | None = None) -> None:
     expected = (*x.shape[:2], *out)
@@ -401,10 +416,12 @@ class CubePoolOps:
         idx = _empty4(self, x, out, DType.int64)
         if y.size:
             xp, yp = planes(as_4d(x)), planes(y)
-            cpu = self.runtime_name == "cpu"
-            kernel = (_max_planes_kernel if cpu else _max_kernel)(x.dtype, len(xp.shape))
-            self.launch(kernel, yp.shape[0] if cpu else y.size, xp.array, *scalars, yp.array,
-                        planes(idx).array)
+            if self.runtime_name == "cpu":
+                kernel = _max_planes_kernel(x.dtype, len(xp.shape), _all_inside(x, out, options))
+                units = yp.shape[0]
+            else:
+                kernel, units = _max_kernel(x.dtype, len(xp.shape)), y.size
+            self.launch(kernel, units, xp.array, *scalars, yp.array, planes(idx).array)
         shape = (*x.shape[:2], *out)
         return _back_to(y, shape), _back_to(idx, shape)
 
