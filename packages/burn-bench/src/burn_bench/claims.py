@@ -132,8 +132,10 @@ def write_report(results_dir: Path, out_dir: Path) -> Path:
         lines += [
             "Seconds from a fresh process's start to the end of its first training step (MLP "
             "784-W-10, Adam): `cold` with an empty kernel cache, `warm` with the cache of an "
-            "earlier run, `edit` after changing the hidden width and activation (warm cache of "
-            f"the model before the edit); the goal for a warm start is <= {WARM_TARGET_S:g} s. "
+            "earlier run, `edit` after editing the model's source file to another hidden width "
+            "and activation (warm cache of the model before the edit; before 7276fbb7b9e3 the "
+            "edited model came from arguments); the goal for a warm start is "
+            f"<= {WARM_TARGET_S:g} s. "
             "`compile` is what compiling or loading kernels added to burn's first step (its "
             "first step less its second), the figure Burn's claim is about (< 5 s); torch's "
             "time is the same model's in its own fresh process.", "",
