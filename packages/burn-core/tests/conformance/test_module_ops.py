@@ -304,6 +304,33 @@ def test_pool_backward(name: str, dtype: str, grad_device: burn.Device,
                        lambda a, cfg=cfg: _first(ft(a, **cfg)), [x], grad_device, rng)
 
 
+@pytest.mark.parametrize("name,dtype", [op_param(f"max_pool{nd}d_with_indices", "float32")
+                                        for nd in (1, 2)])
+def test_max_pool_special_values(name: str, dtype: str, grad_device: burn.Device,
+                                 rng: np.random.Generator) -> None:
+    # -inf, NaN and ties: which tap a window names (torch: the first maximum, the last NaN,
+    # a window of -inf only its first tap inside x) decides where its gradient goes
+    fb, _, cfgs, nd = POOLS[name]
+    f = getattr(tF, f"max_pool{nd}d")
+    shape = (2, 3, 9) if nd == 1 else (2, 3, 5, 6)
+    values = np.array([-np.inf, 1.0, 2.0, np.nan], np.float32)
+    for cfg in cfgs:
+        x = values[rng.choice(4, size=shape, p=[0.5, 0.2, 0.2, 0.1])]
+        tx = torch.tensor(x, requires_grad=True)
+        ty, ti = f(tx, return_indices=True, **cfg)
+        g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+        (ty * torch.tensor(g)).sum().backward()
+        bx = burn.tensor(x, device=grad_device).require_grad()
+        by, bi = fb(bx, **cfg)
+        grads = (by * burn.tensor(g, device=grad_device)).sum().backward()
+        assert by.shape == tuple(ty.shape) and by.dtype == burn.float32, cfg
+        assert bi.shape == tuple(ti.shape) and bi.dtype == burn.int64, cfg
+        np.testing.assert_array_equal(by.numpy(), ty.detach().numpy(), err_msg=str(cfg))
+        np.testing.assert_array_equal(bi.numpy(), ti.numpy(), err_msg=str(cfg))
+        np.testing.assert_allclose(bx.grad(grads).numpy(), tx.grad.numpy(), rtol=1e-6,
+                                   atol=1e-6, err_msg=str(cfg))
+
+
 def _first(out: Any) -> Any:
     return out[0] if isinstance(out, (tuple, list)) else out
 

@@ -108,7 +108,7 @@ def _avg_kernel(dtype: DType, rank: int) -> Any:
 
 @cache
 def _max_kernel(dtype: DType, rank: int) -> Any:
-    """Max pooling over the taps inside x; NaN wins, ties go to the first tap (as NumPy), a
+    """Max pooling over the taps inside x; the last NaN wins, ties go to the first tap, a
     window of -inf only names its first tap inside x (as torch)."""
     from burn_cube import KernelBuilder, bool_, i32, i64
 
@@ -194,8 +194,9 @@ def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
 
 
 def _better(b: Any, value: Any, best: Any) -> Any:
-    """Whether `value` replaces `best` as a window's max: larger, or the first NaN."""
-    return b.or_(value > best, b.and_(b.isnan(value), b.not_(b.isnan(best))))
+    """Whether `value` replaces `best` as a window's max: larger, or NaN (the last NaN of a
+    window names it, as torch's max pooling)."""
+    return b.or_(value > best, b.isnan(value))
 
 
 @contextmanager
@@ -401,8 +402,8 @@ class CubePoolOps:
 
     def max_pool_with_indices(self: Any, x: CubeTensor, options: PoolOptions
                               ) -> tuple[CubeTensor, CubeTensor]:
-        """Max pooling 1d/2d; NaN wins, ties go to the first window element (a window of -inf
-        only names its first element inside x, as torch).
+        """Max pooling 1d/2d; the last NaN wins, ties go to the first window element (a window
+        of -inf only names its first element inside x), as torch.
 
         Args:
             x: input [N, C, *spatial] (any strides).

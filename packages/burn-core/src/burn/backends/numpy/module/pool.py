@@ -105,7 +105,8 @@ def avg_pool_backward(x: np.ndarray, grad_out: np.ndarray, options: PoolOptions)
 
 
 def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarray, np.ndarray]:
-    """Max pooling 1d/2d with -inf padding; NaN wins, ties go to the first window element.
+    """Max pooling 1d/2d with -inf padding; the last NaN wins, ties go to the first window
+    element (a window of -inf only names its first tap inside x), as torch.
 
     Args:
         x: input [N, C, *spatial].
@@ -132,15 +133,40 @@ def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarr
         offset += (np.arange(k) * d * step).reshape(-1, *(1,) * (nd - 1 - i))
     index = offset.reshape(-1).take(arg)
     index += start
+    if any(options.padding):
+        index = np.where(y == -np.inf, _first_inside(out, options, plane), index)
     return y.astype(x.dtype, copy=False), index
+
+
+def _first_inside(out: tuple[int, ...], options: PoolOptions, plane: list[int]) -> np.ndarray:
+    """Flat index in the plane of each window's first tap inside x: a window of -inf only
+    names it (as torch), not a padding tap that lies in the plane's previous row.
+
+    Args:
+        out: the output's spatial shape.
+        options: the pooling options (stride, padding, dilation).
+        plane: each spatial dim's step in the flattened plane.
+
+    Returns:
+        int64 indices broadcastable to [N, C, *out].
+    """
+    nd = len(out)
+    first = np.zeros(out, np.int64)
+    for i, (o, s, p, d, step) in enumerate(
+        zip(out, options.stride, options.padding, options.dilation, plane, strict=True)
+    ):
+        begin = np.arange(o) * s - p
+        skip = np.maximum(0, -(begin // d))  # taps before x: ceil(-begin / d) where begin < 0
+        first += ((begin + skip * d) * step).reshape(-1, *(1,) * (nd - 1 - i))
+    return first
 
 
 def _window_argmax(
     win: np.ndarray, kernel: tuple[int, ...], has_nan: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Max and flat argmax over the trailing kernel dims of a window view, one branch-free pass
-    per kernel offset (no copy of the windows); the first maximum wins, and the first NaN over
-    any number."""
+    per kernel offset (no copy of the windows); the first maximum wins, and the last NaN over
+    any number (as torch's max pooling)."""
     offsets = list(np.ndindex(*kernel))
     best = np.array(win[(..., *offsets[0])])
     arg = np.zeros(best.shape, np.min_scalar_type(len(offsets)))
@@ -148,7 +174,7 @@ def _window_argmax(
         value = win[(..., *offset)]
         better = value > best
         if has_nan:
-            better |= np.isnan(value) & ~np.isnan(best)
+            better |= np.isnan(value)
         np.maximum(best, value, out=best)  # NaN propagates
         arg *= ~better
         arg += better * arg.dtype.type(t)
