@@ -91,6 +91,20 @@ def test_conv_backward(name: str, nd: int, ci: int, dtype: str, grad_device: bur
                    grad_device, rng)
 
 
+@pytest.mark.parametrize("name,nd", [op_param(f"{kind}{nd}d", nd) for kind in
+                                     ("conv", "conv_transpose") for nd in (1, 2)])
+def test_conv_empty_batch(name: str, nd: int, grad_device: burn.Device,
+                          rng: np.random.Generator) -> None:
+    # a batch of 0 samples: empty output and input gradient, zero weight gradient, as torch
+    cfg = dict(stride=2, padding=1, groups=2)
+    fb, ft = getattr(bF, name), getattr(tF, name)
+    x, w, b = _conv_args(rng, nd, cfg, "float32", "contiguous", True,
+                         transpose=name.startswith("conv_transpose"))
+    x = T(x.data[:0], "float32")
+    check_backward(lambda x, w, b: fb(x, w, b, **cfg), lambda x, w, b: ft(x, w, b, **cfg),
+                   [x, w, b], grad_device, rng)
+
+
 CONV_T_CONFIGS: dict[int, list[dict[str, Any]]] = {
     1: [dict(), dict(stride=2, padding=1, output_padding=1), dict(dilation=2, groups=2)],
     2: [dict(), dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2)),

@@ -83,7 +83,14 @@ def _check_grad(op: str, grad_out: np.ndarray, expected: Sequence[int]) -> None:
 
 def _batched(t: np.ndarray, groups: int) -> np.ndarray:
     """[N, C, *S] -> [N, G, C/G, prod(S)] (a view of contiguous t)."""
-    return t.reshape(t.shape[0], groups, t.shape[1] // groups, -1)
+    return t.reshape(t.shape[0], groups, t.shape[1] // groups, math.prod(t.shape[2:]))
+
+
+def _grouped_weight(weight: np.ndarray, dtype: np.dtype, groups: int) -> np.ndarray:
+    """A conv's weight [O, I, *kernel] as [G, O/G, I*prod(kernel)] in `dtype` (sizes given, so
+    that empty weights reshape too)."""
+    return weight.astype(dtype, copy=False).reshape(groups, weight.shape[0] // groups,
+                                                    math.prod(weight.shape[1:]))
 
 
 #: Largest temporary (elements) the batched weight-gradient products may allocate at once.
@@ -117,7 +124,8 @@ def _im2col(
     out = win.shape[2 : 2 + nd]
     win = win.reshape(n, groups, c // groups, *win.shape[2:])
     perm = (0, 1, 2, *range(3 + nd, 3 + 2 * nd), *range(3, 3 + nd))
-    return win.transpose(perm).reshape(n, groups, -1, math.prod(out)), out
+    rows = c // groups * math.prod(kernel)
+    return win.transpose(perm).reshape(n, groups, rows, math.prod(out)), out
 
 
 def _crop(full: np.ndarray, shape: Sequence[int], padding: Sequence[int]) -> np.ndarray:
@@ -170,7 +178,8 @@ def _input_grad(w: np.ndarray, go: np.ndarray, shape: Sequence[int], out: Sequen
     as_strided(spread, (*spread.shape[:2], *out),
                (*spread.strides[:2], *(st * item for st in plane)))[...] = go.reshape(
         *spread.shape[:2], *out)
-    rows = (w.swapaxes(1, 2) @ spread.reshape(go.shape[:3] + (span,))).reshape(n, c, -1, span)
+    rows = (w.swapaxes(1, 2) @ spread.reshape(go.shape[:3] + (span,))).reshape(
+        n, c, math.prod(kernel), span)
     full = np.zeros((n, c, math.prod(padded)), go.dtype)
     for t, offset in enumerate(np.ndindex(*kernel)):
         start = sum(k * d * st for k, d, st in zip(offset, options.dilation, plane, strict=True))
@@ -230,7 +239,7 @@ def conv_saving_columns(
     _conv_out("conv", x, weight.shape[2:], options)
     wt = work_dtype(x.dtype)
     cols, out = _im2col(x.astype(wt, copy=False), weight.shape[2:], options)
-    w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
+    w = _grouped_weight(weight, wt, g)
     y = _add_bias((w @ cols).reshape(x.shape[0], c_out, *out), bias)
     return y.astype(x.dtype, copy=False), (cols if cols.size <= SAVED_COLUMNS_MAX else None)
 
@@ -300,7 +309,7 @@ def conv_backward_from_columns(
     gb = _bias_grad(grad_out.astype(wt, copy=False), bias)
     if not need_x:
         return None, gw, gb
-    w = weight.astype(wt, copy=False).reshape(g, c_out // g, -1)
+    w = _grouped_weight(weight, wt, g)
     gx = _input_grad(w, go, x_shape, grad_out.shape[2:], kernel, options)
     return gx.astype(x_dtype, copy=False), gw, gb
 
@@ -345,7 +354,7 @@ def conv_transpose(
     kernel = weight.shape[2:]
     out = _transpose_out("conv_transpose", x, kernel, options)
     wt = work_dtype(x.dtype)
-    w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
+    w = _grouped_weight(weight, wt, g)
     cols = w.swapaxes(1, 2) @ _batched(np.ascontiguousarray(x, wt), g)
     y = _col2im(cols, (x.shape[0], c_out, *out), x.shape[2:], kernel, options)
     return _add_bias(y, bias).astype(x.dtype, copy=False)
@@ -378,7 +387,7 @@ def conv_transpose_backward(
     wt = work_dtype(x.dtype)
     go = grad_out.astype(wt, copy=False)
     cols, _ = _im2col(go, kernel, options, out=x.shape[2:])
-    w = weight.astype(wt, copy=False).reshape(g, x.shape[1] // g, -1)
+    w = _grouped_weight(weight, wt, g)
     gw = _weight_grad(_batched(np.ascontiguousarray(x, wt), g), cols).reshape(weight.shape)
     gx = (w @ cols).reshape(x.shape)
     return gx.astype(x.dtype, copy=False), gw.astype(weight.dtype, copy=False), _bias_grad(go, bias)
@@ -399,7 +408,7 @@ def unfold4d(x: np.ndarray, kernel_size: tuple[int, int], options: ConvOptions) 
         raise ShapeError("unfold4d", "x must be [N, C, H, W]", x=x.shape)
     _conv_out("unfold4d", x, kernel_size, options)
     cols, _ = _im2col(x, kernel_size, replace(options, groups=1))
-    return cols.reshape(x.shape[0], -1, cols.shape[-1])
+    return cols.reshape(x.shape[0], x.shape[1] * math.prod(kernel_size), cols.shape[-1])
 
 
 def _check_deform(
