@@ -62,6 +62,8 @@ class Fusion(Decorator):
                          for n, m in lowered.items() if getattr(cls, n, None) is m}
         if lowered:  # and the reductions and matmuls the planner fuses (`stream.PLANNED`)
             self.recorded.update(planned_ops(cls))
+        #: whether reductions along a dim other than the innermost fuse (`reduce.accepts`)
+        self._columns = getattr(inner, "runtime_name", "cpu") != "cpu"
         #: the result (shape, dtype) of recorded ops by op, input shapes and dtypes, cast
         #: dtype; () where the fuser cannot take them.
         self._results: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -106,7 +108,8 @@ class Fusion(Decorator):
         take the dtypes."""
         casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
         result: tuple[Any, ...] = ()
-        if fusable([*(h.dtype for h in handles), *casts]) and accepts(op, args, handles):
+        if fusable([*(h.dtype for h in handles), *casts]) and \
+                accepts(op, args, handles, self._columns):
             names = [op.params[i].name for i in op.tensor_at]
             scalars = {p.name: a for p, a in zip(op.params, args, strict=True)
                        if not p.is_tensor}

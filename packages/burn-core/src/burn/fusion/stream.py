@@ -144,9 +144,10 @@ def planned_ops(backend: type) -> dict[str, tuple[tuple[int, ...], tuple[int, ..
             for name in PLANNED if hasattr(backend, name)}
 
 
-def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor]) -> bool:
+def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor],
+            columns: bool) -> bool:
     """Whether the planner takes this call of a recorded op (elementwise ops always;
-    reductions and matmuls of floats where their fusers do)."""
+    reductions and matmuls of floats where their fusers do; `columns`: as `reduce.accepts`)."""
     name = op.name
     if name not in REDUCTIONS and name not in MATMULS:
         return True
@@ -154,7 +155,7 @@ def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor]) -> bo
         return False
     if name in MATMULS:
         return matmul_accepts(handles[0].shape, handles[1].shape)
-    return reduce_accepts(handles[0].shape, args[1])
+    return reduce_accepts(handles[0].shape, args[1], columns)
 
 
 def _blocks(pending: list[Pending]) -> list[tuple[str | None, list[Pending]]]:
