@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from types import EllipsisType
 
 import numpy as np
@@ -138,7 +139,7 @@ def max_pool_with_indices(x: np.ndarray, options: PoolOptions) -> tuple[np.ndarr
     return y.astype(x.dtype, copy=False), index
 
 
-def _first_inside(out: tuple[int, ...], options: PoolOptions, plane: list[int]) -> np.ndarray:
+def _first_inside(out: Sequence[int], options: PoolOptions, plane: list[int]) -> np.ndarray:
     """Flat index in the plane of each window's first tap inside x: a window of -inf only
     names it (as torch), not a padding tap that lies in the plane's previous row.
 
