@@ -100,16 +100,16 @@ TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn
 @nox.parametrize("backend", BACKENDS)
 def tests(session: nox.Session, backend: str) -> None:
     """burn-core on `backend`: the whole suite on numpy, the conformance suite on a cube
-    backend; then the conformance suite under autodiff."""
+    backend; then the conformance suite under autodiff (and on a cube backend under
+    fusion)."""
     install(session, TORCH, *PACKAGES, *NOTEBOOK)
     if backend not in ("numpy", *cube_runtimes()):
         session.error(f"{backend} needs a Vulkan driver here (apt-get install "
                       "mesa-vulkan-drivers gives Mesa's llvmpipe)")
     if backend != "numpy":
-        session.run("pytest", "packages/burn-core/tests/conformance",
-                    env={"BURN_DEVICE": backend})
-        session.run("pytest", "packages/burn-core/tests/conformance",
-                    env={"BURN_DEVICE": f"{backend}+autodiff"})
+        for device in (backend, f"{backend}+autodiff", f"{backend}+fusion"):
+            session.run("pytest", "packages/burn-core/tests/conformance",
+                        env={"BURN_DEVICE": device})
         return
     # The op table's lowerings and the cube backends' kernels run on every runtime here.
     session.run("pytest", "packages/burn-core/tests",
