@@ -1,12 +1,15 @@
-"""Helpers of the fusion tests: the fusion devices of this machine and a kernel-launch counter
-at the burn-cube runtime (independent of the fusion decorator's own statistics)."""
+"""Helpers of the fusion tests: the fusion devices of this machine, a kernel-launch counter at
+the burn-cube runtime (independent of the fusion decorator's own statistics) and the value
+check against torch."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
 
 import burn
 
@@ -56,3 +59,12 @@ class LaunchCounter:
         """Launches since the last call (or since counting started)."""
         count, self.count = self.count, 0
         return count
+
+
+def check(got: burn.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """Shape and dtype first, then values (NaN where torch has NaN)."""
+    values = got.to_numpy()
+    expected = want.detach().numpy()
+    assert values.shape == expected.shape
+    assert values.dtype == expected.dtype
+    np.testing.assert_allclose(values, expected, rtol=rtol, atol=atol, equal_nan=True)

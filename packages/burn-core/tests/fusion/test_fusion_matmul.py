@@ -9,29 +9,16 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from fusion_testing import DEVICES, LaunchCounter
+from fusion_testing import DEVICES, LaunchCounter, check
 
 import burn
 import burn.functional as F
 from burn.fusion import reset_stats, stats
 
-pytestmark = pytest.mark.parametrize("base", DEVICES)
+pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
 torch.set_num_threads(1)
 
 
-@pytest.fixture(autouse=True)
-def _empty_stream(base: str) -> None:
-    """Run what earlier tests left pending, so launches and statistics are this test's."""
-    burn.sync(f"{base}+fusion")
-
-
-def check(got: burn.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-5) -> None:
-    """Shape and dtype first, then values."""
-    values = got.to_numpy()
-    expected = want.detach().numpy()
-    assert values.shape == expected.shape
-    assert values.dtype == expected.dtype
-    np.testing.assert_allclose(values, expected, rtol=rtol, atol=atol)
 
 
 def data(*shapes: tuple[int, ...], seed: int = 0) -> list[np.ndarray]:
