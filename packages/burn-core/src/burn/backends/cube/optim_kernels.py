@@ -37,31 +37,50 @@ FLOATS = (DType.float32, DType.float64)
 _OWNED: weakref.WeakSet[CubeTensor] = weakref.WeakSet()
 
 
+class _Update:
+    """An update kernel being built, its arguments in order: the scalars, param and grad, then
+    the state buffers and `out` (`state`)."""
+
+    def __init__(self, name: str, dtype: DType, scalars: tuple[str, ...]) -> None:
+        from burn_cube import KernelBuilder
+
+        self.cube = cube_dtype(name, dtype)
+        self.b = KernelBuilder(name)
+        self.scalars = [self.b.scalar(scalar, self.cube) for scalar in scalars]
+        self.param = self.b.tensor("param", self.cube, write=False)
+        self.grad = self.b.tensor("grad", self.cube, write=False)
+
+    def state(self, name: str) -> Any:
+        """A written dense tensor argument (a state buffer, or `out` last)."""
+        return self.b.tensor(name, self.cube, write=True)
+
+    def read(self, pos: Any, l2: Any | None) -> tuple[Any, Any]:
+        """The param and gradient at `pos` as locals, `l2` (a weight scalar) times the param
+        added to the gradient when given."""
+        b, cube, param, grad = self.b, self.cube, self.param, self.grad
+        p = b.local(cube, param[param.offset + pos])
+        g = b.local(cube, grad[grad.offset + pos])
+        if l2 is not None:
+            b.set(g, g + p * l2)
+        return p, g
+
+
 @cache
 def adam_kernel(dtype: DType, decay: str, amsgrad: bool) -> Any:
     """One Adam update per element: `decay` is "" (none), "l2" (added to the gradient) or
     "decoupled" (AdamW's shrink of the param); `amsgrad` keeps the running maximum of the
     second moment. Scalars: lr-like factors as `TensorOps` computes them on the host."""
-    from burn_cube import KernelBuilder
-
-    cube = cube_dtype("adam_step", dtype)
-    b = KernelBuilder("adam_step")
-    weight, beta_1, rest_1, beta_2, rest_2, root_2, epsilon, step_size = (
-        b.scalar(name, cube) for name in ("weight", "beta_1", "rest_1", "beta_2", "rest_2",
-                                          "root_2", "epsilon", "step_size"))
-    param = b.tensor("param", cube, write=False)
-    grad = b.tensor("grad", cube, write=False)
-    m1 = b.tensor("moment_1", cube, write=True)
-    m2 = b.tensor("moment_2", cube, write=True)
-    peak = b.tensor("max_moment_2", cube, write=True) if amsgrad else None
-    out = b.tensor("out", cube, write=True)
+    u = _Update("adam_step", dtype, ("weight", "beta_1", "rest_1", "beta_2", "rest_2",
+                                     "root_2", "epsilon", "step_size"))
+    b, cube = u.b, u.cube
+    weight, beta_1, rest_1, beta_2, rest_2, root_2, epsilon, step_size = u.scalars
+    m1, m2 = u.state("moment_1"), u.state("moment_2")
+    peak = u.state("max_moment_2") if amsgrad else None
+    out = u.state("out")
     pos = b.ABSOLUTE_POS
     with b.if_(pos < out.len):
-        p = b.local(cube, param[param.offset + pos])
-        g = b.local(cube, grad[grad.offset + pos])
-        if decay == "l2":
-            b.set(g, g + p * weight)
-        elif decay == "decoupled":
+        p, g = u.read(pos, weight if decay == "l2" else None)
+        if decay == "decoupled":
             b.set(p, p * weight)
         first = b.local(cube, m1[pos] * beta_1 + g * rest_1)
         second = b.local(cube, m2[pos] * beta_2 + g * g * rest_2)
@@ -77,22 +96,13 @@ def adam_kernel(dtype: DType, decay: str, amsgrad: bool) -> Any:
 @cache
 def sgd_kernel(dtype: DType, l2: bool, nesterov: bool) -> Any:
     """One SGD-with-momentum update per element (the momentum buffer already exists)."""
-    from burn_cube import KernelBuilder
-
-    cube = cube_dtype("sgd_step", dtype)
-    b = KernelBuilder("sgd_step")
-    weight, momentum, rest, lr = (b.scalar(name, cube)
-                                  for name in ("weight", "momentum", "rest", "lr"))
-    param = b.tensor("param", cube, write=False)
-    grad = b.tensor("grad", cube, write=False)
-    buf = b.tensor("momentum_buffer", cube, write=True)
-    out = b.tensor("out", cube, write=True)
+    u = _Update("sgd_step", dtype, ("weight", "momentum", "rest", "lr"))
+    b, cube = u.b, u.cube
+    weight, momentum, rest, lr = u.scalars
+    buf, out = u.state("momentum_buffer"), u.state("out")
     pos = b.ABSOLUTE_POS
     with b.if_(pos < out.len):
-        p = b.local(cube, param[param.offset + pos])
-        g = b.local(cube, grad[grad.offset + pos])
-        if l2:
-            b.set(g, g + p * weight)
+        p, g = u.read(pos, weight if l2 else None)
         new = b.local(cube, buf[pos] * momentum + g * rest)
         buf[pos] = new
         if nesterov:
@@ -105,25 +115,16 @@ def sgd_kernel(dtype: DType, l2: bool, nesterov: bool) -> Any:
 def rmsprop_kernel(dtype: DType, l2: bool, centered: bool, momentum: bool) -> Any:
     """One RMSProp update per element: the squared-gradient average (and with `centered` the
     gradient average) and with `momentum` the momentum buffer, updated in place."""
-    from burn_cube import KernelBuilder
-
-    cube = cube_dtype("rmsprop_step", dtype)
-    b = KernelBuilder("rmsprop_step")
-    weight, alpha, rest, epsilon, factor, lr = (
-        b.scalar(name, cube) for name in ("weight", "alpha", "rest", "epsilon", "momentum",
-                                          "lr"))
-    param = b.tensor("param", cube, write=False)
-    grad = b.tensor("grad", cube, write=False)
-    square_avg = b.tensor("square_avg", cube, write=True)
-    grad_avg = b.tensor("grad_avg", cube, write=True) if centered else None
-    buf = b.tensor("momentum_buffer", cube, write=True) if momentum else None
-    out = b.tensor("out", cube, write=True)
+    u = _Update("rmsprop_step", dtype, ("weight", "alpha", "rest", "epsilon", "momentum", "lr"))
+    b, cube = u.b, u.cube
+    weight, alpha, rest, epsilon, factor, lr = u.scalars
+    square_avg = u.state("square_avg")
+    grad_avg = u.state("grad_avg") if centered else None
+    buf = u.state("momentum_buffer") if momentum else None
+    out = u.state("out")
     pos = b.ABSOLUTE_POS
     with b.if_(pos < out.len):
-        p = b.local(cube, param[param.offset + pos])
-        g = b.local(cube, grad[grad.offset + pos])
-        if l2:
-            b.set(g, g + p * weight)
+        p, g = u.read(pos, weight if l2 else None)
         avg = b.local(cube, square_avg[pos] * alpha + g * g * rest)
         square_avg[pos] = avg
         if grad_avg is not None:
@@ -141,21 +142,13 @@ def rmsprop_kernel(dtype: DType, l2: bool, centered: bool, momentum: bool) -> An
 @cache
 def adagrad_kernel(dtype: DType, l2: bool) -> Any:
     """One AdaGrad update per element, the sum of squared gradients updated in place."""
-    from burn_cube import KernelBuilder
-
-    cube = cube_dtype("adagrad_step", dtype)
-    b = KernelBuilder("adagrad_step")
-    weight, epsilon, clr = (b.scalar(name, cube) for name in ("weight", "epsilon", "clr"))
-    param = b.tensor("param", cube, write=False)
-    grad = b.tensor("grad", cube, write=False)
-    total = b.tensor("sum", cube, write=True)
-    out = b.tensor("out", cube, write=True)
+    u = _Update("adagrad_step", dtype, ("weight", "epsilon", "clr"))
+    b, cube = u.b, u.cube
+    weight, epsilon, clr = u.scalars
+    total, out = u.state("sum"), u.state("out")
     pos = b.ABSOLUTE_POS
     with b.if_(pos < out.len):
-        p = b.local(cube, param[param.offset + pos])
-        g = b.local(cube, grad[grad.offset + pos])
-        if l2:
-            b.set(g, g + p * weight)
+        p, g = u.read(pos, weight if l2 else None)
         acc = b.local(cube, total[pos] + g * g)
         total[pos] = acc
         out[pos] = p - g / (b.sqrt(acc) + epsilon) * clr
