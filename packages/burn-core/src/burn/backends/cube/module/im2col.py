@@ -209,12 +209,7 @@ def col2im_kernel(work: DType, nd: int, bias: DType | None) -> Any:
     from burn_cube import KernelBuilder, u32
 
     b = KernelBuilder("conv_col2im")
-    wt = cube_dtype("conv", work)
-    cols = b.tensor("cols", wt, rank=3, write=False)
-    out = b.tensor("out", wt, rank=nd + 2, write=True)
-    bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
-                                                 write=False)
-    geo = declare_geometry(b, nd)
+    wt, cols, out, bias_t, geo = _col2im_args(b, work, nd, bias)
     chunk, chunks = b.scalar("chunk", u32), b.scalar("chunks", u32)
     sizes = [out.shape[d] for d in range(nd + 2)]
     pos = b.ABSOLUTE_POS
@@ -228,6 +223,21 @@ def col2im_kernel(work: DType, nd: int, bias: DType | None) -> Any:
             out[row + i] = init
         _add_taps(b, cols, out, geo, outs, (start, stop, row), n, c)
     return b.kernel()
+
+
+def _col2im_args(b: Any, work: DType, nd: int, bias: DType | None
+                 ) -> tuple[Any, Any, Any, Any, list[dict[str, Any]]]:
+    """The col2im kernels' arguments, declared in order: cols, out, bias if any, geometry.
+
+    Returns:
+        (the work dtype in burn-cube, cols, out, bias or None, per-dim geometry scalars).
+    """
+    wt = cube_dtype("conv", work)
+    cols = b.tensor("cols", wt, rank=3, write=False)
+    out = b.tensor("out", wt, rank=nd + 2, write=True)
+    bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
+                                                 write=False)
+    return wt, cols, out, bias_t, declare_geometry(b, nd)
 
 
 @cache
@@ -246,12 +256,7 @@ def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool,
     from burn_cube import KernelBuilder, u32
 
     b = KernelBuilder("conv_col2im_planes")
-    wt = cube_dtype("conv", work)
-    cols = b.tensor("cols", wt, rank=3, write=False)
-    out = b.tensor("out", wt, rank=nd + 2, write=True)
-    bias_t = None if bias is None else b.tensor("bias", cube_dtype("conv", bias), rank=1,
-                                                 write=False)
-    geo = declare_geometry(b, nd)
+    wt, cols, out, bias_t, geo = _col2im_args(b, work, nd, bias)
     sizes = [out.shape[d] for d in range(nd + 2)]
     last, width = geo[-1], geo[-1]["o"]
     pos = b.ABSOLUTE_POS
