@@ -91,15 +91,11 @@ def forward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool
         A kernel taking ``x, [weight], [bias], out, mean, rstd, n, eps``: rank-1 tensors, x and
         out rows of n elements, mean and rstd one element per row.
     """
-    from burn_cube import KernelBuilder, u32
+    from burn_cube import KernelBuilder
 
     dtype, acc = dtypes
     b = KernelBuilder("layer_norm_rows", cube_dim=units)
-    x = b.tensor("x", dtype, write=False)
-    w = b.tensor("weight", dtype, write=False) if weight else None
-    sh = b.tensor("bias", dtype, write=False) if bias else None
-    out, mean, rstd = (b.tensor(name, dtype, write=True) for name in ("out", "mean", "rstd"))
-    n, eps = b.scalar("n", u32), b.scalar("eps", acc)
+    x, w, sh, out, mean, rstd, n, eps = rows_gpu.layer_norm_args(b, dtypes, weight, bias)
     row = _Row(b, units, chunks, exact, n, b.CUBE_POS)
     values = row.load(x, acc)
     total = b.local(acc, 0)

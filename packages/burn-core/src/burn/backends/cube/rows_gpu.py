@@ -62,6 +62,30 @@ def _masked(b: Any, ok: Any, value: Any, other: Any = 0) -> Any:
     return value if ok is None else b.select(ok, value, other)
 
 
+def layer_norm_args(b: Any, dtypes: tuple[Any, Any], weight: bool, bias: bool
+                    ) -> tuple[Any, ...]:
+    """The layer-norm forward kernels' arguments, declared in order: x, weight and bias
+    (None where absent), out, mean, rstd (rank-1 tensors of the tensors' dtype), then the
+    scalars n (u32) and eps (the accumulator's dtype).
+
+    Args:
+        b: the kernel builder.
+        dtypes: the burn-cube (tensor, accumulator) dtypes.
+        weight, bias: whether those tensors are arguments.
+
+    Returns:
+        (x, weight, bias, out, mean, rstd, n, eps).
+    """
+    from burn_cube import u32
+
+    dtype, acc = dtypes
+    x = b.tensor("x", dtype, write=False)
+    w = b.tensor("weight", dtype, write=False) if weight else None
+    sh = b.tensor("bias", dtype, write=False) if bias else None
+    out, mean, rstd = (b.tensor(name, dtype, write=True) for name in ("out", "mean", "rstd"))
+    return x, w, sh, out, mean, rstd, b.scalar("n", u32), b.scalar("eps", acc)
+
+
 @cache
 def layer_norm_kernel(dtypes: tuple[Any, Any], units: int, unroll: int, plane: bool,
                       exact: bool, weight: bool, bias: bool) -> Any:
@@ -86,11 +110,7 @@ def layer_norm_kernel(dtypes: tuple[Any, Any], units: int, unroll: int, plane: b
 
     dtype, acc = dtypes
     b = KernelBuilder("layer_norm_stream", cube_dim=units)
-    x = b.tensor("x", dtype, write=False)
-    w = b.tensor("weight", dtype, write=False) if weight else None
-    sh = b.tensor("bias", dtype, write=False) if bias else None
-    out, mean, rstd = (b.tensor(name, dtype, write=True) for name in ("out", "mean", "rstd"))
-    n, eps = b.scalar("n", u32), b.scalar("eps", acc)
+    x, w, sh, out, mean, rstd, n, eps = layer_norm_args(b, dtypes, weight, bias)
     u = b.UNIT_POS
     start = b.local(u32, b.CUBE_POS * n)
     walk = _Walk(b, units, unroll, exact, n, start)

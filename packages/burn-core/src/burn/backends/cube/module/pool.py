@@ -112,12 +112,8 @@ def _max_kernel(dtype: DType, rank: int) -> Any:
     window of -inf only names its first tap inside x (as torch)."""
     from burn_cube import KernelBuilder, bool_, i32, i64
 
-    work = cube_dtype("max_pool", work_dtype(dtype))
     b = KernelBuilder("max_pool")
-    x = b.tensor("x", cube_dtype("max_pool", dtype), rank=rank, write=False)
-    w = _window_scalars(b)
-    y = b.tensor("out", cube_dtype("max_pool", dtype), rank=3, write=True)
-    idx = b.tensor("indices", i64, rank=3, write=True)
+    work, x, w, y, idx = _max_args(b, dtype, rank)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.len):
         plane, oh, ow = unravel(b, pos, y)
@@ -152,12 +148,8 @@ def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
     `inside` x."""
     from burn_cube import KernelBuilder, i32, i64
 
-    work = cube_dtype("max_pool", work_dtype(dtype))
     b = KernelBuilder("max_pool_planes")
-    x = b.tensor("x", cube_dtype("max_pool", dtype), rank=rank, write=False)
-    w = _window_scalars(b)
-    y = b.tensor("out", cube_dtype("max_pool", dtype), rank=3, write=True)
-    idx = b.tensor("indices", i64, rank=3, write=True)
+    work, x, w, y, idx = _max_args(b, dtype, rank)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.shape[0]):
         plane = b.local(i32, b.cast(pos, i32))
@@ -191,6 +183,23 @@ def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
                     idx[row + ow] = b.select(better, b.cast(h * size[1] + col, i64),
                                              idx[row + ow])
     return b.kernel()
+
+
+def _max_args(b: Any, dtype: DType, rank: int) -> tuple[Any, Any, dict[str, Any], Any, Any]:
+    """The max-pool kernels' arguments, declared in order: x, the window scalars, out and the
+    int64 indices.
+
+    Returns:
+        (the work dtype in burn-cube, x, window scalars, out, indices).
+    """
+    from burn_cube import i64
+
+    cube = cube_dtype("max_pool", dtype)
+    x = b.tensor("x", cube, rank=rank, write=False)
+    w = _window_scalars(b)
+    y = b.tensor("out", cube, rank=3, write=True)
+    idx = b.tensor("indices", i64, rank=3, write=True)
+    return cube_dtype("max_pool", work_dtype(dtype)), x, w, y, idx
 
 
 def _better(b: Any, value: Any, best: Any) -> Any:
