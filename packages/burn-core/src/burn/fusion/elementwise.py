@@ -34,7 +34,7 @@ from burn.backends.cube.elementwise import (
 )
 from burn.backends.cube.elementwise import _converter as number_converter
 from burn.dtype import DType
-from burn.fusion.handle import Pending
+from burn.fusion.handle import Pending, block_key
 from burn.fusion.stats import STATS
 from burn.ir import OPS, TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
@@ -98,7 +98,7 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
     Returns:
         The written results by tensor id.
     """
-    key = (tuple(r.key for r in block), tuple(r.out.id in needed for r in block))
+    key = block_key(None, block, needed)
     program = programs.get(key)
     if program is None:
         if len(programs) >= MAX_PLANS:

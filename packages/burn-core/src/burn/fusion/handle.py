@@ -66,3 +66,18 @@ class Pending(NamedTuple):
         """The op's `OpIR` (its output checked against the op table's rules again)."""
         inputs, scalars = split_args(self.op, self.args, lambda t: t)
         return OpIR(self.op, inputs, scalars, (self.out,))
+
+
+def block_key(kind: str | None, block: list[Pending], needed: set[int]) -> tuple[Any, ...]:
+    """The structure of a block as the stream's program cache keys it: the block's kind
+    (None: elementwise), its records' structures and which of their results are written.
+
+    Args:
+        kind: the fuser running the block.
+        block: its records in stream order.
+        needed: ids of results that must be written.
+
+    Returns:
+        The key.
+    """
+    return kind, tuple(r.key for r in block), tuple(r.out.id in needed for r in block)

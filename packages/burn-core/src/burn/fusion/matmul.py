@@ -25,7 +25,7 @@ from burn.backends.cube.matmul import LINE_FALLBACK, _tuned, batches_per_launch,
 from burn.backends.cube.matmul_kernels import LINE_TILES, TILES, Tile, tiled_kernel
 from burn.fusion.elementwise import Program, _program, run_block
 from burn.fusion.emit import DTYPES, emit_op
-from burn.fusion.handle import Pending
+from burn.fusion.handle import Pending, block_key
 from burn.fusion.stats import STATS
 from burn.ir.cube import cube_dtype
 
@@ -114,7 +114,7 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     Returns:
         The written results by tensor id.
     """
-    key = ("matmul", tuple(r.key for r in block), tuple(r.out.id in needed for r in block))
+    key = block_key("matmul", block, needed)
     matmul = block[0]
     lhs, rhs = (values[a.id] for a in matmul.args)
     shape = cast(tuple[int, ...], matmul.out.shape)

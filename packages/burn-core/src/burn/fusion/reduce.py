@@ -35,7 +35,7 @@ from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
 from burn.fusion.elementwise import Program, _layout, _program
 from burn.fusion.emit import DTYPES, emit_op
-from burn.fusion.handle import Pending
+from burn.fusion.handle import Pending, block_key
 from burn.fusion.stats import STATS
 from burn.ir import TensorIR
 from burn.ir.cube import cube_dtype
@@ -108,7 +108,7 @@ def run_reduce(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     Returns:
         The written results by tensor id.
     """
-    key = ("reduce", tuple(r.key for r in block), tuple(r.out.id in needed for r in block))
+    key = block_key("reduce", block, needed)
     plan = programs.get(key)
     if plan is None:
         plan = programs[key] = _reduce_program(block, needed)
