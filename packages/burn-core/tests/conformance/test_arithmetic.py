@@ -351,6 +351,27 @@ def test_clamp_keyword_and_nan(device: burn.Device) -> None:
     check_forward(lambda t: t.clamp(max=1.0), lambda t: torch.clamp(t, max=1.0), [x], device)
 
 
+ZERO_AND_NAN_BOUNDS = [{"min": 0.0}, {"max": 0.0}, {"max": -0.0}, {"min": -0.0, "max": 0.0},
+                       {"min": 1.0, "max": 0.0}, {"min": 0.0, "max": np.nan},
+                       {"min": np.nan}, {"max": np.nan}]
+
+
+@pytest.mark.op("clamp")
+@pytest.mark.parametrize("bounds", ZERO_AND_NAN_BOUNDS, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_clamp_signed_zero_and_nan_bounds(bounds: dict[str, float], dtype: str,
+                                          device: burn.Device) -> None:
+    """A zero bound keeps a zero input's sign (relu(-0.0) is -0.0); a NaN bound gives NaN."""
+    data = np.array([-0.0, 0.0, -1.0, np.nan, 2.0, -np.inf, np.inf], dtype=dtype)
+    out = burn.tensor(data, device=device).clamp(**bounds)
+    want = torch.clamp(torch.from_numpy(data), **bounds).numpy()
+    got = np.asarray(out)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    numbers = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers])), (got, want)
+
+
 @pytest.mark.parametrize("name,dtype", [op_param(n, d) for n in CLAMPS for d in GRAD_DTYPES])
 def test_clamp_backward(name: str, dtype: str, grad_device: burn.Device,
                         rng: np.random.Generator) -> None:

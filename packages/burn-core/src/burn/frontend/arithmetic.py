@@ -215,6 +215,8 @@ class ArithmeticMixin(TensorBase):
                 if isinstance(bound, float) and x._k != "float_":
                     x = x._to_float()
         cast = float if x._k == "float_" else int
+        if cast is float and any(b is not None and b != b for b in (lo, hi)):
+            return x * math.nan  # a NaN bound makes every element NaN, as torch
         return x._same("clamp", None if lo is None else cast(lo), None if hi is None else cast(hi))
 
     def clamp_min(self, min: float) -> Tensor:  # noqa: A002

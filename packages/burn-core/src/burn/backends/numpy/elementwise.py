@@ -304,6 +304,21 @@ def _pick(fn: Fn | dict[str, Fn], kind: str) -> Fn:
     return fn[kind] if isinstance(fn, dict) else fn
 
 
+def _zero_bound(low: float | None, high: float | None) -> bool:
+    """Whether a clamp has a zero bound and no NaN bound, so that the sign of a zero input
+    decides the result (np.clip would drop it).
+
+    Args:
+        low: the lower bound or None.
+        high: the upper bound or None.
+
+    Returns:
+        True when the bounds need the comparison path.
+    """
+    has_nan = (low is not None and low != low) or (high is not None and high != high)
+    return not has_nan and (low == 0 or high == 0)
+
+
 class ElementwiseOps:
     """Unary / binary / scalar / comparison / bitwise ops; the table methods are added below."""
 
@@ -354,9 +369,13 @@ class ElementwiseOps:
             QUIET_RESET(token)
 
     def float_clamp(self, x: Array, min: float | None, max: float | None) -> Array:
-        """Clamp; NaN stays NaN (np.clip propagates it)."""
+        """Clamp; NaN stays NaN (np.clip propagates it). A zero bound keeps x's signed zero,
+        as torch (`x < min ? min : x`), where np.clip(-0.0, 0.0) gives +0.0."""
         if min is None and max is None:
             return x
+        if _zero_bound(min, max):
+            out = x if min is None else np.where(x < min, x.dtype.type(min), x)
+            return out if max is None else np.where(out > max, x.dtype.type(max), out)
         if x.dtype.itemsize == 2:  # bounds take x's dtype first (as torch)
             with np.errstate(all="ignore"):
                 min = None if min is None else x.dtype.type(min)
