@@ -310,6 +310,19 @@ def test_bad_indices_raise_at_into_data_and_memory_stats(device: burn.Device) ->
     assert backend.int_into_data(bad).tolist() == [0, 1]  # the bad entry reads as 0
 
 
+@pytest.mark.parametrize("export", [np.asarray, lambda t: np.from_dlpack(t), torch.from_dlpack],
+                         ids=["array", "numpy-dlpack", "torch-dlpack"])
+def test_bad_indices_raise_at_zero_copy_export(device: burn.Device,
+                                               export: Callable[[Any], Any]) -> None:
+    """Sharing a result's memory (numpy's __array__, DLPack) is a sync point too: a gather
+    with a bad index never hands out the zeroed values."""
+    x = _on(device, np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    out = x.gather(1, _on(device, [[0, 5]]))
+    with pytest.raises(BurnIndexError, match=r"gather: index 5 out of range \[-4, 4\)"):
+        export(out)
+    assert np.asarray(out).shape == (1, 2)  # reported once
+
+
 def test_checks_wrap_negatives_of_every_int_dtype_and_shape(device: burn.Device) -> None:
     backend = device.backend
     for dtype in (burn.int32, burn.int64):

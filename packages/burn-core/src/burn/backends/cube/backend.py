@@ -23,6 +23,7 @@ from burn.ir import OPS
 from burn.ir.cube import CUBE_DTYPES, cube_dtype
 
 from . import layout
+from .checks import pending
 from .creation import CubeCreationOps
 from .cumulative import CubeCumulativeOps
 from .elementwise import ELEMENTWISE_METHODS, MAX_PLANS
@@ -117,7 +118,8 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
     def exported(self, x: CubeTensor) -> Any:
         """The tensor's memory itself where an array library can hold it: a numpy view on
         the cpu, a CuPy view on cuda (zero-copy, writes are seen by the tensor); a host copy
-        on wgpu."""
+        on wgpu. A sync point: a failed device check (an index out of range) raises first."""
+        pending(self).raise_pending()
         if self.runtime_name == "cpu" and x.dtype is not DType.bfloat16:
             return host_view(x.array)
         if self.runtime_name == "cuda" and x.dtype not in (DType.bfloat16, DType.bool):
