@@ -126,14 +126,15 @@ class Fusion(Decorator):
         STATS.ops_eager += 1
         inner_args = list(args)
         device = None  # the result's: the device argument's, else the first tensor's
-        for i in op.tensor_at:
-            h = args[i]
-            if h is not None:
-                inner_args[i] = h.value if h.value is not None else self.value(h)
-                device = device or h.device
-        for i in op.list_at:
-            inner_args[i] = [self.value(h) for h in args[i]]
-        out = getattr(self.inner, op.name)(*inner_args)
+        with self.stream.lock:  # inner backends (wgpu's command encoder) are not thread-safe
+            for i in op.tensor_at:
+                h = args[i]
+                if h is not None:
+                    inner_args[i] = h.value if h.value is not None else self.value(h)
+                    device = device or h.device
+            for i in op.list_at:
+                inner_args[i] = [self.value(h) for h in args[i]]
+            out = getattr(self.inner, op.name)(*inner_args)
         if not op.results:
             return out
         if op.device_at is not None:
@@ -186,8 +187,9 @@ class Fusion(Decorator):
         return self.inner.exported(self.value(x))
 
     def sync(self) -> None:
-        self.stream.flush()
-        self.inner.sync()
+        with self.stream.lock:
+            self.stream.flush()
+            self.inner.sync()
 
 
 def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ nobody holds and nothing reads are never computed. Blocks are runs of consecutiv
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
@@ -53,6 +54,8 @@ class Stream:
         self.external: dict[int, int] = {}
         #: block programs by structure (`elementwise.run_block`).
         self.plans: dict[Any, Any] = {}
+        #: held while ops are recorded or run: threads (data-loader workers) share a device.
+        self.lock = threading.RLock()
         STATS.streams += 1
 
     def record(self, op: OpDef, args: tuple[Any, ...], tensor_at: tuple[int, ...],
@@ -69,66 +72,68 @@ class Stream:
             structure: the op, input shapes and dtypes and compile-time arguments.
             result: the (shape, dtype) of its result.
         """
-        pending, position = self.pending, self.position
-        n = len(pending)
-        ir = list(args)
-        wiring = []  # a pending input as its distance back, a computed one as -1 - its order
-        for i, h in zip(tensor_at, inputs, strict=True):
-            value = h.value
-            if value is None:
-                wiring.append(n - position[h.id])
-            else:
-                self.values[h.id] = value
-                wiring.append(-1 - self.external.setdefault(h.id, len(self.external)))
-            ir[i] = h.ir
-        shape, dtype = result
-        handle = FusionTensor(new_id(), shape, dtype, inputs[0].device)
-        out = handle.ir
-        position[out.id] = n
-        pending.append(new_tuple(Pending, (op, tuple(ir), out, (structure, tuple(wiring)))))
-        self.weak[out.id] = weakref.ref(handle)
-        STATS.ops_recorded += 1
-        if op.name in WITH_INDICES and result[1] is not DType.int64:
-            # the indices: a record of their own (the reduce fuser computes both in one pass)
-            indices = self.record(op, args, tensor_at, inputs, (*structure, "indices"),
-                                  (result[0], DType.int64))
-            return handle, indices
-        if n + 1 >= MAX_PENDING:
-            self.flush()
-        return handle
+        with self.lock:
+            pending, position = self.pending, self.position
+            n = len(pending)
+            ir = list(args)
+            wiring = []  # a pending input as its distance back, a computed one as -1 - its order
+            for i, h in zip(tensor_at, inputs, strict=True):
+                value = h.value
+                if value is None:
+                    wiring.append(n - position[h.id])
+                else:
+                    self.values[h.id] = value
+                    wiring.append(-1 - self.external.setdefault(h.id, len(self.external)))
+                ir[i] = h.ir
+            shape, dtype = result
+            handle = FusionTensor(new_id(), shape, dtype, inputs[0].device)
+            out = handle.ir
+            position[out.id] = n
+            pending.append(new_tuple(Pending, (op, tuple(ir), out, (structure, tuple(wiring)))))
+            self.weak[out.id] = weakref.ref(handle)
+            STATS.ops_recorded += 1
+            if op.name in WITH_INDICES and result[1] is not DType.int64:
+                # the indices: a record of their own (the reduce fuser computes both in one pass)
+                indices = self.record(op, args, tensor_at, inputs, (*structure, "indices"),
+                                      (result[0], DType.int64))
+                return handle, indices
+            if n + 1 >= MAX_PENDING:
+                self.flush()
+            return handle
 
     def flush(self) -> None:
         """Run every pending op whose result is needed; handles still held get their values."""
-        if not self.pending:
-            return
-        pending, weak, values = self.pending, self.weak, self.values
-        self.pending, self.weak, self.values = [], {}, {}
-        self.position.clear()
-        self.external.clear()
-        STATS.flushes += 1
-        blocks = _blocks(pending)
-        producer = {r.out.id: i for i, (_, block) in enumerate(blocks) for r in block}
-        needed = {i for i, ref in weak.items() if ref() is not None}
-        for i, (_, block) in enumerate(blocks):
-            for record in block:
-                for a in record.args:
-                    if type(a) is TensorIR and producer.get(a.id, i) != i:
-                        needed.add(a.id)
-        for b, (kind, block) in enumerate(blocks):
-            run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
-            try:
-                results = run(self.inner, block, values, needed, self.plans)
-            except Exception as exc:  # the handles left pending say why when they are read
-                for record in (r for _, later in blocks[b:] for r in later):
-                    handle = weak[record.out.id]()
+        with self.lock:
+            if not self.pending:
+                return
+            pending, weak, values = self.pending, self.weak, self.values
+            self.pending, self.weak, self.values = [], {}, {}
+            self.position.clear()
+            self.external.clear()
+            STATS.flushes += 1
+            blocks = _blocks(pending)
+            producer = {r.out.id: i for i, (_, block) in enumerate(blocks) for r in block}
+            needed = {i for i, ref in weak.items() if ref() is not None}
+            for i, (_, block) in enumerate(blocks):
+                for record in block:
+                    for a in record.args:
+                        if type(a) is TensorIR and producer.get(a.id, i) != i:
+                            needed.add(a.id)
+            for b, (kind, block) in enumerate(blocks):
+                run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
+                try:
+                    results = run(self.inner, block, values, needed, self.plans)
+                except Exception as exc:  # the handles left pending say why when they are read
+                    for record in (r for _, later in blocks[b:] for r in later):
+                        handle = weak[record.out.id]()
+                        if handle is not None:
+                            handle.failure = exc
+                    raise
+                for tid, value in results.items():
+                    values[tid] = value
+                    handle = weak[tid]()
                     if handle is not None:
-                        handle.failure = exc
-                raise
-            for tid, value in results.items():
-                values[tid] = value
-                handle = weak[tid]()
-                if handle is not None:
-                    handle.value = value
+                        handle.value = value
 
 
 #: Ops other than elementwise ones that the planner takes (their inner backend must have them).

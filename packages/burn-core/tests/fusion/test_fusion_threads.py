@@ -1,0 +1,60 @@
+"""Fusion streams under threads: DataLoader-style thread workers recording and reading on one
+fusion device at once get the values of each one's own ops."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+from fusion_testing import DEVICES
+
+import burn
+
+pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
+
+THREADS = 6
+ROUNDS = 25
+
+
+@pytest.fixture
+def switch_often() -> Iterator[None]:
+    """Threads switch every microsecond, so a race shows within a few rounds."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)
+
+
+def _work(x: torch.Tensor | burn.Tensor, k: int) -> torch.Tensor | burn.Tensor:
+    """A chain whose result depends on `k` (a mix of elementwise ops and row sums)."""
+    for _ in range(6):
+        x = (x * 0.5 + float(k)).tanh() * 2.0 - 0.25
+    return x.sum(dim=-1, keepdim=True) + x
+
+
+def test_threads_share_a_fusion_device(base: str, switch_often: None) -> None:
+    device = f"{base}+fusion"
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((8, 16 + k)).astype(np.float32) for k in range(THREADS)]
+    failures: list[str] = []
+
+    def worker(k: int) -> None:
+        want = _work(torch.from_numpy(data[k]), k).numpy()
+        try:
+            for _ in range(ROUNDS):
+                got = _work(burn.tensor(data[k], device=device), k).to_numpy()
+                assert got.shape == want.shape and got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        except Exception as exc:  # noqa: BLE001 -- reported by the test's own thread
+            failures.append(f"thread {k}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, "\n".join(failures[:3])
