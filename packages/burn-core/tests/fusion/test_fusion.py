@@ -135,6 +135,29 @@ def test_broadcast_views_casts_comparisons_and_select(base: str) -> None:
     check(picked, tpicked)
 
 
+def test_bool_casts_in_fused_kernels(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mask cast to float and int inside a kernel (emitted as a select of 1 or 0): NaN,
+    infinities and -0.0 against torch, dense, broadcast and in a row reduction."""
+    rng = np.random.default_rng(6)
+    xd = rng.standard_normal((16, 64)).astype(np.float32)
+    xd[0, :5] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    gd = rng.standard_normal((16, 64)).astype(np.float32)
+    dev = f"{base}+fusion"
+    x, g = burn.tensor(xd, device=dev), burn.tensor(gd, device=dev)
+    tx, tg = torch.from_numpy(xd), torch.from_numpy(gd)
+    counter = LaunchCounter(monkeypatch, base)
+    relu_grad = (x > 0).float() * g
+    counts = (x <= 0.5).int() + 1
+    burn.sync(dev)
+    assert counter.take() == 1
+    check(relu_grad, (tx > 0).float() * tg)
+    check(counts, (tx <= 0.5).to(torch.int64) + 1)
+    column = burn.tensor(xd[:, :1], device=dev)  # broadcast along rows
+    check((column > 0).float() + g, (tx[:, :1] > 0).float() + tg)
+    check(((x > 0).float() * g).sum(dim=1), ((tx > 0).float() * tg).sum(dim=1), rtol=1e-5,
+          atol=1e-5)
+
+
 def test_broadcast_rows(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bias add with activation over rows of 64 (the row schedule), a transposed input."""
     rng = np.random.default_rng(5)

@@ -34,11 +34,11 @@ from burn.backends.cube.elementwise import (
 )
 from burn.backends.cube.elementwise import _converter as number_converter
 from burn.dtype import DType
+from burn.fusion.emit import DTYPES, emit_op
 from burn.fusion.handle import Pending, block_key
 from burn.fusion.stats import STATS
-from burn.ir import OPS, TensorIR
+from burn.ir import TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
-from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
 
 #: Most block programs a stream keeps (all are dropped when full).
 MAX_PLANS = 4096
@@ -177,8 +177,6 @@ def _program(block: list[Pending], needed: set[int]) -> Program:
 
 _TENSOR, _SCALAR, _FLOAT, _FIXED = "tensor", "scalar", "float", "fixed"
 _ROLES: dict[str, tuple[str, ...]] = {}
-#: Dtypes by id (signatures hold ids: enum members hash in Python code, ints do not).
-_DTYPES = {id(d): d for d in DType}
 #: How a host number becomes a kernel scalar, by the id of its dtype (as the one-op kernels
 #: convert it: ints wrap into the tensor's range).
 _CONVERT: dict[int, Callable[[Any], Any]] = {id(d): number_converter(d) for d in DType}
@@ -264,13 +262,13 @@ def _build(signature: Signature) -> Any:
     from burn_cube.types import line
 
     rank, lanes, by_rows, in_ids, ops, written = signature
-    in_dtypes = [_DTYPES[i] for i in in_ids]
+    in_dtypes = [DTYPES[i] for i in in_ids]
     b = KernelBuilder(f"fused_{len(ops)}_ops")
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", d), rank=rank, line_size=lanes, write=False)
            for k, d in enumerate(in_dtypes)]
-    scalars = iter([b.scalar(f"s{n}", cube_dtype("fusion", _DTYPES[arg[1]]))
+    scalars = iter([b.scalar(f"s{n}", cube_dtype("fusion", DTYPES[arg[1]]))
                     for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")])
-    outs = [b.tensor(f"out{i}", cube_dtype("fusion", _DTYPES[ops[j][2]]), rank=rank,
+    outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
                      line_size=lanes, write=True) for i, j in enumerate(written)]
     if by_rows:
         pos = b.ABSOLUTE_POS_X
@@ -288,31 +286,21 @@ def _build(signature: Signature) -> Any:
         bound = outs[0].len
     loaded: dict[int, Any] = {}
     results: list[Any] = []
+
+    def operand(p: int, role: str, value: Any) -> Any:
+        if role == "op":
+            return results[value]
+        if role == "num":
+            return next(scalars)
+        if value not in loaded:
+            t = ins[value]
+            loaded[value] = b.local(line(cube_dtype("fusion", in_dtypes[value]), lanes),
+                                    init=t[index(t)])
+        return loaded[value]
+
     with b.if_(pos < bound):
-        for name, args, out_dtype in ops:
-            op = OPS[name]
-            env: dict[str, Any] = {}
-            for p, (role, value) in zip(op.params, args, strict=True):
-                if role == "in":
-                    if value not in loaded:
-                        t = ins[value]
-                        loaded[value] = b.local(line(cube_dtype(name, in_dtypes[value]), lanes),
-                                                init=t[index(t)])
-                    env[p.name] = loaded[value]
-                elif role == "op":
-                    env[p.name] = results[value]
-                elif role == "num":
-                    env[p.name] = next(scalars)
-                elif p.type == "dtype":
-                    env[p.name] = cube_dtype(name, value)
-                else:
-                    env[p.name] = value
-            target = line(cube_dtype(name, _DTYPES[out_dtype]), lanes)
-            assert op.cube is not None  # recorded ops have a lowering
-            value = emit_lowering(b, op.cube, env)
-            if getattr(value, "dtype", target) != target:
-                value = b.cast(value, target)
-            results.append(b.local(target, init=value))
+        for op in ops:
+            results.append(emit_op(b, op, operand, lanes))
         for out, j in zip(outs, written, strict=True):
             out[index(out)] = results[j]
     return b.kernel()

@@ -24,16 +24,22 @@ DTYPES = {id(d): d for d in DType}
 Operand = Callable[[int, str, Any], Any]
 
 
-def emit_op(b: Any, op: tuple[Any, ...], operand: Operand) -> Any:
+def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1) -> Any:
     """The value of one op of a program signature, in a local of its result dtype.
+
+    A cast of a bool to a number is emitted as a select of 1 or 0: C compilers vectorize that
+    loop, not the conversion of a C ``bool``.
 
     Args:
         b: the `burn_cube.KernelBuilder`.
         op: (name, arguments, result dtype id).
         operand: the builder value of a tensor (``in`` / ``op``) or number (``num``) argument.
+        lanes: the line width of the kernel's values (1: scalars).
     Returns:
         The local holding the op's value.
     """
+    from burn_cube.types import bool_, line
+
     name, args, out_id = op
     row = OPS[name]
     env: dict[str, Any] = {}
@@ -44,9 +50,15 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand) -> Any:
             env[param.name] = cube_dtype(name, value)
         else:
             env[param.name] = value
-    target = cube_dtype(name, DTYPES[out_id])
-    assert row.cube is not None  # recorded elementwise ops have a lowering
-    value = emit_lowering(b, row.cube, env)
+    scalar = cube_dtype(name, DTYPES[out_id])
+    target = line(scalar, lanes)
+    cube = row.cube
+    assert cube is not None  # recorded elementwise ops have a lowering
+    if cube[0] == "cast" and getattr(env.get(cube[1]), "dtype", None) is bool_ \
+            and scalar is not bool_:
+        value = b.select(env[cube[1]], b.const(1, scalar), b.const(0, scalar))
+    else:
+        value = emit_lowering(b, cube, env)
     if getattr(value, "dtype", target) != target:
         value = b.cast(value, target)
     return b.local(target, init=value)
