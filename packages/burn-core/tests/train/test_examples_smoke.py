@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+
+import burn
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 #: folder, package, whether it writes artifacts (and so takes --artifact-dir)
@@ -27,6 +30,11 @@ def example_main(monkeypatch: pytest.MonkeyPatch, folder: str,
                  package: str) -> Callable[[list[str]], int]:
     monkeypatch.syspath_prepend(str(EXAMPLES / folder / "src"))
     return importlib.import_module(f"{package}.__main__").main
+
+
+def _untimed(out: str) -> str:
+    """`out` with its elapsed-time figures ("in 0.1 s") blanked."""
+    return re.sub(r"\bin \d+(\.\d+)? s\b", "in - s", out)
 
 
 @pytest.fixture
@@ -57,7 +65,27 @@ def test_smoke_twice(folder, package, artifacts, tmp_path, cwd, monkeypatch, cap
         assert (run_dir / "training_curves.png").is_file()
         # the second run starts over, and says how to continue with the example's own flag
         assert "--resume continues it" in caplog.text and "fit(" not in caplog.text
-    assert first == second  # seeded: the same run again
+    # seeded: the same run again (wall-clock figures aside)
+    assert _untimed(first) == _untimed(second)
+
+
+@pytest.mark.parametrize(("folder", "package", "artifacts"),
+                         [case for case in ALL if case[0] != "custom-cube-kernel"])
+def test_smoke_on_the_cpu_cube_backend(folder, package, artifacts, tmp_path, cwd, monkeypatch,
+                                       capsys) -> None:
+    """The examples train on the cube backend `cpu` as well (its default-device path)."""
+    main = example_main(monkeypatch, folder, package)
+    args = ["--smoke", *(["--artifact-dir", str(tmp_path / "run")] if artifacts else [])]
+    burn.set_default_device("cpu")
+    try:
+        assert main(args) == 0
+        assert burn.default_device() == burn.Device("cpu")
+    finally:
+        burn.set_default_device(None)
+    out = capsys.readouterr().out
+    assert out.strip() and "nan" not in out.lower()
+    if artifacts:
+        assert (tmp_path / "run" / "logs" / "train.csv").is_file()
 
 
 @pytest.mark.parametrize(("folder", "package", "artifacts"), ALL)
