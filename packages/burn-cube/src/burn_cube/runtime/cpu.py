@@ -4,6 +4,8 @@ The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` on 
 looked up when the first kernel is compiled. Flags: ``-O3 -march=native -fopenmp -fwrapv
 -fno-math-errno`` (signed integers wrap, as numpy; no ``-ffast-math``: NaN and infinities keep
 IEEE semantics, and results match numpy to a few ulp of libm).
+Kernels run on the runtime's private copy of libgomp (`openmp.py`), whatever OpenMP runtime
+PyTorch or others loaded.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ import os
 import shutil
 import struct
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,30 +41,16 @@ from burn_cube.runtime.base import (
     int_range,
     scalar_converter,
 )
+from burn_cube.runtime.openmp import link_flags, passive_openmp, private_openmp
 from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
          "-shared")
+#: dlopen flag binding a library's symbols to its own dependencies first (Linux).
+_DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0)
 #: Flags added where the compiler takes them: gcc 12 emits masked AVX512-FP16 moves that
 #: binutils 2.40 rejects, so _Float16 is computed through f32 conversions instead.
 OPTIONAL_FLAGS = ("-mno-avx512fp16",)
-
-
-@contextmanager
-def _passive_openmp() -> Iterator[None]:
-    """While the first kernel library loads (and with it libgomp, which reads its environment
-    once): OpenMP threads sleep between launches instead of spinning, unless the user set
-    OMP_WAIT_POLICY. Spinning threads competed with BLAS threads and the interpreter on small
-    machines (a 2-thread transformer step ran 2x slower); other libraries' OpenMP is not
-    affected, as the variable is restored at once."""
-    if "OMP_WAIT_POLICY" in os.environ:
-        yield
-        return
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    try:
-        yield
-    finally:
-        del os.environ["OMP_WAIT_POLICY"]
 
 
 @functools.cache
@@ -110,6 +97,12 @@ def find_compiler() -> str:
     what = f"$CC={cc!r}" if cc else "cc, gcc or clang on PATH"
     raise MissingCompilerError(f"the cpu runtime needs a C compiler; not found: {what}. "
                                "Install gcc or clang, or point $CC at one.")
+
+
+def build_flags(compiler: str) -> str:
+    """Everything of a build command that a kernel library depends on, beyond its source and
+    the compiler: `compile_flags` and the OpenMP runtime it links (a cache key part)."""
+    return " ".join((*compile_flags(compiler), *link_flags(private_openmp(compiler))))
 
 
 def compiler_identity(path: str) -> str:
@@ -404,8 +397,7 @@ class CpuRuntime(Runtime):
         source = generate(kernel, "c")
         compiler = find_compiler()
         target = native_target(compiler)
-        key = cache_key(source, compiler_identity(compiler), " ".join(compile_flags(compiler)),
-                        "c", target)
+        key = cache_key(source, compiler_identity(compiler), build_flags(compiler), "c", target)
         compiled = self._load(key, kernel.name, target)
         if compiled is None:
             compiled = self._open(key, kernel.name, self._build(source, compiler, key,
@@ -414,8 +406,7 @@ class CpuRuntime(Runtime):
 
     def _index_key(self, identity: str) -> str:
         compiler = find_compiler()
-        return cache_key(identity, compiler_identity(compiler),
-                         " ".join(compile_flags(compiler)), "c",
+        return cache_key(identity, compiler_identity(compiler), build_flags(compiler), "c",
                          native_target(compiler), package_identity())
 
     def cached(self, identity: str, valid: Callable[[dict[str, str]], bool]
@@ -446,8 +437,11 @@ class CpuRuntime(Runtime):
 
     def _open(self, key: str, name: str, path: Path) -> CompiledC:
         try:
-            with _passive_openmp():
-                library = ctypes.CDLL(str(path))
+            if private_openmp(find_compiler()) is None:
+                with passive_openmp():  # the first kernel may load the shared libgomp
+                    library = ctypes.CDLL(str(path))
+            else:  # GOMP_* calls bind to the private copy, not to a global libgomp
+                library = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | _DEEPBIND)
         except OSError as exc:
             raise CompileError(f"cannot load the compiled kernel: {exc}", name) from exc
         function = library.bc_kernel
@@ -463,7 +457,8 @@ class CpuRuntime(Runtime):
             src, out = Path(tmp) / "kernel.c", Path(tmp) / "kernel.so"
             src.write_text(source)
             proc = subprocess.run([compiler, *compile_flags(compiler), "-o", str(out), str(src),
-                                   "-lm"], capture_output=True, text=True)
+                                   "-lm", *link_flags(private_openmp(compiler))],
+                                  capture_output=True, text=True)
             if proc.returncode != 0:
                 raise CompileError(f"the C compiler failed:\n{proc.stderr[-2000:]}", name)
             return self.disk.put(key, ".so", out, target)

@@ -1,0 +1,136 @@
+"""The cpu runtime's own OpenMP runtime: a private copy of the compiler's libgomp.
+
+Kernels linked against ``libgomp.so.1`` share whichever libgomp the process loaded first. With
+PyTorch imported first that is torch's bundled copy, initialised from the environment when
+torch loaded it: its idle threads spin for ~300k iterations after every parallel region (the
+default ``OMP_WAIT_POLICY``). After a torch op had started that team, every kernel launch left
+the team spinning on a 2-core machine, against the interpreter's thread, the BLAS workers and
+torch's own threads: the MLP step's CPU time doubled and its median time went 1 ms -> 4 ms.
+
+So the kernels get an OpenMP runtime of their own: the compiler's libgomp copied once into the
+cache with its soname renamed to `SONAME` (same length, patched in place), linked by name and
+loaded before any kernel with ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it), and kernels
+opened with ``RTLD_DEEPBIND`` so that their ``GOMP_*`` calls bind to it even when another
+libgomp is in the global scope (torch loads its copy ``RTLD_GLOBAL``). Thread counts follow
+``OMP_NUM_THREADS``, as read when the copy loads; ``torch.set_num_threads`` no longer changes
+them. Where no copy can be made (clang's libomp, a non-ELF64 little-endian libgomp), kernels
+link the shared libgomp as before (`private_openmp` returns None).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import struct
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from burn_cube.cache import atomic_write, cache_dir
+
+#: Soname of the private copy: as long as ``libgomp.so.1``, so that the dynamic string table
+#: keeps its size.
+SONAME = "libbcgomp.so"
+_SHARED_SONAME = b"libgomp.so.1"
+#: ELF program header types and dynamic tags read here.
+_PT_LOAD, _PT_DYNAMIC = 1, 2
+_DT_NULL, _DT_STRTAB, _DT_SONAME = 0, 5, 14
+
+
+
+def rename_soname(data: bytearray, old: bytes, new: bytes) -> None:
+    """Overwrite the DT_SONAME string `old` of the ELF64 little-endian shared library `data`
+    with `new` (at most as long; NUL-padded), in place.
+
+    Raises:
+        ValueError: `data` is not such a library, or its soname is not `old`.
+    """
+    if data[:4] != b"\x7fELF" or data[4:6] != b"\x02\x01" or len(new) > len(old):
+        raise ValueError("not an ELF64 little-endian library, or a longer soname")
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    loads, dynamic = [], None
+    for i in range(phnum):
+        kind, _, offset, vaddr, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data,
+                                                                     phoff + i * phentsize)
+        if kind == _PT_LOAD:
+            loads.append((vaddr, offset, filesz))
+        elif kind == _PT_DYNAMIC:
+            dynamic = (offset, filesz)
+    if dynamic is None:
+        raise ValueError("no dynamic section")
+    tags: dict[int, int] = {}
+    for at in range(dynamic[0], dynamic[0] + dynamic[1], 16):
+        tag, value = struct.unpack_from("<qQ", data, at)
+        if tag == _DT_NULL:
+            break
+        tags.setdefault(tag, value)
+    if _DT_STRTAB not in tags or _DT_SONAME not in tags:
+        raise ValueError("no soname")
+    strtab = tags[_DT_STRTAB]
+    table = next((offset + strtab - vaddr for vaddr, offset, size in loads
+                  if vaddr <= strtab < vaddr + size), None)
+    if table is None:
+        raise ValueError("string table outside the loaded segments")
+    at = table + tags[_DT_SONAME]
+    if data[at:at + len(old) + 1] != old + b"\0":
+        raise ValueError(f"soname is not {old.decode()}")
+    data[at:at + len(old)] = new.ljust(len(old), b"\0")
+
+
+@functools.cache
+def private_openmp(compiler: str) -> Path | None:
+    """The folder holding `SONAME`, the private copy of the libgomp that `compiler` links
+    with ``-fopenmp`` (made once per libgomp file, kept in the cache), loaded into this
+    process; None where no copy can be made.
+
+    Args:
+        compiler: Absolute path of the C compiler.
+    """
+    try:
+        found = subprocess.run([compiler, "-print-file-name=libgomp.so"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        source = Path(found).resolve(strict=True)
+        st = source.stat()
+    except (OSError, subprocess.CalledProcessError):  # no libgomp (clang links libomp)
+        return None
+    folder = cache_dir() / "openmp" / f"{source.name}-{st.st_size}-{st.st_mtime_ns}"
+    path = folder / SONAME
+    if not path.exists():
+        data = bytearray(source.read_bytes())
+        try:
+            rename_soname(data, _SHARED_SONAME, SONAME.encode())
+        except ValueError:
+            return None
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, bytes(data))
+    with passive_openmp():
+        ctypes.CDLL(str(path))  # by path: kernels' NEEDED entry then binds to this copy
+    return folder
+
+
+@contextmanager
+def passive_openmp() -> Iterator[None]:
+    """While a libgomp loads (it reads its environment once): idle OpenMP threads sleep
+    instead of spinning, unless the user set OMP_WAIT_POLICY. Spinning threads competed with
+    BLAS threads and the interpreter on small machines (a 2-thread transformer step ran 2x
+    slower); the variable is restored at once."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        yield
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        yield
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
+
+
+def link_flags(folder: Path | None) -> tuple[str, ...]:
+    """Linker arguments binding a kernel to the private copy in `folder` (after the
+    sources: the ``-lgomp`` that ``-fopenmp`` appends is then dropped as unneeded); none
+    without one."""
+    if folder is None:
+        return ()
+    return ("-L", str(folder), f"-l:{SONAME}", "-Wl,--as-needed")
