@@ -32,6 +32,7 @@ class LaunchCounter:
         backend.plans.clear()
         fused: Any = burn.Device(f"{base}+fusion").backend
         fused.stream.plans.clear()
+        fused.stream.cells.clear()
         rt = type(backend.runtime)
         real_launch, real_plan = rt.launch, rt.plan
 

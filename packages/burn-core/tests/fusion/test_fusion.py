@@ -241,15 +241,19 @@ def test_plan_cache_reuses_kernels_across_steps(base: str) -> None:
     rng = np.random.default_rng(2)
     data = rng.standard_normal((8, 16)).astype(np.float32)
     x = burn.tensor(data, device=dev)
+    stream: Any = burn.Device(dev).backend.stream
     reset_stats()
+    flush_plans = []
     for step in range(4):
         lr = 0.1 / (step + 1)  # a number that changes every step: a runtime scalar
         out = F.sigmoid(x - lr * x.tanh()) * (1.0 - lr)
         tx = torch.from_numpy(data)
         check(out, (tx - lr * tx.tanh()).sigmoid() * (1.0 - lr), rtol=1e-5)
+        flush_plans.append(len(stream.plans))
     s = stats()
     assert s.kernels_launched == 4
     assert s.plans <= 1 and s.cache_hits >= 3
+    assert flush_plans[1:] == flush_plans[:1] * 3  # the flush plan of step 1 serves the rest
 
 
 def test_autodiff_over_fusion_matches_torch(base: str) -> None:

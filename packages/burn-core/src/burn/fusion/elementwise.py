@@ -12,7 +12,7 @@ numbers are None, the compile-time arguments, rank, line width and schedule); th
 themselves are runtime scalars, so a training loop whose learning rate or step count changes
 reuses its kernels. What a block computes, reads and writes is worked out once per block
 structure (`Program`, keyed by the recorded ops' structures and which results are written)
-and kept with its launches, planned once per argument layout.
+and kept with its launches, planned once per argument layout, in the block's `Cell`.
 """
 
 from __future__ import annotations
@@ -35,13 +35,11 @@ from burn.backends.cube.elementwise import (
 from burn.backends.cube.elementwise import _converter as number_converter
 from burn.dtype import DType
 from burn.fusion.emit import DTYPES, emit_op
-from burn.fusion.handle import Pending, block_key
+from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
 
-#: Most block programs a stream keeps (all are dropped when full).
-MAX_PLANS = 4096
 #: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices), where
 #: an op is (name, arguments, result dtype) and an argument is ("in", k), ("op", j),
 #: ("num", dtype) or ("fixed", value); dtypes by `id`.
@@ -86,7 +84,7 @@ class Program:
 
 
 def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
-              programs: dict[Any, Program]) -> dict[int, Any]:
+              cell: Cell) -> dict[int, Any]:
     """Compute the needed results of `block` on `inner` (a cube backend).
 
     Args:
@@ -94,16 +92,13 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
         block: recorded ops whose results share one shape, in stream order.
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
-        programs: the stream's programs by block structure (filled here).
+        cell: where the block's `Program` is kept (made here on the first run).
     Returns:
         The written results by tensor id.
     """
-    key = block_key(None, block, needed)
-    program = programs.get(key)
+    program = cell.plan
     if program is None:
-        if len(programs) >= MAX_PLANS:
-            programs.clear()
-        program = programs[key] = _program(block, needed)
+        program = cell.plan = _program(block, needed)
     STATS.ops_dead += len(block) - program.live
     if program.single is not None:
         op, args, out = block[program.single][:3]

@@ -68,8 +68,18 @@ class Pending(NamedTuple):
         return OpIR(self.op, inputs, scalars, (self.out,))
 
 
+class Cell:
+    """What a fuser worked out for one block structure (its program, launch plans), kept
+    across flushes: `plan` is None until the block's first run."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self) -> None:
+        self.plan: Any = None
+
+
 def block_key(kind: str | None, block: list[Pending], needed: set[int]) -> tuple[Any, ...]:
-    """The structure of a block as the stream's program cache keys it: the block's kind
+    """The structure of a block as the stream keys its cells: the block's kind
     (None: elementwise), its records' structures and which of their results are written.
 
     Args:

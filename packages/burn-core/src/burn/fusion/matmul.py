@@ -25,7 +25,7 @@ from burn.backends.cube.matmul import LINE_FALLBACK, _tuned, batches_per_launch,
 from burn.backends.cube.matmul_kernels import LINE_TILES, TILES, Tile, tiled_kernel
 from burn.fusion.elementwise import Program, _program, run_block
 from burn.fusion.emit import DTYPES, emit_op
-from burn.fusion.handle import Pending, block_key
+from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir.cube import cube_dtype
 
@@ -102,7 +102,7 @@ class Epilogue:
 
 
 def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
-               programs: dict[Any, Any]) -> dict[int, Any]:
+               cell: Cell) -> dict[int, Any]:
     """Compute the needed results of matmul block `block` on `inner` (a cube backend).
 
     Args:
@@ -110,22 +110,23 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         block: the matmul, then its epilogue's records, in stream order.
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
-        programs: the stream's programs by block structure (filled here).
+        cell: where the block's plan is kept (made here on the first run): the fused
+            kernel's, or the cell of the epilogue run after the inner backend's product.
     Returns:
         The written results by tensor id.
     """
-    key = block_key("matmul", block, needed)
     matmul = block[0]
     lhs, rhs = (values[a.id] for a in matmul.args)
     shape = cast(tuple[int, ...], matmul.out.shape)
-    if key in programs:
-        plan = programs[key]
-        STATS.cache_hits += plan is not None
-    else:
-        tile = _tile(inner, lhs, rhs, shape)
-        plan = programs[key] = None if tile is None else _fused_plan(block, needed, tile)
+    plan = cell.plan
     if plan is None:
-        return _unfused(inner, block, values, needed, programs)
+        tile = _tile(inner, lhs, rhs, shape)
+        fused = None if tile is None else _fused_plan(block, needed, tile)
+        plan = cell.plan = Cell() if fused is None else fused
+    elif type(plan) is not Cell:
+        STATS.cache_hits += 1
+    if type(plan) is Cell:
+        return _unfused(inner, block, lhs, rhs, values, needed, plan)
     program, epilogue, tile = plan
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
     lv, rv, ov = kernel_views(lhs, rhs, outs[0])
@@ -183,16 +184,15 @@ def _fused_plan(block: list[Pending], needed: set[int], tile: Tile
                              program.outputs), tile
 
 
-def _unfused(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
-             programs: dict[Any, Any]) -> dict[int, Any]:
-    """The product by the inner backend's matmul (BLAS on the cpu), then the epilogue as one
-    fused elementwise block reading it."""
+def _unfused(inner: Any, block: list[Pending], lhs: Any, rhs: Any, values: dict[int, Any],
+             needed: set[int], epilogue_cell: Cell) -> dict[int, Any]:
+    """The product of `lhs` and `rhs` by the inner backend's matmul (BLAS on the cpu), then
+    the epilogue as one fused elementwise block reading it."""
     matmul, epilogue = block[0], block[1:]
-    lhs, rhs = (values[a.id] for a in matmul.args)
     product = inner.float_matmul(lhs, rhs)
     STATS.kernels_launched += 1
     values[matmul.out.id] = product
-    results = run_block(inner, epilogue, values, needed, programs) if epilogue else {}
+    results = run_block(inner, epilogue, values, needed, epilogue_cell) if epilogue else {}
     if matmul.out.id in needed:
         results[matmul.out.id] = product
     return results

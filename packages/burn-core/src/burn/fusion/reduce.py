@@ -35,7 +35,7 @@ from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
 from burn.fusion.elementwise import Program, _layout, _program
 from burn.fusion.emit import DTYPES, emit_op
-from burn.fusion.handle import Pending, block_key
+from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import TensorIR
 from burn.ir.cube import cube_dtype
@@ -96,7 +96,7 @@ class ReduceProgram:
 
 
 def run_reduce(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
-               programs: dict[Any, Any]) -> dict[int, Any]:
+               cell: Cell) -> dict[int, Any]:
     """Compute the needed results of reduce block `block` on `inner` (a cube backend).
 
     Args:
@@ -104,14 +104,13 @@ def run_reduce(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         block: the block's records in stream order.
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
-        programs: the stream's programs by block structure (filled here).
+        cell: where the block's `ReduceProgram` is kept (made here on the first run).
     Returns:
         The written results by tensor id.
     """
-    key = block_key("reduce", block, needed)
-    plan = programs.get(key)
+    plan = cell.plan
     if plan is None:
-        plan = programs[key] = _reduce_program(block, needed)
+        plan = cell.plan = _reduce_program(block, needed)
     program = plan.program
     STATS.ops_dead += len(block) - program.live
     if program.single is not None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from burn.dtype import DType
 from burn.fusion.elementwise import run_block
-from burn.fusion.handle import FusionTensor, Pending, new_tuple
+from burn.fusion.handle import Cell, FusionTensor, Pending, block_key, new_tuple
 from burn.fusion.matmul import MATMULS, run_matmul
 from burn.fusion.matmul import accepts as matmul_accepts
 from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduced_dim, run_reduce
@@ -33,6 +33,10 @@ from burn.ir import OPS, OpDef, TensorIR, new_id
 #: Most ops a stream holds before it runs them (a bound on kernel size and on the memory the
 #: inputs of pending ops keep).
 MAX_PENDING = 128
+#: Most flush plans and block cells a stream keeps (each dict is emptied when full).
+MAX_PLANS = 4096
+#: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write.
+FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...]]
 
 
 class Stream:
@@ -52,8 +56,9 @@ class Stream:
         #: pending results' positions in `pending`, and computed inputs' order of first use.
         self.position: dict[int, int] = {}
         self.external: dict[int, int] = {}
-        #: block programs by structure (`elementwise.run_block`).
-        self.plans: dict[Any, Any] = {}
+        #: flush plans by signature (`flush`), and the fusers' cells by block structure.
+        self.plans: dict[Any, FlushPlan] = {}
+        self.cells: dict[Any, Cell] = {}
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
         STATS.streams += 1
@@ -102,29 +107,35 @@ class Stream:
             return handle
 
     def flush(self) -> None:
-        """Run every pending op whose result is needed; handles still held get their values."""
+        """Run every pending op whose result is needed; handles still held get their values.
+
+        The blocks, the results to write and each block's `Cell` are worked out once per
+        signature (the records' structures and which results a handle still holds) and kept
+        in `plans`, so a repeated loop only slices its records and launches."""
         with self.lock:
-            if not self.pending:
+            pending = self.pending
+            if not pending:
                 return
-            pending, weak, values = self.pending, self.weak, self.values
+            weak, values = self.weak, self.values
             self.pending, self.weak, self.values = [], {}, {}
             self.position.clear()
             self.external.clear()
             STATS.flushes += 1
-            blocks = _blocks(pending)
-            producer = {r.out.id: i for i, (_, block) in enumerate(blocks) for r in block}
-            needed = {i for i, ref in weak.items() if ref() is not None}
-            for i, (_, block) in enumerate(blocks):
-                for record in block:
-                    for a in record.args:
-                        if type(a) is TensorIR and producer.get(a.id, i) != i:
-                            needed.add(a.id)
-            for b, (kind, block) in enumerate(blocks):
+            held = tuple([ref() is not None for ref in weak.values()])
+            signature = (tuple([r.key for r in pending]), held)
+            plan = self.plans.get(signature)
+            if plan is None:
+                if len(self.plans) >= MAX_PLANS:
+                    self.plans.clear()
+                plan = self.plans[signature] = self._plan(pending, held)
+            blocks, written = plan
+            needed = {pending[i].out.id for i in written}
+            for kind, start, end, cell in blocks:
                 run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
                 try:
-                    results = run(self.inner, block, values, needed, self.plans)
+                    results = run(self.inner, pending[start:end], values, needed, cell)
                 except Exception as exc:  # the handles left pending say why when they are read
-                    for record in (r for _, later in blocks[b:] for r in later):
+                    for record in pending[start:]:
                         handle = weak[record.out.id]()
                         if handle is not None:
                             handle.failure = exc
@@ -134,6 +145,29 @@ class Stream:
                     handle = weak[tid]()
                     if handle is not None:
                         handle.value = value
+
+    def _plan(self, pending: list[Pending], held: tuple[bool, ...]) -> FlushPlan:
+        """How `pending` runs: its blocks as (kind, start, end, cell) and the positions of
+        the results to write (held by a handle, or read by a later block). Blocks of one
+        structure share a cell across flush plans (`cells`)."""
+        blocks: list[tuple[str | None, int, int, Cell]] = []
+        at: dict[int, int] = {}  # the block of each result by id
+        start = 0
+        for kind, block in _blocks(pending):
+            for r in block:
+                at[r.out.id] = len(blocks)
+            blocks.append((kind, start, start + len(block), Cell()))
+            start += len(block)
+        needed = {r.out.id for r, h in zip(pending, held, strict=True) if h}
+        for b, (_, start, end, _) in enumerate(blocks):
+            for r in pending[start:end]:
+                needed.update(a.id for a in r.args if type(a) is TensorIR and at.get(a.id, b) != b)
+        if len(self.cells) >= MAX_PLANS:
+            self.cells.clear()
+        shared = [(kind, start, end, self.cells.setdefault(
+            block_key(kind, pending[start:end], needed), cell))
+            for kind, start, end, cell in blocks]
+        return tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed)
 
 
 #: Ops other than elementwise ones that the planner takes (their inner backend must have them).
