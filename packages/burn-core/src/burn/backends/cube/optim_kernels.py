@@ -208,8 +208,8 @@ def _run(param: Tensor, grad: Tensor, state: dict[str, Any], keys: tuple[str, ..
     p = param._prim
     out = bk.empty(p.shape, p.dtype)
     if p.size:
-        bk.launch(kernel(p.dtype), p.size, *values, _flat(p), _flat(grad._prim), *buffers,
-                  _flat(out))
+        bk.launch_planned(kernel(p.dtype), p.size, *values, _flat(p), _flat(grad._prim),
+                          *buffers, _flat(out))
     return param._wrap(out)
 
 
