@@ -75,6 +75,10 @@ class Fusion(Decorator):
             method = _recorder(self, OPS[name], *positions)
             if method is not None:
                 setattr(self, name, method)
+        for name, op in OPS.items():  # ops run at once: straight to `eager`
+            if name not in self.recorded and name not in self.defaults \
+                    and op.device_at is None:
+                setattr(self, name, _runner(self, op))
 
     def handle(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         name = op.name
@@ -195,6 +199,21 @@ class Fusion(Decorator):
 def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:
     """The positions of `op`'s parameters of `types`."""
     return tuple(i for i, p in enumerate(op.params) if p.type in types)
+
+
+def _runner(fusion: Fusion, op: OpDef) -> Any:
+    """`op`'s method on `fusion` for an op run at once: `Fusion.eager` without `handle`'s
+    lookups (the generic method for keyword calls)."""
+    generic = getattr(Decorator, op.name)
+    eager = fusion.eager
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            return generic(fusion, *args, **kwargs)
+        return eager(op, args)
+
+    method.__name__ = op.name
+    return method
 
 
 def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tuple[int, ...],

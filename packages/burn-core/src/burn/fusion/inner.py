@@ -53,9 +53,13 @@ def on_inner(update: Update, lr: float, param: Tensor, grad: Tensor,
 
 
 def _inner(bk: Fusion, t: Tensor) -> Tensor:
-    """The inner backend's tensor of fusion tensor `t` (computed)."""
+    """The inner backend's tensor of fusion tensor `t` (computed), made once per handle and
+    dtype (an optimizer's state buffers are handed to every step)."""
     handle = t._prim
-    return make(bk.value(handle), handle.device, t.dtype)
+    inner = handle.inner
+    if inner is None or inner.dtype is not t.dtype:
+        inner = handle.inner = make(bk.value(handle), handle.device, t.dtype)
+    return inner
 
 
 def _outer(bk: Fusion, like: Tensor, t: Tensor) -> Tensor:
