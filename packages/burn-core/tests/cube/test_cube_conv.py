@@ -193,13 +193,13 @@ def test_autodiff_weight_grad_reuses_the_forward_columns(device: str,
     from burn.backends.cube.module.conv import CubeConvOps
 
     calls: list[int] = []
-    real = CubeConvOps._im2col
+    real = CubeConvOps._conv_columns
 
     def counted(self: Any, *args: Any) -> Any:
         calls.append(1)
         return real(self, *args)
 
-    monkeypatch.setattr(CubeConvOps, "_im2col", counted)
+    monkeypatch.setattr(CubeConvOps, "_conv_columns", counted)
     rng = np.random.default_rng(9)
     x, w = _rand(rng, (3, 2, 7, 6)), _rand(rng, (5, 2, 3, 3))
     grad_device = burn.Device(f"{device}+autodiff")

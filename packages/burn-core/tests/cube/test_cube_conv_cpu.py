@@ -1,7 +1,7 @@
 """The cpu runtime's own convolution paths against torch: im2col by column rows (contiguous or
 strided reads, with and without padding), col2im by planes, the per-sample forward product
-whose bias rides in the saved columns' row of ones, and a LeNet-style network's gradients
-through autodiff."""
+whose bias rides in the saved columns' row of ones, batch-last columns for short output rows,
+and a LeNet-style network's gradients through autodiff."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import burn.functional as bF
 from burn import nn
 from burn.backend.options import ConvOptions
 from burn.backends.cube import CubeTensor
+from burn.backends.cube.module.conv import BATCH_LAST_WIDTH
 from burn.backends.cube.tensor import host_array
 from burn.dtype import DType
 
@@ -89,28 +90,33 @@ def test_cpu_conv_and_gradients_match_torch(case: tuple[Any, ...], bias: bool, l
         else:
             _check(got, want if want is not tb else tb.grad)
     names = {kernel.kernel.name for kernel, _ in launched.values()}
-    assert {"conv_im2col_rows", "conv_col2im_planes"} <= names
+    # one group and output rows shorter than BATCH_LAST_WIDTH: batch-last columns
+    last = groups == 1 and ty.shape[-1] < BATCH_LAST_WIDTH
+    assert ({"conv_im2col_batch_last", "conv_col2im_batch_last"} if last
+            else {"conv_im2col_rows", "conv_col2im_planes"}) <= names
     assert not {"conv_im2col", "conv_col2im"} & names
 
 
-@pytest.mark.parametrize(("dtype", "bias", "groups", "ones"), [
-    (np.float32, True, 1, True), (np.float32, False, 1, False), (np.float32, True, 2, False),
-    (np.float16, True, 1, False)])
+@pytest.mark.parametrize(("dtype", "bias", "groups", "width", "ones"), [
+    (np.float32, True, 1, 6, True), (np.float32, False, 1, 6, False),
+    (np.float32, True, 2, 6, False), (np.float16, True, 1, 6, True),
+    (np.float32, True, 1, 18, True), (np.float16, True, 1, 18, False)])
 def test_saved_columns_end_with_the_bias_row_of_ones(dtype: Any, bias: bool, groups: int,
-                                                     ones: bool) -> None:
-    """One group, a bias and a float32 input: the forward multiplies the bias in through a
-    row of ones that the saved columns keep (the weight gradient's product then gives the bias
-    gradient); otherwise the columns are x's windows alone."""
+                                                     width: int, ones: bool) -> None:
+    """One group and a bias, with batch-last columns (output rows of 6) or a float32 input:
+    the forward multiplies the bias in through a row of ones that the saved columns keep (the
+    weight gradient's product then gives the bias gradient); otherwise the columns are x's
+    windows alone."""
     bk = _backend("cpu")
     rng = np.random.default_rng(3)
-    x = rng.uniform(-1, 1, (2, 4, 6, 6)).astype(dtype)
+    x = rng.uniform(-1, 1, (2, 4, 6, width)).astype(dtype)
     w = rng.uniform(-1, 1, (4, 4 // groups, 3, 3)).astype(dtype)
     b = rng.uniform(-1, 1, 4).astype(dtype) if bias else None
     o = ConvOptions((1, 1), (1, 1), (1, 1), groups)
     pb = None if b is None else bk.upload(b)
     y, cols = bk.conv_saving_columns(bk.upload(x), bk.upload(w), pb, o)
     assert cols is not None
-    assert cols.shape == (2, 4 * 9 + int(ones), 36)
+    assert cols.shape == (2, 4 * 9 + int(ones), 6 * width)
     t = [None if a is None else torch.tensor(a.astype(np.float32), requires_grad=True)
          for a in (x, w, b)]
     ty = tF.conv2d(t[0], t[1], t[2], 1, 1, 1, groups)

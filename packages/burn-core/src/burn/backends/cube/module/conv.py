@@ -40,9 +40,11 @@ from ..layout import copy_into
 from ..tensor import CubeTensor, Shape, dense_strides
 from .deform import deform_im2col_kernel, deform_input_grad_kernel, deform_point_grads_kernel
 from .im2col import (
+    col2im_batch_last_kernel,
     col2im_kernel,
     col2im_planes_kernel,
     convert_kernel,
+    im2col_batch_last_kernel,
     im2col_kernel,
     im2col_rows_kernel,
 )
@@ -54,6 +56,11 @@ Geometry = ConvOptions | ConvTransposeOptions | DeformConvOptions
 #: the batch (its tiled kernels give one cube per output tile: a long-k product of few
 #: outputs would leave the GPU idle).
 SINGLE_PRODUCT_RUNTIMES = ("cpu", "cuda")
+#: On the cpu, convolutions of one group whose output rows are shorter than this keep their
+#: columns batch-last (`im2col_batch_last_kernel`): the im2col and col2im copy runs of N
+#: samples instead of rows of a few windows (LeNet's 6->16 5x5 conv, rows of 8: im2col
+#: 245 -> 41 us, col2im 225 -> 40 us), for a transposing copy of x and of the output.
+BATCH_LAST_WIDTH = 16
 
 
 def _work(dtype: DType) -> DType:
@@ -86,9 +93,16 @@ def _swap(t: CubeTensor) -> CubeTensor:
 
 
 def _matrices(cols: CubeTensor, groups: int) -> CubeTensor:
-    """Batch-inner columns `[N, R, L]` (strides `(L*s, r, s)`) as matrices `[G, R/G, N*L]`."""
-    (n, rows, length), (_, s1, s2) = cols.shape, cols.strides
-    return cols.view((groups, rows // groups, n * length), (s1 * (rows // groups), s1, s2))
+    """Batch-inner columns `[N, R, L]` (strides `(L*s, r, s)`) as matrices `[G, R/G, N*L]`;
+    batch-last ones (strides `(s, r, N*s)`) as matrices `[G, R/G, L*N]`."""
+    (n, rows, length), (s0, s1, s2) = cols.shape, cols.strides
+    return cols.view((groups, rows // groups, n * length),
+                     (s1 * (rows // groups), s1, min(s0, s2)))
+
+
+def _is_batch_last(cols: CubeTensor) -> bool:
+    """Whether columns `[N, R, L]` are batch-last (the samples of a window adjacent)."""
+    return cols.shape[0] > 1 and cols.strides[0] < cols.strides[2]
 
 
 class CubeConvOps:
@@ -203,15 +217,19 @@ class CubeConvOps:
         length = nl // n if n else 0
         return m.view((n, g * r, length), (s2 * length, s1 if r > 1 else s0, s2))
 
-    def _rows(self: Any, t: CubeTensor, groups: int, dtype: DType) -> CubeTensor:
-        """`[N, C, *S]` -> dense matrices `[G, C/G, N*prod(S)]` of `dtype`."""
+    def _rows(self: Any, t: CubeTensor, groups: int, dtype: DType,
+              batch_last: bool = False) -> CubeTensor:
+        """`[N, C, *S]` -> dense matrices `[G, C/G, N*prod(S)]` of `dtype`, their columns in
+        (sample, position) order, or (position, sample) order when `batch_last`."""
         n, c, *spatial = t.shape
         cg = c // groups
         step = _merged_stride(t.shape[2:], t.strides[2:])
         inner = ((math.prod(spatial),), (step,)) if step is not None else (spatial, t.strides[2:])
-        grouped = t.view((groups, cg, n, *inner[0]),
-                         (t.strides[1] * cg, t.strides[1], t.strides[0], *inner[1]))
-        return _reshape(self._convert(grouped, dtype), (groups, cg, n * math.prod(spatial)))
+        shape, strides = ((*inner[0], n), (*inner[1], t.strides[0])) if batch_last else (
+            (n, *inner[0]), (t.strides[0], *inner[1]))
+        grouped = t.view((groups, cg, *shape), (t.strides[1] * cg, t.strides[1], *strides))
+        dense = self._transposed(grouped, dtype) if batch_last else self._convert(grouped, dtype)
+        return _reshape(dense, (groups, cg, n * math.prod(spatial)))
 
     def _unrows(self: Any, m: CubeTensor, shape: Shape, dtype: DType,
                 bias: CubeTensor | None) -> CubeTensor:
@@ -303,17 +321,25 @@ class CubeConvOps:
 
     def _conv(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
               options: ConvOptions) -> tuple[CubeTensor, CubeTensor]:
-        """`conv`'s output and its batch-inner im2col columns `[N, C_in*K, L]`."""
+        """`conv`'s output and its im2col columns `[N, C_in*K, L]` (`_conv_columns`)."""
         g, kernel = options.groups, weight.shape[2:]
         c_out = _check("conv", _shaped(x), _shaped(weight), _shaped(bias), options)
         out = _conv_out("conv", _shaped(x), kernel, options)
         work = _work(x.dtype)
-        n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
+        n = x.shape[0]
         cpu = self.runtime_name == "cpu"
+        last = self._batch_last(x, g, out)
         batched = g == 1 and x.dtype is work and (cpu or bias is None)
-        ones = int(batched and bias is not None)
-        cols, *spacing = self._column_buffer(n, rows, length, work, ones, True)
-        self._im2col(x, kernel, options, out, cols, spacing)
+        cols = self._conv_columns(x, kernel, options, out, work,
+                                  int((batched or last) and bias is not None))
+        if last:
+            # one product over the batch, [C_out, L*N], then [N, C_out, L] by tiles
+            w = self._weight(weight, 1, work)
+            if bias is not None:
+                w = self._with_bias(w.view(w.shape[1:], w.strides[1:]), bias)
+                w = w.view((1, *w.shape), (0, *w.strides))
+            y = self._product(w, _matrices(cols, 1))
+            return self._from_batch_last(y, (n, c_out, *out), x.dtype), cols
         if batched:
             # one product per sample (weight broadcast over N; on the cpu, BLAS reads each
             # sample's columns in place) writes [N, C_out, L] without a converting copy; a
@@ -325,6 +351,65 @@ class CubeConvOps:
             return _reshape(y, (n, c_out, *out)), cols
         y = self._product(self._weight(weight, g, work), _matrices(cols, g))
         return self._unrows(y, (n, c_out, *out), x.dtype, bias), cols
+
+    def _batch_last(self: Any, x: CubeTensor, groups: int, out: Sequence[int]) -> bool:
+        """Whether conv's columns are batch-last (`im2col_batch_last_kernel`): on the cpu, for
+        one group, a batch and window rows shorter than `BATCH_LAST_WIDTH`."""
+        return (self.runtime_name == "cpu" and groups == 1 and x.shape[0] > 1
+                and out[-1] < BATCH_LAST_WIDTH)
+
+    def _conv_columns(self: Any, x: CubeTensor, kernel: Sequence[int], options: ConvOptions,
+                      out: Sequence[int], work: DType, ones: int) -> CubeTensor:
+        """x's columns `[N, C*K, L]` of `work` for conv, each group's rows followed by a row of
+        ones when `ones` (the group count, or 0): batch-last where `_batch_last`, else
+        batch-inner (`_column_buffer`)."""
+        if not self._batch_last(x, options.groups, out):
+            cols, *spacing = self._column_buffer(x.shape[0], x.shape[1] * math.prod(kernel),
+                                                 math.prod(out), work, ones, True)
+            return self._im2col(x, kernel, options, out, cols, spacing)
+        n, c, *spatial = x.shape
+        rows, length = c * math.prod(kernel), math.prod(out)
+        xt = self._transposed(x.view((c, *spatial, n), (*x.strides[1:], x.strides[0])), work)
+        buffer = self.empty(((rows + ones) * length * n,), work)
+        if buffer.size:
+            im2col = im2col_batch_last_kernel(work, len(kernel), options.stride[-1] == 1,
+                                              any(options.padding), bool(ones))
+            self.launch(im2col, rows + ones, xt.array, buffer.array,
+                        *_geometry(kernel, options, out))
+        return buffer.view((n, rows + ones, length), (1, length * n, n))
+
+    def _col2im_batch_last(self: Any, m: CubeTensor, shape: Shape, windows: Sequence[int],
+                           kernel: Sequence[int], options: Geometry, dtype: DType
+                           ) -> CubeTensor:
+        """The adjoint of batch-last columns: matrices `[1, C*K, L*N]` summed into a new
+        `shape` `[N, C, *S]` tensor of `dtype`."""
+        n, c, *spatial = shape
+        m = self._convert(m, m.dtype)
+        out = self.empty((c, *spatial, n), m.dtype)
+        if out.size:
+            col2im = col2im_batch_last_kernel(m.dtype, len(kernel), options.stride[-1] == 1,
+                                              any(options.padding))
+            self.launch(col2im, c, m.view((m.size,), (1,)).array, out.array,
+                        *_geometry(kernel, options, windows))
+        return self._from_batch_last(out, shape, dtype)
+
+    def _from_batch_last(self: Any, t: CubeTensor, shape: Shape, dtype: DType) -> CubeTensor:
+        """A tensor whose memory is `[C, prod(S), N]` as a new dense `shape` `[N, C, *S]`
+        tensor of `dtype`."""
+        n, c = shape[:2]
+        t = self._convert(t, t.dtype)
+        area = math.prod(shape[2:])
+        view = t.view((n, c, area), (1, area * n, n))
+        return _reshape(self._transposed(view, dtype), shape)
+
+    def _transposed(self: Any, t: CubeTensor, dtype: DType) -> CubeTensor:
+        """`t` as a new dense tensor of `dtype`: copied by tiles (`copy_into`, for transposing
+        views) where the dtype stays, else by the converting copy."""
+        if t.dtype is not dtype:
+            return self._convert(t, dtype)
+        out = self.empty(t.shape, dtype)
+        copy_into(self, t, out)
+        return out
 
     def _with_bias(self: Any, w: CubeTensor, bias: CubeTensor) -> CubeTensor:
         """A weight matrix `[O, R]` and its bias `[O]` as one dense matrix `[O, R + 1]`."""
@@ -352,10 +437,7 @@ class CubeConvOps:
         out = _conv_out(op, _shaped(x), kernel, options)
         _check_grad(op, _shaped(grad), (x.shape[0], c_out, *out))
         work = _work(x.dtype)
-        n, rows, length = x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out)
-        cols, *spacing = self._column_buffer(n, rows, length, work, 0 if bias is None else g,
-                                             True)
-        self._im2col(x, kernel, options, out, cols, spacing)
+        cols = self._conv_columns(x, kernel, options, out, work, 0 if bias is None else g)
         gx, gw, gb = self._conv_grads(cols, x.shape, x.dtype, weight, bias, grad, options, True,
                                       bias is not None)
         assert gx is not None
@@ -405,7 +487,8 @@ class CubeConvOps:
         g, kernel, n = options.groups, weight.shape[2:], x_shape[0]
         work = _work(x_dtype)
         single = self.runtime_name in SINGLE_PRODUCT_RUNTIMES
-        go = self._rows(grad, g, work) if need_x or single else None
+        last = _is_batch_last(cols)
+        go = self._rows(grad, g, work, last) if need_x or single else None
         total = (self._product(go, _swap(_matrices(cols, g))) if single
                  else self._per_sample_total(cols, grad, g, work))
         gw, gb = self._weight_grad(total, weight, bias if ones else None)
@@ -414,6 +497,9 @@ class CubeConvOps:
         if not need_x:
             return None, gw, gb
         gcols = self._product(_swap(self._weight(weight, g, work)), go)
+        if last:
+            return (self._col2im_batch_last(gcols, x_shape, grad.shape[2:], kernel, options,
+                                            x_dtype), gw, gb)
         gx = self._col2im(self._columns(gcols, n), x_shape, grad.shape[2:], kernel, options,
                           x_dtype, None)
         return gx, gw, gb

@@ -189,6 +189,166 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool
     return b.kernel()
 
 
+@cache
+def im2col_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool,
+                             ones: bool) -> Any:
+    """`im2col_rows_kernel` on batch-last data, for the cpu runtime: x transposed to dense
+    `[C, *S, N]` into dense columns `[rows (+ 1), *O, N]` (`[rows, L*N]` matrices whose columns
+    are (window, sample) pairs). One unit per column row (channel and tap) copies, per window,
+    its N samples: contiguous runs, merged over a row of windows when the last window stride is
+    1 (`unit`), so short window rows still copy long runs. Without `padded` every window is
+    inside x. With `ones`, one more unit fills the row of ones after the `rows`.
+
+    Launch args: x (dense `[C, *S, N]`), cols (dense, rank 1), per dim `k s p d o`.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_im2col_batch_last")
+    x = b.tensor("x", cube_dtype("conv", dtype), rank=nd + 2, write=False)
+    cols = b.tensor("cols", cube_dtype("conv", dtype), rank=1, write=True)
+    geo = declare_geometry(b, nd)
+    kernel = [g["k"] for g in geo]
+    last, width = geo[-1], geo[-1]["o"]
+    n = x.shape[nd + 1]
+    flag = cube_dtype("conv", DType.bool)
+    pos = b.ABSOLUTE_POS
+    rows = b.local(u32, x.shape[0] * product(kernel))
+    span = b.local(u32, product([g["o"] for g in geo]) * n)
+    with b.if_(pos < rows):
+        c, *taps = split_index(b, pos, [x.shape[0], *kernel])
+        target = b.local(u32, pos * span)
+        reach = b.local(u32, taps[-1] * last["d"])
+        lo: Any = 0
+        hi: Any = width
+        if padded:
+            lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
+            hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + x.shape[nd], reach,
+                                                        last["s"]), lo), width))
+        first = b.local(u32, c * x.stride[0] + (lo * last["s"] + reach - last["p"])
+                        * x.stride[nd])
+
+        def fill(at: Any, start: Any, stop: Any) -> None:
+            with b.for_range(start * n, stop * n) as j:
+                cols[at + j] = 0
+
+        def copy(at: Any, read: Any) -> None:
+            if unit:
+                with b.for_range((hi - lo) * n) as j:
+                    cols[at + lo * n + j] = x[read + j]
+                return
+            with b.for_range(hi - lo) as o:
+                start = b.local(u32, at + (lo + o) * n)
+                source = b.local(u32, read + o * last["s"] * x.stride[nd])
+                with b.for_range(n) as j:
+                    cols[start + j] = x[source + j]
+
+        def level(dim: int, outs: list[Any], inside: Any, read: Any) -> None:
+            if dim == nd - 1:
+                at = b.local(u32, target + linear_index([*outs, 0], [h["o"] for h in geo]) * n)
+                if not padded:
+                    copy(at, read)
+                    return
+                with b.if_(inside):
+                    fill(at, 0, lo)
+                    copy(at, read)
+                    fill(at, hi, width)
+                with b.if_(b.not_(inside)):
+                    fill(at, 0, width)
+                return
+            g = geo[dim]
+            with b.for_range(g["o"]) as o:
+                spot = o * g["s"] + taps[dim] * g["d"]
+                ok = None if not padded else b.local(flag, inside & (spot >= g["p"])
+                                                     & (spot < g["p"] + x.shape[1 + dim]))
+                level(dim + 1, [*outs, o], ok,
+                      b.local(u32, read + (spot - g["p"]) * x.stride[1 + dim]))
+
+        level(0, [], b.local(flag, lo < hi) if padded else None, first)
+    if ones:
+        with b.if_(pos == rows):
+            with b.for_range(span) as j:
+                cols[rows * span + j] = 1
+    return b.kernel()
+
+
+@cache
+def col2im_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool) -> Any:
+    """The adjoint of `im2col_batch_last_kernel`: dense columns `[C*K, *O, N]` summed into a
+    dense batch-last `[C, *S, N]`. One unit per channel zeroes its `[*S, N]` block and adds
+    each of its column rows into it, tap by tap, over the windows inside (runs of N samples,
+    merged over a row of windows when the last window stride is 1: `unit`).
+
+    Launch args: cols (dense, rank 1), out (dense `[C, *S, N]`), per dim `k s p d o`.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_col2im_batch_last")
+    cols = b.tensor("cols", cube_dtype("conv", dtype), rank=1, write=False)
+    out = b.tensor("out", cube_dtype("conv", dtype), rank=nd + 2, write=True)
+    geo = declare_geometry(b, nd)
+    last, width = geo[-1], geo[-1]["o"]
+    n = out.shape[nd + 1]
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.shape[0]):
+        block = b.local(u32, pos * out.stride[0])
+        with b.for_range(out.stride[0]) as i:
+            out[block + i] = 0
+        span = b.local(u32, product([g["o"] for g in geo]) * n)
+
+        def taps_level(dim: int, taps: list[Any]) -> None:
+            if dim < nd:
+                with b.for_range(geo[dim]["k"]) as tap:
+                    taps_level(dim + 1, [*taps, tap])
+                return
+            row = linear_index([pos, *taps], [out.shape[0], *(g["k"] for g in geo)])
+            source = b.local(u32, row * span)
+            reach = b.local(u32, taps[-1] * last["d"])
+            lo: Any = 0
+            hi: Any = width
+            if padded:
+                lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
+                hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + out.shape[nd],
+                                                            reach, last["s"]), lo), width))
+            with b.if_(lo < hi):
+                first = b.local(u32, block + (lo * last["s"] + reach - last["p"])
+                                * out.stride[nd])
+                windows_level(0, taps, [], first, source, lo, hi)
+
+        def add(at: Any, read: Any, count: Any) -> None:
+            with b.for_range(count) as j:
+                out[at + j] = out[at + j] + cols[read + j]
+
+        def windows_level(dim: int, taps: list[Any], outs: list[Any], target: Any,
+                          source: Any, lo: Any, hi: Any) -> None:
+            if dim == nd - 1:
+                start = b.local(u32, source + (linear_index([*outs, 0], [g["o"] for g in geo])
+                                               + lo) * n)
+                if unit:
+                    add(target, start, (hi - lo) * n)
+                    return
+                with b.for_range(hi - lo) as o:
+                    add(b.local(u32, target + o * last["s"] * out.stride[nd]),
+                        b.local(u32, start + o * n), n)
+                return
+            g = geo[dim]
+            with b.for_range(g["o"]) as o:
+                spot = b.local(u32, o * g["s"] + taps[dim] * g["d"])
+
+                def inner() -> None:
+                    shift = (spot - g["p"]) * out.stride[1 + dim]
+                    windows_level(dim + 1, taps, [*outs, o], b.local(u32, target + shift),
+                                  source, lo, hi)
+
+                if padded:
+                    with b.if_((spot >= g["p"]) & (spot < g["p"] + out.shape[1 + dim])):
+                        inner()
+                else:
+                    inner()
+
+        taps_level(0, [])
+    return b.kernel()
+
+
 def _windows_from(b: Any, bound: Any, reach: Any, stride: Any) -> Any:
     """A u32 local: the first window w with `w * stride + reach >= bound` (0 when reach
     passes bound)."""
