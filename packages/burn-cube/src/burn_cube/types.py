@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 
@@ -38,6 +37,8 @@ class DType:
     def numpy(self) -> np.dtype:
         """The matching numpy dtype (of one element, for lines; cached: launches ask often)."""
         if self.scalar.name == "bf16":
+            import ml_dtypes  # on first use: its import costs ~0.7 s of every start-up
+
             return np.dtype(ml_dtypes.bfloat16)
         prefix = {"float": "float", "int": "int", "uint": "uint"}.get(self.kind)
         return np.dtype(f"{prefix}{self.bits}" if prefix else "bool")
@@ -102,8 +103,9 @@ def from_numpy(dtype: np.dtype | type) -> DType | None:
     Returns:
         The kernel dtype, or None when the language has none for it.
     """
-    for d in DTYPES.values():
-        if d.numpy == np.dtype(dtype):
+    target = np.dtype(dtype)
+    for d in DTYPES.values():  # bf16 only for ml_dtypes' bfloat16 (not loading it otherwise)
+        if (d.name == "bf16") == (target.name == "bfloat16") and d.numpy == target:
             return d
     return None
 

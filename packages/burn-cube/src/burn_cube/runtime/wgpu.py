@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
@@ -37,6 +38,48 @@ try:
     import wgpu
 except ImportError:  # pragma: no cover - depends on the environment
     wgpu = None
+
+#: A type cffi is asked for by name: ``WGPUBufferDescriptor *``, ``WGPUFeatureName[]``, ``T``.
+_NAMED_TYPE = re.compile(r"\s*(\w+)\s*(\*|\[\])?\s*$")
+
+
+def fast_type_lookup(parser: Any) -> None:
+    """Give a cffi parser a fast path for types named as above.
+
+    wgpu-py asks cffi for its structs by name (``ffi.new("WGPUBufferDescriptor *")``), and cffi
+    parses each new name with pycparser after a declaration of every typedef of webgpu.h
+    (~25 ms each, some 45 names: most of a warm start of the wgpu runtime). Named typedefs and
+    primitives are looked up in the parser's declarations instead, through cffi's own pointer
+    and array constructors (the same types as a parse gives); anything else is parsed.
+
+    Args:
+        parser: The ``ffi._parser`` of wgpu-py's FFI (a ``cffi.cparser.Parser``).
+    """
+    from cffi import model
+
+    parse = parser.parse_type_and_quals
+
+    def lookup(cdecl: str) -> Any:
+        match = _NAMED_TYPE.match(cdecl)
+        if match is not None:
+            name, suffix = match.groups()
+            found = parser._declarations.get("typedef " + name)
+            if found is None and name in model.PrimitiveType.ALL_PRIMITIVE_TYPES:
+                found = (model.PrimitiveType(name), 0)
+            if found is not None:
+                tp, quals = found
+                if suffix == "*":
+                    return parser._get_type_pointer(tp, quals), 0
+                return (model.ArrayType(tp, None), quals) if suffix else (tp, quals)
+        return parse(cdecl)
+
+    parser.parse_type_and_quals = lookup
+
+
+if wgpu is not None:
+    from wgpu.backends.wgpu_native._ffi import ffi as _ffi
+
+    fast_type_lookup(_ffi._parser)
 
 BATCH = 64  # most launches per submit
 BIND_GROUPS = 256  # cached (buffer set, bc_info) bind groups
