@@ -1,9 +1,11 @@
 """The cuda runtime's argument packing, checked without a GPU: stand-in storages (a device
-pointer and a byte size) and a no-op kernel function record what a launch would pass."""
+pointer and a byte size) and a recording `cuLaunchKernel` read back the bytes a launch would
+pass."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,7 @@ import pytest
 
 from burn_cube import KernelBuilder, bf16, f32, u32
 from burn_cube.codegen.cuda import param_layout
+from burn_cube.errors import LaunchError
 from burn_cube.runtime import cuda
 from burn_cube.runtime.base import DeviceArray, meta_value
 
@@ -23,20 +26,32 @@ class _Storage:
         self.nbytes = nbytes
 
 
-class _Function:
-    """Records each launch's grid, block and arguments."""
+class _Launches:
+    """Records each launch's function, grid, block and the bytes of every argument (as
+    `param_layout` orders them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernel: Any) -> None:
+        self.sizes = _sizes(kernel)
         self.calls: list[tuple[Any, ...]] = []
 
-    def __call__(self, grid: Any, block: Any, args: tuple[Any, ...], stream: Any = None
-                 ) -> None:
-        self.calls.append((grid, block, args))
+    def __call__(self, function: int, grid: Any, block: Any, stream: int, params: int) -> None:
+        addresses = (ctypes.c_uint64 * len(self.sizes)).from_address(params)
+        args = [ctypes.string_at(at, size) for at, size in zip(addresses, self.sizes,
+                                                               strict=True)]
+        self.calls.append((function, grid, block, args))
+
+
+def _sizes(kernel: Any) -> list[int]:
+    """Each argument's byte size, in `param_layout`'s order."""
+    scalars = {p.name: p.dtype.numpy.itemsize for p in kernel.scalars}
+    return [8 if field == "tensor" else scalars[name] if field == "scalar" else 4
+            for name, field, _ in param_layout(kernel)]
 
 
 def _runtime() -> Any:
     rt = object.__new__(cuda.CudaRuntime)
-    rt.device, rt.stream, rt._modules = contextlib.nullcontext(), None, {}
+    rt.device, rt._modules = contextlib.nullcontext(), {}
+    rt.stream = type("Stream", (), {"ptr": 0})()
     return rt
 
 
@@ -64,20 +79,20 @@ def _arrays(rt: Any, shared: bool = False) -> list[DeviceArray]:
     return [a, c, out]
 
 
-def _expected(kernel: Any, args: list[Any]) -> list[Any]:
-    """The launch arguments by `param_layout` and `meta_value` (the reference layout)."""
+def _expected(kernel: Any, args: list[Any]) -> list[bytes]:
+    """The launch arguments' bytes by `param_layout` and `meta_value` (the reference
+    layout)."""
     by_name = dict(zip((p.name for p in kernel.params), args, strict=True))
-    out: list[Any] = []
+    out: list[bytes] = []
     for param, field, dim in param_layout(kernel):
         value = by_name[param]
         if field == "tensor":
-            out.append(value.handle)
+            out.append(np.uint64(value.handle.data.ptr).tobytes())
         elif field == "scalar":
-            held = cuda._held(value.dtype)
-            out.append(np.array(value).view(held)[()])
+            out.append(np.array(value).tobytes())
         else:
             lanes = kernel.buffers[param].dtype.lanes
-            out.append(np.uint32(meta_value(value, field, dim, lanes)))
+            out.append(np.uint32(meta_value(value, field, dim, lanes)).tobytes())
     return out
 
 
@@ -86,31 +101,24 @@ def _launch_args(rt: Any, kernel: Any, shared: bool = False) -> list[Any]:
     return [a, np.uint32(7), c, np.array(1.5, dtype=bf16.numpy)[()], out, np.float32(2.5)]
 
 
-def _same(got: tuple[Any, ...], want: list[Any]) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        if isinstance(w, _Storage):
-            assert g is w
-        else:
-            assert type(g) is type(w) and g.dtype == w.dtype and g == w, (g, w)
-
-
-def test_launch_packs_as_param_layout() -> None:
+def test_launch_packs_as_param_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     rt, kernel = _runtime(), _kernel()
-    fn = _Function()
-    compiled = cuda.CompiledCuda(None, fn, "")
+    launches = _Launches(kernel)
+    monkeypatch.setattr(cuda, "_launch", launches)
+    compiled = cuda.CompiledCuda(None, None, "", 77)
     args = _launch_args(rt, kernel)
     rt.launch(compiled, kernel, (3, 1, 1), args)
     rt.launch(compiled, kernel, (3, 1, 1), args)  # the packing kept on compiled
-    assert [call[:2] for call in fn.calls] == [((3, 1, 1), kernel.cube_dim)] * 2
-    for call in fn.calls:
-        _same(call[2], _expected(kernel, args))
+    assert [call[:3] for call in launches.calls] == [(77, (3, 1, 1), kernel.cube_dim)] * 2
+    for call in launches.calls:
+        assert call[3] == _expected(kernel, args)
 
 
-def test_plan_packs_as_launch() -> None:
+def test_plan_packs_as_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     rt, kernel = _runtime(), _kernel()
-    fn = _Function()
-    compiled = cuda.CompiledCuda(None, fn, "")
+    launches = _Launches(kernel)
+    monkeypatch.setattr(cuda, "_launch", launches)
+    compiled = cuda.CompiledCuda(None, None, "", 5)
     args = _launch_args(rt, kernel)
     launcher = rt.plan(compiled, kernel, (2, 1, 1), args)
     other = _arrays(rt)
@@ -119,7 +127,19 @@ def test_plan_packs_as_launch() -> None:
     want[0], want[2], want[4] = other
     want[1], want[3], want[5] = (np.uint32(9), np.array(0.5, dtype=bf16.numpy)[()],
                                  np.float32(1.0))
-    _same(fn.calls[0][2], _expected(kernel, want))
+    assert launches.calls[0][3] == _expected(kernel, want)
+
+
+def test_scalar_out_of_range_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value the parameter's C type cannot hold raises LaunchError, and nothing runs."""
+    rt, kernel = _runtime(), _kernel()
+    launches = _Launches(kernel)
+    monkeypatch.setattr(cuda, "_launch", launches)
+    args = _launch_args(rt, kernel)
+    args[1] = -1  # the u32 scalar
+    with pytest.raises(LaunchError, match="do not fit"):
+        rt.launch(cuda.CompiledCuda(None, None, "", 5), kernel, (1, 1, 1), args)
+    assert not launches.calls
 
 
 @pytest.mark.parametrize(("spans", "overlap"), [
@@ -146,8 +166,9 @@ def test_overlap_sweep(spans: list[tuple[int, int, bool]], overlap: bool) -> Non
 def test_overlapping_written_tensor_runs_the_aliased_variant(monkeypatch: pytest.MonkeyPatch
                                                              ) -> None:
     rt, kernel = _runtime(), _kernel()
-    fn, aliased = _Function(), _Function()
-    compiled = cuda.CompiledCuda(None, fn, "")
-    monkeypatch.setattr(rt, "_load", lambda k, src: cuda.CompiledCuda(None, aliased, src))
+    launches = _Launches(kernel)
+    monkeypatch.setattr(cuda, "_launch", launches)
+    compiled = cuda.CompiledCuda(None, None, "", 1)
+    monkeypatch.setattr(rt, "_load", lambda k, src: cuda.CompiledCuda(None, None, src, 2))
     rt.launch(compiled, kernel, (1, 1, 1), _launch_args(rt, kernel, shared=True))
-    assert not fn.calls and len(aliased.calls) == 1
+    assert [call[0] for call in launches.calls] == [2]

@@ -6,10 +6,17 @@ declare their tensor pointers ``__restrict__``; a launch whose arguments overlap
 them is written runs the kernel's unqualified variant instead (compiled on first use). CuPy has
 no bfloat16 dtype: bf16 tensors and scalars travel as their uint16 bits (``__nv_bfloat16`` in
 the kernel).
+
+Launches skip CuPy's per-argument conversion: each kernel's arguments are packed by one
+``struct`` format into a buffer kept per thread, and ``cuLaunchKernel`` gets the addresses of
+the packed values.
 """
 
 from __future__ import annotations
 
+import ctypes
+import struct
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +38,23 @@ def _held(dtype: np.dtype) -> np.dtype:
     return _BITS.get(dtype, dtype)
 
 
+#: `struct` codes of the scalar parameters' C types, by dtype name (bf16: its bits).
+_CODES = {"bool": "?", "u8": "B", "i8": "b", "u32": "I", "i32": "i", "i64": "q", "f16": "e",
+          "bf16": "H", "f32": "f", "f64": "d"}
+
 try:
     import cupy
+    from cupy_backends.cuda.api.driver import launchKernel
 except ImportError:  # pragma: no cover - depends on the environment
-    cupy = None
+    cupy = launchKernel = None
+
+
+def _launch(function: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+            stream: int, params: int) -> None:
+    """``cuLaunchKernel`` of the function at address `function` with the argument-address
+    array at `params`."""
+    launchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream,
+                 params, 0)
 
 
 @dataclass
@@ -44,6 +64,8 @@ class CompiledCuda:
     module: Any
     function: Any
     source: str
+    #: The kernel function's ``CUfunction`` address (what `_launch` calls).
+    address: int = 0
     #: The variant without ``__restrict__``, for overlapping arguments (compiled on first use).
     aliased: CompiledCuda | None = None
     #: The argument packing of the kernel last launched with it (`_packer`).
@@ -57,7 +79,8 @@ def _device_name(index: int) -> str:
 
 class _Packer:
     """A kernel's arguments in ABI order (`param_layout`: storages, then each tensor's
-    metadata as uint32, then scalars), worked out once per kernel.
+    metadata as uint32, then scalars), worked out once per kernel: one `struct` format packs
+    them into a buffer per thread, whose values' addresses `cuLaunchKernel` reads.
 
     Args:
         kernel: The kernel's IR.
@@ -77,9 +100,20 @@ class _Packer:
         self.spans = list(zip(self.tensors, written, strict=True))
         #: whether two tensors could overlap where one is written
         self.aliasing = len(self.tensors) > 1 and any(written)
+        metas = sum(2 + 2 * b.rank for b in kernel.tensors)
+        try:
+            codes = [_CODES[p.dtype.name] for p in kernel.scalars]
+        except KeyError as exc:
+            raise LaunchError(f"no cuda scalar parameter of dtype {exc}", kernel.name) from None
+        self.format = struct.Struct("<" + "Q" * len(self.tensors) + "I" * metas + "".join(codes))
+        sizes = [8] * len(self.tensors) + [4] * metas + [struct.calcsize(c) for c in codes]
+        #: byte offset of each argument in the packed buffer
+        self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+        #: per thread: `_buffer`'s triple
+        self._buffers: dict[int, tuple[Any, Any, int]] = {}
 
-    def meta(self, args: list[Any]) -> list[Any]:
-        """The tensors' metadata (`meta_value`'s fields of `param_layout`) as uint32s."""
+    def meta(self, args: list[Any]) -> list[int]:
+        """The tensors' metadata (`meta_value`'s fields of `param_layout`)."""
         out: list[int] = []
         for at, lanes in self.metas:
             array = args[at]
@@ -96,16 +130,35 @@ class _Packer:
             out += (stride // lanes for stride in strides[:-1])
             out += strides[-1:]
             out.append(array.offset // lanes)
-        return list(np.array(out, dtype=np.uint32)) if out else []
+        return out
 
-    def values(self, args: list[Any], meta: list[Any]) -> list[Any]:
-        """Every launch argument: storages, `meta`, scalars (numpy scalars)."""
-        out = [args[at].handle for at in self.tensors]
-        out += meta
+    def pack(self, args: list[Any], meta: list[int]) -> int:
+        """Pack every launch argument (storages' device addresses, `meta`, scalars) into this
+        thread's buffer.
+
+        Returns:
+            The address of the array of the packed values' addresses (``kernelParams``).
+        """
+        values: list[Any] = [args[at].handle.data.ptr for at in self.tensors]
+        values += meta
         for at, bits in self.scalars:
             value = args[at]
-            out.append(value if bits is None else np.array(value).view(bits)[()])
-        return out
+            values.append(value if bits is None else int(np.array(value).view(bits)[()]))
+        buffer = self._buffers.get(threading.get_ident()) or self._buffer()
+        try:
+            self.format.pack_into(buffer[0], 0, *values)
+        except struct.error as exc:
+            raise LaunchError(f"arguments do not fit the kernel's parameters: {exc}",
+                              self.kernel.name) from None
+        return buffer[2]
+
+    def _buffer(self) -> tuple[Any, Any, int]:
+        """This thread's new buffer: (packed values, their addresses, the addresses' address)."""
+        data = (ctypes.c_uint64 * (-(-self.format.size // 8) or 1))()
+        base = ctypes.addressof(data)
+        params = (ctypes.c_uint64 * (len(self.offsets) or 1))(*(base + at for at in self.offsets))
+        buffer = self._buffers[threading.get_ident()] = (data, params, ctypes.addressof(params))
+        return buffer
 
 
 def _packer(compiled: CompiledCuda, kernel: KernelIR) -> _Packer:
@@ -208,21 +261,21 @@ class CudaRuntime(Runtime):
                 with self.device:
                     module = cupy.RawModule(code=source, options=("--std=c++17",))
                     function = module.get_function("bc_kernel")
+                    address = function.kernel.ptr
             except Exception as exc:  # cupy.cuda.compiler.CompileException and driver errors
                 raise CompileError(f"NVRTC failed: {exc}", kernel.name) from exc
-            self._modules[source] = CompiledCuda(module, function, source)
+            self._modules[source] = CompiledCuda(module, function, source, address)
         return self._modules[source]
 
     def launch(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
                args: list[Any]) -> None:
         packer = _packer(compiled, kernel)
-        self._run(compiled, kernel, cube_count, packer,
-                  packer.values(args, packer.meta(args)), args)
+        self._run(compiled, kernel, cube_count, packer, args, packer.meta(args))
 
     def plan(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
              args: list[Any]) -> Callable[[Any], None]:
-        """`Runtime.plan`: the tensors' metadata (fixed by the plan's layouts) are packed once;
-        a launch gathers the storages and converts the scalars."""
+        """`Runtime.plan`: the tensors' metadata (fixed by the plan's layouts) are worked out
+        once; a launch converts the scalars and packs them with the storages' addresses."""
         packer = _packer(compiled, kernel)
         meta = packer.meta(args)
         convert = [None if p.tensor else scalar_converter(p.dtype, kernel.name, p.name)
@@ -232,19 +285,21 @@ class CudaRuntime(Runtime):
         def launcher(values: Any) -> None:
             bound = [v if conv is None else conv(v)
                      for v, conv in zip(values, convert, strict=True)]
-            run(compiled, kernel, cube_count, packer, packer.values(bound, meta), bound)
+            run(compiled, kernel, cube_count, packer, bound, meta)
 
         return launcher
 
     def _run(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
-             packer: _Packer, values: list[Any], args: list[Any]) -> None:
-        """Launch with packed `values` (the unqualified variant where tensors overlap)."""
+             packer: _Packer, args: list[Any], meta: list[int]) -> None:
+        """Launch with `args` and their `meta` (the unqualified variant where tensors
+        overlap)."""
         if packer.aliasing and _overlap(packer, args):
             if compiled.aliased is None:
                 compiled.aliased = self._load(kernel, generate_aliased(kernel))
             compiled = compiled.aliased
+        params = packer.pack(args, meta)
         with self.device:
-            compiled.function(cube_count, kernel.cube_dim, tuple(values), stream=self.stream)
+            _launch(compiled.address, cube_count, kernel.cube_dim, self.stream.ptr, params)
 
     def sync(self) -> None:
         self.stream.synchronize()
