@@ -1,5 +1,6 @@
-"""The cpu runtime's max-pool kernels (a unit per plane: the forward's tap sweep, the
-non-overlapping backward's fill and scatter) against torch: LeNet's shapes, ceil_mode and
+"""The cpu runtime's max-pool kernels (a unit per plane: the forward's unrolled windows where
+all lie inside x, else its tap sweep; the non-overlapping backward's fill and scatter) against
+torch: LeNet's shapes, ceil_mode and
 padding (partial windows, windows starting in the padding), dilation, strided and transposed
 inputs and gradients, many planes, -inf-only windows, NaN, ties and float16."""
 
@@ -67,7 +68,12 @@ def test_cpu_max_pool_and_backward_match_torch(case: tuple[Any, ...], layout: st
         np.testing.assert_allclose(np.array(host_array(got)), want.detach().numpy(),
                                    rtol=1e-6, atol=1e-6)
     names = {kernel.kernel.name for kernel, _ in launched.values()}
-    assert "max_pool_planes" in names and "max_pool" not in names
+    # windows all inside x: their taps unrolled; else the tap sweep
+    inside = not any(o.padding) and all(
+        (out - 1) * st + (k - 1) * d < size for out, st, k, d, size in zip(
+            ty.shape[2:], o.stride, o.kernel_size, o.dilation, shape[2:], strict=True))
+    assert ("max_pool_windows" if inside else "max_pool_planes") in names
+    assert "max_pool" not in names
     overlapping = any(s < d * (k - 1) + 1 for k, s, d in
                       zip(o.kernel_size, o.stride, o.dilation, strict=True))
     assert ("max_pool_backward_planes" in names) is not overlapping
@@ -77,8 +83,8 @@ def test_cpu_max_pool_and_backward_match_torch(case: tuple[Any, ...], layout: st
 def test_max_pool_edges_match_torch(device: str) -> None:
     """Windows of -inf only, whose first taps are padding (the index names the first tap
     inside x, as torch's), a NaN (it wins), planes of ties, and float16 (its values exact, so
-    compared with torch's float32 result): values, indices and the gradient as torch's, on
-the cpu kernels and the GPU ones."""
+    compared with torch's float32 result), with and without padding: values, indices and the
+    gradient as torch's, on the cpu kernels and the GPU ones."""
     bk = _backend(device)
     a = (np.arange(2 * 3 * 7 * 7, dtype=np.float32).reshape(2, 3, 7, 7) % 5) - 2
     a[0, 0, :3, :3] = -np.inf
@@ -87,7 +93,9 @@ the cpu kernels and the GPU ones."""
     rng = np.random.default_rng(4)
     for o in (PoolOptions((3, 3), (3, 3), (1, 1), (1, 1), True),
               PoolOptions((2, 2), (2, 2), (1, 1), (1, 1), True),
-              PoolOptions((3, 2), (1, 2), (1, 1), (2, 1), False)):
+              PoolOptions((3, 2), (1, 2), (1, 1), (2, 1), False),
+              PoolOptions((2, 2), (2, 2), (0, 0), (1, 1), False),
+              PoolOptions((3, 3), (2, 2), (0, 0), (1, 1), False)):
         tx = torch.tensor(a, requires_grad=True)
         ty, tidx = _torch(tx, o)
         g = rng.standard_normal(tuple(ty.shape)).astype(np.float16)

@@ -10,6 +10,7 @@ runs max pooling and its scatter with a unit per plane. Adaptive pooling is a se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from functools import cache
@@ -27,6 +28,9 @@ from .resize import as_4d, device_csr, lead, planes, resample, unravel, work_dty
 
 #: Names of the window scalars, per axis (h, w): kernel, stride, padding, dilation.
 _WINDOW = ("k", "s", "p", "d")
+#: Most taps a cpu max-pool window may have to be compiled in and unrolled
+#: (`_max_windows_kernel`); larger windows, or windows reaching outside x, sweep tap by tap.
+UNROLLED_TAPS = 16
 
 
 def _geometry(op: str, x: CubeTensor, options: PoolOptions) -> tuple[list[int], list[int]]:
@@ -182,6 +186,49 @@ def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
                     y[row + ow] = b.cast(b.select(better, value, best), y.dtype)
                     idx[row + ow] = b.select(better, b.cast(h * size[1] + col, i64),
                                              idx[row + ow])
+    return b.kernel()
+
+
+@cache
+def _max_windows_kernel(dtype: DType, rank: int, kh: int, kw: int) -> Any:
+    """`_max_kernel` for the cpu runtime where every window lies inside x, with the kernel
+    size compiled in: one unit per plane walks its outputs row by row, each window's taps
+    unrolled (in `_max_kernel`'s order, so its ties and NaN rules hold) into registers, and
+    writes each value and index once."""
+    from burn_cube import KernelBuilder, i32, i64
+
+    b = KernelBuilder("max_pool_windows")
+    work, x, w, y, idx = _max_args(b, dtype, rank)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < y.shape[0]):
+        plane = b.local(i32, b.cast(pos, i32))
+        xl = lead(b, x, plane)
+        size = b.local(i32, b.cast(x.shape[-1], i32))
+        height = b.local(i32, b.cast(y.shape[1], i32))
+        width = b.local(i32, b.cast(y.shape[2], i32))
+        base = b.local(i32, plane * height * width)
+        with b.for_range(height) as oh:
+            top = b.local(i32, oh * w["sh"] - w["ph"])
+            hs = [b.local(i32, top + i * w["dh"]) for i in range(kh)]
+            row = b.local(i32, base + oh * width)
+            with b.for_range(width) as ow:
+                best = b.local(work)
+                arg = b.local(i32)
+                for i, h in enumerate(hs):
+                    for j in range(kw):
+                        # no locals inside the loop: reads affine in ow get their bounds
+                        # checks hoisted out of it
+                        col = ow * w["sw"] + (j * w["dw"] - w["pw"])
+                        value = b.local(work, b.cast(x[(*xl, h, col)], work))
+                        if i == j == 0:
+                            b.set(best, value)
+                            b.set(arg, h * size + col)
+                            continue
+                        better = _better(b, value, best)
+                        b.set(arg, b.select(better, h * size + col, arg))
+                        b.set(best, b.select(better, value, best))
+                y[row + ow] = b.cast(best, y.dtype)
+                idx[row + ow] = b.cast(arg, i64)
     return b.kernel()
 
 
@@ -426,9 +473,12 @@ class CubePoolOps:
         idx = _empty4(self, x, out, DType.int64)
         if y.size:
             xp, yp = planes(as_4d(x)), planes(y)
-            if self.runtime_name == "cpu":
-                kernel = _max_planes_kernel(x.dtype, len(xp.shape), _all_inside(x, out, options))
-                units = yp.shape[0]
+            inside = _all_inside(x, out, options)
+            taps = (1,) * (2 - len(options.kernel_size)) + tuple(options.kernel_size)
+            if self.runtime_name == "cpu" and inside and math.prod(taps) <= UNROLLED_TAPS:
+                kernel, units = _max_windows_kernel(x.dtype, len(xp.shape), *taps), yp.shape[0]
+            elif self.runtime_name == "cpu":
+                kernel, units = _max_planes_kernel(x.dtype, len(xp.shape), inside), yp.shape[0]
             else:
                 kernel, units = _max_kernel(x.dtype, len(xp.shape)), y.size
             self.launch(kernel, units, xp.array, *scalars, yp.array, planes(idx).array)
