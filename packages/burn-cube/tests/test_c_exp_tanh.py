@@ -42,6 +42,7 @@ def test_tanh_special_values_and_range() -> None:
     with np.errstate(invalid="ignore"):
         want = np.tanh(SPECIAL.astype(np.float64))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.0 and -1e-45 too
     assert list(got[2:4]) == [1.0, -1.0] and list(got[5:10]) == [1.0, -1.0, 1.0, 1.0, -1.0]
     x = np.concatenate([np.linspace(-12, 12, 200_001), np.geomspace(1e-38, 12, 50_001)])
     x = np.concatenate([x, -x]).astype(np.float32)

@@ -75,6 +75,11 @@ def _sign(x: str) -> CubeExpr:
     return ("select", ("gt", x, 0), 1, ("select", ("lt", x, 0), -1, 0))  # NaN, -0: 0 (torch)
 
 
+def _zero_kept(x: str, odd: CubeExpr) -> CubeExpr:
+    """An odd function's lowering with +-0.0 passed through (its sign kept, as torch)."""
+    return ("select", ("eq", x, 0), x, odd)
+
+
 def _floor_div(a: str, b: str) -> CubeExpr:
     """Integer floor division from the truncating `div`."""
     q = ("div", a, b)
@@ -145,12 +150,12 @@ for _name in ("exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh"
 op("abs", "x: T", "T", r.same, family="math", kinds=FI, cube=("abs", "x"))
 op("sign", "x: T", "T", r.same, family="math", kinds=FI, cube=_sign("x"))
 op("asinh", "x: T", "T", r.same, family="math",
-   cube=("mul", _sign("x"), ("log", ("add", ("abs", "x"),
-                                     ("sqrt", ("add", ("mul", "x", "x"), 1.0))))))
+   cube=_zero_kept("x", ("mul", _sign("x"), ("log", ("add", ("abs", "x"), ("sqrt", (
+       "add", ("mul", "x", "x"), 1.0)))))))
 op("acosh", "x: T", "T", r.same, family="math",
    cube=("log", ("add", "x", ("sqrt", ("sub", ("mul", "x", "x"), 1.0)))))
 op("atanh", "x: T", "T", r.same, family="math",
-   cube=("mul", 0.5, ("log", ("div", ("add", 1.0, "x"), ("sub", 1.0, "x")))))
+   cube=_zero_kept("x", ("mul", 0.5, ("log", ("div", ("add", 1.0, "x"), ("sub", 1.0, "x"))))))
 op("atan2", "lhs: T, rhs: T", "T", r.elementwise, family="math")
 op("is_nan", "x: T", "B", r.same, family="math", cube=("isnan", "x"))
 op("is_inf", "x: T", "B", r.same, family="math", cube=("isinf", "x"))

@@ -42,6 +42,12 @@ def _shifts(dtype: str, bits: int) -> dict[str, str]:
 POW_NAMES = ("f16", "f32", *(f"{s}x{n}" for s in ("f16", "f32") for n in LINE_LANES))
 
 
+def _zero_kept(odd: str) -> str:
+    """An odd function's expression with +-0.0 passed through: the drivers' ``atan``, ``sinh``,
+    ``tanh`` and ``log(1 + x)`` give +0.0 for -0.0 (llvmpipe), torch -0.0."""
+    return f"select({odd}, {{a}}, {{a}} == {{t}}(0.0))"
+
+
 def _nan_propagating(call: str, dtype: str) -> str:
     """``call`` of ``{a}`` and ``{b}``, NaN where either is NaN (but x^0 = 1^y = 1): the NaN test
     on the bits, since llvmpipe drops NaNs through ``pow`` and folds ``x != x`` to false."""
@@ -77,8 +83,7 @@ OPS: dict[str, str | None] = {
     "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "abs({a})",
     **{f"pow.{s}": _nan_propagating("bc_pow_{s}({a}, {b})", s) for s in POW_NAMES},
     "fmod": "bc_fmod_{s}({a}, {b})",
-    "rsqrt": "inverseSqrt({a})", "log1p": "log(1.0 + {a})", "erf": "bc_erf_{s}({a})",
-    "tanh.f32": "bc_tanh_{s}({a})",
+    "rsqrt": "inverseSqrt({a})", "erf": "bc_erf_{s}({a})", "tanh.f32": "bc_tanh_{s}({a})",
     "isnan.f32": "((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)",
     "isinf.f32": "((bitcast<u32>({a}) & 0x7fffffffu) == 0x7f800000u)",
     "isnan.f16": "((bitcast<u32>(f32({a})) & 0x7fffffffu) > 0x7f800000u)",  # exact widening
@@ -86,10 +91,12 @@ OPS: dict[str, str | None] = {
     "isnan.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)",
     "isinf.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) == 0x7ff0000000000000lu)",
     **{op: f"{op}({{a}})" for op in (
-        "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "atan",
-        "sinh", "cosh", "sqrt", "floor", "ceil", "round", "trunc")},
+        "exp", "exp2", "log", "log2", "sin", "cos", "tan", "cosh", "sqrt", "floor", "ceil",
+        "round", "trunc")},
+    **{op: _zero_kept(f"{op}({{a}})") for op in ("tanh", "atan", "sinh")},
+    "log1p": _zero_kept("log(1.0 + {a})"),
     # through atan2: the drivers' asin/acos are off by ~1e-4 near +-1 (llvmpipe)
-    "asin": "atan2({a}, sqrt((1.0 - {a}) * (1.0 + {a})))",
+    "asin": _zero_kept("atan2({a}, sqrt((1.0 - {a}) * (1.0 + {a})))"),
     "acos": "atan2(sqrt((1.0 - {a}) * (1.0 + {a})), {a})",
     "atomic_add.int": "atomicAdd(&{a}, {b})", "atomic_add.uint": "atomicAdd(&{a}, {b})",
     "atomic_min.int": "atomicMin(&{a}, {b})", "atomic_min.uint": "atomicMin(&{a}, {b})",
@@ -108,7 +115,7 @@ OPS: dict[str, str | None] = {
 #: negative base to an integer power (or -inf to any) by the parity of the power (infinite
 #: powers are even), else NaN.
 #: f32 tanh: the Cephes polynomial below 0.625, else from one ``exp`` (the Vulkan driver's
-#: ``tanh`` is slower); NaN propagates, +-inf give +-1.
+#: ``tanh`` is slower); NaN propagates, +-inf give +-1, +-0 keep their sign. erf: likewise.
 HELPERS = {
     "bc_fmod_": """\
 fn bc_fmod_{s}(xt: {T}, yt: {T}) -> {T} {{
@@ -170,7 +177,7 @@ fn bc_erf_{s}(x: {T}) -> {T} {{
     let t = 1.0 / (1.0 + 0.3275911 * abs(x));
     let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736)
                    * t + 0.254829592) * t * exp(-x * x);
-    return select(-y, y, x >= {T}(0.0));
+    return select(select(-y, y, x >= {T}(0.0)), x, x == {T}(0.0));
 }}
 """,
     "bc_pow_": """\
@@ -190,7 +197,8 @@ fn bc_tanh_{s}(x: {T}) -> {T} {{
     let small = ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z
                   + 1.33314422036e-1) * z - 3.33332819422e-1) * z * x + x;
     let big = 1.0 - 2.0 / (exp(2.0 * abs(x)) + 1.0);
-    return select(select(-big, big, x >= {T}(0.0)), small, abs(x) < {T}(0.625));
+    return select(select(select(-big, big, x >= {T}(0.0)), small, abs(x) < {T}(0.625)), x,
+                  x == {T}(0.0));
 }}
 """,
 }
