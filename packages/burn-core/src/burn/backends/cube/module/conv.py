@@ -12,7 +12,10 @@ keep, so the weight gradient's product gives the bias gradient too. Input gradie
 transposed convolutions go back through col2im (each input element sums the columns that read
 it: deterministic, no atomics). The cpu runtime has its own im2col (a unit per column row) and
 col2im (a unit per plane) kernels, whose inner loops are contiguous runs where the last strides
-are 1. float16/bfloat16 compute in float32, as NumPy does.
+are 1; where the output rows are short (`BATCH_LAST_WIDTH`) its columns are batch-last instead
+(`[C*K, L*N]` matrices, x transposed to `[C, *S, N]`), so those kernels copy and add runs of N
+samples, and one product over the batch is transposed back to `[N, C_out, L]` by tiles.
+float16/bfloat16 compute in float32, as NumPy does.
 """
 
 from __future__ import annotations

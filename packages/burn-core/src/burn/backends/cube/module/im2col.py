@@ -2,7 +2,7 @@
 
 Columns are `[N, C*K, L]` (row = channel and kernel tap, K = prod(kernel), L = prod(out)),
 written and read through their strides: dense for unfold4d, batch-inner (`[C*K, N*L]`
-matrices) for the convolutions.
+matrices) for the convolutions, or batch-last (`[C*K, L*N]`) on the cpu for short output rows.
 The kernels give each unit a `chunk` of the last dim: one unit per row on the cpu (divisions
 amortised over a row), one per element on GPUs (coalesced). Geometry (kernel, stride, padding,
 dilation, window counts) is runtime scalars, so kernels are compiled once per dtypes and rank.

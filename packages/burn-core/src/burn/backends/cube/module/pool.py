@@ -1,10 +1,11 @@
 """Pooling of the cube backends (avg, max with indices, adaptive avg; 1d and 2d) and backward.
 
 1d inputs run as 2d ones with a height of 1. The window geometry (kernel, stride, padding,
-dilation) goes to the kernels as runtime scalars, so one kernel per dtype serves every shape.
-The backward kernels gather: each input element sums the output gradients of the windows that
-read it (deterministic, no atomics); non-overlapping windows scatter instead. The cpu runtime
-runs max pooling and its scatter with a unit per plane. Adaptive pooling is a separable resampling
+dilation) goes to the kernels as runtime scalars, so one kernel per dtype serves every shape
+(but for the cpu max pool's unrolled windows, compiled per kernel size). The backward kernels
+gather: each input element sums the output gradients of the windows that read it
+(deterministic, no atomics); non-overlapping windows scatter instead. The cpu runtime runs max
+pooling and its scatter with a unit per plane. Adaptive pooling is a separable resampling
 (`resize.resample`) with the NumPy backend's averaging matrices.
 """
 
