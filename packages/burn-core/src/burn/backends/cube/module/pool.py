@@ -349,7 +349,8 @@ def _max_scatter_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) -> 
 def _max_scatter_planes_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType,
                                ranks: tuple[int, int]) -> Any:
     """`_max_scatter_kernel` for the cpu runtime, zero fill included: one unit per plane
-    zeroes its grad_x plane, then writes each output's grad at its index."""
+    zeroes its grad_x plane, then writes each output's grad at its index. `ranks` (1, 1):
+    indices and grad are dense, given flat, and each plane's outputs are one loop."""
     from burn_cube import KernelBuilder, i32
 
     b = KernelBuilder("max_pool_backward_planes")
@@ -361,16 +362,26 @@ def _max_scatter_planes_kernel(dtype: DType, grad_dtype: DType, index_dtype: DTy
     pos = b.ABSOLUTE_POS
     with b.if_(pos < gx.shape[0]):
         plane = b.local(i32, b.cast(pos, i32))
-        il, gl = lead(b, idx, plane), lead(b, g, plane)
         area = b.local(i32, b.cast(gx.shape[1] * gx.shape[2], i32))
         base = b.local(i32, plane * area)
         with b.for_range(area) as i:
             gx[base + i] = 0
-        with b.for_range(b.cast(g.shape[-2], i32)) as oh, \
-                b.for_range(b.cast(g.shape[-1], i32)) as ow:
-            flat = b.local(idx.dtype, idx[(*il, oh, ow)])
+
+        def scatter(at: Any, read: Any) -> None:
+            flat = b.local(idx.dtype, idx[at])
             with b.if_(b.and_(flat >= 0, flat < b.cast(area, idx.dtype))):
-                gx[base + b.cast(flat, i32)] = g[(*gl, oh, ow)]
+                gx[base + b.cast(flat, i32)] = g[read]
+
+        if ranks == (1, 1):
+            count = b.local(i32, b.cast(idx.len // gx.shape[0], i32))
+            start = b.local(i32, plane * count)
+            with b.for_range(count) as o:
+                scatter(start + o, start + o)
+        else:
+            il, gl = lead(b, idx, plane), lead(b, g, plane)
+            with b.for_range(b.cast(g.shape[-2], i32)) as oh, \
+                    b.for_range(b.cast(g.shape[-1], i32)) as ow:
+                scatter((*il, oh, ow), (*gl, oh, ow))
     return b.kernel()
 
 
@@ -507,18 +518,23 @@ class CubePoolOps:
         if not gx.size:
             return _back_to(gx, x.shape)
         dtypes = (x.dtype, grad.dtype, indices.dtype)
-        idx, g = as_4d(indices).array, as_4d(grad).array
         spans = (d * (k - 1) + 1 for k, d in zip(options.kernel_size, options.dilation,
                                                  strict=True))
         scatter = all(s >= span for s, span in zip(options.stride, spans, strict=True))
         if scatter and self.runtime_name == "cpu":
-            ip, gp, xp = planes(as_4d(indices)), planes(as_4d(grad)), planes(gx)
+            if indices.is_contiguous and grad.is_contiguous:
+                ip, gp = (t.view((t.size,), (1,)) for t in (indices, grad))
+            else:
+                ip, gp = planes(as_4d(indices)), planes(as_4d(grad))
             kernel = _max_scatter_planes_kernel(*dtypes, (len(ip.shape), len(gp.shape)))
-            self.launch(kernel, xp.shape[0], ip.array, gp.array, xp.array)
+            units = gx.shape[0] * gx.shape[1]
+            self.launch(kernel, units, ip.array, gp.array,
+                        gx.view((units, *gx.shape[2:]), gx.strides[1:]).array)
         elif scatter:
             self.launch(fill_kernel(x.dtype), gx.size, 0.0, gx.view((gx.size,), (1,)).array)
             if indices.size:
-                self.launch(_max_scatter_kernel(*dtypes), indices.size, idx, g, gx.array)
+                self.launch(_max_scatter_kernel(*dtypes), indices.size, as_4d(indices).array,
+                            as_4d(grad).array, gx.array)
         else:
             ip, gp = planes(as_4d(indices)), planes(as_4d(grad))
             kernel = _max_backward_kernel(*dtypes, (len(ip.shape), len(gp.shape)))
