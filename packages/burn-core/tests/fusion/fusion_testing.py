@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import burn
+from burn.fusion import FusionTensor
 
 #: Cube backends with a fusion form here (wgpu runs on Mesa's CPU adapter where there is no GPU).
 DEVICES = [name for name in ("cpu", "wgpu")
@@ -60,6 +61,11 @@ class LaunchCounter:
         """Launches since the last call (or since counting started)."""
         count, self.count = self.count, 0
         return count
+
+
+def pending(t: burn.Tensor) -> bool:
+    """Whether `t` is the result of a recorded op that has not run yet."""
+    return isinstance(t._prim, FusionTensor) and t._prim.value is None
 
 
 def check(got: burn.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6) -> None:

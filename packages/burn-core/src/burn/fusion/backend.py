@@ -4,7 +4,9 @@ Under ``Device("cpu").fusion()`` (``"cpu+fusion"``, composing with ``.autodiff()
 whose inner implementation is its op-table lowering is recorded into the device's `Stream`
 instead of run: its result is a `FusionTensor` whose shape and dtype the op table infers, so
 an argument the op cannot take raises at the call site. Any other op is a sync point for the
-pending ops it reads and runs at once on the inner backend, as do reading data, `item()`,
+pending ops it reads and runs at once on the inner backend, its result the inner primitive
+itself (a fusion device's primitives are pending or computed `FusionTensor`s, or inner
+primitives: nothing is wrapped or unwrapped on the way), as do reading data, `item()`,
 printing and `burn.sync()`; so the cube backends' own rows kernels (cross_entropy, layer_norm
 and their backwards) run as one kernel each. Protocol defaults the inner backend does not
 override (on the cube backends: attention) run on the fusion backend itself, so their
@@ -17,6 +19,7 @@ runs at once.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from burn.backend.decorator import Decorator
@@ -26,7 +29,7 @@ from burn.fusion.elementwise import fusable
 from burn.fusion.handle import FusionTensor
 from burn.fusion.stats import STATS
 from burn.fusion.stream import Stream, accepts, planned_ops
-from burn.ir import OPS, OpDef, TensorIR, new_id
+from burn.ir import OPS, OpDef, TensorIR
 
 #: Most inferred results a fusion backend keeps (all are dropped when full).
 MAX_RESULTS = 4096
@@ -47,7 +50,11 @@ class Fusion(Decorator):
 
     def __init__(self, inner: Backend) -> None:
         super().__init__(inner)
-        self.stream = Stream(inner)
+        #: the result (shape, dtype) of recorded ops by op, input shapes and dtypes, cast
+        #: dtype; () where they run at once (the fuser cannot take them, or the stream found
+        #: that recording them gains nothing: `Stream.flush`).
+        self._results: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self.stream = Stream(inner, self._results)
         cls = type(inner)
         lowered: dict[str, Any] = {}
         if hasattr(inner, "runtime"):
@@ -62,11 +69,12 @@ class Fusion(Decorator):
                          for n, m in lowered.items() if getattr(cls, n, None) is m}
         if lowered:  # and the reductions and matmuls the planner fuses (`stream.PLANNED`)
             self.recorded.update(planned_ops(cls))
+            # a cube primitive's shape and dtype are its own attributes, as a handle's (C
+            # getters: the frontend and Autodiff ask for them per op)
+            self.shape = operator.attrgetter("shape")  # type: ignore[method-assign,assignment]
+            self.dtype = operator.attrgetter("dtype")  # type: ignore[method-assign,assignment]
         #: whether reductions along a dim other than the innermost fuse (`reduce.accepts`)
         self._columns = getattr(inner, "runtime_name", "cpu") != "cpu"
-        #: the result (shape, dtype) of recorded ops by op, input shapes and dtypes, cast
-        #: dtype; () where the fuser cannot take them.
-        self._results: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         #: protocol defaults the inner backend keeps, run on this backend.
         self.defaults = {n: getattr(Backend, n) for n, op in OPS.items()
                          if op.default and n not in self.recorded and op.device_at is None
@@ -126,35 +134,24 @@ class Fusion(Decorator):
         return result
 
     def eager(self, op: OpDef, args: tuple[Any, ...]) -> Any:
-        """Run `op` at once on the inner backend (after the pending ops it reads)."""
+        """Run `op` at once on the inner backend (after the pending ops it reads); what it
+        returns is the inner backend's."""
         STATS.ops_eager += 1
         inner_args = list(args)
-        device = None  # the result's: the device argument's, else the first tensor's
         with self.stream.lock:  # inner backends (wgpu's command encoder) are not thread-safe
             for i in op.tensor_at:
                 h = args[i]
-                if h is not None:
+                if type(h) is FusionTensor:
                     inner_args[i] = h.value if h.value is not None else self.value(h)
-                    device = device or h.device
             for i in op.list_at:
                 inner_args[i] = [self.value(h) for h in args[i]]
-            out = getattr(self.inner, op.name)(*inner_args)
-        if not op.results:
-            return out
-        if op.device_at is not None:
-            device = args[op.device_at]
-        if isinstance(out, tuple | list):
-            return tuple(None if o is None else self.wrap(o, device) for o in out)
-        return self.wrap(out, device)
+            return getattr(self.inner, op.name)(*inner_args)
 
-    def wrap(self, value: Any, device: Device | None = None) -> FusionTensor:
-        """An inner primitive as a computed handle (on `device`, else where it lives)."""
-        inner = self.inner
-        return FusionTensor(new_id(), tuple(inner.shape(value)), inner.dtype(value),
-                            device if device is not None else inner.device_of(value), value)
-
-    def value(self, x: FusionTensor) -> Any:
-        """The inner primitive of `x`, running the pending ops first when it is pending."""
+    def value(self, x: Any) -> Any:
+        """The inner primitive of `x` (itself where it is one), running the pending ops first
+        when it is pending."""
+        if type(x) is not FusionTensor:
+            return x
         if x.value is None:
             if x.failure is None:
                 self.stream.flush()
@@ -165,24 +162,25 @@ class Fusion(Decorator):
         return x.value
 
     def describe(self, x: Any) -> TensorIR:
-        return TensorIR(x.id, x.shape, x.dtype)
+        return TensorIR(x.id, x.shape, x.dtype) if type(x) is FusionTensor \
+            else super().describe(x)
 
     # --- hooks: handles answered without running anything; data through `value` ---
     def shape(self, x: Any) -> tuple[int, ...]:
-        return x.shape  # type: ignore[no-any-return]
+        return x.shape if type(x) is FusionTensor else self.inner.shape(x)  # type: ignore
 
     def dtype(self, x: Any) -> DType:
-        return x.dtype  # type: ignore[no-any-return]
+        return x.dtype if type(x) is FusionTensor else self.inner.dtype(x)  # type: ignore
 
     def device_of(self, x: Any) -> Device:
-        return self.outer_device(x.device)
+        return self.outer_device(x.device if type(x) is FusionTensor else
+                                 self.inner.device_of(x))
 
     def detach_values(self, x: Any) -> Any:
         return x
 
     def check_indices(self, op: str, indices: Any, size: int, wrap_negative: bool = True) -> Any:
-        return self.wrap(self.inner.check_indices(op, self.value(indices), size, wrap_negative),
-                         indices.device)
+        return self.inner.check_indices(op, self.value(indices), size, wrap_negative)
 
     def check_nonzero(self, op: str, divisor: Any) -> None:
         self.inner.check_nonzero(op, self.value(divisor))
@@ -202,14 +200,24 @@ def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:
 
 
 def _runner(fusion: Fusion, op: OpDef) -> Any:
-    """`op`'s method on `fusion` for an op run at once: `Fusion.eager` without `handle`'s
-    lookups (the generic method for keyword calls)."""
+    """`op`'s method on `fusion` for an op run at once: the inner backend's method on the
+    arguments as they are where none is a `FusionTensor`, else `Fusion.eager` (the generic
+    method for keyword calls)."""
     generic = getattr(Decorator, op.name)
-    eager = fusion.eager
+    eager, inner, lock, name = fusion.eager, fusion.inner, fusion.stream.lock, op.name
+    tensor_at, lists = op.tensor_at, bool(op.list_at)
 
     def method(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return generic(fusion, *args, **kwargs)
+        if not lists:
+            for i in tensor_at:
+                if type(args[i]) is FusionTensor:
+                    break
+            else:
+                STATS.ops_eager += 1
+                with lock:
+                    return getattr(inner, name)(*args)
         return eager(op, args)
 
     method.__name__ = op.name

@@ -31,12 +31,10 @@ class FusionTensor:
         value: the inner primitive, or None while its op is pending.
 
     `ir` is its `TensorIR` (made once: every op that reads it records it), `failure` the error
-    of the fused kernel that was to compute it, if that kernel failed, `inner` the inner
-    backend's `Tensor` of its value once `burn.fusion.inner.on_inner` made one.
+    of the fused kernel that was to compute it, if that kernel failed.
     """
 
-    __slots__ = ("id", "shape", "dtype", "device", "value", "failure", "ir", "inner",
-                 "__weakref__")
+    __slots__ = ("id", "shape", "dtype", "device", "value", "failure", "ir", "__weakref__")
 
     def __init__(self, id: int, shape: tuple[int, ...], dtype: DType, device: Device,
                  value: Any = None) -> None:
@@ -46,7 +44,6 @@ class FusionTensor:
         self.device = device
         self.value = value
         self.failure: Exception | None = None
-        self.inner: Any = None
         self.ir = new_tuple(TensorIR, (id, shape, dtype))
 
     def __repr__(self) -> str:

@@ -3,8 +3,9 @@ values of fusion tensors.
 
 An optimizer's `_fused` update (`burn.backends.cube.optim_kernels`) needs the cube backend's
 own tensors: fusion tensors would make it fall back to recording its dozen tensor ops per
-param. `on_inner` runs the pending ops, hands the update the inner tensors and wraps what it
-returns (and the state buffers it replaced) back as computed fusion tensors.
+param. `on_inner` runs the pending ops, hands the update the inner tensors and hands what it
+returns (and the state buffers it replaced) back as tensors of the fusion device around the
+same inner primitives.
 """
 
 from __future__ import annotations
@@ -47,21 +48,17 @@ def on_inner(update: Update, lr: float, param: Tensor, grad: Tensor,
         return None
     for k, v in inner.items():
         if v is not given.get(k):
-            state[k] = _outer(bk, param, v) if isinstance(v, Tensor) and v._bk is bk.inner \
+            state[k] = _outer(param, v) if isinstance(v, Tensor) and v._bk is bk.inner \
                 else v
-    return _outer(bk, param, out)
+    return _outer(param, out)
 
 
 def _inner(bk: Fusion, t: Tensor) -> Tensor:
-    """The inner backend's tensor of fusion tensor `t` (computed), made once per handle and
-    dtype (an optimizer's state buffers are handed to every step)."""
-    handle = t._prim
-    inner = handle.inner
-    if inner is None or inner.dtype is not t.dtype:
-        inner = handle.inner = make(bk.value(handle), handle.device, t.dtype)
-    return inner
+    """The inner backend's tensor of fusion tensor `t` (computed)."""
+    prim = bk.value(t._prim)
+    return make(prim, bk.inner.device_of(prim), t._dtype)
 
 
-def _outer(bk: Fusion, like: Tensor, t: Tensor) -> Tensor:
-    """Inner tensor `t` as a computed fusion tensor on `like`'s device."""
-    return like._wrap(bk.wrap(t._prim, like._prim.device), t.dtype)
+def _outer(like: Tensor, t: Tensor) -> Tensor:
+    """Inner tensor `t` as a tensor on `like`'s (fusion) device: its primitive as is."""
+    return like._wrap(t._prim, t._dtype)

@@ -1,6 +1,7 @@
 """`Stream`: the ops a fusion device has recorded and not run yet.
 
-Recorded ops (`Pending`) name their tensors by id: an input already computed is kept by value
+Recorded ops (`Pending`) name their tensors by id: an input already computed (a computed
+handle, or an inner primitive, named by its `id` while it is kept) is kept by value
 (`values`), a pending result only by a weak reference to its handle. `flush` cuts the pending
 ops into blocks (`_blocks`, the planner), works out which results must be written (a live
 handle holds them, or a later block reads them) and runs each block through its fuser; results
@@ -44,10 +45,15 @@ class Stream:
 
     Args:
         inner: the cube backend that runs them.
+        results: the fusion backend's results of recorded ops by structure (`Fusion._results`);
+            a matmul whose block ran as the inner backend's product (BLAS, cuBLAS) gets ()
+            there, so later ones of its structure run at once: recorded, it gains nothing
+            (its epilogue is an elementwise block reading the product either way).
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, results: dict[tuple[Any, ...], tuple[Any, ...]]) -> None:
         self.inner = inner
+        self.results = results
         self.pending: list[Pending] = []
         #: pending results' handles, weakly, by id.
         self.weak: dict[int, weakref.ref[FusionTensor]] = {}
@@ -83,15 +89,21 @@ class Stream:
             ir = list(args)
             wiring = []  # a pending input as its distance back, a computed one as -1 - its order
             for i, h in zip(tensor_at, inputs, strict=True):
-                value = h.value
-                if value is None:
-                    wiring.append(n - position[h.id])
-                else:
-                    self.values[h.id] = value
-                    wiring.append(-1 - self.external.setdefault(h.id, len(self.external)))
-                ir[i] = h.ir
+                if type(h) is FusionTensor:
+                    value, ir[i] = h.value, h.ir
+                    if value is None:
+                        wiring.append(n - position[h.id])
+                        continue
+                    tid = h.id
+                else:  # an inner primitive: its id while the stream keeps it
+                    value, tid = h, id(h)
+                    ir[i] = new_tuple(TensorIR, (tid, h.shape, h.dtype))
+                self.values[tid] = value
+                wiring.append(-1 - self.external.setdefault(tid, len(self.external)))
             shape, dtype = result
-            handle = FusionTensor(new_id(), shape, dtype, inputs[0].device)
+            first = inputs[0]
+            handle = FusionTensor(new_id(), shape, dtype, first.device if type(first) is
+                                  FusionTensor else self.inner.device_of(first))
             out = handle.ir
             position[out.id] = n
             pending.append(new_tuple(Pending, (op, tuple(ir), out, (structure, tuple(wiring)))))
@@ -121,6 +133,9 @@ class Stream:
             self.position.clear()
             self.external.clear()
             STATS.flushes += 1
+            if len(pending) == 1 and pending[0].op.name not in MATMULS:
+                self._run_one(pending[0], weak[pending[0].out.id](), values)
+                return
             held = tuple([ref() is not None for ref in weak.values()])
             signature = (tuple([r.key for r in pending]), held)
             plan = self.plans.get(signature)
@@ -145,6 +160,24 @@ class Stream:
                     handle = weak[tid]()
                     if handle is not None:
                         handle.value = value
+                if kind == "matmul" and type(cell.plan) is Cell:  # the inner product
+                    self.results[pending[start].key[0]] = ()
+
+    def _run_one(self, record: Pending, handle: FusionTensor | None,
+                 values: dict[int, Any]) -> None:
+        """A flush of one op (no matmul): the inner backend's own kernel where `handle`
+        (its result's, if still held) needs it, without a plan."""
+        if handle is None:
+            STATS.ops_dead += 1
+            return
+        op, args = record.op, record.args
+        try:
+            handle.value = getattr(self.inner, op.name)(
+                *[values[a.id] if type(a) is TensorIR else a for a in args])
+        except Exception as exc:  # the handle says why when it is read
+            handle.failure = exc
+            raise
+        STATS.kernels_launched += 1
 
     def _plan(self, pending: list[Pending], held: tuple[bool, ...]) -> FlushPlan:
         """How `pending` runs: its blocks as (kind, start, end, cell) and the positions of
