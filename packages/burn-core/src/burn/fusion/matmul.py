@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from burn.backends.cube.elementwise import broadcast_view
 from burn.backends.cube.matmul import LINE_FALLBACK, _tuned, batches_per_launch, kernel_views
@@ -35,6 +35,15 @@ MATMULS = ("float_matmul",)
 SMALL_TILE = TILES["tile32x32x16"]
 #: Most multiply-adds of a product fused into a scalar tile where a line tile was tuned.
 FUSE_WORK = 1 << 24
+
+
+class Unfused(NamedTuple):
+    """The plan of a matmul block run as the inner backend's product, then its epilogue as
+    an elementwise block (`epilogue`: that block's cell); `vendor`: the product is a vendor
+    library's (BLAS, cuBLAS) for its shapes, so no block of its structure ever fuses."""
+
+    epilogue: Cell
+    vendor: bool
 
 
 def accepts(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> bool:
@@ -111,7 +120,8 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
         cell: where the block's plan is kept (made here on the first run): the fused
-            kernel's, or the cell of the epilogue run after the inner backend's product.
+            kernel's, or `Unfused` (the epilogue's cell, run after the inner backend's
+            product).
     Returns:
         The written results by tensor id.
     """
@@ -122,11 +132,11 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     if plan is None:
         tile = _tile(inner, lhs, rhs, shape)
         fused = None if tile is None else _fused_plan(block, needed, tile)
-        plan = cell.plan = Cell() if fused is None else fused
-    elif type(plan) is not Cell:
+        plan = cell.plan = Unfused(Cell(), tile is None) if fused is None else fused
+    elif type(plan) is not Unfused:
         STATS.cache_hits += 1
-    if type(plan) is Cell:
-        return _unfused(inner, block, lhs, rhs, values, needed, plan)
+    if type(plan) is Unfused:
+        return _unfused(inner, block, lhs, rhs, values, needed, plan.epilogue)
     program, epilogue, tile = plan
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
     lv, rv, ov = kernel_views(lhs, rhs, outs[0])

@@ -24,7 +24,7 @@ from typing import Any
 from burn.dtype import DType
 from burn.fusion.elementwise import run_block
 from burn.fusion.handle import Cell, FusionTensor, Pending, block_key, new_tuple
-from burn.fusion.matmul import MATMULS, run_matmul
+from burn.fusion.matmul import MATMULS, Unfused, run_matmul
 from burn.fusion.matmul import accepts as matmul_accepts
 from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduced_dim, run_reduce
 from burn.fusion.reduce import accepts as reduce_accepts
@@ -46,9 +46,9 @@ class Stream:
     Args:
         inner: the cube backend that runs them.
         results: the fusion backend's results of recorded ops by structure (`Fusion._results`);
-            a matmul whose block ran as the inner backend's product (BLAS, cuBLAS) gets ()
-            there, so later ones of its structure run at once: recorded, it gains nothing
-            (its epilogue is an elementwise block reading the product either way).
+            a matmul whose product is a vendor library's (BLAS, cuBLAS: `matmul.Unfused`)
+            gets () there, so later ones of its structure run at once: recorded, it gains
+            nothing (its epilogue is an elementwise block reading the product either way).
     """
 
     def __init__(self, inner: Any, results: dict[tuple[Any, ...], tuple[Any, ...]]) -> None:
@@ -160,7 +160,7 @@ class Stream:
                     handle = weak[tid]()
                     if handle is not None:
                         handle.value = value
-                if kind == "matmul" and type(cell.plan) is Cell:  # the inner product
+                if kind == "matmul" and type(cell.plan) is Unfused and cell.plan.vendor:
                     self.results[pending[start].key[0]] = ()
 
     def _run_one(self, record: Pending, handle: FusionTensor | None,
