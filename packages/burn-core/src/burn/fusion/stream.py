@@ -31,6 +31,7 @@ from burn.fusion.reduce import accepts as reduce_accepts
 from burn.fusion.stats import STATS
 from burn.ir import OPS, OpDef, TensorIR, new_id
 
+_ref = weakref.ref
 #: Most ops a stream holds before it runs them (a bound on kernel size and on the memory the
 #: inputs of pending ops keep).
 MAX_PENDING = 128
@@ -54,6 +55,8 @@ class Stream:
     def __init__(self, inner: Any, results: dict[tuple[Any, ...], tuple[Any, ...]]) -> None:
         self.inner = inner
         self.results = results
+        #: the inner device, where every tensor of the stream lives.
+        self.device: Any = getattr(inner, "device", None)
         self.pending: list[Pending] = []
         #: pending results' handles, weakly, by id.
         self.weak: dict[int, weakref.ref[FusionTensor]] = {}
@@ -101,13 +104,11 @@ class Stream:
                 self.values[tid] = value
                 wiring.append(-1 - self.external.setdefault(tid, len(self.external)))
             shape, dtype = result
-            first = inputs[0]
-            handle = FusionTensor(new_id(), shape, dtype, first.device if type(first) is
-                                  FusionTensor else self.inner.device_of(first))
+            handle = FusionTensor(new_id(), shape, dtype, self.device)
             out = handle.ir
             position[out.id] = n
             pending.append(new_tuple(Pending, (op, tuple(ir), out, (structure, tuple(wiring)))))
-            self.weak[out.id] = weakref.ref(handle)
+            self.weak[out.id] = _ref(handle)
             STATS.ops_recorded += 1
             if op.name in WITH_INDICES and result[1] is not DType.int64:
                 # the indices: a record of their own (the reduce fuser computes both in one pass)
