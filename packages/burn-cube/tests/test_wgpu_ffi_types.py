@@ -11,7 +11,7 @@ from cffi import CDefError  # noqa: E402  (after the skip: cffi comes with wgpu)
 from cffi.cparser import Parser  # noqa: E402
 from wgpu.backends.wgpu_native._ffi import ffi  # noqa: E402
 
-import burn_cube.runtime.wgpu  # noqa: E402,F401  (installs the fast path)
+from burn_cube.runtime.wgpu import fast_type_lookup  # noqa: E402  (importing installs it)
 
 #: names wgpu-py asks for while starting a device and running a kernel, spelled as it does
 NAMES = ["WGPUBufferDescriptor *", "WGPUChainedStruct * ", "WGPUFeatureName[]",
@@ -32,3 +32,14 @@ def test_other_declarations_are_parsed() -> None:
         ffi._parser, FUNCTION)
     with pytest.raises(CDefError, match="NoSuchType"):
         ffi.typeof("NoSuchType *")
+
+
+def test_parser_of_another_layout_is_left_alone() -> None:
+    class Other:
+        def parse_type_and_quals(self, cdecl: str) -> str:
+            return cdecl
+
+    other = Other()
+    fast_type_lookup(other)
+    fast_type_lookup(None)
+    assert other.parse_type_and_quals("T *") == "T *" and "parse_type_and_quals" not in vars(other)

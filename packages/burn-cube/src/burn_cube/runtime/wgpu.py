@@ -53,10 +53,14 @@ def fast_type_lookup(parser: Any) -> None:
     and array constructors (the same types as a parse gives); anything else is parsed.
 
     Args:
-        parser: The ``ffi._parser`` of wgpu-py's FFI (a ``cffi.cparser.Parser``).
+        parser: The ``ffi._parser`` of wgpu-py's FFI (a ``cffi.cparser.Parser``); one of another
+            layout (another cffi version) is left as it is.
     """
     from cffi import model
 
+    if not all(hasattr(parser, a) for a in ("_declarations", "_get_type_pointer",
+                                             "parse_type_and_quals")):
+        return
     parse = parser.parse_type_and_quals
 
     def lookup(cdecl: str) -> Any:
@@ -77,9 +81,12 @@ def fast_type_lookup(parser: Any) -> None:
 
 
 if wgpu is not None:
-    from wgpu.backends.wgpu_native._ffi import ffi as _ffi
-
-    fast_type_lookup(_ffi._parser)
+    try:
+        from wgpu.backends.wgpu_native._ffi import ffi as _ffi
+    except ImportError:  # pragma: no cover - another wgpu-py layout: cffi parses as before
+        pass
+    else:
+        fast_type_lookup(getattr(_ffi, "_parser", None))
 
 BATCH = 64  # most launches per submit
 BIND_GROUPS = 256  # cached (buffer set, bc_info) bind groups
