@@ -47,18 +47,13 @@ def on_inner(update: Update, lr: float, param: Tensor, grad: Tensor,
     if out is None:
         return None
     for k, v in inner.items():
-        if v is not given.get(k):
-            state[k] = _outer(param, v) if isinstance(v, Tensor) and v._bk is bk.inner \
-                else v
-    return _outer(param, out)
+        if v is not given.get(k):  # a replaced buffer: its primitive on the fusion device
+            state[k] = param._wrap(v._prim, v._dtype) \
+                if isinstance(v, Tensor) and v._bk is bk.inner else v
+    return param._wrap(out._prim, out._dtype)
 
 
 def _inner(bk: Fusion, t: Tensor) -> Tensor:
     """The inner backend's tensor of fusion tensor `t` (computed)."""
     prim = bk.value(t._prim)
     return make(prim, bk.inner.device_of(prim), t._dtype)
-
-
-def _outer(like: Tensor, t: Tensor) -> Tensor:
-    """Inner tensor `t` as a tensor on `like`'s (fusion) device: its primitive as is."""
-    return like._wrap(t._prim, t._dtype)
