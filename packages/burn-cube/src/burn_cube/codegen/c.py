@@ -393,6 +393,11 @@ class CEmitter(Emitter):
                 if p.tensor:
                     t = self.storage_type(p.dtype)
                     self.line(f"{t} *t_{p.name}_e = ({t} *)t_{p.name};")
+        guarded = self.cube_flag()
+        body = self.kernel.body if guarded is None else guarded[1]
+        if guarded is not None:  # a guard that is a cube constant: tested once, out of the loop
+            self.line(f"if ({guarded[0]}) {{")
+            self.depth += 1
         if pragma:
             self.line(pragma)
         if self.flat:
@@ -405,11 +410,24 @@ class CEmitter(Emitter):
             self.depth += 1
         for name, dtype in self.kernel.locals.items():
             self.line(f"{self.type(dtype)} v_{name} = {self.zero(dtype)};")
-        for s in self.kernel.body:
+        for s in body:
             self.stmt(s)
         self.line(f"{label}: ;")
         self.depth -= 1
         self.line("}")
+        if guarded is not None:
+            self.depth -= 1
+            self.line("}")
+
+    def cube_flag(self) -> tuple[str, list[ir.Stmt]] | None:
+        """The flag and branch of a fast-path body that is one ``if`` on a cube constant (the
+        kernel's guard ``pos < n``), else None: gcc does not unswitch it out of the unit loop,
+        and the loop it vectorizes then reloads its constants per iteration."""
+        match self.kernel.body:
+            case [ir.If(cond=ir.Op() as cond, then=then, orelse=[])] if self.hoist is not None \
+                    and cond in self.hoist.flags:
+                return self.hoist.flags[cond], then
+        return None
 
     def fast_paths(self, hoists: list[Hoist]) -> None:
         """The first fast path whose per-cube conditions hold, else the checked loop; each in

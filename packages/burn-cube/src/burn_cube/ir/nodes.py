@@ -244,11 +244,24 @@ def expressions(stmts: list[Stmt]) -> Iterator[Expr]:
                 yield from _subexpressions(e)
 
 
+#: The fields ``_structure`` reads, per class (None: not a dataclass), worked out once: the
+#: hash of a matmul kernel visits ~10^4 nodes, so per-node ``fields()`` calls were most of it.
+_STRUCTURE_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _structure_fields(cls: type) -> tuple[str, ...] | None:
+    if cls not in _STRUCTURE_FIELDS:
+        _STRUCTURE_FIELDS[cls] = tuple(
+            f.name for f in fields(cls) if f.name not in ("line", "externals")
+        ) if is_dataclass(cls) else None
+    return _STRUCTURE_FIELDS[cls]
+
+
 def _structure(obj: Any) -> Any:
     """A nested-tuple form of IR nodes without source lines."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return (type(obj).__name__, *(_structure(getattr(obj, f.name)) for f in fields(obj)
-                                      if f.name not in ("line", "externals")))
+    names = _structure_fields(type(obj))
+    if names is not None:
+        return (type(obj).__name__, *(_structure(getattr(obj, n)) for n in names))
     if isinstance(obj, list | tuple):
         return tuple(_structure(o) for o in obj)
     if isinstance(obj, dict):
