@@ -48,7 +48,9 @@ def test_gelu_chain_is_one_kernel(base: str, monkeypatch: pytest.MonkeyPatch) ->
     unfused = gelu_chain(plain)
     burn.sync(base)
     assert counter.take() == 9
-    np.testing.assert_array_equal(y.to_numpy(), unfused.to_numpy())
+    # equal but for the C compiler's contraction of a * b + c into one FMA inside the kernel
+    # (an ulp of an intermediate near 1, large relative to GELU's tiny negative values)
+    np.testing.assert_allclose(y.to_numpy(), unfused.to_numpy(), rtol=1e-6, atol=2.4e-7)
     check(y, gelu_chain(torch.from_numpy(data)), rtol=1e-5, atol=1e-6)
 
 
