@@ -29,6 +29,9 @@ from .resize import as_4d, device_csr, lead, planes, resample, unravel, work_dty
 
 #: Names of the window scalars, per axis (h, w): kernel, stride, padding, dilation.
 _WINDOW = ("k", "s", "p", "d")
+#: The cpu plane kernels' last scalar: each plane's elements, which weighs their OpenMP
+#: threshold (`KernelBuilder`'s `unit_work`), so a few hundred planes still use every thread.
+WORK = "work"
 #: Most taps a cpu max-pool window may have to be compiled in and unrolled
 #: (`_max_windows_kernel`); larger windows, or windows reaching outside x, sweep tap by tap.
 UNROLLED_TAPS = 16
@@ -153,8 +156,9 @@ def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
     `inside` x."""
     from burn_cube import KernelBuilder, i32, i64
 
-    b = KernelBuilder("max_pool_planes")
+    b = KernelBuilder("max_pool_planes", unit_work=WORK)
     work, x, w, y, idx = _max_args(b, dtype, rank)
+    b.scalar(WORK, i32)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.shape[0]):
         plane = b.local(i32, b.cast(pos, i32))
@@ -198,8 +202,9 @@ def _max_windows_kernel(dtype: DType, rank: int, kh: int, kw: int) -> Any:
     writes each value and index once."""
     from burn_cube import KernelBuilder, i32, i64
 
-    b = KernelBuilder("max_pool_windows")
+    b = KernelBuilder("max_pool_windows", unit_work=WORK)
     work, x, w, y, idx = _max_args(b, dtype, rank)
+    b.scalar(WORK, i32)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < y.shape[0]):
         plane = b.local(i32, b.cast(pos, i32))
@@ -353,12 +358,13 @@ def _max_scatter_planes_kernel(dtype: DType, grad_dtype: DType, index_dtype: DTy
     indices and grad are dense, given flat, and each plane's outputs are one loop."""
     from burn_cube import KernelBuilder, i32
 
-    b = KernelBuilder("max_pool_backward_planes")
+    b = KernelBuilder("max_pool_backward_planes", unit_work=WORK)
     idx = b.tensor("indices", cube_dtype("max_pool_backward", index_dtype), rank=ranks[0],
                    write=False)
     g = b.tensor("grad", cube_dtype("max_pool_backward", grad_dtype), rank=ranks[1],
                  write=False)
     gx = b.tensor("grad_x", cube_dtype("max_pool_backward", dtype), rank=3, write=True)
+    b.scalar(WORK, i32)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < gx.shape[0]):
         plane = b.local(i32, b.cast(pos, i32))
@@ -487,13 +493,14 @@ class CubePoolOps:
             xp, yp = planes(as_4d(x)), planes(y)
             inside = _all_inside(x, out, options)
             taps = (1,) * (2 - len(options.kernel_size)) + tuple(options.kernel_size)
+            work: tuple[int, ...] = (math.prod(out) * math.prod(taps),)
             if self.runtime_name == "cpu" and inside and math.prod(taps) <= UNROLLED_TAPS:
                 kernel, units = _max_windows_kernel(x.dtype, len(xp.shape), *taps), yp.shape[0]
             elif self.runtime_name == "cpu":
                 kernel, units = _max_planes_kernel(x.dtype, len(xp.shape), inside), yp.shape[0]
             else:
-                kernel, units = _max_kernel(x.dtype, len(xp.shape)), y.size
-            self.launch(kernel, units, xp.array, *scalars, yp.array, planes(idx).array)
+                kernel, units, work = _max_kernel(x.dtype, len(xp.shape)), y.size, ()
+            self.launch(kernel, units, xp.array, *scalars, yp.array, planes(idx).array, *work)
         shape = (*x.shape[:2], *out)
         return _back_to(y, shape), _back_to(idx, shape)
 
@@ -529,7 +536,8 @@ class CubePoolOps:
             kernel = _max_scatter_planes_kernel(*dtypes, (len(ip.shape), len(gp.shape)))
             units = gx.shape[0] * gx.shape[1]
             self.launch(kernel, units, ip.array, gp.array,
-                        gx.view((units, *gx.shape[2:]), gx.strides[1:]).array)
+                        gx.view((units, *gx.shape[2:]), gx.strides[1:]).array,
+                        (gx.size + indices.size) // units)
         elif scatter:
             self.launch(fill_kernel(x.dtype), gx.size, 0.0, gx.view((gx.size,), (1,)).array)
             if indices.size:
