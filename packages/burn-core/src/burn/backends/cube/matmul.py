@@ -31,6 +31,7 @@ from burn.dtype import DType
 from burn.errors import DTypeError
 from burn.ir.rules import matmul as matmul_shape
 
+from . import blas_pair
 from .creation import full
 from .elementwise import broadcast_view
 from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
@@ -184,20 +185,38 @@ CPU_SMALL_MATMUL = 1 << 28
 
 
 def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
-    """numpy's matmul (BLAS for floats, one BLAS thread below `CPU_SMALL_MATMUL`) on zero-copy
-    host views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
+    """numpy's matmul (BLAS for floats, one BLAS thread below `CPU_SMALL_MATMUL`, or two
+    halves on two threads from `blas_pair.PAIR_MATMUL` where BLAS may use more than one) on
+    zero-copy host views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
     blas = _numpy_blas()
     dtype = lhs.dtype
     a, b = host_view(lhs.array), host_view(rhs.array)
     with np.errstate(all="ignore"):  # NaN and inf propagate silently, as in the kernels
         if dtype is DType.float32 or dtype is DType.float64:
-            out = blas.matmul(a, b, CPU_SMALL_MATMUL)
+            out = _paired(blas, a, b)
+            if out is None:
+                out = blas.matmul(a, b, CPU_SMALL_MATMUL)
         elif not dtype.is_float:
             out = np.matmul(a, b)
         else:
             out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
                               CPU_SMALL_MATMUL).astype(dtype.numpy)
     return backend.from_host(out)
+
+
+def _paired(blas: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """`a @ b` by `blas_pair` where it applies (a contiguous batched `a` times a matrix as one
+    matrix product) below `CPU_SMALL_MATMUL` and OpenBLAS may run more than one thread;
+    else None."""
+    rows = a
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+        rows = a.reshape(-1, a.shape[-1])
+    if not blas_pair.applies(rows, b) or rows.size * b.shape[1] >= CPU_SMALL_MATMUL:
+        return None
+    libs = [lib for lib in blas._openblas() if lib.get_num_threads() > 1]
+    if not libs:
+        return None
+    return blas_pair.pair_matmul(rows, b, libs).reshape(*a.shape[:-1], b.shape[1])
 
 
 def _numpy_blas() -> Any:
