@@ -10,6 +10,9 @@ numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidat
 - the MLP 784-256-10 Adam training step of the `mlp` suite on cpu+autodiff and
   cpu+fusion+autodiff against PyTorch eager, with the inner-backend calls and fused kernels
   per step;
+- ReLU's backward as `(x > 0).float() * g` over `MASK_SIZE` float32 elements (a comparison, a
+  bool cast and a product: one fused kernel against three) on cpu and cpu+fusion against
+  PyTorch;
 - the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op.
 """
 
@@ -28,6 +31,7 @@ import numpy as np
 THREADS = (1, 2)
 SIZE = 1 << 24
 CHAIN = 64
+MASK_SIZE = 1 << 18
 
 
 def gelu_chain(x: Any) -> Any:
@@ -112,6 +116,32 @@ def mlp_report(threads: int) -> str:
             f"{s.cache_hits} plan-cache hits, {s.plans} new kernels)")
 
 
+def _relu_grad(pair: tuple[Any, Any]) -> Any:
+    """ReLU's backward of gradient `g` at `x`, through a bool cast."""
+    x, g = pair
+    return (x > 0).float() * g
+
+
+def mask_report(threads: int) -> str:
+    """ReLU's backward written with a bool cast, fused and unfused, against PyTorch."""
+    import torch
+
+    import burn
+    from burn_bench.timing import Candidate, measure_interleaved, report
+
+    rng = np.random.default_rng(0)
+    xd, gd = (rng.standard_normal(MASK_SIZE).astype(np.float32) for _ in range(2))
+    tx, tg = torch.from_numpy(xd), torch.from_numpy(gd)
+    torch_name = "torch (x > 0).float() * g"
+    candidates = [Candidate(torch_name, _bound(_relu_grad, (tx, tg)))]
+    for spec in ("cpu", "cpu+fusion"):
+        pair = (burn.tensor(xd, device=spec), burn.tensor(gd, device=spec))
+        candidates.append(Candidate(f"burn {spec}", _synced(_bound(_relu_grad, pair), spec),
+                                    vs=torch_name))
+    results = measure_interleaved(candidates, min_time=0.3, rounds=7)
+    return report(f"(x > 0).float() * g, {MASK_SIZE} x float32, {threads} thread(s)", results)
+
+
 def record_report(threads: int) -> str:
     """What recording costs per op: a chain of scalar multiplications, then a sync."""
     import burn
@@ -138,7 +168,7 @@ def measure(size: int, threads: int) -> str:
 
     torch.set_num_threads(threads)
     return "\n\n".join((gelu_report(size, threads), mlp_report(threads),
-                        record_report(threads)))
+                        mask_report(threads), record_report(threads)))
 
 
 def run(size: int = SIZE) -> str:
