@@ -92,3 +92,28 @@ def test_rename_soname_refuses_non_elf() -> None:
         openmp.rename_soname(bytearray(b"#!/bin/sh\n" * 8), b"libgomp.so.1", b"libbc.so")
     with pytest.raises(ValueError, match="longer"):
         openmp.rename_soname(bytearray(b"\x7fELF\x02\x01" + bytes(64)), b"a.so", b"longer.so")
+
+
+@pytest.mark.skipif(not private_available(), reason="no private libgomp copy (not gcc/ELF)")
+def test_copy_is_recorded_per_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    folder = openmp._copy(find_compiler())
+    assert folder is not None and (folder / openmp.SONAME).is_file()
+
+    monkeypatch.setattr(openmp.subprocess, "run", _no_compiler)
+    assert openmp._copy(find_compiler()) == folder
+
+
+def test_no_libgomp_is_recorded_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path / "cache"))
+    compiler = tmp_path / "cc"
+    compiler.write_text("#!/bin/sh\nexit 1\n")
+    compiler.chmod(0o755)
+    assert openmp._copy(str(compiler)) is None  # the compiler names no libgomp
+    monkeypatch.setattr(openmp.subprocess, "run", _no_compiler)
+    assert openmp._copy(str(compiler)) is None  # the record stands: nothing runs
+    assert openmp.link_flags(None) == ()
+
+
+def _no_compiler(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the compiler ran again")

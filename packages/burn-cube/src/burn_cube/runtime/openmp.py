@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import os
 import struct
 import subprocess
@@ -83,31 +84,56 @@ def rename_soname(data: bytearray, old: bytes, new: bytes) -> None:
 @functools.cache
 def private_openmp(compiler: str) -> Path | None:
     """The folder holding `SONAME`, the private copy of the libgomp that `compiler` links
-    with ``-fopenmp`` (made once per libgomp file, kept in the cache), loaded into this
-    process; None where no copy can be made.
+    with ``-fopenmp``, loaded into this process; None where no copy can be made.
 
     Args:
         compiler: Absolute path of the C compiler.
     """
+    folder = _copy(compiler)
+    if folder is not None:
+        with passive_openmp():
+            ctypes.CDLL(str(folder / SONAME))  # by path: kernels' NEEDED entry binds to it
+    return folder
+
+
+def _copy(compiler: str) -> Path | None:
+    """The folder of `compiler`'s private copy, made where missing. Which copy (or none) is
+    recorded in the cache per compiler binary: finding its libgomp runs the compiler."""
+    st = os.stat(compiler)
+    root = cache_dir() / "openmp"
+    record = root / (hashlib.sha256(f"{compiler}:{st.st_size}:{st.st_mtime_ns}".encode())
+                     .hexdigest()[:16] + ".txt")
+    if record.exists():
+        name = record.read_text()
+        if not name:
+            return None
+        if (root / name / SONAME).exists():
+            return root / name
+    folder = _make_copy(compiler, root)
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write(record, b"" if folder is None else folder.name.encode())
+    return folder
+
+
+def _make_copy(compiler: str, root: Path) -> Path | None:
+    """Copy `compiler`'s libgomp under `root` (one folder per libgomp file) with its soname
+    renamed; None when it has none (clang links libomp) or it cannot be renamed."""
     try:
         found = subprocess.run([compiler, "-print-file-name=libgomp.so"], capture_output=True,
                                text=True, check=True).stdout.strip()
         source = Path(found).resolve(strict=True)
         st = source.stat()
-    except (OSError, subprocess.CalledProcessError):  # no libgomp (clang links libomp)
+    except (OSError, subprocess.CalledProcessError):
         return None
-    folder = cache_dir() / "openmp" / f"{source.name}-{st.st_size}-{st.st_mtime_ns}"
-    path = folder / SONAME
-    if not path.exists():
+    folder = root / f"{source.name}-{st.st_size}-{st.st_mtime_ns}"
+    if not (folder / SONAME).exists():
         data = bytearray(source.read_bytes())
         try:
             rename_soname(data, _SHARED_SONAME, SONAME.encode())
         except ValueError:
             return None
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, bytes(data))
-    with passive_openmp():
-        ctypes.CDLL(str(path))  # by path: kernels' NEEDED entry then binds to this copy
+        atomic_write(folder / SONAME, bytes(data))
     return folder
 
 
