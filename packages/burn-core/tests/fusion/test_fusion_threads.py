@@ -1,5 +1,6 @@
-"""Fusion streams under threads: DataLoader-style thread workers recording and reading on one
-fusion device at once get the values of each one's own ops."""
+"""Devices under threads: DataLoader-style thread workers recording and reading on one fusion
+device (its stream), or on its cube device (the runtime's encoder and buffer pool), at once get
+the values of each one's own ops."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from fusion_testing import DEVICES
 
 import burn
 
-pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
+pytestmark = [pytest.mark.parametrize("base", DEVICES),
+              pytest.mark.parametrize("fused", [True, False], ids=["fusion", "plain"]),
+              pytest.mark.usefixtures("empty_stream")]
 
 THREADS = 6
 ROUNDS = 25
@@ -36,8 +39,8 @@ def _work(x: torch.Tensor | burn.Tensor, k: int) -> torch.Tensor | burn.Tensor:
     return x.sum(dim=-1, keepdim=True) + x
 
 
-def test_threads_share_a_fusion_device(base: str, switch_often: None) -> None:
-    device = f"{base}+fusion"
+def test_threads_share_a_device(base: str, fused: bool, switch_often: None) -> None:
+    device = f"{base}+fusion" if fused else base
     rng = np.random.default_rng(0)
     data = [rng.standard_normal((8, 16 + k)).astype(np.float32) for k in range(THREADS)]
     failures: list[str] = []

@@ -3,10 +3,13 @@ device."""
 
 from __future__ import annotations
 
+import threading
+
 from burn_cube.errors import DeviceIndexError, RuntimeUnavailableError
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime
 
 _INSTANCES: dict[tuple[str, int], Runtime] = {}
+_CREATING = threading.Lock()
 NAMES = ("cpu", "wgpu", "cuda")
 
 
@@ -66,15 +69,19 @@ def runtime(name: str = "cpu", index: int | None = None) -> Runtime:
     """
     base, index = _parse(name, index)
     key = (base, index)
-    if key not in _INSTANCES:
-        cls = _runtime_class(base)
-        if index != 0:
-            count = len(cls.devices())
-            if not 0 <= index < count:
-                raise DeviceIndexError(f"runtime {base!r} has {count} device(s) (indices "
-                                       f"0..{count - 1}); index {index} is out of range")
-        _INSTANCES[key] = cls(index)
-    return _INSTANCES[key]
+    found = _INSTANCES.get(key)
+    if found is not None:
+        return found
+    with _CREATING:  # threads asking at once share one instance
+        if key not in _INSTANCES:
+            cls = _runtime_class(base)
+            if index != 0:
+                count = len(cls.devices())
+                if not 0 <= index < count:
+                    raise DeviceIndexError(f"runtime {base!r} has {count} device(s) (indices "
+                                           f"0..{count - 1}); index {index} is out of range")
+            _INSTANCES[key] = cls(index)
+        return _INSTANCES[key]
 
 
 def available() -> list[str]:

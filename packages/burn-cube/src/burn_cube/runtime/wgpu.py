@@ -10,7 +10,8 @@ cached per buffer set and metadata. More than 65,535 cubes are
 dispatched as a 2-D grid and linearized in the shader. The device is requested with the
 adapter's maximum storage-buffer limits and, where the adapter has them, the features of the
 f16, f64 and i64 dtypes (``DTYPE_FEATURES``) and subgroups. bool tensors are held as one u32 per
-element (converted on upload and download).
+element (converted on upload and download). The runtime is thread-safe: its methods hold one
+re-entrant lock, as threads (data-loader workers) share its open encoder and buffer pool.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
@@ -41,6 +43,17 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 #: A type cffi is asked for by name: ``WGPUBufferDescriptor *``, ``WGPUFeatureName[]``, ``T``.
 _NAMED_TYPE = re.compile(r"\s*(\w+)\s*(\*|\[\])?\s*$")
+_Method = Callable[..., Any]
+
+
+def _locked(method: _Method) -> _Method:
+    """`method` run holding its runtime's lock."""
+    def run(self: WgpuRuntime, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    run.__name__, run.__doc__ = method.__name__, method.__doc__
+    return run
 
 
 def fast_type_lookup(parser: Any) -> None:
@@ -169,6 +182,7 @@ class WgpuRuntime(Runtime):
         self._fence: DeviceArray | None = None
         self._bind_groups: dict[tuple[int, tuple[int, ...], bytes], tuple[Any, Any, Any]] = {}
         self._stats = {"buffers_created": 0, "bytes_reserved": 0, "submits": 0}
+        self._lock = threading.RLock()
 
     @cached_property
     def properties(self) -> Properties:
@@ -201,16 +215,19 @@ class WgpuRuntime(Runtime):
         weakref.finalize(array, self._release, buffer)
         return array
 
+    @_locked
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         array = self.empty(shape, dtype)
         self.device.queue.write_buffer(array.handle, 0,
                                        np.zeros(array.handle.size // 4, np.uint32))
         return array
 
+    @_locked
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         """A pooled buffer (new buffers are zeroed by WebGPU; reused ones keep old data)."""
         return self._wrap(self._buffer(math.prod(shape) * _held(dtype).itemsize), shape, dtype)
 
+    @_locked
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
         if dtype is None or dtype.name not in self.properties.dtypes:
@@ -221,6 +238,7 @@ class WgpuRuntime(Runtime):
             self.device.queue.write_buffer(buffer, 0, _padded(data))
         return self._wrap(buffer, array.shape, dtype)
 
+    @_locked
     def download_storage(self, array: DeviceArray) -> np.ndarray:
         held = _held(array.dtype)
         nbytes = array.size * held.itemsize
@@ -240,6 +258,7 @@ class WgpuRuntime(Runtime):
         return np.frombuffer(data, held).astype(array.dtype.numpy).reshape(array.shape)
 
     # ------------------------------------------------------------------------------ kernels
+    @_locked
     def compile(self, kernel: KernelIR) -> CompiledWgsl:
         source = generate(kernel, "wgsl")
         if source in self._pipelines:
@@ -305,6 +324,7 @@ class WgpuRuntime(Runtime):
                 words.append(meta_value(value, field, dim, kernel.buffers[param].dtype.lanes))
         return words
 
+    @_locked
     def _dispatch(self, compiled: CompiledWgsl, grid: tuple[int, int, int], args: Any,
                   words: list[int]) -> None:
         """Record one dispatch into the open compute pass (submitted per batch)."""
@@ -359,16 +379,18 @@ class WgpuRuntime(Runtime):
             self.device.queue.submit([self._encoder.finish()])
             self._stats["submits"] += 1
             self._encoder, self._pending, self._in_flight = None, 0, []
-        for size, buffer in self._released:
+        released, self._released = self._released, []  # finalizers may append meanwhile
+        for size, buffer in released:
             self._free[size].append(buffer)
-        self._released = []
 
+    @_locked
     def sync(self) -> None:
         """Submit pending work and wait for it (a 4-byte read-back acts as the fence)."""
         if self._fence is None:
             self._fence = self.allocate((1,), u32)
         self.download(self._fence)
 
+    @_locked
     def memory_stats(self) -> dict[str, int]:
         free = sum(size * len(bufs) for size, bufs in self._free.items())
         return {**self._stats, "bytes_free_in_pool": free, "pipelines": len(self._pipelines)}
