@@ -171,7 +171,7 @@ class CubeConvOps:
                 rows_kernel = im2col_rows_kernel(x.dtype, cols.dtype, len(kernel), unit,
                                                  any(options.padding), ones)
                 self.launch(rows_kernel, n * (rows + ones), x.array, cols.array, *spacing,
-                            *geometry, math.prod(out))
+                            *geometry)
             return cols
         self._launch_windows(im2col_kernel(x.dtype, cols.dtype, len(kernel)),
                              n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
@@ -193,7 +193,7 @@ class CubeConvOps:
                 planes_kernel = col2im_planes_kernel(cols.dtype, len(kernel), bias_dtype, unit,
                                                      any(options.padding))
                 self.launch(planes_kernel, shape[0] * shape[1], cols.array, out.array, *extra,
-                            *geometry, math.prod(kernel) * math.prod(windows))
+                            *geometry)
         else:
             self._launch_windows(col2im_kernel(cols.dtype, len(kernel), bias_dtype),
                                  math.prod(shape[:-1]), shape[-1], cols.array, out.array,
@@ -378,7 +378,7 @@ class CubeConvOps:
             im2col = im2col_batch_last_kernel(work, len(kernel), options.stride[-1] == 1,
                                               any(options.padding), bool(ones))
             self.launch(im2col, rows + ones, xt.array, buffer.array,
-                        *_geometry(kernel, options, out), length * n)
+                        *_geometry(kernel, options, out))
         return buffer.view((n, rows + ones, length), (1, length * n, n))
 
     def _col2im_batch_last(self: Any, m: CubeTensor, shape: Shape, windows: Sequence[int],
@@ -393,7 +393,7 @@ class CubeConvOps:
             col2im = col2im_batch_last_kernel(m.dtype, len(kernel), options.stride[-1] == 1,
                                               any(options.padding))
             self.launch(col2im, c, m.view((m.size,), (1,)).array, out.array,
-                        *_geometry(kernel, options, windows), m.size // c)
+                        *_geometry(kernel, options, windows))
         return self._from_batch_last(out, shape, dtype)
 
     def _from_batch_last(self: Any, t: CubeTensor, shape: Shape, dtype: DType) -> CubeTensor:

@@ -20,9 +20,6 @@ from burn.ir.cube import cube_dtype
 
 #: Per spatial dim scalar parameters of the geometry, in launch order.
 GEOMETRY = ("k", "s", "p", "d", "o")
-#: The cpu kernels' last scalar: each unit's elements, which weighs their OpenMP threshold
-#: (`KernelBuilder`'s `unit_work`), so a few hundred long units still use every thread.
-WORK = "work"
 
 
 def declare_geometry(b: Any, nd: int) -> list[dict[str, Any]]:
@@ -120,16 +117,15 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool
     sample's row of ones after its `rows` (columns `[N, rows + 1, L]` of one group).
 
     Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`), `group_rows`, `skip`, per
-    dim `k s p d o`, then `work` (L: each unit's elements).
+    dim `k s p d o`.
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("conv_im2col_rows", unit_work=WORK)
+    b = KernelBuilder("conv_im2col_rows")
     x = b.tensor("x", cube_dtype("conv", src), rank=nd + 2, write=False)
     cols = b.tensor("cols", cube_dtype("conv", dst), rank=3, write=True)
     group_rows, skip = b.scalar("group_rows", u32), b.scalar("skip", u32)
     geo = declare_geometry(b, nd)
-    b.scalar(WORK, u32)
     kernel = [g["k"] for g in geo]
     last, width = geo[-1], geo[-1]["o"]
     flag = cube_dtype("conv", DType.bool)
@@ -203,16 +199,14 @@ def im2col_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool,
     1 (`unit`), so short window rows still copy long runs. Without `padded` every window is
     inside x. With `ones`, one more unit fills the row of ones after the `rows`.
 
-    Launch args: x (dense `[C, *S, N]`), cols (dense, rank 1), per dim `k s p d o`, then
-    `work` (L*N: each unit's elements).
+    Launch args: x (dense `[C, *S, N]`), cols (dense, rank 1), per dim `k s p d o`.
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("conv_im2col_batch_last", unit_work=WORK)
+    b = KernelBuilder("conv_im2col_batch_last")
     x = b.tensor("x", cube_dtype("conv", dtype), rank=nd + 2, write=False)
     cols = b.tensor("cols", cube_dtype("conv", dtype), rank=1, write=True)
     geo = declare_geometry(b, nd)
-    b.scalar(WORK, u32)
     kernel = [g["k"] for g in geo]
     last, width = geo[-1], geo[-1]["o"]
     n = x.shape[nd + 1]
@@ -284,16 +278,14 @@ def col2im_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool) ->
     each of its column rows into it, tap by tap, over the windows inside (runs of N samples,
     merged over a row of windows when the last window stride is 1: `unit`).
 
-    Launch args: cols (dense, rank 1), out (dense `[C, *S, N]`), per dim `k s p d o`, then
-    `work` (K*L*N: each unit's elements).
+    Launch args: cols (dense, rank 1), out (dense `[C, *S, N]`), per dim `k s p d o`.
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("conv_col2im_batch_last", unit_work=WORK)
+    b = KernelBuilder("conv_col2im_batch_last")
     cols = b.tensor("cols", cube_dtype("conv", dtype), rank=1, write=False)
     out = b.tensor("out", cube_dtype("conv", dtype), rank=nd + 2, write=True)
     geo = declare_geometry(b, nd)
-    b.scalar(WORK, u32)
     last, width = geo[-1], geo[-1]["o"]
     n = out.shape[nd + 1]
     pos = b.ABSOLUTE_POS
@@ -419,13 +411,12 @@ def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool,
     window ranges are worked out.
 
     Launch args: cols (rank-3, any strides), out (dense `[N, C, *S]` of `work`), bias if any,
-    per dim `k s p d o`, then `work` (K*L: each unit's elements).
+    per dim `k s p d o`.
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("conv_col2im_planes", unit_work=WORK)
+    b = KernelBuilder("conv_col2im_planes")
     wt, cols, out, bias_t, geo = _col2im_args(b, work, nd, bias)
-    b.scalar(WORK, u32)
     sizes = [out.shape[d] for d in range(nd + 2)]
     last, width = geo[-1], geo[-1]["o"]
     pos = b.ABSOLUTE_POS

@@ -29,8 +29,10 @@ from .resize import as_4d, device_csr, lead, planes, resample, unravel, work_dty
 
 #: Names of the window scalars, per axis (h, w): kernel, stride, padding, dilation.
 _WINDOW = ("k", "s", "p", "d")
-#: The cpu plane kernels' last scalar: each plane's elements, which weighs their OpenMP
-#: threshold (`KernelBuilder`'s `unit_work`), so a few hundred planes still use every thread.
+#: The cpu max-pool forward kernels' last scalar: each plane's taps read, which weighs their
+#: OpenMP threshold (`KernelBuilder`'s `unit_work`), so a few hundred planes use every thread
+#: (LeNet's first pool at 2 threads: 112 -> 87 us; the memory-bound conv copies and the pool
+#: backward's scatter measured no gain and stay below the threshold).
 WORK = "work"
 #: Most taps a cpu max-pool window may have to be compiled in and unrolled
 #: (`_max_windows_kernel`); larger windows, or windows reaching outside x, sweep tap by tap.
@@ -358,13 +360,12 @@ def _max_scatter_planes_kernel(dtype: DType, grad_dtype: DType, index_dtype: DTy
     indices and grad are dense, given flat, and each plane's outputs are one loop."""
     from burn_cube import KernelBuilder, i32
 
-    b = KernelBuilder("max_pool_backward_planes", unit_work=WORK)
+    b = KernelBuilder("max_pool_backward_planes")
     idx = b.tensor("indices", cube_dtype("max_pool_backward", index_dtype), rank=ranks[0],
                    write=False)
     g = b.tensor("grad", cube_dtype("max_pool_backward", grad_dtype), rank=ranks[1],
                  write=False)
     gx = b.tensor("grad_x", cube_dtype("max_pool_backward", dtype), rank=3, write=True)
-    b.scalar(WORK, i32)
     pos = b.ABSOLUTE_POS
     with b.if_(pos < gx.shape[0]):
         plane = b.local(i32, b.cast(pos, i32))
@@ -536,8 +537,7 @@ class CubePoolOps:
             kernel = _max_scatter_planes_kernel(*dtypes, (len(ip.shape), len(gp.shape)))
             units = gx.shape[0] * gx.shape[1]
             self.launch(kernel, units, ip.array, gp.array,
-                        gx.view((units, *gx.shape[2:]), gx.strides[1:]).array,
-                        (gx.size + indices.size) // units)
+                        gx.view((units, *gx.shape[2:]), gx.strides[1:]).array)
         elif scatter:
             self.launch(fill_kernel(x.dtype), gx.size, 0.0, gx.view((gx.size,), (1,)).array)
             if indices.size:
