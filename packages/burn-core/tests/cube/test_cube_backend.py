@@ -167,3 +167,28 @@ def test_saturated_integer_arithmetic_wraps_like_numpy_without_trapping(name: st
     for op, value in got.items():
         assert value.dtype == getattr(burn, dtype), op
         np.testing.assert_array_equal(value.to_numpy(), expected[op], err_msg=op)
+
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_float32_ops_never_need_float64(name: str) -> None:
+    """Ops asked for float32 (or int) results work on devices without float64 (most WebGPU
+    adapters): float arange, the windows and integer is_close compute wide only where the
+    device holds float64 (the conformance suite counts an UnsupportedDTypeError as a pass)."""
+    device = burn.Device(name)
+    cases = [(burn.arange(0.0, 1.0, 0.1, device=device), torch.arange(0.0, 1.0, 0.1)),
+             (burn.arange(-2.5, 2, device=device), torch.arange(-2.5, 2)),
+             (burn.hann_window(7, device=device), torch.hann_window(7)),
+             (burn.hamming_window(6, alpha=0.54, beta=0.46, device=device),
+              torch.hamming_window(6)),
+             (burn.blackman_window(5, periodic=False, device=device),
+              torch.blackman_window(5, False))]
+    for got, want in cases:
+        assert got.device == device and got.dtype == burn.float32
+        np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-6, atol=1e-6)
+    a, b = burn.tensor([1, 2, 300], device=device), burn.tensor([1, 3, 302], device=device)
+    close = a.is_close(b, rtol=0.0, atol=1.0)
+    assert close.dtype == burn.bool_
+    want_close = torch.isclose(torch.tensor([1, 2, 300]), torch.tensor([1, 3, 302]), rtol=0.0,
+                               atol=1.0)
+    assert np.asarray(close).tolist() == want_close.tolist()

@@ -220,8 +220,14 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
     check_alloc("arange", (n,), dt)
     if ints and dt.kind is Kind.INT:
         return make(dev.backend.int_arange(int(start), int(end), int(step), dt, dev), dev, dt)
-    count = make(dev.backend.int_arange(0, n, 1, DType.int64, dev), dev, DType.int64)
-    return (count._cast(DType.float64) * float(step) + float(start))._cast(dt)
+    # start + i * step in float64 then rounded once, as torch, on devices without float64 too
+    return _from_array(np.arange(n, dtype=np.float64) * float(step) + float(start), dt, dev)
+
+
+def wide_float(device: DeviceLike) -> DType:
+    """The widest float dtype `device` holds: float64, else float32 (WebGPU adapters), for
+    values computed wide and then cast."""
+    return DType.float64 if as_device(device).backend.supports(DType.float64) else DType.float32
 
 
 def eye(n: int, m: int | None = None, dtype: DTypeLike = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from burn.backend.distribution import Distribution
-from burn.dtype import DType, Kind
+from burn.dtype import Kind
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.validation import (
@@ -90,7 +90,10 @@ class NumericMixin(TensorBase):
                 raise ValueRangeError("is_close", f"{name} must be non-negative", **{name: tol})
         x, y = self._operands("is_close", other)
         if x._k == "int_":
-            x, y = x._cast(DType.float64), y._cast(DType.float64)
+            from burn.frontend.creation import wide_float  # creation imports the Tensor
+
+            wide = wide_float(x.device)
+            x, y = x._cast(wide), y._cast(wide)
         both_finite = x.is_finite() & y.is_finite()
         near = ((x - y).abs() <= y.abs() * float(rtol) + float(atol)) & both_finite
         return near | (~both_finite & (x == y))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
-from burn.device import as_device
-from burn.dtype import DEFAULT_FLOAT, DType, Kind
+from burn.dtype import DEFAULT_FLOAT, Kind
 from burn.errors import DTypeError, ValueRangeError
-from burn.frontend.creation import DeviceLike, DTypeLike, _dtype, arange, ones
+from burn.frontend.creation import DeviceLike, DTypeLike, _dtype, arange, ones, wide_float
 from burn.frontend.tensor import Tensor
 from burn.frontend.validation import require_kind
 
@@ -24,8 +23,7 @@ def _phase(op: str, size: int, periodic: bool, dtype: DTypeLike,
     if size <= 1:
         return None
     n = size if periodic else size - 1
-    wide = DType.float64 if as_device(device).backend.supports(DType.float64) else DType.float32
-    return arange(size, dtype=wide, device=device) * (2 * math.pi / n)
+    return arange(size, dtype=wide_float(device), device=device) * (2 * math.pi / n)
 
 
 def _window(op: str, size: int, periodic: bool, coeffs: tuple[float, ...], dtype: DTypeLike,
