@@ -304,19 +304,21 @@ def _pick(fn: Fn | dict[str, Fn], kind: str) -> Fn:
     return fn[kind] if isinstance(fn, dict) else fn
 
 
-def _zero_bound(low: float | None, high: float | None) -> bool:
-    """Whether a clamp has a zero bound and no NaN bound, so that the sign of a zero input
-    decides the result (np.clip would drop it).
+def _keeps_zeros(low: float | None, high: float | None) -> bool:
+    """Whether a clamp returns a zero input itself (its signed zero, as torch), where np.clip
+    may not: a zero bound, no NaN bound, and neither bound excluding zero.
 
     Args:
         low: the lower bound or None.
         high: the upper bound or None.
 
     Returns:
-        True when the bounds need the comparison path.
+        True when zeros must be copied through.
     """
-    has_nan = (low is not None and low != low) or (high is not None and high != high)
-    return not has_nan and (low == 0 or high == 0)
+    if (low is not None and low != low) or (high is not None and high != high):
+        return False
+    zero_bound = low == 0 or high == 0
+    return zero_bound and not (low is not None and low > 0) and not (high is not None and high < 0)
 
 
 class ElementwiseOps:
@@ -373,16 +375,19 @@ class ElementwiseOps:
         as torch (`x < min ? min : x`), where np.clip(-0.0, 0.0) gives +0.0."""
         if min is None and max is None:
             return x
-        if _zero_bound(min, max):
-            out = x if min is None else np.where(x < min, x.dtype.type(min), x)
-            return out if max is None else np.where(out > max, x.dtype.type(max), out)
         if x.dtype.itemsize == 2:  # bounds take x's dtype first (as torch)
             with np.errstate(all="ignore"):
-                min = None if min is None else x.dtype.type(min)
-                max = None if max is None else x.dtype.type(max)
-            return np.clip(x, min, max, out=...).astype(  # type: ignore[call-overload]
+                low = None if min is None else x.dtype.type(min)
+                high = None if max is None else x.dtype.type(max)
+            out = np.clip(x, low, high, out=...).astype(  # type: ignore[call-overload]
                 x.dtype, copy=False)
-        return np.clip(x, min, max, out=...)  # type: ignore[call-overload]
+        else:
+            out = np.clip(x, min, max, out=...)  # type: ignore[call-overload]
+        if _keeps_zeros(min, max):
+            zeros = x == 0  # sparse: cheaper than a select over every element
+            if zeros.any():
+                out[zeros] = x[zeros]
+        return out
 
     def float_powf_scalar(self, lhs: Array, rhs: float) -> Array:
         """x ** rhs; the exponents torch computes specially (sqrt, square, ...) the same way."""
