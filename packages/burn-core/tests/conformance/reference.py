@@ -177,6 +177,15 @@ def distinct(rng: np.random.Generator, shape: tuple[int, ...], dtype: str | burn
 # ------------------------------------------------------------------------- tensors and layouts
 
 
+def held(dtype: str, device: burn.Device) -> str:
+    """`dtype`, or float32 in place of float64 on a device without float64 (most WebGPU
+    adapters), so that a test written in float64 for precision still runs there instead of
+    passing as a declared-unsupported dtype."""
+    if dtype == "float64" and not device.backend.supports(burn.float64):
+        return "float32"
+    return dtype
+
+
 @dataclass
 class T:
     """A tensor argument: logical values, dtype, layout, and whether to differentiate w.r.t. it."""

@@ -10,7 +10,7 @@ import torch
 
 import burn
 
-from .reference import T, check_backward, check_forward
+from .reference import T, check_backward, check_forward, held
 
 INF, NAN = np.inf, np.nan
 DIVIDENDS = np.array([3.0, -3.0, 0.0, -0.0, 1.0, -1.0, 5.5, INF, -INF, NAN, 7.0, -7.0])
@@ -107,6 +107,7 @@ def test_int_division_by_zero_raises(op: str, dtype: str, device: burn.Device) -
 
 @pytest.mark.op("remainder")
 def test_remainder_backward(grad_device: burn.Device, rng: np.random.Generator) -> None:
-    a = T(np.array([3.2, -3.2, 0.7, 5.1]), "float64")
-    b = T(np.array([1.5, 1.5, -1.5, -2.0]), "float64")
+    dtype = held("float64", grad_device)
+    a = T(np.array([3.2, -3.2, 0.7, 5.1]), dtype)
+    b = T(np.array([1.5, 1.5, -1.5, -2.0]), dtype)
     check_backward(lambda x, y: x % y, lambda x, y: x % y, [a, b], grad_device, rng)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import burn
 import burn.functional as F
 
-from .reference import T, check_backward
+from .reference import T, check_backward, held
 
 Step = tuple[str, int, bool]  # (op name, dim seed, keepdim)
 
@@ -117,9 +117,7 @@ def test_random_op_chains_match_torch(case: tuple[tuple[int, ...], str, list[Ste
                                       grad_device: burn.Device) -> None:
     shape, layout, steps, seed = case
     rng = np.random.default_rng(seed)
-    # float64 where the device holds it (WebGPU adapters mostly do not: float32 there, so the
-    # chains still run rather than pass as an unsupported dtype)
-    dtype = "float64" if grad_device.backend.supports(burn.float64) else "float32"
+    dtype = held("float64", grad_device)
     x = T(rng.uniform(-2, 2, size=shape), dtype, layout)
     y = T(rng.uniform(-2, 2, size=()), dtype)
     check_backward(lambda a, b: _run(steps, a, b, "burn"), lambda a, b: _run(steps, a, b, "torch"),

@@ -26,6 +26,7 @@ from .reference import (
     check_backward,
     check_forward,
     distinct,
+    held,
     op_param,
     rand,
 )
@@ -446,7 +447,8 @@ def test_interpolate_scale_factor(mode: str, align: bool, recompute: bool | None
     """With scale_factor, source coordinates step by 1 / scale (torch's default) unless
     recompute_scale_factor=True (then by input / output size)."""
     fb, ft = _interp_scale_pair(mode, align, recompute)
-    x = T(rand(rng, (1, 2, 5, 7), "float64"), "float64")
+    dtype = held("float64", device)
+    x = T(rand(rng, (1, 2, 5, 7), dtype), dtype)
     for scale in INTERP_SCALES:
         check_forward(lambda a, s=scale: fb(a, s), lambda a, s=scale: ft(a, s), [x], device)
     check_backward(lambda a: fb(a, 1.7), lambda a: ft(a, 1.7), [x], grad_device, rng)

@@ -13,7 +13,7 @@ import torch
 import burn
 import burn.functional as F
 
-from .reference import T, check_backward, check_forward, op_param
+from .reference import T, check_backward, check_forward, held, op_param
 
 Fn = Callable[..., Any]
 
@@ -68,6 +68,7 @@ OPS: dict[str, tuple[Fn, Fn, str, bool]] = {
 @pytest.mark.parametrize("name", [op_param(n) for n in OPS])
 def test_zero_dim_accepts_dim_0_and_minus_1(name: str, device: burn.Device) -> None:
     fb, ft, dtype, _ = OPS[name]
+    dtype = held(dtype, device)
     x = T(np.array(1.5 if "float" in dtype else 3), dtype)
     for d in (0, -1):
         check_forward(lambda a, d=d: fb(a, d), lambda a, d=d: ft(a, d), [x], device)
@@ -76,6 +77,7 @@ def test_zero_dim_accepts_dim_0_and_minus_1(name: str, device: burn.Device) -> N
 @pytest.mark.parametrize("name", [op_param(n) for n in OPS])
 def test_zero_dim_refuses_other_dims(name: str, device: burn.Device) -> None:
     fb, ft, dtype, _ = OPS[name]
+    dtype = held(dtype, device)
     xt = torch.tensor(1.5).to(getattr(torch, dtype))
     with pytest.raises(IndexError):
         ft(xt, 1)
@@ -90,5 +92,5 @@ def test_zero_dim_refuses_other_dims(name: str, device: burn.Device) -> None:
 def test_zero_dim_backward(name: str, grad_device: burn.Device,
                            rng: np.random.Generator) -> None:
     fb, ft, dtype, _ = OPS[name]
-    x = T(np.array(0.75), dtype)
+    x = T(np.array(0.75), held(dtype, grad_device))
     check_backward(lambda a: fb(a, -1), lambda a: ft(a, -1), [x], grad_device, rng)
