@@ -151,7 +151,8 @@ def vision(session: nox.Session) -> None:
 def cube(session: nox.Session) -> None:
     """burn-cube's kernel suite on every runtime this machine has: cpu always, wgpu when a
     Vulkan driver is installed (Mesa's llvmpipe on CPU-only machines); the suite prints the list."""
-    install(session, "-e", "packages/burn-cube[wgpu,test]")
+    # torch: the cpu runtime's private-libgomp test loads torch's libgomp first
+    install(session, "-e", "packages/burn-cube[wgpu,test]", TORCH)
     runtimes = cube_runtimes()
     if "wgpu" not in runtimes:
         session.warn("no Vulkan driver: wgpu is not tested (apt-get install mesa-vulkan-drivers)")
