@@ -24,6 +24,7 @@ from .reference import (
     T,
     check_backward,
     check_forward,
+    held,
     op_param,
     rand,
 )
@@ -130,7 +131,7 @@ def test_activation_extremes(name: str, device: burn.Device) -> None:
     """Large magnitudes neither overflow nor lose the result (torch's stable formulas)."""
     data = np.array([[-100.0, -30.0, 0.5, 30.0, 100.0]])
     fb, ft, _ = ACTIVATIONS[name][0]
-    for dtype in ("float32", "float64"):
+    for dtype in dict.fromkeys(("float32", held("float64", device))):
         check_forward(fb, ft, [T(data, dtype)], device)
 
 

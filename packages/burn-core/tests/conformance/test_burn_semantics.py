@@ -150,8 +150,9 @@ def test_split_empty_and_zero_sizes(device: burn.Device, rng: np.random.Generato
     check_forward(lambda a: a.split(2), lambda a: [], [T(np.zeros((0, 3)), "float32")], device)
     check_forward(lambda a: a.split([0, 0], 0), lambda a: [], [T(np.zeros((0, 3)), "int64")],
                   device)
+    small = "int8" if device.backend.supports(burn.int8) else "int32"
     check_forward(lambda a: a.split([0, 1, 0, 3], dim=1), lambda a: a.split([1, 3], dim=1),
-                  [T(rand(rng, (2, 4), "int8"), "int8", "transposed")], device)
+                  [T(rand(rng, (2, 4), small), small, "transposed")], device)
 
 
 def _conv_transpose1d_ref(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, stride: int,

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import burn
+from burn.errors import UnsupportedDTypeError
 
 from .reference import (
     BURN_TO_TORCH,
@@ -23,6 +24,7 @@ from .reference import (
     check_backward,
     check_forward,
     dtype_of,
+    held,
     op_param,
     rand,
     to_numpy,
@@ -56,6 +58,10 @@ def test_tensor_from_python(device: burn.Device) -> None:
         _device_is(t, device)
         assert_same(t, torch.tensor(data), what=f"burn.tensor({data!r})")
     for dtype in ("float64", "float16", "bfloat16", "int32", "uint8"):
+        if not device.backend.supports(dtype_of(dtype)):  # refused, naming dtype and device
+            with pytest.raises(UnsupportedDTypeError, match=dtype):
+                burn.tensor([[1, 2], [3, 4]], dtype=dtype_of(dtype), device=device)
+            continue
         assert_same(burn.tensor([[1, 2], [3, 4]], dtype=dtype_of(dtype), device=device),
                     torch.tensor([[1, 2], [3, 4]], dtype=_t(dtype)), what=f"dtype={dtype}")
 
@@ -155,17 +161,18 @@ def test_empty(dtype: str, device: burn.Device) -> None:
                                         for d in ("float32", "float64", "int32", "bool")])
 def test_like(name: str, dtype: str, device: burn.Device, rng: np.random.Generator) -> None:
     x = T(rand(rng, (2, 3), dtype), dtype, "transposed")
+    wide = dtype_of(held("float64", device))
     fb, ft = getattr(burn, name), getattr(torch, name)
     args: tuple[Any, ...] = (1,) if name == "full_like" else ()
     if name == "empty_like":
         t = fb(burn.tensor(x.data, dtype=x.dtype, device=device))
         assert tuple(t.shape) == x.data.shape and t.dtype == x.dtype
-        t = fb(burn.tensor(x.data, dtype=x.dtype, device=device), dtype=burn.float64)
-        assert tuple(t.shape) == x.data.shape and t.dtype == burn.float64
+        t = fb(burn.tensor(x.data, dtype=x.dtype, device=device), dtype=wide)
+        assert tuple(t.shape) == x.data.shape and t.dtype == wide
         return
     check_forward(lambda a: fb(a, *args), lambda a: ft(a, *args), [x], device)
-    check_forward(lambda a: fb(a, *args, dtype=burn.float64),
-                  lambda a: ft(a, *args, dtype=torch.float64), [x], device)
+    check_forward(lambda a: fb(a, *args, dtype=wide),
+                  lambda a: ft(a, *args, dtype=BURN_TO_TORCH[wide]), [x], device)
 
 
 ARANGES: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
@@ -255,9 +262,10 @@ def test_normal(device: burn.Device) -> None:
 def test_bernoulli(device: burn.Device) -> None:
     x = _meta(burn.bernoulli((N,), 0.3, device=device), (N,), burn.float32, "bernoulli(shape, p)")
     assert set(np.unique(x)) <= {0.0, 1.0} and abs(x.mean() - 0.3) < 0.02
-    probs = burn.tensor(np.tile(np.array([0.0, 1.0, 0.5], dtype=np.float64), N // 3),
+    wide = dtype_of(held("float64", device))
+    probs = burn.tensor(np.tile(np.array([0.0, 1.0, 0.5], dtype=wide.numpy), N // 3),
                         device=device)
-    y = _meta(burn.bernoulli(probs), (N // 3 * 3,), burn.float64, "bernoulli(probs)")
+    y = _meta(burn.bernoulli(probs), (N // 3 * 3,), wide, "bernoulli(probs)")
     assert np.all(y[0::3] == 0) and np.all(y[1::3] == 1) and abs(y[2::3].mean() - 0.5) < 0.04
 
 
@@ -337,7 +345,7 @@ def test_cast_float_to_int_out_of_range(src: str, dst: str, device: burn.Device)
 def test_kind_conversions(name: str, device: burn.Device, rng: np.random.Generator) -> None:
     """float() -> float32, int() -> int64, bool() -> bool (torch's .float() / .long() / .bool())."""
     ft = {"float": torch.Tensor.float, "int": torch.Tensor.long, "bool": torch.Tensor.bool}[name]
-    for src in ("float64", "int32", "bool", "float16"):
+    for src in (held("float64", device), "int32", "bool", "float16"):
         data = rand(rng, (2, 3), src) * 3 if src.startswith("float") else rand(rng, (2, 3), src)
         check_forward(lambda a: getattr(a, name)(), ft, [T(data, src)], device)
 
@@ -345,7 +353,7 @@ def test_kind_conversions(name: str, device: burn.Device, rng: np.random.Generat
 @pytest.mark.parametrize("dtype", GRAD_DTYPES)
 @pytest.mark.op("cast")
 def test_cast_backward(dtype: str, grad_device: burn.Device, rng: np.random.Generator) -> None:
-    other = "float32" if dtype == "float64" else "float64"
+    other = "float32" if dtype == "float64" else held("float64", grad_device)
     x = T(rand(rng, (3, 4), dtype), dtype, "transposed")
     check_backward(lambda a: a.cast(dtype_of(other)) * 2, lambda a: a.to(_t(other)) * 2, [x],
                    grad_device, rng)
