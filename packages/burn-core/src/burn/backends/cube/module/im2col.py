@@ -136,12 +136,7 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool
         target = b.local(u32, cols.offset + n * cols.stride[0]
                          + (row + row // group_rows * skip) * cols.stride[1])
         reach = b.local(u32, taps[-1] * last["d"])
-        lo: Any = 0
-        hi: Any = width
-        if padded:
-            lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
-            hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + x.shape[nd + 1], reach,
-                                                        last["s"]), lo), width))
+        lo, hi = _window_range(b, last, reach, x.shape[nd + 1]) if padded else (0, width)
         first = b.local(u32, x.offset + n * x.stride[0] + c * x.stride[1]
                         + (lo * last["s"] + reach - last["p"]) * x.stride[nd + 1])
         step = 1 if unit else last["s"] * x.stride[nd + 1]
@@ -218,12 +213,7 @@ def im2col_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool,
         c, *taps = split_index(b, pos, [x.shape[0], *kernel])
         target = b.local(u32, pos * span)
         reach = b.local(u32, taps[-1] * last["d"])
-        lo: Any = 0
-        hi: Any = width
-        if padded:
-            lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
-            hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + x.shape[nd], reach,
-                                                        last["s"]), lo), width))
+        lo, hi = _window_range(b, last, reach, x.shape[nd]) if padded else (0, width)
         first = b.local(u32, c * x.stride[0] + (lo * last["s"] + reach - last["p"])
                         * x.stride[nd])
 
@@ -303,12 +293,7 @@ def col2im_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool) ->
             row = linear_index([pos, *taps], [out.shape[0], *(g["k"] for g in geo)])
             source = b.local(u32, row * span)
             reach = b.local(u32, taps[-1] * last["d"])
-            lo: Any = 0
-            hi: Any = width
-            if padded:
-                lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
-                hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + out.shape[nd],
-                                                            reach, last["s"]), lo), width))
+            lo, hi = _window_range(b, last, reach, out.shape[nd]) if padded else (0, width)
             with b.if_(lo < hi):
                 first = b.local(u32, block + (lo * last["s"] + reach - last["p"])
                                 * out.stride[nd])
@@ -347,6 +332,28 @@ def col2im_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool) ->
 
         taps_level(0, [])
     return b.kernel()
+
+
+def _window_range(b: Any, last: dict[str, Any], reach: Any, size: Any) -> tuple[Any, Any]:
+    """u32 locals `lo, hi`: the windows of the last spatial dim whose tap, `reach` into the
+    window, lies inside an input of `size` (padding `last["p"]`), clamped to [0, o].
+
+    Args:
+        b: the kernel builder.
+        last: the last dim's geometry (`declare_geometry`).
+        reach: the tap's offset into its window (tap * dilation).
+        size: the input's extent along that dim.
+
+    Returns:
+        The first window inside and the end of that run.
+    """
+    from burn_cube import u32
+
+    stride, width = last["s"], last["o"]
+    lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, stride), width))
+    hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + size, reach, stride), lo),
+                            width))
+    return lo, hi
 
 
 def _windows_from(b: Any, bound: Any, reach: Any, stride: Any) -> Any:
@@ -441,9 +448,7 @@ def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool,
             if not padded:
                 windows_level(0, taps, [], b.local(u32, plane + reach), source, 0, width)
                 return
-            lo = b.local(u32, b.min(_windows_from(b, last["p"], reach, last["s"]), width))
-            hi = b.local(u32, b.min(b.max(_windows_from(b, last["p"] + sizes[-1], reach,
-                                                        last["s"]), lo), width))
+            lo, hi = _window_range(b, last, reach, sizes[-1])
             with b.if_(lo < hi):
                 first = b.local(u32, plane + lo * last["s"] + reach - last["p"])
                 windows_level(0, taps, [], first, source, lo, hi)
