@@ -24,7 +24,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, wraps
 from typing import Any
 
 import numpy as np
@@ -48,11 +48,11 @@ _Method = Callable[..., Any]
 
 def _locked(method: _Method) -> _Method:
     """`method` run holding its runtime's lock."""
+    @wraps(method)
     def run(self: WgpuRuntime, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             return method(self, *args, **kwargs)
 
-    run.__name__, run.__doc__ = method.__name__, method.__doc__
     return run
 
 
