@@ -18,15 +18,22 @@ import burn.functional
 
 from .reference import (
     GRAD_DTYPES,
+    NUMPY_OF,
     Case,
     Domain,
     Lazy,
     T,
+    assert_same,
+    build,
+    burn_tensor,
     check_backward,
     check_forward,
     held,
     op_param,
     rand,
+    to_numpy,
+    torch_numpy,
+    torch_tensor,
 )
 
 Fn = Callable[..., Any]
@@ -152,3 +159,40 @@ def test_prelu_backward(dtype: str, grad_device: burn.Device, rng: np.random.Gen
     for wshape in ((3,), (1,)):
         w = T(rand(rng, wshape, dtype, Domain(0.05, 0.5)), dtype)
         check_backward(bF.prelu, tF.prelu, [x, w], grad_device, rng)
+
+
+#: ReLU inputs at and around its kink: NaN and both infinities, both zeros, tiny and ordinary
+#: magnitudes of both signs.
+RELU_SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 2.5, -2.5, 7.0]
+
+
+@pytest.mark.op("relu_backward")
+@pytest.mark.parametrize("dtype,layout", [("float32", "contiguous"), ("float64", "transposed"),
+                                          ("float32", "strided"), ("float16", "contiguous"),
+                                          ("bfloat16", "transposed")])
+def test_relu_backward_at_special_values(dtype: str, layout: str, grad_device: burn.Device,
+                                         rng: np.random.Generator) -> None:
+    """relu's gradient is torch's threshold_backward of its output: the incoming gradient where
+    the output is > 0 or NaN (a NaN input passes it), +0.0 where it is <= 0 (-0.0 included),
+    with the gradient's NaN / inf / signed zero passed through as they are."""
+    dtype = held(dtype, grad_device)
+    x = T(np.stack([RELU_SPECIAL, RELU_SPECIAL[::-1]]), dtype, layout)
+    g = np.tile(np.array([1.5, np.nan, -np.inf, -0.0, 3.0], dtype=np.float32), (2, 2))
+    built = build(x, grad_device, grad=True)
+    out_b, out_t = bF.relu(built[0]), tF.relu(built[1])
+    assert_same(out_b, out_t)
+    (out_t * torch_tensor(g.astype(NUMPY_OF[x.dtype]), x.dtype)).sum().backward()
+    grads = (out_b * burn_tensor(g.astype(NUMPY_OF[x.dtype]), x.dtype, grad_device)).sum()\
+        .backward()
+    got, want = built[2].grad(grads), built[3].grad
+    assert_same(got, want, phase="backward", what="relu grad")
+    np.testing.assert_array_equal(np.signbit(to_numpy(got)), np.signbit(torch_numpy(want)))
+
+
+@pytest.mark.op("relu_backward")
+@pytest.mark.parametrize("shape", [(), (0, 3), (4, 0), (7,), (3, 33)])
+def test_relu_backward_shapes(shape: tuple[int, ...], grad_device: burn.Device,
+                              rng: np.random.Generator) -> None:
+    """0-d, empty, odd and line-sized shapes."""
+    check_backward(bF.relu, tF.relu, [T(rand(rng, shape, "float32", KINKED), "float32")],
+                   grad_device, rng)

@@ -566,6 +566,11 @@ class ActivationOps(TensorOps):
     def relu(self, x: P) -> P:
         return self.float_clamp(x, 0.0, None)
 
+    def relu_backward(self, output: P, grad: P) -> P:
+        """ReLU's input gradient from its output (Burn's `relu_backward`): `grad` where
+        `output > 0`, else +0.0; a NaN output passes `grad` (torch's threshold_backward)."""
+        return self.float_mask_fill(grad, self.float_lower_equal_elem(output, 0.0), 0.0)
+
     def leaky_relu(self, x: P, negative_slope: float) -> P:
         neg = self.float_lower_elem(x, 0.0)
         return self.float_mask_where(x, neg, self.float_mul_scalar(x, negative_slope))

@@ -229,6 +229,9 @@ op("argwhere", "x: T", "I64", r.argwhere, family="reduction", kinds=("bool",))
 
 # --- activations (defaults written with float ops) ----------------------------------------
 _activation("relu", "x: F", _clamp("x", 0.0, None))
+# torch's threshold_backward(grad, output, 0): 0 where output <= 0, so a NaN passes the grad
+_activation("relu_backward", "output: F, grad: F", ("select", ("le", "output", 0.0), 0.0, "grad"),
+            shape=r.elementwise)
 _activation("leaky_relu", "x: F, negative_slope: float",
             ("select", ("lt", "x", 0.0), ("mul", "x", "negative_slope"), "x"))
 _activation("prelu", "x: F, weight: F", ("select", ("lt", "x", 0.0), ("mul", "x", "weight"), "x"),

@@ -90,8 +90,9 @@ class MathOps(CompositeOps):
         return self._elementwise(x, self.inner.sigmoid, _sigmoid_rule, Uses.OUTPUT)
 
     def relu(self, x: T) -> T:
-        """The inner relu; no gradient where x <= 0 (0 at x = 0, as Burn / torch)."""
-        return self._elementwise(x, self.inner.relu, _relu_rule, Uses.INPUT)
+        """The inner relu; backward is the inner `relu_backward` of its output (no gradient
+        where the output is <= 0, as Burn / torch)."""
+        return self._elementwise(x, self.inner.relu, _relu_rule, Uses.OUTPUT)
 
     def softmax(self, x: T, dim: int) -> T:
         """The inner softmax (one op) with torch's direct rule s * (g - sum(g * s, dim)), in
@@ -131,8 +132,8 @@ class MathOps(CompositeOps):
                       (x.primitive, out))
 
 
-def _relu_rule(i: Any, g: P, x: P) -> P:
-    return i.float_mask_fill(g, i.float_lower_equal_elem(x, 0.0), 0.0)
+def _relu_rule(i: Any, g: P, out: P) -> P:
+    return i.relu_backward(out, g)
 
 
 def _gelu_rule(i: Any, g: P, x: P) -> P:
