@@ -135,17 +135,17 @@ class Fusion(Decorator):
 
     def eager(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         """Run `op` at once on the inner backend (after the pending ops it reads); what it
-        returns is the inner backend's."""
+        returns is the inner backend's. (Inner backends are thread-safe as plain devices are:
+        the stream's lock is held only while pending ops run, in `value`.)"""
         STATS.ops_eager += 1
         inner_args = list(args)
-        with self.stream.lock:  # inner backends (wgpu's command encoder) are not thread-safe
-            for i in op.tensor_at:
-                h = args[i]
-                if type(h) is FusionTensor:
-                    inner_args[i] = h.value if h.value is not None else self.value(h)
-            for i in op.list_at:
-                inner_args[i] = [self.value(h) for h in args[i]]
-            return getattr(self.inner, op.name)(*inner_args)
+        for i in op.tensor_at:
+            h = args[i]
+            if type(h) is FusionTensor:
+                inner_args[i] = h.value if h.value is not None else self.value(h)
+        for i in op.list_at:
+            inner_args[i] = [self.value(h) for h in args[i]]
+        return getattr(self.inner, op.name)(*inner_args)
 
     def value(self, x: Any) -> Any:
         """The inner primitive of `x` (itself where it is one), running the pending ops first
@@ -204,21 +204,21 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
     arguments as they are where none is a `FusionTensor`, else `Fusion.eager` (the generic
     method for keyword calls)."""
     generic = getattr(Decorator, op.name)
-    eager, inner, lock, name = fusion.eager, fusion.inner, fusion.stream.lock, op.name
-    tensor_at, lists = op.tensor_at, bool(op.list_at)
-
-    def method(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            return generic(fusion, *args, **kwargs)
-        if not lists:
+    eager, inner, name, tensor_at = fusion.eager, fusion.inner, op.name, op.tensor_at
+    if op.list_at:
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                return generic(fusion, *args, **kwargs)
+            return eager(op, args)
+    else:
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                return generic(fusion, *args, **kwargs)
             for i in tensor_at:
                 if type(args[i]) is FusionTensor:
-                    break
-            else:
-                STATS.ops_eager += 1
-                with lock:
-                    return getattr(inner, name)(*args)
-        return eager(op, args)
+                    return eager(op, args)
+            STATS.ops_eager += 1
+            return getattr(inner, name)(*args)
 
     method.__name__ = op.name
     return method
@@ -226,15 +226,16 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
 
 def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tuple[int, ...],
               optional: tuple[int, ...]) -> Any:
-    """`op`'s method on `fusion` where it has one or two tensors and no compile-time
-    arguments: `Fusion.handle`'s recording inlined (the same structures, so one cache), the
-    generic method for keyword calls; None for other ops (they go through `handle`)."""
-    if casts or optional or not 0 < len(tensor_at) <= 2 or op.list_at:
+    """`op`'s method on `fusion` where it has one or two tensors: `Fusion.handle`'s recording
+    inlined (the same structures, so one cache), the inner backend's method at once where the
+    structure is not recorded and no argument is a `FusionTensor`, the generic method for
+    keyword calls; None for other ops (they go through `handle`)."""
+    if not 0 < len(tensor_at) <= 2 or op.list_at:
         return None
     generic = getattr(Decorator, op.name)
-    name, results, stream = op.name, fusion._results, fusion.stream
+    name, results, record, inner = op.name, fusion._results, fusion.stream.record, fusion.inner
     first, second = tensor_at[0], tensor_at[-1]
-    two = len(tensor_at) == 2
+    two, extra = len(tensor_at) == 2, bool(casts or optional)
 
     def method(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -246,12 +247,18 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
             handles, key = [a, b], (name, a.shape, id(a.dtype), b.shape, id(b.dtype))
         else:
             handles, key = [a], (name, a.shape, id(a.dtype))
+        if extra:
+            key += (*[args[i] for i in casts], *[args[i] is None for i in optional])
         result = results.get(key)
         if result is None:
             result = fusion._infer(op, args, handles, key)
         if result:
-            return stream.record(op, args, tensor_at, handles, key, result)
-        return fusion.eager(op, args)
+            return record(op, args, tensor_at, handles, key, result)
+        for h in handles:
+            if type(h) is FusionTensor:
+                return fusion.eager(op, args)
+        STATS.ops_eager += 1
+        return getattr(inner, name)(*args)
 
     method.__name__ = name
     return method

@@ -37,6 +37,10 @@ _ref = weakref.ref
 MAX_PENDING = 128
 #: Most flush plans and block cells a stream keeps (each dict is emptied when full).
 MAX_PLANS = 4096
+#: Times an op structure is flushed alone (its result needed, no other op pending) before
+#: it runs at once instead of being recorded, unless it ever shared a block with another op:
+#: recorded, it only adds the recording and a flush to its one kernel.
+LONE = 3
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write.
 FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...]]
 
@@ -68,6 +72,9 @@ class Stream:
         #: flush plans by signature (`flush`), and the fusers' cells by block structure.
         self.plans: dict[Any, FlushPlan] = {}
         self.cells: dict[Any, Cell] = {}
+        #: op structures flushed alone so far (`LONE`), and those that shared a block.
+        self.alone: dict[tuple[Any, ...], int] = {}
+        self.shared: set[tuple[Any, ...]] = set()
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
         STATS.streams += 1
@@ -167,7 +174,8 @@ class Stream:
     def _run_one(self, record: Pending, handle: FusionTensor | None,
                  values: dict[int, Any]) -> None:
         """A flush of one op (no matmul): the inner backend's own kernel where `handle`
-        (its result's, if still held) needs it, without a plan."""
+        (its result's, if still held) needs it, without a plan; its structure runs at once
+        from its `LONE`th such flush on."""
         if handle is None:
             STATS.ops_dead += 1
             return
@@ -179,6 +187,16 @@ class Stream:
             handle.failure = exc
             raise
         STATS.kernels_launched += 1
+        structure = record.key[0]
+        if structure not in self.shared:
+            times = self.alone.get(structure, 0) + 1
+            if times < LONE:
+                if len(self.alone) >= MAX_PLANS:
+                    self.alone.clear()
+                self.alone[structure] = times
+            else:
+                self.alone.pop(structure, None)
+                self.results[structure] = ()
 
     def _plan(self, pending: list[Pending], held: tuple[bool, ...]) -> FlushPlan:
         """How `pending` runs: its blocks as (kind, start, end, cell) and the positions of
@@ -190,6 +208,10 @@ class Stream:
         for kind, block in _blocks(pending):
             for r in block:
                 at[r.out.id] = len(blocks)
+            if len(block) > 1:
+                if len(self.shared) >= MAX_PLANS:
+                    self.shared.clear()
+                self.shared.update(r.key[0] for r in block)
             blocks.append((kind, start, start + len(block), Cell()))
             start += len(block)
         needed = {r.out.id for r, h in zip(pending, held, strict=True) if h}
