@@ -16,6 +16,7 @@ import burn
 import burn.functional as F
 from burn.errors import DTypeError, ShapeError
 from burn.fusion import FusionTensor, reset_stats, stats
+from burn.fusion.stream import LONE
 
 pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
 torch.set_num_threads(1)
@@ -256,6 +257,24 @@ def test_plan_cache_reuses_kernels_across_steps(base: str) -> None:
     assert s.kernels_launched == 4
     assert s.plans <= 1 and s.cache_hits >= 3
     assert flush_plans[1:] == flush_plans[:1] * 3  # the flush plan of step 1 serves the rest
+
+
+def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
+    """A structure flushed alone `LONE` times, never in a block with another op, stops being
+    recorded (its values unchanged); one that shared a block stays recorded."""
+    dev = f"{base}+fusion"
+    data = np.linspace(-3, 3, 7 * 13, dtype=np.float32).reshape(7, 13)
+    x = burn.tensor(data, device=dev)
+    tx = torch.from_numpy(data)
+    check((x * 3.0).exp(), (tx * 3.0).exp())  # x * 3.0 shares a block: stays recorded
+    reset_stats()
+    for step in range(LONE + 2):
+        y = x - 0.5
+        assert pending(y) == (step < LONE)
+        check(y, tx - 0.5)
+        check(x * 3.0, tx * 3.0)
+    s = stats()
+    assert s.ops_recorded == LONE + (LONE + 2)  # `x - 0.5` until its LONEth flush, `x * 3.0`
 
 
 def test_autodiff_over_fusion_matches_torch(base: str) -> None:

@@ -208,22 +208,34 @@ class Stream:
         for kind, block in _blocks(pending):
             for r in block:
                 at[r.out.id] = len(blocks)
-            if len(block) > 1:
-                if len(self.shared) >= MAX_PLANS:
-                    self.shared.clear()
-                self.shared.update(r.key[0] for r in block)
             blocks.append((kind, start, start + len(block), Cell()))
             start += len(block)
         needed = {r.out.id for r, h in zip(pending, held, strict=True) if h}
         for b, (_, start, end, _) in enumerate(blocks):
             for r in pending[start:end]:
                 needed.update(a.id for a in r.args if type(a) is TensorIR and at.get(a.id, b) != b)
+        for _, start, end, _ in blocks:
+            self._share(pending[start:end], needed)
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
         shared = [(kind, start, end, self.cells.setdefault(
             block_key(kind, pending[start:end], needed), cell))
             for kind, start, end, cell in blocks]
         return tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed)
+
+
+    def _share(self, block: list[Pending], needed: set[int]) -> None:
+        """Note the structures of `block`'s live ops (needed, or read by a live op of the
+        block) in `shared` where there are two or more."""
+        want, live = set(needed), []
+        for r in reversed(block):
+            if r.out.id in want:
+                live.append(r.key[0])
+                want.update(a.id for a in r.args if type(a) is TensorIR)
+        if len(live) > 1:
+            if len(self.shared) >= MAX_PLANS:
+                self.shared.clear()
+            self.shared.update(live)
 
 
 #: Ops other than elementwise ones that the planner takes (their inner backend must have them).
