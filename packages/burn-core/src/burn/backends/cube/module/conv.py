@@ -5,10 +5,11 @@ The NumPy backend's formulation (`burn.backends.numpy.module.conv`) on device bu
 kernel reads x in place (any strides, zero padding by bounds) into batch-inner columns, i.e.
 matrices `[G, C/G*K, N*L]`, so each gradient is one matmul per group (one large BLAS call on
 the cpu whatever the batch); converting copies put channels back in `[N, C, *S]` order (adding
-the bias, rounding to float16/bfloat16). An ungrouped float32/float64 forward (on GPUs: without
-bias) is instead one product per sample writing `[N, C_out, L]` in place; on the cpu its bias
-is the weight's last column times a row of ones after the columns, which the saved columns
-keep, so the weight gradient's product gives the bias gradient too. Input gradients and
+the bias, rounding to float16/bfloat16). An ungrouped float32/float64 forward is instead one
+product per sample writing `[N, C_out, L]` in place; its bias is the weight's last column
+(`weight_bias_kernel`) times a row of ones after the columns (written by the im2col kernel),
+which the saved columns keep, so the weight gradient's product gives the bias gradient too
+(one launch splits them, `weight_grad_split_kernel`). Input gradients and
 transposed convolutions go back through col2im (each input element sums the columns that read
 it: deterministic, no atomics). The cpu runtime has its own im2col (a unit per column row) and
 col2im (a unit per plane) kernels, whose inner loops are contiguous runs where the last strides
@@ -50,6 +51,8 @@ from .im2col import (
     im2col_batch_last_kernel,
     im2col_kernel,
     im2col_rows_kernel,
+    weight_bias_kernel,
+    weight_grad_split_kernel,
 )
 
 Geometry = ConvOptions | ConvTransposeOptions | DeformConvOptions
@@ -138,15 +141,15 @@ class CubeConvOps:
                        groups: int = 0, for_im2col: bool = False
                        ) -> tuple[CubeTensor, int, int]:
         """New batch-inner columns `[N, rows, L]` of `dtype`; with `groups`, each group's rows
-        are followed by a row of ones (the matrices are `[G, rows/G + 1, N*L]`; one group's
-        row of ones is left to `_im2col` on the cpu when `for_im2col`).
+        are followed by a row of ones (the matrices are `[G, rows/G + 1, N*L]`), left to
+        `_im2col` when `for_im2col` (on the cpu: for one group).
 
         Returns:
             (columns, rows per group, rows skipped after each group): the kernels' scalars.
         """
         buffer = self.empty((rows + groups, n, length), dtype)
         per_group = rows // max(groups, 1)
-        if groups and not (groups == 1 and for_im2col and self.runtime_name == "cpu"):
+        if groups and not (for_im2col and (groups == 1 or self.runtime_name != "cpu")):
             one = full(self, (1, 1, 1, 1), 1, dtype)  # a fill: an upload would sync on cuda
             ones = buffer.view((n, groups, 1, length),
                                (length, (per_group + 1) * n * length, n * length, 1),
@@ -159,8 +162,8 @@ class CubeConvOps:
                 out: Sequence[int], cols: CubeTensor, spacing: Sequence[int] = (1, 0)
                 ) -> CubeTensor:
         """Fills the columns view `cols` `[N, rows, L]` with x's zero-padded windows (`spacing`:
-        rows per group and rows skipped after each, see `_column_buffer`); on the cpu, also
-        the row of ones of one group's columns `[N, rows + 1, L]`."""
+        rows per group and rows skipped after each, see `_column_buffer`), and the rows of
+        ones of columns `[N, rows + G, L]` (on the cpu: of one group's, `[N, rows + 1, L]`)."""
         n, c = x.shape[:2]
         rows = c * math.prod(kernel)
         geometry = _geometry(kernel, options, out)
@@ -173,9 +176,11 @@ class CubeConvOps:
                 self.launch(rows_kernel, n * (rows + ones), x.array, cols.array, *spacing,
                             *geometry)
             return cols
-        self._launch_windows(im2col_kernel(x.dtype, cols.dtype, len(kernel)),
-                             n * rows * math.prod(out[:-1]), out[-1], x.array, cols.array,
-                             *spacing, *geometry)
+        groups = cols.shape[1] - rows  # rows of ones
+        units = n * (rows + groups) * math.prod(out)
+        if units:
+            self.launch(im2col_kernel(x.dtype, cols.dtype, len(kernel), groups > 0), units,
+                        x.array, cols.array, *spacing, *geometry, 1, out[-1])
         return cols
 
     def _col2im(self: Any, cols: CubeTensor, shape: Shape, windows: Sequence[int],
@@ -248,15 +253,17 @@ class CubeConvOps:
     def _weight_grad(self: Any, total: CubeTensor, weight: CubeTensor,
                      bias: CubeTensor | None = None) -> tuple[CubeTensor, CubeTensor | None]:
         """Weight gradient matrices `[G, R, S]` as weight's shape and dtype; with `bias`, a last
-        column (the ones rows of the columns) is the bias gradient."""
-        shape = (*total.shape[:2], math.prod(weight.shape[1:]))
-        gw = _reshape(self._convert(total.view(shape, total.strides), weight.dtype),
-                      weight.shape)
+        column (the ones rows of the columns) is the bias gradient, both written by one
+        launch."""
         if bias is None:
-            return gw, None
-        column = total.view((*shape[:2], 1), total.strides, total.offset + shape[2]
-                            * total.strides[2])
-        return gw, _reshape(self._convert(column, bias.dtype), bias.shape)
+            shape = (*total.shape[:2], math.prod(weight.shape[1:]))
+            return _reshape(self._convert(total.view(shape, total.strides), weight.dtype),
+                            weight.shape), None
+        gw, gb = self.empty(weight.shape, weight.dtype), self.empty(bias.shape, bias.dtype)
+        if total.size:
+            self.launch(weight_grad_split_kernel(total.dtype, weight.dtype, bias.dtype),
+                        total.size, total.array, gw.flat().array, gb.flat().array)
+        return gw, gb
 
     def _samples(self: Any, t: CubeTensor, groups: int, dtype: DType) -> CubeTensor:
         """`[N, C, *S]` as `[N, G, C/G, prod(S)]` of `dtype`: a view of `t` where its spatial
@@ -330,9 +337,8 @@ class CubeConvOps:
         out = _conv_out("conv", _shaped(x), kernel, options)
         work = _work(x.dtype)
         n = x.shape[0]
-        cpu = self.runtime_name == "cpu"
         last = self._batch_last(x, g, out)
-        batched = g == 1 and x.dtype is work and (cpu or bias is None)
+        batched = g == 1 and x.dtype is work
         cols = self._conv_columns(x, kernel, options, out, work,
                                   int((batched or last) and bias is not None))
         if last:
@@ -344,7 +350,7 @@ class CubeConvOps:
             y = self._product(w, _matrices(cols, 1))
             return self._from_batch_last(y, (n, c_out, *out), x.dtype), cols
         if batched:
-            # one product per sample (weight broadcast over N; on the cpu, BLAS reads each
+            # one product per sample (weight broadcast over N; BLAS and cuBLAS read each
             # sample's columns in place) writes [N, C_out, L] without a converting copy; a
             # bias is the weight's last column, times the columns' row of ones
             w = self._weight(weight, 1, work)
@@ -415,12 +421,13 @@ class CubeConvOps:
         return out
 
     def _with_bias(self: Any, w: CubeTensor, bias: CubeTensor) -> CubeTensor:
-        """A weight matrix `[O, R]` and its bias `[O]` as one dense matrix `[O, R + 1]`."""
+        """A weight matrix `[O, R]` and its bias `[O]` as one dense matrix `[O, R + 1]` of
+        w's dtype (one launch)."""
         rows, width = w.shape
         both = self.empty((rows, width + 1), w.dtype)
-        copy_into(self, w, both.view(w.shape, (width + 1, 1)))
-        copy_into(self, self._convert(bias.view((rows, 1), (bias.strides[0], 1)), w.dtype),
-                  both.view((rows, 1), (width + 1, 1), both.offset + width))
+        if both.size:
+            self.launch(weight_bias_kernel(w.dtype, bias.dtype, w.dtype), both.size, w.array,
+                        bias.array, both.flat().array)
         return both
 
     def conv_backward(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,

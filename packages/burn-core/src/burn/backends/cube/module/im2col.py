@@ -52,9 +52,11 @@ def linear_index(coords: Sequence[Any], sizes: Sequence[Any]) -> Any:
 
 
 @cache
-def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
+def im2col_kernel(src: DType, dst: DType, nd: int, ones: bool = False) -> Any:
     """`cols[n, r + (r / group_rows) * skip, l] = x[n, c, o*s + k*d - p]` with r = c*K + k
-    (zero outside x), converted to `dst`: `skip` rows are left after each group's rows.
+    (zero outside x), converted to `dst`: `skip` rows are left after each group's rows; with
+    `ones`, N*G*L more units, one per element, fill the G rows of cols beyond C*K with ones,
+    one after each group's rows (`skip` 1; the rows that carry a bias through a product).
 
     The last dim's in-image window range is worked out once per unit, so its loops carry no
     per-element test. Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`, any
@@ -102,6 +104,16 @@ def im2col_kernel(src: DType, dst: DType, nd: int) -> Any:
             cols[target + o * cols.stride[2]] = b.cast(value, cols.dtype)
         with b.for_range(hi, stop) as o:
             cols[target + o * cols.stride[2]] = 0
+    if ones:  # the rows of ones: G = cols' rows beyond C*K, each after its group's rows
+        windows = product([g["o"] for g in geo])
+        rows = b.local(u32, x.shape[1] * product(kernel))
+        groups = b.local(u32, cols.shape[1] - rows)
+        main = b.local(u32, x.shape[0] * rows * product(outer) * chunks)
+        with b.if_((pos >= main) & (pos - main < x.shape[0] * groups * windows)):
+            n, group, window = split_index(b, pos - main, [x.shape[0], groups, windows])
+            per = rows // groups
+            cols[cols.offset + n * cols.stride[0] + (group * (per + 1) + per) * cols.stride[1]
+                 + window * cols.stride[2]] = 1
     return b.kernel()
 
 
@@ -519,6 +531,58 @@ def _add_taps(b: Any, cols: Any, out: Any, geo: list[dict[str, Any]], outs: list
                     windows.pop()
 
     level(0, c)
+
+
+@cache
+def weight_bias_kernel(weight: DType, bias: DType, dst: DType) -> Any:
+    """A weight matrix `[O, R]` (any strides) and its bias `[O]` as one dense `[O, R + 1]`
+    matrix of `dst` (the bias its last column), one unit per element.
+
+    Launch args: weight, bias, out (dense, rank 1).
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_weight_bias")
+    w = b.tensor("weight", cube_dtype("conv", weight), rank=2, write=False)
+    bias_t = b.tensor("bias", cube_dtype("conv", bias), rank=1, write=False)
+    out = b.tensor("out", cube_dtype("conv", dst), rank=1, write=True)
+    pos = b.ABSOLUTE_POS
+    width = b.local(u32, w.shape[1] + 1)
+    with b.if_(pos < w.shape[0] * width):
+        row, col = b.local(u32, pos // width), b.local(u32, pos % width)
+        with b.if_(col < w.shape[1]):
+            out[pos] = b.cast(w[w.offset + row * w.stride[0] + col * w.stride[1]], out.dtype)
+        with b.if_(col == w.shape[1]):
+            out[pos] = b.cast(bias_t[bias_t.offset + row * bias_t.stride[0]], out.dtype)
+    return b.kernel()
+
+
+@cache
+def weight_grad_split_kernel(src: DType, weight: DType, bias: DType) -> Any:
+    """The inverse of `weight_bias_kernel` for gradients: matrices `[G, R, W + 1]` (any
+    strides; the last column from the columns' rows of ones) as the dense weight gradient
+    `[G*R, W]` of `weight` and the dense bias gradient `[G*R]` of `bias`, one unit per element.
+
+    Launch args: total (rank 3), weight gradient (rank 1), bias gradient (rank 1).
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("conv_weight_grad_split")
+    total = b.tensor("total", cube_dtype("conv", src), rank=3, write=False)
+    gw = b.tensor("grad_weight", cube_dtype("conv", weight), rank=1, write=True)
+    gb = b.tensor("grad_bias", cube_dtype("conv", bias), rank=1, write=True)
+    pos = b.ABSOLUTE_POS
+    width = total.shape[2] - 1
+    with b.if_(pos < total.shape[0] * total.shape[1] * total.shape[2]):
+        group, row, col = split_index(b, pos, [total.shape[0], total.shape[1], total.shape[2]])
+        value = b.local(total.dtype, total[total.offset + group * total.stride[0]
+                                           + row * total.stride[1] + col * total.stride[2]])
+        at = b.local(u32, group * total.shape[1] + row)
+        with b.if_(col < width):
+            gw[at * width + col] = b.cast(value, gw.dtype)
+        with b.if_(col == width):
+            gb[at] = b.cast(value, gb.dtype)
+    return b.kernel()
 
 
 @cache
