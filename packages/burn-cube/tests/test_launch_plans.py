@@ -116,8 +116,8 @@ def test_buffers_still_read_elsewhere_are_not_reused() -> None:
 
 
 def test_pool_keeps_at_most_pool_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    rt = cpu_runtime.CpuRuntime()
     monkeypatch.setattr(cpu_runtime, "POOL_BYTES", 1000)
+    rt = cpu_runtime.CpuRuntime()
     big, small = rt.empty((300,), f32), rt.empty((100,), f32)  # 1200 and 400 bytes
     big_handle, small_handle = weakref.ref(big.handle), weakref.ref(small.handle)
     del big, small

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,11 +78,17 @@ class DeviceArray:
         """Strides in elements (C order unless this is a strided view)."""
         if self._strides is not None:
             return self._strides
-        out, acc = [], 1
-        for dim in reversed(self.shape):
-            out.append(acc)
-            acc *= dim
-        return tuple(reversed(out))
+        strides = _C_STRIDES.get(self.shape)
+        if strides is None:
+            out, acc = [], 1
+            for dim in reversed(self.shape):
+                out.append(acc)
+                acc *= dim
+            strides = tuple(reversed(out))
+            if len(_C_STRIDES) >= 4096:
+                _C_STRIDES.clear()
+            _C_STRIDES[self.shape] = strides
+        return strides
 
     @property
     def extent(self) -> int:
@@ -152,6 +159,78 @@ class DeviceArray:
     def __repr__(self) -> str:
         layout = f", strides={self.strides}, offset={self.offset}" if self.is_view else ""
         return f"DeviceArray({self.runtime.name}, shape={self.shape}, dtype={self.dtype}{layout})"
+
+
+#: C-order strides by shape (launches ask for an owning array's strides often).
+_C_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+#: References to a dying pooled array's buffer while `PooledArray.__del__` looks at it (the
+#: array's, the local name's and `sys.getrefcount`'s own): more means something else (a numpy
+#: or CuPy view, an export) still reads the buffer, which then is not reused.
+_RECLAIM_REFS = 3
+_refcount = sys.getrefcount
+
+
+class BufferPool:
+    """Buffers of dead arrays kept by shape and dtype for a runtime's `empty` to hand out
+    again, with their addresses, up to `limit` bytes (work is in order on one queue, so a
+    buffer whose last readers are queued may be rewritten by work queued after them).
+
+    Args:
+        limit: The most bytes kept.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: (shape, dtype name) -> free (buffer, address) pairs.
+        self.free: dict[tuple[tuple[int, ...], str], list[tuple[Any, int | None]]] = {}
+        #: bytes kept, and buffers handed out again.
+        self.bytes = 0
+        self.reused = 0
+
+    def take(self, shape: tuple[int, ...], dtype: DType) -> tuple[Any, int | None] | None:
+        """A free (buffer, address) of that shape and dtype, or None."""
+        free = self.free.get((shape, dtype.name))
+        if not free:
+            return None
+        try:
+            found = free.pop()
+        except IndexError:  # another thread took the last one
+            return None
+        self.bytes -= found[0].nbytes
+        self.reused += 1
+        return found
+
+    def keep(self, shape: tuple[int, ...], dtype: DType, buffer: Any,
+             address: int | None) -> None:
+        """Keep a dead array's buffer while the pool has room."""
+        nbytes = buffer.nbytes
+        if nbytes and self.bytes + nbytes <= self.limit:
+            self.free.setdefault((shape, dtype.name), []).append((buffer, address))
+            self.bytes += nbytes
+
+    def clear(self) -> None:
+        """Drop every kept buffer (the allocator underneath gets them back)."""
+        self.free.clear()
+        self.bytes = 0
+
+
+class PooledArray(DeviceArray):
+    """An owning array from a pooling runtime's `empty` (its `buffers`, a `BufferPool`): its
+    buffer returns to the pool when it dies, unless something else still holds the buffer."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        """Keep the buffer in the runtime's pool (if nothing else holds it)."""
+        try:
+            handle = self.handle
+            if _refcount(handle) > _RECLAIM_REFS or self.base is not None:
+                return
+            runtime: Any = self.runtime
+            runtime.buffers.keep(self.shape, self.dtype, handle, self.address)
+        except Exception:  # noqa: S110 - at interpreter exit the module may be torn down
+            pass
 
 
 def gather_view(storage: np.ndarray, view: DeviceArray) -> np.ndarray:

@@ -16,7 +16,6 @@ import math
 import os
 import shutil
 import struct
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,9 @@ from burn_cube.cache import (
 from burn_cube.errors import CompileError, LaunchError, MissingCompilerError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import (
+    BufferPool,
     DeviceArray,
+    PooledArray,
     Properties,
     Runtime,
     int_range,
@@ -305,41 +306,13 @@ class CompiledC:
 
 #: Most bytes of freed buffers a cpu runtime keeps for reuse.
 POOL_BYTES = 256 * 2**20
-#: References to a dying pooled array's buffer while `PooledArray.__del__` looks at it (the
-#: array's, the local name's and `sys.getrefcount`'s own): more means something else (a numpy
-#: view, an export) still reads the buffer, which then is not reused.
-_RECLAIM_REFS = 3
-_refcount = sys.getrefcount
-
-
-class PooledArray(DeviceArray):
-    """An owning array from `CpuRuntime.empty`: its buffer returns to the runtime's pool when
-    it dies, unless something else still holds the buffer."""
-
-    __slots__ = ()
-
-    def __del__(self) -> None:
-        """Keep the buffer in the runtime's pool (if nothing else holds it and the pool has
-        room)."""
-        try:
-            handle = self.handle
-            if _refcount(handle) > _RECLAIM_REFS or self.base is not None:
-                return
-            rt: Any = self.runtime
-            nbytes = handle.nbytes
-            if nbytes and rt._pooled_bytes + nbytes <= POOL_BYTES:
-                rt._pool.setdefault((self.shape, self.dtype.name), []).append(
-                    (handle, self.address))
-                rt._pooled_bytes += nbytes
-        except Exception:  # noqa: S110 - at interpreter exit the module may be torn down
-            pass
 
 
 class CpuRuntime(Runtime):
     """Runs kernels on the host CPU, cubes spread over OpenMP threads.
 
     Buffers of dead arrays from `empty` are kept, by shape and dtype, up to `POOL_BYTES`
-    and handed out again by `empty` with their addresses known.
+    (`buffers`) and handed out again by `empty` with their addresses known.
     """
 
     name = "cpu"
@@ -349,10 +322,7 @@ class CpuRuntime(Runtime):
         self.disk = DiskCache()
         self._compiled: dict[str, CompiledC] = {}
         self._allocated = 0
-        #: (shape, dtype name) -> free (buffer, address) pairs.
-        self._pool: dict[tuple[tuple[int, ...], str], list[tuple[np.ndarray, int | None]]] = {}
-        self._pooled_bytes = 0
-        self._reused = 0
+        self.buffers = BufferPool(POOL_BYTES)
         self._properties = Properties(
             "cpu", f"host CPU ({os.cpu_count()} threads)", "c",
             frozenset(("bool", "u8", "i8", "u32", "i32", "i64", "f16", "bf16", "f32", "f64")),
@@ -369,18 +339,12 @@ class CpuRuntime(Runtime):
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         """A pooled buffer of that shape and dtype if one is free, else a new one."""
-        free = self._pool.get((shape, dtype.name))
-        if free:
-            try:
-                handle, address = free.pop()
-            except IndexError:  # another thread took the last one
-                return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
-            self._pooled_bytes -= handle.nbytes
-            self._reused += 1
-            array = PooledArray(self, handle, shape, dtype)
-            array.address = address
-            return array
-        return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
+        found = self.buffers.take(shape, dtype)
+        if found is None:
+            return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
+        array = PooledArray(self, found[0], shape, dtype)
+        array.address = found[1]
+        return array
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
@@ -487,4 +451,4 @@ class CpuRuntime(Runtime):
 
     def memory_stats(self) -> dict[str, int]:
         return {"allocations": self._allocated, "compiled_kernels": len(self._compiled),
-                "buffers_reused": self._reused, "bytes_free_in_pool": self._pooled_bytes}
+                "buffers_reused": self.buffers.reused, "bytes_free_in_pool": self.buffers.bytes}

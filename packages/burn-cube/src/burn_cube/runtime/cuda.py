@@ -9,7 +9,9 @@ the kernel).
 
 Launches skip CuPy's per-argument conversion: each kernel's arguments are packed by one
 ``struct`` format into a buffer kept per thread, and ``cuLaunchKernel`` gets the addresses of
-the packed values.
+the packed values; the device is made current only when it is not. Buffers of dead arrays
+from ``empty`` are kept by shape and dtype (``POOL_BYTES``, handed back to CuPy's pool when an
+allocation runs out of memory), so a repeated step allocates no CuPy arrays.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from burn_cube.codegen import generate
 from burn_cube.codegen.cuda import generate_aliased
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime, scalar_converter
+from burn_cube.runtime.base import (
+    BufferPool,
+    DeviceArray,
+    PooledArray,
+    Properties,
+    Runtime,
+    scalar_converter,
+)
 from burn_cube.types import DType, bf16, from_numpy
 
 #: numpy dtype whose bits stand in for one CuPy lacks.
@@ -38,6 +47,9 @@ def _held(dtype: np.dtype) -> np.dtype:
     return _BITS.get(dtype, dtype)
 
 
+#: Most bytes of freed buffers a cuda runtime keeps for reuse.
+POOL_BYTES = 2**30
+
 #: `struct` codes of the scalar parameters' C types, by dtype name (bf16: its bits).
 _CODES = {"bool": "?", "u8": "B", "i8": "b", "u32": "I", "i32": "i", "i64": "q", "f16": "e",
           "bf16": "H", "f32": "f", "f64": "d"}
@@ -45,8 +57,9 @@ _CODES = {"bool": "?", "u8": "B", "i8": "b", "u32": "I", "i32": "i", "i64": "q",
 try:
     import cupy
     from cupy_backends.cuda.api.driver import launchKernel
+    from cupy_backends.cuda.api.runtime import getDevice
 except ImportError:  # pragma: no cover - depends on the environment
-    cupy = launchKernel = None
+    cupy = launchKernel = getDevice = None
 
 
 def _launch(function: int, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -70,6 +83,15 @@ class CompiledCuda:
     aliased: CompiledCuda | None = None
     #: The argument packing of the kernel last launched with it (`_packer`).
     packer: _Packer | None = None
+
+
+def _address(array: DeviceArray) -> int:
+    """The device address of an array's storage (a view shares its base's buffer), worked
+    out once and kept on the array."""
+    address = array.address
+    if address is None:
+        address = array.address = array.handle.data.ptr
+    return address
 
 
 def _device_name(index: int) -> str:
@@ -139,7 +161,7 @@ class _Packer:
         Returns:
             The address of the array of the packed values' addresses (``kernelParams``).
         """
-        values: list[Any] = [args[at].handle.data.ptr for at in self.tensors]
+        values: list[Any] = [_address(args[at]) for at in self.tensors]
         values += meta
         for at, bits in self.scalars:
             value = args[at]
@@ -175,9 +197,9 @@ def _overlap(packer: _Packer, args: list[Any]) -> bool:
     and of the earlier written ones."""
     spans = []
     for at, written in packer.spans:
-        handle = args[at].handle
-        start = handle.data.ptr
-        spans.append((start, start + handle.nbytes, written))
+        array = args[at]
+        start = _address(array)
+        spans.append((start, start + array.handle.nbytes, written))
     spans.sort()
     end_any = end_written = 0
     for start, end, written in spans:
@@ -216,6 +238,7 @@ class CudaRuntime(Runtime):
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self.pool = cupy.get_default_memory_pool()
+        self.buffers = BufferPool(POOL_BYTES)
         props = cupy.cuda.runtime.getDeviceProperties(index)
         self.description = _device_name(index)
         self.max_threads = int(props["maxThreadsPerBlock"])
@@ -234,8 +257,21 @@ class CudaRuntime(Runtime):
             return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        """A pooled buffer of that shape and dtype if one is free, else a new one (the pool's
+        buffers go back to CuPy's first when the device is out of memory)."""
+        shape = tuple(shape)
+        found = self.buffers.take(shape, dtype)
+        if found is not None:
+            array = PooledArray(self, found[0], shape, dtype)
+            array.address = found[1]
+            return array
         with self.device, self.stream:
-            return DeviceArray(self, cupy.empty(shape, _held(dtype.numpy)), tuple(shape), dtype)
+            try:
+                handle = cupy.empty(shape, _held(dtype.numpy))
+            except cupy.cuda.memory.OutOfMemoryError:
+                self.buffers.clear()
+                handle = cupy.empty(shape, _held(dtype.numpy))
+        return PooledArray(self, handle, shape, dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
@@ -298,6 +334,9 @@ class CudaRuntime(Runtime):
                 compiled.aliased = self._load(kernel, generate_aliased(kernel))
             compiled = compiled.aliased
         params = packer.pack(args, meta)
+        if getDevice() == self.index:
+            _launch(compiled.address, cube_count, kernel.cube_dim, self.stream.ptr, params)
+            return
         with self.device:
             _launch(compiled.address, cube_count, kernel.cube_dim, self.stream.ptr, params)
 
@@ -306,4 +345,5 @@ class CudaRuntime(Runtime):
 
     def memory_stats(self) -> dict[str, int]:
         return {"bytes_in_use": int(self.pool.used_bytes()),
-                "bytes_reserved": int(self.pool.total_bytes()), "modules": len(self._modules)}
+                "bytes_reserved": int(self.pool.total_bytes()), "modules": len(self._modules),
+                "buffers_reused": self.buffers.reused, "bytes_free_in_pool": self.buffers.bytes}
