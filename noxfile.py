@@ -82,6 +82,9 @@ def cube_runtimes() -> list[str]:
 # packages/burn-core/tests/conformance on a GPU machine.
 BACKENDS = ["numpy", "cpu", "wgpu"]
 TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
+# torchvision.ops (NMS) and the torch build it was compiled against: "===" matches the version
+# string exactly, so a local CPU build (2.13.0+cpu) already in the environment is replaced
+TORCHVISION = ("torch===2.13.0", "torchvision==0.28.0")
 # burn-dataset: the data-loader tests use real datasets; [train]: progress, plots, system metrics;
 # the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
 EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset",
@@ -140,9 +143,14 @@ def rl(session: nox.Session) -> None:
 
 @nox.session
 def vision(session: nox.Session) -> None:
-    """burn-vision's tests against OpenCV, scikit-image and torch: the NumPy fast and default
-    paths and the burn-cube kernels on cpu and wgpu."""
-    install(session, TORCH, "-e", "packages/burn-core", "-e", "packages/burn-cube[wgpu]",
+    """burn-vision's tests against OpenCV, scikit-image, torch and torchvision.ops: the NumPy
+    fast and default paths and the burn-cube kernels on cpu and wgpu."""
+    # torchvision's compiled ops (nms) load only against the torch build its wheel was built
+    # for: PyPI's, not a local CPU build that pip's find-links may offer (that one lacks the
+    # CUDA libraries torchvision's _C.so links; PyPI's build runs on the CPU all the same).
+    session.install(*TORCHVISION, env={**UV_INSTALL_ENV, "UV_FIND_LINKS": "",
+                                       "PIP_FIND_LINKS": "", "PIP_CONFIG_FILE": os.devnull})
+    install(session, "-e", "packages/burn-core", "-e", "packages/burn-cube[wgpu]",
             "-e", "packages/burn-vision[test]")
     session.run("pytest", "packages/burn-vision/tests")
 

@@ -1,5 +1,5 @@
-"""NMS against a greedy reference written with torch ops (torchvision.ops.nms semantics) and
-OpenCV's NMSBoxes."""
+"""NMS against torchvision.ops.nms / batched_nms, a greedy reference written with torch ops
+(torchvision's semantics, with a stable order for equal scores) and OpenCV's NMSBoxes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import cv2
 import numpy as np
 import pytest
 import torch
+import torchvision.ops
 from conftest import check
 
 import burn
@@ -46,6 +47,37 @@ def test_matches_greedy_reference(path: str, rng: np.random.Generator, ties: boo
         boxes, scores = _boxes(rng, n, ties)
         check(nms(burn.tensor(boxes), burn.tensor(scores), threshold),
               _reference(boxes, scores, threshold), burn.int64)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.5, 0.7, 1.0])
+def test_matches_torchvision(path: str, rng: np.random.Generator, threshold: float) -> None:
+    # distinct scores: torchvision leaves the order of equal scores unspecified
+    for n in (1, 20, 500):
+        boxes, scores = _boxes(rng, n)
+        expected = torchvision.ops.nms(torch.from_numpy(boxes), torch.from_numpy(scores),
+                                       threshold).numpy()
+        check(nms(burn.tensor(boxes), burn.tensor(scores), threshold), expected, burn.int64)
+
+
+def test_integer_grid_boxes_match_torchvision(path: str, rng: np.random.Generator) -> None:
+    # boxes on a coarse grid overlap with IoUs such as 3/10 and 1/3 whose float32 rounds
+    # above the threshold's value: torchvision compares them with the threshold as a double
+    xy = rng.integers(0, 6, (300, 2))
+    boxes = np.concatenate([xy, xy + rng.integers(0, 4, (300, 2))], 1).astype(np.float32)
+    scores = rng.permutation(300).astype(np.float32) / 300
+    for threshold in (0.3, 1 / 3, 0.5, 0.7):
+        expected = torchvision.ops.nms(torch.from_numpy(boxes), torch.from_numpy(scores),
+                                       threshold).numpy()
+        check(nms(burn.tensor(boxes), burn.tensor(scores), threshold), expected, burn.int64)
+
+
+def test_batched_matches_torchvision(path: str, rng: np.random.Generator) -> None:
+    boxes, scores = _boxes(rng, 400)
+    classes = rng.integers(0, 5, 400)
+    expected = torchvision.ops.batched_nms(torch.from_numpy(boxes), torch.from_numpy(scores),
+                                           torch.from_numpy(classes), 0.4).numpy()
+    out = batched_nms(burn.tensor(boxes), burn.tensor(scores), burn.tensor(classes), 0.4)
+    check(out, expected, burn.int64)
 
 
 def test_matches_opencv_nmsboxes(path: str, rng: np.random.Generator) -> None:

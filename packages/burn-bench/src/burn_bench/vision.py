@@ -1,8 +1,9 @@
 """burn-vision on burn's CPU backends (numpy, and the cube backend cpu's burn-cube kernels)
 against OpenCV in the same run: connected components with stats (random 4096x4096 binary
 image, p = 0.5, 8-connectivity), erode 5x5 and filter2D 5x5 on 4096x4096 float32, NMS on 10k
-boxes (cv2.dnn.NMSBoxes; numpy only: the cube backends run the default dense-IoU NMS); the
-cuda backend too where it is present (each call ends with a device sync).
+boxes (cv2.dnn.NMSBoxes, and torchvision.ops.nms on the CPU where torchvision's compiled ops
+load; numpy only: the cube backends run the default dense-IoU NMS); the cuda backend too where
+it is present (each call ends with a device sync).
 OpenCV's own thread pool follows OMP_NUM_THREADS when it is set, so that both sides run on as
 many threads."""
 
@@ -16,7 +17,7 @@ import numpy as np
 
 import burn
 import burn_vision as bv
-from burn_bench.timing import Candidate, measure_interleaved, report
+from burn_bench.timing import Candidate, Measurement, measure_interleaved, report
 
 SIZE = 4096
 BOXES = 10_000
@@ -26,10 +27,37 @@ BOXES = 10_000
 BACKENDS = ("numpy", "cpu")
 #: GPU backends timed where present (wgpu is left out: here it is llvmpipe, a CPU emulation)
 GPU_BACKENDS = ("cuda",)
+#: the label of torchvision's CPU nms in the report
+TORCHVISION_NMS = "torchvision ops.nms (cpu)"
 
 
 def _present(name: str) -> bool:
     return any(b.name == name and b.available for b in burn.available_backends())
+
+
+def _torchvision_nms(boxes: np.ndarray, scores: np.ndarray) -> tuple[
+        Callable[[], object] | None, str]:
+    """torchvision's CPU nms on these boxes (IoU threshold 0.5), or None and why it is not
+    timed: torchvision's compiled ops load only against the torch build they were built for
+    (PyPI's; a CPU-only build of torch lacks the CUDA libraries its wheels link)."""
+    try:
+        import torch
+        from torchvision.ops import nms as tv_nms
+
+        b, s = torch.from_numpy(boxes), torch.from_numpy(scores)
+        tv_nms(b[:1], s[:1], 0.5)  # raises here when the compiled op did not register
+    except Exception as exc:  # ImportError, or RuntimeError: operator torchvision::nms missing
+        return None, f"torchvision ops.nms not timed: {type(exc).__name__}: {exc}"
+    return (lambda: tv_nms(b, s, 0.5)), f"torchvision {torchvision_version()}"
+
+
+def torchvision_version() -> str:
+    """The installed torchvision's version ("" when it is not importable)."""
+    try:
+        import torchvision
+    except ImportError:
+        return ""
+    return str(torchvision.__version__)
 
 
 def run() -> str:
@@ -84,12 +112,27 @@ def run() -> str:
          ("numpy",)),
     ]
     candidates = []
+    tv_call, tv_note = _torchvision_nms(boxes, scores)
+    if tv_call is not None:
+        candidates.append(Candidate(TORCHVISION_NMS, tv_call, vs="OpenCV dnn.NMSBoxes"))
     for cv_name, cv_call, op, timed in table:
         vs = f"OpenCV {cv_name}"
         candidates.append(Candidate(vs, cv_call))
         candidates += [Candidate(f"burn {name} {op}", calls[name][op], vs=vs)
                        for name in timed]
     results = measure_interleaved(candidates, min_time=0.1, rounds=3)
-    return report(f"vision ops on burn's backends ({', '.join(backends)}) vs OpenCV "
-                  f"{cv2.__version__}, {SIZE}x{SIZE} images, {BOXES} boxes, OpenCV threads "
-                  f"{cv2.getNumThreads()}", results)
+    table_text = report(f"vision ops on burn's backends ({', '.join(backends)}) vs OpenCV "
+                        f"{cv2.__version__}, {SIZE}x{SIZE} images, {BOXES} boxes, OpenCV threads "
+                        f"{cv2.getNumThreads()}", results)
+    return f"{table_text}\n{_against_torchvision(results, tv_note)}"
+
+
+def _against_torchvision(results: list[Measurement], note: str) -> str:
+    """burn numpy's NMS time as a ratio of torchvision's (min / median), or why there is none."""
+    by_name = {r.name: r for r in results}
+    tv = by_name.get(TORCHVISION_NMS)
+    if tv is None:
+        return note
+    ours = by_name["burn numpy nms"]
+    return (f"burn numpy nms vs {note} ops.nms: {ours.seconds / tv.seconds:.2f}x / "
+            f"{ours.median / tv.median:.2f}x (min / median time ratio, < 1: burn faster)")

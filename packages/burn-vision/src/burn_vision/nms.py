@@ -13,7 +13,8 @@ from burn_vision.extension import vision_ops
 def nms(boxes: Tensor, scores: Tensor, iou_threshold: float,
         score_threshold: float | None = None, max_output: int | None = None) -> Tensor:
     """Greedy NMS: visit boxes by decreasing score, keep one unless it overlaps a kept box
-    with IoU > `iou_threshold`.
+    with IoU > `iou_threshold` (as torchvision: the IoU computed in the boxes' dtype, compared
+    with the threshold as a double, so an IoU of 1/3 rounded up in float32 exceeds 1/3).
 
     Args:
         boxes: float [N, 4] as (x1, y1, x2, y2) with x1 <= x2 and y1 <= y2.

@@ -14,6 +14,7 @@ import burn
 from burn import Tensor
 from burn.dtype import Kind
 from burn_vision.border import BorderMode
+from burn_vision.default.nms import iou_cut
 from burn_vision.default.window import window_reduce
 from burn_vision.extension import VisionOps, register_vision_ops
 from burn_vision.numpy_stripes import padded_stripes
@@ -85,7 +86,7 @@ class NumpyVisionOps(VisionOps):
 
     def nms(self, boxes: Tensor, scores: Tensor, iou_threshold: float,
             score_threshold: float | None, max_output: int | None) -> Tensor:
-        kept = _nms(boxes.to_numpy(), scores.to_numpy(), iou_threshold,
+        kept = _nms(boxes.to_numpy(), scores.to_numpy(), iou_cut(iou_threshold, boxes.dtype),
                     score_threshold)
         return burn.tensor(kept[:max_output], dtype=burn.int64, device=boxes.device)
 

@@ -4,8 +4,11 @@ from all-kept reaches exactly the greedy result."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import burn
 from burn import Tensor
+from burn.dtype import DType
 
 
 def iou_matrix(a: Tensor, b: Tensor) -> Tensor:
@@ -18,6 +21,27 @@ def iou_matrix(a: Tensor, b: Tensor) -> Tensor:
     inter = iw * ih
     union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter
     return burn.where(union > 0, inter / burn.where(union > 0, union, 1.0), 0.0)
+
+
+def iou_cut(iou_threshold: float, dtype: DType) -> float:
+    """The threshold to compare IoUs computed in `dtype` with, so that `iou > cut` in `dtype`
+    holds exactly when the IoU, widened to float64, exceeds `iou_threshold` (torchvision's
+    kernels compare the IoU of the boxes' dtype with the threshold as a double).
+
+    The cut is `iou_threshold` rounded down to `dtype`: rounding to nearest can round up (0.3
+    becomes 0.30000001 in float32), and an IoU of exactly 0.30000001 would then survive.
+
+    Args:
+        iou_threshold: the threshold, a Python float.
+        dtype: the float dtype the IoUs are computed in.
+    Returns:
+        A float exactly representable in `dtype`.
+    """
+    kind = np.dtype(dtype.numpy)
+    cut = kind.type(iou_threshold)
+    if float(cut) > iou_threshold:
+        cut = np.nextafter(cut, kind.type(-np.inf))
+    return float(cut)
 
 
 def nms(boxes: Tensor, scores: Tensor, iou_threshold: float, score_threshold: float | None,
@@ -33,7 +57,8 @@ def nms(boxes: Tensor, scores: Tensor, iou_threshold: float, score_threshold: fl
     index = index.index_select(0, order)
     ranked = boxes.index_select(0, index)
     m = index.shape[0]
-    overlap = (iou_matrix(ranked, ranked) > iou_threshold).float().triu(1)
+    cut = iou_cut(iou_threshold, ranked.dtype)
+    overlap = (iou_matrix(ranked, ranked) > cut).float().triu(1)
     keep = burn.ones((1, m), device=device)
     for _ in range(m):
         new = (keep.matmul(overlap) == 0).float()
