@@ -14,6 +14,7 @@ from fusion_testing import DEVICES, LaunchCounter, pending
 import burn
 import burn.functional as F
 from burn.fusion import reset_stats, stats
+from burn.fusion.inner import on_inner_steps
 from burn.optim import AdamConfig, AdamWConfig, SgdConfig
 
 pytestmark = pytest.mark.parametrize("base", DEVICES)
@@ -142,3 +143,36 @@ def test_pending_reads_of_the_state_see_its_old_values(base: str) -> None:
     assert burn.Device(spec).backend.value(optim._state[w.id]["moment_1"]._prim) is \
         burn.Device(spec).backend.value(moment._prim)
     np.testing.assert_allclose(moment.to_numpy(), before * 0.9 + 0.3, rtol=1e-6)
+
+
+def test_multi_tensor_update_runs_once_on_inner_values(base: str) -> None:
+    """`on_inner_steps` runs the pending ops once and hands a multi-tensor update every param,
+    gradient and state buffer as inner tensors; the results and the buffers it replaced come
+    back on the fusion device, with the values the update computed."""
+    spec = f"{base}+fusion"
+    data = [np.linspace(-1, 1, 6, dtype=np.float32), np.arange(6, dtype=np.float32).reshape(2, 3)]
+    params = [burn.tensor(d, device=spec) for d in data]
+    grads = [p * 2.0 for p in params]  # pending until the update
+    states: list[dict[str, Any]] = [{"buf": p * 0.0, "step": 0} for p in params]
+    devices: list[burn.Device] = []
+
+    def steps(lr: float, members: list[Any]) -> list[Any]:
+        out = []
+        for p, g, s in members:
+            devices.extend((p.device, g.device, s["buf"].device))
+            s["buf"], s["step"] = g * lr, s["step"] + 1  # a replaced buffer
+            out.append(p - g * lr)
+        return out
+
+    reset_stats()
+    news = on_inner_steps(steps, 0.25, list(zip(params, grads, states, strict=True)))
+    assert stats().flushes == 1
+    assert devices == [burn.Device(base)] * 6
+    for d, new, state in zip(data, news, states, strict=True):
+        assert new is not None and new.device == burn.Device(spec)
+        assert state["buf"].device == burn.Device(spec) and state["step"] == 1
+        want = torch.from_numpy(d)
+        np.testing.assert_allclose(new.to_numpy(), (want - want * 2.0 * 0.25).numpy())
+        np.testing.assert_allclose(state["buf"].to_numpy(), (want * 2.0 * 0.25).numpy())
+    plain = burn.tensor(data[0], device=base)  # not a fusion tensor: the update as is
+    assert on_inner_steps(lambda lr, m: [m[0][0]], 0.1, [(plain, plain, {})]) == [plain]

@@ -168,8 +168,12 @@ class Stream:
                     handle = weak[tid]()
                     if handle is not None:
                         handle.value = value
-                if kind == "matmul" and type(cell.plan) is Unfused and cell.plan.vendor:
-                    self.results[pending[start].key[0]] = ()
+                if kind == "matmul":
+                    if type(cell.plan) is not Unfused:  # its epilogue fused into its kernel
+                        if end - start > 1 and pending[start + 1].key[0] not in self.shared:
+                            self._share(pending[start:end], needed)
+                    elif cell.plan.vendor:
+                        self.results[pending[start].key[0]] = ()
 
     def _run_one(self, record: Pending, handle: FusionTensor | None,
                  values: dict[int, Any]) -> None:
@@ -214,8 +218,8 @@ class Stream:
         for b, (_, start, end, _) in enumerate(blocks):
             for r in pending[start:end]:
                 needed.update(a.id for a in r.args if type(a) is TensorIR and at.get(a.id, b) != b)
-        for _, start, end, _ in blocks:
-            self._share(pending[start:end], needed)
+        for kind, start, end, _ in blocks:  # a matmul shares only once fused (`flush`)
+            self._share(pending[start + (kind == "matmul"):end], needed)
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
         shared = [(kind, start, end, self.cells.setdefault(
