@@ -156,12 +156,14 @@ def _count_launches(monkeypatch: pytest.MonkeyPatch, backend: Any) -> list[str]:
 
 @pytest.mark.parametrize("name", ["adam", "adamw-amsgrad", "sgd-nesterov",
                                   "rmsprop-centered-momentum-decay", "adagrad-decay"])
-def test_a_cpu_step_launches_one_kernel_per_param(monkeypatch: pytest.MonkeyPatch,
-                                                  name: str) -> None:
+def test_a_cpu_step_launches_one_kernel_per_param_or_one_for_all(
+        monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Adam and AdamW update every param of a step in one launch (params of several ranks and
+    sizes, one of them over several units), the others one launch per param."""
     device = _device("cpu")
     rng = np.random.default_rng(0)
     params = [Param(burn.tensor(rng.standard_normal(s).astype(np.float32), device=device))
-              for s in [(16, 8), (16,), (4, 16), (4,)]]
+              for s in [(16, 8), (16,), (4, 16), (4,), (3, optim_kernels.CPU_CHUNK + 5)]]
     grads = GradientsParams({p.id: burn.tensor(rng.standard_normal(p.shape).astype(np.float32),
                                                device=device) for p in params})
     optim = CASES[name][0].init()
@@ -169,7 +171,8 @@ def test_a_cpu_step_launches_one_kernel_per_param(monkeypatch: pytest.MonkeyPatc
         optim.step(0.05, params, grads)  # takes the gradient as its momentum buffer)
     names = _count_launches(monkeypatch, device.backend)
     optim.step(0.05, params, grads)
-    assert names == [KERNELS[name.split("-")[0].rstrip("w")]] * len(params)
+    kernel = KERNELS[name.split("-")[0].rstrip("w")]
+    assert names == [kernel] * (1 if kernel == "adam_step" else len(params))
 
 
 @pytest.mark.parametrize("name", ["adam-amsgrad-decay", "sgd-momentum-decay",
@@ -239,9 +242,47 @@ def test_state_the_kernels_did_not_make_is_copied_not_overwritten() -> None:
 
 
 def test_the_kernels_are_cached_per_dtype_and_variant() -> None:
-    assert optim_kernels.adam_kernel(burn.float32, "l2", True) is \
-        optim_kernels.adam_kernel(burn.float32, "l2", True)
-    assert optim_kernels.rmsprop_kernel(burn.float32, True, True, False) is not \
-        optim_kernels.rmsprop_kernel(burn.float32, True, True, True)
-    assert optim_kernels.adam_kernel(burn.float32, "", False) is not \
-        optim_kernels.adam_kernel(burn.float64, "", False)
+    assert optim_kernels.adam_kernel(burn.float32, "l2", True, (2, 1), True) is \
+        optim_kernels.adam_kernel(burn.float32, "l2", True, (2, 1), True)
+    assert optim_kernels.rmsprop_kernel(burn.float32, True, True, False, (1,), True) is not \
+        optim_kernels.rmsprop_kernel(burn.float32, True, True, True, (1,), True)
+    assert optim_kernels.adam_kernel(burn.float32, "", False, (1,), True) is not \
+        optim_kernels.adam_kernel(burn.float64, "", False, (1,), True)
+    assert optim_kernels.adam_kernel(burn.float32, "", False, (1,), True) is not \
+        optim_kernels.adam_kernel(burn.float32, "", False, (1, 1), True)
+
+
+@pytest.mark.parametrize("name", ["adam", "adam-amsgrad-decay", "adamw", "adamw-amsgrad"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_params_updated_together_match_torch(monkeypatch: pytest.MonkeyPatch, device: str,
+                                             name: str) -> None:
+    """Adam's multi-param launches: float32 and float64 params (two groups), more than
+    `MAX_GROUP` of one dtype (two launches on the cpu), an empty param, params over several
+    units, and params whose step counts differ (one has no gradient every other step, as torch
+    skips a param whose grad is None) follow torch.optim over 8 steps."""
+    config, make = CASES[name]
+    dev = _device(device)
+    rng = np.random.default_rng(3)
+    shapes = [(3, optim_kernels.CPU_CHUNK + 7), (5,), (0, 2), *[(2, k + 1) for k in range(19)]]
+    dtypes = [np.float64 if i % 7 == 3 and device == "cpu" else np.float32
+              for i in range(len(shapes))]
+    inits = [rng.standard_normal(s).astype(t) for s, t in zip(shapes, dtypes, strict=True)]
+    params = [Param(burn.tensor(a, device=dev)) for a in inits]
+    refs = [torch.tensor(a, requires_grad=True) for a in inits]
+    optim, torch_optim = config.init(), make(refs)
+    names = _count_launches(monkeypatch, dev.backend)
+    for step in range(8):
+        tracked = [i for i in range(len(params)) if i != 1 or step % 2 == 0]
+        grads = {i: rng.standard_normal(shapes[i]).astype(dtypes[i]) for i in tracked}
+        for i, ref in enumerate(refs):
+            ref.grad = torch.tensor(grads[i]) if i in tracked else None
+        torch_optim.step()
+        optim.step(0.05, params, GradientsParams(
+            {params[i].id: burn.tensor(g, device=dev) for i, g in grads.items()}))
+        for param, ref in zip(params, refs, strict=True):
+            ours, theirs = param.value().to_numpy(), ref.detach().numpy()
+            assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert optim._state[params[1].id]["step"] == 4
+    if device == "cpu":  # each step: float32 (18 non-empty params: 2 launches), float64
+        assert names.count("adam_step") == 3 * 8

@@ -50,12 +50,16 @@ class Adam(Optimizer):
             state["max_moment_2"] = zeros_like(param)
         return state
 
-    def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
-        from burn.backends.cube.optim_kernels import adam_step
+    def _fused_steps(self, lr: float, members: list[tuple[Tensor, Tensor, State]]
+                     ) -> list[Tensor | None]:
+        from burn.backends.cube.optim_kernels import adam_steps
 
         c = self.config
-        return adam_step(param, grad, state, lr, c.beta_1, c.beta_2, c.epsilon,
-                         c.weight_decay, self._decoupled, c.amsgrad)
+        return adam_steps(members, lr, c.beta_1, c.beta_2, c.epsilon, c.weight_decay,
+                          self._decoupled, c.amsgrad)
+
+    def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
+        return self._fused_steps(lr, [(param, grad, state)])[0]
 
     def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
                 ) -> Buf:

@@ -41,8 +41,10 @@ class Optimizer(ABC):
     Updates are computed on the inner backend (no autodiff graph); on the plain NumPy backend
     they reuse the state's buffers in place (`burn.optim.buffers`), small params of one dtype
     updated together in flat buffers (`burn.optim.multi`), and on the cube backends
-    optimizers with a `_fused` kernel run one kernel per param (under fusion too, on the
-    flushed values: `burn.fusion.inner.on_inner`), with the same values. State
+    optimizers with kernels run them: all params of one backend and dtype in one launch
+    where the optimizer has `_fused_steps` (Adam, AdamW), else one kernel per param
+    (`_fused`; under fusion too, on the flushed values: `burn.fusion.inner.on_inner`), with
+    the same values. State
     is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so it
     survives a module rebuild.
 
@@ -69,28 +71,26 @@ class Optimizer(ABC):
         named = named_params(params)
         grads = to_grads_params(grads, [p for _, p in named])
         small: dict[tuple[Any, ...], list[tuple[Param, Member]]] = {}
+        device: list[tuple[Param, Tensor, Tensor, State]] = []
         for path, param in named:
             grad = grads.get(param.id)
             if grad is None or not param.trainable:
                 continue
             value = param.inner()
             state = self._param_state(path, param, value)
-            if numpy_arrays(value, grad):  # reuse the state's and the temporaries' buffers
-                g = grad._prim
-                if g.size <= SMALL_PARAM:
-                    small.setdefault((g.dtype, layout(state)), []).append(
-                        (param, (param.id, value, g, state)))
-                    continue
-                new = value._wrap(self._numpy_one(lr, value, g, state))
-            else:
-                from burn.fusion.inner import on_inner  # loads the op table: only when used
-
-                fused = on_inner(self._fused, lr, value, grad, state)
-                if fused is None:
-                    p, g = self._decay(lr, value, grad, TensorOps)
-                    fused = self._update(lr, p, g, state, TensorOps)
-                new = fused
-            _set(param, new)
+            if not numpy_arrays(value, grad):
+                device.append((param, value, grad, state))
+                continue
+            g = grad._prim  # NumPy: reuse the state's and the temporaries' buffers
+            if g.size <= SMALL_PARAM:
+                small.setdefault((g.dtype, layout(state)), []).append(
+                    (param, (param.id, value, g, state)))
+                continue
+            _set(param, value._wrap(self._numpy_one(lr, value, g, state)))
+        if device:
+            fused = self._fused_steps(lr, [(v, g, s) for _, v, g, s in device])
+            for (param, value, grad, state), new in zip(device, fused, strict=True):
+                _set(param, self._device_one(lr, value, grad, state) if new is None else new)
         self._small.begin()
         for entries in small.values():
             members = [m for _, m in entries]
@@ -98,6 +98,17 @@ class Optimizer(ABC):
                       self._small.update(members, partial(self._numpy_update, lr)))
             for (param, member), array in zip(entries, values, strict=True):
                 _set(param, member[1]._wrap(array))
+
+    def _device_one(self, lr: float, value: Tensor, grad: Tensor, state: State) -> Tensor:
+        """The update of one param of a device backend: its `_fused` kernel (on the inner
+        values of fusion tensors: `on_inner`) where it applies, else the tensor ops."""
+        from burn.fusion.inner import on_inner  # loads the op table: only when used
+
+        fused = on_inner(self._fused, lr, value, grad, state)
+        if fused is None:
+            p, g = self._decay(lr, value, grad, TensorOps)
+            fused = self._update(lr, p, g, state, TensorOps)
+        return fused
 
     def _numpy_one(self, lr: float, value: Tensor, grad: np.ndarray, state: State
                    ) -> np.ndarray:
@@ -129,6 +140,13 @@ class Optimizer(ABC):
     def _init_state(self, param: Tensor) -> State:
         """The state of a param before its first update (none by default)."""
         return {}
+
+    def _fused_steps(self, lr: float, members: list[tuple[Tensor, Tensor, State]]
+                     ) -> list[Tensor | None]:
+        """The updates of several params (value, gradient, state) at once where the backend
+        runs them together (a multi-tensor kernel: `adam_steps`), updating those states in
+        place; None for each param left to `_fused` / the tensor ops. All None by default."""
+        return [None] * len(members)
 
     def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
         """The whole update (decay included) as one device kernel where the backend has one

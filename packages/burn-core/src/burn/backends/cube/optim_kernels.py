@@ -1,13 +1,16 @@
-"""Optimizer updates of the cube backends as one burn-cube kernel per parameter.
+"""Optimizer updates of the cube backends as burn-cube kernels.
 
-`adam_step` runs Adam / AdamW (L2 or decoupled weight decay, AMSGrad), `sgd_step` SGD with
-momentum, `rmsprop_step` RMSProp (centered, momentum) and `adagrad_step` AdaGrad over dense
-float tensors: each reads the param and gradient, updates the state buffers in place and writes
-the new param into a new buffer. They compute the float operations
-of `burn.optim.buffers.TensorOps` in the same order, in the param's dtype, so trajectories match
-the tensor-op path to rounding (the C compiler may contract a multiply and an add into one
-fused multiply-add, about an ulp away). Either returns None (and changes nothing) for anything
-else: another backend, dtypes or layouts that are not dense float, or state unlike the param.
+`adam_steps` runs Adam / AdamW (L2 or decoupled weight decay, AMSGrad) over a step's params,
+those of one backend and dtype in one launch (torch's multi-tensor "foreach"; up to `MAX_GROUP`
+a launch on the cpu runtime, one a launch on GPUs); `sgd_step` SGD with momentum,
+`rmsprop_step` RMSProp (centered, momentum) and `adagrad_step` AdaGrad over one param, through
+the same kernels (`_build`). Params are dense float tensors: a kernel reads each param and
+gradient, updates the state buffers in place and writes the new param into a new buffer. They
+compute the float operations of `burn.optim.buffers.TensorOps` in the same order, in the
+param's dtype, so trajectories match the tensor-op path to rounding (the C compiler may
+contract a multiply and an add into one fused multiply-add, about an ulp away). Each returns
+None (and changes nothing) for anything else: another backend, dtypes or layouts that are not
+dense float, or state unlike the param.
 
 Moment buffers are overwritten only when a step of these kernels made them (`_OWNED`); others
 (fresh zeros, loaded state, tensor-op results) are copied once into a buffer of its own first.
@@ -25,9 +28,9 @@ from burn.dtype import DType
 from burn.frontend.tensor import Tensor
 from burn.ir.cube import cube_dtype
 
-from .backend import CubeBackend
+from .backend import CUBE_DIM, CubeBackend
 from .layout import contiguous_copy
-from .tensor import CubeTensor
+from .tensor import CubeTensor, layout_key
 
 #: Dtypes the kernels update (the others fall back to tensor ops). Not float16: the C target
 #: keeps a fused kernel's float16 intermediates unrounded (excess precision), a few ulp away from
@@ -37,22 +40,30 @@ FLOATS = (DType.float32, DType.float64)
 _OWNED: weakref.WeakSet[CubeTensor] = weakref.WeakSet()
 
 
-class _Update:
-    """An update kernel being built, its arguments in order: the scalars, param and grad, then
-    the state buffers and `out` (`state`)."""
+#: Elements one unit of an update kernel walks on the cpu runtime (a unit per cube: OpenMP
+#: splits the units; GPUs run a unit per element).
+CPU_CHUNK = 4096
+#: Params one cpu launch updates at most (each adds its arguments and a branch to the kernel).
+MAX_GROUP = 16
+#: Arguments of one param in a launch: its first unit, own scalars, then its arrays.
+_Args = tuple[int, tuple[float, ...], list[Any]]
 
-    def __init__(self, name: str, dtype: DType, scalars: tuple[str, ...]) -> None:
-        from burn_cube import KernelBuilder
 
-        self.cube = cube_dtype(name, dtype)
-        self.b = KernelBuilder(name)
-        self.scalars = [self.b.scalar(scalar, self.cube) for scalar in scalars]
-        self.param = self.b.tensor("param", self.cube, write=False)
-        self.grad = self.b.tensor("grad", self.cube, write=False)
+class _Param:
+    """One param's arguments in an update kernel being built: its own scalars (by name), the
+    param and gradient (read, at their offsets), the state buffers (by key) and `out`."""
 
-    def state(self, name: str) -> Any:
-        """A written dense tensor argument (a state buffer, or `out` last)."""
-        return self.b.tensor(name, self.cube, write=True)
+    def __init__(self, b: Any, cube: Any, k: int, rank: int, own: tuple[str, ...],
+                 states: tuple[str, ...]) -> None:
+        from burn_cube import u32
+
+        self.b, self.cube = b, cube
+        self.first = b.scalar(f"first{k}", u32)
+        self.scalars = {name: b.scalar(f"{name}{k}", cube) for name in own}
+        self.param = b.tensor(f"param{k}", cube, rank, write=False)
+        self.grad = b.tensor(f"grad{k}", cube, rank, write=False)
+        self.state = {key: b.tensor(f"{key}{k}", cube, rank, write=True) for key in states}
+        self.out = b.tensor(f"out{k}", cube, rank, write=True)
 
     def read(self, pos: Any, l2: Any | None) -> tuple[Any, Any]:
         """The param and gradient at `pos` as locals, `l2` (a weight scalar) times the param
@@ -65,94 +76,132 @@ class _Update:
         return p, g
 
 
+#: The update of one element: (shared scalars by name, the param's arguments, position).
+Element = Callable[[dict[str, Any], _Param, Any], None]
+
+
+def _build(name: str, dtype: DType, shared: tuple[str, ...], own: tuple[str, ...],
+           states: tuple[str, ...], ranks: tuple[int, ...], cpu: bool, element: Element
+           ) -> Any:
+    """An update kernel over `len(ranks)` params (of those ranks; dense state and `out`).
+
+    Arguments, in order: the `shared` scalars, `chunk` (elements per unit) and `units` (all
+    params' units), then per param `first<k>` (its first unit), its `own` scalars, param,
+    grad, the `states` buffers and `out`. Param k owns units ``first<k>`` up to the next
+    param's first (`units` for the last); each of its units walks `chunk` elements in a loop
+    that the C target runs unchecked and vectorized. On the cpu runtime a cube is one unit
+    (OpenMP splits the units, `chunk` being each one's work); on GPUs a cube has `CUBE_DIM`.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    cube = cube_dtype(name, dtype)
+    b = KernelBuilder(name, 1 if cpu else CUBE_DIM, unit_work="chunk")
+    values = {scalar: b.scalar(scalar, cube) for scalar in shared}
+    chunk, units = b.scalar("chunk", u32), b.scalar("units", u32)
+    params = [_Param(b, cube, k, rank, own, states) for k, rank in enumerate(ranks)]
+    unit = b.ABSOLUTE_POS
+    for k, p in enumerate(params):
+        end = params[k + 1].first if k + 1 < len(params) else units
+        with b.if_(b.and_(unit >= p.first, unit < end)):
+            start = b.local(u32, (unit - p.first) * chunk)
+            stop = b.local(u32, b.min(start + chunk, p.out.len))
+            with b.for_range(start, stop) as pos:
+                element(values, p, pos)
+    return b.kernel()
+
+
 @cache
-def adam_kernel(dtype: DType, decay: str, amsgrad: bool) -> Any:
-    """One Adam update per element: `decay` is "" (none), "l2" (added to the gradient) or
-    "decoupled" (AdamW's shrink of the param); `amsgrad` keeps the running maximum of the
-    second moment. Scalars: lr-like factors as `TensorOps` computes them on the host."""
-    u = _Update("adam_step", dtype, ("weight", "beta_1", "rest_1", "beta_2", "rest_2",
-                                     "root_2", "epsilon", "step_size"))
-    b, cube = u.b, u.cube
-    weight, beta_1, rest_1, beta_2, rest_2, root_2, epsilon, step_size = u.scalars
-    m1, m2 = u.state("moment_1"), u.state("moment_2")
-    peak = u.state("max_moment_2") if amsgrad else None
-    out = u.state("out")
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
-        p, g = u.read(pos, weight if decay == "l2" else None)
+def adam_kernel(dtype: DType, decay: str, amsgrad: bool, ranks: tuple[int, ...], cpu: bool
+                ) -> Any:
+    """Adam's update of params of `ranks` (`_build`): `decay` is "" (none), "l2" (added to the
+    gradient) or "decoupled" (AdamW's shrink of the param); `amsgrad` keeps the running maximum
+    of the second moment. Scalars: lr-like factors as `TensorOps` computes them on the host,
+    the bias corrections per param (their step counts may differ)."""
+    def element(s: dict[str, Any], u: _Param, pos: Any) -> None:
+        b, cube = u.b, u.cube
+        m1, m2, peak = u.state["moment_1"], u.state["moment_2"], u.state.get("max_moment_2")
+        p, g = u.read(pos, s["weight"] if decay == "l2" else None)
         if decay == "decoupled":
-            b.set(p, p * weight)
-        first = b.local(cube, m1[pos] * beta_1 + g * rest_1)
-        second = b.local(cube, m2[pos] * beta_2 + g * g * rest_2)
+            b.set(p, p * s["weight"])
+        first = b.local(cube, m1[pos] * s["beta_1"] + g * s["rest_1"])
+        second = b.local(cube, m2[pos] * s["beta_2"] + g * g * s["rest_2"])
         m1[pos] = first
         m2[pos] = second
         if peak is not None:
             b.set(second, b.select(second > peak[pos], second, peak[pos]))
             peak[pos] = second
-        out[pos] = p - first / (b.sqrt(second) / root_2 + epsilon) * step_size
-    return b.kernel()
+        u.out[pos] = p - first / (b.sqrt(second) / u.scalars["root_2"] + s["epsilon"]) * \
+            u.scalars["step_size"]
+
+    return _build("adam_step", dtype, ("weight", "beta_1", "rest_1", "beta_2", "rest_2",
+                                       "epsilon"), ("root_2", "step_size"), _ADAM_KEYS[amsgrad],
+                  ranks, cpu, element)
+
+
+_ADAM_KEYS = {False: ("moment_1", "moment_2"), True: ("moment_1", "moment_2", "max_moment_2")}
 
 
 @cache
-def sgd_kernel(dtype: DType, l2: bool, nesterov: bool) -> Any:
-    """One SGD-with-momentum update per element (the momentum buffer already exists)."""
-    u = _Update("sgd_step", dtype, ("weight", "momentum", "rest", "lr"))
-    b, cube = u.b, u.cube
-    weight, momentum, rest, lr = u.scalars
-    buf, out = u.state("momentum_buffer"), u.state("out")
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
-        p, g = u.read(pos, weight if l2 else None)
-        new = b.local(cube, buf[pos] * momentum + g * rest)
+def sgd_kernel(dtype: DType, l2: bool, nesterov: bool, ranks: tuple[int, ...], cpu: bool
+               ) -> Any:
+    """SGD-with-momentum's update (`_build`; the momentum buffer already exists)."""
+    def element(s: dict[str, Any], u: _Param, pos: Any) -> None:
+        b, buf = u.b, u.state["momentum"]
+        p, g = u.read(pos, s["weight"] if l2 else None)
+        new = b.local(u.cube, buf[pos] * s["momentum"] + g * s["rest"])
         buf[pos] = new
         if nesterov:
-            b.set(new, g + new * momentum)
-        out[pos] = p - new * lr
-    return b.kernel()
+            b.set(new, g + new * s["momentum"])
+        u.out[pos] = p - new * s["lr"]
+
+    return _build("sgd_step", dtype, ("weight", "momentum", "rest", "lr"), (), ("momentum",),
+                  ranks, cpu, element)
 
 
 @cache
-def rmsprop_kernel(dtype: DType, l2: bool, centered: bool, momentum: bool) -> Any:
-    """One RMSProp update per element: the squared-gradient average (and with `centered` the
+def rmsprop_kernel(dtype: DType, l2: bool, centered: bool, momentum: bool,
+                   ranks: tuple[int, ...], cpu: bool) -> Any:
+    """RMSProp's update (`_build`): the squared-gradient average (and with `centered` the
     gradient average) and with `momentum` the momentum buffer, updated in place."""
-    u = _Update("rmsprop_step", dtype, ("weight", "alpha", "rest", "epsilon", "momentum", "lr"))
-    b, cube = u.b, u.cube
-    weight, alpha, rest, epsilon, factor, lr = u.scalars
-    square_avg = u.state("square_avg")
-    grad_avg = u.state("grad_avg") if centered else None
-    buf = u.state("momentum_buffer") if momentum else None
-    out = u.state("out")
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
-        p, g = u.read(pos, weight if l2 else None)
-        avg = b.local(cube, square_avg[pos] * alpha + g * g * rest)
+    def element(s: dict[str, Any], u: _Param, pos: Any) -> None:
+        b, cube = u.b, u.cube
+        square_avg, grad_avg = u.state["square_avg"], u.state.get("grad_avg")
+        buf = u.state.get("momentum")
+        p, g = u.read(pos, s["weight"] if l2 else None)
+        avg = b.local(cube, square_avg[pos] * s["alpha"] + g * g * s["rest"])
         square_avg[pos] = avg
         if grad_avg is not None:
-            mean = b.local(cube, grad_avg[pos] * alpha + g * rest)
+            mean = b.local(cube, grad_avg[pos] * s["alpha"] + g * s["rest"])
             grad_avg[pos] = mean
             b.set(avg, avg - mean * mean)
-        step = b.local(cube, g / (b.sqrt(avg) + epsilon))
+        step = b.local(cube, g / (b.sqrt(avg) + s["epsilon"]))
         if buf is not None:
-            b.set(step, buf[pos] * factor + step)
+            b.set(step, buf[pos] * s["momentum"] + step)
             buf[pos] = step
-        out[pos] = p - step * lr
-    return b.kernel()
+        u.out[pos] = p - step * s["lr"]
+
+    return _build("rmsprop_step", dtype, ("weight", "alpha", "rest", "epsilon", "momentum",
+                                          "lr"), (), _rmsprop_keys(centered, momentum),
+                  ranks, cpu, element)
+
+
+def _rmsprop_keys(centered: bool, momentum: float) -> tuple[str, ...]:
+    return ("square_avg", *(("grad_avg",) if centered else ()),
+            *(("momentum",) if momentum else ()))
 
 
 @cache
-def adagrad_kernel(dtype: DType, l2: bool) -> Any:
-    """One AdaGrad update per element, the sum of squared gradients updated in place."""
-    u = _Update("adagrad_step", dtype, ("weight", "epsilon", "clr"))
-    b, cube = u.b, u.cube
-    weight, epsilon, clr = u.scalars
-    total, out = u.state("sum"), u.state("out")
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
-        p, g = u.read(pos, weight if l2 else None)
-        acc = b.local(cube, total[pos] + g * g)
+def adagrad_kernel(dtype: DType, l2: bool, ranks: tuple[int, ...], cpu: bool) -> Any:
+    """AdaGrad's update (`_build`), the sum of squared gradients updated in place."""
+    def element(s: dict[str, Any], u: _Param, pos: Any) -> None:
+        b, total = u.b, u.state["sum"]
+        p, g = u.read(pos, s["weight"] if l2 else None)
+        acc = b.local(u.cube, total[pos] + g * g)
         total[pos] = acc
-        out[pos] = p - g / (b.sqrt(acc) + epsilon) * clr
-    return b.kernel()
+        u.out[pos] = p - g / (b.sqrt(acc) + s["epsilon"]) * u.scalars["clr"]
+
+    return _build("adagrad_step", dtype, ("weight", "epsilon"), ("clr",), ("sum",), ranks, cpu,
+                  element)
 
 
 def _fusable(param: Tensor, grad: Tensor) -> CubeBackend | None:
@@ -175,72 +224,109 @@ def _like(t: Any, param: Tensor, bk: CubeBackend) -> bool:
 
 
 def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str) -> Any:
-    """The flat array of state buffer `key` (a tensor `_like` the param), made one these
-    kernels own (a copy, once, when it is not)."""
+    """The array of state buffer `key` (a tensor `_like` the param), made one these kernels
+    own (a dense copy, once, when it is not)."""
     prim = state[key]._prim
     if prim not in _OWNED:
         prim = contiguous_copy(bk, prim)
         _OWNED.add(prim)
         state[key] = param._wrap(prim)
-    return prim.view((prim.size,), (1,)).array
+    return prim.array
 
 
-def _flat(t: CubeTensor) -> Any:
-    """`t` as a rank-1 array (contiguous: its offset kept)."""
-    return t.view((t.size,), (1,)).array
+#: A kernel of the update for (dtype, the params' ranks, whether on the cpu runtime).
+Kernel = Callable[[DType, tuple[int, ...], bool], Any]
+#: One param's update: (param, gradient, state).
+Member = tuple[Tensor, Tensor, dict[str, Any]]
 
 
-def _run(param: Tensor, grad: Tensor, state: dict[str, Any], keys: tuple[str, ...],
-         kernel: Callable[[DType], Any], scalars: Callable[[], tuple[float, ...]]
-         ) -> Tensor | None:
-    """Launch `kernel(dtype)` over `param`: scalars (from `scalars()`, called once the kernel
-    applies: it may advance counters in `state`), param, gradient, the state buffers `keys`
-    (made the kernels' own) and the new param.
+def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
+         shared: tuple[float, ...], own: Callable[[dict[str, Any]], tuple[float, ...]]
+         ) -> list[Tensor | None]:
+    """Launch `kernel` over the members it applies to, those of one backend and dtype together
+    (at most `MAX_GROUP` a launch on the cpu runtime, one on GPUs): the `shared` scalars, then
+    per member its own scalars (from `own(state)`, called once the kernel applies: it may
+    advance counters in `state`), param, gradient, the state buffers `keys` (made the kernels'
+    own) and the new param.
 
     Returns:
-        The new param values, or None when the kernel does not apply (nothing changed).
+        Per member, the new param values, or None where the kernel does not apply (nothing
+        changed).
     """
-    bk = _fusable(param, grad)
-    if bk is None or not all(_like(state.get(k), param, bk) for k in keys):
-        return None
-    buffers = [_owned(bk, param, state, k) for k in keys]
-    values = scalars()
-    p = param._prim
-    out = bk.empty(p.shape, p.dtype)
-    if p.size:
-        bk.launch_planned(kernel(p.dtype), p.size, *values, _flat(p), _flat(grad._prim),
-                          *buffers, _flat(out))
-    return param._wrap(out)
+    results: list[Tensor | None] = [None] * len(members)
+    groups: dict[tuple[CubeBackend, DType], list[int]] = {}
+    for i, (param, grad, state) in enumerate(members):
+        bk = _fusable(param, grad)
+        if bk is not None and all(_like(state.get(k), param, bk) for k in keys):
+            groups.setdefault((bk, param._prim.dtype), []).append(i)
+    for (bk, dtype), indexes in groups.items():
+        size = MAX_GROUP if bk.runtime_name == "cpu" else 1
+        for at in range(0, len(indexes), size):
+            batch = indexes[at:at + size]
+            launched: list[tuple[int, _Args]] = []
+            units = 0
+            chunk = CPU_CHUNK if bk.runtime_name == "cpu" else 1
+            for i in batch:
+                param, grad, state = members[i]
+                buffers = [_owned(bk, param, state, k) for k in keys]
+                values = own(state)
+                p = param._prim
+                out = bk.empty(p.shape, p.dtype)
+                results[i] = param._wrap(out)
+                if p.size:
+                    launched.append((len(p.shape), (units, values, [
+                        p.array, grad._prim.array, *buffers, out.array])))
+                    units += -(-p.size // chunk)
+            if launched:
+                _launch(bk, kernel(dtype, tuple(r for r, _ in launched),
+                                   bk.runtime_name == "cpu"),
+                        units, chunk, shared, [a for _, a in launched])
+    return results
 
 
-def adam_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, beta_1: float,
-              beta_2: float, epsilon: float, weight_decay: float, decoupled: bool,
-              amsgrad: bool) -> Tensor | None:
-    """Adam's update of `param` as one kernel, with `state`'s moments updated in place.
+def _launch(bk: CubeBackend, kernel: Any, units: int, chunk: int, shared: tuple[float, ...],
+            params: list[_Args]) -> None:
+    """Launch an update kernel (`_build`'s arguments) over `units` units, its plan kept by the
+    backend per kernel, unit count and array layouts."""
+    args: list[Any] = [*shared, chunk, units]
+    key: list[Any] = [kernel, units]
+    for first, values, arrays in params:
+        args += [first, *values, *arrays]
+        key += [layout_key(a) for a in arrays]
+    cube_dim = 1 if chunk > 1 else CUBE_DIM
+    plan = bk.plans.get(tuple(key))
+    if plan is None:
+        plan = bk.planned(tuple(key), lambda: kernel.plan(
+            bk.runtime, (-(-units // cube_dim), 1, 1), cube_dim, *args))
+    plan(args)
+
+
+def adam_steps(members: list[Member], lr: float, beta_1: float, beta_2: float, epsilon: float,
+               weight_decay: float, decoupled: bool, amsgrad: bool) -> list[Tensor | None]:
+    """Adam's update of params, those of one backend and dtype in one kernel (`_run`), with
+    each state's moments updated in place.
 
     Args:
-        param: the param's inner tensor (read only).
-        grad: its gradient (read only).
-        state: Adam's state ("step", "moment_1", "moment_2", "max_moment_2" with amsgrad).
+        members: (param's inner tensor, its gradient, Adam's state: "step", "moment_1",
+            "moment_2", "max_moment_2" with amsgrad) per param; tensors read only.
         lr, beta_1, beta_2, epsilon: Adam's hyperparameters.
         weight_decay: the L2 penalty, or AdamW's decoupled decay when `decoupled`.
         amsgrad: use the running maximum of the second moment.
 
     Returns:
-        The new param values, or None when the kernel does not apply (nothing changed).
+        Per param, the new values, or None where the kernel does not apply (nothing changed).
     """
-    keys = ("moment_1", "moment_2", "max_moment_2") if amsgrad else ("moment_1", "moment_2")
     if decoupled:
         decay, weight = ("decoupled", 1 - lr * weight_decay) if weight_decay else ("", 0.0)
     else:
         decay, weight = ("l2", weight_decay) if weight_decay else ("", 0.0)
 
-    def scalars() -> tuple[float, ...]:
+    def own(state: dict[str, Any]) -> tuple[float, ...]:
         step = state["step"] = state["step"] + 1
-        return (weight, beta_1, 1 - beta_1, beta_2, 1 - beta_2, math.sqrt(1 - beta_2**step),
-                epsilon, lr / (1 - beta_1**step))
-    return _run(param, grad, state, keys, lambda dtype: adam_kernel(dtype, decay, amsgrad),
-                scalars)
+        return math.sqrt(1 - beta_2**step), lr / (1 - beta_1**step)
+    return _run(members, _ADAM_KEYS[amsgrad],
+                lambda dtype, ranks, cpu: adam_kernel(dtype, decay, amsgrad, ranks, cpu),
+                (weight, beta_1, 1 - beta_1, beta_2, 1 - beta_2, epsilon), own)
 
 
 def sgd_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, momentum: float,
@@ -259,9 +345,10 @@ def sgd_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, mome
     """
     if not momentum or "momentum" not in state:
         return None
-    return _run(param, grad, state, ("momentum",),
-                lambda dtype: sgd_kernel(dtype, bool(weight_decay), nesterov),
-                lambda: (weight_decay, momentum, 1 - dampening, lr))
+    return _run([(param, grad, state)], ("momentum",),
+                lambda dtype, ranks, cpu: sgd_kernel(dtype, bool(weight_decay), nesterov, ranks,
+                                                     cpu),
+                (weight_decay, momentum, 1 - dampening, lr), lambda _: ())[0]
 
 
 def rmsprop_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, alpha: float,
@@ -280,12 +367,10 @@ def rmsprop_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, 
     Returns:
         The new param values, or None when the kernel does not apply (nothing changed).
     """
-    keys = ("square_avg", *(("grad_avg",) if centered else ()),
-            *(("momentum",) if momentum else ()))
-    return _run(param, grad, state, keys,
-                lambda dtype: rmsprop_kernel(dtype, bool(weight_decay), centered,
-                                             bool(momentum)),
-                lambda: (weight_decay, alpha, 1 - alpha, epsilon, momentum, lr))
+    return _run([(param, grad, state)], _rmsprop_keys(centered, momentum),
+                lambda dtype, ranks, cpu: rmsprop_kernel(dtype, bool(weight_decay), centered,
+                                                         bool(momentum), ranks, cpu),
+                (weight_decay, alpha, 1 - alpha, epsilon, momentum, lr), lambda _: ())[0]
 
 
 def adagrad_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float,
@@ -301,8 +386,9 @@ def adagrad_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float,
     Returns:
         The new param values, or None when the kernel does not apply (nothing changed).
     """
-    def scalars() -> tuple[float, ...]:
+    def own(state: dict[str, Any]) -> tuple[float, ...]:
         step = state["step"] = state["step"] + 1
-        return weight_decay, epsilon, lr / (1 + (step - 1) * lr_decay)
-    return _run(param, grad, state, ("sum",),
-                lambda dtype: adagrad_kernel(dtype, bool(weight_decay)), scalars)
+        return (lr / (1 + (step - 1) * lr_decay),)
+    return _run([(param, grad, state)], ("sum",),
+                lambda dtype, ranks, cpu: adagrad_kernel(dtype, bool(weight_decay), ranks, cpu),
+                (weight_decay, epsilon), own)[0]
