@@ -66,7 +66,9 @@ class Program:
         numbers: per runtime scalar, its (op position, argument position, converter).
         written: the positions of the ops whose results are written.
         out_dtypes: their dtypes.
+        allocs: their (dtype, burn-cube dtype), as the inner backend's `alloc` takes them.
         shape: the block's result shape.
+        size: its element count.
         ops: the ops part of the kernel's signature (see `Signature`).
         outputs: the written ops' indices among the computed ones.
         launchers: planned launches by the inputs' layouts.
@@ -78,7 +80,9 @@ class Program:
     numbers: tuple[tuple[int, int, Callable[[Any], Any]], ...] = ()
     written: tuple[int, ...] = ()
     out_dtypes: tuple[DType, ...] = ()
+    allocs: tuple[tuple[DType, Any], ...] = ()
     shape: tuple[int, ...] = ()
+    size: int = 0
     ops: tuple[Any, ...] = ()
     outputs: tuple[int, ...] = ()
     launchers: dict[Any, Callable[[Any], None]] = field(default_factory=dict)
@@ -100,7 +104,8 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
     program = cell.plan
     if program is None:
         program = cell.plan = _program(block, needed)
-    STATS.ops_dead += len(block) - program.live
+    if program.live < len(block):
+        STATS.ops_dead += len(block) - program.live
     if program.single is not None:
         op, args, out = block[program.single][:3]
         result = getattr(inner, op.name)(*(values[a.id] if type(a) is TensorIR else a
@@ -110,20 +115,23 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
     if not program.live:
         return {}
     inputs = [values[block[i].args[p].id] for i, p in program.inputs]
-    numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
-    arrays = [t.array for t in inputs]
-    outs = [inner.empty(program.shape, dtype) for dtype in program.out_dtypes]
-    if math.prod(program.shape):
-        layouts = tuple(_layout(a) for a in arrays)
+    shape = program.shape
+    outs = [inner.alloc(shape, dtype, cube) for dtype, cube in program.allocs]
+    if program.size:
+        arrays = [t.array for t in inputs]
+        layouts = tuple([_layout(a) for a in arrays])
         launcher = program.launchers.get(layouts)
+        numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
         if launcher is None:
             launcher = program.launchers[layouts] = _plan(inner, program, inputs, numbers, outs)
         else:
             STATS.cache_hits += 1
-        launcher([*arrays, *numbers, *(o.array for o in outs)])
+        arrays += numbers
+        arrays += [o.array for o in outs]
+        launcher(arrays)
         STATS.kernels_launched += 1
     STATS.ops_fused += program.live
-    return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
+    return dict(zip([block[i].out.id for i in program.written], outs, strict=False))  # equal
 
 
 def _program(block: list[Pending], needed: set[int]) -> Program:
@@ -166,9 +174,11 @@ def _program(block: list[Pending], needed: set[int]) -> Program:
         ops.append((op.name, tuple(args), id(out.dtype)))
     outputs = tuple(j for j, i in enumerate(live) if block[i].out.id in needed)
     written = tuple(live[j] for j in outputs)
-    return Program(len(live), None, tuple(inputs), tuple(numbers), written,
-                   tuple(block[i].out.dtype for i in written),
-                   cast(tuple[int, ...], block[live[-1]].out.shape), tuple(ops), outputs)
+    out_dtypes = tuple(block[i].out.dtype for i in written)
+    shape = cast(tuple[int, ...], block[live[-1]].out.shape)
+    return Program(len(live), None, tuple(inputs), tuple(numbers), written, out_dtypes,
+                   tuple((d, cube_dtype("fusion", d)) for d in out_dtypes), shape,
+                   math.prod(shape), tuple(ops), outputs)
 
 
 _TENSOR, _SCALAR, _FLOAT, _FIXED = "tensor", "scalar", "float", "fixed"

@@ -43,7 +43,8 @@ class Optimizer(ABC):
     updated together in flat buffers (`burn.optim.multi`), and on the cube backends
     optimizers with kernels run them: all params of one backend and dtype in one launch
     where the optimizer has `_fused_steps` (Adam, AdamW), else one kernel per param
-    (`_fused`; under fusion too, on the flushed values: `burn.fusion.inner.on_inner`), with
+    (`_fused`; under fusion too, on the flushed values: `burn.fusion.inner.on_inner_steps`
+    / `on_inner`), with
     the same values. State
     is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so it
     survives a module rebuild.
@@ -88,7 +89,9 @@ class Optimizer(ABC):
                 continue
             _set(param, value._wrap(self._numpy_one(lr, value, g, state)))
         if device:
-            fused = self._fused_steps(lr, [(v, g, s) for _, v, g, s in device])
+            from burn.fusion.inner import on_inner_steps  # loads the op table: only when used
+
+            fused = on_inner_steps(self._fused_steps, lr, [(v, g, s) for _, v, g, s in device])
             for (param, value, grad, state), new in zip(device, fused, strict=True):
                 _set(param, self._device_one(lr, value, grad, state) if new is None else new)
         self._small.begin()
