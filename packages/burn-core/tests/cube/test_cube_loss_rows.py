@@ -1,7 +1,8 @@
-"""The cpu runtime's cross entropy rows kernels (`burn.backends.cube.loss_rows`): forward and
-logit gradients against torch (float64 autograd) for every reduction, with and without class
-weights, ignore_index and label smoothing, over non-contiguous logits, int32 / int64 targets,
-NaN / inf logits, all-ignored batches and bad targets; one rows kernel per call."""
+"""The cpu runtime's cross entropy kernels (`burn.backends.cube.loss_rows`), a unit per row and
+one unit walking every row (small "sum" / "mean"): forward and logit gradients against torch
+(float64 autograd) for every reduction, with and without class weights, ignore_index and label
+smoothing, over non-contiguous logits, int32 / int64 targets, NaN / inf logits, all-ignored
+batches and bad targets; the launches per call."""
 
 from __future__ import annotations
 
@@ -15,12 +16,22 @@ import torch.nn.functional as tF
 from cube_testing import backend as _backend
 from cube_testing import upload_view as _up
 
+from burn.backends.cube import loss_rows
 from burn.backends.cube.tensor import host_array
 from burn.errors import BurnIndexError
 from burn_cube.kernel import IRKernel
 
 IGNORE = -100
 CASES = list(itertools.product(("mean", "sum", "none"), (0.0, 0.25), (False, True)))
+#: `loss_rows.LOOPED_ELEMENTS` per path: the rows kernels, or one unit for these small inputs.
+PATHS = {"rows": 0, "looped": loss_rows.LOOPED_ELEMENTS}
+
+
+@pytest.fixture(params=sorted(PATHS))
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test on the rows kernels and on the looped ones."""
+    monkeypatch.setattr(loss_rows, "LOOPED_ELEMENTS", PATHS[request.param])
+    return str(request.param)
 
 
 def _case(rng: np.random.Generator, m: int, c: int, dtype: Any
@@ -66,7 +77,7 @@ def _check(out: Any, ref: np.ndarray, dtype: Any, tol: float) -> None:
     (np.float32, "contiguous", np.int64), (np.float64, "transposed", np.int32),
     (np.float32, "strided", np.int32)])
 def test_matches_torch(reduction: str, smoothing: float, weighted: bool, dtype: Any,
-                       layout: str, tdtype: Any) -> None:
+                       layout: str, tdtype: Any, path: str) -> None:
     bk = _backend("cpu")
     rng = np.random.default_rng(3)
     x, t, w = _case(rng, 13, 7, dtype)
@@ -81,7 +92,8 @@ def test_matches_torch(reduction: str, smoothing: float, weighted: bool, dtype: 
 
 
 @pytest.mark.parametrize("reduction,smoothing,weighted", CASES)
-def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: bool) -> None:
+def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: bool,
+                                 path: str) -> None:
     """NaN and inf logits of kept samples propagate as torch's; ignored samples (rows 0 and 3)
     with NaN / inf logits are skipped as torch (loss 0, the gradient row the log-softmax's:
     NaN for NaN / +inf, 0 for -inf); a batch with every target ignored gives torch's loss (NaN
@@ -102,7 +114,7 @@ def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: boo
         _check(dx, ref[1], np.float32, 1e-5)
 
 
-def test_bad_target_raises_index_error() -> None:
+def test_bad_target_raises_index_error(path: str) -> None:
     bk = _backend("cpu")
     x = bk.upload(np.zeros((3, 4), np.float32))
     for bad in (4, -1):
@@ -125,10 +137,11 @@ def test_empty_batch_takes_default() -> None:
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_one_rows_kernel_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str) -> None:
-    """Forward and backward each launch one rows kernel, planned; the forward's "sum" and
-    "mean" one more (the losses' total) and the mean's backward one more (the target weights'
-    total). Nothing launches unplanned. The kernels compile to CUDA C."""
+def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path: str) -> None:
+    """On the rows path forward and backward each launch one rows kernel, planned; the
+    forward's "sum" and "mean" one more (the losses' total) and the mean's backward one more
+    (the target weights' total). The looped path ("sum" and "mean") launches one kernel each
+    way. Nothing launches unplanned. The kernels compile to CUDA C."""
     bk = _backend("cpu")
     rng = np.random.default_rng(5)
     x, t, w = _case(rng, 64, 10, np.float32)
@@ -151,16 +164,22 @@ def test_one_rows_kernel_per_call(monkeypatch: pytest.MonkeyPatch, reduction: st
         real_planned(self, kernel, units, *args)
 
     monkeypatch.setattr(type(bk), "launch_planned", record)
-    total = [] if reduction == "none" else [f"cross_entropy_{reduction}"]
+    if path == "looped" and reduction != "none":
+        forward, backward = ["cross_entropy_looped"], ["cross_entropy_looped_backward"]
+    else:
+        forward = ["cross_entropy_rows"] + (
+            [] if reduction == "none" else [f"cross_entropy_{reduction}"])
+        backward = (["cross_entropy_weights"] if reduction == "mean" else []) + [
+            "cross_entropy_rows_backward"]
     for _ in range(2):  # planned, then from the plans
         planned.clear()
         bk.cross_entropy(xt, tt, wt, IGNORE, 0.1, reduction)
-        assert [k.kernel.name for k, _ in planned] == ["cross_entropy_rows", *total]
+        assert [k.kernel.name for k, _ in planned] == forward
+        for kernel, args in planned:
+            assert "__global__" in kernel.source("cuda", 256, *args)
         planned.clear()
         bk.cross_entropy_backward(xt, tt, wt, g, IGNORE, 0.1, reduction)
-        assert [k.kernel.name for k, _ in planned] == (
-            ["cross_entropy_weights"] if reduction == "mean" else []) + [
-            "cross_entropy_rows_backward"]
+        assert [k.kernel.name for k, _ in planned] == backward
     assert unplanned == []
     for kernel, args in planned:
         assert "__global__" in kernel.source("cuda", 256, *args)

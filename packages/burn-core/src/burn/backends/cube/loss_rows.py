@@ -10,6 +10,9 @@ with the backend's float sums.
 Backward: ``dx = softmax * g * mass - onehot * g * w_t * (1 - eps) - g * keep * eps / C * w``
 with `g` the sample's output gradient (the mean's divided by the summed ``w_t``, 1 where that
 is 0) and ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
+Logits of at most `LOOPED_ELEMENTS` elements ("sum" and "mean") take one launch each way
+instead: a single unit walks every row, adding up the total (and the mean backward's
+``w_t`` sum first) itself; below that size the rows kernels' units run on one thread anyway.
 Values accumulate in float32 (float64 for float64). As in the cpu softmax, the exponentials go
 to a scratch row in one loop and are summed in another (`norm_rows_cpu.LANES` partial sums),
 so every inner loop vectorizes. Other runtimes (their planes and caches suit other schedules),
@@ -33,6 +36,10 @@ from .checks import pending
 from .layout import contiguous
 from .norm_rows_cpu import _lane_sums
 from .tensor import CubeTensor, host_array
+
+#: Logits up to this many elements ("sum" and "mean") are walked by one unit, one launch each
+#: way (the rows kernels' units run on one thread below the cpu runtime's OpenMP threshold).
+LOOPED_ELEMENTS = 1 << 15
 
 
 def _acc(dtype: DType) -> DType:
@@ -128,18 +135,50 @@ def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
         row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot)
         w_target[row.r] = b.cast(row.w_target, dtype)
         if loss is not None:
-            peak, total = row.stats(classes, exps)
-            lse = b.local(acc, peak + b.log(total))
-            value = b.local(acc, -(row.x(row.safe) - lse) * row.w_target)
-            if smoothing:
-                def term(k: Any) -> tuple[Any]:
-                    logp = row.x(k) - lse
-                    return (logp if w is None else logp * row.w(k),)
+            loss[row.r] = b.cast(_loss(row, classes, exps, eps, smoothing), dtype)
+    return b.kernel()
 
-                spread = _lane_sums(b, acc, classes, term)[0]
-                b.set(value, value * (1 - eps) + -spread * row.keep * (eps / b.cast(classes, acc)))
-            # an ignored sample is skipped (as torch): 0, not its logits' nan times 0
-            loss[row.r] = b.cast(b.select(row.keep == 0, b.cast(0, acc), value), dtype)
+
+def _loss(row: _Sample, classes: Any, exps: Any, eps: Any, smoothing: bool) -> Any:
+    """The sample's loss in the accumulator dtype (module docstring)."""
+    b, acc = row.b, row.acc
+    peak, total = row.stats(classes, exps)
+    lse = b.local(acc, peak + b.log(total))
+    value = b.local(acc, -(row.x(row.safe) - lse) * row.w_target)
+    if smoothing:
+        def term(k: Any) -> tuple[Any]:
+            logp = row.x(k) - lse
+            return (logp if row.weight is None else logp * row.w(k),)
+
+        spread = _lane_sums(b, acc, classes, term)[0]
+        b.set(value, value * (1 - eps) + -spread * row.keep * (eps / b.cast(classes, acc)))
+    # an ignored sample is skipped (as torch): 0, not its logits' nan times 0
+    return b.select(row.keep == 0, b.cast(0, acc), value)
+
+
+@cache
+def looped_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
+                  mean: bool) -> Any:
+    """The "sum" (or "mean") loss in one unit walking every row (module docstring).
+
+    Returns:
+        A kernel taking ``logits, target, [weight], flags, exps, out, m, classes, ignore, slot,
+        eps``: rank-1 tensors, logits dense ``[m, classes]``, `out` of one element.
+    """
+    from burn_cube import KernelBuilder
+
+    dtype, acc, target_dtype = dtypes
+    b = KernelBuilder("cross_entropy_looped")
+    logits, target, w, flags, exps = _inputs(b, dtypes, weight)
+    out = b.tensor("out", dtype, write=True)
+    m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
+    with b.if_(b.ABSOLUTE_POS == 0):
+        total, weights = b.local(acc, 0), b.local(acc, 0)
+        with b.for_range(0, m) as r:
+            row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot, r)
+            b.set(total, total + _loss(row, classes, exps, eps, smoothing))
+            b.set(weights, weights + row.w_target)
+        out[0] = b.cast(total / weights if mean else total, dtype)
     return b.kernel()
 
 
@@ -199,51 +238,78 @@ def weights_kernel(dtypes: tuple[Any, Any, Any], weight: bool) -> Any:
 
 @cache
 def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
-                    mode: str) -> Any:
-    """Logit gradients, a unit per row (module docstring).
+                    mode: str, looped: bool) -> Any:
+    """Logit gradients, a unit per row, or with `looped` one unit walking every row (module
+    docstring).
 
     Args:
         dtypes, weight, smoothing: as `forward_kernel`.
         mode: ``none`` (grad has a value per row), ``sum`` (one value) or ``mean`` (one value,
-            divided by the ``total`` tensor's, 1 where it is 0).
+            divided by the summed target weights, 1 where that is 0: the ``total`` tensor's,
+            or the looped unit's own sum).
 
     Returns:
         A kernel taking ``logits, target, [weight], flags, exps, grad, [total], dx, m, classes,
-        ignore, slot, eps``: rank-1 tensors, logits and dx dense ``[m, classes]``.
+        ignore, slot, eps`` (``total`` for a "mean" of rows): rank-1 tensors, logits and dx
+        dense ``[m, classes]``.
     """
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_rows_backward")
+    b = KernelBuilder("cross_entropy_looped_backward" if looped else
+                      "cross_entropy_rows_backward")
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     grad = b.tensor("grad", dtype, write=False)
-    total_w = b.tensor("total", dtype, write=False) if mode == "mean" else None
+    total_w = b.tensor("total", dtype, write=False) if mode == "mean" and not looped else None
     dx = b.tensor("dx", dtype, write=True)
     m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
-    with b.if_(b.ABSOLUTE_POS < m):
-        row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot)
-        g = b.local(acc, b.cast(grad[row.r if mode == "none" else 0], acc))
-        if total_w is not None:
-            denominator = b.local(acc, b.cast(total_w[0], acc))
-            b.set(g, g / b.select(denominator == 0, b.cast(1, acc), denominator))
-        per_class = b.local(acc, row.keep * (eps / b.cast(classes, acc)))
-        smooth_mass = b.local(acc, b.cast(classes, acc))
-        if w is not None and smoothing:
-            b.set(smooth_mass, _lane_sums(b, acc, classes, lambda k: (row.w(k),))[0])
-        mass = b.local(acc, row.w_target * (1 - eps))
-        if smoothing:
-            b.set(mass, mass + per_class * smooth_mass)
-        scale = b.local(acc, g * mass)
-        hit = b.local(acc, -(g * row.w_target * (1 - eps)))
-        spread = b.local(acc, g * per_class)
-        peak, total = row.stats(classes, exps)
-        with b.for_range(0, classes) as k:
-            value = b.local(acc, exps[row.start + k] / total * scale)
-            b.set(value, value + b.select(k == row.safe, hit, b.cast(0, acc)))
-            if smoothing:
-                b.set(value, value - (spread if w is None else spread * row.w(k)))
-            dx[row.start + k] = b.cast(value, dtype)
+
+    def sample(r: Any = None) -> _Sample:
+        return _Sample(b, logits, target, w, flags, acc, classes, ignore, slot, r)
+
+    if not looped:
+        with b.if_(b.ABSOLUTE_POS < m):
+            row = sample()
+            denominator = None if total_w is None else b.cast(total_w[0], acc)
+            _row_backward(row, grad, denominator, dx, mode, classes, exps, eps, smoothing)
+        return b.kernel()
+    with b.if_(b.ABSOLUTE_POS == 0):
+        weights = b.local(acc, 0)
+        if mode == "mean":
+            with b.for_range(0, m) as r:
+                b.set(weights, weights + sample(r).w_target)
+        with b.for_range(0, m) as r:
+            _row_backward(sample(r), grad, weights if mode == "mean" else None, dx, mode,
+                          classes, exps, eps, smoothing)
     return b.kernel()
+
+
+def _row_backward(row: _Sample, grad: Any, denominator: Any | None, dx: Any, mode: str,
+                  classes: Any, exps: Any, eps: Any, smoothing: bool) -> None:
+    """Write the gradient of the sample's logits (module docstring); `denominator`: the
+    mean's summed target weights."""
+    b, acc, w = row.b, row.acc, row.weight
+    g = b.local(acc, b.cast(grad[row.r if mode == "none" else 0], acc))
+    if denominator is not None:
+        total_w = b.local(acc, denominator)
+        b.set(g, g / b.select(total_w == 0, b.cast(1, acc), total_w))
+    per_class = b.local(acc, row.keep * (eps / b.cast(classes, acc)))
+    smooth_mass = b.local(acc, b.cast(classes, acc))
+    if w is not None and smoothing:
+        b.set(smooth_mass, _lane_sums(b, acc, classes, lambda k: (row.w(k),))[0])
+    mass = b.local(acc, row.w_target * (1 - eps))
+    if smoothing:
+        b.set(mass, mass + per_class * smooth_mass)
+    scale = b.local(acc, g * mass)
+    hit = b.local(acc, -(g * row.w_target * (1 - eps)))
+    spread = b.local(acc, g * per_class)
+    peak, total = row.stats(classes, exps)
+    with b.for_range(0, classes) as k:
+        value = b.local(acc, exps[row.start + k] / total * scale)
+        b.set(value, value + b.select(k == row.safe, hit, b.cast(0, acc)))
+        if smoothing:
+            b.set(value, value - (spread if w is None else spread * row.w(k)))
+        dx[row.start + k] = b.cast(value, dx.dtype)
 
 
 def _serves(backend: Any, logits: CubeTensor, target: CubeTensor, ignore_index: int) -> bool:
@@ -316,14 +382,19 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
                                      label_smoothing, reduction)
     m = logits.shape[0]
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
+    smoothing, mean = label_smoothing > 0, reduction == "mean"
+    out = backend.empty((1,), logits.dtype)
+    if _looped(logits, reduction):
+        backend.launch_planned(_kernel(looped_kernel, dtypes, weight is not None, smoothing,
+                                       mean), 1, *arrays, out.array, *scalars, label_smoothing)
+        return out.derived((), ())
     loss, w_target = (backend.empty((m,), logits.dtype) for _ in range(2))
-    kernel = _kernel(forward_kernel, dtypes, weight is not None, label_smoothing > 0, True)
+    kernel = _kernel(forward_kernel, dtypes, weight is not None, smoothing, True)
     backend.launch_planned(kernel, m, *arrays, loss.array, w_target.array, *scalars,
                            label_smoothing)
     if reduction == "none":
         return loss
-    out = backend.empty((1,), logits.dtype)
-    backend.launch_planned(_kernel(total_kernel, dtypes, reduction == "mean"), 1, loss.array,
+    backend.launch_planned(_kernel(total_kernel, dtypes, mean), 1, loss.array,
                            w_target.array, out.array, m)
     return out.derived((), ())
 
@@ -336,17 +407,23 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
     if not _serves(backend, logits, target, ignore_index):
         return Backend.cross_entropy_backward(backend, logits, target, weight, grad,
                                               ignore_index, label_smoothing, reduction)
-    m, c = logits.shape
+    m = logits.shape[0]
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
+    looped = _looped(logits, reduction)
     extra: list[Any] = []
-    if reduction == "mean":
+    if reduction == "mean" and not looped:
         total = backend.empty((1,), logits.dtype)
         backend.launch_planned(_kernel(weights_kernel, dtypes, weight is not None), 1,
                                *arrays[1:-1], total.array, *scalars)
         extra = [total.array]
     dx = backend.empty(logits.shape, logits.dtype)
     kernel = _kernel(backward_kernel, dtypes, weight is not None, label_smoothing > 0,
-                     reduction)
-    backend.launch_planned(kernel, m, *arrays, _flat(backend, grad).array, *extra,
-                           dx.flat().array, *scalars, label_smoothing)
+                     reduction, looped)
+    backend.launch_planned(kernel, 1 if looped else m, *arrays, _flat(backend, grad).array,
+                           *extra, dx.flat().array, *scalars, label_smoothing)
     return dx
+
+
+def _looped(logits: CubeTensor, reduction: str) -> bool:
+    """Whether one unit walks every row: a "sum" or "mean" over at most `LOOPED_ELEMENTS`."""
+    return reduction != "none" and logits.size <= LOOPED_ELEMENTS
