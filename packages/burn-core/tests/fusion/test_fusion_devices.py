@@ -59,6 +59,37 @@ def test_stream_runs_at_its_length_bound(base: str) -> None:
     assert stats().ops_dead == 0 and stats().kernels_launched == 2
 
 
+@pytest.mark.parametrize("base", DEVICES)
+def test_the_bound_does_not_cut_a_growing_block(base: str) -> None:
+    """At the bound the stream runs the blocks before the last one; the last, still growing,
+    stays pending and becomes one kernel with the ops recorded after the bound."""
+    dev = f"{base}+fusion"
+    a = burn.tensor(np.linspace(0, 1, 6, dtype=np.float32), device=dev)
+    b = burn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(2, 6), device=dev)
+    burn.sync(dev)
+    reset_stats()
+    first, second = MAX_PENDING - 28, 60
+    x, y = a, b
+    for _ in range(first):
+        x = x * 1.001
+    for k in range(second):  # crosses the bound, reading x (a block before it) now and then
+        y = y + x if k % 20 == 0 else y * 0.999
+    assert y._prim.value is None
+    s = stats()
+    assert s.flushes == 1 and s.ops_recorded == first + second
+    ta, tb = torch.linspace(0, 1, 6), torch.linspace(-1, 1, 12).reshape(2, 6)
+    for _ in range(first):
+        ta = ta * 1.001
+    for k in range(second):
+        tb = tb + ta if k % 20 == 0 else tb * 0.999
+    got = y.to_numpy()
+    assert got.shape == (2, 6) and got.dtype == np.float32
+    np.testing.assert_allclose(got, tb.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(x.to_numpy(), ta.numpy(), rtol=1e-5)
+    s = stats()
+    assert s.ops_dead == 0 and s.flushes == 2 and s.kernels_launched == 2
+
+
 @pytest.mark.parametrize("base", [d for d in DEVICES if d == "cpu"])
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int32"])
 def test_fused_numbers_wrap_into_int_dtypes(base: str, dtype: str) -> None:

@@ -33,7 +33,8 @@ from burn.ir import OPS, OpDef, TensorIR, new_id
 
 _ref = weakref.ref
 #: Most ops a stream holds before it runs them (a bound on kernel size and on the memory the
-#: inputs of pending ops keep).
+#: inputs of pending ops keep): every block but the last, still growing, runs then
+#: (`Stream._flush_head`), the whole stream where it is one block.
 MAX_PENDING = 128
 #: Most flush plans and block cells a stream keeps (each dict is emptied when full).
 MAX_PLANS = 4096
@@ -124,7 +125,7 @@ class Stream:
                                       (result[0], DType.int64))
                 return handle, indices
             if n + 1 >= MAX_PENDING:
-                self.flush()
+                self._flush_head()
             return handle
 
     def flush(self) -> None:
@@ -145,36 +146,83 @@ class Stream:
             if len(pending) == 1 and pending[0].op.name not in MATMULS:
                 self._run_one(pending[0], weak[pending[0].out.id](), values)
                 return
-            held = tuple([ref() is not None for ref in weak.values()])
-            signature = (tuple([r.key for r in pending]), held)
-            plan = self.plans.get(signature)
-            if plan is None:
-                if len(self.plans) >= MAX_PLANS:
-                    self.plans.clear()
-                plan = self.plans[signature] = self._plan(pending, held)
-            blocks, written = plan
-            needed = {pending[i].out.id for i in written}
-            for kind, start, end, cell in blocks:
-                run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
-                try:
-                    results = run(self.inner, pending[start:end], values, needed, cell)
-                except Exception as exc:  # the handles left pending say why when they are read
-                    for record in pending[start:]:
-                        handle = weak[record.out.id]()
-                        if handle is not None:
-                            handle.failure = exc
-                    raise
-                for tid, value in results.items():
-                    values[tid] = value
-                    handle = weak[tid]()
+            self._run(pending, tuple([ref() is not None for ref in weak.values()]), weak,
+                      values)
+
+    def _flush_head(self) -> None:
+        """At `MAX_PENDING` ops: run every block but the last, whose records stay pending
+        (wired anew to the values the others computed), so a block still growing is not cut;
+        all of them where the last block is the whole stream (a bound on kernel size)."""
+        pending, weak, values = self.pending, self.weak, self.values
+        last = len(_blocks(pending)[-1][1])
+        if last == len(pending):
+            self.flush()
+            return
+        head, tail = pending[:-last], pending[-last:]
+        mine = {r.out.id for r in tail}
+        read = {a.id for r in tail for a in r.args if type(a) is TensorIR and a.id not in mine}
+        self.pending, self.weak, self.values = [], {}, {}
+        self.position.clear()
+        self.external.clear()
+        STATS.flushes += 1
+        try:
+            self._run(head, tuple([weak[r.out.id]() is not None or r.out.id in read
+                                   for r in head]), weak, values)
+        except Exception as exc:
+            for r in tail:
+                handle = weak[r.out.id]()
+                if handle is not None:
+                    handle.failure = exc
+            raise
+        position, external = self.position, self.external
+        for j, r in enumerate(tail):
+            wiring = []
+            for i in r.op.tensor_at:
+                tid = r.args[i].id
+                at = position.get(tid)
+                if at is None:
+                    self.values[tid] = values[tid]
+                    wiring.append(-1 - external.setdefault(tid, len(external)))
+                else:
+                    wiring.append(j - at)
+            position[r.out.id] = j
+            self.pending.append(r._replace(key=(r.key[0], tuple(wiring))))
+            self.weak[r.out.id] = weak[r.out.id]
+
+    def _run(self, pending: list[Pending], held: tuple[bool, ...],
+             weak: dict[int, weakref.ref[FusionTensor]], values: dict[int, Any]) -> None:
+        """Run `pending` (taken out of the stream) by its flush plan; `held`: which results
+        must be written besides those later blocks read; `values`: the inputs by id, and
+        the results written, as they are."""
+        signature = (tuple([r.key for r in pending]), held)
+        plan = self.plans.get(signature)
+        if plan is None:
+            if len(self.plans) >= MAX_PLANS:
+                self.plans.clear()
+            plan = self.plans[signature] = self._plan(pending, held)
+        blocks, written = plan
+        needed = {pending[i].out.id for i in written}
+        for kind, start, end, cell in blocks:
+            run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
+            try:
+                results = run(self.inner, pending[start:end], values, needed, cell)
+            except Exception as exc:  # the handles left pending say why when they are read
+                for record in pending[start:]:
+                    handle = weak[record.out.id]()
                     if handle is not None:
-                        handle.value = value
-                if kind == "matmul":
-                    if type(cell.plan) is not Unfused:  # its epilogue fused into its kernel
-                        if end - start > 1 and pending[start + 1].key[0] not in self.shared:
-                            self._share(pending[start:end], needed)
-                    elif cell.plan.vendor:
-                        self.results[pending[start].key[0]] = ()
+                        handle.failure = exc
+                raise
+            for tid, value in results.items():
+                values[tid] = value
+                handle = weak[tid]()
+                if handle is not None:
+                    handle.value = value
+            if kind == "matmul":
+                if type(cell.plan) is not Unfused:  # its epilogue fused into its kernel
+                    if end - start > 1 and pending[start + 1].key[0] not in self.shared:
+                        self._share(pending[start:end], needed)
+                elif cell.plan.vendor:
+                    self.results[pending[start].key[0]] = ()
 
     def _run_one(self, record: Pending, handle: FusionTensor | None,
                  values: dict[int, Any]) -> None:
