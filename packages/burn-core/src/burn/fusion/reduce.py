@@ -8,7 +8,9 @@ and the elementwise ops after them, of the reduced shape `R` (`S` with `d` of si
 shape `S` reading the reduced values broadcast (fused on write): a softmax, a layer norm, a
 mean of squares, softmax's backward.
 
-The kernel runs one unit per row (the elements of `S` that differ only along `d`). Each op has
+The kernel runs one unit per row (the elements of `S` that differ only along `d`) on the cpu
+runtime; on GPU runtimes a group of units per row walks its columns and combines the
+reductions' partials in shared memory or planes (`burn.fusion.reduce_gpu`). Each op has
 a level: inputs 0, a reduction one more than its argument, an elementwise op the largest of
 its arguments'. Pass `L` loops over the row computing the per-element ops of level `L` that
 a reduction of level `L + 1` or a written result needs (recomputed from the inputs, never
@@ -33,6 +35,7 @@ from burn.backends.cube.elementwise import broadcast_view
 from burn.backends.cube.reduction import collapse
 from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
+from burn.fusion import reduce_gpu
 from burn.fusion.elementwise import Program, _layout, _program
 from burn.fusion.emit import DTYPES, emit_op
 from burn.fusion.handle import Cell, Pending
@@ -179,15 +182,18 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     program = plan.program
     in_ids = tuple(id(t.dtype) for t in inputs)
     cpu = inner.runtime.name == "cpu"
+    group = reduce_gpu.group_for(n)
+    schedule = None if cpu else (group, reduce_gpu.planes(inner.runtime.properties, group))
     signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
-                 program.ops, program.outputs, cpu)
+                 program.ops, program.outputs, schedule)
     kernel = _kernel(signature)
     count = math.prod(rows)
     fixed = [*(s for s in steps if s != 1), n, count]  # steps of 1 are compiled in
     per_pass, wide = _scratch(program.ops, plan.along, in_ids)
     size = max(1, count * per_pass * n)
     scratch = [inner.empty((size,), wide)] if cpu else []
-    launch = kernel.plan(inner.runtime, (max(1, -(-count // UNITS)), 1, 1), UNITS, *arrays,
+    units, per_cube = (UNITS, UNITS) if cpu else (reduce_gpu.UNITS, reduce_gpu.UNITS // group)
+    launch = kernel.plan(inner.runtime, (max(1, -(-count // per_cube)), 1, 1), units, *arrays,
                          *(t.array for t in scratch), *fixed, *numbers)
     STATS.compile_s += time.perf_counter() - start
 
@@ -252,13 +258,16 @@ def _levels(ops: tuple[Any, ...], along: tuple[bool, ...]) -> list[tuple[str, in
 def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
     `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
-    `S`), ops, written op indices)."""
-    from burn_cube import KernelBuilder, u32
+    `S`), ops, written op indices, the GPU schedule: None on the cpu runtime, else units per
+    row and whether sums combine by planes, `reduce_gpu`)."""
+    from burn_cube import KernelBuilder, bool_, u32
 
-    rank, in_ids, along, unit, ops, written, cpu = signature
+    rank, in_ids, along, unit, ops, written, schedule = signature
+    cpu = schedule is None
     levels = _levels(ops, along)
     per_pass, wide = _scratch(ops, along, in_ids)
-    b = KernelBuilder(f"fused_reduce_{len(ops)}_ops", cube_dim=UNITS)
+    b = KernelBuilder(f"fused_reduce_{len(ops)}_ops",
+                      cube_dim=UNITS if cpu else reduce_gpu.UNITS)
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", DTYPES[d]), rank=rank, write=False)
            for k, d in enumerate(in_ids)]
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
@@ -272,20 +281,22 @@ def _build(signature: Any) -> Any:
     numbers = {(j, p): b.scalar(f"s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
                for j, (_, args, _) in enumerate(ops)
                for p, (role, value) in enumerate(args) if role == "num"}
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < count):
-        rows = _Rows(b, ops, levels, along, numbers, written)
-        rows.bases = {**{("in", k): b.local(u32, b.index_of(t, pos)) for k, t in enumerate(ins)},
-                      **{("out", i): b.local(u32, b.index_of(t, pos))
-                         for i, t in enumerate(outs)}}
-        rows.tensors = {**{("in", k): t for k, t in enumerate(ins)},
-                        **{("out", i): t for i, t in enumerate(outs)}}
-        rows.steps = steps
-        rows.scratch, rows.per_pass, rows.row, rows.in_ids = scratch, per_pass, pos, in_ids
-        rows.rowwise = {k: b.local(ins[k].dtype, init=ins[k][rows.bases[("in", k)]])
-                        for k in range(len(ins)) if not along[k]}
-        for level in range(max(at for _, at in levels) + 1):
-            rows.level(level, n)
+    rows = _Rows(b, ops, levels, along, numbers, written)
+    rows.tensors = {**{("in", k): t for k, t in enumerate(ins)},
+                    **{("out", i): t for i, t in enumerate(outs)}}
+    rows.steps, rows.in_ids = steps, in_ids
+    if cpu:
+        pos = b.ABSOLUTE_POS
+        with b.if_(pos < count):
+            rows.scratch, rows.per_pass = scratch, per_pass
+            rows.run(pos, n)
+    else:  # a group of units per row; rows past the last read row 0 and write nothing
+        group, rows.plane = schedule
+        rows.group, rows.lane = group, b.local(u32, b.UNIT_POS % group)
+        row = b.local(u32, b.CUBE_POS * (reduce_gpu.UNITS // group) + b.UNIT_POS // group)
+        rows.valid = b.local(bool_, row < count)
+        rows.lead = b.local(bool_, b.and_(rows.valid, rows.lane == 0))
+        rows.run(b.local(u32, b.select(rows.valid, row, 0)), n)
     return b.kernel()
 
 
@@ -315,6 +326,26 @@ class _Rows:
         self.per_pass = 0
         self.row: Any = None
         self.in_ids: tuple[int, ...] = ()
+        #: GPU runtimes (`reduce_gpu`): units per row, the unit's place among them, whether
+        #: its row exists, whether it writes the row's values, whether sums use planes.
+        self.group = 1
+        self.lane: Any = None
+        self.valid: Any = None
+        self.lead: Any = None
+        self.plane = False
+
+    def run(self, row: Any, n: Any) -> None:
+        """The body for row `row` of `n` elements: where its tensors start, its inputs that
+        do not vary along `d`, then the levels' passes."""
+        b, tensors = self.b, self.tensors
+        u32 = b.ABSOLUTE_POS.dtype
+        self.row = row
+        self.bases = {t: b.local(u32, b.index_of(tensors[t], row)) for t in tensors}
+        self.rowwise = {k: b.local(tensors[("in", k)].dtype,
+                                   init=tensors[("in", k)][self.bases[("in", k)]])
+                        for k, a in enumerate(self.along) if not a}
+        for level in range(max(at for _, at in self.levels) + 1):
+            self.level(level, n)
 
     def at(self, tensor: tuple[str, int], k: Any) -> Any:
         """The storage index of element `k` of the row of a tensor that steps along `d`."""
@@ -338,8 +369,13 @@ class _Rows:
         """Store op `j`'s value where it is written (element `k` of a per-element result)."""
         for i, w in enumerate(self.written):
             if w == j:
-                at = self.bases[("out", i)] if k is None else self.at(("out", i), k)
-                self.tensors[("out", i)][at] = value
+                if k is not None:
+                    self.tensors[("out", i)][self.at(("out", i), k)] = value
+                elif self.lead is None:
+                    self.tensors[("out", i)][self.bases[("out", i)]] = value
+                else:  # one unit of the row's group writes its values
+                    with self.b.if_(self.lead):
+                        self.tensors[("out", i)][self.bases[("out", i)]] = value
 
     def level(self, level: int, n: Any) -> None:
         """The row values of `level`, then the pass accumulating the reductions of
@@ -370,17 +406,22 @@ class _Rows:
             return elem
 
         u32 = b.ABSOLUTE_POS.dtype
-        if self.scratch is None:  # one loop: the partials follow the elements
-            first = element(b.const(0, u32)) if reductions else {}
-            accs = [_Acc(b, self.ops[j], self.value(j, first, b.const(0, u32)))
+        if self.scratch is None:  # one loop per unit over its columns, then the group's combine
+            start = b.local(u32, b.min(self.lane, n - 1))  # max / min start at that element
+            first = element(start) if reductions else {}  # (a sum takes only its dtype)
+            accs = [_Acc(b, self.ops[j], self.value(j, first, start), start)
                     for j in reductions]
-            with b.for_range(0, n) as k:
+            with b.if_(self.valid), b.for_range(self.lane, n, self.group) as k:
                 elem = element(k)
                 for acc, j in zip(accs, reductions, strict=True):
                     acc.add(self.value(j, elem, k), k)
                 for j in shown:
                     self.write(j, elem[j], k)
-            totals = [_Acc.merged([acc], n) for acc in accs]
+            combined = reduce_gpu.combine(
+                b, [(acc.kind, acc.folded(), acc.index) for acc in accs], self.lane,
+                self.group, self.plane)
+            totals = [acc.finish(value, index, n)
+                      for acc, (value, index) in zip(accs, combined, strict=True)]
         else:  # the reductions' arguments to the scratch row, then reduced from it
             scratch = self.scratch
             # (an input of step 1 is reduced where it lies)
@@ -451,21 +492,24 @@ class _Acc:
     Args:
         b: the builder (declared before the pass's loop).
         op: the reduction (name, arguments, result dtype id).
-        first: the value of the row's element 0 (max / min start there).
+        first: the value of the row's element `start` (max / min start there).
+        start: that element's index (0: the row's first).
     """
 
-    def __init__(self, b: Any, op: tuple[Any, ...], first: Any) -> None:
+    def __init__(self, b: Any, op: tuple[Any, ...], first: Any, start: Any = 0) -> None:
         from burn_cube import u32
 
         name, _, out_id = op
         self.b, self.combine = b, REDUCTIONS[name]
+        #: how partials combine: sum (means too), max or min
+        self.kind = "sum" if self.combine == "mean" else self.combine
         self.out = cube_dtype("fusion", DTYPES[out_id])
         self.indexed = _indexed(op)
         summed = self.combine in ("sum", "mean")
         dtype = first.dtype
         self.dtype = cube_dtype("fusion", DType.float32) if summed and dtype.bits < 32 else dtype
         self.value = b.local(self.dtype, 0 if summed else first)
-        self.index = b.local(u32, 0) if self.indexed else None
+        self.index = b.local(u32, start) if self.indexed else None
         #: max / min without an index: the last NaN seen (else 0), kept apart from the
         #: running value so that each is one select (both vectorize)
         self.nan = None if summed or self.indexed else b.local(self.dtype, 0)
@@ -492,15 +536,30 @@ class _Acc:
         head = partials[0]
         b = head.b
         if head.indexed:  # one partial: element by element
-            return b.local(head.out, init=b.cast(head.index, head.out))
+            return head.finish(None, head.index, n)
         value = head._pairwise([p.value for p in partials], head._pair)
-        if head.combine == "mean":
-            value = value / b.cast(n, head.dtype)
-        elif head.nan is not None:  # a NaN anywhere wins
+        if head.nan is not None:  # a NaN anywhere wins
             nan = head._pairwise([p.nan for p in partials],
                                  lambda a, c: b.select(b.isnan(a), a, c))
             value = b.select(b.isnan(nan), nan, value)
-        return b.local(head.out, init=b.cast(value, head.out))
+        return head.finish(value, None, n)
+
+    def folded(self) -> Any:
+        """This partial's value, its last NaN (if any) taking the place of the running one."""
+        if self.nan is None:
+            return self.value
+        b = self.b
+        return b.local(self.dtype, b.select(b.isnan(self.nan), self.nan, self.value))
+
+    def finish(self, value: Any, index: Any, n: Any) -> Any:
+        """The reduction's result from the row's combined value and index, in a local of its
+        result dtype (a mean divides by `n`)."""
+        b = self.b
+        if self.indexed:
+            return b.local(self.out, init=b.cast(index, self.out))
+        if self.combine == "mean":
+            value = value / b.cast(n, self.dtype)
+        return b.local(self.out, init=b.cast(value, self.out))
 
     def _pairwise(self, values: list[Any], pair: Callable[[Any, Any], Any]) -> Any:
         """`values` combined pairwise by `pair`."""
