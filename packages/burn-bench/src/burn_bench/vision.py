@@ -67,15 +67,18 @@ def run() -> str:
     if threads.isdigit() and int(threads) > 0:
         cv2.setNumThreads(int(threads))
     rng = np.random.default_rng(0)
+    xy = rng.random((BOXES, 2)) * 1024
+    wh = 16 + rng.random((BOXES, 2)) * 80
+    boxes = np.concatenate([xy, xy + wh], 1).astype(np.float32)
+    scores = rng.random(BOXES).astype(np.float32)
+    # before any burn device starts: torchvision.ops imports triton, whose LLVM crashes the
+    # process when Mesa's llvmpipe (wgpu on CPU machines) has loaded its own LLVM first
+    tv_call, tv_note = _torchvision_nms(boxes, scores)
     binary = rng.random((SIZE, SIZE)) < 0.5
     binary_u8 = binary.astype(np.uint8)
     image = rng.random((SIZE, SIZE)).astype(np.float32)
     kernel = rng.standard_normal((5, 5)).astype(np.float32)
     square = np.ones((5, 5), np.uint8)
-    xy = rng.random((BOXES, 2)) * 1024
-    wh = 16 + rng.random((BOXES, 2)) * 80
-    boxes = np.concatenate([xy, xy + wh], 1).astype(np.float32)
-    scores = rng.random(BOXES).astype(np.float32)
     xywh = np.concatenate([xy, wh], 1).tolist()
     score_list = scores.tolist()
     def on(name: str) -> dict[str, Callable[[], object]]:
@@ -112,7 +115,6 @@ def run() -> str:
          ("numpy",)),
     ]
     candidates = []
-    tv_call, tv_note = _torchvision_nms(boxes, scores)
     if tv_call is not None:
         candidates.append(Candidate(TORCHVISION_NMS, tv_call, vs="OpenCV dnn.NMSBoxes"))
     for cv_name, cv_call, op, timed in table:

@@ -34,6 +34,7 @@ from burn_cube.codegen.wgsl import info_layout
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime, meta_value
+from burn_cube.runtime.llvm_order import load_triton_llvm_first
 from burn_cube.types import DType, from_numpy, u32
 
 try:
@@ -114,6 +115,13 @@ _FEATURES = (*DTYPE_FEATURES.values(), "subgroup")
 _HELD = {"bool": np.dtype(np.uint32)}
 
 
+def _before_vulkan() -> None:
+    """What the process needs before a Vulkan driver loads: a runtime folder for the driver,
+    and triton's LLVM loaded ahead of Mesa's (llvm_order)."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    load_triton_llvm_first()
+
+
 def _held(dtype: DType) -> np.dtype:
     return _HELD.get(dtype.name, dtype.numpy)
 
@@ -143,7 +151,7 @@ class WgpuRuntime(Runtime):
         if wgpu is None:
             raise RuntimeUnavailableError("the wgpu runtime needs wgpu-py: pip install "
                                           "'burn-cube[wgpu]'")
-        os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+        _before_vulkan()
         return [a.summary for a in wgpu.gpu.enumerate_adapters_sync()]
 
     def __init__(self, index: int = 0) -> None:
@@ -151,7 +159,7 @@ class WgpuRuntime(Runtime):
         if wgpu is None:
             raise RuntimeUnavailableError("the wgpu runtime needs wgpu-py: pip install "
                                           "'burn-cube[wgpu]'")
-        os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+        _before_vulkan()
         try:
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance") \
                 if index == 0 else wgpu.gpu.enumerate_adapters_sync()[index]
