@@ -62,10 +62,15 @@ def on_inner_steps(steps: Steps, lr: float, members: list[Member]) -> list[Tenso
                                          for p, g, _ in members):
         return steps(lr, members)
     bk.stream.flush()  # in-place updates must not change what a pending op reads
-    given = [{k: _inner(bk, v) if isinstance(v, Tensor) and v._bk is bk else v
+    value, device = bk.value, bk.inner.device_of(bk.value(members[0][0]._prim))
+
+    def inner_of(t: Tensor) -> Tensor:  # the inner backend's tensor of a fusion tensor
+        return make(value(t._prim), device, t._dtype)
+
+    given = [{k: inner_of(v) if isinstance(v, Tensor) and v._bk is bk else v
               for k, v in state.items()} for _, _, state in members]
     inner = [dict(g) for g in given]
-    outs = steps(lr, [(_inner(bk, p), _inner(bk, g), s)
+    outs = steps(lr, [(inner_of(p), inner_of(g), s)
                       for (p, g, _), s in zip(members, inner, strict=True)])
     for (param, _, state), before, after in zip(members, given, inner, strict=True):
         for k, v in after.items():
@@ -75,8 +80,3 @@ def on_inner_steps(steps: Steps, lr: float, members: list[Member]) -> list[Tenso
     return [None if out is None else param._wrap(out._prim, out._dtype)
             for (param, _, _), out in zip(members, outs, strict=True)]
 
-
-def _inner(bk: Fusion, t: Tensor) -> Tensor:
-    """The inner backend's tensor of fusion tensor `t` (computed)."""
-    prim = bk.value(t._prim)
-    return make(prim, bk.inner.device_of(prim), t._dtype)
