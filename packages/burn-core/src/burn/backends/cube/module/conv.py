@@ -88,22 +88,22 @@ def _shaped(t: CubeTensor | None) -> Any:
 
 
 def _reshape(t: CubeTensor, shape: Shape) -> CubeTensor:
-    """A view of contiguous `t` with `shape`."""
-    return t.view(shape, dense_strides(shape))
+    """A view of contiguous `t` with `shape` (a tuple of ints of t's size)."""
+    return t.derived(shape, dense_strides(shape))
 
 
 def _swap(t: CubeTensor) -> CubeTensor:
     """A view of `t` with its last two dimensions exchanged (matrix transpose)."""
-    return t.view((*t.shape[:-2], t.shape[-1], t.shape[-2]),
-                  (*t.strides[:-2], t.strides[-1], t.strides[-2]))
+    return t.derived((*t.shape[:-2], t.shape[-1], t.shape[-2]),
+                     (*t.strides[:-2], t.strides[-1], t.strides[-2]))
 
 
 def _matrices(cols: CubeTensor, groups: int) -> CubeTensor:
     """Batch-inner columns `[N, R, L]` (strides `(L*s, r, s)`) as matrices `[G, R/G, N*L]`;
     batch-last ones (strides `(s, r, N*s)`) as matrices `[G, R/G, L*N]`."""
     (n, rows, length), (s0, s1, s2) = cols.shape, cols.strides
-    return cols.view((groups, rows // groups, n * length),
-                     (s1 * (rows // groups), s1, min(s0, s2)))
+    return cols.derived((groups, rows // groups, n * length),
+                        (s1 * (rows // groups), s1, min(s0, s2)))
 
 
 def _is_batch_last(cols: CubeTensor) -> bool:
@@ -122,7 +122,7 @@ class CubeConvOps:
         if bias is None and t.dtype is dtype and t.is_contiguous:
             return t
         out = self.empty(t.shape, dtype)
-        flat = out.view((out.size,), (1,))
+        flat = out.flat()
         extra = () if bias is None else (bias.array,)
         kernel = convert_kernel(t.dtype, dtype, len(t.shape), None if bias is None else bias.dtype)
         self._launch_windows(kernel, math.prod(t.shape[:-1]), t.shape[-1], t.array, flat.array,
@@ -155,7 +155,7 @@ class CubeConvOps:
                                (length, (per_group + 1) * n * length, n * length, 1),
                                buffer.offset + per_group * n * length)
             copy_into(self, one.view(ones.shape, (0, 0, 0, 0)), ones)
-        cols = buffer.view((n, rows + groups, length), (length, n * length, 1))
+        cols = buffer.derived((n, rows + groups, length), (length, n * length, 1))
         return cols, max(per_group, 1), 1 if groups else 0
 
     def _im2col(self: Any, x: CubeTensor, kernel: Sequence[int], options: Geometry,
@@ -210,9 +210,9 @@ class CubeConvOps:
         product copies a transposed rhs first; BLAS reads both layouts in place)."""
         if lhs.shape[0] != 1:
             return self.float_matmul(lhs, rhs)
-        y = self.float_matmul(lhs.view(lhs.shape[1:], lhs.strides[1:]),
-                              rhs.view(rhs.shape[1:], rhs.strides[1:]))
-        return y.view((1, *y.shape), (y.shape[0] * y.strides[0], *y.strides))
+        y = self.float_matmul(lhs.derived(lhs.shape[1:], lhs.strides[1:]),
+                              rhs.derived(rhs.shape[1:], rhs.strides[1:]))
+        return y.derived((1, *y.shape), (y.shape[0] * y.strides[0], *y.strides))
 
     # --- layouts ----------------------------------------------------------------------------
     def _columns(self: Any, m: CubeTensor, n: int) -> CubeTensor:
@@ -223,7 +223,7 @@ class CubeConvOps:
             m = self._convert(m, m.dtype)
         s0, s1, s2 = m.strides
         length = nl // n if n else 0
-        return m.view((n, g * r, length), (s2 * length, s1 if r > 1 else s0, s2))
+        return m.derived((n, g * r, length), (s2 * length, s1 if r > 1 else s0, s2))
 
     def _rows(self: Any, t: CubeTensor, groups: int, dtype: DType,
               batch_last: bool = False) -> CubeTensor:
@@ -235,7 +235,7 @@ class CubeConvOps:
         inner = ((math.prod(spatial),), (step,)) if step is not None else (spatial, t.strides[2:])
         shape, strides = ((*inner[0], n), (*inner[1], t.strides[0])) if batch_last else (
             (n, *inner[0]), (t.strides[0], *inner[1]))
-        grouped = t.view((groups, cg, *shape), (t.strides[1] * cg, t.strides[1], *strides))
+        grouped = t.derived((groups, cg, *shape), (t.strides[1] * cg, t.strides[1], *strides))
         dense = self._transposed(grouped, dtype) if batch_last else self._convert(grouped, dtype)
         return _reshape(dense, (groups, cg, n * math.prod(spatial)))
 
@@ -257,7 +257,7 @@ class CubeConvOps:
         launch."""
         if bias is None:
             shape = (*total.shape[:2], math.prod(weight.shape[1:]))
-            return _reshape(self._convert(total.view(shape, total.strides), weight.dtype),
+            return _reshape(self._convert(total.derived(shape, total.strides), weight.dtype),
                             weight.shape), None
         gw, gb = self.empty(weight.shape, weight.dtype), self.empty(bias.shape, bias.dtype)
         if total.size:
@@ -274,20 +274,20 @@ class CubeConvOps:
             t = self._convert(t, dtype)
             step = 1
         cg = c // groups
-        return t.view((n, groups, cg, math.prod(spatial)),
-                      (t.strides[0], t.strides[1] * cg, t.strides[1], step))
+        return t.derived((n, groups, cg, math.prod(spatial)),
+                         (t.strides[0], t.strides[1] * cg, t.strides[1], step))
 
     def _per_sample_total(self: Any, cols: CubeTensor, grad: CubeTensor, groups: int,
                           dtype: DType) -> CubeTensor:
         """Weight gradient matrices `[G, O/G, R/G]` as a product per sample and group (grad read
         in place where its layout allows) summed over the batch."""
         n, rows, length = cols.shape
-        per = cols.view((n, groups, rows // groups, length),
-                        (cols.strides[0], cols.strides[1] * (rows // groups), cols.strides[1],
-                         cols.strides[2]))
+        per = cols.derived((n, groups, rows // groups, length),
+                           (cols.strides[0], cols.strides[1] * (rows // groups),
+                            cols.strides[1], cols.strides[2]))
         products = self.float_matmul(self._samples(grad, groups, dtype), _swap(per))
         total = self.float_sum_dim(products, 0)
-        return total.view(total.shape[1:], total.strides[1:])
+        return total.derived(total.shape[1:], total.strides[1:])
 
     def _bias_grad(self: Any, grad: CubeTensor, bias: CubeTensor | None,
                    dtype: DType) -> CubeTensor | None:
@@ -333,8 +333,7 @@ class CubeConvOps:
               options: ConvOptions) -> tuple[CubeTensor, CubeTensor]:
         """`conv`'s output and its im2col columns `[N, C_in*K, L]` (`_conv_columns`)."""
         g, kernel = options.groups, weight.shape[2:]
-        c_out = _check("conv", _shaped(x), _shaped(weight), _shaped(bias), options)
-        out = _conv_out("conv", _shaped(x), kernel, options)
+        c_out, out = _checked("conv", x, weight, bias, options)
         work = _work(x.dtype)
         n = x.shape[0]
         last = self._batch_last(x, g, out)
@@ -345,8 +344,8 @@ class CubeConvOps:
             # one product over the batch, [C_out, L*N], then [N, C_out, L] by tiles
             w = self._weight(weight, 1, work)
             if bias is not None:
-                w = self._with_bias(w.view(w.shape[1:], w.strides[1:]), bias)
-                w = w.view((1, *w.shape), (0, *w.strides))
+                w = self._with_bias(w.derived(w.shape[1:], w.strides[1:]), bias)
+                w = w.derived((1, *w.shape), (0, *w.strides))
             y = self._product(w, _matrices(cols, 1))
             return self._from_batch_last(y, (n, c_out, *out), x.dtype), cols
         if batched:
@@ -355,7 +354,7 @@ class CubeConvOps:
             # bias is the weight's last column, times the columns' row of ones
             w = self._weight(weight, 1, work)
             if bias is not None:
-                w = self._with_bias(w.view(w.shape[1:], w.strides[1:]), bias)
+                w = self._with_bias(w.derived(w.shape[1:], w.strides[1:]), bias)
             y = self.float_matmul(w, cols)
             return _reshape(y, (n, c_out, *out)), cols
         y = self._product(self._weight(weight, g, work), _matrices(cols, g))
@@ -443,8 +442,7 @@ class CubeConvOps:
             (grad_x, grad_weight, grad_bias or None), each of its input's shape and dtype.
         """
         op, g, kernel = "conv_backward", options.groups, weight.shape[2:]
-        c_out = _check(op, _shaped(x), _shaped(weight), _shaped(bias), options)
-        out = _conv_out(op, _shaped(x), kernel, options)
+        c_out, out = _checked(op, x, weight, bias, options)
         _check_grad(op, _shaped(grad), (x.shape[0], c_out, *out))
         work = _work(x.dtype)
         cols = self._conv_columns(x, kernel, options, out, work, 0 if bias is None else g)
@@ -666,6 +664,25 @@ class CubeConvOps:
         cols = self.empty((x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)),
                           x.dtype)
         return self._im2col(x, kernel_size, options, out, cols)
+
+
+#: `_checked`'s results by op, shapes and options.
+_CHECKED: dict[tuple[Any, ...], tuple[int, tuple[int, ...]]] = {}
+
+
+def _checked(op: str, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
+             options: ConvOptions) -> tuple[int, tuple[int, ...]]:
+    """The NumPy backend's shape checks of a convolution (its errors raise each call), and its
+    output channels and spatial sizes, kept per op, shapes and options."""
+    key = (op, x.shape, weight.shape, None if bias is None else bias.shape, options)
+    found = _CHECKED.get(key)
+    if found is None:
+        c_out = _check(op, _shaped(x), _shaped(weight), _shaped(bias), options)
+        out = tuple(_conv_out(op, _shaped(x), weight.shape[2:], options))
+        if len(_CHECKED) >= 1024:
+            _CHECKED.clear()
+        found = _CHECKED[key] = (c_out, out)
+    return found
 
 
 def _dtype_of(t: CubeTensor | None) -> DType | None:
