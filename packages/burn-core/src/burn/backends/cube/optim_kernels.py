@@ -204,27 +204,33 @@ def adagrad_kernel(dtype: DType, l2: bool, ranks: tuple[int, ...], cpu: bool) ->
                   element)
 
 
-def _fusable(param: Tensor, grad: Tensor) -> CubeBackend | None:
+def _fusable(param: Tensor, grad: Tensor, keys: tuple[str, ...], state: dict[str, Any]
+             ) -> CubeBackend | None:
     """The cube backend of `param` and `grad` when both are contiguous tensors of one shape and
-    a float dtype of `FLOATS` on it (no decorator), else None."""
-    bk = param._bk
+    a float dtype of `FLOATS` on it (no decorator), with the state entries `keys` tensors of it
+    of that shape and dtype, else None (the dtype's support is checked per group)."""
+    bk: Any = param._bk
     p, g = param._prim, grad._prim
-    if (not isinstance(bk, CubeBackend) or grad._bk is not bk
-            or not isinstance(p, CubeTensor) or not isinstance(g, CubeTensor)
-            or p.dtype is not g.dtype or p.dtype not in FLOATS or p.shape != g.shape
-            or not p.is_contiguous or not g.is_contiguous or not bk.supports(p.dtype)):
+    if (type(p) is not CubeTensor or type(g) is not CubeTensor or grad._bk is not bk
+            or not _is_cube(type(bk)) or p.dtype is not g.dtype or p.dtype not in FLOATS
+            or p.shape != g.shape or not p.is_contiguous or not g.is_contiguous):
         return None
+    for key in keys:
+        t = state.get(key)
+        if not (isinstance(t, Tensor) and t._bk is bk and type(t._prim) is CubeTensor
+                and t._prim.dtype is p.dtype and t._prim.shape == p.shape):
+            return None
     return bk
 
 
-def _like(t: Any, param: Tensor, bk: CubeBackend) -> bool:
-    """Whether state entry `t` is a tensor of `bk` with `param`'s shape and dtype."""
-    return (isinstance(t, Tensor) and t._bk is bk and isinstance(t._prim, CubeTensor)
-            and t._prim.dtype is param._prim.dtype and t._prim.shape == param._prim.shape)
+@cache
+def _is_cube(kind: type) -> bool:
+    """Whether backend class `kind` is a cube backend (not a decorator)."""
+    return issubclass(kind, CubeBackend)
 
 
 def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str) -> Any:
-    """The array of state buffer `key` (a tensor `_like` the param), made one these kernels
+    """The array of state buffer `key` (a tensor like the param), made one these kernels
     own (a dense copy, once, when it is not)."""
     prim = state[key]._prim
     if prim not in _OWNED:
@@ -256,10 +262,12 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
     results: list[Tensor | None] = [None] * len(members)
     groups: dict[tuple[CubeBackend, DType], list[int]] = {}
     for i, (param, grad, state) in enumerate(members):
-        bk = _fusable(param, grad)
-        if bk is not None and all(_like(state.get(k), param, bk) for k in keys):
+        bk = _fusable(param, grad, keys, state)
+        if bk is not None:
             groups.setdefault((bk, param._prim.dtype), []).append(i)
     for (bk, dtype), indexes in groups.items():
+        if not bk.supports(dtype):
+            continue
         size = MAX_GROUP if bk.runtime_name == "cpu" else 1
         for at in range(0, len(indexes), size):
             batch = indexes[at:at + size]
@@ -292,7 +300,7 @@ def _launch(bk: CubeBackend, kernel: Any, units: int, chunk: int, shared: tuple[
     key: list[Any] = [kernel, units]
     for first, values, arrays in params:
         args += [first, *values, *arrays]
-        key += [layout_key(a) for a in arrays]
+        key += [a.shape if a.base is None else layout_key(a) for a in arrays]
     cube_dim = 1 if chunk > 1 else CUBE_DIM
     plan = bk.plans.get(tuple(key))
     if plan is None:
