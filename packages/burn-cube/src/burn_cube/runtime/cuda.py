@@ -192,23 +192,20 @@ def _packer(compiled: CompiledCuda, kernel: KernelIR) -> _Packer:
 
 
 def _overlap(packer: _Packer, args: list[Any]) -> bool:
-    """Whether two tensor arguments share memory while the kernel writes one of them: a sweep
-    over the storages' byte ranges by start, keeping the furthest end of all earlier ranges
-    and of the earlier written ones."""
-    spans = []
+    """Whether two tensor arguments share memory while the kernel writes one of them: each
+    storage's byte range against the earlier ones (kernels have few tensors; empty storages
+    overlap nothing)."""
+    seen: list[tuple[int, int, bool]] = []
     for at, written in packer.spans:
         array = args[at]
         start = _address(array)
-        spans.append((start, start + array.handle.nbytes, written))
-    spans.sort()
-    end_any = end_written = 0
-    for start, end, written in spans:
-        if start < end_written or (written and start < end_any):
-            return True
-        if end > start:  # empty storages overlap nothing
-            end_any = max(end_any, end)
-            if written:
-                end_written = max(end_written, end)
+        end = start + array.handle.nbytes
+        if end == start:
+            continue
+        for first, last, wrote in seen:
+            if start < last and first < end and (written or wrote):
+                return True
+        seen.append((start, end, written))
     return False
 
 
