@@ -22,7 +22,7 @@ import math
 import weakref
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from burn.dtype import DType
 from burn.frontend.tensor import Tensor
@@ -220,7 +220,7 @@ def _fusable(param: Tensor, grad: Tensor, keys: tuple[str, ...], state: dict[str
         if not (isinstance(t, Tensor) and t._bk is bk and type(t._prim) is CubeTensor
                 and t._prim.dtype is p.dtype and t._prim.shape == p.shape):
             return None
-    return bk
+    return cast(CubeBackend, bk)
 
 
 @cache
