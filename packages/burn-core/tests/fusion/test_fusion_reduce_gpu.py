@@ -52,8 +52,11 @@ def _same(got: burn.Tensor, plain: burn.Tensor, rtol: float = 1e-6, atol: float 
 
 
 def test_group_sizes() -> None:
-    """About four columns per unit, a power of two up to the cube."""
+    """About four columns per unit, a power of two up to the cube; the columns unrolled up
+    to four per unit."""
     assert [reduce_gpu.group_for(n) for n in LENGTHS] == [1, 1, 4, 16, 32, 64, 256, 256]
+    assert [reduce_gpu.chunks(n, reduce_gpu.group_for(n)) for n in LENGTHS] == [
+        2, 3, 3, 3, 4, 4, 4, None]
     assert all(reduce_gpu.UNITS % reduce_gpu.group_for(n) == 0 for n in range(2, 5000, 7))
 
 
@@ -168,7 +171,7 @@ def _signatures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(reduce, "_build", spy)
     monkeypatch.setattr(reduce, "_KERNELS", {})
     rng = np.random.default_rng(4)
-    for n in (10, 256, 1000):
+    for n in (10, 256, 4099):
         x = burn.tensor(rng.standard_normal((3, n)).astype(np.float32), device="wgpu+fusion")
         e = (x - x.max_dim(1)).exp()
         c = x - x.mean_dim(1)
@@ -187,12 +190,12 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch,
     from burn_cube.codegen import generate
 
     signatures = list(dict.fromkeys(_signatures(monkeypatch)))
-    assert {s[-1] for s in signatures} == {(4, False), (64, True), (256, True)}
+    assert {s[-1] for s in signatures} == {(4, False, 3), (64, True, 4), (256, True, None)}
     compiled = 0
     for signature in signatures:
-        group = signature[-1][0]
+        group, _, chunks = signature[-1]
         for plane in (False, True):
-            kernel = reduce._build((*signature[:-1], (group, plane and group >= 32)))
+            kernel = reduce._build((*signature[:-1], (group, plane and group >= 32, chunks)))
             source = generate(kernel.kernel, "cuda")
             assert "__global__" in source and "__syncthreads()" in source
             assert ("plane" in kernel.kernel.features) == (plane and group >= 32)

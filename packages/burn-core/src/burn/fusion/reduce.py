@@ -183,7 +183,8 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     in_ids = tuple(id(t.dtype) for t in inputs)
     cpu = inner.runtime.name == "cpu"
     group = reduce_gpu.group_for(n)
-    schedule = None if cpu else (group, reduce_gpu.planes(inner.runtime.properties, group))
+    schedule = None if cpu else (group, reduce_gpu.planes(inner.runtime.properties, group),
+                                 reduce_gpu.chunks(n, group))
     signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
                  program.ops, program.outputs, schedule)
     kernel = _kernel(signature)
@@ -291,7 +292,7 @@ def _build(signature: Any) -> Any:
             rows.scratch, rows.per_pass = scratch, per_pass
             rows.run(pos, n)
     else:  # a group of units per row; rows past the last read row 0 and write nothing
-        group, rows.plane = schedule
+        group, rows.plane, rows.chunks = schedule
         rows.group, rows.lane = group, b.local(u32, b.UNIT_POS % group)
         row = b.local(u32, b.CUBE_POS * (reduce_gpu.UNITS // group) + b.UNIT_POS // group)
         rows.valid = b.local(bool_, row < count)
@@ -333,6 +334,11 @@ class _Rows:
         self.valid: Any = None
         self.lead: Any = None
         self.plane = False
+        #: GPU rows of at most `chunks` columns per unit: the inputs' loads held by (input,
+        #: chunk), and the chunk being computed (None: loads are not held)
+        self.chunks: int | None = None
+        self.held: dict[tuple[int, int], Any] = {}
+        self.chunk: int | None = None
 
     def run(self, row: Any, n: Any) -> None:
         """The body for row `row` of `n` elements: where its tensors start, its inputs that
@@ -359,9 +365,16 @@ class _Rows:
                 return self.numbers[(j, p)]
             if role == "op":
                 return elem[value] if value in elem else self.row_values[value]
-            if self.along[value]:
-                return self.tensors[("in", value)][self.at(("in", value), k)]
-            return self.rowwise[value]
+            if not self.along[value]:
+                return self.rowwise[value]
+            tensor = self.tensors[("in", value)]
+            if self.chunk is None:
+                return tensor[self.at(("in", value), k)]
+            held = self.held.get((value, self.chunk))
+            if held is None:
+                held = self.held[(value, self.chunk)] = self.b.local(
+                    tensor.dtype, tensor[self.at(("in", value), k)])
+            return held
         return operand(0, *self.ops[j][1][0]) if self.ops[j][0] in REDUCTIONS \
             else emit_op(self.b, self.ops[j], operand)
 
@@ -408,15 +421,18 @@ class _Rows:
         u32 = b.ABSOLUTE_POS.dtype
         if self.scratch is None:  # one loop per unit over its columns, then the group's combine
             start = b.local(u32, b.min(self.lane, n - 1))  # max / min start at that element
-            first = element(start) if reductions else {}  # (a sum takes only its dtype)
-            accs = [_Acc(b, self.ops[j], self.value(j, first, start), start)
-                    for j in reductions]
-            with b.if_(self.valid), b.for_range(self.lane, n, self.group) as k:
-                elem = element(k)
-                for acc, j in zip(accs, reductions, strict=True):
-                    acc.add(self.value(j, elem, k), k)
-                for j in shown:
-                    self.write(j, elem[j], k)
+            if self.chunks is None:
+                first = element(start) if reductions else {}  # (a sum takes only its dtype)
+                accs = [_Acc(b, self.ops[j], self.value(j, first, start), start)
+                        for j in reductions]
+                with b.if_(self.valid), b.for_range(self.lane, n, self.group) as k:
+                    elem = element(k)
+                    for acc, j in zip(accs, reductions, strict=True):
+                        acc.add(self.value(j, elem, k), k)
+                    for j in shown:
+                        self.write(j, elem[j], k)
+            else:
+                accs = self._held_pass(reductions, shown, element, start, n)
             combined = reduce_gpu.combine(
                 b, [(acc.kind, acc.folded(), acc.index) for acc in accs], self.lane,
                 self.group, self.plane)
@@ -443,6 +459,30 @@ class _Rows:
         for total, j in zip(totals, reductions, strict=True):
             self.row_values[j] = total
             self.write(j, total)
+
+    def _held_pass(self, reductions: list[int], shown: list[int],
+                   element: Callable[[Any], dict[int, Any]], start: Any, n: Any) -> list[_Acc]:
+        """A pass over the unit's `chunks` columns unrolled, the inputs' loads held in locals
+        for the later passes (`value`); a column past the row reads element ``n - 1`` and
+        takes no part. Returns the reductions' partials."""
+        b = self.b
+        accs: list[_Acc] = []
+        for c in range(self.chunks or 0):
+            column = b.local(start.dtype, self.lane + c * self.group)
+            k = start if c == 0 else b.local(start.dtype, b.min(column, n - 1))
+            self.chunk = c
+            elem = element(k)
+            values = [self.value(j, elem, k) for j in reductions]
+            self.chunk = None
+            if c == 0:  # max / min start at the unit's first column
+                accs = [_Acc(b, self.ops[j], v, k) for j, v in zip(reductions, values,
+                                                                    strict=True)]
+            with b.if_(b.and_(self.valid, column < n)):
+                for acc, v in zip(accs, values, strict=True):
+                    acc.add(v, k)
+                for j in shown:
+                    self.write(j, elem[j], k)
+        return accs
 
     def _reduce(self, j: int, scratch: Any, base: Any, n: Any) -> Any:
         """Reduction `j` of the row at `base` of `scratch` (the scratch rows, or an input of

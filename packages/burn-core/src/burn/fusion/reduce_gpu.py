@@ -5,10 +5,14 @@ units read adjacent elements) and the group combining its units' partials in sha
 A cube of `UNITS` units holds ``UNITS // group`` rows; `group` is a power of two chosen from
 the row length (`group_for`: about `PER_UNIT` elements per unit, at most a cube). Units of a
 row past the last one read row 0 and write nothing, so every unit reaches every barrier.
+Where a unit has at most `PER_UNIT` columns (rows up to 1024 elements) its passes are unrolled
+(`chunks`) and the inputs it loads stay in registers between passes, so the row is read
+once; longer rows loop over their columns and read them again each pass (from cache).
 
-The partials of one level's reductions combine together, one barrier per step: float32 sums
-of a group of whole planes with `plane_sum` first (then every unit adds the group's plane
-totals from shared memory), the others in a shared-memory tree over the group's units
+The partials of one level's reductions combine together, one barrier per step: float32 sums,
+maxima and minima of a group of whole planes by plane ops first (then every unit folds the
+group's plane totals from shared memory), the others (float64, those with an index result)
+in a shared-memory tree over the group's units
 (`_take`: a NaN wins, and with an index result the first occurrence of the value or of a NaN,
 as the one-unit scan of `burn.fusion.reduce`).
 """
@@ -32,6 +36,14 @@ def group_for(n: int, units: int = UNITS) -> int:
     return group
 
 
+def chunks(n: int, group: int) -> int | None:
+    """Columns per unit of rows of `n` elements over `group` units where they are few enough
+    to unroll, each input's loads held in registers between the passes (at most `PER_UNIT`:
+    rows up to ``PER_UNIT * UNITS`` long); None: a loop over the columns, reloading them."""
+    count = -(-n // group)
+    return count if count <= PER_UNIT else None
+
+
 def planes(props: Any, group: int) -> bool:
     """Whether a group of `group` units is whole planes of the runtime (`props`), so that
     plane sums never mix rows."""
@@ -49,24 +61,24 @@ def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int,
             NaN folded in, its element index or None).
         lane: the unit's position in its row's group.
         group: units per row (a power of two).
-        plane: sums of float32 combine within planes first (`planes`).
+        plane: float32 partials without an index combine within planes first (`planes`).
     Returns:
         Per reduction, (the row's value, its index or None).
     """
     from burn_cube import bool_, f32, u32
 
-    if group == 1:
+    if group == 1 or not partials:
         return [(value, index) for _, value, index in partials]
     u = b.UNIT_POS
     first = b.local(u32, u - lane)  # the group's first unit
-    summed = [plane and kind == "sum" and value.dtype == f32 for kind, value, _ in partials]
+    by_planes = [plane and value.dtype == f32 and index is None for _, value, index in partials]
     arrays: list[tuple[Any, Any]] = []
     running: list[tuple[Any, Any]] = []
-    for (_, value, index), by_plane in zip(partials, summed, strict=True):
+    for (kind, value, index), by_plane in zip(partials, by_planes, strict=True):
         values = b.shared(value.dtype, UNITS)
         indices = None if index is None else b.shared(u32, UNITS)
         if by_plane:
-            total = b.local(value.dtype, b.plane_sum(value))
+            total = _plane(b, kind, value)
             with b.if_(b.UNIT_POS_PLANE == 0):
                 values[u // b.PLANE_DIM] = total
         else:
@@ -77,7 +89,7 @@ def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int,
         running.append((b.local(value.dtype, value), None if index is None
                         else b.local(u32, index)))
     b.sync_units()
-    tree = [t for t, by_plane in enumerate(summed) if not by_plane]
+    tree = [t for t, by_plane in enumerate(by_planes) if not by_plane]
     half = group // 2
     while tree and half:
         with b.if_(lane < half):
@@ -99,16 +111,32 @@ def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int,
         b.sync_units()
         half //= 2
     out = []
-    for (values, indices), by_plane, (value, _) in zip(arrays, summed, running, strict=True):
+    for (kind, _, _), (values, indices), by_plane, (value, _) in zip(
+            partials, arrays, by_planes, running, strict=True):
         if by_plane:  # the group's plane totals, from shared memory
             total = b.local(value.dtype, values[first // b.PLANE_DIM])
             with b.for_range(1, b.const(group, u32) // b.PLANE_DIM) as i:
-                b.set(total, total + values[first // b.PLANE_DIM + i])
+                other = b.local(value.dtype, values[first // b.PLANE_DIM + i])
+                b.set(total, total + other if kind == "sum" else
+                      b.select(_take(b, kind, total, None, other, None), other, total))
             out.append((total, None))
         else:
             out.append((b.local(value.dtype, values[first]),
                         None if indices is None else b.local(u32, indices[first])))
     return out
+
+
+def _plane(b: Any, kind: str, value: Any) -> Any:
+    """`value` combined over the unit's plane: a sum, or a max / min that is NaN where a unit
+    holds NaN (plane maxima of the numbers, NaN counted apart)."""
+    if kind == "sum":
+        return b.local(value.dtype, b.plane_sum(value))
+    nan = b.local(b.isnan(value).dtype, b.isnan(value))
+    sign = 1.0 if kind == "max" else -1.0  # a min is the max of the negations
+    top = b.plane_max(b.select(nan, b.const(float("-inf"), value.dtype), value * sign))
+    nans = b.plane_sum(b.select(nan, b.const(1.0, value.dtype), b.const(0.0, value.dtype)))
+    return b.local(value.dtype, b.select(nans > 0.0, b.const(float("nan"), value.dtype),
+                                         top * sign))
 
 
 def _take(b: Any, kind: str, a: Any, at_a: Any, c: Any, at_c: Any) -> Any:
