@@ -13,7 +13,12 @@ numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidat
 - ReLU's backward as `(x > 0).float() * g` over `MASK_SIZE` float32 elements (a comparison, a
   bool cast and a product: one fused kernel against three) on cpu and cpu+fusion against
   PyTorch;
-- the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op.
+- the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op;
+- softmax and layer norm over rows, at the transformer-encoder suite's H200 shapes (`ROWS`:
+  attention scores [32 * 8 * 256, 256], activations [32 * 256, 512]), on the devices of
+  ``BURN_BENCH_FUSION_ROWS`` (comma-separated; default cuda where present, else cpu): written
+  from primitives unfused and under fusion (one reduce kernel), and burn's `F.softmax` /
+  `F.layer_norm` on both, against PyTorch's on the same kind of device.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ THREADS = (1, 2)
 SIZE = 1 << 24
 CHAIN = 64
 MASK_SIZE = 1 << 18
+#: (rows, row length) of the softmax and layer-norm rows report.
+ROWS = {"softmax": (32 * 8 * 256, 256), "layer norm": (32 * 256, 512)}
 
 
 def gelu_chain(x: Any) -> Any:
@@ -162,13 +169,101 @@ def record_report(threads: int) -> str:
             f"{fused.median / CHAIN * 1e6:.2f} us (medians; fused includes its one launch)")
 
 
+def softmax_rows(x: Any) -> Any:
+    """Softmax over the last dim from primitives (burn tensors and torch tensors alike)."""
+    if hasattr(x, "amax"):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+    e = (x - x.max_dim(1)).exp()
+    return e / e.sum_dim(1)
+
+
+def layer_norm_rows(pair: tuple[Any, Any]) -> Any:
+    """Layer norm over the last dim (weight, no bias) from primitives."""
+    x, w = pair
+    if hasattr(x, "amax"):
+        c = x - x.mean(-1, keepdim=True)
+        return c / ((c * c).mean(-1, keepdim=True) + 1e-5).sqrt() * w
+    c = x - x.mean_dim(1)
+    return c / ((c * c).mean_dim(1) + 1e-5).sqrt() * w
+
+
+def rows_devices() -> list[str]:
+    """The base devices of the rows report (`BURN_BENCH_FUSION_ROWS`, else cuda or cpu)."""
+    import burn
+
+    named = os.environ.get("BURN_BENCH_FUSION_ROWS")
+    if named:
+        return [d.strip() for d in named.split(",") if d.strip()]
+    return ["cuda" if any(b.name == "cuda" and b.available
+                          for b in burn.available_backends()) else "cpu"]
+
+
+def functional_rows(name: str, arg: Any) -> Any:
+    """The library's own softmax / layer norm (`ROWS` name) of `arg` (burn or torch: x, or
+    the pair x, weight)."""
+    import torch
+
+    import burn.functional as F
+
+    if name == "softmax":
+        return torch.softmax(arg, -1) if isinstance(arg, torch.Tensor) else F.softmax(arg, 1)
+    x, w = arg
+    if isinstance(x, torch.Tensor):
+        return torch.nn.functional.layer_norm(x, (x.shape[-1],), w)
+    return F.layer_norm(x, x.shape[-1], w)
+
+
+def rows_report(base: str) -> str:
+    """Softmax and layer norm over `ROWS` on `base`, unfused and fused, against PyTorch."""
+    from functools import partial
+
+    import torch
+
+    import burn
+    from burn_bench.timing import Candidate, measure_interleaved, report
+
+    where = "cuda" if base.startswith("cuda") and torch.cuda.is_available() else "cpu"
+
+    def torch_call(arg: Any, name: str) -> Callable[[], Any]:
+        def call() -> Any:
+            out = functional_rows(name, arg)
+            if where == "cuda":
+                torch.cuda.synchronize()
+            return out
+        return call
+
+    rng = np.random.default_rng(0)
+    tables = []
+    for name, (rows, n) in ROWS.items():
+        xd = rng.standard_normal((rows, n)).astype(np.float32)
+        wd = rng.standard_normal(n).astype(np.float32)
+        primitives = softmax_rows if name == "softmax" else layer_norm_rows
+        tx = torch.from_numpy(xd).to(where)
+        ref = f"torch {name} ({where})"
+        candidates = [Candidate(ref, torch_call(
+            tx if name == "softmax" else (tx, torch.from_numpy(wd).to(where)), name))]
+        for spec in (base, f"{base}+fusion"):
+            x = burn.tensor(xd, device=spec)
+            arg = x if name == "softmax" else (x, burn.tensor(wd, device=spec))
+            candidates += [
+                Candidate(f"burn {spec} from primitives", _synced(_bound(primitives, arg), spec),
+                          vs=ref),
+                Candidate(f"burn {spec} functional", _synced(
+                    _bound(partial(functional_rows, name), arg), spec), vs=ref)]
+        results = measure_interleaved(candidates, min_time=0.3, rounds=7)
+        tables.append(report(f"{name} over {rows} rows of {n} float32, {base}", results))
+    return "\n\n".join(tables)
+
+
 def measure(size: int, threads: int) -> str:
     """Every table at `threads` threads, in this process."""
     import torch
 
     torch.set_num_threads(threads)
     return "\n\n".join((gelu_report(size, threads), mlp_report(threads),
-                        mask_report(threads), record_report(threads)))
+                        mask_report(threads), record_report(threads),
+                        *(rows_report(base) for base in rows_devices())))
 
 
 def run(size: int = SIZE) -> str:
