@@ -259,7 +259,8 @@ def test_params_updated_together_match_torch(monkeypatch: pytest.MonkeyPatch, de
     """Adam's multi-param launches: float32 and float64 params (two groups), more than
     `MAX_GROUP` of one dtype (two launches on the cpu), an empty param, params over several
     units, and params whose step counts differ (one has no gradient every other step, as torch
-    skips a param whose grad is None) follow torch.optim over 8 steps."""
+    skips a param whose grad is None), one of them a view at an offset, follow torch.optim
+    over 8 steps."""
     config, make = CASES[name]
     dev = _device(device)
     rng = np.random.default_rng(3)
@@ -268,6 +269,9 @@ def test_params_updated_together_match_torch(monkeypatch: pytest.MonkeyPatch, de
               for i in range(len(shapes))]
     inits = [rng.standard_normal(s).astype(t) for s, t in zip(shapes, dtypes, strict=True)]
     params = [Param(burn.tensor(a, device=dev)) for a in inits]
+    # a contiguous view at an offset into a larger buffer
+    params[1] = Param(burn.tensor(np.concatenate([np.ones(3, dtypes[1]), inits[1]]),
+                                  device=dev)[3:])
     refs = [torch.tensor(a, requires_grad=True) for a in inits]
     optim, torch_optim = config.init(), make(refs)
     names = _count_launches(monkeypatch, dev.backend)
