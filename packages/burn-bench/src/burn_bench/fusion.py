@@ -14,11 +14,12 @@ numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidat
   bool cast and a product: one fused kernel against three) on cpu and cpu+fusion against
   PyTorch;
 - the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op;
-- softmax and layer norm over rows, at the transformer-encoder suite's H200 shapes (`ROWS`:
-  attention scores [32 * 8 * 256, 256], activations [32 * 256, 512]), on the devices of
-  ``BURN_BENCH_FUSION_ROWS`` (comma-separated; default cuda where present, else cpu): written
-  from primitives unfused and under fusion (one reduce kernel), and burn's `F.softmax` /
-  `F.layer_norm` on both, against PyTorch's on the same kind of device.
+- softmax, its backward ``s * (g - sum(g * s))`` and layer norm over rows, at the
+  transformer-encoder suite's H200 shapes (`ROWS`: attention scores [32 * 8 * 256, 256],
+  activations [32 * 256, 512]), on the devices of ``BURN_BENCH_FUSION_ROWS`` (comma-separated;
+  default cuda where present, else cpu): written from primitives unfused and under fusion (one
+  reduce kernel), and burn's `F.softmax` / `F.layer_norm` on both (which run the backend's row
+  kernels at once under fusion), against PyTorch's on the same kind of device.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ SIZE = 1 << 24
 CHAIN = 64
 MASK_SIZE = 1 << 18
 #: (rows, row length) of the softmax and layer-norm rows report.
-ROWS = {"softmax": (32 * 8 * 256, 256), "layer norm": (32 * 256, 512)}
+ROWS = {"softmax": (32 * 8 * 256, 256), "softmax backward": (32 * 8 * 256, 256),
+        "layer norm": (32 * 256, 512)}
 
 
 def gelu_chain(x: Any) -> Any:
@@ -178,6 +180,14 @@ def softmax_rows(x: Any) -> Any:
     return e / e.sum_dim(1)
 
 
+def softmax_backward_rows(pair: tuple[Any, Any]) -> Any:
+    """Softmax's backward from primitives: gradient `g` at softmax output `s`."""
+    s, g = pair
+    if hasattr(s, "amax"):
+        return s * (g - (g * s).sum(-1, keepdim=True))
+    return s * (g - (g * s).sum_dim(1))
+
+
 def layer_norm_rows(pair: tuple[Any, Any]) -> Any:
     """Layer norm over the last dim (weight, no bias) from primitives."""
     x, w = pair
@@ -201,11 +211,14 @@ def rows_devices() -> list[str]:
 
 def functional_rows(name: str, arg: Any) -> Any:
     """The library's own softmax / layer norm (`ROWS` name) of `arg` (burn or torch: x, or
-    the pair x, weight)."""
+    the pair x, weight), or torch's softmax backward (the pair s, g)."""
     import torch
 
     import burn.functional as F
 
+    if name == "softmax backward":
+        s, g = arg
+        return torch._softmax_backward_data(g, s, -1, s.dtype)
     if name == "softmax":
         return torch.softmax(arg, -1) if isinstance(arg, torch.Tensor) else F.softmax(arg, 1)
     x, w = arg
@@ -238,7 +251,11 @@ def rows_report(base: str) -> str:
     for name, (rows, n) in ROWS.items():
         xd = rng.standard_normal((rows, n)).astype(np.float32)
         wd = rng.standard_normal(n).astype(np.float32)
-        primitives = softmax_rows if name == "softmax" else layer_norm_rows
+        primitives = {"softmax": softmax_rows, "softmax backward": softmax_backward_rows,
+                      "layer norm": layer_norm_rows}[name]
+        if name == "softmax backward":  # a softmax output and a gradient
+            xd = torch.softmax(torch.from_numpy(xd), -1).numpy()
+            wd = rng.standard_normal((rows, n)).astype(np.float32)
         tx = torch.from_numpy(xd).to(where)
         ref = f"torch {name} ({where})"
         candidates = [Candidate(ref, torch_call(
@@ -246,11 +263,11 @@ def rows_report(base: str) -> str:
         for spec in (base, f"{base}+fusion"):
             x = burn.tensor(xd, device=spec)
             arg = x if name == "softmax" else (x, burn.tensor(wd, device=spec))
-            candidates += [
-                Candidate(f"burn {spec} from primitives", _synced(_bound(primitives, arg), spec),
-                          vs=ref),
-                Candidate(f"burn {spec} functional", _synced(
-                    _bound(partial(functional_rows, name), arg), spec), vs=ref)]
+            candidates.append(Candidate(f"burn {spec} from primitives",
+                                        _synced(_bound(primitives, arg), spec), vs=ref))
+            if name != "softmax backward":
+                candidates.append(Candidate(f"burn {spec} functional", _synced(
+                    _bound(partial(functional_rows, name), arg), spec), vs=ref))
         results = measure_interleaved(candidates, min_time=0.3, rounds=7)
         tables.append(report(f"{name} over {rows} rows of {n} float32, {base}", results))
     return "\n\n".join(tables)
