@@ -260,8 +260,9 @@ def test_plan_cache_reuses_kernels_across_steps(base: str) -> None:
 
 
 def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
-    """A structure flushed alone `LONE` times, never in a block with another op, stops being
-    recorded (its values unchanged); one that shared a block stays recorded."""
+    """A structure flushed alone `LONE` times, never starting a stream in which it shared a
+    block with another op, runs at once where nothing is pending (its values unchanged); one
+    that shared a block stays recorded, and the first is recorded after a pending op."""
     dev = f"{base}+fusion"
     data = np.linspace(-3, 3, 7 * 13, dtype=np.float32).reshape(7, 13)
     x = burn.tensor(data, device=dev)
@@ -275,6 +276,11 @@ def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
         check(x * 3.0, tx * 3.0)
     s = stats()
     assert s.ops_recorded == LONE + (LONE + 2)  # `x - 0.5` until its LONEth flush, `x * 3.0`
+    w = x + 2.0  # pending: `x - 0.5` after it is recorded (it may fuse with what is pending)
+    y = x - 0.5
+    assert pending(w) and pending(y)
+    check(y, tx - 0.5)
+    check(w, tx + 2.0)
 
 
 def test_autodiff_over_fusion_matches_torch(base: str) -> None:

@@ -118,6 +118,7 @@ def _only_elementwise(monkeypatch: pytest.MonkeyPatch, fused: Any) -> None:
                         lambda op, args, handles, columns: op.name not in PLANNED
                         and real(op, args, handles, columns))
     fused._results.clear()
+    fused.stream.forget()
 
 
 def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.MonkeyPatch,
@@ -155,6 +156,7 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
         launches[name], losses[name] = counter.take(), run
         monkeypatch.undo()
         fused._results.clear()
+        fused.stream.forget()
     with capsys.disabled():
         print(f"\nMLP 24-48-48-6 SGD step on {base}: {launches['unfused']} kernels unfused, "
               f"{launches['elementwise']} with the elementwise fuser alone, "

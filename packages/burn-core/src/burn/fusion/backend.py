@@ -106,8 +106,9 @@ class Fusion(Decorator):
             result = self._results.get(structure)
             if result is None:
                 result = self._infer(op, args, handles, structure)
-            if result:
-                return self.stream.record(op, args, tensor_at, handles, structure, result)
+            stream = self.stream
+            if result and (stream.pending or structure not in stream.lone):
+                return stream.record(op, args, tensor_at, handles, structure, result)
         default = self.defaults.get(name)
         if default is not None:
             return default(self, *args)
@@ -228,12 +229,14 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
               optional: tuple[int, ...]) -> Any:
     """`op`'s method on `fusion` where it has one or two tensors: `Fusion.handle`'s recording
     inlined (the same structures, so one cache), the inner backend's method at once where the
-    structure is not recorded and no argument is a `FusionTensor`, the generic method for
-    keyword calls; None for other ops (they go through `handle`)."""
+    structure is not recorded (or is `Stream.lone` and nothing is pending) and no argument is
+    a `FusionTensor`, the generic method for keyword calls; None for other ops (they go
+    through `handle`)."""
     if not 0 < len(tensor_at) <= 2 or op.list_at:
         return None
     generic = getattr(Decorator, op.name)
-    name, results, record, inner = op.name, fusion._results, fusion.stream.record, fusion.inner
+    name, results, inner, stream = op.name, fusion._results, fusion.inner, fusion.stream
+    record, lone = stream.record, stream.lone
     first, second = tensor_at[0], tensor_at[-1]
     two, extra = len(tensor_at) == 2, bool(casts or optional)
 
@@ -252,7 +255,7 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
         result = results.get(key)
         if result is None:
             result = fusion._infer(op, args, handles, key)
-        if result:
+        if result and (stream.pending or key not in lone):
             return record(op, args, tensor_at, handles, key, result)
         for h in handles:
             if type(h) is FusionTensor:

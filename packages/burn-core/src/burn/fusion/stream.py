@@ -39,8 +39,9 @@ MAX_PENDING = 128
 #: Most flush plans and block cells a stream keeps (each dict is emptied when full).
 MAX_PLANS = 4096
 #: Times an op structure is flushed alone (its result needed, no other op pending) before
-#: it runs at once instead of being recorded, unless it ever shared a block with another op:
-#: recorded, it only adds the recording and a flush to its one kernel.
+#: it runs at once where it would start the stream (`Stream.lone`), unless it ever started
+#: one in which it shared a block with another live op: recorded, it only adds the
+#: recording and a flush to its one kernel.
 LONE = 3
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write.
 FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...]]
@@ -73,9 +74,11 @@ class Stream:
         #: flush plans by signature (`flush`), and the fusers' cells by block structure.
         self.plans: dict[Any, FlushPlan] = {}
         self.cells: dict[Any, Cell] = {}
-        #: op structures flushed alone so far (`LONE`), and those that shared a block.
+        #: op structures flushed alone so far (`LONE`), those that started a stream and
+        #: shared a block, and those run at once where no op is pending (`Fusion`'s recorders).
         self.alone: dict[tuple[Any, ...], int] = {}
         self.shared: set[tuple[Any, ...]] = set()
+        self.lone: set[tuple[Any, ...]] = set()
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
         STATS.streams += 1
@@ -217,18 +220,22 @@ class Stream:
                 handle = weak[tid]()
                 if handle is not None:
                     handle.value = value
-            if kind == "matmul":
-                if type(cell.plan) is not Unfused:  # its epilogue fused into its kernel
-                    if end - start > 1 and pending[start + 1].key[0] not in self.shared:
-                        self._share(pending[start:end], needed)
-                elif cell.plan.vendor:
-                    self.results[pending[start].key[0]] = ()
+            if kind == "matmul" and type(cell.plan) is Unfused and cell.plan.vendor:
+                self.results[pending[start].key[0]] = ()
+
+    def forget(self) -> None:
+        """Drop what the stream learned of lone ops (`LONE`): every structure is recorded
+        again (for a changed configuration of the fusers)."""
+        with self.lock:
+            self.alone.clear()
+            self.shared.clear()
+            self.lone.clear()
 
     def _run_one(self, record: Pending, handle: FusionTensor | None,
                  values: dict[int, Any]) -> None:
         """A flush of one op (no matmul): the inner backend's own kernel where `handle`
-        (its result's, if still held) needs it, without a plan; its structure runs at once
-        from its `LONE`th such flush on."""
+        (its result's, if still held) needs it, without a plan; from its structure's `LONE`th
+        such flush on, it runs at once where it would start the stream."""
         if handle is None:
             STATS.ops_dead += 1
             return
@@ -249,7 +256,9 @@ class Stream:
                 self.alone[structure] = times
             else:
                 self.alone.pop(structure, None)
-                self.results[structure] = ()
+                if len(self.lone) >= MAX_PLANS:
+                    self.lone.clear()
+                self.lone.add(structure)
 
     def _plan(self, pending: list[Pending], held: tuple[bool, ...]) -> FlushPlan:
         """How `pending` runs: its blocks as (kind, start, end, cell) and the positions of
@@ -267,8 +276,8 @@ class Stream:
         for b, (_, start, end, _) in enumerate(blocks):
             for r in pending[start:end]:
                 needed.update(a.id for a in r.args if type(a) is TensorIR and at.get(a.id, b) != b)
-        for kind, start, end, _ in blocks:  # a matmul shares only once fused (`flush`)
-            self._share(pending[start + (kind == "matmul"):end], needed)
+        if blocks[0][0] != "matmul":  # (matmuls are never flushed alone: `flush`)
+            self._share(pending[:blocks[0][2]], needed)
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
         shared = [(kind, start, end, self.cells.setdefault(
@@ -278,17 +287,18 @@ class Stream:
 
 
     def _share(self, block: list[Pending], needed: set[int]) -> None:
-        """Note the structures of `block`'s live ops (needed, or read by a live op of the
-        block) in `shared` where there are two or more."""
-        want, live = set(needed), []
+        """Note the structure of `block`'s first record (the op that started the stream) in
+        `shared` where it is one of two or more live ops of the block (needed, or read by a
+        live op of the block)."""
+        want, live = set(needed), set()
         for r in reversed(block):
             if r.out.id in want:
-                live.append(r.key[0])
+                live.add(r.out.id)
                 want.update(a.id for a in r.args if type(a) is TensorIR)
-        if len(live) > 1:
+        if len(live) > 1 and block[0].out.id in live:
             if len(self.shared) >= MAX_PLANS:
                 self.shared.clear()
-            self.shared.update(live)
+            self.shared.add(block[0].key[0])
 
 
 #: Ops other than elementwise ones that the planner takes (their inner backend must have them).
