@@ -260,7 +260,8 @@ def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
     `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
     `S`), ops, written op indices, the GPU schedule: None on the cpu runtime, else units per
-    row and whether sums combine by planes, `reduce_gpu`)."""
+    row, whether partials combine by planes and the columns per unit held in registers or
+    None, `reduce_gpu`)."""
     from burn_cube import KernelBuilder, bool_, u32
 
     rank, in_ids, along, unit, ops, written, schedule = signature
