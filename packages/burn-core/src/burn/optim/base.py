@@ -43,11 +43,9 @@ class Optimizer(ABC):
     updated together in flat buffers (`burn.optim.multi`), and on the cube backends
     optimizers with kernels run them: all params of one backend and dtype in one launch
     where the optimizer has `_fused_steps` (Adam, AdamW), else one kernel per param
-    (`_fused`; under fusion too, on the flushed values: `burn.fusion.inner.on_inner_steps`
-    / `on_inner`), with
-    the same values. State
-    is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so it
-    survives a module rebuild.
+    (`_fused`); under fusion too, on the flushed values (`burn.fusion.inner.on_inner_steps`
+    / `on_inner`), with the same values. State is kept per Param id as inner tensors;
+    `state_dict()` keys it by parameter path, so it survives a module rebuild.
 
     Args:
         config: the hyperparameters.
