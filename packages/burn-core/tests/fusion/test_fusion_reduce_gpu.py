@@ -25,8 +25,9 @@ pytestmark = pytest.mark.skipif("wgpu" not in DEVICES, reason="no wgpu adapter")
 torch.set_num_threads(1)
 
 #: Row lengths: a unit per row (2, 3), groups of 4, 16, 32 (planes on a runtime of 32-unit
-#: planes), 64, 256 units (the whole cube, several columns per unit, a ragged last step).
-LENGTHS = [2, 3, 10, 33, 100, 256, 1000, 4099]
+#: planes), 64, 256 units (the whole cube: 4 and 9 columns per unit held in registers, then a
+#: loop over 17 with a ragged last step).
+LENGTHS = [2, 3, 10, 33, 100, 256, 1000, 2200, 4099]
 
 
 def _fused(fn: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, *data: np.ndarray
@@ -53,10 +54,10 @@ def _same(got: burn.Tensor, plain: burn.Tensor, rtol: float = 1e-6, atol: float 
 
 def test_group_sizes() -> None:
     """About four columns per unit, a power of two up to the cube; the columns unrolled up
-    to four per unit."""
-    assert [reduce_gpu.group_for(n) for n in LENGTHS] == [1, 1, 4, 16, 32, 64, 256, 256]
+    to 16 per unit."""
+    assert [reduce_gpu.group_for(n) for n in LENGTHS] == [1, 1, 4, 16, 32, 64, 256, 256, 256]
     assert [reduce_gpu.chunks(n, reduce_gpu.group_for(n)) for n in LENGTHS] == [
-        2, 3, 3, 3, 4, 4, 4, None]
+        2, 3, 3, 3, 4, 4, 4, 9, None]
     assert all(reduce_gpu.UNITS % reduce_gpu.group_for(n) == 0 for n in range(2, 5000, 7))
 
 

@@ -5,7 +5,7 @@ units read adjacent elements) and the group combining its units' partials in sha
 A cube of `UNITS` units holds ``UNITS // group`` rows; `group` is a power of two chosen from
 the row length (`group_for`: about `PER_UNIT` elements per unit, at most a cube). Units of a
 row past the last one read row 0 and write nothing, so every unit reaches every barrier.
-Where a unit has at most `PER_UNIT` columns (rows up to 1024 elements) its passes are unrolled
+Where a unit has at most `HELD` columns (rows up to 4096 elements) its passes are unrolled
 (`chunks`) and the inputs it loads stay in registers between passes, so the row is read
 once; longer rows loop over their columns and read them again each pass (from cache).
 
@@ -25,6 +25,8 @@ from typing import Any
 UNITS = 256
 #: Elements per unit the row groups aim at (`group_for`).
 PER_UNIT = 4
+#: Most columns per unit held in registers between passes (`chunks`): rows up to 4096 long.
+HELD = 16
 
 
 def group_for(n: int, units: int = UNITS) -> int:
@@ -38,10 +40,10 @@ def group_for(n: int, units: int = UNITS) -> int:
 
 def chunks(n: int, group: int) -> int | None:
     """Columns per unit of rows of `n` elements over `group` units where they are few enough
-    to unroll, each input's loads held in registers between the passes (at most `PER_UNIT`:
-    rows up to ``PER_UNIT * UNITS`` long); None: a loop over the columns, reloading them."""
+    to unroll, each input's loads held in registers between the passes (at most `HELD`);
+    None: a loop over the columns, reloading them each pass."""
     count = -(-n // group)
-    return count if count <= PER_UNIT else None
+    return count if count <= HELD else None
 
 
 def planes(props: Any, group: int) -> bool:
