@@ -123,8 +123,30 @@ def test_pool_keeps_at_most_pool_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     del big, small
     assert rt.memory_stats()["bytes_free_in_pool"] == 400
     assert big_handle() is None  # freed, not kept
-    assert rt.empty((100,), f32).handle is small_handle()
+    again = rt.empty((100,), f32)
+    assert again.handle is small_handle()
     assert rt.memory_stats()["bytes_free_in_pool"] == 0
+
+
+def test_buffers_are_reused_once_nothing_else_holds_them() -> None:
+    """A buffer still held when its array dies (by a dying view of it, which lets go of its
+    base first, or by an export) is handed out again once nothing else holds it."""
+    rt = bc.runtime("cpu")
+    array = rt.empty((9,), f32)
+    handle = weakref.ref(array.handle)
+    sub = array.view((3,), (3,), 0)
+    del array, sub
+    again = rt.empty((9,), f32)
+    assert again.handle is handle()
+    array = rt.empty((11,), f32)
+    exported = array.handle.reshape(-1)
+    handle = weakref.ref(array.handle)
+    del array
+    fresh = rt.empty((11,), f32)
+    assert fresh.handle is not handle()
+    del exported
+    again = rt.empty((11,), f32)
+    assert again.handle is handle() and fresh.handle is not again.handle
 
 
 def test_plan_keeps_no_example_array_alive(rt: bc.Runtime) -> None:

@@ -165,9 +165,14 @@ class DeviceArray:
 _C_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 #: References to a dying pooled array's buffer while `PooledArray.__del__` looks at it (the
-#: array's, the local name's and `sys.getrefcount`'s own): more means something else (a numpy
-#: or CuPy view, an export) still reads the buffer, which then is not reused.
+#: array's, the local name's and `sys.getrefcount`'s own): more means something else still
+#: holds the buffer (a numpy or CuPy view, an export, or a dying view of the array: a view
+#: lets go of its base before its own reference to the buffer).
 _RECLAIM_REFS = 3
+#: References to a held buffer that only the pool keeps (its entry's and `sys.getrefcount`'s).
+_HELD_REFS = 2
+#: Most held buffers kept per shape and dtype.
+_HELD_PER_KEY = 8
 _refcount = sys.getrefcount
 
 
@@ -182,53 +187,75 @@ class BufferPool:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
+        Entries = dict[tuple[tuple[int, ...], str], list[tuple[Any, int | None]]]
         #: (shape, dtype name) -> free (buffer, address) pairs.
-        self.free: dict[tuple[tuple[int, ...], str], list[tuple[Any, int | None]]] = {}
+        self.free: Entries = {}
+        #: (shape, dtype name) -> (buffer, address) pairs of dead arrays whose buffer something
+        #: else still held; handed out once only the pool holds them.
+        self.held: Entries = {}
         #: bytes kept, and buffers handed out again.
         self.bytes = 0
         self.reused = 0
 
     def take(self, shape: tuple[int, ...], dtype: DType) -> tuple[Any, int | None] | None:
         """A free (buffer, address) of that shape and dtype, or None."""
-        free = self.free.get((shape, dtype.name))
-        if not free:
-            return None
-        try:
-            found = free.pop()
-        except IndexError:  # another thread took the last one
-            return None
-        self.bytes -= found[0].nbytes
-        self.reused += 1
+        key = (shape, dtype.name)
+        free = self.free.get(key)
+        found = None
+        if free:
+            try:
+                found = free.pop()
+            except IndexError:  # another thread took the last one
+                pass
+        held = self.held.get(key) or []
+        for _ in range(len(held) if found is None else 0):
+            try:
+                entry = held.pop(0)
+            except IndexError:
+                break
+            if _refcount(entry[0]) <= _HELD_REFS:
+                found = entry
+                break
+            held.append(entry)
+        if found is not None:
+            self.bytes -= found[0].nbytes
+            self.reused += 1
         return found
 
-    def keep(self, shape: tuple[int, ...], dtype: DType, buffer: Any,
-             address: int | None) -> None:
-        """Keep a dead array's buffer while the pool has room."""
+    def keep(self, shape: tuple[int, ...], dtype: DType, buffer: Any, address: int | None,
+             held: bool = False) -> None:
+        """Keep a dead array's buffer while the pool has room; `held`: something else still
+        holds it (`take` hands it out once nothing does)."""
         nbytes = buffer.nbytes
         if nbytes and self.bytes + nbytes <= self.limit:
-            self.free.setdefault((shape, dtype.name), []).append((buffer, address))
+            entries = (self.held if held else self.free).setdefault((shape, dtype.name), [])
+            if held and len(entries) >= _HELD_PER_KEY:
+                return
+            entries.append((buffer, address))
             self.bytes += nbytes
 
     def clear(self) -> None:
         """Drop every kept buffer (the allocator underneath gets them back)."""
         self.free.clear()
+        self.held.clear()
         self.bytes = 0
 
 
 class PooledArray(DeviceArray):
     """An owning array from a pooling runtime's `empty` (its `buffers`, a `BufferPool`): its
-    buffer returns to the pool when it dies, unless something else still holds the buffer."""
+    buffer returns to the pool when it dies, to be handed out once nothing else holds it."""
 
     __slots__ = ()
 
     def __del__(self) -> None:
-        """Keep the buffer in the runtime's pool (if nothing else holds it)."""
+        """Keep the buffer in the runtime's pool (held while something else holds it)."""
         try:
             handle = self.handle
-            if _refcount(handle) > _RECLAIM_REFS or self.base is not None:
+            if self.base is not None:
                 return
             runtime: Any = self.runtime
-            runtime.buffers.keep(self.shape, self.dtype, handle, self.address)
+            runtime.buffers.keep(self.shape, self.dtype, handle, self.address,
+                                 _refcount(handle) > _RECLAIM_REFS)
         except Exception:  # noqa: S110 - at interpreter exit the module may be torn down
             pass
 
