@@ -137,6 +137,8 @@ def test_special_values_and_ties(n: int) -> None:
     check(total, t.sum(1, keepdim=True))
     np.testing.assert_array_equal(at_hi.to_numpy(), t.argmax(1, keepdim=True).numpy())
     np.testing.assert_array_equal(at_lo.to_numpy(), t.argmin(1, keepdim=True).numpy())
+    # a sum of -0.0 is +0.0, as torch's (allclose does not see the sign)
+    assert np.signbit(total.to_numpy()[3, 0]) == np.signbit(t.sum(1)[3].item()) == 0
     plain = burn.tensor(rows, device="wgpu")
     _same(total, (plain * 1.0).sum_dim(1))
     assert np.signbit(low.to_numpy()[3, 0]) == np.signbit((plain * 1.0).min_dim(1).to_numpy()

@@ -65,8 +65,19 @@ def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int,
         group: units per row (a power of two).
         plane: float32 partials without an index combine within planes first (`planes`).
     Returns:
-        Per reduction, (the row's value, its index or None).
+        Per reduction, (the row's value, its index or None). A sum of zeros is +0.0, as a
+        sum from +0.0 is in IEEE arithmetic: compilers that assume no signed zeros (Mesa's
+        llvmpipe) fold a unit's ``0 + x`` to ``x``, which keeps a -0.0.
     """
+    combined = _combined(b, partials, lane, group, plane)
+    return [(b.local(value.dtype, b.select(value == 0.0, b.const(0.0, value.dtype), value))
+             if kind == "sum" else value, index)
+            for (kind, _, _), (value, index) in zip(partials, combined, strict=True)]
+
+
+def _combined(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int,
+              plane: bool) -> list[tuple[Any, Any]]:
+    """`combine`'s values, a sum of zeros of either sign."""
     from burn_cube import bool_, f32, u32
 
     if group == 1 or not partials:
