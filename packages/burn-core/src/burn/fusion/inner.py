@@ -62,10 +62,12 @@ def on_inner_steps(steps: Steps, lr: float, members: list[Member]) -> list[Tenso
                                          for p, g, _ in members):
         return steps(lr, members)
     bk.stream.flush()  # in-place updates must not change what a pending op reads
-    value, device = bk.value, bk.inner.device_of(bk.value(members[0][0]._prim))
+    value, first = bk.value, members[0][0]
+    prim = value(first._prim)
+    wrap = make(prim, bk.inner.device_of(prim), first._dtype)._wrap  # on the inner device
 
     def inner_of(t: Tensor) -> Tensor:  # the inner backend's tensor of a fusion tensor
-        return make(value(t._prim), device, t._dtype)
+        return wrap(value(t._prim), t._dtype)
 
     given = [{k: inner_of(v) if isinstance(v, Tensor) and v._bk is bk else v
               for k, v in state.items()} for _, _, state in members]
