@@ -19,7 +19,8 @@ numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidat
   activations [32 * 256, 512]), on the devices of ``BURN_BENCH_FUSION_ROWS`` (comma-separated;
   default cuda where present, else cpu): written from primitives unfused and under fusion (one
   reduce kernel), and burn's `F.softmax` / `F.layer_norm` on both (which run the backend's row
-  kernels at once under fusion), against PyTorch's on the same kind of device.
+  kernels at once under fusion), against PyTorch's on the same kind of device; in the 1-thread
+  process only.
 """
 
 from __future__ import annotations
@@ -278,9 +279,9 @@ def measure(size: int, threads: int) -> str:
     import torch
 
     torch.set_num_threads(threads)
+    rows = [rows_report(base) for base in rows_devices()] if threads == THREADS[0] else []
     return "\n\n".join((gelu_report(size, threads), mlp_report(threads),
-                        mask_report(threads), record_report(threads),
-                        *(rows_report(base) for base in rows_devices())))
+                        mask_report(threads), record_report(threads), *rows))
 
 
 def run(size: int = SIZE) -> str:
