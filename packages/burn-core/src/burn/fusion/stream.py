@@ -285,7 +285,6 @@ class Stream:
             for kind, start, end, cell in blocks]
         return tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed)
 
-
     def _share(self, block: list[Pending], needed: set[int]) -> None:
         """Note the structure of `block`'s first record (the op that started the stream) in
         `shared` where it is one of two or more live ops of the block (needed, or read by a
