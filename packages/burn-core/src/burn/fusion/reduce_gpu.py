@@ -86,8 +86,8 @@ def _combined(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: in
     first = b.local(u32, u - lane)  # the group's first unit
     by_planes = [plane and value.dtype == f32 and index is None for _, value, index in partials]
     arrays: list[tuple[Any, Any]] = []
-    running: list[tuple[Any, Any]] = []
-    for (kind, value, index), by_plane in zip(partials, by_planes, strict=True):
+    running: dict[int, tuple[Any, Any]] = {}  # the tree's values (and indices) in registers
+    for t, ((kind, value, index), by_plane) in enumerate(zip(partials, by_planes, strict=True)):
         values = b.shared(value.dtype, UNITS)
         indices = None if index is None else b.shared(u32, UNITS)
         if by_plane:
@@ -98,15 +98,14 @@ def _combined(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: in
             values[u] = value
             if indices is not None:
                 indices[u] = index
+            running[t] = (b.local(value.dtype, value),
+                          None if index is None else b.local(u32, index))
         arrays.append((values, indices))
-        running.append((b.local(value.dtype, value), None if index is None
-                        else b.local(u32, index)))
     b.sync_units()
-    tree = [t for t, by_plane in enumerate(by_planes) if not by_plane]
     half = group // 2
-    while tree and half:
+    while running and half:
         with b.if_(lane < half):
-            for t in tree:
+            for t in running:
                 kind = partials[t][0]
                 values, indices = arrays[t]
                 value, index = running[t]
@@ -124,8 +123,8 @@ def _combined(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: in
         b.sync_units()
         half //= 2
     out = []
-    for (kind, _, _), (values, indices), by_plane, (value, _) in zip(
-            partials, arrays, by_planes, running, strict=True):
+    for (kind, value, _), (values, indices), by_plane in zip(partials, arrays, by_planes,
+                                                            strict=True):
         if by_plane:  # the group's plane totals, from shared memory
             total = b.local(value.dtype, values[first // b.PLANE_DIM])
             with b.for_range(1, b.const(group, u32) // b.PLANE_DIM) as i:
