@@ -211,3 +211,28 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch,
                                   capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, proc.stderr
             compiled += 1
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_wide_and_half_rows(dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """float64 partials combine in the shared-memory tree, float16 ones (summed in float32)
+    by planes; 300-long rows, a group of 128 units."""
+    if not burn.Device("wgpu").backend.supports(getattr(burn, dtype)):
+        pytest.skip(f"{dtype} is not held on this adapter")
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((6, 300)).astype(np.float32)
+
+    def kinds(t: Any) -> tuple[Any, ...]:
+        u = t.cast(getattr(burn, dtype)) * 2.0
+        e = (u - u.max_dim(1)).exp()
+        return e / e.sum_dim(1), u.min_dim(1), u.mean_dim(1)
+
+    outs, launches, plain = _fused(kinds, monkeypatch, x)
+    assert launches <= 2  # the cast, then the block (or one kernel with it)
+    u = torch.from_numpy(x).to(getattr(torch, dtype)) * 2.0
+    acc = u.double()
+    wants = (torch.softmax(acc, 1), acc.amin(1, keepdim=True), acc.mean(1, keepdim=True))
+    tol = 1e-12 if dtype == "float64" else 2e-3
+    for got, want, same in zip(outs, wants, plain, strict=True):
+        check(got, want.to(u.dtype), rtol=tol, atol=tol)
+        _same(got, same, rtol=tol, atol=tol)
