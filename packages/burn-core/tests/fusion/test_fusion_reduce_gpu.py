@@ -185,11 +185,18 @@ def _signatures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return seen
 
 
+def _float64(value: Any) -> Any:
+    """A signature with its float32 dtype ids made float64's."""
+    if isinstance(value, tuple):
+        return tuple(_float64(v) for v in value)
+    return id(burn.float64) if value == id(burn.float32) else value
+
+
 def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch,
                                       tmp_path: Path) -> None:
-    """The same kernels as CUDA C, with and without planes; nvcc compiles (for sm_90, where
-    it is installed) the 256-long rows' kernels by planes and the argmax by a tree, one
-    kernel of each structure (only the launch needs a device)."""
+    """The same kernels as CUDA C, with and without planes, and in float64; nvcc compiles
+    (for sm_90, where it is installed) the 256-long rows' kernels by planes, in float32 and
+    float64, and the short rows' by a tree (only the launch needs a device)."""
     from burn_cube.codegen import generate
 
     signatures = list(dict.fromkeys(_signatures(monkeypatch)))
@@ -197,11 +204,14 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch,
     compiled = 0
     for signature in signatures:
         group, _, chunks = signature[-1]
-        for plane in (False, True):
-            kernel = reduce._build((*signature[:-1], (group, plane and group >= 32, chunks)))
+        for plane, wide in ((False, False), (True, False), (True, True)):
+            body = _float64(signature[:-1]) if wide else signature[:-1]
+            kernel = reduce._build((*body, (group, plane and group >= 32, chunks)))
             source = generate(kernel.kernel, "cuda")
             assert "__global__" in source and "__syncthreads()" in source
-            assert ("plane" in kernel.kernel.features) == (plane and group >= 32)
+            assert ("double" in source) == wide
+            # float64 partials combine in the tree
+            assert ("plane" in kernel.kernel.features) == (plane and group >= 32 and not wide)
             if shutil.which("nvcc") is None or (group, plane) not in ((64, True), (4, False)):
                 continue
             path = tmp_path / f"k{compiled}.cu"
