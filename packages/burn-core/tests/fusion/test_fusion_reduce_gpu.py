@@ -160,10 +160,19 @@ def test_strided_rows_and_broadcast_inputs(monkeypatch: pytest.MonkeyPatch) -> N
     (got,), _, (plain,) = _fused(lambda a: a.swap_dims(0, 2).max_dim(2) - 1.0, monkeypatch, x)
     check(got, (tx.transpose(0, 2).amax(2, keepdim=True) - 1.0).float())
     _same(got, plain)
+    # first occurrences along dim 0 of 300 (a row's units apart in the cube), a NaN winning
+    ties = np.tile(np.array([[3.0], [1.0], [2.0]], np.float32), (100, 24))  # [300, 24]
+    ties[250, 5] = np.nan
+    ties[7, 9] = ties[290, 9] = -5.0
+    tt = torch.from_numpy(ties)
+    (low, at), _, _ = _fused(lambda a: (a * 1.0).min_dim_with_indices(0), monkeypatch, ties)
+    check(low, tt.amin(0, keepdim=True))
+    np.testing.assert_array_equal(at.to_numpy(), tt.argmin(0, keepdim=True).numpy())
 
 
 def _signatures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The GPU reduce signatures a softmax, a layer norm and an argmax build on wgpu."""
+    """The GPU reduce signatures a softmax, a layer norm and an argmax build on wgpu, and an
+    argmin along the first dim."""
     seen: list[Any] = []
     build = reduce._build
 
@@ -182,6 +191,9 @@ def _signatures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
                    *(x * 2.0).max_dim_with_indices(1)]
         for r in results:
             r.to_numpy()
+    columns = burn.tensor(rng.standard_normal((300, 24)).astype(np.float32),
+                          device="wgpu+fusion")
+    (columns * 2.0).min_dim_with_indices(0)[1].to_numpy()  # rows strided: units spread
     return seen
 
 
@@ -196,23 +208,29 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch,
                                       tmp_path: Path) -> None:
     """The same kernels as CUDA C, with and without planes, and in float64; nvcc compiles
     (for sm_90, where it is installed) the 256-long rows' kernels by planes, in float32 and
-    float64, and the short rows' by a tree (only the launch needs a device)."""
+    float64, the short rows' and the strided rows' by a tree (only the launch needs a
+    device)."""
     from burn_cube.codegen import generate
 
     signatures = list(dict.fromkeys(_signatures(monkeypatch)))
-    assert {s[-1] for s in signatures} == {(4, False, 3), (64, True, 4), (256, True, None)}
+    assert {s[-1] for s in signatures} == {(4, False, 3, 1), (64, True, 4, 1),
+                                           (256, True, None, 1), (128, False, 3, 2)}
     compiled = 0
     for signature in signatures:
-        group, _, chunks = signature[-1]
+        group, _, chunks, spread = signature[-1]
         for plane, wide in ((False, False), (True, False), (True, True)):
+            if plane and spread != 1 and not wide:
+                continue  # (spread rows combine without planes)
+            plane = plane and spread == 1
             body = _float64(signature[:-1]) if wide else signature[:-1]
-            kernel = reduce._build((*body, (group, plane and group >= 32, chunks)))
+            kernel = reduce._build((*body, (group, plane and group >= 32, chunks, spread)))
             source = generate(kernel.kernel, "cuda")
             assert "__global__" in source and "__syncthreads()" in source
             assert ("double" in source) == wide
             # float64 partials combine in the tree
             assert ("plane" in kernel.kernel.features) == (plane and group >= 32 and not wide)
-            if shutil.which("nvcc") is None or (group, plane) not in ((64, True), (4, False)):
+            if shutil.which("nvcc") is None or (group, plane) not in (
+                    (64, True), (4, False), (128, False)):
                 continue
             path = tmp_path / f"k{compiled}.cu"
             path.write_text(source)

@@ -183,8 +183,11 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     in_ids = tuple(id(t.dtype) for t in inputs)
     cpu = inner.runtime.name == "cpu"
     group = reduce_gpu.group_for(n)
-    schedule = None if cpu else (group, reduce_gpu.planes(inner.runtime.properties, group),
-                                 reduce_gpu.chunks(n, group))
+    read = steps[:sum(plan.along)]  # the varying inputs' steps along `d`
+    spread = reduce_gpu.UNITS // group if read and 1 not in read else 1
+    schedule = None if cpu else (
+        group, spread == 1 and reduce_gpu.planes(inner.runtime.properties, group),
+        reduce_gpu.chunks(n, group), spread)
     signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
                  program.ops, program.outputs, schedule)
     kernel = _kernel(signature)
@@ -260,8 +263,8 @@ def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
     `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
     `S`), ops, written op indices, the GPU schedule: None on the cpu runtime, else units per
-    row, whether partials combine by planes and the columns per unit held in registers or
-    None, `reduce_gpu`)."""
+    row, whether partials combine by planes, the columns per unit held in registers or None,
+    and the distance between a row's units, `reduce_gpu`)."""
     from burn_cube import KernelBuilder, bool_, u32
 
     rank, in_ids, along, unit, ops, written, schedule = signature
@@ -293,9 +296,15 @@ def _build(signature: Any) -> Any:
             rows.scratch, rows.per_pass = scratch, per_pass
             rows.run(pos, n)
     else:  # a group of units per row; rows past the last read row 0 and write nothing
-        group, rows.plane, rows.chunks = schedule
-        rows.group, rows.lane = group, b.local(u32, b.UNIT_POS % group)
-        row = b.local(u32, b.CUBE_POS * (reduce_gpu.UNITS // group) + b.UNIT_POS // group)
+        group, rows.plane, rows.chunks, rows.spread = schedule
+        slots = reduce_gpu.UNITS // group  # rows per cube
+        u = b.UNIT_POS
+        rows.group = group
+        if rows.spread == 1:  # a row's units adjacent
+            rows.lane, slot = b.local(u32, u % group), u // group
+        else:  # adjacent units on adjacent rows, `slots` apart within a row
+            rows.lane, slot = b.local(u32, u // slots), u % slots
+        row = b.local(u32, b.CUBE_POS * slots + slot)
         rows.valid = b.local(bool_, row < count)
         rows.lead = b.local(bool_, b.and_(rows.valid, rows.lane == 0))
         rows.run(b.local(u32, b.select(rows.valid, row, 0)), n)
@@ -335,6 +344,9 @@ class _Rows:
         self.valid: Any = None
         self.lead: Any = None
         self.plane = False
+        #: units between two of a row's group (1, or its cube's rows where they read rows
+        #: strided, whose adjacent units then read adjacent rows)
+        self.spread = 1
         #: GPU rows of at most `chunks` columns per unit: the inputs' loads held by (input,
         #: chunk), and the chunk being computed (None: loads are not held)
         self.chunks: int | None = None
@@ -436,7 +448,7 @@ class _Rows:
                 accs = self._held_pass(reductions, shown, element, start, n)
             combined = reduce_gpu.combine(
                 b, [(acc.kind, acc.folded(), acc.index) for acc in accs], self.lane,
-                self.group, self.plane)
+                self.group, self.spread, self.plane)
             totals = [acc.finish(value, index, n)
                       for acc, (value, index) in zip(accs, combined, strict=True)]
         else:  # the reductions' arguments to the scratch row, then reduced from it

@@ -3,7 +3,10 @@ for short rows, each unit walking its row's columns ``lane, lane + group, ...`` 
 units read adjacent elements) and the group combining its units' partials in shared memory.
 
 A cube of `UNITS` units holds ``UNITS // group`` rows; `group` is a power of two chosen from
-the row length (`group_for`: about `PER_UNIT` elements per unit, at most a cube). Units of a
+the row length (`group_for`: about `PER_UNIT` elements per unit, at most a cube). A row's
+units are adjacent, except where every input reads its row strided (a reduction along another
+dim than the last): there adjacent units take adjacent rows (a row's units ``UNITS // group``
+apart), whose elements usually lie side by side, so a plane's loads coalesce. Units of a
 row past the last one read row 0 and write nothing, so every unit reaches every barrier.
 Where a unit has at most `HELD` columns (rows up to 4096 elements) its passes are unrolled
 (`chunks`) and the inputs it loads stay in registers between passes, so the row is read
@@ -52,8 +55,8 @@ def planes(props: Any, group: int) -> bool:
     return bool(props.plane_size > 1 and group % props.plane_size == 0)
 
 
-def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int, plane: bool,
-            ) -> list[tuple[Any, Any]]:
+def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int, spread: int,
+            plane: bool) -> list[tuple[Any, Any]]:
     """Each row's partials combined over its group's units, as locals every unit of the row
     holds.
 
@@ -63,27 +66,29 @@ def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int,
             NaN folded in, its element index or None).
         lane: the unit's position in its row's group.
         group: units per row (a power of two).
+        spread: units between two of a row's (1: adjacent; else the cube's rows, and no
+            planes).
         plane: float32 partials without an index combine within planes first (`planes`).
     Returns:
         Per reduction, (the row's value, its index or None). A sum of zeros is +0.0, as a
         sum from +0.0 is in IEEE arithmetic: compilers that assume no signed zeros (Mesa's
         llvmpipe) fold a unit's ``0 + x`` to ``x``, which keeps a -0.0.
     """
-    combined = _combined(b, partials, lane, group, plane)
+    combined = _combined(b, partials, lane, group, spread, plane)
     return [(b.local(value.dtype, b.select(value == 0.0, b.const(0.0, value.dtype), value))
              if kind == "sum" else value, index)
             for (kind, _, _), (value, index) in zip(partials, combined, strict=True)]
 
 
 def _combined(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int,
-              plane: bool) -> list[tuple[Any, Any]]:
+              spread: int, plane: bool) -> list[tuple[Any, Any]]:
     """`combine`'s values, a sum of zeros of either sign."""
     from burn_cube import bool_, f32, u32
 
     if group == 1 or not partials:
         return [(value, index) for _, value, index in partials]
     u = b.UNIT_POS
-    first = b.local(u32, u - lane)  # the group's first unit
+    first = b.local(u32, u - lane * spread)  # the group's first unit
     by_planes = [plane and value.dtype == f32 and index is None for _, value, index in partials]
     arrays: list[tuple[Any, Any]] = []
     running: dict[int, tuple[Any, Any]] = {}  # the tree's values (and indices) in registers
@@ -109,11 +114,11 @@ def _combined(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: in
                 kind = partials[t][0]
                 values, indices = arrays[t]
                 value, index = running[t]
-                other = values[u + half]
+                other = values[u + half * spread]
                 if kind == "sum":
                     b.set(value, value + other)
                 else:
-                    at = None if indices is None else b.local(u32, indices[u + half])
+                    at = None if indices is None else b.local(u32, indices[u + half * spread])
                     take = b.local(bool_, _take(b, kind, value, index, other, at))
                     b.set(value, b.select(take, other, value))
                     if indices is not None:
