@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -24,9 +25,9 @@ from burn.fusion import reduce_gpu
 pytestmark = pytest.mark.skipif("wgpu" not in DEVICES, reason="no wgpu adapter")
 torch.set_num_threads(1)
 
-#: Row lengths: a unit per row (2, 3), groups of 4, 16, 32 (planes on a runtime of 32-unit
-#: planes), 64, 256 units (the whole cube: 4 and 9 columns per unit held in registers, then a
-#: loop over 17 with a ragged last step).
+#: Row lengths: a unit per row (2, 3), groups of 4, 16, 32, 64 (a tree on wgpu, planes on
+#: CUDA), 256 units (the whole cube, planes: 4 and 9 columns per unit held in registers, then
+#: a loop over 17 with a ragged last step).
 LENGTHS = [2, 3, 10, 33, 100, 256, 1000, 2200, 4099]
 
 
@@ -58,6 +59,12 @@ def test_group_sizes() -> None:
     assert [reduce_gpu.group_for(n) for n in LENGTHS] == [1, 1, 4, 16, 32, 64, 256, 256, 256]
     assert [reduce_gpu.chunks(n, reduce_gpu.group_for(n)) for n in LENGTHS] == [
         2, 3, 3, 3, 4, 4, 4, 9, None]
+    # planes: whole 32-unit warps on CUDA; on WebGPU whole subgroups of any size up to 128
+    cuda = SimpleNamespace(plane_size=32, target="cuda")
+    web = SimpleNamespace(plane_size=32, target="wgsl")
+    assert [reduce_gpu.planes(cuda, g) for g in (16, 32, 64)] == [False, True, True]
+    assert [reduce_gpu.planes(web, g) for g in (32, 64, 128, 256)] == [False, False, True, True]
+    assert not reduce_gpu.planes(SimpleNamespace(plane_size=0, target="cuda"), 64)
     assert all(reduce_gpu.UNITS % reduce_gpu.group_for(n) == 0 for n in range(2, 5000, 7))
 
 
@@ -213,7 +220,7 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch,
     from burn_cube.codegen import generate
 
     signatures = list(dict.fromkeys(_signatures(monkeypatch)))
-    assert {s[-1] for s in signatures} == {(4, False, 3, 1), (64, True, 4, 1),
+    assert {s[-1] for s in signatures} == {(4, False, 3, 1), (64, False, 4, 1),
                                            (256, True, None, 1), (128, False, 3, 2)}
     compiled = 0
     for signature in signatures:

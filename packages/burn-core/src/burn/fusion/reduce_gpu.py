@@ -30,6 +30,8 @@ UNITS = 256
 PER_UNIT = 4
 #: Most columns per unit held in registers between passes (`chunks`): rows up to 4096 long.
 HELD = 16
+#: WebGPU's largest subgroup size (a group of planes on wgpu is a multiple of it).
+WEB_PLANE = 128
 
 
 def group_for(n: int, units: int = UNITS) -> int:
@@ -51,8 +53,12 @@ def chunks(n: int, group: int) -> int | None:
 
 def planes(props: Any, group: int) -> bool:
     """Whether a group of `group` units is whole planes of the runtime (`props`), so that
-    plane sums never mix rows."""
-    return bool(props.plane_size > 1 and group % props.plane_size == 0)
+    plane ops never mix rows: CUDA's planes are its 32-unit warps; a WebGPU adapter's
+    subgroups may be any size up to `WEB_PLANE` whatever size the runtime reports, so there
+    groups of at least that many take planes."""
+    if props.plane_size <= 1:
+        return False
+    return group % (props.plane_size if props.target == "cuda" else WEB_PLANE) == 0
 
 
 def combine(b: Any, partials: list[tuple[Any, Any, Any]], lane: Any, group: int, spread: int,
