@@ -32,6 +32,12 @@ CASES: dict[str, tuple[OptimizerConfig, Callable[[list[torch.Tensor]], torch.opt
     "adamw": (AdamWConfig(weight_decay=0.05, beta_1=0.8),
               lambda p: torch.optim.AdamW(p, lr=0.05, eps=1e-5, weight_decay=0.05,
                                           betas=(0.8, 0.999))),
+    "adam-maximize-decay": (AdamConfig(maximize=True, weight_decay=0.1),
+                            lambda p: torch.optim.Adam(p, lr=0.05, eps=1e-5, maximize=True,
+                                                       weight_decay=0.1)),
+    "adamw-maximize": (AdamWConfig(maximize=True, weight_decay=0.05),
+                       lambda p: torch.optim.AdamW(p, lr=0.05, eps=1e-5, maximize=True,
+                                                   weight_decay=0.05)),
     "adamw-amsgrad": (AdamWConfig(amsgrad=True),
                       lambda p: torch.optim.AdamW(p, lr=0.05, eps=1e-5, amsgrad=True,
                                                   weight_decay=1e-4)),
@@ -242,17 +248,20 @@ def test_state_the_kernels_did_not_make_is_copied_not_overwritten() -> None:
 
 
 def test_the_kernels_are_cached_per_dtype_and_variant() -> None:
-    assert optim_kernels.adam_kernel(burn.float32, "l2", True, (2, 1), True) is \
-        optim_kernels.adam_kernel(burn.float32, "l2", True, (2, 1), True)
+    assert optim_kernels.adam_kernel(burn.float32, "l2", True, False, (2, 1), True) is \
+        optim_kernels.adam_kernel(burn.float32, "l2", True, False, (2, 1), True)
     assert optim_kernels.rmsprop_kernel(burn.float32, True, True, False, (1,), True) is not \
         optim_kernels.rmsprop_kernel(burn.float32, True, True, True, (1,), True)
-    assert optim_kernels.adam_kernel(burn.float32, "", False, (1,), True) is not \
-        optim_kernels.adam_kernel(burn.float64, "", False, (1,), True)
-    assert optim_kernels.adam_kernel(burn.float32, "", False, (1,), True) is not \
-        optim_kernels.adam_kernel(burn.float32, "", False, (1, 1), True)
+    assert optim_kernels.adam_kernel(burn.float32, "", False, False, (1,), True) is not \
+        optim_kernels.adam_kernel(burn.float64, "", False, False, (1,), True)
+    assert optim_kernels.adam_kernel(burn.float32, "", False, False, (1,), True) is not \
+        optim_kernels.adam_kernel(burn.float32, "", False, False, (1, 1), True)
+    assert optim_kernels.adam_kernel(burn.float32, "", False, False, (1,), True) is not \
+        optim_kernels.adam_kernel(burn.float32, "", False, True, (1,), True)
 
 
-@pytest.mark.parametrize("name", ["adam", "adam-amsgrad-decay", "adamw", "adamw-amsgrad"])
+@pytest.mark.parametrize("name", ["adam", "adam-amsgrad-decay", "adamw", "adamw-amsgrad",
+                                  "adamw-maximize"])
 @pytest.mark.parametrize("device", DEVICES)
 def test_params_updated_together_match_torch(monkeypatch: pytest.MonkeyPatch, device: str,
                                              name: str) -> None:

@@ -114,6 +114,11 @@ CASES: dict[str, tuple[OptimizerConfig, Callable[..., torch.optim.Optimizer], di
     "adamw_amsgrad": (AdamWConfig(beta_2=0.9, epsilon=1e-8, weight_decay=0.1, amsgrad=True),
                       torch.optim.AdamW,
                       {"betas": (0.9, 0.9), "weight_decay": 0.1, "amsgrad": True}, 0.01),
+    "adam_maximize": (AdamConfig(epsilon=1e-8, weight_decay=0.01, maximize=True),
+                      torch.optim.Adam, {"weight_decay": 0.01, "maximize": True}, 0.01),
+    "adamw_maximize_amsgrad": (
+        AdamWConfig(epsilon=1e-8, weight_decay=0.1, amsgrad=True, maximize=True),
+        torch.optim.AdamW, {"weight_decay": 0.1, "amsgrad": True, "maximize": True}, 0.01),
     "adagrad": (AdaGradConfig(epsilon=1e-10), torch.optim.Adagrad, {}, 0.1),
     "adagrad_decay": (
         AdaGradConfig(lr_decay=0.05, initial_accumulator_value=0.1, weight_decay=0.01,

@@ -25,12 +25,15 @@ class AdamConfig(OptimizerConfig):
         epsilon: added to the denominator.
         amsgrad: divide by the running maximum of the second-moment estimate (torch's
             `amsgrad`).
+        maximize: ascend the objective: the gradient negated before anything else (torch's
+            `maximize`).
     """
 
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-5
     amsgrad: bool = False
+    maximize: bool = False
 
     def init(self, device: Device | str | None = None) -> Adam:
         """The optimizer (`device` is unused: state lives on each param's device)."""
@@ -56,10 +59,20 @@ class Adam(Optimizer):
 
         c = self.config
         return adam_steps(members, lr, c.beta_1, c.beta_2, c.epsilon, c.weight_decay,
-                          self._decoupled, c.amsgrad)
+                          self._decoupled, c.amsgrad, c.maximize)
 
     def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
         return self._fused_steps(lr, [(param, grad, state)])[0]
+
+    def _decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]) -> tuple[Buf, Buf]:
+        """The gradient negated when maximizing, then the weight decay (L2 here, decoupled
+        in AdamW's `_weight_decay`)."""
+        return self._weight_decay(lr, param, ops.mul(grad, -1.0) if self.config.maximize
+                                  else grad, ops)
+
+    def _weight_decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]
+                      ) -> tuple[Buf, Buf]:
+        return super()._decay(lr, param, grad, ops)
 
     def _update(self, lr: float, param: Buf, grad: Buf, state: State, ops: type[TensorOps]
                 ) -> Buf:

@@ -31,6 +31,7 @@ class AdamW(Adam):
     config: AdamWConfig
     _decoupled = True
 
-    def _decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]) -> tuple[Buf, Buf]:
+    def _weight_decay(self, lr: float, param: Buf, grad: Buf, ops: type[TensorOps]
+                      ) -> tuple[Buf, Buf]:
         decay = self.config.weight_decay
         return (ops.mul(param, 1 - lr * decay) if decay else param), grad

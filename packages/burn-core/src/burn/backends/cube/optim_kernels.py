@@ -65,12 +65,14 @@ class _Param:
         self.state = {key: b.tensor(f"{key}{k}", cube, rank, write=True) for key in states}
         self.out = b.tensor(f"out{k}", cube, rank, write=True)
 
-    def read(self, pos: Any, l2: Any | None) -> tuple[Any, Any]:
-        """The param and gradient at `pos` as locals, `l2` (a weight scalar) times the param
-        added to the gradient when given."""
+    def read(self, pos: Any, l2: Any | None, negate: bool = False) -> tuple[Any, Any]:
+        """The param and gradient at `pos` as locals: the gradient negated with `negate`, then
+        `l2` (a weight scalar) times the param added to it when given."""
         b, cube, param, grad = self.b, self.cube, self.param, self.grad
         p = b.local(cube, param[param.offset + pos])
         g = b.local(cube, grad[grad.offset + pos])
+        if negate:
+            b.set(g, -g)
         if l2 is not None:
             b.set(g, g + p * l2)
         return p, g
@@ -111,16 +113,17 @@ def _build(name: str, dtype: DType, shared: tuple[str, ...], own: tuple[str, ...
 
 
 @cache
-def adam_kernel(dtype: DType, decay: str, amsgrad: bool, ranks: tuple[int, ...], cpu: bool
-                ) -> Any:
+def adam_kernel(dtype: DType, decay: str, amsgrad: bool, maximize: bool, ranks: tuple[int, ...],
+                cpu: bool) -> Any:
     """Adam's update of params of `ranks` (`_build`): `decay` is "" (none), "l2" (added to the
     gradient) or "decoupled" (AdamW's shrink of the param); `amsgrad` keeps the running maximum
-    of the second moment. Scalars: lr-like factors as `TensorOps` computes them on the host,
-    the bias corrections per param (their step counts may differ)."""
+    of the second moment; `maximize` negates the gradient first. Scalars: lr-like factors as
+    `TensorOps` computes them on the host, the bias corrections per param (their step counts
+    may differ)."""
     def element(s: dict[str, Any], u: _Param, pos: Any) -> None:
         b, cube = u.b, u.cube
         m1, m2, peak = u.state["moment_1"], u.state["moment_2"], u.state.get("max_moment_2")
-        p, g = u.read(pos, s["weight"] if decay == "l2" else None)
+        p, g = u.read(pos, s["weight"] if decay == "l2" else None, maximize)
         if decay == "decoupled":
             b.set(p, p * s["weight"])
         first = b.local(cube, m1[pos] * s["beta_1"] + g * s["rest_1"])
@@ -310,7 +313,8 @@ def _launch(bk: CubeBackend, kernel: Any, units: int, chunk: int, shared: tuple[
 
 
 def adam_steps(members: list[Member], lr: float, beta_1: float, beta_2: float, epsilon: float,
-               weight_decay: float, decoupled: bool, amsgrad: bool) -> list[Tensor | None]:
+               weight_decay: float, decoupled: bool, amsgrad: bool, maximize: bool = False
+               ) -> list[Tensor | None]:
     """Adam's update of params, those of one backend and dtype in one kernel (`_run`), with
     each state's moments updated in place.
 
@@ -320,6 +324,7 @@ def adam_steps(members: list[Member], lr: float, beta_1: float, beta_2: float, e
         lr, beta_1, beta_2, epsilon: Adam's hyperparameters.
         weight_decay: the L2 penalty, or AdamW's decoupled decay when `decoupled`.
         amsgrad: use the running maximum of the second moment.
+        maximize: ascend: the gradient negated first.
 
     Returns:
         Per param, the new values, or None where the kernel does not apply (nothing changed).
@@ -333,7 +338,8 @@ def adam_steps(members: list[Member], lr: float, beta_1: float, beta_2: float, e
         step = state["step"] = state["step"] + 1
         return math.sqrt(1 - beta_2**step), lr / (1 - beta_1**step)
     return _run(members, _ADAM_KEYS[amsgrad],
-                lambda dtype, ranks, cpu: adam_kernel(dtype, decay, amsgrad, ranks, cpu),
+                lambda dtype, ranks, cpu: adam_kernel(dtype, decay, amsgrad, maximize, ranks,
+                                                      cpu),
                 (weight, beta_1, 1 - beta_1, beta_2, 1 - beta_2, epsilon), own)
 
 
