@@ -1,8 +1,9 @@
-"""The cpu runtime's cross entropy kernels (`burn.backends.cube.loss_rows`), a unit per row and
-one unit walking every row (small "sum" / "mean"): forward and logit gradients against torch
-(float64 autograd) for every reduction, with and without class weights, ignore_index and label
-smoothing, over non-contiguous logits, int32 / int64 targets, NaN / inf logits, all-ignored
-batches and bad targets; the launches per call."""
+"""The cube backends' cross entropy kernels (`burn.backends.cube.loss_rows`): a unit per row
+(cpu and wgpu) and one unit walking every row (small "sum" / "mean", cpu). Forward and logit
+gradients against torch (float64 autograd) for every reduction, with and without class
+weights, ignore_index and label smoothing, over non-contiguous logits, int32 / int64 targets,
+NaN / inf logits, all-ignored batches and bad targets; the launches per call; on wgpu, long or
+many rows take the composite."""
 
 from __future__ import annotations
 
@@ -23,15 +24,20 @@ from burn_cube.kernel import IRKernel
 
 IGNORE = -100
 CASES = list(itertools.product(("mean", "sum", "none"), (0.0, 0.25), (False, True)))
-#: `loss_rows.LOOPED_ELEMENTS` per path: the rows kernels, or one unit for these small inputs.
-PATHS = {"rows": 0, "looped": loss_rows.LOOPED_ELEMENTS}
+#: `loss_rows.LOOPED_ELEMENTS` per path: the rows kernels, or one unit for these small inputs
+#: (cpu), and the rows kernels on a GPU runtime (wgpu: Mesa's llvmpipe without a GPU).
+PATHS = {"rows": 0, "looped": loss_rows.LOOPED_ELEMENTS, "wgpu": 0}
 
 
 @pytest.fixture(params=sorted(PATHS))
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test on the rows kernels and on the looped ones."""
+    """Runs a test on the cpu's rows and looped kernels and on wgpu's rows kernels."""
     monkeypatch.setattr(loss_rows, "LOOPED_ELEMENTS", PATHS[request.param])
     return str(request.param)
+
+
+def _device(path: str) -> str:
+    return "wgpu" if path == "wgpu" else "cpu"
 
 
 def _case(rng: np.random.Generator, m: int, c: int, dtype: Any
@@ -78,7 +84,9 @@ def _check(out: Any, ref: np.ndarray, dtype: Any, tol: float) -> None:
     (np.float32, "strided", np.int32)])
 def test_matches_torch(reduction: str, smoothing: float, weighted: bool, dtype: Any,
                        layout: str, tdtype: Any, path: str) -> None:
-    bk = _backend("cpu")
+    bk = _backend(_device(path))
+    if path == "wgpu" and dtype == np.float64:  # WGSL holds no float64
+        dtype = np.float32
     rng = np.random.default_rng(3)
     x, t, w = _case(rng, 13, 7, dtype)
     g = (rng.standard_normal(13) if reduction == "none" else np.array(1.7)).astype(dtype)
@@ -98,7 +106,7 @@ def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: boo
     with NaN / inf logits are skipped as torch (loss 0, the gradient row the log-softmax's:
     NaN for NaN / +inf, 0 for -inf); a batch with every target ignored gives torch's loss (NaN
     for the mean) and zero gradients."""
-    bk = _backend("cpu")
+    bk = _backend(_device(path))
     rng = np.random.default_rng(4)
     x, t, w = _case(rng, 6, 5, np.float32)
     nan_x = x.copy()
@@ -115,7 +123,7 @@ def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: boo
 
 
 def test_bad_target_raises_index_error(path: str) -> None:
-    bk = _backend("cpu")
+    bk = _backend(_device(path))
     x = bk.upload(np.zeros((3, 4), np.float32))
     for bad in (4, -1):
         t = bk.upload(np.array([0, bad, IGNORE]))
@@ -142,7 +150,7 @@ def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path
     forward's "sum" and "mean" one more (the losses' total) and the mean's backward one more
     (the target weights' total). The looped path ("sum" and "mean") launches one kernel each
     way. Nothing launches unplanned. The kernels compile to CUDA C."""
-    bk = _backend("cpu")
+    bk = _backend(_device(path))
     rng = np.random.default_rng(5)
     x, t, w = _case(rng, 64, 10, np.float32)
     xt, tt, wt = bk.upload(x), bk.upload(t), bk.upload(w)
@@ -175,11 +183,41 @@ def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path
         planned.clear()
         bk.cross_entropy(xt, tt, wt, IGNORE, 0.1, reduction)
         assert [k.kernel.name for k, _ in planned] == forward
-        for kernel, args in planned:
-            assert "__global__" in kernel.source("cuda", 256, *args)
+        _compile_to_cuda(bk, planned)
         planned.clear()
         bk.cross_entropy_backward(xt, tt, wt, g, IGNORE, 0.1, reduction)
         assert [k.kernel.name for k, _ in planned] == backward
     assert unplanned == []
+    _compile_to_cuda(bk, planned)
+
+
+def _compile_to_cuda(bk: Any, planned: list[tuple[Any, tuple[Any, ...]]]) -> None:
+    """The planned kernels compile to CUDA C (specialized on cpu arrays of their arguments)."""
     for kernel, args in planned:
-        assert "__global__" in kernel.source("cuda", 256, *args)
+        host = [bk.runtime.download(a) if hasattr(a, "runtime") else a for a in args]
+        assert "__global__" in kernel.source("cuda", 256, *host)
+
+
+@pytest.mark.parametrize("m,c,reduction", [
+    (5, loss_rows.GPU_CLASSES + 1, "none"), (loss_rows.GPU_TOTAL_ROWS + 1, 3, "mean")])
+def test_gpu_long_or_many_rows_take_the_composite(monkeypatch: pytest.MonkeyPatch, m: int,
+                                                  c: int, reduction: str) -> None:
+    """On wgpu, rows longer than GPU_CLASSES (and, reduced, more than GPU_TOTAL_ROWS of them)
+    take the protocol's composite, with torch's values; no rows kernel runs."""
+    bk = _backend("wgpu")
+    rng = np.random.default_rng(6)
+    x, t, w = _case(rng, m, c, np.float32)
+    g = (np.ones(m) if reduction == "none" else np.array(0.5)).astype(np.float32)
+    launched: list[str] = []
+    real_planned = type(bk).launch_planned
+
+    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
+        launched.append(kernel.kernel.name)
+        real_planned(self, kernel, units, *args)
+
+    monkeypatch.setattr(type(bk), "launch_planned", record)
+    ref = _torch(x, t, w, 0.1, reduction, g)
+    loss, dx = _burn(bk, bk.upload(x), t, w, 0.1, reduction, g)
+    _check(loss, ref[0], np.float32, 1e-5)
+    _check(dx, ref[1], np.float32, 1e-5)
+    assert not [name for name in launched if name.startswith("cross_entropy")]

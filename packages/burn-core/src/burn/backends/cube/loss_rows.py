@@ -1,4 +1,4 @@
-"""Cross entropy and its backward on the cpu runtime: one unit per row of the `[M, C]` logits.
+"""Cross entropy and its backward on the cube runtimes: one unit per row of the `[M, C]` logits.
 
 Forward: a unit reads its target (an out-of-range one that is not `ignore_index` flags a
 `check_indices`-style slot, raised as `BurnIndexError` at the next sync point, and reads as
@@ -15,9 +15,12 @@ instead: a single unit walks every row, adding up the total (and the mean backwa
 ``w_t`` sum first) itself; below that size the rows kernels' units run on one thread anyway.
 Values accumulate in float32 (float64 for float64). As in the cpu softmax, the exponentials go
 to a scratch row in one loop and are summed in another (`norm_rows_cpu.LANES` partial sums),
-so every inner loop vectorizes. Other runtimes (their planes and caches suit other schedules),
-empty inputs and targets whose dtype cannot hold `ignore_index` take the protocol's composite
-default.
+so every inner loop vectorizes. On GPU runtimes the rows kernels take a classification head's
+small rows (at most `GPU_CLASSES` classes, and for "sum" / "mean" at most `GPU_TOTAL_ROWS` rows,
+which one unit adds up), never the looped form: a step there is bound by the host's launches,
+which the composite's many small kernels multiply. Longer rows on GPUs (their cube-per-row
+softmax suits them), empty inputs and targets whose dtype cannot hold `ignore_index` take the
+protocol's composite default.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ from .tensor import CubeTensor, host_array
 #: Logits up to this many elements ("sum" and "mean") are walked by one unit, one launch each
 #: way (the rows kernels' units run on one thread below the cpu runtime's OpenMP threshold).
 LOOPED_ELEMENTS = 1 << 15
+#: On GPU runtimes: the most classes a unit's row walk takes, and the most rows one unit adds up
+#: for "sum" / "mean".
+GPU_CLASSES = 256
+GPU_TOTAL_ROWS = 1024
 
 
 def _acc(dtype: DType) -> DType:
@@ -312,10 +319,15 @@ def _row_backward(row: _Sample, grad: Any, denominator: Any | None, dx: Any, mod
         dx[row.start + k] = b.cast(value, dx.dtype)
 
 
-def _serves(backend: Any, logits: CubeTensor, target: CubeTensor, ignore_index: int) -> bool:
-    """Whether the rows kernels take these arguments (cpu runtime, non-empty rows, an
-    `ignore_index` the target dtype holds)."""
-    if backend.runtime_name != "cpu" or len(logits.shape) != 2 or 0 in logits.shape:
+def _serves(backend: Any, logits: CubeTensor, target: CubeTensor, ignore_index: int,
+            reduction: str) -> bool:
+    """Whether the rows kernels take these arguments (non-empty rows, on GPU runtimes short
+    and, reduced, few, and an `ignore_index` the target dtype holds)."""
+    if len(logits.shape) != 2 or 0 in logits.shape:
+        return False
+    m, c = logits.shape
+    if backend.runtime_name != "cpu" and (
+            c > GPU_CLASSES or (reduction != "none" and m > GPU_TOTAL_ROWS)):
         return False
     low, high = _RANGES.get(target.dtype) or _range(target.dtype)
     return low <= ignore_index <= high
@@ -377,14 +389,14 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
                   reduction: str) -> CubeTensor:
     """`Backend.cross_entropy` (same arguments and result) on the rows kernel on the cpu
     runtime, else the protocol's composite default."""
-    if not _serves(backend, logits, target, ignore_index):
+    if not _serves(backend, logits, target, ignore_index, reduction):
         return Backend.cross_entropy(backend, logits, target, weight, ignore_index,
                                      label_smoothing, reduction)
     m = logits.shape[0]
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
     smoothing, mean = label_smoothing > 0, reduction == "mean"
     out = backend.empty((1,), logits.dtype)
-    if _looped(logits, reduction):
+    if _looped(backend, logits, reduction):
         backend.launch_planned(_kernel(looped_kernel, dtypes, weight is not None, smoothing,
                                        mean), 1, *arrays, out.array, *scalars, label_smoothing)
         return out.derived((), ())
@@ -404,12 +416,12 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
                            label_smoothing: float, reduction: str) -> CubeTensor:
     """`Backend.cross_entropy_backward` (same arguments and result) on the rows kernel on the
     cpu runtime, else the protocol's composite default."""
-    if not _serves(backend, logits, target, ignore_index):
+    if not _serves(backend, logits, target, ignore_index, reduction):
         return Backend.cross_entropy_backward(backend, logits, target, weight, grad,
                                               ignore_index, label_smoothing, reduction)
     m = logits.shape[0]
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
-    looped = _looped(logits, reduction)
+    looped = _looped(backend, logits, reduction)
     extra: list[Any] = []
     if reduction == "mean" and not looped:
         total = backend.empty((1,), logits.dtype)
@@ -424,6 +436,8 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
     return dx
 
 
-def _looped(logits: CubeTensor, reduction: str) -> bool:
-    """Whether one unit walks every row: a "sum" or "mean" over at most `LOOPED_ELEMENTS`."""
-    return reduction != "none" and logits.size <= LOOPED_ELEMENTS
+def _looped(backend: Any, logits: CubeTensor, reduction: str) -> bool:
+    """Whether one unit walks every row: on the cpu runtime, a "sum" or "mean" over at most
+    `LOOPED_ELEMENTS`."""
+    return (reduction != "none" and logits.size <= LOOPED_ELEMENTS
+            and backend.runtime_name == "cpu")

@@ -421,14 +421,15 @@ class CubeReductionOps:
     def cross_entropy(self: Any, logits: CubeTensor, target: CubeTensor,
                       weight: CubeTensor | None, ignore_index: int, label_smoothing: float,
                       reduction: str) -> CubeTensor:
-        """Cross entropy: a unit per row on the cpu runtime (`loss_rows`)."""
+        """Cross entropy: a unit per row (`loss_rows`; on GPUs for short rows)."""
         return loss_rows.cross_entropy(self, logits, target, weight, ignore_index,
                                        label_smoothing, reduction)
 
     def cross_entropy_backward(self: Any, logits: CubeTensor, target: CubeTensor,
                                weight: CubeTensor | None, grad: CubeTensor, ignore_index: int,
                                label_smoothing: float, reduction: str) -> CubeTensor:
-        """Logit gradients of `cross_entropy`: a unit per row on the cpu runtime (`loss_rows`)."""
+        """Logit gradients of `cross_entropy`: a unit per row (`loss_rows`; on GPUs for short
+        rows)."""
         return loss_rows.cross_entropy_backward(self, logits, target, weight, grad,
                                                 ignore_index, label_smoothing, reduction)
 
