@@ -7,7 +7,7 @@ import math
 import pytest
 
 from burn_bench.timing import Candidate, measure_interleaved, report
-from burn_bench.training import WORKLOADS, burn_step_fn, torch_step_fn
+from burn_bench.training import WORKLOADS, burn_step_fn, main, torch_step_fn
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
@@ -41,3 +41,14 @@ def test_report_lists_min_median_max_and_ratio() -> None:
     text = report("t", results)
     assert "min" in text.splitlines()[1] and "median" in text.splitlines()[1]
     assert f"{results[1].seconds / results[0].seconds:.2f}x" in text.splitlines()[3]
+
+
+def test_steps_run_on_the_backends_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--backends` picks the training steps' devices (each under autodiff once), in place of
+    the CPU backends."""
+    main(["mlp", "--threads", "1", "--backends", "numpy+autodiff"])
+    text = capsys.readouterr().out
+    assert "burn numpy+autodiff step" in text
+    assert "torch eager step" in text
+    assert "burn cpu+autodiff step" not in text
+    assert "autodiff+autodiff" not in text

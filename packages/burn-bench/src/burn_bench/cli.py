@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a grid of suites; print and save the results")
     run.add_argument("--profile", help="a profile of benchmarks.toml (the defaults below)")
     run.add_argument("--benches", type=_csv, help="comma-separated suites")
-    run.add_argument("--backends", type=_csv, help="device specs name[:index][+decorator...]")
+    run.add_argument("--backends", type=_csv, help="device specs name[:index][+decorator...] "
+                     "(the training-step suites run on these too, under autodiff)")
     run.add_argument("--dtypes", type=_csv, help=f"any of {', '.join(DTYPES)}")
     run.add_argument("--compare", type=_csv, help="references: torch,numpy")
     run.add_argument("--size", type=_positive(int), help="side of the operands")
@@ -164,7 +165,8 @@ def _settings(args: argparse.Namespace) -> config.Profile:
 def _run(args: argparse.Namespace, console: Console) -> int:
     s = _settings(args)
     doc = run_grid(s.benches, s.backends, s.dtypes, s.size, s.compare, rounds=s.rounds,
-                   min_time=s.min_time, threads=s.threads, shapes=s.shapes)
+                   min_time=s.min_time, threads=s.threads, shapes=s.shapes,
+                   report_backends=args.backends)
     for name, text in doc["reports"].items():
         console.print(f"[bold]{name}[/bold]\n{text}\n", markup=True, highlight=False)
     if doc["rows"]:

@@ -96,9 +96,11 @@ def kernel_count(bench: str, backend: str, dtype: str, size: int, shapes: str = 
 
 def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: int,
              compare: list[str], *, rounds: int, min_time: float, threads: int = 1,
-             shapes: str = "square") -> dict[str, Any]:
+             shapes: str = "square", report_backends: list[str] | None = None
+             ) -> dict[str, Any]:
     """Run every op bench of `benches` over backends x dtypes, the compile suite over
-    backends, and every report suite once.
+    backends, and every report suite once (the training steps on `report_backends` where
+    given, else on the CPU backends).
 
     Op suites run with `threads` BLAS / OpenMP threads for numpy's OpenBLAS (burn's numpy
     backend included) and torch alike; the compile suite's processes get `threads` too;
@@ -111,7 +113,7 @@ def run_grid(benches: list[str], backends: list[str], dtypes: list[str], size: i
     for name in benches:
         found = suite(name)
         if found.kind == "report":
-            reports[found.name] = _report(found.name)
+            reports[found.name] = _report(found.name, report_backends)
         elif found.kind == "compile":
             rows += compile_suite.run_rows(backends, compare, rounds, threads)
         else:
@@ -148,11 +150,11 @@ def same_threads(threads: int) -> Iterator[None]:
                 torch.set_num_threads(before)
 
 
-def _report(name: str) -> str:
+def _report(name: str, backends: list[str] | None = None) -> str:
     """The text of report suite `name`, or why it cannot run here (a missing optional
     dependency: pillow, opencv, burn-rl...)."""
     try:
-        return report_runner(name)()
+        return report_runner(name, backends)()
     except ImportError as exc:
         return f"unavailable: {exc} (see burn-bench's optional dependencies)"
 

@@ -73,13 +73,14 @@ def suite(name: str, where: str = "") -> Suite:
     return SUITES[name]
 
 
-def report_runner(name: str) -> Callable[[], str]:
-    """The call that runs report suite `name` and returns its text."""
+def report_runner(name: str, backends: list[str] | None = None) -> Callable[[], str]:
+    """The call that runs report suite `name` and returns its text; the training steps run on
+    `backends` where given (the others choose their own)."""
     module, _, workload = _REPORTS[name]
 
     def run() -> str:
         mod = importlib.import_module(module)
-        return str(mod.run_workload(workload) if workload else mod.run())
+        return str(mod.run_workload(workload, backends) if workload else mod.run())
     return run
 
 

@@ -176,30 +176,34 @@ def cpu_backends() -> list[str]:
     return [b.name for b in burn.available_backends() if b.available and b.name in CPU_BACKENDS]
 
 
-def measure(name: str, threads: int) -> str:
-    """The report of workload `name` at `threads` threads (in this process)."""
+def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
+    """The report of workload `name` at `threads` threads (in this process), on `backends`
+    (device specs, each run under autodiff; None: `cpu_backends()`)."""
     import torch
 
+    import burn
     from burn_bench.timing import Candidate, measure_interleaved, report
 
     torch.set_num_threads(threads)
     work = WORKLOADS[name]
     results = measure_interleaved([
         Candidate("torch eager step", torch_step_fn(work)),
-        *(Candidate(f"burn {backend}+autodiff step", burn_step_fn(work, backend),
-                    vs="torch eager step") for backend in cpu_backends()),
+        *(Candidate(f"burn {burn.Device(backend).autodiff()} step", burn_step_fn(work, backend),
+                    vs="torch eager step") for backend in backends or cpu_backends()),
     ], min_time=0.3, rounds=7)
     return report(f"{work.title}: training step (Adam), {threads} thread(s)", results)
 
 
-def run_workload(name: str) -> str:
-    """Measure workload `name` at 1 and 2 threads, each in a fresh process; both reports."""
+def run_workload(name: str, backends: list[str] | None = None) -> str:
+    """Measure workload `name` at 1 and 2 threads, each in a fresh process, on `backends`
+    (None: `cpu_backends()`); both reports."""
     reports = []
+    chosen = ["--backends", ",".join(backends)] if backends else []
     for threads in THREADS:
         env = {**os.environ, "OMP_NUM_THREADS": str(threads),
                "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         done = subprocess.run([sys.executable, "-m", "burn_bench.training", name, "--threads",
-                               str(threads)], env=env, capture_output=True, text=True,
+                               str(threads), *chosen], env=env, capture_output=True, text=True,
                               check=False)
         if done.returncode != 0:
             raise RuntimeError(f"{name} bench at {threads} thread(s) failed:\n{done.stderr}")
@@ -208,12 +212,15 @@ def run_workload(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m burn_bench.training NAME --threads N`: one report, in this process."""
+    """`python -m burn_bench.training NAME --threads N [--backends a,b]`: one report, in this
+    process."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", choices=sorted(WORKLOADS))
     parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--backends", help="comma-separated device specs (default: the CPU "
+                        "backends)")
     args = parser.parse_args(argv)
-    print(measure(args.name, args.threads))
+    print(measure(args.name, args.threads, args.backends.split(",") if args.backends else None))
 
 
 if __name__ == "__main__":
