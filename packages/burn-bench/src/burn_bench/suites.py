@@ -36,8 +36,8 @@ _REPORTS: dict[str, tuple[str, str, str | None]] = {
     "load-record": ("burn_bench.record", "105M-parameter module save / load", None),
     "vision": ("burn_bench.vision", "burn-vision ops against OpenCV (needs opencv)", None),
     "dqn-step": ("burn_bench.dqn", "DQN update cadence (needs burn-rl, gymnasium)", None),
-    "fusion": ("burn_bench.fusion", "tanh-GELU chain and MLP step, cpu with and without fusion",
-               None),
+    "fusion": ("burn_bench.fusion", "with and without fusion: tanh-GELU chain, MLP step (cpu); "
+               "softmax / layer-norm rows (cuda where present)", None),
     "startup": ("burn_bench.startup", "fresh-process import burn (and first op) vs numpy, torch",
                 None),
 }
