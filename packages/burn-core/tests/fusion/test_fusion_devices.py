@@ -3,6 +3,8 @@ bound and `burn.fusion.stats()`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -103,3 +105,35 @@ def test_fused_numbers_wrap_into_int_dtypes(base: str, dtype: str) -> None:
     got = y.to_numpy()
     assert got.shape == tuple(want.shape) and got.dtype == want.numpy().dtype
     np.testing.assert_array_equal(got, want.numpy())
+
+
+@pytest.mark.parametrize("base", DEVICES)
+def test_autodiff_conv_keeps_the_inner_columns(monkeypatch: pytest.MonkeyPatch,
+                                               base: str) -> None:
+    """Under fusion, Autodiff's conv keeps the inner cube backend's im2col columns for the
+    backward (`conv_saving_columns`), as on the plain device, instead of unfolding x again;
+    the gradients equal torch's."""
+    fused: Any = burn.Device(f"{base}+fusion").backend
+    calls: list[str] = []
+    for name in ("conv_saving_columns", "conv_backward_from_columns", "conv_backward"):
+        real = getattr(fused, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            calls.append(_name)
+            return _real(*args)
+        monkeypatch.setattr(fused, name, spy)
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 9, 9), (4, 3, 3, 3),
+                                                                  (4,)))
+    g = rng.standard_normal((2, 4, 7, 7)).astype(np.float32)
+    device = burn.Device(f"{base}+fusion").autodiff()
+    bx, bw, bb = (burn.tensor(a, device=device).require_grad() for a in (x, w, b))
+    out = burn.functional.conv2d(bx, bw, bb)
+    grads = (out * burn.tensor(g, device=device)).sum().backward()
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    torch.nn.functional.conv2d(tx, tw, tb).backward(torch.tensor(g))
+    for ours, ref in ((bx, tx), (bw, tw), (bb, tb)):
+        got = ours.grad(grads)
+        assert got.shape == tuple(ref.shape) and got.dtype == burn.float32
+        np.testing.assert_allclose(got.numpy(), ref.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert calls == ["conv_saving_columns", "conv_backward_from_columns"]

@@ -39,6 +39,11 @@ if TYPE_CHECKING:
     from burn.dtype import DType
 
 
+#: inner-backend methods outside the op table that Autodiff uses where a backend has them
+#: (the cube backends' conv keeping its im2col columns for the backward), run at once
+AT_ONCE_EXTRAS = ("conv_saving_columns", "conv_backward_from_columns")
+
+
 class Fusion(Decorator):
     """Lazy op streams fused into generated kernels.
 
@@ -87,6 +92,22 @@ class Fusion(Decorator):
             if name not in self.recorded and name not in self.defaults \
                     and op.device_at is None:
                 setattr(self, name, _runner(self, op))
+        for name in AT_ONCE_EXTRAS:  # the inner backend's own extras Autodiff looks for
+            extra = getattr(inner, name, None)
+            if extra is not None:
+                setattr(self, name, self._at_once(extra))
+
+    def _at_once(self, method: Any) -> Any:
+        """`method` of the inner backend on the inner primitives of its arguments (pending
+        ones run first); its results are the inner backend's, as an op run at once."""
+        value = self.value
+
+        def call(*args: Any) -> Any:
+            STATS.ops_eager += 1
+            return method(*[value(a) if type(a) is FusionTensor else a for a in args])
+
+        call.__name__ = method.__name__
+        return call
 
     def handle(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         name = op.name
