@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import weakref
 from typing import Any
 
 import numpy as np
@@ -203,51 +202,3 @@ def test_launch_makes_its_device_current_only_when_it_is_not(monkeypatch: pytest
     monkeypatch.setattr(cuda, "getDevice", lambda: 1)
     rt.launch(compiled, kernel, (1, 1, 1), _launch_args(rt, kernel))
     assert entered == [True, False]
-
-
-class _Stream(contextlib.nullcontext):  # type: ignore[type-arg]
-    ptr = 0
-
-
-class _CuPy:
-    """CuPy's stand-in for `empty`: numpy buffers; the next `fail` calls run out of memory."""
-
-    class cuda:  # noqa: N801 - CuPy's names
-        class memory:  # noqa: N801
-            class OutOfMemoryError(Exception):
-                pass
-
-    def __init__(self) -> None:
-        self.fail = 0
-        self.calls = 0
-
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        self.calls += 1
-        if self.fail:
-            self.fail -= 1
-            raise self.cuda.memory.OutOfMemoryError()
-        return np.empty(shape, dtype)
-
-
-def test_empty_reuses_buffers_and_gives_them_back_when_out_of_memory(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A dead array's buffer is handed out again for its shape and dtype with its address;
-    an allocation out of memory drops the kept buffers and tries once more."""
-    fake = _CuPy()
-    monkeypatch.setattr(cuda, "cupy", fake)
-    rt = _runtime()
-    rt.stream, rt.buffers = _Stream(), cuda.BufferPool(cuda.POOL_BYTES)
-    first = rt.empty((4, 8), f32)
-    first.address = 1234
-    handle = weakref.ref(first.handle)  # a reference would keep the buffer from the pool
-    del first
-    again = rt.empty((4, 8), f32)
-    assert again.handle is handle() and again.address == 1234 and fake.calls == 1
-    assert again.shape == (4, 8) and again.dtype == f32
-    other = rt.empty((8, 4), f32)  # another shape: a new buffer
-    assert other.handle is not handle() and fake.calls == 2
-    del other
-    assert rt.buffers.bytes == 128
-    fake.fail = 1
-    fresh = rt.empty((2, 2), f32)
-    assert fresh.shape == (2, 2) and fake.calls == 4 and rt.buffers.bytes == 0

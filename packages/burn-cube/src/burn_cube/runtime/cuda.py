@@ -9,9 +9,10 @@ the kernel).
 
 Launches skip CuPy's per-argument conversion: each kernel's arguments are packed by one
 ``struct`` format into a buffer kept per thread, and ``cuLaunchKernel`` gets the addresses of
-the packed values; the device is made current only when it is not. Buffers of dead arrays
-from ``empty`` are kept by shape and dtype (``POOL_BYTES``, handed back to CuPy's pool when an
-allocation runs out of memory), so a repeated step allocates no CuPy arrays.
+the packed values; the device is made current only when it is not. Arrays come from CuPy's
+memory pool, which reuses freed device memory once nothing holds it: a pool of dead arrays'
+buffers kept here cannot see the references that DLPack exports hold (torch's tensor from a
+dropped burn tensor then read a buffer handed out again).
 """
 
 from __future__ import annotations
@@ -30,9 +31,7 @@ from burn_cube.codegen.cuda import generate_aliased
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime.base import (
-    BufferPool,
     DeviceArray,
-    PooledArray,
     Properties,
     Runtime,
     scalar_converter,
@@ -46,9 +45,6 @@ _BITS = {bf16.numpy: np.dtype(np.uint16)}
 def _held(dtype: np.dtype) -> np.dtype:
     return _BITS.get(dtype, dtype)
 
-
-#: Most bytes of freed buffers a cuda runtime keeps for reuse.
-POOL_BYTES = 2**30
 
 #: `struct` codes of the scalar parameters' C types, by dtype name (bf16: its bits).
 _CODES = {"bool": "?", "u8": "B", "i8": "b", "u32": "I", "i32": "i", "i64": "q", "f16": "e",
@@ -235,7 +231,6 @@ class CudaRuntime(Runtime):
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self.pool = cupy.get_default_memory_pool()
-        self.buffers = BufferPool(POOL_BYTES)
         props = cupy.cuda.runtime.getDeviceProperties(index)
         self.description = _device_name(index)
         self.max_threads = int(props["maxThreadsPerBlock"])
@@ -254,21 +249,8 @@ class CudaRuntime(Runtime):
             return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
-        """A pooled buffer of that shape and dtype if one is free, else a new one (the pool's
-        buffers go back to CuPy's first when the device is out of memory)."""
-        shape = tuple(shape)
-        found = self.buffers.take(shape, dtype)
-        if found is not None:
-            array = PooledArray(self, found[0], shape, dtype)
-            array.address = found[1]
-            return array
         with self.device, self.stream:
-            try:
-                handle = cupy.empty(shape, _held(dtype.numpy))
-            except cupy.cuda.memory.OutOfMemoryError:
-                self.buffers.clear()
-                handle = cupy.empty(shape, _held(dtype.numpy))
-        return PooledArray(self, handle, shape, dtype)
+            return DeviceArray(self, cupy.empty(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
@@ -342,5 +324,4 @@ class CudaRuntime(Runtime):
 
     def memory_stats(self) -> dict[str, int]:
         return {"bytes_in_use": int(self.pool.used_bytes()),
-                "bytes_reserved": int(self.pool.total_bytes()), "modules": len(self._modules),
-                "buffers_reused": self.buffers.reused, "bytes_free_in_pool": self.buffers.bytes}
+                "bytes_reserved": int(self.pool.total_bytes()), "modules": len(self._modules)}
