@@ -3,6 +3,9 @@ moves between devices, and the host fallback's bookkeeping (cpu and wgpu)."""
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 import torch
@@ -192,3 +195,34 @@ def test_float32_ops_never_need_float64(name: str) -> None:
     want_close = torch.isclose(torch.tensor([1, 2, 300]), torch.tensor([1, 3, 302]), rtol=0.0,
                                atol=1.0)
     assert np.asarray(close).tolist() == want_close.tolist()
+
+
+def test_cuda_export_waits_for_the_runtime_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zero-copy export on cuda (DLPack, CuPy) finishes the runtime's non-blocking stream
+    first: the consumer reads on its own stream, which does not wait for it (torch read a
+    tensor's memory before its upload had landed). CuPy stand-ins: the view is the storage."""
+    from burn.backends.cube import backend as cube_backend
+
+    stride_tricks = types.SimpleNamespace(as_strided=None)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
+        lib=types.SimpleNamespace(stride_tricks=stride_tricks)))
+
+    order: list[str] = []
+
+    class Runtime:
+        def sync(self) -> None:
+            order.append("sync")
+
+    class Cuda:
+        runtime_name, runtime = "cuda", Runtime()
+
+    def storage(x: object, as_strided: object) -> str:
+        order.append("view")
+        return "view"
+
+    monkeypatch.setattr(cube_backend, "strided_storage", storage)
+    monkeypatch.setattr(cube_backend, "pending", lambda backend: type(
+        "Checks", (), {"raise_pending": staticmethod(lambda: order.append("checks"))})())
+    tensor = type("T", (), {"dtype": burn.float32})()
+    assert cube_backend.CubeBackend.exported(Cuda(), tensor) == "view"  # type: ignore[arg-type]
+    assert order == ["checks", "sync", "view"]

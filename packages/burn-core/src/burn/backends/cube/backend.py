@@ -118,13 +118,16 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
     def exported(self, x: CubeTensor) -> Any:
         """The tensor's memory itself where an array library can hold it: a numpy view on
         the cpu, a CuPy view on cuda (zero-copy, writes are seen by the tensor); a host copy
-        on wgpu. A sync point: a failed device check (an index out of range) raises first."""
+        on wgpu. A sync point: a failed device check (an index out of range) raises first,
+        and on cuda the runtime's stream has finished (a consumer reads on its own stream,
+        which does not wait for the runtime's non-blocking one)."""
         pending(self).raise_pending()
         if self.runtime_name == "cpu" and x.dtype is not DType.bfloat16:
             return host_view(x.array)
         if self.runtime_name == "cuda" and x.dtype not in (DType.bfloat16, DType.bool):
             import cupy
 
+            self.runtime.sync()
             return strided_storage(x, cupy.lib.stride_tricks.as_strided)
         return super().exported(x)
 
