@@ -116,33 +116,30 @@ def _scalars(b: Any, target_dtype: Any, acc: Any) -> tuple[Any, ...]:
 
 
 @cache
-def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
-                   losses: bool) -> Any:
+def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool) -> Any:
     """Per-sample losses and target weights, a unit per row (module docstring).
 
     Args:
         dtypes: burn-cube dtypes (logits, accumulator, target).
         weight: a class-weight tensor follows the target.
         smoothing: label smoothing is on (``eps > 0``).
-        losses: write the losses (else only the target weights).
 
     Returns:
-        A kernel taking ``logits, target, [weight], flags, exps, [loss], w_target, m, classes,
+        A kernel taking ``logits, target, [weight], flags, exps, loss, w_target, m, classes,
         ignore, slot, eps``: rank-1 tensors, logits dense ``[m, classes]``.
     """
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_rows" if losses else "cross_entropy_weights")
+    b = KernelBuilder("cross_entropy_rows")
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
-    loss = b.tensor("loss", dtype, write=True) if losses else None
+    loss = b.tensor("loss", dtype, write=True)
     w_target = b.tensor("w_target", dtype, write=True)
     m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
     with b.if_(b.ABSOLUTE_POS < m):
         row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot)
         w_target[row.r] = b.cast(row.w_target, dtype)
-        if loss is not None:
-            loss[row.r] = b.cast(_loss(row, classes, exps, eps, smoothing), dtype)
+        loss[row.r] = b.cast(_loss(row, classes, exps, eps, smoothing), dtype)
     return b.kernel()
 
 
@@ -401,7 +398,7 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
                                        mean), 1, *arrays, out.array, *scalars, label_smoothing)
         return out.derived((), ())
     loss, w_target = (backend.empty((m,), logits.dtype) for _ in range(2))
-    kernel = _kernel(forward_kernel, dtypes, weight is not None, smoothing, True)
+    kernel = _kernel(forward_kernel, dtypes, weight is not None, smoothing)
     backend.launch_planned(kernel, m, *arrays, loss.array, w_target.array, *scalars,
                            label_smoothing)
     if reduction == "none":
