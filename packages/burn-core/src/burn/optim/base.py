@@ -89,7 +89,10 @@ class Optimizer(ABC):
         if device:
             from burn.fusion.inner import on_inner_steps  # loads the op table: only when used
 
-            fused = on_inner_steps(self._fused_steps, lr, [(v, g, s) for _, v, g, s in device])
+            # (an optimizer without a multi-tensor update would only have its params made
+            # inner tensors twice: here and again per param in `_device_one`)
+            fused = on_inner_steps(self._fused_steps, lr, [(v, g, s) for _, v, g, s in device]) \
+                if type(self)._fused_steps is not Optimizer._fused_steps else [None] * len(device)
             for (param, value, grad, state), new in zip(device, fused, strict=True):
                 _set(param, self._device_one(lr, value, grad, state) if new is None else new)
         self._small.begin()
