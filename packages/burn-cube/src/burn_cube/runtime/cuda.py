@@ -30,12 +30,7 @@ from burn_cube.codegen import generate
 from burn_cube.codegen.cuda import generate_aliased
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
-from burn_cube.runtime.base import (
-    DeviceArray,
-    Properties,
-    Runtime,
-    scalar_converter,
-)
+from burn_cube.runtime.base import DeviceArray, Properties, Runtime, scalar_converter
 from burn_cube.types import DType, bf16, from_numpy
 
 #: numpy dtype whose bits stand in for one CuPy lacks.
