@@ -112,6 +112,12 @@ def pending(backend: Any) -> PendingChecks:
     return checks
 
 
+@cache
+def _int_max(dtype: DType) -> int:
+    """The largest value of an integer dtype (np.iinfo is slow to build on every check)."""
+    return int(np.iinfo(dtype.numpy).max)
+
+
 def _flat(t: CubeTensor) -> CubeTensor:
     """A 0-d tensor as a 1-element rank-1 view (kernels index rank >= 1)."""
     return t if t.shape else t.view((1,), (1,))
@@ -133,7 +139,7 @@ class CubeCheckOps:
         if indices.size == 0:
             return indices
         low = -size if wrap_negative else 0
-        top = int(np.iinfo(indices.dtype.numpy).max)
+        top = _int_max(indices.dtype)
         shape = indices.shape
 
         def error() -> BurnError:
@@ -143,9 +149,9 @@ class CubeCheckOps:
         flags, slot = pending(self).slot(error)
         out = self.empty(shape, indices.dtype)
         view = _flat(indices)
-        self.launch(_check_kernel(indices.dtype, len(view.shape), False), indices.size,
-                    view.array, flags.array, slot, out.view((out.size,), (1,)).array,
-                    max(low, -top), min(size, top))
+        self.launch_planned(_check_kernel(indices.dtype, len(view.shape), False), indices.size,
+                            view.array, flags.array, slot, out.flat().array, max(low, -top),
+                            min(size, top))
         return out
 
     def check_nonzero(self: Any, op: str, divisor: CubeTensor) -> None:
@@ -160,8 +166,8 @@ class CubeCheckOps:
 
         flags, slot = pending(self).slot(error)
         view = _flat(divisor)
-        self.launch(_check_kernel(divisor.dtype, len(view.shape), True), divisor.size,
-                    view.array, flags.array, slot)
+        self.launch_planned(_check_kernel(divisor.dtype, len(view.shape), True), divisor.size,
+                            view.array, flags.array, slot)
 
     def sync(self: Any) -> None:
         """Wait for the device, then raise the first failed check since the last sync."""

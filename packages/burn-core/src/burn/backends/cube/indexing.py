@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from contextlib import ExitStack
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -33,7 +34,7 @@ from burn.errors import ShapeError
 from burn.ir.cube import cube_dtype
 
 from .checks import CubeCheckOps
-from .elementwise import flat_view
+from .elementwise import CUBE_DIM, flat_view
 from .layout import contiguous_copy, copy_into
 from .scatter_kernels import (
     index_add_rows,
@@ -42,7 +43,7 @@ from .scatter_kernels import (
     select_assign_sorted,
 )
 from .scatter_kernels import path as scatter_path
-from .tensor import CubeTensor, Shape, dense_strides
+from .tensor import CubeTensor, Shape, dense_strides, layout_key
 
 
 def _coords(b: Any, shape: list[Any], pos: Any, skip: int | None = None) -> list[Any]:
@@ -240,21 +241,54 @@ def _around(x: CubeTensor, dim: int) -> CubeTensor | None:
 
 def select(backend: Any, x: CubeTensor, dim: int, indices: CubeTensor) -> CubeTensor:
     """`x` at `indices` (any rank, taken flat) along `dim`: dense, `indices.size` entries
-    there."""
+    there. The launch is planned once per layout of `x` and `indices` (`_SelectPlan`)."""
+    xa, ia = x.array, indices.array
+    key = ("select", id(x.dtype), layout_key(xa), dim, id(indices.dtype), layout_key(ia))
+    plan = backend.plans.get(key)
+    if plan is None:
+        plan = backend.planned(key, lambda: _select_plan(backend, x, dim, indices))
+    out = backend.empty(plan.shape, x.dtype)
+    if plan.launch is not None:
+        if plan.copy:
+            xa = contiguous_copy(backend, x).array
+        plan.launch((xa, ia, out.array, plan.units))
+    return out
+
+
+@dataclass
+class _SelectPlan:
+    """A planned select: the result's shape, whether `x` is copied dense first (its strides
+    do not fold around `dim`), the unit count, and the launcher taking `x`'s (or its copy's),
+    the indices' and the result's arrays and the unit count (None: an empty result)."""
+
+    shape: Shape
+    copy: bool
+    units: int
+    launch: Any
+
+
+def _select_plan(backend: Any, x: CubeTensor, dim: int, indices: CubeTensor) -> _SelectPlan:
+    """Work out the launch of `select`: `x` (or its dense copy) seen as (outer, n, inner),
+    the indices flat, the result as (outer, indices.size, inner)."""
     shape = x.shape[:dim] + (indices.size,) + x.shape[dim + 1:]
     out = backend.empty(shape, x.dtype)
-    if out.size:
-        x3 = _around(x, dim) or _around(contiguous_copy(backend, x), dim)
+    x3 = _around(x, dim)
+    copy = x3 is None
+    if not out.size:
+        return _SelectPlan(shape, copy, 0, None)
+    if x3 is None:
+        x3 = _around(contiguous_copy(backend, x), dim)
         assert x3 is not None  # a dense tensor always folds
-        flat = _merged(indices.shape, indices.strides)
-        index = indices.view((indices.size,), (flat[1],)) if flat else indices
-        outer, inner = x3.shape[0], x3.shape[2]
-        out3 = out.view((outer, indices.size, inner), dense_strides((outer, indices.size, inner)))
-        by_rows = backend.runtime_name == "cpu"
-        units = out.size // inner if by_rows else out.size
-        backend.launch(_select_kernel(x.dtype, indices.dtype, len(index.shape), by_rows), units,
-                       x3.array, index.array, out3.array, units)
-    return out
+    flat = _merged(indices.shape, indices.strides)
+    index = indices.view((indices.size,), (flat[1],)) if flat else indices
+    outer, inner = x3.shape[0], x3.shape[2]
+    out3 = out.view((outer, indices.size, inner), dense_strides((outer, indices.size, inner)))
+    by_rows = backend.runtime_name == "cpu"
+    units = out.size // inner if by_rows else out.size
+    kernel = _select_kernel(x.dtype, indices.dtype, len(index.shape), by_rows)
+    launch = kernel.plan(backend.runtime, (max(1, -(-units // CUBE_DIM)), 1, 1), CUBE_DIM,
+                         x3.array, index.array, out3.array, units)
+    return _SelectPlan(shape, copy, units, launch)
 
 
 def _check_fits(op: str, dim: int, x: CubeTensor, indices: CubeTensor,
