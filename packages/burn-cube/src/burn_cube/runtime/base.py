@@ -201,26 +201,32 @@ class BufferPool:
         """A free (buffer, address) of that shape and dtype, or None."""
         key = (shape, dtype.name)
         free = self.free.get(key)
-        found = None
         if free:
             try:
                 found = free.pop()
             except IndexError:  # another thread took the last one
                 pass
-        held = self.held.get(key) or []
-        for _ in range(len(held) if found is None else 0):
+            else:
+                self.bytes -= found[0].nbytes
+                self.reused += 1
+                return found
+        held = self.held.get(key)
+        return self._reclaim(held) if held else None
+
+    def _reclaim(self, held: list[tuple[Any, int | None]]) -> tuple[Any, int | None] | None:
+        """The first of `held`'s buffers that only the pool holds now, taken out (the others
+        keep their order), or None."""
+        for _ in range(len(held)):
             try:
                 entry = held.pop(0)
             except IndexError:
                 break
             if _refcount(entry[0]) <= _HELD_REFS:
-                found = entry
-                break
+                self.bytes -= entry[0].nbytes
+                self.reused += 1
+                return entry
             held.append(entry)
-        if found is not None:
-            self.bytes -= found[0].nbytes
-            self.reused += 1
-        return found
+        return None
 
     def keep(self, shape: tuple[int, ...], dtype: DType, buffer: Any, address: int | None,
              held: bool = False) -> None:
@@ -228,8 +234,12 @@ class BufferPool:
         holds it (`take` hands it out once nothing does)."""
         nbytes = buffer.nbytes
         if nbytes and self.bytes + nbytes <= self.limit:
-            entries = (self.held if held else self.free).setdefault((shape, dtype.name), [])
-            if held and len(entries) >= _HELD_PER_KEY:
+            pool = self.held if held else self.free
+            key = (shape, dtype.name)
+            entries = pool.get(key)
+            if entries is None:
+                entries = pool.setdefault(key, [])
+            elif held and len(entries) >= _HELD_PER_KEY:
                 return
             entries.append((buffer, address))
             self.bytes += nbytes

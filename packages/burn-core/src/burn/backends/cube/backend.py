@@ -209,13 +209,12 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
     def launch_planned(self, kernel: Any, units: int, *args: Any) -> None:
         """`launch`, planned once per kernel, unit count and layout of the array arguments
         (kept in `plans`): a repeated launch only passes the arrays and the numbers."""
-        key: list[Any] = [kernel, units]
         array = self._array
-        for arg in args:
-            key.append(layout_key(arg) if isinstance(arg, array) else None)
-        plan = self.plans.get(tuple(key))
+        key = (kernel, units, *[(arg.shape if arg.base is None else layout_key(arg))
+                                if isinstance(arg, array) else None for arg in args])
+        plan = self.plans.get(key)
         if plan is None:
-            plan = self.planned(tuple(key), lambda: kernel.plan(
+            plan = self.planned(key, lambda: kernel.plan(
                 self.runtime, (max(1, math.ceil(units / CUBE_DIM)), 1, 1), CUBE_DIM, *args))
         plan(args)
 

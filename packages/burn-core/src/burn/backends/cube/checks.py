@@ -91,7 +91,7 @@ class PendingChecks:
         errors, self.errors = self.errors, []
         if self.backend.runtime_name == "cpu":  # host memory: read and clear in place
             flags = host_view(self.flags.array)[:len(errors)]
-            if not flags.any():
+            if not np.count_nonzero(flags):  # a C loop: `any()` is a ufunc reduction, 3x slower
                 return
             set_ = flags.copy()
             flags[:] = 0

@@ -106,5 +106,6 @@ class CubeCreationOps:
         out = self.empty((count,), dtype)
         if count:
             bits = (lambda v: v & 0xFFFFFFFF) if dtype is DType.int32 else int
-            self.launch(arange_kernel(dtype), count, bits(start), bits(step), out.array)
+            self.launch_planned(arange_kernel(dtype), count, bits(start), bits(step),
+                                out.array)
         return out
