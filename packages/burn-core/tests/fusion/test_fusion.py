@@ -16,7 +16,7 @@ import burn
 import burn.functional as F
 from burn.errors import DTypeError, ShapeError
 from burn.fusion import FusionTensor, reset_stats, stats
-from burn.fusion.stream import LONE
+from burn.fusion.stream import CPU_FUSE_OPS, CPU_FUSE_WORK, LONE
 
 pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
 torch.set_num_threads(1)
@@ -267,7 +267,8 @@ def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
     data = np.linspace(-3, 3, 7 * 13, dtype=np.float32).reshape(7, 13)
     x = burn.tensor(data, device=dev)
     tx = torch.from_numpy(data)
-    check((x * 3.0).exp(), (tx * 3.0).exp())  # x * 3.0 shares a block: stays recorded
+    # x * 3.0 shares a block that pays (`CPU_FUSE_OPS` ops on the cpu): stays recorded
+    check((x * 3.0).exp().add(1.0).log().tanh(), (tx * 3.0).exp().add(1.0).log().tanh())
     reset_stats()
     for step in range(LONE + 2):
         y = x - 0.5
@@ -281,6 +282,28 @@ def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
     assert pending(w) and pending(y)
     check(y, tx - 0.5)
     check(w, tx + 2.0)
+
+
+@pytest.mark.parametrize("rows", [8, 2 * CPU_FUSE_WORK // 256])
+def test_a_small_block_runs_unfused_on_the_cpu(base: str, rows: int) -> None:
+    """On the cpu runtime a block of fewer than `CPU_FUSE_OPS` ops that keeps fewer than
+    `CPU_FUSE_WORK` intermediate elements out of memory does not pay for its recording: from
+    its `LONE`th flush its first op runs at once (the next one is then flushed alone, and
+    runs at once in turn); a larger block, and any block on GPU runtimes, stays fused. Values
+    equal torch's either way."""
+    dev = f"{base}+fusion"
+    data = np.linspace(-3, 3, rows * 256, dtype=np.float32).reshape(rows, 256)
+    bias = np.linspace(1, -1, 256, dtype=np.float32)
+    x, b = burn.tensor(data, device=dev), burn.tensor(bias, device=dev)
+    tx, tb = torch.from_numpy(data), torch.from_numpy(bias)
+    assert CPU_FUSE_OPS > 2
+    fused = base != "cpu" or rows * 256 >= CPU_FUSE_WORK
+    for step in range(2 * LONE + 1):
+        y = F.relu(x + b)
+        assert pending(y) == (fused or step < 2 * LONE)
+        reset_stats()
+        check(y, torch.relu(tx + tb))
+        assert stats().ops_fused == (2 if fused or step < LONE else 0)
 
 
 def test_autodiff_over_fusion_matches_torch(base: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from burn.frontend.base import make
 from burn.frontend.tensor import Tensor
 from burn.fusion.backend import Fusion
+from burn.fusion.handle import FusionTensor
 
 #: An optimizer's `_fused(lr, param, grad, state)`.
 Update = Callable[[float, Tensor, Tensor, dict[str, Any]], Tensor | None]
@@ -58,27 +59,34 @@ def on_inner_steps(steps: Steps, lr: float, members: list[Member]) -> list[Tenso
         Per member the new values (a tensor like its param), or None.
     """
     bk = members[0][0]._bk if members else None
-    if not isinstance(bk, Fusion) or any(p._bk is not bk or g._bk is not bk
-                                         for p, g, _ in members):
+    if not isinstance(bk, Fusion):
         return steps(lr, members)
+    for p, g, _ in members:
+        if p._bk is not bk or g._bk is not bk:
+            return steps(lr, members)
     bk.stream.flush()  # in-place updates must not change what a pending op reads
     value, first = bk.value, members[0][0]
     prim = value(first._prim)
     wrap = make(prim, bk.inner.device_of(prim), first._dtype)._wrap  # on the inner device
 
     def inner_of(t: Tensor) -> Tensor:  # the inner backend's tensor of a fusion tensor
-        return wrap(value(t._prim), t._dtype)
+        prim = t._prim
+        return wrap(value(prim) if type(prim) is FusionTensor else prim, t._dtype)
 
-    given = [{k: inner_of(v) if isinstance(v, Tensor) and v._bk is bk else v
-              for k, v in state.items()} for _, _, state in members]
-    inner = [dict(g) for g in given]
-    outs = steps(lr, [(inner_of(p), inner_of(g), s)
-                      for (p, g, _), s in zip(members, inner, strict=True)])
-    for (param, _, state), before, after in zip(members, given, inner, strict=True):
-        for k, v in after.items():
-            if v is not before.get(k):  # a replaced buffer: its primitive on the fusion device
+    inner: list[Member] = []
+    handed: list[dict[str, Tensor]] = []  # per member the state tensors handed over
+    for p, g, state in members:
+        mine, tensors = dict(state), {}
+        for k, v in state.items():
+            if isinstance(v, Tensor) and v._bk is bk:
+                mine[k] = tensors[k] = inner_of(v)
+        inner.append((inner_of(p), inner_of(g), mine))
+        handed.append(tensors)
+    outs = steps(lr, inner)
+    for (param, _, state), (_, _, after), tensors in zip(members, inner, handed, strict=True):
+        for k, v in after.items():  # replaced entries back: buffers on the fusion device
+            if v is not state.get(k) and v is not tensors.get(k):
                 state[k] = param._wrap(v._prim, v._dtype) \
                     if isinstance(v, Tensor) and v._bk is bk.inner else v
     return [None if out is None else param._wrap(out._prim, out._dtype)
             for (param, _, _), out in zip(members, outs, strict=True)]
-
