@@ -88,9 +88,9 @@ class Fusion(Decorator):
             method = _recorder(self, OPS[name], *positions)
             if method is not None:
                 setattr(self, name, method)
-        for name, op in OPS.items():  # ops run at once: straight to `eager`
+        for name, op in OPS.items():  # ops run at once: straight to the inner backend
             if name not in self.recorded and name not in self.defaults \
-                    and op.device_at is None:
+                    and (op.device_at is None or not op.tensor_at):
                 setattr(self, name, _runner(self, op))
         for name in AT_ONCE_EXTRAS:  # the inner backend's own extras Autodiff looks for
             extra = getattr(inner, name, None)
@@ -223,11 +223,18 @@ def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:
 
 def _runner(fusion: Fusion, op: OpDef) -> Any:
     """`op`'s method on `fusion` for an op run at once: the inner backend's method on the
-    arguments as they are where none is a `FusionTensor`, else `Fusion.eager` (the generic
-    method for keyword calls)."""
+    arguments as they are where none is a `FusionTensor` (a creation op's device made the
+    inner one), else `Fusion.eager` (the generic method for keyword calls)."""
     generic = getattr(Decorator, op.name)
     eager, inner, name, tensor_at = fusion.eager, fusion.inner, op.name, op.tensor_at
-    if op.list_at:
+    dev = op.device_at
+    if dev is not None:  # a creation op (no tensor arguments)
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                return generic(fusion, *args, **kwargs)
+            STATS.ops_eager += 1
+            return getattr(inner, name)(*args[:dev], args[dev].inner(), *args[dev + 1:])
+    elif op.list_at:
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
                 return generic(fusion, *args, **kwargs)
@@ -264,23 +271,18 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
     def method(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return generic(fusion, *args, **kwargs)
-        a = args[first]
-        key: tuple[Any, ...]
-        if two:
-            b = args[second]
-            handles, key = [a, b], (name, a.shape, id(a.dtype), b.shape, id(b.dtype))
-        else:
-            handles, key = [a], (name, a.shape, id(a.dtype))
+        a, b = args[first], args[second]  # (one tensor: the same)
+        key: tuple[Any, ...] = (name, a.shape, id(a.dtype), b.shape, id(b.dtype)) if two \
+            else (name, a.shape, id(a.dtype))
         if extra:
             key += (*[args[i] for i in casts], *[args[i] is None for i in optional])
         result = results.get(key)
         if result is None:
-            result = fusion._infer(op, args, handles, key)
+            result = fusion._infer(op, args, [a, b] if two else [a], key)
         if result and (stream.pending or key not in lone):
-            return record(op, args, tensor_at, handles, key, result)
-        for h in handles:
-            if type(h) is FusionTensor:
-                return fusion.eager(op, args)
+            return record(op, args, tensor_at, [a, b] if two else [a], key, result)
+        if type(a) is FusionTensor or type(b) is FusionTensor:
+            return fusion.eager(op, args)
         STATS.ops_eager += 1
         return getattr(inner, name)(*args)
 
