@@ -8,12 +8,15 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from cache_kernels import run
 
 import burn_cube as bc
+from burn_cube.errors import CompileError
+from burn_cube.kernel import IRKernel
 from burn_cube.runtime import cpu
 from burn_cube.runtime.cpu import CpuRuntime
 
@@ -208,3 +211,74 @@ def test_a_new_runtime_never_reuses_a_dead_ones_compiled_kernel(
     x = np.zeros(4, np.float32)
     add_const.launch(rt, 1, 128, x, 1.0)
     assert len(add_const._compiled) == 1 and rt in add_const._compiled
+
+
+def test_native_target_is_kept_per_compiler_and_cpu(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    compiler = cpu.find_compiler()
+    asked: list[list[str]] = []
+    real_output = bc.cache._output
+
+    def output(command: list[str]) -> str:
+        asked.append(command)
+        return real_output(command)
+
+    monkeypatch.setattr(bc.cache, "_output", output)
+    bc.cache.native_target.cache_clear()
+    try:
+        first = bc.cache.native_target(compiler)
+        assert len(asked) == 2  # the version and the resolved -march=native
+        bc.cache.native_target.cache_clear()
+        assert bc.cache.native_target(compiler) == first and len(asked) == 2  # kept on disk
+        monkeypatch.setattr(bc.cache, "_cpuinfo", lambda: "model name: another cpu")
+        bc.cache.native_target.cache_clear()
+        assert bc.cache.native_target(compiler) == first and len(asked) == 4  # asked again
+    finally:
+        bc.cache.native_target.cache_clear()
+
+
+def _scale_ir(factor: float, builds: list[float]) -> Any:
+    builds.append(factor)
+    b = bc.KernelBuilder("scale_by")
+    x = b.tensor("x", bc.f32, rank=1, write=False)
+    out = b.tensor("out", bc.f32, rank=1, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        out[pos] = x[pos] * factor
+    return b.build()
+
+
+def test_built_kernel_builds_its_ir_only_on_an_index_miss(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+    rt = CpuRuntime()
+    builds: list[float] = []
+    data = np.arange(6, dtype=np.float32)
+
+    def launch(kernel: Any) -> np.ndarray:
+        x, out = rt.upload(data), rt.allocate(data.shape, bc.f32)
+        kernel.launch(rt, 1, 256, x, out)
+        return np.asarray(rt.download(out))
+
+    first = IRKernel.built("scale", "test:scale-by-3", lambda: _scale_ir(3.0, builds))
+    assert builds == [] and first.name == "scale"
+    np.testing.assert_array_equal(launch(first), data * 3)
+    assert builds == [3.0] and first.name == "scale_by"
+    again = IRKernel.built("scale", "test:scale-by-3", lambda: _scale_ir(3.0, builds))
+    np.testing.assert_array_equal(launch(again), data * 3)
+    assert builds == [3.0] and again.stats["index_hits"] == 1  # the index had it
+    assert again.kernel.body and builds == [3.0, 3.0]  # its IR, built when asked for
+    assert IRKernel(_scale_ir(3.0, [])).hash == again.hash
+
+
+def test_built_kernel_build_errors_raise_at_resolve(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BURN_CUBE_CACHE_DIR", str(tmp_path))
+
+    def fail() -> Any:
+        raise CompileError("no line form", "scale")
+
+    kernel = IRKernel.built("scale", "test:unbuildable", fail)
+    with pytest.raises(CompileError, match="no line form"):
+        kernel.resolve(CpuRuntime())

@@ -87,6 +87,21 @@ def test_select_of_views_and_dtypes(device: burn.Device) -> None:
            device, "float_select")
 
 
+def test_select_plan_reused_with_new_data(device: burn.Device) -> None:
+    """A select planned for a layout (dense, or a permuted view copied dense first) gives
+    the new values when it runs again on other tensors of that layout."""
+    rows = [1, 0, 1, -1]
+    for round_ in range(3):
+        data = _floats(3, 4, 2) + round_
+        dense = _on(device, data)
+        _check(dense.select(1, _on(device, rows)),
+               torch.from_numpy(data).index_select(1, torch.tensor(rows) % 4), device,
+               "float_select")
+        permuted = dense.permute(2, 0, 1)  # outer dims (2, 3) with strides that do not merge
+        want = torch.from_numpy(data).permute(2, 0, 1).index_select(2, torch.tensor([3, 0]))
+        _check(permuted.select(2, _on(device, [3, 0])), want, device, "float_select")
+
+
 def test_select_empty(device: burn.Device) -> None:
     x = _on(device, _floats(3, 4))
     _check(x.select(1, _on(device, np.zeros(0, np.int64))), np.zeros((3, 0), np.float32),

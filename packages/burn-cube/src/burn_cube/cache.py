@@ -52,7 +52,13 @@ def cache_key(*parts: str) -> str:
 def package_identity() -> str:
     """Identity of the installed burn-cube code (path, size, mtime of each module): an index
     entry written by other code generation is never used."""
-    root = Path(__file__).parent
+    return source_identity(str(Path(__file__).parent))
+
+
+@functools.cache
+def source_identity(root: str) -> str:
+    """Identity of the Python code under directory ``root``: the path, size and mtime of each
+    module, one per line (a launch-index key of kernels that code builds changes with it)."""
     stats = []
     for dirpath, _, files in os.walk(root):
         for name in sorted(files):
@@ -93,7 +99,10 @@ def native_target(compiler: str) -> str:
     """What ``-march=native`` builds for with ``compiler`` on this machine: the compiler's
     version line, then gcc's resolved ``-march`` / ``-mtune`` and every enabled ``-m`` option
     (``-Q --help=target``), or, for compilers without that report, the CPU model and feature
-    flags of /proc/cpuinfo.
+    flags of /proc/cpuinfo. Asking the compiler takes two runs of it (~25 ms of every cpu
+    runtime's start), so the answer is kept in the cache directory per compiler binary (path,
+    size, mtime) and CPU (the identifying lines of /proc/cpuinfo; not kept where there are
+    none).
 
     Args:
         compiler: Path of the C compiler.
@@ -101,11 +110,24 @@ def native_target(compiler: str) -> str:
     Returns:
         A text that differs between CPUs whose native code differs.
     """
+    cpu = _cpuinfo()
+    record = None
+    if cpu:
+        st = os.stat(compiler)
+        record = cache_dir() / ("target-" + hashlib.sha256(
+            f"{compiler}:{st.st_size}:{st.st_mtime_ns}\n{cpu}".encode()).hexdigest()[:16] + ".txt")
+        try:
+            return record.read_text()
+        except (OSError, UnicodeDecodeError):
+            pass
     version = _output([compiler, "--version"]).partition("\n")[0]
     report = _output([compiler, "-march=native", "-Q", "--help=target"])
     options = [" ".join(line.split()) for line in report.splitlines()
                if re.match(r"\s+-m(arch|tune)=\s", line) or line.rstrip().endswith("[enabled]")]
-    return "\n".join([version, *options] if options else [version, _cpuinfo()])
+    target = "\n".join([version, *options] if options else [version, cpu])
+    if record is not None and version:  # a compiler that did not answer is asked again
+        atomic_write(record, target.encode())
+    return target
 
 
 def fingerprint(target: str) -> str:

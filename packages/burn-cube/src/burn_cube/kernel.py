@@ -464,7 +464,9 @@ class IRKernel(BaseKernel):
     launched like a decorated kernel with ``launch(runtime, cube_count, cube_dim, *args)``.
 
     Compiled kernels are shared by every ``IRKernel`` of equal IR (its structural hash) in the
-    process, and recorded in the runtime's launch index under that hash.
+    process, and recorded in the runtime's launch index under that hash. A kernel made by
+    ``IRKernel.built`` is recorded under the identity its maker gives instead, and builds its
+    IR only where the index misses it (see there).
 
     Args:
         kernel: The IR (with a body); ``cube_dim`` launches must match ``kernel.cube_dim``.
@@ -472,8 +474,48 @@ class IRKernel(BaseKernel):
 
     def __init__(self, kernel: KernelIR) -> None:
         super().__init__(kernel.name)
-        self.kernel = replace(kernel, externals={})  # nothing outside the IR defines it
-        self.hash = self.kernel.structural_hash()
+        self._kernel: KernelIR | None = replace(kernel, externals={})  # nothing outside the IR
+        self._hash: str | None = None
+        self._key: str | None = None
+        self._build: Callable[[], KernelIR] | None = None
+        #: the interface binding reads: the IR's, or a launch index entry's.
+        self._params: KernelIR | None = None
+        #: compiled kernels and interfaces found in a runtime's launch index by ``_key``.
+        self._found: weakref.WeakKeyDictionary[Runtime, tuple[Any, KernelIR]] = (
+            weakref.WeakKeyDictionary())
+        self._interface(self._kernel)
+        #: (runtime, weakly; its largest cube count; compiled kernel; IR) of the last launch.
+        self._last: tuple[Any, tuple[int, int, int], Any, KernelIR] | None = None
+
+    @classmethod
+    def built(cls, name: str, identity: str, build: Callable[[], KernelIR]) -> IRKernel:
+        """A kernel whose IR ``build`` makes on demand: a launch first asks the runtime's
+        launch index for ``identity``, and only on a miss builds the IR (then compiled,
+        shared and indexed as ``from_ir``'s kernels, and recorded under ``identity`` too), so a
+        process that finds it neither builds nor hashes the IR.
+
+        Args:
+            name: The kernel's name in errors until its interface is known.
+            identity: Names the IR exactly: what builds it, from which arguments, and the code
+                that does (an edit of that code must change it).
+            build: Makes the IR (with a body).
+
+        Returns:
+            The kernel.
+        """
+        kernel = cls.__new__(cls)
+        BaseKernel.__init__(kernel, name)
+        kernel._kernel, kernel._hash, kernel._key, kernel._build = None, None, identity, build
+        kernel._params = None
+        kernel._found = weakref.WeakKeyDictionary()
+        kernel._last = None
+        return kernel
+
+    def _interface(self, kernel: KernelIR) -> KernelIR:
+        """Take what binding and the launch fast path need from ``kernel``'s interface;
+        returns ``kernel``."""
+        self.name = kernel.name
+        self._params = kernel
         self.names = [p.name for p in kernel.params]
         dims = kernel.cube_dim
         self._units = math.prod(dims)
@@ -485,25 +527,84 @@ class IRKernel(BaseKernel):
             (p.tensor, p.dtype.scalar, kernel.buffers[p.name].rank if p.tensor else 0,
              p.dtype.lanes, None if p.tensor else (p.dtype.numpy.type, int_range(p.dtype)))
             for p in kernel.params]
-        #: (runtime, weakly; its largest cube count; compiled kernel; IR) of the last launch.
-        self._last: tuple[Any, tuple[int, int, int], Any, KernelIR] | None = None
+        return kernel
+
+    def _signature(self) -> KernelIR:
+        """The interface binding reads (the IR's, built now where no launch index gave it)."""
+        return self._params if self._params is not None else self._interface(self.kernel)
+
+    @property
+    def kernel(self) -> KernelIR:
+        """The IR, with its body (built now if it was not)."""
+        if self._kernel is None:
+            assert self._build is not None
+            self._kernel = replace(self._build(), externals={})
+        return self._kernel
+
+    @property
+    def hash(self) -> str:
+        """The IR's structural hash (worked out on first use)."""
+        if self._hash is None:
+            self._hash = self.kernel.structural_hash()
+        return self._hash
 
     def ir(self, specs: Specs, cube_dim: tuple[int, int, int]) -> KernelIR:
         """The kernel's IR (it has one specialization)."""
         return self.kernel
 
     def identity(self, specs: Specs, cube_dim: tuple[int, int, int]) -> str | None:
-        """The launch-index identity: the IR's structural hash."""
-        return f"ir:{self.hash}"
+        """The launch-index identity: the maker's (``built``), else the IR's structural
+        hash."""
+        return self._built_identity() if self._key is not None else f"ir:{self.hash}"
+
+    def _built_identity(self) -> str:
+        """The launch-index identity of a ``built`` kernel."""
+        return f"built:{self._key}"
 
     def _compile(self, rt: Runtime, specs: Specs, dims: tuple[int, int, int]
                  ) -> tuple[Any, KernelIR]:
+        found = self._found.pop(rt, None)
+        if found is not None:
+            self.stats["index_hits"] += 1
+            return found
         shared = _SHARED.setdefault(rt, {})
         if self.hash in shared:
             self.stats["shared_hits"] += 1
+            if self._key is not None:  # index the maker's identity for the next process
+                rt.remember(self._built_identity(), self.kernel, shared[self.hash][0])
         else:
             shared[self.hash] = super()._compile(rt, specs, dims)
         return shared[self.hash]
+
+    def resolve(self, rt: Runtime | str) -> None:
+        """Make sure the kernel can launch on ``rt``: a ``built`` kernel not yet compiled
+        there asks the runtime's launch index now and, on a miss, builds its IR (so an error
+        building it raises here, not at its first launch); nothing for other kernels.
+
+        Args:
+            rt: A runtime or its name.
+        """
+        if self._key is None:
+            return
+        rt = runtime(rt) if isinstance(rt, str) else rt
+        if rt in self._compiled or rt in self._found:
+            return
+        hit = rt.cached(self._built_identity(), self._valid)
+        if hit is None:
+            self._signature()
+            return
+        self._found[rt] = hit
+        if self._params is None:
+            self._interface(hit[1])
+
+    def _prepare(self, rt: Runtime | str, cube_count: Dims, cube_dim: Dims,
+                 args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> tuple[Runtime, tuple[int, int, int], Any, KernelIR, list[Any],
+                            list[tuple[str, np.ndarray, DeviceArray]]]:
+        """`BaseKernel._prepare`, after `resolve`: a launch-index entry's interface is
+        enough to bind the arguments."""
+        self.resolve(rt)
+        return super()._prepare(rt, cube_count, cube_dim, args, kwargs)
 
     def launch(self, rt: Runtime | str, cube_count: Dims, cube_dim: Dims, *args: Any,
                **kwargs: Any) -> None:
@@ -548,9 +649,10 @@ class IRKernel(BaseKernel):
     def bind(self, rt: Runtime, cube_dim: Dims, *args: Any, **kwargs: Any
              ) -> tuple[Specs, tuple[int, int, int], list[Any],
                         list[tuple[str, np.ndarray, DeviceArray]]]:
+        interface = self._signature()
         dims = self._check_dims(rt, cube_dim)
-        if dims != self.kernel.cube_dim:
-            raise LaunchError(f"built for cube_dim {self.kernel.cube_dim}, launched with "
+        if dims != interface.cube_dim:
+            raise LaunchError(f"built for cube_dim {interface.cube_dim}, launched with "
                               f"{dims}", self.name)
         if len(args) > len(self.names):
             raise LaunchError(f"bad arguments: takes {len(self.names)} ({', '.join(self.names)})"
@@ -566,10 +668,10 @@ class IRKernel(BaseKernel):
         specs: Specs = {}
         values: list[Any] = []
         copies: list[tuple[str, np.ndarray, DeviceArray]] = []
-        for param in self.kernel.params:
+        for param in interface.params:
             value = bound[param.name]
             if param.tensor:
-                buf: Buffer = self.kernel.buffers[param.name]
+                buf: Buffer = interface.buffers[param.name]
                 array = self._tensor(rt, param.name, value, TensorType(param.dtype), copies)
                 if len(array.shape) != buf.rank:
                     raise LaunchError(f"tensor `{param.name}` must have rank {buf.rank}, got "

@@ -20,6 +20,7 @@ from burn.errors import BurnError, BurnIndexError, DivisionByZeroError
 from burn.ir.cube import cube_dtype
 
 from .creation import full, into_data
+from .kernel_cache import cached_kernel
 from .kernels import fill_kernel
 from .tensor import CubeTensor, host_array, host_view
 
@@ -27,7 +28,7 @@ from .tensor import CubeTensor, host_array, host_view
 CAPACITY = 256
 
 
-@cache
+@cached_kernel
 def _check_kernel(dtype: DType, rank: int, nonzero: bool) -> Any:
     """Flags `slot` where an element of `indices` is outside [low, size) (nonzero: where it is
     zero); with `nonzero` False it also writes the indices to dense `out`, negatives wrapped

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -10,6 +9,7 @@ import numpy as np
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
+from .kernel_cache import cached_kernel
 from .kernels import fill_kernel
 from .tensor import CubeTensor, Shape, host_array, host_view
 
@@ -44,7 +44,7 @@ def full(backend: Any, shape: Shape, value: Any, dtype: DType) -> CubeTensor:
     return out
 
 
-@cache
+@cached_kernel
 def arange_kernel(dtype: DType) -> Any:
     """`out[i] = start + i * step` over a rank-1 int tensor (int32 in wrapping u32 arithmetic:
     `start` and `step` are passed as their u32 bits)."""

@@ -15,12 +15,12 @@ index).
 from __future__ import annotations
 
 import math
-from functools import cache
 from typing import Any
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
+from .kernel_cache import cached_kernel
 from .layout import permute
 from .tensor import CubeTensor
 
@@ -70,7 +70,7 @@ def _step(b: Any, op: str, acc: Any, v: Any, is_float: bool) -> tuple[Any, Any]:
     return b.local(acc.dtype, b.select(wins, v, acc)), take
 
 
-@cache
+@cached_kernel
 def scan_kernel(op: str, dtype: DType, out_dtype: DType, rank: int, mode: str) -> Any:
     """The running `op` over chunks of lines, one unit per chunk (`chunk` elements, a runtime
     scalar; a whole line when it is the line's length).
@@ -148,7 +148,7 @@ def _store(out: Any, idx: Any, index: Any, acc: Any, at: Any) -> None:
         idx[index] = at
 
 
-@cache
+@cached_kernel
 def carry_kernel(op: str, dtype: DType, is_float: bool) -> Any:
     """Per line, in place: chunk totals -> the running state after each chunk (`state[l, c]`
     combines chunks 0..c), as one unit per line.

@@ -21,6 +21,7 @@ from burn.dtype import DType
 from burn.ir import OPS, OpDef
 from burn.ir.cube import elementwise_kernel
 
+from .kernel_cache import cached_kernel
 from .tensor import CubeTensor, Shape, layout_key
 
 
@@ -71,16 +72,23 @@ class _Spec:
     lines: bool  # whether dense launches may use `LANES`-wide lines
     kernels: dict[tuple[int, int, bool], Any] = field(default_factory=dict)
 
-    def kernel(self, rank: int, lanes: int, rows: bool = False) -> Any:
+    def kernel(self, rank: int, lanes: int, rows: bool = False, runtime: Any = None) -> Any:
         """The kernel for a rank, a line width (None: the lowering has no line form) and
-        whether it is launched by rows (`elementwise_kernel`)."""
+        whether it is launched by rows (`elementwise_kernel`; a row of the op table is
+        built only where `runtime`'s launch index misses it, `_lowered`)."""
         key = (rank, lanes, rows)
         if key not in self.kernels:
             from burn_cube.errors import CompileError
 
             try:
-                self.kernels[key] = elementwise_kernel(self.op, self.dtypes, rank, self.fixed,
-                                                       lanes, rows)
+                if OPS.get(self.op.name) is self.op:
+                    kernel = _lowered(self.op.name, self.dtypes, rank, self.fixed, lanes, rows)
+                    if runtime is not None:
+                        kernel.resolve(runtime)  # a lowering without a line form raises here
+                else:
+                    kernel = elementwise_kernel(self.op, self.dtypes, rank, self.fixed, lanes,
+                                                rows)
+                self.kernels[key] = kernel
             except CompileError:
                 if lanes == 1:
                     raise
@@ -94,13 +102,21 @@ class _Spec:
             for a in arrays:
                 if a.offset % LANES:
                     return self.kernel(1, 1), 1
-            kernel = self.kernel(1, LANES)
+            kernel = self.kernel(1, LANES, runtime=arrays[0].runtime)
             if kernel is not None:
                 return kernel, LANES
         return self.kernel(1, 1), 1
 
 
 _SPECS: dict[tuple[Any, ...], _Spec] = {}
+
+
+@cached_kernel
+def _lowered(op: str, dtypes: tuple[DType, ...], rank: int, fixed: tuple[tuple[str, Any], ...],
+             lanes: int, rows: bool) -> Any:
+    """`elementwise_kernel` of op-table row `op`, named for the launch index by its arguments
+    (the row itself is burn-core's code)."""
+    return elementwise_kernel(OPS[op], dtypes, rank, fixed, lanes, rows)
 
 
 def _spec(op: OpDef, tensors: list[CubeTensor], fixed: tuple[tuple[str, Any], ...]) -> _Spec:

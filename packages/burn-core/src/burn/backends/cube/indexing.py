@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from contextlib import ExitStack
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from burn.dtype import DType
@@ -35,6 +34,7 @@ from burn.ir.cube import cube_dtype
 
 from .checks import CubeCheckOps
 from .elementwise import CUBE_DIM, flat_view
+from .kernel_cache import cached_kernel
 from .layout import contiguous_copy, copy_into
 from .scatter_kernels import (
     index_add_rows,
@@ -87,7 +87,7 @@ def _wrapped(b: Any, index: Any, size: Any) -> tuple[Any, Any]:
     return valid, b.local(u32, b.cast(b.select(valid, wrapped, 0), u32))
 
 
-@cache
+@cached_kernel
 def _select_kernel(dtype: DType, index_dtype: DType, index_rank: int, by_rows: bool) -> Any:
     """`out[o, k, i] = x[o, indices.flat[k], i]`: `x` and dense `out` seen as (outer, n,
     inner), indices of any rank (embedding) taken flat. One unit per element, or with
@@ -122,7 +122,7 @@ def _store_or_zero(b: Any, valid: Any, out: Any, target: Any, x: Any, source: An
         out[target] = b.cast(0, out.dtype)
 
 
-@cache
+@cached_kernel
 def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int, by_rows: bool) -> Any:
     """`out[i][j] = x[indices[i][j]][j]` (dim 0); `out` is dense, of the indices' shape. One
     unit per element, or with `by_rows` one unit per row of the last dimension walking it
@@ -153,7 +153,7 @@ def _gather_kernel(dtype: DType, index_dtype: DType, rank: int, dim: int, by_row
 OUTPUT_UNITS_BELOW = 4096
 
 
-@cache
+@cached_kernel
 def _scatter_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: int, dim: int,
                     add: bool, mode: str) -> Any:
     """`out[..., indices[..., k, ...], ...] (+)= values[..., k, ...]` in place, each output

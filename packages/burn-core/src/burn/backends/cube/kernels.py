@@ -6,11 +6,12 @@ cat, repeat, slice_assign; `copy.py` picks one), a fill, and a flip.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype, row_index
+
+from .kernel_cache import cached_kernel
 
 #: Units per cube of `copy_rows_kernel` (one cube row per `ROW_CUBE` columns).
 ROW_CUBE = 256
@@ -18,7 +19,7 @@ ROW_CUBE = 256
 TILE, TILE_ROWS = 16, 256
 
 
-@cache
+@cached_kernel
 def copy_kernel(dtype: DType, rank: int) -> Any:
     """`dst[i] = src[i]` for every logical position, both strided views of one shape."""
     from burn_cube import KernelBuilder
@@ -32,7 +33,7 @@ def copy_kernel(dtype: DType, rank: int) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def copy_rows_kernel(dtype: DType, rank: int) -> Any:
     """`dst[i] = src[i]` by rows: ``CUBE_POS_Y`` the row (the leading dimensions), the column
     ``ABSOLUTE_POS_X``; indexes are affine in the column, so rows whose last dimension is unit
@@ -48,7 +49,7 @@ def copy_rows_kernel(dtype: DType, rank: int) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def copy_tiles_kernel(dtype: DType, rank: int, dim: int) -> Any:
     """`dst[i] = src[i]` in tiles of `TILE_ROWS` positions of dimension `dim` (a unit each,
     ``CUBE_POS_Y``) by `TILE` of the last (``CUBE_POS_X``, a loop per unit), the other
@@ -79,7 +80,7 @@ def copy_tiles_kernel(dtype: DType, rank: int, dim: int) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def fill_kernel(dtype: DType) -> Any:
     """`out[i] = value` over a rank-1 tensor."""
     from burn_cube import KernelBuilder
@@ -93,7 +94,7 @@ def fill_kernel(dtype: DType) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def flip_kernel(dtype: DType, axes: tuple[bool, ...]) -> Any:
     """`out` (dense) = `src` read with the dimensions marked in `axes` reversed."""
     from burn_cube import KernelBuilder, u32

@@ -19,7 +19,6 @@ kernels (`norm_rows_cpu`, chosen in `reduction.py`).
 from __future__ import annotations
 
 from contextlib import nullcontext
-from functools import cache
 from typing import Any
 
 from burn.backend.protocol import Backend
@@ -27,6 +26,7 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
 from . import rows_gpu
+from .kernel_cache import cached_kernel
 from .layout import contiguous
 from .softmax_rows import _combine, plan
 from .tensor import CubeTensor, Shape, dense_strides
@@ -73,7 +73,7 @@ class _Row:
                 t[t.offset + self.start + self.col(i, None)] = self.b.cast(value, t.dtype)
 
 
-@cache
+@cached_kernel
 def forward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool, exact: bool,
                    weight: bool, bias: bool) -> Any:
     """Layer norm of a row per cube (module docstring).
@@ -123,7 +123,7 @@ def forward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def backward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool,
                     exact: bool, weight: bool, bias: bool, rows: int) -> Any:
     """Input gradients of `rows` consecutive rows per cube (module docstring), and per cube

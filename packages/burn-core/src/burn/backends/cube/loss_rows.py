@@ -25,7 +25,6 @@ protocol's composite default.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ from burn.errors import BurnError, BurnIndexError
 from burn.ir.cube import cube_dtype
 
 from .checks import pending
+from .kernel_cache import cached_kernel
 from .layout import contiguous
 from .norm_rows_cpu import _lane_sums
 from .tensor import CubeTensor, host_array
@@ -115,7 +115,7 @@ def _scalars(b: Any, target_dtype: Any, acc: Any) -> tuple[Any, ...]:
             b.scalar("slot", u32), b.scalar("eps", acc))
 
 
-@cache
+@cached_kernel
 def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool) -> Any:
     """Per-sample losses and target weights, a unit per row (module docstring).
 
@@ -160,7 +160,7 @@ def _loss(row: _Sample, classes: Any, exps: Any, eps: Any, smoothing: bool) -> A
     return b.select(row.keep == 0, b.cast(0, acc), value)
 
 
-@cache
+@cached_kernel
 def looped_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
                   mean: bool) -> Any:
     """The "sum" (or "mean") loss in one unit walking every row (module docstring).
@@ -186,7 +186,7 @@ def looped_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool) -> Any:
     """The "sum" (or "mean") reduction of the per-sample losses, in one unit: the losses'
     sum (over the target weights' sum), `LANES` partial sums in the accumulator dtype.
@@ -212,7 +212,7 @@ def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def weights_kernel(dtypes: tuple[Any, Any, Any], weight: bool) -> Any:
     """The sum of the samples' target weights (the "mean" backward's denominator), in one
     unit walking the targets (checked as the rows kernels do).
@@ -240,7 +240,7 @@ def weights_kernel(dtypes: tuple[Any, Any, Any], weight: bool) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
                     mode: str, looped: bool) -> Any:
     """Logit gradients, a unit per row, or with `looped` one unit walking every row (module

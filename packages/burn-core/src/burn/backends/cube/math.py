@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
 from .elementwise import broadcast_view, flat_view
+from .kernel_cache import cached_kernel
 from .tensor import CubeTensor
 
 #: SELU's constants (torch's).
@@ -182,7 +182,7 @@ def _work(dtype: DType) -> DType:
     return DType.float32 if dtype in (DType.float16, DType.bfloat16) else dtype
 
 
-@cache
+@cached_kernel
 def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int) -> Any:
     """The kernel of `MATH[key]` over `tensors` strided inputs of `dtype` and rank `rank`, then
     `scalars` runtime scalars (of the work dtype), then the output."""

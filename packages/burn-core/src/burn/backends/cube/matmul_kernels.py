@@ -23,11 +23,12 @@ place. Floats accumulate in float32 (float64 for float64), ints exactly modulo 2
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Protocol
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
+
+from .kernel_cache import cached_kernel
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def _store_tile(b: Any, out: Any, acc: list[list[Any]], tile: Tile, z: Any,
                                              else b.cast(value, out.dtype))
 
 
-@cache
+@cached_kernel
 def naive_kernel(dtype: DType, rank: int) -> Any:
     """One unit per element of the dense `out`: `out[z, i, j] = sum_k lhs[z, i, k] rhs[z, k, j]`.
 
@@ -197,7 +198,7 @@ def naive_kernel(dtype: DType, rank: int) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def tiled_kernel(dtype: DType, rank: int, tile: Tile, epilogue: Epilogue | None = None) -> Any:
     """A `tile.bm x tile.bn` output tile per cube, cubes laid out (column tiles, row tiles,
     batches from the scalar `z0`), `tile.units_x x tile.units_y` units per cube.
@@ -258,7 +259,7 @@ def tiled_kernel(dtype: DType, rank: int, tile: Tile, epilogue: Epilogue | None 
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def line_tiled_kernel(rank: int, tile: Tile) -> Any:
     """The float32 line tile (module docstring): `rhs` and `out` are `Line[f32, 4]` tensors
     (shapes and strides in lines), `lhs` scalars; cubes laid out as in `tiled_kernel`.

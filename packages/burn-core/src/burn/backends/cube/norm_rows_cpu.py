@@ -17,9 +17,9 @@ Values accumulate in float32 (float64 for float64). GPU runtimes use `layer_norm
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
+from .kernel_cache import cached_kernel
 from .layer_norm_rows import _dtypes, _flat, _rows
 from .layout import contiguous
 from .tensor import CubeTensor, Shape, dense_strides
@@ -58,7 +58,7 @@ def serves(backend: Any, shape: Shape, num_dims: int) -> bool:
     return backend.runtime_name == "cpu" and 0 not in _rows(shape, num_dims)
 
 
-@cache
+@cached_kernel
 def forward_kernel(dtypes: tuple[Any, Any], weight: bool, bias: bool) -> Any:
     """Layer norm of a row per unit (module docstring).
 
@@ -105,7 +105,7 @@ def forward_kernel(dtypes: tuple[Any, Any], weight: bool, bias: bool) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def backward_kernel(dtypes: tuple[Any, Any], weight: bool) -> Any:
     """Input gradients of a row per unit (module docstring), and with `weight` the terms
     ``grad * xhat`` of the weight's gradient.

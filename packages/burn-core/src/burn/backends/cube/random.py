@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import secrets
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from burn.dtype import DType
 from burn.errors import ValueRangeError
 from burn.ir.cube import cube_dtype
 
+from .kernel_cache import cached_kernel
 from .math import atanh2
 from .tensor import CubeTensor, Shape
 
@@ -203,7 +203,7 @@ def _store_all(b: Any, out: Any, values: list[Any]) -> None:
             out[index] = value
 
 
-@cache
+@cached_kernel
 def float_kernel(kind: str, dtype: DType) -> Any:
     """Random `dtype` values of distribution `kind` ("uniform", "normal", "bernoulli"), four
     per unit (two for float64).
@@ -274,7 +274,7 @@ def _mulhi64(b: Any, r: tuple[Any, Any], s: tuple[Any, Any]) -> tuple[Any, Any]:
     return d1 + k2 + k3 + k4, u
 
 
-@cache
+@cached_kernel
 def int_kernel(dtype: DType, wide: bool) -> Any:
     """Uniform ints `low + floor(w * span / 2**k)` in [low, low + span): four per unit from
     one word each (k = 32, span <= 2**32, given as the u32 `span_m1` = span - 1; `low` as u32

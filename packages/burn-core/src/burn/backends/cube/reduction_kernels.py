@@ -30,8 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
+
+from .kernel_cache import cached_kernel
 
 #: Units per cube of the one-cube-per-row schedule (the shared-memory tree's width).
 TREE_DIM = 256
@@ -285,7 +286,7 @@ def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]
     return values, indices
 
 
-@cache
+@cached_kernel
 def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, schedule: str,
                   units: int, outputs: tuple[bool, ...], mean: bool = False,
                   contiguous: bool = False) -> Any:
@@ -350,7 +351,7 @@ def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, sched
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def column_sum_kernel(dtypes: tuple[Any, ...], units: int, mean: bool) -> Any:
     """Float sums of rows that start at adjacent elements (a reduction over a leading dim of a
     dense tensor): each unit sums `COLUMNS` adjacent rows together, stepping through their
@@ -401,7 +402,7 @@ def column_sum_kernel(dtypes: tuple[Any, ...], units: int, mean: bool) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int, log: bool,
                    contiguous: bool = False) -> Any:
     """Softmax (or log-softmax) of every row: ``exp(x - max) / sum`` (``x - max - log(sum)``).
@@ -491,7 +492,7 @@ def _same_value(op: str, value: Any) -> Any:
     return value
 
 
-@cache
+@cached_kernel
 def argwhere_kernel(rank: int, units: int) -> Any:
     """Coordinates of the true elements of each chunk of a bool tensor, one unit per chunk
     (`units` per cube).

@@ -22,8 +22,9 @@ Values accumulate in float32 (float64 for float64).
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
+
+from .kernel_cache import cached_kernel
 
 #: Units per cube and loads per unit per step of the streaming kernels.
 UNITS = 256
@@ -86,7 +87,7 @@ def layer_norm_args(b: Any, dtypes: tuple[Any, Any], weight: bool, bias: bool
     return x, w, sh, out, mean, rstd, b.scalar("n", u32), b.scalar("eps", acc)
 
 
-@cache
+@cached_kernel
 def layer_norm_kernel(dtypes: tuple[Any, Any], units: int, unroll: int, plane: bool,
                       exact: bool, weight: bool, bias: bool) -> Any:
     """Layer norm of a dense row per cube (module docstring).
@@ -157,7 +158,7 @@ def layer_norm_kernel(dtypes: tuple[Any, Any], units: int, unroll: int, plane: b
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def softmax_kernel(dtypes: tuple[Any, Any], units: int, unroll: int, plane: bool,
                    exact: bool, log: bool) -> Any:
     """Softmax (log-softmax) of a dense row per cube (module docstring): ``exp(x - max) / sum``

@@ -27,12 +27,12 @@ once per (outer, inner) coordinate of the values. On the cpu runtime select_assi
 from __future__ import annotations
 
 import math
-from functools import cache
 from typing import Any
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
+from .kernel_cache import cached_kernel
 from .sort import sort_with_indices
 from .tensor import CubeTensor
 
@@ -111,7 +111,7 @@ def _target(b: Any, idx: Any, sizes: list[Any], dim: int, unit: Any) -> tuple[An
     return valid, b.local(u32, at)
 
 
-@cache
+@cached_kernel
 def atomic_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: int,
                   dim: int) -> Any:
     """`out[..., indices[u], ...] += values[u]` with an integer atomic, one unit per index
@@ -132,7 +132,7 @@ def atomic_kernel(dtype: DType, value_dtype: DType, index_dtype: DType, rank: in
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def keys_kernel(index_dtype: DType, rank: int, dim: int) -> Any:
     """`keys[u]` = the flat position in a dense output of shape `size0`, `size1`... of index
     entry `u`, or `NO_TARGET` where the entry is out of range."""
@@ -196,7 +196,7 @@ def _walk(b: Any, acc: Any, run: tuple[Any, Any, Any], key: Any, start: Any, sto
         b.set(j, j + 1)
 
 
-@cache
+@cached_kernel
 def blocks_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any:
     """Unit (o, k, c) of (outer, blocks, inner): `partial[unit]` = the sum (add) or the last
     value (assign), in order, of the leading run of sorted block k (positions k * block...,
@@ -222,7 +222,7 @@ def blocks_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def runs_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any:
     """Unit (o, i, c) of (outer, n, inner): where sorted position `i` starts a run of equal
     keys, `out[(o * extent + key) * inner + c]` (+)= the run's values (logical position
@@ -259,7 +259,7 @@ def runs_kernel(dtype: DType, value_dtype: DType, rank: int, add: bool) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def index_add_rows_kernel(dtype: DType, value_dtype: DType, index_dtype: DType,
                           unit_stride: bool) -> Any:
     """`out[o, rows[k], :] += values[o, k, :]` for k in order, one unit per `o` (`out` dense

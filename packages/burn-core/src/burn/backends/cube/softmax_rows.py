@@ -11,13 +11,13 @@ Values accumulate in the `acc` dtype (float32 for float16 / bfloat16).
 from __future__ import annotations
 
 from contextlib import nullcontext
-from functools import cache
 from typing import Any
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
 from . import rows_gpu
+from .kernel_cache import cached_kernel
 from .tensor import CubeTensor
 
 #: (units per cube, largest chunks per unit): rows up to 256 * 32 = 8192 elements run on 256
@@ -71,7 +71,7 @@ def _combine(b: Any, op: str, value: Any, units: int, plane: bool) -> Any:
     return b.local(value.dtype, partial[0])
 
 
-@cache
+@cached_kernel
 def row_kernel(dtypes: tuple[Any, Any], rank: int, units: int, chunks: int, plane: bool,
                log: bool, exact: bool) -> Any:
     """Softmax (log-softmax) of a row per cube, ``exp(x - max) * (1 / sum)``

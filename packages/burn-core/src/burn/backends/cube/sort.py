@@ -15,13 +15,13 @@ writes the values and int64 indices.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
 from .cumulative import as_rank1, compute_dtype, line_start, lines_view
+from .kernel_cache import cached_kernel
 from .tensor import CubeTensor
 
 #: Block sizes of the shared-memory sort (few, as each is its own kernel); the largest one
@@ -74,7 +74,7 @@ def _write(b: Any, final: bool, dst: tuple[Any, Any], at: tuple[Any, Any],
     pos[at[1]] = b.cast(index, i64) if final else index
 
 
-@cache
+@cached_kernel
 def block_sort_kernel(dtype: DType, descending: bool, rank: int, block: int,
                       final: bool) -> Any:
     """Bitonic sort of `block`-element blocks of rows in shared memory, one cube per block.
@@ -148,7 +148,7 @@ def block_sort_kernel(dtype: DType, descending: bool, rank: int, block: int,
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def merge_kernel(dtype: DType, descending: bool, rank: int, final: bool) -> Any:
     """One merge pass: sorted runs of `width` (pairs of neighbours) into runs of 2 `width`, by
     merge path: each unit finds where its `MERGE_ITEMS` outputs start in the two runs (a

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
 from typing import Any
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
+from ..kernel_cache import cached_kernel
 from .im2col import declare_geometry, product, split_index
 
 OP = "deform_conv2d"
@@ -96,7 +96,7 @@ def _pixel(x: Any, n: Any, c: Any, yy: Any, xx: Any) -> Any:
     return x[x.offset + n * x.stride[0] + c * x.stride[1] + yy * x.stride[2] + xx * x.stride[3]]
 
 
-@cache
+@cached_kernel
 def deform_im2col_kernel(src: DType, offset: DType, mask: DType | None, work: DType) -> Any:
     """Deformable columns: `cols[n, r + (r / group_rows) * skip, l]` with r = c*K + k is x[n, c]
     sampled at its tap's point (times `mask[n, og*K + k]`), og = c / group_channels.
@@ -133,7 +133,7 @@ def deform_im2col_kernel(src: DType, offset: DType, mask: DType | None, work: DT
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def deform_point_grads_kernel(src: DType, offset: DType, mask: DType | None,
                               work: DType) -> Any:
     """Offset and mask gradients of every sampling point: with g = gcols[n, c*K + k, l] summed
@@ -187,7 +187,7 @@ def deform_point_grads_kernel(src: DType, offset: DType, mask: DType | None,
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def deform_input_grad_kernel(src: DType, offset: DType, mask: DType | None,
                              work: DType) -> Any:
     """Input gradient: one unit per image plane (n, c) zeroes it, then adds `gcols[n, c*K + k,

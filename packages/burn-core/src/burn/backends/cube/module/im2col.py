@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from functools import cache, reduce
+from functools import reduce
 from typing import Any
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
+
+from ..kernel_cache import cached_kernel
 
 #: Per spatial dim scalar parameters of the geometry, in launch order.
 GEOMETRY = ("k", "s", "p", "d", "o")
@@ -51,7 +53,7 @@ def linear_index(coords: Sequence[Any], sizes: Sequence[Any]) -> Any:
     return index
 
 
-@cache
+@cached_kernel
 def im2col_kernel(src: DType, dst: DType, nd: int, ones: bool = False) -> Any:
     """`cols[n, r + (r / group_rows) * skip, l] = x[n, c, o*s + k*d - p]` with r = c*K + k
     (zero outside x), converted to `dst`: `skip` rows are left after each group's rows; with
@@ -117,7 +119,7 @@ def im2col_kernel(src: DType, dst: DType, nd: int, ones: bool = False) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool,
                        ones: bool) -> Any:
     """`im2col_kernel` for the cpu runtime: one unit per column row (sample, channel and tap)
@@ -196,7 +198,7 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def im2col_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool,
                              ones: bool) -> Any:
     """`im2col_rows_kernel` on batch-last data, for the cpu runtime: x transposed to dense
@@ -273,7 +275,7 @@ def im2col_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool,
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def col2im_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool) -> Any:
     """The adjoint of `im2col_batch_last_kernel`: dense columns `[C*K, *O, N]` summed into a
     dense batch-last `[C, *S, N]`. One unit per channel zeroes its `[*S, N]` block and adds
@@ -376,7 +378,7 @@ def _windows_from(b: Any, bound: Any, reach: Any, stride: Any) -> Any:
     return b.local(u32, b.select(bound > reach, (bound - reach + stride - 1) // stride, 0))
 
 
-@cache
+@cached_kernel
 def col2im_kernel(work: DType, nd: int, bias: DType | None) -> Any:
     """`out[n, c, i] = bias[c] + sum of cols[n, c*K + k, w]` over the taps k and windows w with
     `w*s + k*d - p = i` per dim: the adjoint of im2col, a gather in `work` (a unit's rows are its
@@ -419,7 +421,7 @@ def _col2im_args(b: Any, work: DType, nd: int, bias: DType | None
     return wt, cols, out, bias_t, declare_geometry(b, nd)
 
 
-@cache
+@cached_kernel
 def col2im_planes_kernel(work: DType, nd: int, bias: DType | None, unit: bool,
                          padded: bool) -> Any:
     """`col2im_kernel` for the cpu runtime: one unit per plane `(n, c)` of out, which it fills
@@ -533,7 +535,7 @@ def _add_taps(b: Any, cols: Any, out: Any, geo: list[dict[str, Any]], outs: list
     level(0, c)
 
 
-@cache
+@cached_kernel
 def weight_bias_kernel(weight: DType, bias: DType, dst: DType) -> Any:
     """A weight matrix `[O, R]` (any strides) and its bias `[O]` as one dense `[O, R + 1]`
     matrix of `dst` (the bias its last column), one unit per element.
@@ -557,7 +559,7 @@ def weight_bias_kernel(weight: DType, bias: DType, dst: DType) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def weight_grad_split_kernel(src: DType, weight: DType, bias: DType) -> Any:
     """The inverse of `weight_bias_kernel` for gradients: matrices `[G, R, W + 1]` (any
     strides; the last column from the columns' rows of ones) as the dense weight gradient
@@ -585,7 +587,7 @@ def weight_grad_split_kernel(src: DType, weight: DType, bias: DType) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def convert_kernel(src: DType, dst: DType, rank: int, bias: DType | None) -> Any:
     """`out = src (+ bias[channel of dim 1])` converted to `dst`: a strided view (rank >= 2)
     copied into a dense buffer, the sum in `src`'s dtype; rows of the last dim in chunks.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from functools import cache
 from typing import Any
 
 from burn.backend.options import PoolOptions, window_out
@@ -23,6 +22,7 @@ from burn.dtype import DType
 from burn.errors import ShapeError
 from burn.ir.cube import cube_dtype
 
+from ..kernel_cache import cached_kernel
 from ..kernels import fill_kernel
 from ..tensor import CubeTensor, Shape
 from .resize import as_4d, device_csr, lead, planes, resample, unravel, work_dtype
@@ -89,7 +89,7 @@ def _inside(b: Any, v: Any, size: Any) -> Any:
     return b.and_(v >= 0, v < size)
 
 
-@cache
+@cached_kernel
 def _avg_kernel(dtype: DType, rank: int) -> Any:
     """Average pooling: one unit per output element (x: planes of rank 3 or 4)."""
     from burn_cube import KernelBuilder, i32
@@ -116,7 +116,7 @@ def _avg_kernel(dtype: DType, rank: int) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _max_kernel(dtype: DType, rank: int) -> Any:
     """Max pooling over the taps inside x; the last NaN wins, ties go to the first tap, a
     window of -inf only names its first tap inside x (as torch)."""
@@ -148,7 +148,7 @@ def _max_kernel(dtype: DType, rank: int) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
     """`_max_kernel` for the cpu runtime: one unit per plane, which sets its outputs to
     (-inf, no index) and then sweeps tap by tap (in `_max_kernel`'s order, so its ties and
@@ -196,7 +196,7 @@ def _max_planes_kernel(dtype: DType, rank: int, inside: bool) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _max_windows_kernel(dtype: DType, rank: int, kh: int, kw: int) -> Any:
     """`_max_kernel` for the cpu runtime where every window lies inside x, with the kernel
     size compiled in: one unit per plane walks its outputs row by row, each window's taps
@@ -277,7 +277,7 @@ def _windows_reading(b: Any, w: dict[str, Any], at: Any, axis: str, size: Any) -
         yield o
 
 
-@cache
+@cached_kernel
 def _avg_backward_kernel(dtype: DType, grad_dtype: DType, rank: int) -> Any:
     """grad_x of average pooling: each input element sums grad / divisor of its windows."""
     from burn_cube import KernelBuilder, i32
@@ -302,7 +302,7 @@ def _avg_backward_kernel(dtype: DType, grad_dtype: DType, rank: int) -> Any:
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _max_backward_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType,
                          ranks: tuple[int, int]) -> Any:
     """grad_x of max pooling: each input element sums the grads of the windows whose index
@@ -331,7 +331,7 @@ def _max_backward_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType,
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _max_scatter_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) -> Any:
     """grad_x of max pooling with non-overlapping windows (zero-filled first): each output
     writes its grad at its index (each input is named by at most one window)."""
@@ -352,7 +352,7 @@ def _max_scatter_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType) -> 
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _max_scatter_planes_kernel(dtype: DType, grad_dtype: DType, index_dtype: DType,
                                ranks: tuple[int, int]) -> Any:
     """`_max_scatter_kernel` for the cpu runtime, zero fill included: one unit per plane

@@ -12,7 +12,7 @@ its row's taps (any input strides; deterministic, no atomics).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from burn.dtype import DType
 from burn.errors import ShapeError, ValueRangeError
 from burn.ir.cube import cube_dtype
 
+from ..kernel_cache import cached_kernel
 from ..tensor import CubeTensor
 
 #: A CSR matrix on the device: (row pointers, columns, weights).
@@ -79,7 +80,7 @@ def lead(b: Any, t: Any, plane: Any) -> tuple[Any, ...]:
     return b.local(i32, plane // channels), b.local(i32, plane % channels)
 
 
-@cache
+@cached_kernel
 def resample_axis_kernel(src: DType, out: DType, rank: int, axis: int) -> Any:
     """`out[p, ..., o, ...] = sum_k wt[k] * src[p, ..., col[k], ...]` over k in
     [ptr[o], ptr[o+1]) along `axis` (-2 or -1) of the planes p of `src` (rank 3 or 4, any

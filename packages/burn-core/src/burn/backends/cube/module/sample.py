@@ -13,7 +13,6 @@ point and adds the taps that fall in them, in point order: deterministic without
 from __future__ import annotations
 
 import math
-from functools import cache
 from typing import Any
 
 from burn.backend.options import GridSampleOptions
@@ -21,6 +20,7 @@ from burn.dtype import DType
 from burn.errors import ShapeError, ValueRangeError
 from burn.ir.cube import cube_dtype
 
+from ..kernel_cache import cached_kernel
 from ..tensor import CubeTensor
 from .resize import unravel, work_dtype
 
@@ -109,7 +109,7 @@ def _tensors(b: Any, dtypes: tuple[DType, DType], names: tuple[str, ...]) -> lis
                      rank=4, write=False) for name in names]
 
 
-@cache
+@cached_kernel
 def _forward_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOptions) -> Any:
     """out[n, c, oh, ow]: the taps of grid point (n, oh, ow) on plane (n, c), zeros outside."""
     from burn_cube import KernelBuilder
@@ -130,7 +130,7 @@ def _forward_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOptions)
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _grid_grad_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOptions) -> Any:
     """grad_grid[n, oh, ow, :]: per tap, sum_c grad * x times the weight's derivatives."""
     from burn_cube import KernelBuilder, i32
@@ -162,7 +162,7 @@ def _grid_grad_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOption
     return b.kernel()
 
 
-@cache
+@cached_kernel
 def _image_grad_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOptions) -> Any:
     """grad_x (dense [N, C, H, W], work dtype): one unit per block of `rows` rows of a plane
     zeroes them, then adds every point's taps that fall in them, in point order."""
