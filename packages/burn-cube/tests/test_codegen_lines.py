@@ -235,3 +235,22 @@ def test_contiguous_kernels_vectorize(tmp_path: Path, case: str) -> None:
               "line": lambda: gelu_line.source("c", 256, x, x),
               "strided_index": lambda: strided_axpy().source("c", 64, x, x, x, 1.0)}[case]()
     assert "loop vectorized" in _vectorized(tmp_path, source)
+
+
+def _cpu_has_avx512() -> bool:
+    try:
+        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or not _cpu_has_avx512(),
+                    reason="needs gcc and an AVX-512 CPU")
+def test_avx512_cpus_vectorize_at_512_bits(tmp_path: Path) -> None:
+    """On an AVX-512 CPU the lane-flat GELU loop vectorizes with 64-byte vectors (the cpu
+    runtime's ``-mprefer-vector-width=512``; gcc's tuning for these cores would pick 32)."""
+    if "gcc" not in Path(find_compiler()).name and "cc" != Path(find_compiler()).name:
+        pytest.skip("the compiler is not gcc")
+    x = np.zeros(1024, np.float32)
+    assert "loop vectorized using 64 byte vectors" in _vectorized(
+        tmp_path, gelu_line.source("c", 256, x, x))
