@@ -3,7 +3,8 @@
 The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` on ``PATH``,
 looked up when the first kernel is compiled. Flags: ``-O3 -march=native -fopenmp -fwrapv
 -fno-math-errno`` (signed integers wrap, as numpy; no ``-ffast-math``: NaN and infinities keep
-IEEE semantics, and results match numpy to a few ulp of libm).
+IEEE semantics, and results match numpy to a few ulp of libm), and the `OPTIONAL_FLAGS` that the
+compiler takes.
 Kernels run on the runtime's private copy of libgomp (`openmp.py`), whatever OpenMP runtime
 PyTorch or others loaded.
 """
