@@ -44,6 +44,9 @@ from .tensor import CubeTensor, Shape, host_view, layout_key, strided_storage
 CUBE_DIM = 256
 #: burn-cube dtype by the burn dtype's id (enum members hash in Python; allocations ask often).
 _CUBE_BY_ID: dict[int, Any] = {}
+#: numpy dtype -> (burn dtype, burn-cube dtype) of host results the cpu runtime holds as they
+#: are (`CubeBackend.from_host`: every cpu matmul's product).
+_HELD_AS_IS: dict[np.dtype, tuple[DType, Any]] = {}
 
 
 def _layout_method(name: str, kind: str) -> Any:
@@ -184,10 +187,14 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
     def from_host(self, data: np.ndarray) -> CubeTensor:
         """A device tensor around a host result the caller gives up (no copy on the cpu)."""
         if self.runtime_name == "cpu" and data.flags.c_contiguous:
-            dtype = from_numpy(data.dtype, "from_data")
-            cube = cube_dtype("from_data", dtype)
-            if data.dtype == cube.numpy:
-                return CubeTensor(self._array(self.runtime, data, data.shape, cube), dtype)
+            found = _HELD_AS_IS.get(data.dtype)
+            if found is None:
+                dtype = from_numpy(data.dtype, "from_data")
+                cube = cube_dtype("from_data", dtype)
+                if data.dtype != cube.numpy:
+                    return self.upload(data)
+                found = _HELD_AS_IS[data.dtype] = (dtype, cube)
+            return CubeTensor(self._array(self.runtime, data, data.shape, found[1]), found[0])
         return self.upload(data)
 
     def planned(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
