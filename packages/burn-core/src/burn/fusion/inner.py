@@ -64,10 +64,9 @@ def on_inner_steps(steps: Steps, lr: float, members: list[Member]) -> list[Tenso
     for p, g, _ in members:
         if p._bk is not bk or g._bk is not bk:
             return steps(lr, members)
-    bk.stream.flush()  # in-place updates must not change what a pending op reads
-    value, first = bk.value, members[0][0]
-    prim = value(first._prim)
-    wrap = make(prim, bk.inner.device_of(prim), first._dtype)._wrap  # on the inner device
+    if bk.stream.pending:  # in-place updates must not change what a pending op reads
+        bk.stream.flush()
+    value, wrap = bk.value, _inner_wrap(bk, members[0][0])
 
     def inner_of(t: Tensor) -> Tensor:  # the inner backend's tensor of a fusion tensor
         prim = t._prim
@@ -90,3 +89,17 @@ def on_inner_steps(steps: Steps, lr: float, members: list[Member]) -> list[Tenso
                     if isinstance(v, Tensor) and v._bk is bk.inner else v
     return [None if out is None else param._wrap(out._prim, out._dtype)
             for (param, _, _), out in zip(members, outs, strict=True)]
+
+
+#: per fusion backend, a tensor of its inner device (no values) whose `_wrap` makes inner
+#: tensors: the inner device and backend are found once.
+_TEMPLATES: dict[int, tuple[Fusion, Tensor]] = {}
+
+
+def _inner_wrap(bk: Fusion, first: Tensor) -> Callable[[Any, Any], Tensor]:
+    """`_wrap` of a tensor of `bk`'s inner device (`first`: a tensor of `bk`)."""
+    found = _TEMPLATES.get(id(bk))
+    if found is None or found[0] is not bk:
+        prim = bk.value(first._prim)
+        found = _TEMPLATES[id(bk)] = (bk, make(None, bk.inner.device_of(prim), first._dtype))
+    return found[1]._wrap

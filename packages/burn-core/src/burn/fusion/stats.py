@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 
-@dataclass
+@dataclass(slots=True)
 class FusionStats:
     """Counters of every fusion stream of the process.
 
