@@ -266,7 +266,7 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
     name, results, inner, stream = op.name, fusion._results, fusion.inner, fusion.stream
     record, lone = stream.record, stream.lone
     first, second = tensor_at[0], tensor_at[-1]
-    two, extra = len(tensor_at) == 2, bool(casts or optional)
+    two = len(tensor_at) == 2
 
     def method(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -274,8 +274,10 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
         a, b = args[first], args[second]  # (one tensor: the same)
         key: tuple[Any, ...] = (name, a.shape, id(a.dtype), b.shape, id(b.dtype)) if two \
             else (name, a.shape, id(a.dtype))
-        if extra:
-            key += (*[args[i] for i in casts], *[args[i] is None for i in optional])
+        if casts:
+            key += tuple(map(args.__getitem__, casts))
+        if optional:
+            key += tuple([args[i] is None for i in optional])
         result = results.get(key)
         if result is None:
             result = fusion._infer(op, args, [a, b] if two else [a], key)
