@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from typing import Any
+from typing import Any, cast
 
 from burn.dtype import DType
 from burn.fusion.elementwise import run_block
@@ -328,7 +328,7 @@ class Stream:
         if len(live) < 2 or block[0].out.id not in live:
             return None
         structure = block[0].key[0]
-        if not self._pays(kind, len(live), block[-1].out.shape):
+        if not self._pays(kind, len(live), cast(tuple[int, ...], block[-1].out.shape)):
             return structure
         if len(self.shared) >= MAX_PLANS:
             self.shared.clear()
