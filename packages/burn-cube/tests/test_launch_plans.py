@@ -115,6 +115,23 @@ def test_buffers_still_read_elsewhere_are_not_reused() -> None:
     assert rt.empty((6,), f32).handle is not sub.handle
 
 
+def test_dead_buffer_nothing_else_holds_is_free_at_once() -> None:
+    """Kept as free (handed out without a reference count check), not as held."""
+    rt = cpu_runtime.CpuRuntime()
+    array = rt.empty((13,), f32)
+    handle = weakref.ref(array.handle)
+    del array
+    assert [entry[0] for entry in rt.buffers.free[((13,), "f32")]] == [handle()]
+    assert not rt.buffers.held.get(((13,), "f32"))
+    exported = rt.empty((13,), f32)
+    view = exported.handle.view()  # a numpy view still reads it
+    del exported
+    assert [entry[0] for entry in rt.buffers.held[((13,), "f32")]] == [handle()]
+    assert rt.empty((13,), f32).handle is not handle()
+    del view
+    assert rt.empty((13,), f32).handle is handle()
+
+
 def test_pool_keeps_at_most_pool_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cpu_runtime, "POOL_BYTES", 1000)
     rt = cpu_runtime.CpuRuntime()

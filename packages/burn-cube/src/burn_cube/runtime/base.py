@@ -263,9 +263,9 @@ class PooledArray(DeviceArray):
             handle = self.handle
             if self.base is not None:
                 return
+            held = _refcount(handle) > _RECLAIM_REFS  # counted before `handle` is an argument
             runtime: Any = self.runtime
-            runtime.buffers.keep(self.shape, self.dtype, handle, self.address,
-                                 _refcount(handle) > _RECLAIM_REFS)
+            runtime.buffers.keep(self.shape, self.dtype, handle, self.address, held)
         except Exception:  # noqa: S110 - at interpreter exit the module may be torn down
             pass
 
