@@ -285,7 +285,8 @@ def _broadcast(shapes: Any) -> Shape:
 
 def _method(op: OpDef) -> Callable[..., Any]:
     """The backend method of `op`: `run_elementwise`, with the planned launch of one or two
-    tensors, or a tensor and a number (the most frequent ops), looked up directly."""
+    tensors, a tensor and a number, or a tensor and a compile-time argument (a cast's dtype)
+    looked up directly (the most frequent ops)."""
     name, roles = op.name, _roles(op)
 
     def method(self: Any, *args: Any) -> Any:
@@ -321,9 +322,20 @@ def _method(op: OpDef) -> Callable[..., Any]:
         plan.launch((array, plan.numbers[0](value), out.array))
         return out
 
+    def with_fixed(self: Any, x: CubeTensor, fixed: Any) -> Any:
+        array = x.array
+        plan = self.plans.get((name, id(x.dtype), array.shape if array.base is None
+                               else layout_key(array), fixed))
+        if plan is None or plan.launch is None:
+            return run_elementwise(self, op, (x, fixed))
+        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        plan.launch((array, out.array))
+        return out
+
     direct: dict[tuple[int, ...], Callable[..., Any]] = {(_TENSOR,): unary,
                                                          (_TENSOR, _TENSOR): binary,
-                                                         (_TENSOR, _NUMBER): with_number}
+                                                         (_TENSOR, _NUMBER): with_number,
+                                                         (_TENSOR, _FIXED): with_fixed}
     chosen = direct.get(roles, method)
     chosen.__name__ = chosen.__qualname__ = op.name
     chosen.__doc__ = f"`{op.signature}` as one burn-cube kernel."

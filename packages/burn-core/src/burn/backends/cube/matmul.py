@@ -195,7 +195,7 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
     halves on two threads from `blas_pair.PAIR_MATMUL` where BLAS may use more than one) on
     zero-copy host views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
     dtype = lhs.dtype
-    a, b = host_view(lhs.array), host_view(rhs.array)
+    a, b = _operand(lhs.array), _operand(rhs.array)
     floats = dtype is DType.float32 or dtype is DType.float64
     if floats and math.prod(shape) * a.shape[-1] <= OPENBLAS_ONE_THREAD:
         with np.errstate(all="ignore"):  # NaN and inf propagate silently, as in the kernels
@@ -212,6 +212,12 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
             out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
                               CPU_SMALL_MATMUL).astype(dtype.numpy)
     return backend.from_host(out)
+
+
+def _operand(array: Any) -> np.ndarray:
+    """A cpu-runtime array as numpy reads it for a product: an owning array's storage itself
+    (the product only reads it), a view's host view."""
+    return array.handle if array.base is None else host_view(array)  # type: ignore[no-any-return]
 
 
 def _paired(blas: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
