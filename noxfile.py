@@ -86,6 +86,9 @@ TORCH = "torch==2.13.0"  # the reference implementation; a local CPU build
 # string exactly, so a local CPU build (2.13.0+cpu) already in the environment is replaced
 TORCHVISION = ("torch===2.13.0", "torchvision==0.28.0")
 TRITON = "triton==3.7.1"  # the triton PyPI's torch 2.13 depends on
+# CuPy's NVRTC bindings and NVRTC itself: the cuda runtime's compile (IEEE subnormals, the disk
+# cache) is tested without a GPU, since NVRTC needs none
+NVRTC = ("cupy-cuda13x==14.2.0", "nvidia-cuda-nvrtc==13.5.37")
 # burn-dataset: the data-loader tests use real datasets; [train]: progress, plots, system metrics;
 # the examples: tests run each one's main (they bring polars, pillow, scikit-learn).
 EXAMPLES = ["simple-regression", "mnist", "custom-csv-dataset", "custom-image-dataset",
@@ -161,8 +164,9 @@ def cube(session: nox.Session) -> None:
     """burn-cube's kernel suite on every runtime this machine has: cpu always, wgpu when a
     Vulkan driver is installed (Mesa's llvmpipe on CPU-only machines); the suite prints the list."""
     # torch: the cpu runtime's private-libgomp test loads torch's libgomp first; triton (what
-    # PyPI's torch brings): the test that importing it after llvmpipe started is safe
-    install(session, "-e", "packages/burn-cube[wgpu,test]", TORCH, TRITON)
+    # PyPI's torch brings): the test that importing it after llvmpipe started is safe; NVRTC:
+    # test_nvrtc.py
+    install(session, "-e", "packages/burn-cube[wgpu,test]", TORCH, TRITON, *NVRTC)
     runtimes = cube_runtimes()
     if "wgpu" not in runtimes:
         session.warn("no Vulkan driver: wgpu is not tested (apt-get install mesa-vulkan-drivers)")

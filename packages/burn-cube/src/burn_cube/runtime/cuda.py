@@ -1,7 +1,9 @@
-"""CUDA runtime through CuPy: NVRTC-compiled ``RawModule``s, CuPy's memory pool, one stream.
+"""CUDA runtime through CuPy: kernels compiled by NVRTC (`runtime.nvrtc`: IEEE subnormals, as
+PyTorch's; images in burn-cube's disk cache) and loaded as CuPy ``Module``s, CuPy's memory
+pool, one stream.
 
 The import is guarded: without CuPy or a CUDA device, ``runtime("cuda")`` raises
-``RuntimeUnavailableError``. CuPy keeps its own on-disk cache of compiled modules. Kernels
+``RuntimeUnavailableError``. Kernels
 declare their tensor pointers ``__restrict__``; a launch whose arguments overlap where one of
 them is written runs the kernel's unqualified variant instead (compiled on first use). CuPy has
 no bfloat16 dtype: bf16 tensors and scalars travel as their uint16 bits (``__nv_bfloat16`` in
@@ -26,10 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from burn_cube.cache import DiskCache
 from burn_cube.codegen import generate
 from burn_cube.codegen.cuda import generate_aliased
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
+from burn_cube.runtime import nvrtc
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime, scalar_converter
 from burn_cube.types import DType, bf16, from_numpy
 
@@ -230,6 +234,8 @@ class CudaRuntime(Runtime):
         self.description = _device_name(index)
         self.max_threads = int(props["maxThreadsPerBlock"])
         self.max_grid = tuple(int(v) for v in props["maxGridSize"])
+        self.capability = int(props["major"]) * 10 + int(props["minor"])
+        self.disk = DiskCache()
         self._modules: dict[str, CompiledCuda] = {}
 
     @property
@@ -267,14 +273,16 @@ class CudaRuntime(Runtime):
 
     def _load(self, kernel: KernelIR, source: str) -> CompiledCuda:
         if source not in self._modules:
+            image = nvrtc.compile_image(source, self.capability, kernel.name, self.disk)
             try:
                 with self.device:
-                    module = cupy.RawModule(code=source, options=("--std=c++17",))
-                    function = module.get_function("bc_kernel")
-                    address = function.kernel.ptr
-            except Exception as exc:  # cupy.cuda.compiler.CompileException and driver errors
-                raise CompileError(f"NVRTC failed: {exc}", kernel.name) from exc
-            self._modules[source] = CompiledCuda(module, function, source, address)
+                    module = cupy.cuda.function.Module()
+                    module.load(image)
+                    function = module.get_function(nvrtc.ENTRY)
+            except cupy.cuda.driver.CUDADriverError as exc:
+                raise CompileError(f"loading the compiled kernel failed: {exc}",
+                                   kernel.name) from exc
+            self._modules[source] = CompiledCuda(module, function, source, function.ptr)
         return self._modules[source]
 
     def launch(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
