@@ -71,6 +71,15 @@ def test_a_corrupt_entry_is_rebuilt(tmp_path: Path) -> None:
     assert entry.read_bytes() == image
 
 
+def test_cuda_headers_are_found(tmp_path: Path) -> None:
+    """Kernels include CUDA's half and bfloat16 headers (the prelude of every generated
+    kernel): NVRTC finds them where CuPy does."""
+    source = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+              'extern "C" __global__ void bc_kernel(__half *x, __nv_bfloat16 *y) {\n'
+              "    x[0] = __float2half(1.0f); y[0] = __float2bfloat16_rn(2.0f);\n}")
+    assert nvrtc.compile_image(source, NEWEST, "halves", DiskCache(tmp_path))[:4] == b"\x7fELF"
+
+
 def test_errors_carry_the_compiler_log(tmp_path: Path) -> None:
     """A source NVRTC rejects raises CompileError naming the kernel, with NVRTC's log, and
     leaves nothing in the cache."""

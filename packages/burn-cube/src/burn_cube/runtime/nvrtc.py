@@ -90,10 +90,24 @@ def _compile(source: str, arch: str, cubin: bool, name: str) -> bytes:
     program = nvrtc.createProgram(source, f"{name}.cu", [], [])
     try:
         try:
-            nvrtc.compileProgram(program, [*OPTIONS, f"-arch={arch}"])
+            nvrtc.compileProgram(program, [*OPTIONS, *_include_options(), f"-arch={arch}"])
         except nvrtc.NVRTCError as exc:
             raise CompileError(f"NVRTC failed: {exc}\n{nvrtc.getProgramLog(program)}",
                                name) from None
         return bytes(nvrtc.getCUBIN(program) if cubin else nvrtc.getPTX(program))
     finally:
         nvrtc.destroyProgram(program)
+
+
+def _include_options() -> list[str]:
+    """The ``-I`` options CuPy's own compiles use (CUDA's headers, such as ``cuda_fp16.h``,
+    wherever CuPy found them: a CUDA toolkit or NVIDIA's wheels), without anything else of
+    CuPy's option set."""
+    from cupy._core import core
+
+    assembled = getattr(core, "assemble_cupy_compiler_options", None)
+    if assembled is not None:
+        return [opt for opt in assembled(()) if opt.startswith("-I")]
+    from cupy.cuda import get_cuda_path
+
+    return [f"-I{get_cuda_path()}/include"]
