@@ -13,6 +13,7 @@ import pytest
 import burn_cube as bc
 from burn_cube import ABSOLUTE_POS, Tensor, bf16, bool_, f16, f32, i32, i64
 from burn_cube.codegen import generate
+from burn_cube.codegen.c import CACHE_LINE, PREFETCH_AHEAD, PREFETCH_BLOCK
 from burn_cube.errors import LaunchError
 from burn_cube.ir import KernelBuilder
 from burn_cube.kernel import IRKernel
@@ -51,6 +52,20 @@ def mixed_line(x: Tensor[bc.Line[f32, 4]], y: Tensor[f32], out: Tensor[bc.Line[f
         out[i] = x[i] * y[i]  # a scalar tensor: not lane-flat (it would be read per lane)
 
 
+@bc.kernel
+def double_line(x: Tensor[bc.Line[bc.f64, 2]], out: Tensor[bc.Line[bc.f64, 2]]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * 2.0
+
+
+@bc.kernel
+def fill_line(out: Tensor[bc.Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = f32(i)
+
+
 def gelu_ref(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
@@ -84,10 +99,49 @@ def scalars_kernel() -> IRKernel:
 def test_line_fast_path_is_lane_flat() -> None:
     x = np.zeros(1024, np.float32)
     src = gelu_line.source("c", 256, x, x)
-    assert "for (int64_t bc_e = 0; bc_e < bc_n * 4; ++bc_e)" in src
+    assert "for (int64_t bc_e = bc_b; bc_e < bc_stop; ++bc_e)" in src
     assert "bc_tanh_f32x4" in src  # the checked loop keeps the vector type
     mixed = mixed_line.source("c", 256, x, x, x)
-    assert "bc_e = 0" not in mixed
+    assert "bc_e = " not in mixed
+
+
+def test_lane_flat_blocks_prefetch_the_inputs() -> None:
+    """A lane-flat loop runs in blocks of `PREFETCH_BLOCK` bytes of its widest tensor, each
+    prefetching every line of the block of each tensor it reads (not of those it only writes),
+    `PREFETCH_AHEAD` bytes on; a loop that reads no tensor is one plain loop."""
+    x = np.zeros(1024, np.float32)
+    src = gelu_line.source("c", 256, x, x)
+    block = PREFETCH_BLOCK // 4
+    assert f"bc_b < bc_n * 4; bc_b += {block})" in src
+    prefetches = [line.strip() for line in src.splitlines() if "__builtin_prefetch" in line]
+    assert len(prefetches) == PREFETCH_BLOCK // CACHE_LINE
+    assert all("t_x_e + (bc_base) * 4 + bc_b" in line for line in prefetches)
+    assert f"+ {PREFETCH_AHEAD})" in prefetches[0]
+    assert f"+ {PREFETCH_AHEAD + PREFETCH_BLOCK - CACHE_LINE})" in prefetches[-1]
+    doubles = double_line.source("c", 64, x.astype(np.float64), x.astype(np.float64))
+    assert f"bc_b < bc_n * 2; bc_b += {PREFETCH_BLOCK // 8})" in doubles
+    assert sum("__builtin_prefetch" in line for line in doubles.splitlines()) == \
+        PREFETCH_BLOCK // CACHE_LINE
+    fill = fill_line.source("c", 64, x)
+    assert "__builtin_prefetch" not in fill and "bc_e = 0; bc_e < bc_n * 4;" in fill
+
+
+@pytest.mark.parametrize("lines", [1, 31, 32, 33, 256 * 2 + 7, 256 * 40])
+def test_lane_flat_blocks_match_numpy(rt: bc.Runtime, lines: int) -> None:
+    """Lengths that end mid-block, blocks cut by the cube, and a kernel writing the tensor it
+    reads (in place), against numpy."""
+    x = RNG.standard_normal(4 * lines).astype(np.float32)
+    out = rt.allocate(x.shape, f32)
+    gelu_line.launch(rt, -(-lines // 256), 256, rt.upload(x), out)
+    got = out.numpy()
+    assert got.shape == x.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, gelu_ref(x), rtol=1e-5, atol=1e-6)
+    inplace = rt.upload(x)
+    gelu_line.launch(rt, -(-lines // 256), 256, inplace, inplace)
+    np.testing.assert_array_equal(inplace.numpy(), got)
+    doubled = rt.allocate(x.shape, bc.f64)
+    double_line.launch(rt, -(-lines * 2 // 64), 64, rt.upload(x.astype(np.float64)), doubled)
+    np.testing.assert_array_equal(doubled.numpy(), x.astype(np.float64) * 2)
 
 
 def test_lane_flat_matches_numpy(rt: bc.Runtime) -> None:

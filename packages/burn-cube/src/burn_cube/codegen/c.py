@@ -24,7 +24,8 @@ vectorize (GCC's loop vectorizer skips vector statements), so lines would run on
 Where the fast path's units each touch one line at ``off + bc_unit`` of line tensors only, it is
 rendered *lane-flat* instead: one scalar loop over the ``BC_CD * lanes`` elements of the cube
 (every line op is lane-wise, so lane ``k`` of a unit is the scalar kernel on element
-``(off + unit) * lanes + k``), which vectorizes at the machine's own width like a scalar kernel.
+``(off + unit) * lanes + k``), which vectorizes at the machine's own width like a scalar kernel;
+where the kernel reads tensors that loop runs in blocks, each prefetching its inputs ahead.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ _TRAPPING = frozenset(("div", "mod", "floordiv", "fmod", "pow"))
 #: Fewest elements of work (cubes x units per cube, times ``KernelIR.unit_work`` where the
 #: kernel names one) a launch spreads over OpenMP threads.
 PARALLEL_UNITS = 32768
+#: A lane-flat loop that reads tensors runs in blocks of `PREFETCH_BLOCK` bytes of its widest
+#: tensor, each block first prefetching the cache lines of its inputs `PREFETCH_AHEAD` bytes on
+#: (gcc vectorizes no loop holding a prefetch, hence the blocks): with the hardware prefetcher
+#: alone the fused tanh-GELU chain over 16M float32 ran 1.16x and ``x + y`` 1.24x slower.
+PREFETCH_AHEAD = 8192
+PREFETCH_BLOCK = 512
+CACHE_LINE = 64
 
 
 def _has_barrier(stmts: list[ir.Stmt]) -> bool:
@@ -398,10 +406,14 @@ class CEmitter(Emitter):
         if guarded is not None:  # a guard that is a cube constant: tested once, out of the loop
             self.line(f"if ({guarded[0]}) {{")
             self.depth += 1
+        prefetches = self.prefetches() if self.flat else []
+        if prefetches:
+            self.flat_block(prefetches)
         if pragma:
             self.line(pragma)
         if self.flat:
-            self.line(f"for (int64_t bc_e = 0; bc_e < bc_n * {self.flat}; ++bc_e) {{")
+            start, stop = ("bc_b", "bc_stop") if prefetches else ("0", f"bc_n * {self.flat}")
+            self.line(f"for (int64_t bc_e = {start}; bc_e < {stop}; ++bc_e) {{")
             self.depth += 1
             self.line(f"const int64_t bc_unit = bc_e / {self.flat};")
         else:
@@ -415,9 +427,40 @@ class CEmitter(Emitter):
         self.line(f"{label}: ;")
         self.depth -= 1
         self.line("}")
+        if prefetches:
+            self.depth -= 1
+            self.line("}")
         if guarded is not None:
             self.depth -= 1
             self.line("}")
+
+    def prefetches(self) -> list[str]:
+        """The prefetches of one block of a lane-flat loop (from element ``bc_b``): every cache
+        line of the block in each tensor the kernel reads, `PREFETCH_AHEAD` bytes on (none
+        where it reads no tensor)."""
+        assert self.hoist is not None
+        out = []
+        for name, off in self.hoist.reads().items():
+            size = self.kernel.buffers[name].dtype.bits // 8
+            at = f"(uintptr_t)({self.buf(name)}_e + ({off}) * {self.flat} + bc_b)"
+            out += [f"__builtin_prefetch((const void *)({at} + {PREFETCH_AHEAD + line}), 0, 3);"
+                    for line in range(0, self.flat_block_size() * size, CACHE_LINE)]
+        return out
+
+    def flat_block_size(self) -> int:
+        """Elements per block of a lane-flat loop: `PREFETCH_BLOCK` bytes of its widest
+        tensor."""
+        widest = max(b.dtype.bits // 8 for b in self.kernel.buffers.values())
+        return max(PREFETCH_BLOCK // widest, 1)
+
+    def flat_block(self, prefetches: list[str]) -> None:
+        """Open the block loop of a lane-flat loop: its prefetches and its end ``bc_stop``."""
+        total, block = f"bc_n * {self.flat}", self.flat_block_size()
+        self.line(f"for (int64_t bc_b = 0; bc_b < {total}; bc_b += {block}) {{")
+        self.depth += 1
+        for line in prefetches:
+            self.line(line)
+        self.line(f"const int64_t bc_stop = bc_b + {block} < {total} ? bc_b + {block} : {total};")
 
     def cube_flag(self) -> tuple[str, list[ir.Stmt]] | None:
         """The flag and branch of a fast-path body that is one ``if`` on a cube constant (the

@@ -108,26 +108,27 @@ def walk(e: ir.Expr) -> Iterator[ir.Expr]:
             yield from walk(child)
 
 
-def _exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
-    """Every expression of the statements, nested ones included (stores as a Load of the
-    element they write)."""
+def _exprs(stmts: list[ir.Stmt], stores: bool = True) -> Iterator[ir.Expr]:
+    """Every expression of the statements, nested ones included (with `stores`, stores as a
+    Load of the element they write)."""
     for s in stmts:
         match s:
             case ir.Assign(value=v) | ir.Eval(expr=v):
                 yield from walk(v)
             case ir.Store(buf=buf, index=index, value=v):
                 yield from walk(v)
-                yield from walk(ir.Load(buf, index, v.dtype))
+                if stores:
+                    yield from walk(ir.Load(buf, index, v.dtype))
             case ir.If(cond=cond, then=then, orelse=orelse):
                 yield from walk(cond)
-                yield from _exprs(then + orelse)
+                yield from _exprs(then + orelse, stores)
             case ir.While(cond=cond, body=body):
                 yield from walk(cond)
-                yield from _exprs(body)
+                yield from _exprs(body, stores)
             case ir.For(start=start, stop=stop, body=body):
                 yield from walk(start)
                 yield from walk(stop)
-                yield from _exprs(body)
+                yield from _exprs(body, stores)
 
 
 def _assigned(stmts: list[ir.Stmt]) -> Iterator[str]:
@@ -325,6 +326,15 @@ class Hoist:
         self._require((*a.exact(cube), *b.exact(cube)))
         n = f"({b.full} - {a.full}{' + 1' if cond.op in ('le', 'ge') else ''})"
         return f"({n} < 0 ? 0 : {n} > (int64_t)BC_CD ? (int64_t)BC_CD : {n})"
+
+    def reads(self) -> dict[str, str]:
+        """The cube-invariant offset (``off``) of the first registered read of each buffer the
+        body loads from (stores left out), by buffer name."""
+        out: dict[str, str] = {}
+        for e in _exprs(self.body, stores=False):
+            if isinstance(e, ir.Load) and (e.buf, e.index) in self.offsets:
+                out.setdefault(e.buf, self.offsets[(e.buf, e.index)])
+        return out
 
     def _require(self, conds: tuple[str, ...]) -> None:
         self.conds.update(dict.fromkeys(conds))
