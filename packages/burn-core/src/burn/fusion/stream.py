@@ -45,13 +45,13 @@ MAX_PLANS = 4096
 #: recording and a flush to its one kernel.
 LONE = 3
 #: On the cpu runtime, where a launch costs about what recording an op and a flush do, an
-#: elementwise block pays for its recording (`Stream._pays`) where it computes at least
-#: `CPU_FUSE_OPS` ops, or where the intermediate results it keeps out of memory (its live ops
-#: but one, times its result's elements) reach `CPU_FUSE_WORK` elements; a stream started by
-#: a block that does not counts, for its first op's structure, as a flush alone (`LONE`).
-#: (Measured, 1 thread: add + relu over 64 x 256 floats 16 us fused against 10 us as two
-#: kernels; over 1024 x 256, 81 us against 128 us.)
-CPU_FUSE_OPS = 5
+#: elementwise block pays for its recording (`Stream._pays`) where the intermediate results
+#: it keeps out of memory (its live ops but one, times its result's elements) reach
+#: `CPU_FUSE_WORK` elements; a stream started by a block that does not counts, for its first
+#: op's structure, as a flush alone (`LONE`). (Measured, 1 thread, fused against one kernel
+#: an op: add + relu over 64 x 256 floats 16 us against 10 us, over 512 x 256 29 against
+#: 43 us; 3 ops over 64 x 256 18 against 14 us, over 256 x 256 24 against 31 us; 5 ops over
+#: 16 x 256 22 against 16 us, 8 ops 33 against 28 us.)
 CPU_FUSE_WORK = 1 << 17
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
 #: and the structure that started the stream where its block does not pay (`Stream._pays`).
@@ -338,9 +338,9 @@ class Stream:
     def _pays(self, kind: str | None, live: int, shape: tuple[int, ...]) -> bool:
         """Whether a block of `kind` computing `live` ops with results of `shape` gains more
         than its recording costs: always on GPU runtimes and for reduce blocks; on the cpu
-        runtime an elementwise block of `CPU_FUSE_OPS` ops, or keeping `CPU_FUSE_WORK`
-        intermediate elements out of memory."""
-        return not self.thrifty or kind is not None or live >= CPU_FUSE_OPS or \
+        runtime an elementwise block keeping `CPU_FUSE_WORK` intermediate elements out of
+        memory."""
+        return not self.thrifty or kind is not None or \
             (live - 1) * math.prod(shape) >= CPU_FUSE_WORK
 
 
