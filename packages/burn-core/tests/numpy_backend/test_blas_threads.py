@@ -1,5 +1,6 @@
 """Small matrix products run on one BLAS thread, large ones on the configured count; the count
-is restored after each call and the products equal numpy's."""
+is restored after each call and the products equal numpy's. Products OpenBLAS runs on one
+thread by itself are not pinned."""
 
 from __future__ import annotations
 
@@ -60,6 +61,37 @@ def test_threads_follow_the_product_size(lib: FakeLib, lhs: tuple, rhs: tuple,
     assert lib.sets == ([1, 2] if threads == 1 else [])
 
 
+@pytest.mark.parametrize(("lhs", "rhs", "pinned"), [
+    ((64, 64), (64, 64), False),  # gemm of 2**18 multiply-adds: OpenBLAS's own one thread
+    ((64, 64), (64, 3), False),
+    ((4, 8, 16), (16, 8), False),  # batched
+    ((2, 16, 64), (2, 64, 32), False),
+    ((64, 65), (65, 64), True),  # past 2**18
+    ((1, 64), (64, 128), False),  # gemv below 9216
+    ((1, 96), (96, 96), True),  # gemv of 9216
+    ((96, 96), (96, 1), True),
+    ((128, 8), (8, 128), True),  # square: numpy may call syrk, which threads from 100
+])
+def test_products_openblas_runs_on_one_thread_are_not_pinned(
+        lib: FakeLib, lhs: tuple, rhs: tuple, pinned: bool) -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(lhs), rng.standard_normal(rhs)
+    out = B.float_matmul(a, b)
+    ref = np.einsum("...ij,...jk->...ik", a, b)
+    assert out.shape == ref.shape and out.dtype == np.float64
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
+    assert blas.one_thread(a, b) is not pinned
+    assert lib.sets == ([1, 2] if pinned else []) and lib.threads == 2
+
+
+def test_square_product_of_a_matrix_and_its_transpose_equals_numpy() -> None:
+    a = np.random.default_rng(3).standard_normal((40, 7)).astype(np.float32)
+    out = B.float_matmul(a, a.T)  # numpy's syrk path: one buffer, transposed
+    assert out.shape == (40, 40) and out.dtype == np.float32
+    wide = a.astype(np.float64)
+    np.testing.assert_allclose(out, wide @ wide.T, rtol=1e-5, atol=1e-5)
+
+
 def test_single_threaded_pool_is_left_alone(lib: FakeLib) -> None:
     lib.threads = 1
     B.float_matmul(np.ones((3, 4), np.float32), np.ones((4, 5), np.float32))
@@ -68,7 +100,7 @@ def test_single_threaded_pool_is_left_alone(lib: FakeLib) -> None:
 
 def test_count_is_restored_when_the_product_fails(lib: FakeLib) -> None:
     with pytest.raises(ValueError):
-        blas.matmul(np.ones((3, 4), np.float32), np.ones((5, 6), np.float32))
+        blas.matmul(np.ones((600, 400), np.float32), np.ones((500, 6), np.float32))
     assert lib.threads == 2 and lib.sets == [1, 2]
 
 

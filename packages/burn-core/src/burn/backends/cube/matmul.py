@@ -182,12 +182,6 @@ def tiled_runner(name: str) -> Runner:
 #: the OpenMP kernels that follow, so at 2 threads a 2-layer transformer step with its
 #: [1024, 128] x [128, 512] products threaded took ~600 ms, against ~110 ms with them on one.
 CPU_SMALL_MATMUL = 1 << 28
-#: multiply-adds of one matrix product up to which OpenBLAS itself runs one thread
-#: (`SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD` in its gemm interface, 65536 * 4):
-#: products of at most this many in all (batches included) call numpy's matmul directly,
-#: without pinning BLAS to one thread around the call (threadpoolctl's get / set took ~3 us
-#: of a ~4.5 us [64, 64] x [64, 3] product at 2 threads).
-OPENBLAS_ONE_THREAD = 1 << 18
 
 
 def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
@@ -197,10 +191,12 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
     dtype = lhs.dtype
     a, b = _operand(lhs.array), _operand(rhs.array)
     floats = dtype is DType.float32 or dtype is DType.float64
-    if floats and math.prod(shape) * a.shape[-1] <= OPENBLAS_ONE_THREAD:
+    blas = _numpy_blas()
+    if floats and blas.one_thread(a, b):
+        # OpenBLAS runs one thread by itself: no pin and restore around the call (threadpoolctl's
+        # get / set took ~3 us of a ~4.5 us [64, 64] x [64, 3] product at 2 threads)
         with np.errstate(all="ignore"):  # NaN and inf propagate silently, as in the kernels
             return backend.from_host(np.matmul(a, b))
-    blas = _numpy_blas()
     with np.errstate(all="ignore"):
         if floats:
             out = _paired(blas, a, b)

@@ -3,7 +3,9 @@
 Splitting a small product over several OpenBLAS threads costs more in synchronisation than it
 saves (on a loaded 2-core machine a [64, 784] x [784, 256] product takes 30x longer on two
 threads than on one). Products below `SMALL_MATMUL` multiply-adds drop numpy's OpenBLAS to one
-thread for the call and restore the count after; larger ones use the configured count.
+thread for the call and restore the count after; larger ones use the configured count. Products
+OpenBLAS runs on one thread by itself (`one_thread`) skip the pin and restore (threadpoolctl's
+get / set costs ~3-6 us a call).
 """
 
 from __future__ import annotations
@@ -15,6 +17,15 @@ import numpy as np
 
 #: multiply-adds below which a product runs on one BLAS thread.
 SMALL_MATMUL = 1 << 24
+#: multiply-adds of a matrix-matrix product (gemm) up to which OpenBLAS runs one thread by itself
+#: (`SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD` in its gemm interface: 65536 * 4).
+GEMM_ONE_THREAD = 1 << 18
+#: multiply-adds of a matrix-vector product (gemv: numpy's call where m or n is 1) below which
+#: OpenBLAS runs one thread by itself (`2304 * GEMM_MULTITHREAD_THRESHOLD` in its gemv interface).
+GEMV_ONE_THREAD = 2304 * 4
+#: side of a square product from which numpy may call syrk (`a @ a.T` on one buffer), which
+#: OpenBLAS threads from 100 (float64; 200 for float32) whatever its depth.
+SYRK_MAY_THREAD = 100
 
 _libs: list[Any] | None = None
 
@@ -27,6 +38,30 @@ def _openblas() -> list[Any]:
 
         _libs = list(ThreadpoolController().select(internal_api="openblas").lib_controllers)
     return _libs
+
+
+def multiply_adds(lhs: np.ndarray, rhs: np.ndarray) -> int:
+    """The multiply-adds of np.matmul(lhs, rhs) on [..., m, k] and [..., k, n], batches (either
+    operand's, broadcast) included."""
+    return max(lhs.size * rhs.shape[-1], rhs.size * lhs.shape[-2])  # type: ignore[no-any-return]
+
+
+def one_thread(lhs: np.ndarray, rhs: np.ndarray) -> bool:
+    """Whether OpenBLAS runs np.matmul(lhs, rhs) on one thread without being told to: products
+    of at most `GEMM_ONE_THREAD` multiply-adds in all (batches included), below
+    `GEMV_ONE_THREAD` where numpy calls gemv, and not square from `SYRK_MAY_THREAD` on.
+
+    Args:
+        lhs: [..., m, k].
+        rhs: [..., k, n].
+    Returns:
+        True when the product needs no thread pin.
+    """
+    m, n = lhs.shape[-2], rhs.shape[-1]
+    work = multiply_adds(lhs, rhs)
+    if m == 1 or n == 1:
+        return work < GEMV_ONE_THREAD
+    return work <= GEMM_ONE_THREAD and (m != n or m < SYRK_MAY_THREAD)
 
 
 def matmul(lhs: np.ndarray, rhs: np.ndarray, small: int = SMALL_MATMUL) -> np.ndarray:
@@ -51,8 +86,7 @@ def matmul(lhs: np.ndarray, rhs: np.ndarray, small: int = SMALL_MATMUL) -> np.nd
         # a batched transposed rhs (attention's k^T): numpy's stacked loop is ~1.3x slower on
         # it than a copy and a product of contiguous matrices
         rhs = np.ascontiguousarray(rhs)
-    work = max(lhs.size * rhs.shape[-1], rhs.size * lhs.shape[-2])
-    if work >= small:
+    if one_thread(lhs, rhs) or multiply_adds(lhs, rhs) >= small:
         return np.asarray(np.matmul(lhs, rhs))
     libs = [lib for lib in _openblas() if lib.get_num_threads() > 1]
     if not libs:
