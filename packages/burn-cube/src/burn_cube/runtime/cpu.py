@@ -83,8 +83,13 @@ def compile_flags(compiler: str) -> tuple[str, ...]:
     return (*FLAGS, *accepted)
 
 
+#: `find_compiler`'s answers per ($CC, $PATH): a lookup walks PATH and resolves links (~50 us),
+#: and the launch index asks for the compiler per kernel.
+_COMPILERS: dict[tuple[str | None, str | None], str] = {}
+
+
 def find_compiler() -> str:
-    """Absolute path of the C compiler to use.
+    """Absolute path of the C compiler to use, looked up once per ($CC, $PATH).
 
     Returns:
         The resolved compiler path.
@@ -92,7 +97,15 @@ def find_compiler() -> str:
     Raises:
         MissingCompilerError: ``$CC`` points nowhere, or no cc/gcc/clang is on PATH.
     """
-    cc = os.environ.get("CC")
+    cc, path = os.environ.get("CC"), os.environ.get("PATH")
+    found = _COMPILERS.get((cc, path))
+    if found is None:
+        found = _COMPILERS[(cc, path)] = _look_up_compiler(cc)
+    return found
+
+
+def _look_up_compiler(cc: str | None) -> str:
+    """`find_compiler`'s lookup: ``cc`` (``$CC``) if set, else cc, gcc or clang on PATH."""
     candidates = [cc] if cc else ["cc", "gcc", "clang"]
     for name in candidates:
         found = shutil.which(name)
