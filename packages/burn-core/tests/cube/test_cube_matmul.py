@@ -5,6 +5,7 @@ that no matmul ran on the host fallback."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +25,7 @@ from burn.backends.cube.matmul_kernels import (
     naive_kernel,
     tiled_kernel,
 )
+from burn.backends.numpy import blas
 from burn.dtype import DType
 from burn.errors import DTypeError, ShapeError, UnsupportedDTypeError
 
@@ -209,6 +211,23 @@ def test_edge_values(device: str, strategy: str) -> None:
     wide = np.full((1, 2), 2**40, np.int64)
     got = mm.matmul(backend, backend.upload(wide), backend.upload(wide.T.copy()), strategy)
     np.testing.assert_array_equal(_host(got), np.matmul(wide, wide.T))
+
+
+@pytest.mark.parametrize("rows", [2, 4096])  # OpenBLAS's own one thread; pinned to one
+def test_cpu_blas_products_propagate_nan_without_warnings(rows: int) -> None:
+    backend = _backend("cpu")
+    a = np.ones((rows, 64), np.float32)
+    a[0, 0] = np.inf
+    b = np.ones((64, 2), np.float32)
+    b[0, 1] = 0.0
+    assert blas.one_thread(a, b) is (rows == 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inf * 0 in numpy's matmul warns unless told not to
+        got = _host(mm.matmul(backend, backend.upload(a), backend.upload(b), "blas"))
+    want = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    assert np.isinf(got[0, 0]) and np.isnan(got[0, 1])
 
 
 @pytest.mark.parametrize("device", DEVICES)
