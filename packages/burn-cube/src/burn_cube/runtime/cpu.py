@@ -240,10 +240,12 @@ class Plan:
 
         def launch(values: Any) -> None:
             try:
-                block, words, status, status_ref = free.pop()
+                entry = free.pop()
             except IndexError:
                 block, status = block_type.from_buffer_copy(template), ctypes.c_int32(0)
-                words, status_ref = memoryview(block).cast("B").cast("q"), ctypes.byref(status)
+                entry = (block, memoryview(block).cast("B").cast("q"), status,
+                         ctypes.byref(status))
+            block, words, status, status_ref = entry
             for at, i in pointers:
                 array = values[i]
                 address = array.address
@@ -258,9 +260,9 @@ class Plan:
             function(block, status_ref)
             if status.value:
                 status.value = 0
-                free.append((block, words, status, status_ref))
+                free.append(entry)
                 raise LaunchError(_OUT_OF_BOUNDS, name)
-            free.append((block, words, status, status_ref))
+            free.append(entry)
 
         return launch
 
