@@ -55,10 +55,26 @@ def test_gelu_chain_is_one_kernel(base: str, monkeypatch: pytest.MonkeyPatch) ->
     check(y, gelu_chain(torch.from_numpy(data)), rtol=1e-5, atol=1e-6)
 
 
+def test_library_calls_run_alone_on_the_cpu(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the cpu runtime an op the C target leaves as a library call (log here; f32 tanh is
+    an inline polynomial) is not fused: it would keep gcc from vectorizing the other ops of the
+    kernel. The ops before it fuse into one kernel, it runs alone, the ops after it fuse again;
+    GPU runtimes fuse the whole chain. Values as torch's, NaN and infinities included."""
+    data = np.random.default_rng(3).standard_normal((256, 512)).astype(np.float32)
+    data[0, :4] = [np.nan, np.inf, -np.inf, -3.0]
+    x = burn.tensor(data, device=f"{base}+fusion")
+    counter = LaunchCounter(monkeypatch, base)
+    y = (((x * 0.5).tanh() + 1.0).log() - x) * 2.0
+    burn.sync(f"{base}+fusion")
+    assert counter.take() == (3 if base == "cpu" else 1)
+    t = torch.from_numpy(data)
+    check(y, (((t * 0.5).tanh() + 1.0).log() - t) * 2.0, rtol=1e-5, atol=1e-5)
+
+
 def test_nothing_runs_until_a_sync_point(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     x = burn.tensor(np.linspace(-2, 2, 40, dtype=np.float32), device=f"{base}+fusion")
     counter = LaunchCounter(monkeypatch, base)
-    y = (x.exp() + 1.0).log()
+    y = (x.exp() + 1.0).sqrt()
     assert counter.take() == 0
     burn.sync(f"{base}+fusion")
     assert counter.take() == 1
@@ -66,9 +82,9 @@ def test_nothing_runs_until_a_sync_point(base: str, monkeypatch: pytest.MonkeyPa
     z = y * 2.0
     assert counter.take() == 0
     third = float(np.linspace(-2, 2, 40, dtype=np.float32)[3])
-    assert z[3].item() == pytest.approx(2 * math.log1p(math.exp(third)), rel=1e-6)
+    assert z[3].item() == pytest.approx(2 * math.sqrt(math.exp(third) + 1), rel=1e-6)
     assert not pending(z)  # indexing is a sync point for what it reads
-    check(z, torch.nn.functional.softplus(torch.linspace(-2, 2, 40)) * 2.0, rtol=1e-5)
+    check(z, (torch.linspace(-2, 2, 40).exp() + 1.0).sqrt() * 2.0, rtol=1e-5)
 
 
 def test_backend_calls_record_alike_by_position_and_keyword(base: str) -> None:
@@ -93,10 +109,10 @@ def test_dropped_intermediates_are_never_computed(base: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     data = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
     x = burn.tensor(data, device=f"{base}+fusion")
-    kept = x.sin()
+    kept = x.tanh()
     dropped = kept * 3.0
     handle = weakref.ref(dropped._prim)
-    out = (dropped + kept).cos()
+    out = (dropped + kept).exp()
     del dropped
     assert handle() is None  # the stream holds no strong reference to a pending result
     counter = LaunchCounter(monkeypatch, base)
@@ -104,8 +120,8 @@ def test_dropped_intermediates_are_never_computed(base: str,
     burn.sync(f"{base}+fusion")
     assert counter.take() == 1  # one kernel writing `kept` and `out`, not the product
     assert stats().kernels_launched == 1
-    check(kept, torch.from_numpy(data).sin())
-    check(out, (torch.from_numpy(data).sin() * 4.0).cos(), rtol=1e-5)
+    check(kept, torch.from_numpy(data).tanh())
+    check(out, (torch.from_numpy(data).tanh() * 4.0).exp(), rtol=1e-5)
     unheld = x.exp() * 2.0
     del unheld
     reset_stats()
@@ -270,7 +286,7 @@ def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
     tx = torch.from_numpy(data)
     # x * 3.0 shares a block that pays (5 ops keeping `CPU_FUSE_WORK` elements out of memory
     # on the cpu): stays recorded
-    check((x * 3.0).exp().add(1.0).log().tanh(), (tx * 3.0).exp().add(1.0).log().tanh())
+    check((x * 3.0).exp().add(1.0).sqrt().tanh(), (tx * 3.0).exp().add(1.0).sqrt().tanh())
     reset_stats()
     for step in range(LONE + 2):
         y = x - 0.5

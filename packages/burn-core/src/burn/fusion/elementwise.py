@@ -38,20 +38,47 @@ from burn.dtype import DType
 from burn.fusion.emit import DTYPES, emit_op
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
-from burn.ir import TensorIR
+from burn.ir import OpDef, TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
+from burn_cube.codegen.table_c import calls_library
 
 #: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices), where
 #: an op is (name, arguments, result dtype) and an argument is ("in", k), ("op", j),
 #: ("num", dtype) or ("fixed", value); dtypes by `id`.
 Signature = tuple[Any, ...]
 _KERNELS: dict[Signature, Any] = {}
+_VECTORIZES: dict[tuple[str, DType], bool] = {}
 
 
 def fusable(dtypes: Iterable[DType]) -> bool:
     """Whether the fuser can compute an op over tensors (and a cast to dtypes) of `dtypes`:
     all of a dtype burn-cube has."""
     return all(d in CUBE_DTYPES for d in dtypes)
+
+
+def vectorizes_on_cpu(op: OpDef, dtype: DType) -> bool:
+    """Whether the cpu runtime's fused kernel stays vectorized with `op` on `dtype` in it: its
+    cube expression holds no op the C target leaves as a per-element library call
+    (`table_c.calls_library`: log, sin, pow, ... where f32 exp and tanh are inline
+    polynomials). Such a call keeps gcc from vectorizing the whole loop, so every other op
+    fused with it would run one element at a time (a 20-op chain of mul, tanh, add and log
+    over 64 x 256 floats took 675 us fused against 256 us as one kernel an op). Kept per
+    (op, dtype)."""
+    key = (op.name, dtype)
+    found = _VECTORIZES.get(key)
+    if found is None:
+        name = CUBE_DTYPES.get(dtype, "")
+        found = _VECTORIZES[key] = op.cube is None or not any(
+            calls_library(call, name) for call in _calls(op.cube))
+    return found
+
+
+def _calls(expr: Any) -> Iterable[str]:
+    """The op names of a cube expression (nested tuples of a name and its arguments)."""
+    if isinstance(expr, tuple):
+        yield expr[0]
+        for arg in expr[1:]:
+            yield from _calls(arg)
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ import weakref
 from typing import Any, cast
 
 from burn.dtype import DType
-from burn.fusion.elementwise import run_block
+from burn.fusion.elementwise import run_block, vectorizes_on_cpu
 from burn.fusion.handle import Cell, FusionTensor, Pending, block_key, new_tuple
 from burn.fusion.matmul import MATMULS, Unfused, run_matmul
 from burn.fusion.matmul import accepts as matmul_accepts
@@ -172,7 +172,7 @@ class Stream:
         (wired anew to the values the others computed), so a block still growing is not cut;
         all of them where the last block is the whole stream (a bound on kernel size)."""
         pending, weak, values = self.pending, self.weak, self.values
-        last = len(_blocks(pending)[-1][1])
+        last = len(_blocks(pending, self.thrifty)[-1][1])
         if last == len(pending):
             self.flush()
             return
@@ -290,7 +290,7 @@ class Stream:
         blocks: list[tuple[str | None, int, int, Cell]] = []
         at: dict[int, int] = {}  # the block of each result by id
         start = 0
-        for kind, block in _blocks(pending):
+        for kind, block in _blocks(pending, self.thrifty):
             for r in block:
                 at[r.out.id] = len(blocks)
             blocks.append((kind, start, start + len(block), Cell()))
@@ -371,17 +371,22 @@ def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor],
     return reduce_accepts(handles[0].shape, args[1], columns)
 
 
-def _blocks(pending: list[Pending]) -> list[tuple[str | None, list[Pending]]]:
+def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pending]]]:
     """The planner: the pending ops cut into blocks (module docstring), each with its kind
-    (None: elementwise, "reduce" or "matmul")."""
+    (None: elementwise, "reduce" or "matmul"). With `cpu` (the cpu runtime), an elementwise op
+    the C target leaves as a library call (`vectorizes_on_cpu`) is an elementwise block of its
+    own, run by the inner backend's kernel, so the ops around it stay vectorized (reduce
+    kernels' loops are not vectorized: it joins them on read and on write)."""
     blocks: list[tuple[str | None, list[Pending]]] = []
     kind: str | None = None
     shapes: tuple[Any, ...] = ()  # the shapes the current block takes
     reduction: Any = None  # the current reduce block's (shape, dim)
+    alone = False  # the current block is one such library call
     for record in pending:
         name = record.op.name
         shape = record.out.shape
         if name in REDUCTIONS:
+            alone = False
             here = reduced_dim(record)
             if kind == "reduce" and here == reduction:
                 blocks[-1][1].append(record)
@@ -392,10 +397,14 @@ def _blocks(pending: list[Pending]) -> list[tuple[str | None, list[Pending]]]:
                 blocks.append(("reduce", []))
             kind, reduction, shapes = "reduce", here, (here[0], shape)
         elif name in MATMULS:
+            alone = False
             kind, shapes = "matmul", (shape,)
             blocks.append((kind, []))
-        elif shape not in shapes:
-            kind, shapes = None, (shape,)
-            blocks.append((kind, []))
+        else:
+            call = cpu and not vectorizes_on_cpu(record.op, record.out.dtype)
+            if shape not in shapes or alone or (call and kind is None):
+                kind, shapes = None, (shape,)
+                blocks.append((kind, []))
+            alone = call and kind is None
         blocks[-1][1].append(record)
     return blocks

@@ -54,6 +54,31 @@ WRAP_8BIT = {f"{op}.{s}": f"(({{t}}){template})" for s in ("i8", "u8") for op, t
 #: Element alignment, so that a line pointer into any element-aligned array is valid.
 LINE_TYPEDEF = "typedef {T} bc_{s} __attribute__((vector_size({size}), aligned({align})));"
 
+#: Float functions of one argument C spells ``name{f}(x)`` (math.h).
+MATH_CALLS = ("exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin",
+              "acos", "atan", "sinh", "cosh", "sqrt", "floor", "ceil", "trunc", "erf")
+#: Of the math.h calls (those and pow, fmod), the ones gcc turns into vector instructions here
+#: (-fno-math-errno; floor, ceil and trunc stay calls under the default -ftrapping-math). A
+#: loop holding any other call is not vectorized: every op of a fused kernel's loop then runs
+#: one element at a time (`calls_library`).
+VECTOR_CALLS = frozenset(("sqrt",))
+
+
+def calls_library(op: str, dtype_name: str) -> bool:
+    """Whether IR op `op` on `dtype_name` lowers to a C library call gcc does not vectorize
+    (f32 exp and tanh are inline polynomials here, `HELPERS_F32_MATH`).
+
+    Args:
+        op: An IR op name (``log``).
+        dtype_name: The burn-cube dtype name of its operands (``f32``).
+
+    Returns:
+        True for a per-element library call.
+    """
+    return (op in MATH_CALLS or op in ("pow", "fmod")) and op not in VECTOR_CALLS \
+        and f"{op}.{dtype_name}" not in OPS
+
+
 OPS: dict[str, str | None] = {
     **{op: f"((uint32_t){template})" for op, template in POSITIONS.items()},
     "plane_dim": "1u", "unit_pos_plane": "0u", "plane_sum": "({a})", "plane_max": "({a})",
@@ -75,9 +100,7 @@ OPS: dict[str, str | None] = {
     "pow": "pow{f}({a}, {b})", "fmod": "fmod{f}({a}, {b})", "rsqrt": "(1 / sqrt{f}({a}))",
     "round": "rint{f}({a})",
     "isnan": "(isnan({a}) != 0)", "isinf": "(isinf({a}) != 0)",
-    **{op: f"{op}{{f}}({{a}})" for op in (
-        "exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin", "acos",
-        "atan", "sinh", "cosh", "sqrt", "floor", "ceil", "trunc", "erf")},
+    **{op: f"{op}{{f}}({{a}})" for op in MATH_CALLS},
     "exp.f32": "bc_exp_f32({a})", "tanh.f32": "bc_tanh_f32({a})",
     "atomic_add.int": "__atomic_fetch_add(&{a}, {b}, __ATOMIC_RELAXED)",
     "atomic_add.uint": "__atomic_fetch_add(&{a}, {b}, __ATOMIC_RELAXED)",
