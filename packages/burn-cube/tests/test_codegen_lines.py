@@ -14,7 +14,7 @@ import burn_cube as bc
 from burn_cube import ABSOLUTE_POS, Tensor, bf16, bool_, f16, f32, i32, i64
 from burn_cube.codegen import generate
 from burn_cube.codegen.c import CACHE_LINE, PREFETCH_AHEAD, PREFETCH_BLOCK
-from burn_cube.errors import LaunchError
+from burn_cube.errors import CompileError, LaunchError
 from burn_cube.ir import KernelBuilder
 from burn_cube.kernel import IRKernel
 from burn_cube.runtime.cpu import compile_flags, find_compiler
@@ -182,6 +182,46 @@ def test_scalar_splats_convert_to_the_line_element(rt: bc.Runtime) -> None:
     want = xs + np.repeat(np.arange(100, dtype=np.float32), 4)
     assert got.numpy().dtype == np.float32 and got.numpy().shape == xs.shape
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
+@bc.kernel
+def widen_line(x: Tensor[bc.Line[i32, 2]], out: Tensor[bc.Line[f32, 2]]):
+    if ABSOLUTE_POS < len(out):
+        out[ABSOLUTE_POS] = f32(x[ABSOLUTE_POS]) * 0.5
+
+
+@bc.kernel
+def double_lanes(x: Tensor[bc.Line[f32, 2]], out: Tensor[bc.Line[bc.f64, 2]]):
+    if ABSOLUTE_POS < len(out):
+        out[ABSOLUTE_POS] = bc.f64(x[ABSOLUTE_POS])
+
+
+def test_a_cast_of_a_line_converts_each_lane(rt: bc.Runtime) -> None:
+    """``f32(x)`` of a ``Line[i32, 2]`` is a ``Line[f32, 2]`` (and ``f64`` of an f32 line an
+    f64 line where the runtime holds f64), lane by lane, as numpy's astype."""
+    xs = np.array([-7, -1, 0, 1, 3, 2**24 + 1, -(2**31), 2**31 - 1], np.int32)
+    got = rt.allocate(xs.shape, f32)
+    widen_line.launch(rt, 1, 4, rt.upload(xs), got)
+    assert got.numpy().dtype == np.float32 and got.numpy().shape == xs.shape
+    np.testing.assert_array_equal(got.numpy(), xs.astype(np.float32) * np.float32(0.5))
+    if "f64" not in rt.properties.dtypes:
+        return
+    fs = np.array([1.5, -0.0, np.inf, np.nan, 1e-45, -3.4e38, 0.1, 7.0], np.float32)
+    wide = rt.allocate(fs.shape, bc.f64)
+    double_lanes.launch(rt, 1, 4, rt.upload(fs), wide)
+    assert wide.numpy().dtype == np.float64
+    np.testing.assert_array_equal(wide.numpy(), fs.astype(np.float64))
+    assert np.signbit(wide.numpy()[1])
+
+
+def test_float_lines_to_int_or_bool_refuse_with_a_typed_error() -> None:
+    """A float line cast to an integer or bool type is refused at build time, naming the
+    line's type (their scalar rules: truncation, NaN and range handling, truthiness)."""
+    for target in (i32, bool_):
+        b = KernelBuilder("line_to_int", cube_dim=4)
+        x = b.tensor("x", f32, rank=1, line_size=2, write=False)
+        with pytest.raises(CompileError, match="f32x2 line"):
+            b.cast(x[b.ABSOLUTE_POS], target)
 
 
 def test_strided_index_dense_and_strided(rt: bc.Runtime) -> None:

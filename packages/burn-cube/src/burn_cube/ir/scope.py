@@ -251,8 +251,16 @@ class Scope:
         return cast(typed, dtype)
 
     def explicit_cast(self, value: Any, dtype: DType) -> Any:
-        """An explicit conversion ``dtype(value)`` (to bool: truthiness)."""
+        """An explicit conversion ``dtype(value)`` (to bool: truthiness); a line converts lane
+        by lane (``f64(x)`` of a ``Line[f32, 2]`` is a ``Line[f64, 2]``), except float lines
+        to integers and lines to bool (a typed error: convert their elements)."""
         typed = self.typed(value)
+        lanes = typed.dtype.lanes
+        if lanes > 1 and dtype.lanes == 1:
+            if dtype is bool_ or (typed.dtype.is_float and not dtype.is_float):
+                raise self.error(f"cannot convert a {typed.dtype} line to {dtype}: convert "
+                                 "its elements (float -> int and -> bool take scalars)")
+            dtype = line(dtype, lanes)
         return self.to_bool(typed) if dtype is bool_ else cast(typed, dtype)
 
     def position(self, name: str) -> ir.Expr | int:
