@@ -473,17 +473,24 @@ class IRKernel(BaseKernel):
     """
 
     def __init__(self, kernel: KernelIR) -> None:
-        super().__init__(kernel.name)
-        self._kernel: KernelIR | None = replace(kernel, externals={})  # nothing outside the IR
+        own = replace(kernel, externals={})  # nothing outside the IR defines it
+        self._start(kernel.name, own, None, None)
+        self._interface(own)
+
+    def _start(self, name: str, kernel: KernelIR | None, key: str | None,
+               build: Callable[[], KernelIR] | None) -> None:
+        """The state of a kernel made from its IR (`kernel`) or from its maker (`key` names
+        the IR, `build` makes it: ``built``)."""
+        BaseKernel.__init__(self, name)
+        self._kernel = kernel
         self._hash: str | None = None
-        self._key: str | None = None
-        self._build: Callable[[], KernelIR] | None = None
+        self._key = key
+        self._build = build
         #: the interface binding reads: the IR's, or a launch index entry's.
         self._params: KernelIR | None = None
         #: compiled kernels and interfaces found in a runtime's launch index by ``_key``.
         self._found: weakref.WeakKeyDictionary[Runtime, tuple[Any, KernelIR]] = (
             weakref.WeakKeyDictionary())
-        self._interface(self._kernel)
         #: (runtime, weakly; its largest cube count; compiled kernel; IR) of the last launch.
         self._last: tuple[Any, tuple[int, int, int], Any, KernelIR] | None = None
 
@@ -504,11 +511,7 @@ class IRKernel(BaseKernel):
             The kernel.
         """
         kernel = cls.__new__(cls)
-        BaseKernel.__init__(kernel, name)
-        kernel._kernel, kernel._hash, kernel._key, kernel._build = None, None, identity, build
-        kernel._params = None
-        kernel._found = weakref.WeakKeyDictionary()
-        kernel._last = None
+        kernel._start(name, None, identity, build)
         return kernel
 
     def _interface(self, kernel: KernelIR) -> KernelIR:
