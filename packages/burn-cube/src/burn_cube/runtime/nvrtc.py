@@ -11,6 +11,7 @@ burn-cube's disk cache, keyed by the source, the options, the architecture and N
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -29,8 +30,9 @@ except ImportError:  # pragma: no cover - depends on the environment
     nvrtc = None
 
 
+@functools.cache
 def target(capability: int) -> tuple[str, bool]:
-    """NVRTC's ``-arch`` value for a device of compute `capability` (e.g. 90).
+    """NVRTC's ``-arch`` value for a device of compute `capability` (e.g. 90), worked out once.
 
     Returns:
         (arch, cubin): ``sm_<capability>`` and True where NVRTC emits code for the device
@@ -41,7 +43,7 @@ def target(capability: int) -> tuple[str, bool]:
     """
     known = [arch for arch in nvrtc.getSupportedArchs() if arch <= capability]
     if not known:
-        raise CompileError(f"NVRTC {nvrtc.getVersion()} supports no architecture up to "
+        raise CompileError(f"NVRTC {_version()} supports no architecture up to "
                            f"sm_{capability}", ENTRY)
     if known[-1] == capability:
         return f"sm_{capability}", True
@@ -66,8 +68,7 @@ def compile_image(source: str, capability: int, name: str,
     """
     arch, cubin = target(capability)
     disk = disk or DiskCache()
-    version = ".".join(map(str, nvrtc.getVersion()))
-    key = cache_key(source, " ".join(OPTIONS), arch, f"nvrtc {version}")
+    key = cache_key(source, " ".join(OPTIONS), arch, f"nvrtc {_version()}")
     suffix = ".cubin" if cubin else ".ptx"
     hit = disk.get(key, suffix, arch)
     if hit is not None:
@@ -85,6 +86,12 @@ def compile_image(source: str, capability: int, name: str,
     return image
 
 
+@functools.cache
+def _version() -> str:
+    """NVRTC's version, as ``major.minor``."""
+    return ".".join(map(str, nvrtc.getVersion()))
+
+
 def _compile(source: str, arch: str, cubin: bool, name: str) -> bytes:
     """Run NVRTC on `source` for `arch`; the cubin, or PTX where `cubin` is False."""
     program = nvrtc.createProgram(source, f"{name}.cu", [], [])
@@ -99,15 +106,16 @@ def _compile(source: str, arch: str, cubin: bool, name: str) -> bytes:
         nvrtc.destroyProgram(program)
 
 
-def _include_options() -> list[str]:
+@functools.cache
+def _include_options() -> tuple[str, ...]:
     """The ``-I`` options CuPy's own compiles use (CUDA's headers, such as ``cuda_fp16.h``,
     wherever CuPy found them: a CUDA toolkit or NVIDIA's wheels), without anything else of
-    CuPy's option set."""
+    CuPy's option set; worked out once."""
     from cupy._core import core
 
     assembled = getattr(core, "assemble_cupy_compiler_options", None)
     if assembled is not None:
-        return [opt for opt in assembled(()) if opt.startswith("-I")]
+        return tuple(opt for opt in assembled(()) if opt.startswith("-I"))
     from cupy.cuda import get_cuda_path
 
-    return [f"-I{get_cuda_path()}/include"]
+    return (f"-I{get_cuda_path()}/include",)
