@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -13,8 +14,8 @@ import test_kernels
 from test_kernels import block_sum, gelu_tanh, histogram, poly
 
 import burn_cube as bc
-from burn_cube.codegen import table_c, table_cuda, table_wgsl
-from burn_cube.codegen.cuda import generate_aliased
+from burn_cube.codegen import generate, table_c, table_cuda, table_wgsl
+from burn_cube.codegen.cuda import ENTRY_CHARS, entry_point, generate_aliased
 
 X = np.zeros(16, np.float32)
 CASES = {
@@ -39,9 +40,11 @@ def test_cuda_structure(case: str) -> None:
     kern, args = CASES[case]
     src = kern.source("cuda", 128, *args)
     assert balanced(src)
-    assert re.search(r'extern "C" __global__ void __launch_bounds__\(BC_CD\) bc_kernel\(', src)
+    entry = entry_point(kern.specialize(bc.runtime("cpu"), 128, *args)[0])
+    assert re.fullmatch(r"bc_\w+", entry)
+    assert re.search(rf'extern "C" __global__ void __launch_bounds__\(BC_CD\) {entry}\(', src)
     assert "#define BC_CD 128u" in src
-    signature = src.split("bc_kernel(")[1].split(")")[0]
+    signature = src.split(f"{entry}(")[1].split(")")[0]
     assert signature.count(" *__restrict__ t_") == 2 and "unsigned int t_" in signature
     assert "const unsigned int bc_unit = threadIdx.x;" in src
     plain = generate_aliased(kern.specialize(bc.runtime("cpu"), 128, *args)[0])
@@ -170,7 +173,6 @@ def row_sums(work: str | None, dtype: bc.DType = bc.f32) -> bc.IRKernel:
 def test_c_parallel_threshold_weighs_unit_work() -> None:
     """A kernel naming its per-unit work parallelises on units * work; others on units alone
     (the same pragma as before), and the hint leaves the other targets' source alone."""
-    from burn_cube.codegen import generate
     from burn_cube.codegen.c import PARALLEL_UNITS
 
     hinted, plain = row_sums("n").kernel, row_sums(None).kernel
@@ -250,3 +252,13 @@ def test_cuda_pointers_read_only_and_unit_index() -> None:
     assert "const float4 *__restrict__ t_x, float4 *__restrict__ t_out" in cuda
     cuda = test_kernels.gelu_line.source("cuda", (16, 4, 2), X, X)
     assert "bc_unit = threadIdx.x + (threadIdx.y + threadIdx.z * BC_CDY) * BC_CDX;" in cuda
+
+
+def test_cuda_entry_point_is_named_after_the_kernel() -> None:
+    kern, args = CASES["reduce"]
+    ir = kern.specialize(bc.runtime("cpu"), 128, *args)[0]
+    assert entry_point(ir) == f"bc_{ir.name}"
+    odd = dataclasses.replace(ir, name="module.kernel-name" + "x" * 200)
+    entry = entry_point(odd)
+    assert entry.startswith("bc_module_kernel_name") and len(entry) == 3 + ENTRY_CHARS
+    assert f"{entry}(" in generate(odd, "cuda")

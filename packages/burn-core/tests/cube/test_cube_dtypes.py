@@ -135,11 +135,13 @@ def test_8bit_int_kernels_compile_for_cuda(tmp_path: Path) -> None:
     """Every int elementwise kernel for int8 and uint8 as CUDA C, compiled by nvcc in one
     translation unit (the cuda runtime compiles the same text with NVRTC)."""
     from burn_cube.codegen import generate
+    from burn_cube.codegen.cuda import entry_point
     from burn_cube.codegen.table_cuda import PRELUDE
 
     parts = []
     for k, ir in enumerate(_int_kernels(DType.int8) + _int_kernels(DType.uint8)):
-        src = generate(ir, "cuda").replace("bc_kernel(", f"bc_kernel_{k}(")
+        entry = entry_point(ir)
+        src = generate(ir, "cuda").replace(f"{entry}(", f"{entry}_{k}(")
         assert src.count(PRELUDE) == 1, ir.name
         parts.append(src if k == 0 else src.replace(PRELUDE, ""))
     path = tmp_path / "int8.cu"

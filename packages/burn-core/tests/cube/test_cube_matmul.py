@@ -268,7 +268,8 @@ def test_bad_operands_raise_typed_errors(device: str) -> None:
                                    DType.int32, DType.int64])
 def test_kernels_generate_cuda_source(dtype: DType) -> None:
     x = np.zeros((2, 3, 3), dtype.numpy)
-    assert "bc_kernel" in naive_kernel(dtype, 3).source("cuda", 256, x, x, x)
+    assert "void __launch_bounds__(BC_CD) bc_matmul_naive(" in naive_kernel(dtype, 3).source(
+        "cuda", 256, x, x, x)
     for tile in TILES.values():
         src = tiled_kernel(dtype, 3, tile).source("cuda", (tile.units_x, tile.units_y), x, x, x,
                                                   np.uint32(0))

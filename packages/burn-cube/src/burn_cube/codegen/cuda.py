@@ -1,6 +1,7 @@
 """CUDA C emitter for the cuda target.
 
-``extern "C" __global__ void bc_kernel(...)``: tensor pointers, then every tensor's
+``extern "C" __global__ void bc_<kernel name>(...)`` (``entry_point``: named after the kernel, so
+a GPU profile tells kernels apart): tensor pointers, then every tensor's
 len/shape/strides as ``unsigned int`` values, then scalars; one CUDA block per cube, the grid is
 the cube count. No software bounds checks (GPU semantics, like CubeCL's unchecked mode).
 
@@ -14,12 +15,29 @@ The unit index uses the compile-time cube_dim (``threadIdx.x`` alone for 1-D cub
 from __future__ import annotations
 
 import math
+import re
 
 from burn_cube.codegen import table_cuda
 from burn_cube.codegen.emitter import Emitter
 from burn_cube.ir import nodes as ir
 from burn_cube.ir.nodes import meta_names
 from burn_cube.types import DType
+
+#: Longest kernel name kept in an entry point (profilers truncate long names anyway).
+ENTRY_CHARS = 96
+
+
+def entry_point(kernel: ir.KernelIR) -> str:
+    """The CUDA function name of `kernel`: ``bc_`` and its name, non-identifier characters as
+    ``_``, cut to ``ENTRY_CHARS``.
+
+    Args:
+        kernel: The kernel.
+
+    Returns:
+        A C identifier.
+    """
+    return "bc_" + re.sub(r"[^0-9A-Za-z_]", "_", kernel.name)[:ENTRY_CHARS]
 
 
 def param_layout(kernel: ir.KernelIR) -> list[tuple[str, str, int]]:
@@ -85,7 +103,7 @@ class CudaEmitter(Emitter):
                     f"#define BC_CDY {cdy}u", f"#define BC_CDZ {cdz}u",
                     f"#define BC_CD {math.prod(k.cube_dim)}u", "",
                     f'extern "C" __global__ void __launch_bounds__(BC_CD) '
-                    f'bc_kernel({", ".join(args)}) {{']
+                    f'{entry_point(k)}({", ".join(args)}) {{']
         self.depth = 1
         self.line("const unsigned int bc_ccx = gridDim.x, bc_ccy = gridDim.y, "
                   "bc_ccz = gridDim.z;")

@@ -30,7 +30,7 @@ import numpy as np
 
 from burn_cube.cache import DiskCache
 from burn_cube.codegen import generate
-from burn_cube.codegen.cuda import generate_aliased
+from burn_cube.codegen.cuda import entry_point, generate_aliased
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime import nvrtc
@@ -278,7 +278,7 @@ class CudaRuntime(Runtime):
                 with self.device:
                     module = cupy.cuda.function.Module()
                     module.load(image)
-                    function = module.get_function(nvrtc.ENTRY)
+                    function = module.get_function(entry_point(kernel))
             except cupy.cuda.driver.CUDADriverError as exc:
                 raise CompileError(f"loading the compiled kernel failed: {exc}",
                                    kernel.name) from exc

@@ -21,8 +21,6 @@ from burn_cube.errors import CompileError
 
 #: NVRTC options of every kernel (no ``-ftz=true``: subnormals are kept, as PyTorch's).
 OPTIONS = ("--std=c++17",)
-#: The kernel's entry point in generated CUDA C.
-ENTRY = "bc_kernel"
 
 try:
     from cupy_backends.cuda.libs import nvrtc
@@ -44,7 +42,7 @@ def target(capability: int) -> tuple[str, bool]:
     known = [arch for arch in nvrtc.getSupportedArchs() if arch <= capability]
     if not known:
         raise CompileError(f"NVRTC {_version()} supports no architecture up to "
-                           f"sm_{capability}", ENTRY)
+                           f"sm_{capability}", "nvrtc")
     if known[-1] == capability:
         return f"sm_{capability}", True
     return f"compute_{known[-1]}", False
@@ -55,7 +53,7 @@ def compile_image(source: str, capability: int, name: str,
     """The cubin (or PTX) of `source`, from the disk cache or compiled and stored there.
 
     Args:
-        source: CUDA C defining ``extern "C" __global__ void bc_kernel``.
+        source: CUDA C defining the kernel's ``extern "C" __global__`` entry point.
         capability: The device's compute capability (major * 10 + minor).
         name: The kernel's name, for errors.
         disk: The cache (default: burn-cube's cache directory).
