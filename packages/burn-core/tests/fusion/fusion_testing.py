@@ -28,6 +28,7 @@ class LaunchCounter:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, base: str) -> None:
         self.count = 0
+        self.names: list[str] = []  # the launched kernels' names, in order
         self._planned = False
         backend: Any = burn.Device(base).backend
         backend.plans.clear()
@@ -38,14 +39,18 @@ class LaunchCounter:
         real_launch, real_plan = rt.launch, rt.plan
 
         def launch(this: Any, *args: Any) -> None:
-            self.count += not self._planned  # a runtime's launcher may call its `launch`
+            if not self._planned:  # a runtime's launcher may call its `launch`
+                self.count += 1
+                self.names.append(args[1].name)
             real_launch(this, *args)
 
         def plan(this: Any, *args: Any) -> Callable[[Any], None]:
             launcher = real_plan(this, *args)
+            name = args[1].name
 
             def counted(values: Any) -> None:
                 self.count += 1
+                self.names.append(name)
                 self._planned = True
                 try:
                     launcher(values)

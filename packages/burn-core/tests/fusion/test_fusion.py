@@ -42,6 +42,8 @@ def test_gelu_chain_is_one_kernel(base: str, monkeypatch: pytest.MonkeyPatch) ->
     assert y.shape == (64, 33) and y.dtype == burn.float32
     burn.sync(f"{base}+fusion")
     assert counter.take() == 1
+    # named after its ops in order, each once, so a GPU profile tells fused kernels apart
+    assert counter.names == ["fused_mul_scalar_mul_add_tanh_add_scalar"]
     s = stats()
     assert (s.kernels_launched, s.ops_recorded, s.ops_fused) == (1, 9, 9)
     plain = burn.tensor(data, device=base)

@@ -35,7 +35,7 @@ from burn.backends.cube.elementwise import (
 )
 from burn.backends.cube.elementwise import _converter as number_converter
 from burn.dtype import DType
-from burn.fusion.emit import DTYPES, emit_op
+from burn.fusion.emit import DTYPES, emit_op, kernel_name
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import OpDef, TensorIR
@@ -296,7 +296,7 @@ def _build(signature: Signature) -> Any:
 
     rank, lanes, by_rows, in_ids, ops, written = signature
     in_dtypes = [DTYPES[i] for i in in_ids]
-    b = KernelBuilder(f"fused_{len(ops)}_ops")
+    b = KernelBuilder(kernel_name("fused", ops))
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", d), rank=rank, line_size=lanes, write=False)
            for k, d in enumerate(in_dtypes)]
     scalars = iter([b.scalar(f"s{n}", cube_dtype("fusion", DTYPES[arg[1]]))

@@ -24,6 +24,20 @@ DTYPES = {id(d): d for d in DType}
 Operand = Callable[[int, str, Any], Any]
 
 
+def kernel_name(kind: str, ops: tuple[Any, ...]) -> str:
+    """A fused kernel's name: its kind and the names of its ops in order, each once (a GPU
+    profile shows it as the kernel's entry point).
+
+    Args:
+        kind: ``fused`` or ``fused_reduce``.
+        ops: the block's ops as in its signature.
+    Returns:
+        e.g. ``fused_mul_add_tanh`` (the backends' ``float_`` prefixes left out).
+    """
+    names = dict.fromkeys(op[0].removeprefix("float_") for op in ops)
+    return "_".join((kind, *names))
+
+
 def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1) -> Any:
     """The value of one op of a program signature, in a local of its result dtype.
 

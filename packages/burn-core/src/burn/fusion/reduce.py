@@ -37,7 +37,7 @@ from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
 from burn.fusion import reduce_gpu
 from burn.fusion.elementwise import Program, _layout, _program
-from burn.fusion.emit import DTYPES, emit_op
+from burn.fusion.emit import DTYPES, emit_op, kernel_name
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import TensorIR
@@ -271,7 +271,7 @@ def _build(signature: Any) -> Any:
     cpu = schedule is None
     levels = _levels(ops, along)
     per_pass, wide = _scratch(ops, along, in_ids)
-    b = KernelBuilder(f"fused_reduce_{len(ops)}_ops",
+    b = KernelBuilder(kernel_name("fused_reduce", ops),
                       cube_dim=UNITS if cpu else reduce_gpu.UNITS)
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", DTYPES[d]), rank=rank, write=False)
            for k, d in enumerate(in_ids)]
