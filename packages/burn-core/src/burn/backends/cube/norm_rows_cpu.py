@@ -31,17 +31,22 @@ LANES = 16
 
 def _lane_sums(b: Any, acc: Any, n: Any, terms: Callable[[Any], tuple[Any, ...]]) -> list[Any]:
     """Locals holding the sums over ``k < n`` of each value `terms(k)` returns: `LANES`
-    partial sums each over whole blocks of `LANES` elements, then the rest one by one."""
+    partial sums each over whole blocks of `LANES` elements, then the rest one by one.
+
+    The blocks' loop counts blocks (step 1), so gcc sees each load's step (a u32 index
+    stepping by `LANES` may wrap) and adds a block as one vector: a [1024, 128] layer norm
+    ran 3x faster than with the stepped loop. One sum per call vectorizes best: two sums of
+    one loop are vectorized across blocks, their lanes reduced at the end of every row."""
     from burn_cube import u32
 
     count = len(terms(b.const(0, u32)))
     parts = [[b.local(acc, 0) for _ in range(LANES)] for _ in range(count)]
-    main = b.local(u32, n - n % LANES)
-    with b.for_range(0, main, LANES) as k:
+    blocks = b.local(u32, n // LANES)
+    with b.for_range(0, blocks) as block:  # step 1: the C compiler sees the index's step
         for j in range(LANES):
-            for part, value in zip(parts, terms(k + j), strict=True):
+            for part, value in zip(parts, terms(block * LANES + j), strict=True):
                 b.set(part[j], part[j] + value)
-    with b.for_range(main, n) as k:
+    with b.for_range(blocks * LANES, n) as k:
         for part, value in zip(parts, terms(k), strict=True):
             b.set(part[0], part[0] + value)
     sums = []
@@ -136,11 +141,14 @@ def backward_kernel(dtypes: tuple[Any, Any], weight: bool) -> Any:
             gw = g if w is None else g * b.cast(w[k], acc)
             return b.local(acc, gw), b.local(acc, (b.cast(x[start + k], acc) - mu) * scale)
 
-        def sums(k: Any) -> tuple[Any, Any]:
+        def gw_xhat(k: Any) -> tuple[Any]:
             gw, xhat = terms(k)
-            return gw, gw * xhat
+            return (gw * xhat,)
 
-        sum_gw, sum_gwx = _lane_sums(b, acc, n, sums)
+        # one sum per pass: gcc vectorizes two sums of one loop across its blocks instead,
+        # and their lanes' reductions then cost more than a row's few blocks (3x slower)
+        sum_gw = _lane_sums(b, acc, n, lambda k: terms(k)[:1])[0]
+        sum_gwx = _lane_sums(b, acc, n, gw_xhat)[0]
         count = b.local(acc, b.cast(n, acc))
         mean_gw = b.local(acc, sum_gw / count)
         mean_gwx = b.local(acc, sum_gwx / count)
