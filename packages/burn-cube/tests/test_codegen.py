@@ -143,12 +143,12 @@ def test_wgsl_structure() -> None:
 def test_c_barrier_fission() -> None:
     src = block_sum.source("c", 64, X, X)
     assert src.count("for (bc_unit = 0; bc_unit < BC_CD; ++bc_unit)") >= 3
-    assert "v_stride[BC_CD]" in src and "#pragma omp parallel for" in src
+    assert "v_stride[BC_CD]" in src and "#pragma omp parallel reduction(|:bc_oob)" in src
 
 
 def test_c_fast_path_hoists_bounds_checks() -> None:
     src = gelu_tanh.source("c", 256, X, X)
-    fast, checked = src.split("} else {")
+    fast, checked = src[:src.index("void bc_kernel")].split("} else {")
     assert "#pragma omp simd" in fast and "bc_oob" not in fast.split("omp simd")[1]
     assert "t_x[(bc_base + bc_unit)]" in fast and "if (bc_f0)" in fast
     assert "bc_oob = 1" in checked
@@ -171,21 +171,54 @@ def row_sums(work: str | None, dtype: bc.DType = bc.f32) -> bc.IRKernel:
 
 
 def test_c_parallel_threshold_weighs_unit_work() -> None:
-    """A kernel naming its per-unit work parallelises on units * work; others on units alone
-    (the same pragma as before), and the hint leaves the other targets' source alone."""
+    """A kernel naming its per-unit work parallelises on units * work; others on units alone,
+    and the hint leaves the other targets' source alone."""
     from burn_cube.codegen.c import PARALLEL_UNITS
 
     hinted, plain = row_sums("n").kernel, row_sums(None).kernel
     assert hinted.unit_work == "n" and plain.unit_work is None
     assert hinted.structural_hash() != plain.structural_hash()
-    pragma = "#pragma omp parallel for schedule(static) reduction(|:bc_oob) if("
     src = generate(hinted, "c")
-    assert f"{pragma}bc_cubes * BC_CD * (int64_t)v_n >= {PARALLEL_UNITS})" in src
-    assert src.index("const uint32_t v_n") < src.index(pragma)  # read before the pragma
-    assert f"{pragma}bc_cubes * BC_CD >= {PARALLEL_UNITS})" in generate(plain, "c")
-    assert f"{pragma}bc_cubes * BC_CD >= {PARALLEL_UNITS})" in gelu_tanh.source("c", 256, X, X)
+    entry = src[src.index("void bc_kernel"):]
+    assert f"if (bc_cubes * BC_CD * (int64_t)v_n < {PARALLEL_UNITS})" in entry
+    assert entry.index("const uint32_t v_n") < entry.index("if (bc_cubes")  # read before
+    assert "const uint32_t v_m" not in entry  # the entry reads only what it decides by
+    assert f"if (bc_cubes * BC_CD < {PARALLEL_UNITS})" in generate(plain, "c")
+    assert f"if (bc_cubes * BC_CD < {PARALLEL_UNITS})" in gelu_tanh.source("c", 256, X, X)
     for target in ("wgsl", "cuda"):
         assert generate(hinted, target) == generate(plain, target)
+
+
+def test_c_small_launches_skip_openmp() -> None:
+    """Below the threshold `bc_kernel` calls the cube loop directly; OpenMP is entered only
+    on the other branch (one `bc_run` body: the serial and parallel paths share it)."""
+    src = generate(row_sums(None).kernel, "c")
+    entry = src[src.index("void bc_kernel"):]
+    serial, parallel = entry.split("} else {")
+    assert "bc_run(bc_blob, 0, bc_cubes, &bc_oob);" in serial and "omp" not in serial
+    assert "#pragma omp parallel reduction(|:bc_oob)" in parallel
+    assert src.count("static __attribute__((noinline)) void bc_run(") == 1
+    assert src.count("for (int64_t bc_cube = bc_first; bc_cube < bc_last; ++bc_cube)") == 1
+
+
+@pytest.mark.skipif("cpu" not in bc.available(), reason="needs the cpu runtime")
+@pytest.mark.parametrize("rows", [1, 31, 4096])
+def test_c_serial_and_parallel_entries_agree(rows: int) -> None:
+    """Row sums over launches on either side of the threshold (the parallel one split over
+    the team in contiguous cube ranges) match numpy, every row written once."""
+    from burn_cube.codegen.c import PARALLEL_UNITS
+
+    n = 64
+    x = np.random.default_rng(rows).standard_normal((rows, n)).astype(np.float32)
+    rt = bc.runtime("cpu")
+    kernel = row_sums("n")
+    cubes = -(-rows // 32)
+    assert (cubes * 32 * n >= PARALLEL_UNITS) == (rows == 4096)
+    dx, sums = rt.upload(x.reshape(-1)), rt.allocate((rows,), bc.f32)
+    kernel.launch(rt, (cubes, 1, 1), 32, dx, sums, rows, n)
+    out = sums.numpy()
+    assert out.shape == (rows,) and out.dtype == np.float32
+    np.testing.assert_allclose(out, x.sum(axis=1, dtype=np.float64), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["x", "missing", "scale"])

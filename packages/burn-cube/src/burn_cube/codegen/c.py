@@ -498,24 +498,17 @@ class CEmitter(Emitter):
         self.depth -= 1
         self.line("}")
 
-    def launch_work(self) -> str:
-        """The C expression of a launch's work: its units, times the value of the kernel's
-        ``unit_work`` scalar where it names one (a row kernel's row length)."""
-        units = "bc_cubes * BC_CD"
-        work = self.kernel.unit_work
-        return units if work is None else f"{units} * (int64_t)v_{work}"
-
-    def source(self) -> str:
+    def declarations(self, names: Iterable[str] | None = None) -> None:
+        """The locals a kernel reads from its argument block: each tensor's data pointer and
+        metadata and each scalar's value (those of parameters `names` only, where given),
+        then the cube counts and ``bc_cubes``."""
         k = self.kernel
-        cdx, cdy, cdz = k.cube_dim
-        self.out = [table_c.PRELUDE, *self.helpers(),
-                    f"#define BC_CDX {cdx}u", f"#define BC_CDY {cdy}u", f"#define BC_CDZ {cdz}u",
-                    f"#define BC_CD {math.prod(k.cube_dim)}u", "",
-                    "void bc_kernel(const int64_t *bc_blob, int32_t *bc_status) {"]
-        self.depth = 1
         slot = 3
         for p in k.params:
             t = self.storage_type(p.dtype)
+            if names is not None and p.name not in names:
+                slot += 1 + (len(meta_names(k.buffers[p.name], extent=True)) if p.tensor else 0)
+                continue
             if p.tensor:
                 self.line(f"{t} *t_{p.name} = ({t} *)(uintptr_t)bc_blob[{slot}];")
                 for name, _, _ in meta_names(k.buffers[p.name], extent=True):
@@ -531,13 +524,56 @@ class CEmitter(Emitter):
         self.line("const uint32_t bc_ccx = (uint32_t)bc_blob[0], bc_ccy = (uint32_t)bc_blob[1], "
                   "bc_ccz = (uint32_t)bc_blob[2];")
         self.line("const int64_t bc_cubes = (int64_t)bc_ccx * bc_ccy * bc_ccz;")
+
+    def entry(self) -> None:
+        """``bc_kernel``: small launches run ``bc_run`` over every cube on the calling thread
+        (no OpenMP call: entering a parallel region with a false ``if`` cost ~0.3 us a
+        launch); others split the cubes over the OpenMP team as ``schedule(static)`` does,
+        one contiguous range a thread."""
+        self.out += ["", "int omp_get_num_threads(void);", "int omp_get_thread_num(void);", "",
+                     "void bc_kernel(const int64_t *bc_blob, int32_t *bc_status) {"]
+        self.depth = 1
+        self.declarations(() if self.kernel.unit_work is None else (self.kernel.unit_work,))
+        self.line("int bc_oob = 0;")
+        self.line(f"if ({self.launch_work()} < {PARALLEL_UNITS}) {{")
+        self.line(f"{self.indent_unit}bc_run(bc_blob, 0, bc_cubes, &bc_oob);")
+        self.line("} else {")
+        self.depth += 1
+        self.line("#pragma omp parallel reduction(|:bc_oob)")
+        self.line("{")
+        self.depth += 1
+        self.line("const int64_t bc_team = omp_get_num_threads(), "
+                  "bc_me = omp_get_thread_num();")
+        self.line("const int64_t bc_q = bc_cubes / bc_team, bc_r = bc_cubes % bc_team;")
+        self.line("const int64_t bc_lo = bc_me * bc_q + (bc_me < bc_r ? bc_me : bc_r);")
+        self.line("bc_run(bc_blob, bc_lo, bc_lo + bc_q + (bc_me < bc_r), &bc_oob);")
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+        self.line("if (bc_oob) *bc_status = 1;")
+        self.out.append("}")
+
+    def launch_work(self) -> str:
+        """The C expression of a launch's work: its units, times the value of the kernel's
+        ``unit_work`` scalar where it names one (a row kernel's row length)."""
+        units = "bc_cubes * BC_CD"
+        work = self.kernel.unit_work
+        return units if work is None else f"{units} * (int64_t)v_{work}"
+
+    def source(self) -> str:
+        k = self.kernel
+        cdx, cdy, cdz = k.cube_dim
+        self.out = [table_c.PRELUDE, *self.helpers(),
+                    f"#define BC_CDX {cdx}u", f"#define BC_CDY {cdy}u", f"#define BC_CDZ {cdz}u",
+                    f"#define BC_CD {math.prod(k.cube_dim)}u", "",
+                    "static __attribute__((noinline)) void bc_run(const int64_t *bc_blob, "
+                    "int64_t bc_first, int64_t bc_last, int *bc_flag) {"]
+        self.depth = 1
+        self.declarations()
         magic_at = len(self.out)
         self.line("int bc_oob = 0;")
-        # Small launches stay on the calling thread: waking the OpenMP team costs more than
-        # a few thousand elements of work (and much more on a loaded machine).
-        self.line("#pragma omp parallel for schedule(static) reduction(|:bc_oob) "
-                  f"if({self.launch_work()} >= {PARALLEL_UNITS})")
-        self.line("for (int64_t bc_cube = 0; bc_cube < bc_cubes; ++bc_cube) {")
+        self.line("for (int64_t bc_cube = bc_first; bc_cube < bc_last; ++bc_cube) {")
         self.depth += 1
         for b in k.shared:
             self.line(f"{self.storage_type(b.dtype)} s_{b.name}[{b.size}] = {{0}};")
@@ -553,12 +589,13 @@ class CEmitter(Emitter):
             self.fast_paths(hoist.variants() if hoist.active else [])
         self.depth -= 1
         self.line("}")
-        self.line("if (bc_oob) *bc_status = 1;")
+        self.line("if (bc_oob) *bc_flag = 1;")
         self.out.append("}")
         self.out[magic_at:magic_at] = [self.indent_unit + table_c.MAGIC.format(m=m, d=d)
                                        for d, m in self.magic.items()]
         if self.magic:
             self.line_helpers["bc_magic"] = table_c.HELPERS_MAGIC
+        self.entry()
         at = self.out.index("") + 1  # after the #defines
         self.out[at:at] = list(self.line_helpers.values())
         return "\n".join(self.out) + "\n"
