@@ -67,6 +67,9 @@ CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...], View, View]] = {
     "lines": ((3, 33, 45), (45, 68), lambda x: x[1], lambda x: x[:, 4:]),
     "lines_broadcast": ((2, 1, 9, 16), (3, 16, 40), lambda x: x, lambda x: x),
     "columns_t": ((9, 12), (16, 12), lambda x: x, _tr),  # n = 16, but no unit column stride
+    # attention heads split from [batch, seq, heads * dim]: batch strides merge into no run
+    "heads": ((2, 5, 12), (2, 6, 12), lambda x: x.reshape(2, 5, 3, 4).permute(0, 2, 1, 3),
+              lambda x: x.reshape(2, 6, 3, 4).permute(0, 2, 3, 1)),
 }
 #: the cases whose rhs and out read as whole lines (the others take `mm.LINE_FALLBACK`).
 LINE_CASES = ("lines", "lines_broadcast")
@@ -306,8 +309,39 @@ def test_the_tuned_choice_is_remembered_per_runtime(device: str) -> None:
     a, b, ta, tb = _operands(device, "plain", "int32", seed=3)
     _check(a @ b, ta, tb, "int32")
     work = 64 * 64 * 32  # buckets of m = 37, k = 45, n = 29
-    choice = mm._CHOICES[backend.runtime][("int32", 1, 64, 64, 32)]
+    choice = mm._CHOICES[backend.runtime][("int32", 1, 64, 64, 32, "cc")]
     assert choice in mm.candidates(backend, DType.int32, work)
+
+
+@pytest.mark.skipif(not CUDA, reason="cuBLAS needs a CUDA device")
+def test_cublas_multiplies_split_heads_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Operands whose batch strides merge into no single run (split attention heads) are
+    copied dense and multiplied by one batched cuBLAS call, not one call per run."""
+    cublas = mm._cublas()
+    real = cublas.gemmStridedBatchedEx
+    calls: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(cublas, "gemmStridedBatchedEx", counted)
+    a, b, ta, tb = _operands("cuda", "heads", "float32", seed=5)
+    assert _prim(a).strides == (60, 4, 12, 1)  # a view, not a copy
+    _check(mm.matmul(_backend("cuda"), _prim(a), _prim(b), "cublas"), ta, tb, "float32")
+    assert len(calls) == 1
+
+
+def test_the_tuned_choice_depends_on_the_operands_layouts() -> None:
+    """Dense, transposed and other strided operands are tuned apart: a strategy's speed
+    depends on the layout it reads."""
+    backend = _backend("cpu")
+    for case, layouts in (("plain", "cc"), ("transposed", "tt"), ("heads", "st")):
+        a, b, _, _ = _operands("cpu", case, "int32", seed=6)
+        assert mm._layout(_prim(a)) + mm._layout(_prim(b)) == layouts
+        a @ b
+    keys = [key for key in mm._CHOICES[backend.runtime] if key[0] == "int32"]
+    assert {"cc", "tt", "st"} <= {key[5] for key in keys}
 
 
 def test_tiles_that_overflow_the_grid_are_not_candidates() -> None:

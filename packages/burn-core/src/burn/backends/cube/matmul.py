@@ -34,6 +34,7 @@ from burn.ir.rules import matmul as matmul_shape
 from . import blas_pair
 from .creation import full
 from .elementwise import broadcast_view
+from .layout import contiguous
 from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
 from .tensor import CubeTensor, Shape, host_view
 
@@ -79,8 +80,8 @@ _WORKSPACES: dict[int, Any] = {}
 
 Runner = Callable[[Any, CubeTensor, CubeTensor, Shape], CubeTensor]
 
-#: runtime -> (dtype, buckets of batch, m, k, n) -> the tuned strategy.
-_CHOICES: WeakKeyDictionary[Any, dict[tuple[str, int, int, int, int], str]] = (
+#: runtime -> (dtype, buckets of batch, m, k, n, operands' layouts) -> the tuned strategy.
+_CHOICES: WeakKeyDictionary[Any, dict[tuple[str, int, int, int, int, str], str]] = (
     WeakKeyDictionary())
 
 
@@ -278,10 +279,16 @@ def _cublas() -> Any:
 
 def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor | None:
     """`lhs @ rhs` through cuBLAS `gemmStridedBatchedEx` on the device pointers (row-major
-    C = A B computed as the column-major C^T = B^T A^T), one call per batch run the merged
-    strides allow; None when an operand's layout has no unit stride in its matrix dims."""
+    C = A B computed as the column-major C^T = B^T A^T), one call where the batch strides
+    merge into one run (operands whose batch strides do not, such as attention heads split
+    from a [b, s, h * d] tensor, are copied dense first: a copy costs far less than a call
+    per run), else one call per run; None when an operand's layout has no unit stride in its
+    matrix dims."""
     out = backend.empty(shape, lhs.dtype)
     lv, rv, ov = kernel_views(lhs, rhs, out)
+    if len(ov.shape) > 3:  # batch strides that merge into no single run: one call per run
+        lhs, rhs = contiguous(backend, lhs), contiguous(backend, rhs)  # else one call in all
+        lv, rv, ov = kernel_views(lhs, rhs, out)
     a, b = _gemm_operand(lv), _gemm_operand(rv)
     if a is None or b is None:
         return None
@@ -426,16 +433,18 @@ def _fits(backend: Any, name: str, m: int, n: int) -> bool:
 
 
 def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
-    """The autotuned strategy for this dtype, runtime and shape bucket (remembered per
-    runtime in this process, on disk by the autotuner)."""
+    """The autotuned strategy for this dtype, runtime, shape bucket and the operands'
+    layouts (`_layout`: a strategy's speed depends on them; remembered per runtime in this
+    process, on disk by the autotuner)."""
     from burn_cube.autotune import bucket, default_tuner
 
     batch, (m, n), k = math.prod(shape[:-2]), shape[-2:], lhs.shape[-1]
-    key = (lhs.dtype.value, bucket(batch), bucket(m), bucket(k), bucket(n))
+    key = (lhs.dtype.value, bucket(batch), bucket(m), bucket(k), bucket(n),
+           _layout(lhs) + _layout(rhs))
     known = _CHOICES.setdefault(backend.runtime, {})
     if key in known:
         return known[key]
-    names = [name for name in candidates(backend, lhs.dtype, math.prod(key[1:]))
+    names = [name for name in candidates(backend, lhs.dtype, math.prod(key[1:5]))
              if _fits(backend, name, key[2], key[4])]
 
     def run(name: str) -> None:
@@ -444,9 +453,17 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
 
     rt = backend.runtime
     known[key] = names[0] if len(names) == 1 else str(default_tuner().tune(
-        "burn.matmul.{}.b{}.m{}.k{}.n{}".format(*key), f"{rt.name}:{rt.properties.device}",
+        "burn.matmul.{}.b{}.m{}.k{}.n{}.{}".format(*key), f"{rt.name}:{rt.properties.device}",
         batch * m * n * k, names, run))
     return known[key]
+
+
+def _layout(t: CubeTensor) -> str:
+    """An operand's layout class for the autotuner: ``c`` dense, ``t`` its matrix dims
+    transposed (column-major), ``s`` any other strides."""
+    if t.is_contiguous:
+        return "c"
+    return "t" if t.strides[-2] == 1 else "s"
 
 
 class CubeMatmulOps:
