@@ -358,6 +358,20 @@ def test_more_checks_than_flag_slots(device: burn.Device) -> None:
     assert x.to_numpy().tolist() == [2.0, 1.0, 0.0]
 
 
+def test_a_late_failed_check_among_many_is_reported_once(device: burn.Device) -> None:
+    """Of many pending checks only the 70th fails: its error is raised at the sync (the
+    flags are read past the first words), and every flag is clear afterwards."""
+    x = _on(device, np.arange(3.0, dtype=np.float32))
+    good = _on(device, [2, 1, 0])
+    for i in range(100):
+        x.select(0, _on(device, [0, 7]) if i == 69 else good)
+    with pytest.raises(BurnIndexError, match=r"select: index 7 out of range \[-3, 3\)"):
+        burn.sync(device)
+    burn.sync(device)  # reported once: the flags were cleared
+    x.select(0, good)
+    burn.sync(device)  # the cleared slots are reused without a stale failure
+
+
 def test_division_by_zero_is_reported_at_the_next_sync(device: burn.Device) -> None:
     a = _on(device, [4, 5])
     out = a // _on(device, [2, 0])  # no error yet
