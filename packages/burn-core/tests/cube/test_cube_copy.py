@@ -1,5 +1,6 @@
 """Strided copies of the cube backends (`backends/cube/copy.py`) against numpy on cpu and wgpu
-(and cuda where there is one): transposes (tiles), permutes with adjacent rows (rows),
+(and cuda where there is one): transposes (tiles), permutes with adjacent rows (rows; on the
+cpu rows shorter than a cube and unit-strided in both views a unit each: runs),
 broadcasts, stepped slices, offsets, 0-d, empty and single-element views, rows past the grid's
 limit (element-wise), copies into strided destinations (cat), every supported dtype; the
 layout simplification; each kernel also compiles to CUDA C."""
@@ -28,6 +29,8 @@ CASES: dict[str, tuple[tuple[int, ...], View, str]] = {
     "swap 1,2": ((5, 70, 33), lambda bk, a: _perm(bk, a, (0, 2, 1)), "copy_tiles"),
     "permute 3,1,0,2": ((6, 5, 4, 20), lambda bk, a: _perm(bk, a, (3, 1, 0, 2)), "copy_tiles"),
     "heads": ((3, 17, 4, 32), lambda bk, a: _perm(bk, a, (0, 2, 1, 3)), "copy_rows"),
+    "rows of 255": ((3, 4, 255), lambda bk, a: _perm(bk, a, (1, 0, 2)), "copy_rows"),
+    "rows of 256": ((3, 4, 256), lambda bk, a: _perm(bk, a, (1, 0, 2)), "copy_rows"),
     "bcast rows": ((1, 40), lambda bk, a: _expand(bk, a, (30, 40)), "copy_rows"),
     "bcast column": ((30, 1), lambda bk, a: _expand(bk, a, (30, 40)), "copy_rows"),
     "stepped slice": ((9, 50), lambda bk, a: _slice(bk, a, (slice(1, None, 2),
@@ -43,6 +46,8 @@ CASES: dict[str, tuple[tuple[int, ...], View, str]] = {
     "single element": ((1, 1, 1), lambda bk, a: _perm(bk, a, (2, 1, 0)), "copy_strided"),
     "0-d": ((), lambda bk, a: a, "copy_strided"),
 }
+#: The cases whose rows the cpu runtime copies a unit each (`copy_runs`), not a cube each.
+CPU_RUNS = {"heads", "rows of 255", "bcast rows", "offset block", "rows past the grid"}
 
 
 def _perm(bk: Any, a: Any, axes: tuple[int, ...]) -> Any:
@@ -73,7 +78,7 @@ def _data(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.nd
 def _kernels(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Count the copy kernels `copy._plan` asks for from now on."""
     asked: Counter[str] = Counter()
-    for name in ("copy_kernel", "copy_rows_kernel", "copy_tiles_kernel"):
+    for name in ("copy_kernel", "copy_rows_kernel", "copy_runs_kernel", "copy_tiles_kernel"):
         real = getattr(copy, name)
 
         def wrapped(*args: Any, _real: Any = real) -> Any:
@@ -93,6 +98,7 @@ def test_contiguous_copy_matches_numpy(name: str, case: str,
     bk.plans.clear()
     asked = _kernels(monkeypatch)
     shape, view, kernel = CASES[case]
+    kernel = "copy_runs" if name == "cpu" and case in CPU_RUNS else kernel
     rng = np.random.default_rng(len(case))
     dtypes = [d for d in DTYPES if bk.supports(d)]
     assert burn.float32 in dtypes and burn.bool_ in dtypes

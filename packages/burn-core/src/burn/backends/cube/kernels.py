@@ -50,6 +50,32 @@ def copy_rows_kernel(dtype: DType, rank: int) -> Any:
 
 
 @cached_kernel
+def copy_runs_kernel(dtype: DType, rank: int) -> Any:
+    """`dst[i] = src[i]` by short rows, a unit each (``ABSOLUTE_POS``, over the leading
+    dimensions): both views unit-strided along the last dimension, whose elements the unit
+    copies in one loop (vectorized by the C target)."""
+    from burn_cube import KernelBuilder
+
+    b = KernelBuilder("copy_runs")
+    src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
+    dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
+    last = rank - 1
+    n = dst.shape[last]
+    row = b.ABSOLUTE_POS
+    with b.if_(row < dst.len // n):
+        s, d, rest = src.offset, dst.offset, row  # the row's coordinates, found once for both
+        for k in reversed(range(last)):
+            coord = rest if k == 0 else b.local(row.dtype, rest % dst.shape[k])
+            s, d = s + coord * src.stride[k], d + coord * dst.stride[k]
+            if k:
+                rest = b.local(row.dtype, rest // dst.shape[k])
+        s, d = b.local(row.dtype, s), b.local(row.dtype, d)
+        with b.for_range(0, n) as col:
+            dst[d + col] = src[s + col]
+    return b.kernel()
+
+
+@cached_kernel
 def copy_tiles_kernel(dtype: DType, rank: int, dim: int) -> Any:
     """`dst[i] = src[i]` in tiles of `TILE_ROWS` positions of dimension `dim` (a unit each,
     ``CUBE_POS_Y``) by `TILE` of the last (``CUBE_POS_X``, a loop per unit), the other
