@@ -14,7 +14,6 @@ from fusion_testing import DEVICES, LaunchCounter, pending
 import burn
 import burn.functional as F
 from burn.fusion import reset_stats, stats
-from burn.fusion.inner import on_inner_steps
 from burn.optim import AdamConfig, AdamWConfig, SgdConfig
 
 pytestmark = pytest.mark.parametrize("base", DEVICES)
@@ -145,34 +144,39 @@ def test_pending_reads_of_the_state_see_its_old_values(base: str) -> None:
     np.testing.assert_allclose(moment.to_numpy(), before * 0.9 + 0.3, rtol=1e-6)
 
 
-def test_multi_tensor_update_runs_once_on_inner_values(base: str) -> None:
-    """`on_inner_steps` runs the pending ops once and hands a multi-tensor update every param,
-    gradient and state buffer as inner tensors; the results and the buffers it replaced come
-    back on the fusion device, with the values the update computed."""
+def test_multi_tensor_update_runs_once_on_computed_values(base: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adam's multi-tensor kernel takes fusion tensors: the pending ops run once (one flush),
+    all params are updated by one launch on the cpu runtime (one a param elsewhere), nothing
+    is recorded, and the results and the state are tensors of the fusion device holding the
+    values of the unfused update."""
+    from burn.backends.cube.optim_kernels import adam_steps
+
     spec = f"{base}+fusion"
     data = [np.linspace(-1, 1, 6, dtype=np.float32), np.arange(6, dtype=np.float32).reshape(2, 3)]
-    params = [burn.tensor(d, device=spec) for d in data]
-    grads = [p * 2.0 for p in params]  # pending until the update
-    states: list[dict[str, Any]] = [{"buf": p * 0.0, "step": 0} for p in params]
-    devices: list[burn.Device] = []
 
-    def steps(lr: float, members: list[Any]) -> list[Any]:
-        out = []
-        for p, g, s in members:
-            devices.extend((p.device, g.device, s["buf"].device))
-            s["buf"], s["step"] = g * lr, s["step"] + 1  # a replaced buffer
-            out.append(p - g * lr)
-        return out
+    def members(device: str) -> list[Any]:
+        params = [burn.tensor(d, device=device) for d in data]
+        grads = [p * 2.0 - 1.0 for p in params]  # pending until the update under fusion
+        return [(p, g, {"step": 0, "moment_1": p * 0.0, "moment_2": p * 0.0})
+                for p, g in zip(params, grads, strict=True)]
 
+    plain = members(base)
+    want = adam_steps(plain, 0.25, 0.9, 0.999, 1e-8, 0.0, False, False)
+    fused = members(spec)
+    assert pending(fused[0][1])
+    counter = LaunchCounter(monkeypatch, base)
     reset_stats()
-    news = on_inner_steps(steps, 0.25, list(zip(params, grads, states, strict=True)))
-    assert stats().flushes == 1
-    assert devices == [burn.Device(base)] * 6
-    for d, new, state in zip(data, news, states, strict=True):
-        assert new is not None and new.device == burn.Device(spec)
-        assert state["buf"].device == burn.Device(spec) and state["step"] == 1
-        want = torch.from_numpy(d)
-        np.testing.assert_allclose(new.to_numpy(), (want - want * 2.0 * 0.25).numpy())
-        np.testing.assert_allclose(state["buf"].to_numpy(), (want * 2.0 * 0.25).numpy())
-    plain = burn.tensor(data[0], device=base)  # not a fusion tensor: the update as is
-    assert on_inner_steps(lambda lr, m: [m[0][0]], 0.1, [(plain, plain, {})]) == [plain]
+    news = adam_steps(fused, 0.25, 0.9, 0.999, 1e-8, 0.0, False, False)
+    assert stats().flushes == 1 and stats().ops_recorded == 0
+    assert counter.names.count("adam_step") == (1 if base == "cpu" else len(data))
+    for new, ref, (_, _, state), (_, _, ref_state) in zip(news, want, fused, plain,
+                                                          strict=True):
+        assert new is not None and ref is not None
+        assert new.device == burn.Device(spec) and new.shape == ref.shape
+        assert new.dtype == ref.dtype
+        np.testing.assert_array_equal(new.to_numpy(), ref.to_numpy())
+        assert state["step"] == 1
+        for key in ("moment_1", "moment_2"):
+            assert state[key].device == burn.Device(spec)
+            np.testing.assert_array_equal(state[key].to_numpy(), ref_state[key].to_numpy())

@@ -11,7 +11,7 @@ printing and `burn.sync()`; so the cube backends' own rows kernels (cross_entrop
 and their backwards) run as one kernel each. Protocol defaults the inner backend does not
 override (on the cube backends: attention) run on the fusion backend itself, so their
 primitive ops are recorded and fused too. Optimizers' one-kernel updates run on the inner
-values (`burn.fusion.inner.on_inner`).
+values (`burn.backends.cube.optim_kernels`).
 
 Over a backend without burn-cube kernels (``numpy+fusion``) nothing is recorded: every op
 runs at once.

@@ -43,9 +43,9 @@ class Optimizer(ABC):
     updated together in flat buffers (`burn.optim.multi`), and on the cube backends
     optimizers with kernels run them: all params of one backend and dtype in one launch
     where the optimizer has `_fused_steps` (Adam, AdamW), else one kernel per param
-    (`_fused`); under fusion too, on the flushed values (`burn.fusion.inner.on_inner_steps`
-    / `on_inner`), with the same values. State is kept per Param id as inner tensors;
-    `state_dict()` keys it by parameter path, so it survives a module rebuild.
+    (`_fused`); under fusion too, on the values its stream computed, with the same values.
+    State is kept per Param id as inner tensors; `state_dict()` keys it by parameter path, so
+    it survives a module rebuild.
 
     Args:
         config: the hyperparameters.
@@ -87,12 +87,7 @@ class Optimizer(ABC):
                 continue
             _set(param, value._wrap(self._numpy_one(lr, value, g, state)))
         if device:
-            from burn.fusion.inner import on_inner_steps  # loads the op table: only when used
-
-            # (an optimizer without a multi-tensor update would only have its params made
-            # inner tensors twice: here and again per param in `_device_one`)
-            fused = on_inner_steps(self._fused_steps, lr, [(v, g, s) for _, v, g, s in device]) \
-                if type(self)._fused_steps is not Optimizer._fused_steps else [None] * len(device)
+            fused = self._fused_steps(lr, [(v, g, s) for _, v, g, s in device])
             for (param, value, grad, state), new in zip(device, fused, strict=True):
                 _set(param, self._device_one(lr, value, grad, state) if new is None else new)
         self._small.begin()
@@ -104,11 +99,9 @@ class Optimizer(ABC):
                 _set(param, member[1]._wrap(array))
 
     def _device_one(self, lr: float, value: Tensor, grad: Tensor, state: State) -> Tensor:
-        """The update of one param of a device backend: its `_fused` kernel (on the inner
-        values of fusion tensors: `on_inner`) where it applies, else the tensor ops."""
-        from burn.fusion.inner import on_inner  # loads the op table: only when used
-
-        fused = on_inner(self._fused, lr, value, grad, state)
+        """The update of one param of a device backend: its `_fused` kernel where it applies,
+        else the tensor ops."""
+        fused = self._fused(lr, value, grad, state)
         if fused is None:
             p, g = self._decay(lr, value, grad, TensorOps)
             fused = self._update(lr, p, g, state, TensorOps)

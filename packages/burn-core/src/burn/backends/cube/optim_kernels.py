@@ -4,13 +4,16 @@
 those of one backend and dtype in one launch (torch's multi-tensor "foreach"; up to `MAX_GROUP`
 a launch on the cpu runtime, one a launch on GPUs); `sgd_step` SGD with momentum,
 `rmsprop_step` RMSProp (centered, momentum) and `adagrad_step` AdaGrad over one param, through
-the same kernels (`_build`). Params are dense float tensors: a kernel reads each param and
-gradient, updates the state buffers in place and writes the new param into a new buffer. They
-compute the float operations of `burn.optim.buffers.TensorOps` in the same order, in the
-param's dtype, so trajectories match the tensor-op path to rounding (the C compiler may
-contract a multiply and an add into one fused multiply-add, about an ulp away). Each returns
-None (and changes nothing) for anything else: another backend, dtypes or layouts that are not
-dense float, or state unlike the param.
+the same kernels (`_build`). Params are dense float tensors of a cube backend, or of a fusion
+backend over one (`_computing`: the kernels read its tensors' computed values once its stream
+has run, and their results are tensors of the fusion device around inner primitives, so an
+optimizer under fusion records nothing). A kernel reads each param and gradient, updates the
+state buffers in place and writes the new param into a new buffer. They compute the float
+operations of `burn.optim.buffers.TensorOps` in the same order, in the param's dtype, so
+trajectories match the tensor-op path to rounding (the C compiler may contract a multiply and
+an add into one fused multiply-add, about an ulp away). Each returns None (and changes
+nothing) for anything else: another backend, dtypes or layouts that are not dense float, or
+state unlike the param.
 
 Moment buffers are overwritten only when a step of these kernels made them (`_OWNED`); others
 (fresh zeros, loaded state, tensor-op results) are copied once into a buffer of its own first.
@@ -22,7 +25,7 @@ import math
 import weakref
 from collections.abc import Callable
 from functools import cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from burn.dtype import DType
 from burn.frontend.tensor import Tensor
@@ -31,6 +34,10 @@ from burn.ir.cube import cube_dtype
 from .backend import CUBE_DIM, CubeBackend
 from .layout import contiguous_copy
 from .tensor import CubeTensor, layout_key
+
+if TYPE_CHECKING:
+    from burn.backend.protocol import Backend
+    from burn.fusion.backend import Fusion
 
 #: Dtypes the kernels update (the others fall back to tensor ops). Not float16: the C target
 #: keeps a fused kernel's float16 intermediates unrounded (excess precision), a few ulp away from
@@ -209,21 +216,27 @@ def adagrad_kernel(dtype: DType, l2: bool, ranks: tuple[int, ...], cpu: bool) ->
 
 def _fusable(param: Tensor, grad: Tensor, keys: tuple[str, ...], state: dict[str, Any]
              ) -> CubeBackend | None:
-    """The cube backend of `param` and `grad` when both are contiguous tensors of one shape and
-    a float dtype of `FLOATS` on it (no decorator), with the state entries `keys` tensors of it
-    of that shape and dtype, else None (the dtype's support is checked per group)."""
-    bk: Any = param._bk
-    p, g = param._prim, grad._prim
-    if (type(p) is not CubeTensor or type(g) is not CubeTensor or grad._bk is not bk
-            or not _is_cube(type(bk)) or p.dtype is not g.dtype or p.dtype not in FLOATS
-            or p.shape != g.shape or not p.is_contiguous or not g.is_contiguous):
+    """The cube backend computing `param` and `grad` when both are contiguous tensors of one
+    shape and a float dtype of `FLOATS` on one backend (a cube backend, or a fusion backend
+    over one: `_computing`), with the state entries `keys` tensors of that backend of that
+    shape and dtype, else None (the dtype's support is checked per group)."""
+    bk = param._bk
+    cube = cast(CubeBackend, bk) if _is_cube(type(bk)) else _computing(bk)
+    if cube is None or grad._bk is not bk:
+        return None
+    p, g = _value(param._prim), _value(grad._prim)
+    if (type(p) is not CubeTensor or type(g) is not CubeTensor or p.dtype is not g.dtype
+            or p.dtype not in FLOATS or p.shape != g.shape or not p.is_contiguous
+            or not g.is_contiguous):
         return None
     for key in keys:
         t = state.get(key)
-        if not (isinstance(t, Tensor) and t._bk is bk and type(t._prim) is CubeTensor
-                and t._prim.dtype is p.dtype and t._prim.shape == p.shape):
+        if not isinstance(t, Tensor) or t._bk is not bk:
             return None
-    return cast(CubeBackend, bk)
+        s = _value(t._prim)
+        if type(s) is not CubeTensor or s.dtype is not p.dtype or s.shape != p.shape:
+            return None
+    return cube
 
 
 @cache
@@ -232,10 +245,36 @@ def _is_cube(kind: type) -> bool:
     return issubclass(kind, CubeBackend)
 
 
+@cache
+def _fusion() -> type[Fusion]:
+    """The fusion decorator's class (imported on first use)."""
+    from burn.fusion.backend import Fusion
+
+    return Fusion
+
+
+def _computing(bk: Backend) -> CubeBackend | None:
+    """The inner cube backend of `bk` where it is a fusion backend over one, after its stream
+    ran the pending ops (the kernels overwrite state buffers in place: an op recorded on one
+    must read the values before; and handles then hold their values: `_value`); else None.
+    A fusion backend's primitives are the inner backend's or handles on them, so the kernels
+    run on those, their results tensors of the fusion device around inner primitives."""
+    if not isinstance(bk, _fusion()) or not _is_cube(type(bk.inner)):
+        return None
+    if bk.stream.pending:
+        bk.stream.flush()
+    return cast(CubeBackend, bk.inner)
+
+
+def _value(prim: Any) -> Any:
+    """A cube primitive as is; a fusion handle's computed value (None while pending)."""
+    return prim if type(prim) is CubeTensor else getattr(prim, "value", None)
+
+
 def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str) -> Any:
     """The array of state buffer `key` (a tensor like the param), made one these kernels
     own (a dense copy, once, when it is not)."""
-    prim = state[key]._prim
+    prim = _value(state[key]._prim)
     if prim not in _OWNED:
         prim = contiguous_copy(bk, prim)
         _OWNED.add(prim)
@@ -267,7 +306,7 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
     for i, (param, grad, state) in enumerate(members):
         bk = _fusable(param, grad, keys, state)
         if bk is not None:
-            groups.setdefault((bk, param._prim.dtype), []).append(i)
+            groups.setdefault((bk, param._dtype), []).append(i)
     for (bk, dtype), indexes in groups.items():
         if not bk.supports(dtype):
             continue
@@ -281,12 +320,12 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
                 param, grad, state = members[i]
                 buffers = [_owned(bk, param, state, k) for k in keys]
                 values = own(state)
-                p = param._prim
+                p = _value(param._prim)
                 out = bk.empty(p.shape, p.dtype)
                 results[i] = param._wrap(out)
                 if p.size:
                     launched.append((len(p.shape), (units, values, [
-                        p.array, grad._prim.array, *buffers, out.array])))
+                        p.array, _value(grad._prim).array, *buffers, out.array])))
                     units += -(-p.size // chunk)
             if launched:
                 _launch(bk, kernel(dtype, tuple(r for r, _ in launched),
