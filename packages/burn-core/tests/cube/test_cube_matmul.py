@@ -399,20 +399,26 @@ def test_gemm_operand_refuses_layouts_without_a_unit_stride() -> None:
 
 @pytest.mark.skipif(not CUDA, reason="needs an NVIDIA GPU (runs on the GPU machine)")
 def test_tf32_switch_on_cuda() -> None:
-    """TF32 off (default): float32 products to float32 accuracy; on: other products, within
-    TF32's accuracy (about 1e-3 relative), and the switch is restored."""
+    """TF32 off (default): float32 products to float32 accuracy; on: cuBLAS's products differ,
+    within TF32's accuracy (about 1e-3 relative), the autotuner tunes TF32 products apart, and
+    the switch is restored."""
     assert mm.settings.allow_tf32 is False
     rng = np.random.default_rng(5)
     a, b = (rng.standard_normal((256, 512)).astype(np.float32) for _ in range(2))
     want = a.astype(np.float64) @ b.T.astype(np.float64)
     x, y = burn.tensor(a, device="cuda"), burn.tensor(b, device="cuda").t()
-    exact = (x @ y).to_numpy()
+    backend = _backend("cuda")
+    exact = _host(mm.matmul(backend, _prim(x), _prim(y), "cublas"))
     np.testing.assert_allclose(exact, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose((x @ y).to_numpy(), want, rtol=1e-4, atol=1e-3)
     mm.settings.allow_tf32 = True
     try:
-        fast = (x @ y).to_numpy()
+        fast = _host(mm.matmul(backend, _prim(x), _prim(y), "cublas"))
+        tuned = (x @ y).to_numpy()
     finally:
         mm.settings.allow_tf32 = False
     assert fast.dtype == np.float32 and fast.shape == want.shape
     np.testing.assert_allclose(fast, want, rtol=2e-2, atol=0.2)
+    np.testing.assert_allclose(tuned, want, rtol=2e-2, atol=0.2)
+    assert any(key[0] == "float32+tf32" for key in mm._CHOICES[backend.runtime])
     assert not np.array_equal(fast, exact)  # TF32 rounding did change the products

@@ -80,7 +80,8 @@ _WORKSPACES: dict[int, Any] = {}
 
 Runner = Callable[[Any, CubeTensor, CubeTensor, Shape], CubeTensor]
 
-#: runtime -> (dtype, buckets of batch, m, k, n, operands' layouts) -> the tuned strategy.
+#: runtime -> (dtype [+tf32 where TF32 products are allowed], buckets of batch, m, k, n,
+#: operands' layouts) -> the tuned strategy.
 _CHOICES: WeakKeyDictionary[Any, dict[tuple[str, int, int, int, int, str], str]] = (
     WeakKeyDictionary())
 
@@ -439,8 +440,9 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
     from burn_cube.autotune import bucket, default_tuner
 
     batch, (m, n), k = math.prod(shape[:-2]), shape[-2:], lhs.shape[-1]
-    key = (lhs.dtype.value, bucket(batch), bucket(m), bucket(k), bucket(n),
-           _layout(lhs) + _layout(rhs))
+    dtype = lhs.dtype.value + ("+tf32" if settings.allow_tf32 and lhs.dtype is DType.float32
+                               else "")  # cuBLAS's TF32 products are others, far faster
+    key = (dtype, bucket(batch), bucket(m), bucket(k), bucket(n), _layout(lhs) + _layout(rhs))
     known = _CHOICES.setdefault(backend.runtime, {})
     if key in known:
         return known[key]
