@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as tF
 
 import burn
+from burn.errors import ShapeError
 
 from .reference import GRAD_DTYPES, T, check_backward, check_forward, op_param, rand
 
@@ -46,6 +47,7 @@ OPS: dict[str, list[V]] = {
     "swap_dims": [
         V(((2, 3, 4),), lambda x: x.swap_dims(0, 2), lambda x: x.transpose(0, 2)),
         V(((2, 3, 4),), lambda x: x.swap_dims(-1, 1), lambda x: x.transpose(-1, 1)),
+        V(((2, 3, 4),), lambda x: x.mT, lambda x: x.mT),
     ],
     "transpose": [
         V(((2, 3, 4),), lambda x: x.transpose(1, 2), lambda x: x.transpose(1, 2)),
@@ -55,6 +57,9 @@ OPS: dict[str, list[V]] = {
         V(((2, 3, 4),), lambda x: x.permute(2, 0, 1), lambda x: x.permute(2, 0, 1)),
         V(((2, 3, 4),), lambda x: x.permute((1, 2, 0)), lambda x: x.permute(1, 2, 0)),
         V(((2, 3, 4),), lambda x: x.permute(-1, 0, 1), lambda x: x.permute(-1, 0, 1)),
+        V(((2, 3, 4),), lambda x: x.T, lambda x: x.permute(2, 1, 0)),  # torch warns above 2-d
+        V(((3, 2),), lambda x: x.T, lambda x: x.T),
+        V(((5,),), lambda x: x.T, lambda x: x),  # torch warns for 1-d too
     ],
     "flip": [
         V(((2, 3, 4),), lambda x: x.flip((0, 2)), lambda x: x.flip((0, 2))),
@@ -195,6 +200,15 @@ def test_layout_forward(name: str, dtype: str, layout: str, device: burn.Device,
         check_forward(v.fb, v.ft, args, device)
         ran += 1
     assert ran, f"no variant of {name} accepts {dtype}"
+
+
+@pytest.mark.op("swap_dims")
+def test_matrix_transpose_needs_two_dims(device: burn.Device) -> None:
+    """``mT`` of fewer than 2 dims is refused (torch raises too); ``T`` of 0-d is the tensor."""
+    with pytest.raises(ShapeError, match="mT"):
+        _ = burn.zeros(3, device=device).mT
+    scalar = burn.tensor(2.5, device=device)
+    assert scalar.T.shape == () and scalar.T.item() == 2.5
 
 
 def _single(out: Any) -> Any:

@@ -71,6 +71,24 @@ class LayoutMixin(TensorBase):
         returned as they are (torch.Tensor.t)."""
         return self.swap_dims(-2, -1) if self.ndim >= 2 else self._tensor()
 
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - PyTorch's and NumPy's name
+        """Every dim reversed (``permute(n-1, ..., 0)``, torch.Tensor.T); 0-d and 1-d tensors
+        are returned as they are. Unlike PyTorch, no deprecation warning above 2 dims."""
+        n = self.ndim
+        return self.permute(*range(n - 1, -1, -1)) if n >= 2 else self._tensor()
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802 - PyTorch's name
+        """The last two dims swapped (torch.Tensor.mT), for batches of matrices.
+
+        Raises:
+            ShapeError: for fewer than 2 dims.
+        """
+        if self.ndim < 2:
+            raise ShapeError("mT", "needs at least 2 dims", shape=self.shape)
+        return self.swap_dims(-2, -1)
+
     def slice_dim(self, dim: int, index: slice | int) -> Tensor:
         """Burn's slice_dim: `index` (a slice with steps / negatives, or an int kept as a size-1
         range) along `dim`, every other dim whole.
