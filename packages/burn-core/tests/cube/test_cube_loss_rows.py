@@ -2,7 +2,8 @@
 (cpu and wgpu) and one unit walking every row (small "sum" / "mean", cpu). Forward and logit
 gradients against torch (float64 autograd) for every reduction, with and without class
 weights, ignore_index and label smoothing, over non-contiguous logits, int32 / int64 targets,
-NaN / inf logits, all-ignored batches and bad targets; the launches per call; on wgpu, long or
+NaN / inf logits, all-ignored batches and bad targets, rows longer than the partials' lanes;
+the launches per call; on wgpu, long or
 many rows take the composite."""
 
 from __future__ import annotations
@@ -120,6 +121,25 @@ def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: boo
         loss, dx = _burn(bk, bk.upload(logits), targets, ww, smoothing, reduction, g)
         _check(loss, ref[0], np.float32, 1e-5)
         _check(dx, ref[1], np.float32, 1e-5)
+
+
+@pytest.mark.parametrize("reduction,smoothing", [("mean", 0.0), ("none", 0.25)])
+def test_rows_longer_than_the_lanes(reduction: str, smoothing: float, path: str) -> None:
+    """Rows of 37 classes (two blocks of `norm_rows_cpu.LANES` lanes and a rest): the max in
+    every lane and in the rest, NaN / +inf / -inf inside a block and in the rest, a row of
+    -inf, against torch."""
+    bk = _backend(_device(path))
+    rng = np.random.default_rng(5)
+    x, t, w = _case(rng, 9, 37, np.float32)
+    for row, col in enumerate((0, 15, 16, 31, 36)):
+        x[row, col] = 40.0  # the row's max
+    x[5, 20], x[6, 33], x[7, 3], x[8] = np.nan, np.inf, -np.inf, -np.inf
+    t[5:] = (1, 2, 3, 4)
+    g = (np.arange(9) + 1.0 if reduction == "none" else np.array(1.0)).astype(np.float32)
+    ref = _torch(x, t, w, smoothing, reduction, g)
+    loss, dx = _burn(bk, bk.upload(x), t, w, smoothing, reduction, g)
+    _check(loss, ref[0], np.float32, 1e-5)
+    _check(dx, ref[1], np.float32, 1e-5)
 
 
 def test_bad_target_raises_index_error(path: str) -> None:

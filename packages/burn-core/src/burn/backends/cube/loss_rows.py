@@ -37,7 +37,7 @@ from burn.ir.cube import cube_dtype
 from .checks import pending
 from .kernel_cache import cached_kernel
 from .layout import contiguous
-from .norm_rows_cpu import _lane_sums
+from .norm_rows_cpu import _lane_fold, _lane_sums
 from .tensor import CubeTensor, host_array
 
 #: Logits up to this many elements ("sum" and "mean") are walked by one unit, one launch each
@@ -84,11 +84,12 @@ class _Sample:
 
     def stats(self, classes: Any, exps: Any) -> tuple[Any, Any]:
         """(max, sum of exp(x - max)) of the row, the exponentials kept in the row of `exps`:
-        three loops that vectorize (a NaN makes the sum NaN, so the max may skip it)."""
+        the max in `norm_rows_cpu.LANES` independent chains (a NaN makes the sum NaN, so the
+        max may skip it; in one chain the forward over [256, 1000] float32 logits took 2.3x
+        as long), then two loops that vectorize."""
         b = self.b
-        peak = b.local(self.acc, self.x(0))
-        with b.for_range(1, classes) as k:
-            b.set(peak, b.select(self.x(k) > peak, self.x(k), peak))
+        peak = _lane_fold(b, self.acc, classes, lambda k: (self.x(k),), self.x(0),
+                          lambda part, value: b.select(value > part, value, part))[0]
         with b.for_range(0, classes) as k:
             exps[self.start + k] = b.exp(self.x(k) - peak)
         return peak, _lane_sums(b, self.acc, classes, lambda k: (exps[self.start + k],))[0]
