@@ -99,23 +99,30 @@ def test_empty_rows_take_default() -> None:
 
 
 def test_kernel_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One kernel for the forward; for the backward one rows kernel, the weight's and bias's
-    gradients then the backend's planned column sums (not counted here)."""
+    """One planned launch for the forward; for the backward one rows kernel, then the
+    backend's column sums of the weight's and bias's gradients."""
     bk = _backend("cpu")
     x, w = bk.upload(np.ones((4, 8), np.float32)), bk.upload(np.ones(8, np.float32))
     calls: list[str] = []
-    real = IRKernel.launch
+    real_plan = IRKernel.plan
 
-    def count(self: Any, *args: Any, **kwargs: Any) -> None:
-        calls.append(self.kernel.name)
-        real(self, *args, **kwargs)
+    def plan(self: Any, *args: Any, **kwargs: Any) -> Any:
+        launch = real_plan(self, *args, **kwargs)
 
-    monkeypatch.setattr(IRKernel, "launch", count)
+        def count(*launch_args: Any) -> Any:
+            calls.append(self.kernel.name)
+            return launch(*launch_args)
+
+        return count
+
+    bk.plans.clear()  # planned launches made from now on count theirs
+    monkeypatch.setattr(IRKernel, "plan", plan)
     out, mean, rstd = bk.layer_norm(x, w, w, 1, 1e-5)
     assert calls == ["layer_norm_rows_cpu"]
     calls.clear()
     bk.layer_norm_backward(x, w, w, mean, rstd, out, 1)
-    assert calls == ["layer_norm_rows_cpu_backward"]
+    assert calls[0] == "layer_norm_rows_cpu_backward" and len(calls) == 3
+    assert all(name.startswith("reduce_sum") for name in calls[1:]), calls
 
 
 def _unvectorized_loops(source: str, tmp_path: Path) -> list[str]:

@@ -217,8 +217,7 @@ def _rows_plan(backend: Any, shape: Shape, num_dims: int) -> tuple[int, int, int
 
 def _flat(backend: Any, t: CubeTensor) -> CubeTensor:
     """A dense rank-1 view of `t` (copied first when not contiguous)."""
-    t = contiguous(backend, t)
-    return t.view((t.size,), (1,))
+    return contiguous(backend, t).flat()
 
 
 def _dtypes(dtype: DType) -> tuple[Any, Any]:

@@ -178,8 +178,8 @@ def layer_norm(backend: Any, x: CubeTensor, weight: CubeTensor | None, bias: Cub
     out, mean, rstd = (backend.empty(s, x.dtype) for s in (x.shape, stats, stats))
     kernel = forward_kernel(_dtypes(x.dtype), weight is not None, bias is not None)
     params = [_flat(backend, t).array for t in (x, weight, bias) if t is not None]
-    backend.launch(kernel, m, *params, *(_flat(backend, t).array for t in (out, mean, rstd)),
-                   m, d, eps)
+    backend.launch_planned(kernel, m, *params, out.flat().array, mean.flat().array,
+                           rstd.flat().array, m, d, eps)
     return out, mean, rstd
 
 
@@ -194,9 +194,9 @@ def layer_norm_backward(backend: Any, x: CubeTensor, weight: CubeTensor | None,
     gx = None if weight is None else backend.empty((m, d), x.dtype)
     g = contiguous(backend, grad)
     inputs = [_flat(backend, t).array for t in (x, weight, mean, rstd, g) if t is not None]
-    outputs = [_flat(backend, t).array for t in (dx, gx) if t is not None]
-    backend.launch(backward_kernel(_dtypes(x.dtype), weight is not None), m, *inputs, *outputs,
-                   m, d)
+    outputs = [t.flat().array for t in (dx, gx) if t is not None]
+    backend.launch_planned(backward_kernel(_dtypes(x.dtype), weight is not None), m, *inputs,
+                           *outputs, m, d)
     shape = x.shape[len(x.shape) - num_dims:]
 
     def column_sum(t: CubeTensor | None) -> CubeTensor | None:
