@@ -2,9 +2,11 @@
 
 Each kernel becomes ``void bc_kernel(const int64_t *blob, int32_t *status)`` (``blob``: one int64
 slot per value: the cube counts x, y, z, then per parameter a tensor's data pointer and metadata,
-``meta_names(extent=True)``, or a scalar in the slot's first bytes): an OpenMP ``parallel for``
-over cubes, and inside it a loop over the units of the cube (a compile-time trip count; cube and
-unit counters are ``int64_t``, positions are cast to ``uint32_t`` where the kernel reads them).
+``meta_names(extent=True)``, or a scalar in the slot's first bytes) calling ``bc_run``, a loop
+over a range of cubes and inside it a loop over the units of the cube (a compile-time trip count;
+cube and unit counters are ``int64_t``, positions are cast to ``uint32_t`` where the kernel reads
+them): over every cube on the calling thread below `PARALLEL_UNITS` of work, else from an OpenMP
+parallel region, a contiguous range of cubes a thread.
 Kernels with ``sync_units()`` are split at the barriers ("loop fission"): each barrier-free
 region is its own unit loop and locals become per-unit arrays; control flow that contains a
 barrier must be uniform across the cube (as on GPUs) and is evaluated once, for unit 0.
