@@ -147,10 +147,11 @@ def _reachable(root: Node) -> list[Node]:
 
 def _resolve(node: Node, saved: tuple[Any, ...]) -> tuple[Any, ...]:
     """Saved entries with lazy ones (a parent node, or SELF) recomputed."""
-    if not any(type(s) is Node or s is SELF for s in saved):
-        return saved
-    return tuple(node.value() if s is SELF else s.value() if type(s) is Node else s
-                 for s in saved)
+    for s in saved:
+        if type(s) is Node or s is SELF:
+            return tuple(node.value() if s is SELF else s.value() if type(s) is Node else s
+                         for s in saved)
+    return saved
 
 
 def run_backward(inner: Backend, root: AutodiffTensor) -> Gradients:
@@ -164,9 +165,10 @@ def run_backward(inner: Backend, root: AutodiffTensor) -> Gradients:
         raise AutodiffError("backward", "tensor is not tracked (no input requires grad)",
                             shape=shape)
     order = _reachable(root.node)
-    if any(n.fn is None and not n.leaf for n in order):
-        raise AutodiffError("backward", "graph already freed (backward already ran through it)",
-                            shape=shape)
+    for n in order:  # (a loop, not any() over a generator: this runs every step)
+        if n.fn is None and not n.leaf:
+            raise AutodiffError("backward", "graph already freed (backward already ran "
+                                "through it)", shape=shape)
     p = root.primitive
     grads: dict[int, P] = {
         root.node.id: inner.float_full(shape, 1.0, inner.dtype(p), inner.device_of(p))}
