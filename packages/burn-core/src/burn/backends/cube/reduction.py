@@ -29,7 +29,7 @@ from burn.errors import ValueRangeError
 from burn.ir import OPS
 from burn.ir.cube import cube_dtype
 
-from . import layer_norm_rows, loss_rows, norm_rows_cpu
+from . import layer_norm_rows, loss_rows, norm_rows_cpu, softmax_rows_cpu
 from .creation import full
 from .reduction_kernels import (
     COLUMNS,
@@ -297,6 +297,8 @@ def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:
         return out
     if _gpu(backend):
         _softmax_launch(backend, x, out, dim, log, False)
+    elif softmax_rows_cpu.serves(backend, x, dim, log):
+        softmax_rows_cpu.softmax(backend, x, out)
     else:
         launch, scalars = backend.planned(
             ("softmax", log, id(x.dtype), layout_key(x.array), dim),
