@@ -299,3 +299,27 @@ def test_params_updated_together_match_torch(monkeypatch: pytest.MonkeyPatch, de
     assert optim._state[params[1].id]["step"] == 4
     if device == "cpu":  # each step: float32 (18 non-empty params: 2 launches), float64
         assert names.count("adam_step") == 3 * 8
+    if device == "cuda":  # each step: 20 or 21 non-empty float32 params, 2 launches
+        assert names.count("adam_step") == 2 * 8
+
+
+def test_launch_batches_per_runtime() -> None:
+    """Params one update launch takes: `MAX_GROUP` on the cpu runtime, on cuda also within the
+    kernel-argument budget (higher ranks: more metadata, fewer params), one on wgpu."""
+    from types import SimpleNamespace
+
+    def members(rank: int, count: int) -> list[Any]:
+        return [(SimpleNamespace(shape=(2,) * rank), None, {}) for _ in range(count)]
+
+    group = optim_kernels.MAX_GROUP
+    flat = members(2, 20)
+    assert optim_kernels._batches("cpu", list(range(20)), flat, 2, 4) == [
+        list(range(group)), list(range(group, 20))]
+    assert optim_kernels._batches("wgpu", [3, 5], flat, 2, 4) == [[3], [5]]
+    assert optim_kernels._batches("cuda", list(range(20)), flat, 2, 4) == [
+        list(range(group)), list(range(group, 20))]
+    deep = members(8, 20)
+    batches = optim_kernels._batches("cuda", list(range(20)), deep, 3, 4)
+    assert [i for b in batches for i in b] == list(range(20)) and len(batches) > 2
+    per_param = 6 * (8 + 4 * (2 + 2 * 8)) + 4 + 8 * 4  # storages, metadata, scalars
+    assert all(len(b) * per_param + 8 * 6 <= optim_kernels.CUDA_ARG_BYTES for b in batches)

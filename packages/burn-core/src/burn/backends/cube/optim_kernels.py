@@ -2,7 +2,7 @@
 
 `adam_steps` runs Adam / AdamW (L2 or decoupled weight decay, AMSGrad) over a step's params,
 those of one backend and dtype in one launch (torch's multi-tensor "foreach"; up to `MAX_GROUP`
-a launch on the cpu runtime, one a launch on GPUs); `sgd_step` SGD with momentum,
+a launch on the cpu and cuda runtimes, one a launch on wgpu); `sgd_step` SGD with momentum,
 `rmsprop_step` RMSProp (centered, momentum) and `adagrad_step` AdaGrad over one param, through
 the same kernels (`_build`). Params are dense float tensors of a cube backend, or of a fusion
 backend over one (`_computing`: the kernels read its tensors' computed values once its stream
@@ -50,8 +50,11 @@ _OWNED: weakref.WeakSet[CubeTensor] = weakref.WeakSet()
 #: Elements one unit of an update kernel walks on the cpu runtime (a unit per cube: OpenMP
 #: splits the units; GPUs run a unit per element).
 CPU_CHUNK = 4096
-#: Params one cpu launch updates at most (each adds its arguments and a branch to the kernel).
+#: Params one cpu or cuda launch updates at most (each adds its arguments and a branch to the
+#: kernel; WGSL's storage-buffer bindings per shader are few, so wgpu updates one a launch).
 MAX_GROUP = 16
+#: Bytes of kernel arguments a cuda launch may take (CUDA's limit is 4096).
+CUDA_ARG_BYTES = 4000
 #: Arguments of one param in a launch: its first unit, own scalars, then its arrays.
 _Args = tuple[int, tuple[float, ...], list[Any]]
 
@@ -292,7 +295,8 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
          shared: tuple[float, ...], own: Callable[[dict[str, Any]], tuple[float, ...]]
          ) -> list[Tensor | None]:
     """Launch `kernel` over the members it applies to, those of one backend and dtype together
-    (at most `MAX_GROUP` a launch on the cpu runtime, one on GPUs): the `shared` scalars, then
+    (`_batches`: at most `MAX_GROUP` a launch on cpu and cuda, one on wgpu): the `shared`
+    scalars, then
     per member its own scalars (from `own(state)`, called once the kernel applies: it may
     advance counters in `state`), param, gradient, the state buffers `keys` (made the kernels'
     own) and the new param.
@@ -310,9 +314,7 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
     for (bk, dtype), indexes in groups.items():
         if not bk.supports(dtype):
             continue
-        size = MAX_GROUP if bk.runtime_name == "cpu" else 1
-        for at in range(0, len(indexes), size):
-            batch = indexes[at:at + size]
+        for batch in _batches(bk.runtime_name, indexes, members, len(keys), len(shared)):
             launched: list[tuple[int, _Args]] = []
             units = 0
             chunk = CPU_CHUNK if bk.runtime_name == "cpu" else 1
@@ -332,6 +334,29 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
                                    bk.runtime_name == "cpu"),
                         units, chunk, shared, [a for _, a in launched])
     return results
+
+
+def _batches(runtime: str, indexes: list[int], members: list[Member], states: int,
+             shared: int) -> list[list[int]]:
+    """The members one launch updates each, in order: up to `MAX_GROUP` on the cpu runtime;
+    on cuda also within `CUDA_ARG_BYTES` of arguments (a param's storages, metadata and up to
+    4 scalars: an upper bound, its own scalars being known only as it launches); one
+    elsewhere."""
+    if runtime == "cpu":
+        return [indexes[at:at + MAX_GROUP] for at in range(0, len(indexes), MAX_GROUP)]
+    if runtime != "cuda":
+        return [[i] for i in indexes]
+    batches: list[list[int]] = []
+    used = limit = CUDA_ARG_BYTES - 8 * (shared + 2)
+    for i in indexes:
+        rank = len(members[i][0].shape)
+        cost = (3 + states) * (8 + 4 * (2 + 2 * rank)) + 4 + 8 * 4
+        if used + cost > limit or len(batches[-1]) == MAX_GROUP:
+            batches.append([])
+            used = 0
+        batches[-1].append(i)
+        used += cost
+    return batches
 
 
 def _launch(bk: CubeBackend, kernel: Any, units: int, chunk: int, shared: tuple[float, ...],
