@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 from test_kernels import gelu_tanh
 
 import burn_cube as bc
-from burn_cube.autotune import Autotuner, bucket
+from burn_cube.autotune import QUEUED, Autotuner, bucket
 
 
 def test_bucket() -> None:
@@ -25,6 +26,31 @@ def test_tuner_persists_and_reuses(tmp_path: Path) -> None:
     assert saved == {"k|dev|1024": best}
     again = Autotuner(tmp_path / "tune.json")
     assert again.tune("k", "dev", 900, [1, 2], calls.append) == best and len(calls) == 4
+
+
+def test_tuner_with_sync_times_queued_runs(tmp_path: Path) -> None:
+    """With `sync`, every candidate warms up, then rounds time each candidate's runs queued
+    back to back and waited for once: a candidate whose device work is long loses to one
+    whose host work is shorter than that work."""
+    queued: list[float] = []
+    events: list[str] = []
+
+    def run(candidate: str) -> None:
+        events.append(candidate)
+        if candidate == "host_bound":
+            time.sleep(0.005)  # host work, nothing queued
+        else:
+            queued.append(0.02)  # device work the sync waits for
+
+    def sync() -> None:
+        events.append("sync")
+        time.sleep(sum(queued))
+        queued.clear()
+
+    tuner = Autotuner(tmp_path / "tune.json", repeats=2)
+    assert tuner.tune("k", "dev", 10, ["device_bound", "host_bound"], run, sync) == "host_bound"
+    queued_round = [*["device_bound"] * QUEUED, "sync", *["host_bound"] * QUEUED, "sync"]
+    assert events == ["device_bound", "host_bound", "sync", *queued_round * 2]
 
 
 def test_autotune_decorator(rt: bc.Runtime) -> None:

@@ -2,7 +2,7 @@
 
 Results are keyed by (name, device, shape bucket = size rounded up to a power of two) and
 persisted as JSON in ``autotune.json`` next to the compile cache, so later processes skip the
-search. Tuned functions run once per candidate (plus repeats): they must be idempotent.
+search. Tuned functions run once per candidate (plus its timed runs): they must be idempotent.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ class Autotuner:
 
     Args:
         path: JSON file of results; defaults to ``<cache dir>/autotune.json``.
-        repeats: Timed runs per candidate (the best one counts), after one warm-up run.
+        repeats: Timing rounds over the candidates (each one's best timing counts), after
+            one warm-up run of each.
     """
 
     def __init__(self, path: Path | None = None, repeats: int = 3) -> None:
@@ -49,7 +50,7 @@ class Autotuner:
         return data if isinstance(data, dict) else {}
 
     def tune(self, name: str, device: str, size: int, candidates: Sequence[Any],
-             run: Callable[[Any], None]) -> Any:
+             run: Callable[[Any], None], sync: Callable[[], None] | None = None) -> Any:
         """The fastest candidate for this (name, device, size bucket).
 
         Args:
@@ -57,7 +58,16 @@ class Autotuner:
             device: Device identity.
             size: Problem size (bucketed to the next power of two).
             candidates: JSON-serializable configurations.
-            run: Runs one configuration to completion (synchronized).
+            run: Runs one configuration (to completion where `sync` is None).
+            sync: Waits for the device's queued work. Given, a timing is `QUEUED` runs queued
+                back to back, then one sync, per run: what a launch costs in a busy queue (the
+                device's time for big work, the host's for small), where a synchronized run
+                adds the host's work and the launch latency to each.
+
+        Every candidate runs once first (a warm-up: compiles), then the candidates are timed
+        in `repeats` rounds, each round timing each candidate once, and the best timing of
+        each counts: a device whose clocks rise while the first candidates run favours
+        none of them.
 
         Returns:
             The winning candidate (cached in memory and on disk).
@@ -66,19 +76,36 @@ class Autotuner:
         known = self.results.get(key)
         if known in candidates:
             return known
-        timings = []
         for candidate in candidates:
-            run(candidate)  # warm-up: compiles
-            best = float("inf")
-            for _ in range(self.repeats):
-                start = time.perf_counter()
-                run(candidate)
-                best = min(best, time.perf_counter() - start)
-            timings.append(best)
+            run(candidate)
+        if sync is not None:
+            sync()
+        timings = [float("inf")] * len(candidates)
+        for _ in range(self.repeats):
+            for i, candidate in enumerate(candidates):
+                timings[i] = min(timings[i], _timed(candidate, run, sync))
         winner = candidates[min(range(len(candidates)), key=timings.__getitem__)]
         self.results = {**self._read(), key: winner}
         atomic_write(self.path, json.dumps(self.results, indent=1, sort_keys=True).encode())
         return winner
+
+
+#: Runs queued back to back in one timing of a tuner given `sync`.
+QUEUED = 3
+
+
+def _timed(candidate: Any, run: Callable[[Any], None], sync: Callable[[], None] | None
+           ) -> float:
+    """Seconds of one run of `candidate`: one synchronized run, or with `sync` the mean of
+    `QUEUED` queued runs and one sync."""
+    start = time.perf_counter()
+    if sync is None:
+        run(candidate)
+        return time.perf_counter() - start
+    for _ in range(QUEUED):
+        run(candidate)
+    sync()
+    return (time.perf_counter() - start) / QUEUED
 
 
 @functools.cache

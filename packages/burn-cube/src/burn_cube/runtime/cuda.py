@@ -250,8 +250,15 @@ class CudaRuntime(Runtime):
             return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
-        with self.device, self.stream:
-            return DeviceArray(self, cupy.empty(shape, _held(dtype.numpy)), tuple(shape), dtype)
+        """An uninitialised array from CuPy's pool, on this runtime's stream (the device made
+        current only where it is not: entering it costs as much as the allocation)."""
+        if getDevice() == self.index:
+            with self.stream:
+                handle = cupy.empty(shape, _held(dtype.numpy))
+        else:
+            with self.device, self.stream:
+                handle = cupy.empty(shape, _held(dtype.numpy))
+        return DeviceArray(self, handle, tuple(shape), dtype)
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)

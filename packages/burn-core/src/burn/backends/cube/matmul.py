@@ -451,12 +451,11 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
 
     def run(name: str) -> None:
         RUNNERS[name](backend, lhs, rhs, shape)
-        backend.sync()
 
     rt = backend.runtime
     known[key] = names[0] if len(names) == 1 else str(default_tuner().tune(
         "burn.matmul.{}.b{}.m{}.k{}.n{}.{}".format(*key), f"{rt.name}:{rt.properties.device}",
-        batch * m * n * k, names, run))
+        batch * m * n * k, names, run, backend.sync))
     return known[key]
 
 
