@@ -42,7 +42,7 @@ def kernel(dtype: Any) -> Any:
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("softmax_rows_cpu", unit_work="n")
+    b = KernelBuilder("softmax_rows_cpu")
     x = b.tensor("x", dtype, write=False)
     out = b.tensor("out", dtype, write=True)
     m, n = b.scalar("m", u32), b.scalar("n", u32)
