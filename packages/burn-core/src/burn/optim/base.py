@@ -15,7 +15,7 @@ from burn.frontend import tensor
 from burn.frontend.tensor import Tensor
 from burn.nn import Config, Param
 from burn.optim.buffers import Buf, NumpyOps, TensorOps, numpy_arrays
-from burn.optim.grads import GradientsParams, Params, named_params, to_grads_params
+from burn.optim.grads import GradientsParams, Params, named_params, param_grad
 from burn.optim.multi import SMALL_PARAM, Member, SmallParams, layout
 
 #: One param's optimizer state: tensors on the param's inner device, and counters.
@@ -68,11 +68,13 @@ class Optimizer(ABC):
             grads: `loss.backward()`'s result or per-param gradients (accumulated, clipped).
         """
         named = named_params(params)
-        grads = to_grads_params(grads, [p for _, p in named])
+        # every gradient first (a param off autodiff raises before any update), from a
+        # backward result param by param: no GradientsParams built for it
+        found = [grads.get(p.id) for _, p in named] if isinstance(grads, GradientsParams) \
+            else [param_grad(p, grads) for _, p in named]
         small: dict[tuple[Any, ...], list[tuple[Param, Member]]] = {}
         device: list[tuple[Param, Tensor, Tensor, State]] = []
-        for path, param in named:
-            grad = grads.get(param.id)
+        for (path, param), grad in zip(named, found, strict=True):
             if grad is None or not param.trainable:
                 continue
             value = param.inner()

@@ -45,11 +45,22 @@ class GradientsParams(dict[int, Tensor]):
         """
         out = cls()
         for _, p in named_params(params):
-            if p.trainable and p.kind is Kind.FLOAT:
-                grad = p.grad(grads)
-                if grad is not None:
-                    out[p.id] = grad
+            grad = param_grad(p, grads)
+            if grad is not None:
+                out[p.id] = grad
         return out
+
+
+def param_grad(param: Param, grads: Gradients) -> Tensor | None:
+    """The gradient of `param` in `grads` (a tensor on its inner device), or None where it
+    has none or is not a trainable float param.
+
+    Raises:
+        AutodiffError: when a trainable float param is not on an autodiff device.
+    """
+    if param.trainable and param.kind is Kind.FLOAT:
+        return param.grad(grads)
+    return None
 
 
 def to_grads_params(grads: Gradients | GradientsParams, params: Params) -> GradientsParams:
