@@ -1,8 +1,9 @@
-"""The cpu softmax rows kernel (`softmax_rows_cpu`: a unit per dense row) against torch in
+"""The cpu softmax rows kernels (`softmax_rows_cpu`: a unit per dense row) against torch in
 float64: rows of 16 to 1000 elements (whole lane blocks and a rest), float32 and float64, rows
 with NaN, inf, -inf and values whose exponential overflows without the max shift; what it
 leaves to the three-pass kernel (log-softmax, float16, other dims, strided and short rows);
-gcc vectorizes its float32 loops but the max's."""
+gcc vectorizes its float32 loops but the max's; the backward from the output (Autodiff's
+fused rule) against torch's gradient, by the rows kernel or the composite."""
 
 from __future__ import annotations
 
@@ -110,3 +111,34 @@ def test_float32_loops_but_the_max_vectorize(tmp_path: Path) -> None:
     assert len(fast) - len(scalar) >= 3  # exponentials, sum, scaling (per code version)
     assert all(" > " in lines[n] or "?" in lines[n] for n in scalar), \
         [lines[n - 1].strip() for n in scalar]
+
+
+@pytest.mark.parametrize("dim,dtype", [(2, "float32"), (2, "float64"), (1, "float32")])
+def test_backward_matches_torch(dim: int, dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Autodiff's softmax rule runs the backend's `softmax_backward_from_output`: the rows
+    kernel along a dense last dim, the composite along another."""
+    launched: list[str] = []
+    real = sc.backward_kernel
+
+    def counted(*args: Any) -> Any:
+        launched.append("rows")
+        return real(*args)
+
+    monkeypatch.setattr(sc, "backward_kernel", counted)
+    rng = np.random.default_rng(dim)
+    x = rng.uniform(-4, 4, (3, 20, 37)).astype(dtype)
+    x[0, 1, 5], x[1, 2, 36] = np.nan, -np.inf
+    g = rng.standard_normal(x.shape).astype(dtype)
+    device = burn.Device("cpu").autodiff()
+    t = burn.tensor(x, device=device).require_grad()
+    grads = (F.softmax(t, dim) * burn.tensor(g, device=device)).sum().backward()
+    tx = torch.tensor(x.astype(np.float64), requires_grad=True)
+    (torch.softmax(tx, dim) * torch.from_numpy(g.astype(np.float64))).sum().backward()
+    grad = t.grad(grads)
+    assert tx.grad is not None and grad is not None
+    got, want = grad.to_numpy(), tx.grad.numpy()
+    assert got.shape == want.shape and got.dtype == np.dtype(dtype)
+    rtol, atol = TOL[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol,
+                               equal_nan=True)
+    assert launched == (["rows"] if dim == 2 else [])

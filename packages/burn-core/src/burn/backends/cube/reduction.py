@@ -401,6 +401,12 @@ class CubeReductionOps:
         """exp(x - max) / sum(exp(x - max)) along `dim`, fused."""
         return softmax(self, x, dim, log=False)
 
+    def softmax_backward_from_output(self: Any, out: CubeTensor, grad: CubeTensor,
+                                     dim: int) -> CubeTensor:
+        """Softmax's input gradient from its output (Autodiff's fused rule): one rows kernel
+        on the cpu runtime where it serves, else the composite."""
+        return softmax_rows_cpu.backward(self, out, grad, dim)
+
     def log_softmax(self: Any, x: CubeTensor, dim: int) -> CubeTensor:
         """x - max - log(sum(exp(x - max))) along `dim`, fused."""
         return softmax(self, x, dim, log=True)

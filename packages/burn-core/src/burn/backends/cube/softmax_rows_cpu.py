@@ -60,9 +60,49 @@ def kernel(dtype: Any) -> Any:
     return b.kernel()
 
 
+@cached_kernel
+def backward_kernel(dtype: Any) -> Any:
+    """Softmax's input gradient from its output, ``out * (grad - sum(grad * out))`` of a dense
+    row per unit: the sum in `LANES` partial sums, then one loop (both vectorize).
+
+    Returns:
+        A kernel taking ``out, grad, dx, m, n``: rank-1 tensors, m dense rows of n elements.
+    """
+    from burn_cube import KernelBuilder, u32
+
+    b = KernelBuilder("softmax_rows_cpu_backward")
+    out = b.tensor("out", dtype, write=False)
+    grad = b.tensor("grad", dtype, write=False)
+    dx = b.tensor("dx", dtype, write=True)
+    m, n = b.scalar("m", u32), b.scalar("n", u32)
+    r = b.ABSOLUTE_POS
+    with b.if_(r < m):
+        start = b.local(u32, r * n)
+        total = _lane_sums(b, dtype, n, lambda k: (grad[start + k] * out[start + k],))[0]
+        with b.for_range(0, n) as k:
+            dx[start + k] = out[start + k] * (grad[start + k] - total)
+    return b.kernel()
+
+
 def softmax(backend: Any, x: CubeTensor, out: CubeTensor) -> None:
     """Write the softmax of `x` (`serves`) along its last dim into the new dense `out`."""
     n = x.shape[-1]
     rows = x.size // n
     backend.launch_planned(kernel(cube_dtype("softmax", x.dtype)), rows, x.flat().array,
                            out.flat().array, rows, n)
+
+
+def backward(backend: Any, out: CubeTensor, grad: CubeTensor, dim: int) -> CubeTensor:
+    """Softmax's input gradient ``out * (grad - sum(grad * out, dim))`` from its output: the
+    rows kernel where `serves` takes `out` and `grad` is dense, else the composite of backend
+    ops (as Autodiff's rule)."""
+    if not (serves(backend, out, dim, False) and grad.is_contiguous and grad.shape == out.shape
+            and grad.dtype is out.dtype):
+        total = backend.float_sum_dim(backend.float_mul(grad, out), dim)
+        return backend.float_mul(out, backend.float_sub(grad, total))
+    n = out.shape[-1]
+    rows = out.size // n
+    dx = backend.empty(out.shape, out.dtype)
+    backend.launch_planned(backward_kernel(cube_dtype("softmax", out.dtype)), rows,
+                           out.flat().array, grad.flat().array, dx.flat().array, rows, n)
+    return dx
