@@ -8,6 +8,10 @@ and scaled by a third. The three-pass kernel of `reduction_kernels` took 1.46x a
 the attention scores of a transformer step ([16, 4, 64, 64] float32: 306 against 209 us, 1
 thread; [1024, 16]: 112 against 30 us). Log-softmax, other dtypes, strided rows and rows
 shorter than the lanes stay on that kernel.
+
+Backward from the output (`backward`, the cube backends' `softmax_backward_from_output`, which
+Autodiff's softmax rule calls): ``out * (grad - sum(grad * out))`` a row per unit, where the
+forward's rows kernel would serve; the composite of backend ops elsewhere.
 """
 
 from __future__ import annotations
