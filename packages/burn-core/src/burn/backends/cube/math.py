@@ -1,5 +1,6 @@
 """Elementwise ops of the cube backends that the op table has no lowering for: integer power,
-atan2 and the activations gelu, softplus, log_sigmoid, mish and selu, one kernel each.
+atan2 and the activations gelu, softplus, log_sigmoid, mish and selu, one kernel each; and
+the exact GELU's cdf and its backward from it, which Autodiff's GELU rule uses.
 
 `MATH` maps an op to its builder expression; `run_math` broadcasts the tensor inputs as stride-0
 views (dense inputs of the output's shape are seen as rank 1), and the kernel computes in a work
@@ -113,6 +114,17 @@ def _gelu(b: Any, xs: list[Any]) -> Any:
     return (_erf(b, x * (1 / math.sqrt(2))) + 1.0) * x * 0.5
 
 
+def _gelu_cdf(b: Any, xs: list[Any]) -> Any:
+    """cdf(x) = (1 + erf(x / sqrt 2)) / 2, which the exact GELU's backward reads."""
+    return (_erf(b, xs[0] * (1 / math.sqrt(2))) + 1.0) * 0.5
+
+
+def _gelu_backward_cdf(b: Any, xs: list[Any]) -> Any:
+    """grad (cdf + x pdf(x)) of inputs (x, cdf, grad), in Autodiff's rule's order."""
+    x, cdf, grad = xs
+    return grad * (cdf + x * (b.exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))))
+
+
 def _gelu_tanh(b: Any, xs: list[Any]) -> Any:
     """x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2, in the NumPy backend's order."""
     x = xs[0]
@@ -172,6 +184,7 @@ def _selu(b: Any, xs: list[Any]) -> Any:
 #: op (gelu: with its `approximate`) -> builder expression over the inputs, then scalars.
 MATH: dict[str, Emit] = {
     "int_powi": _powi, "int_powi_scalar": _powi, "float_atan2": _atan2, "gelu": _gelu,
+    "gelu_cdf": _gelu_cdf, "gelu_backward_cdf": _gelu_backward_cdf,
     "gelu_tanh": _gelu_tanh, "softplus": _softplus, "log_sigmoid": _log_sigmoid,
     "mish": _mish, "selu": _selu,
 }
@@ -224,7 +237,8 @@ def run_math(backend: Any, key: str, tensors: list[CubeTensor], scalars: list[An
 
 
 class CubeMathOps:
-    """int_powi(_scalar), float_atan2, gelu, softplus, log_sigmoid, mish and selu."""
+    """int_powi(_scalar), float_atan2, gelu (with gelu_with_cdf / gelu_backward_from_cdf),
+    softplus, log_sigmoid, mish and selu."""
 
     def int_powi(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
         """`lhs ** rhs` (wrapping; negative exponents as torch)."""
@@ -240,6 +254,18 @@ class CubeMathOps:
     def gelu(self, x: CubeTensor, approximate: str) -> CubeTensor:
         """Exact ("none") or tanh GELU."""
         return run_math(self, "gelu_tanh" if approximate == "tanh" else "gelu", [x], [])
+
+    # Not protocol ops: Autodiff's exact GELU rule uses them where the inner backend has them.
+    def gelu_with_cdf(self, x: CubeTensor) -> tuple[CubeTensor, CubeTensor]:
+        """Exact GELU of x (the `gelu` kernel's values) and cdf(x), which its backward reads:
+        two kernels reading x (on the cpu faster than x * cdf, which reads two tensors)."""
+        return run_math(self, "gelu", [x], []), run_math(self, "gelu_cdf", [x], [])
+
+    def gelu_backward_from_cdf(self, x: CubeTensor, cdf: CubeTensor,
+                               grad: CubeTensor) -> CubeTensor:
+        """Exact GELU's input gradient grad (cdf + x pdf(x)) in one kernel instead of the
+        rule's ops (the composite from the saved output took eight)."""
+        return run_math(self, "gelu_backward_cdf", [x, cdf, grad], [])
 
     def softplus(self, x: CubeTensor, beta: float, threshold: float) -> CubeTensor:
         return run_math(self, "softplus", [x], [beta, threshold])
