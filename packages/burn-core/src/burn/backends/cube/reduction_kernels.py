@@ -44,7 +44,7 @@ LANES = 4
 BLOCK, BLOCK_LANES = 64, 16
 #: cpu float sums of adjacent rows (`column_sum_kernel`): rows per unit, and elements of each
 #: row summed plainly before the Kahan-compensated add.
-COLUMNS, COLUMN_BLOCK = 64, 16
+COLUMNS, COLUMN_BLOCK = 64, 64
 
 
 @dataclass(frozen=True)
