@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -47,24 +46,14 @@ def save(x: AutodiffTensor | None) -> Any:
 
 
 def unbroadcast(inner: Backend, grad: P, shape: Shape) -> P:
-    """`grad` summed over the dims broadcasting added to `shape`, then reshaped to it (summed
-    leading dims, such as a bias's batch and sequence dims, merged into one sum)."""
+    """`grad` summed over the dims broadcasting added to `shape`, then reshaped to it."""
     gshape = inner.shape(grad)
     if gshape == shape:
         return grad
     lead = len(gshape) - len(shape)
-    dims = [d for d, n in enumerate(gshape) if n != 1 and (d < lead or shape[d - lead] == 1)]
-    prefix, prev = 0, -1  # how many of dims lead grad, with only size-1 dims between them
-    for d in dims:
-        if any(gshape[e] != 1 for e in range(prev + 1, d)):
-            break
-        prefix, prev = prefix + 1, d
-    if prefix > 1:  # one sum over them, merged
-        grad = inner.float_reshape(grad, (math.prod(gshape[:prev + 1]), *gshape[prev + 1:]))
-        grad = inner.float_sum_dim(grad, 0)
-        dims = [d - prev for d in dims[prefix:]]
-    for d in dims:
-        grad = inner.float_sum_dim(grad, d)
+    for d, n in enumerate(gshape):
+        if n != 1 and (d < lead or shape[d - lead] == 1):
+            grad = inner.float_sum_dim(grad, d)
     return inner.float_reshape(grad, shape)
 
 
