@@ -4,14 +4,13 @@ one loop per op and dtype."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import burn_cube as bc
 from burn_cube.codegen import table_c
-from burn_cube.runtime.cpu import compile_flags, find_compiler
+from burn_cube.runtime.cpu import vectorized_lines
 
 pytestmark = pytest.mark.skipif("cpu" not in bc.available(), reason="no C compiler")
 
@@ -31,14 +30,7 @@ def _vectorized(tmp_path: Path, dtype: str) -> dict[str, bool]:
                      f"{{ for (int i = 0; i < n; i++) o[i] = {expr}; }}")
     source = "\n".join(lines)
     first = source.count("\n", 0, source.index("void loop_")) + 1
-    path = tmp_path / f"loops_{dtype}.c"
-    path.write_text(source)
-    compiler = find_compiler()
-    flags = [f for f in compile_flags(compiler) if f != "-shared"]
-    report = subprocess.run([compiler, *flags, "-c", "-fopt-info-vec-optimized", str(path),
-                             "-o", str(tmp_path / "loops.o")],
-                            capture_output=True, text=True, check=True).stderr
-    done = {int(line.split(":")[1]) for line in report.splitlines() if "loop vectorized" in line}
+    done = vectorized_lines(source, tmp_path)
     return {op: first + k in done for k, op in enumerate(OPS)}
 
 

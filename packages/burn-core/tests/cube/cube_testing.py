@@ -1,8 +1,10 @@
-"""Helpers shared by the cube backends' module-op tests (conv, pool, resize, sample): device
-views of host arrays in each layout, and a recorder of the kernels a block launches."""
+"""Helpers shared by the cube backends' tests (conv, pool, resize, sample, rows kernels): device
+views of host arrays in each layout, a recorder of the kernels a block launches, and the loops
+of a cpu kernel gcc leaves scalar."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,22 @@ from burn.backends.cube import CubeTensor
 
 #: kernel id -> (kernel, launch arguments) of each kernel launched while recording.
 Launched = dict[int, tuple[Any, tuple[Any, ...]]]
+
+
+def scalar_loops(source: str, tmp_path: Path) -> tuple[list[int], list[int]]:
+    """The in-bounds loops (those whose bounds checks were hoisted out) of a kernel's C, and
+    those of them gcc, with the cpu runtime's compiler and flags, leaves scalar.
+
+    Returns:
+        (loops, scalar loops), as 1-based line numbers of `source`.
+    """
+    from burn_cube.runtime.cpu import vectorized_lines
+
+    lines = source.splitlines()
+    fast = [i + 1 for i, line in enumerate(lines[:-1])
+            if "for (v__" in line and "bc_oob" not in lines[i + 1]]
+    done = vectorized_lines(source, tmp_path)
+    return fast, [n for n in fast if n not in done]
 
 
 def backend(name: str) -> Any:

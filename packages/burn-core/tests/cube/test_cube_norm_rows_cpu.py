@@ -7,7 +7,6 @@ in-bounds loop of both kernels."""
 from __future__ import annotations
 
 import itertools
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,13 @@ import pytest
 import torch
 import torch.nn.functional as tF
 from cube_testing import backend as _backend
+from cube_testing import scalar_loops
 from cube_testing import upload_view as _up
 
 from burn.backends.cube import norm_rows_cpu
 from burn.backends.cube.layer_norm_rows import _dtypes, _flat
 from burn.backends.cube.tensor import host_array
 from burn_cube.kernel import IRKernel
-from burn_cube.runtime.cpu import compile_flags, find_compiler
 
 TOL = {np.float32: 1e-5, np.float64: 1e-12, np.float16: 2e-2}
 
@@ -126,21 +125,11 @@ def test_kernel_counts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _unvectorized_loops(source: str, tmp_path: Path) -> list[str]:
-    """The in-bounds loops (bounds checks hoisted out) of a kernel's C that gcc, with the cpu
-    runtime's compiler and flags, leaves scalar."""
-    lines = source.splitlines()
-    fast = [i + 1 for i, line in enumerate(lines[:-1])
-            if "for (v__" in line and "bc_oob" not in lines[i + 1]]
-    path = tmp_path / "kernel.c"
-    path.write_text(source)
-    compiler = find_compiler()
-    flags = [f for f in compile_flags(compiler) if f != "-shared"]
-    report = subprocess.run([compiler, *flags, "-c", "-fopt-info-vec-optimized", str(path),
-                             "-o", str(tmp_path / "kernel.o")],
-                            capture_output=True, text=True, check=True).stderr
-    done = {int(line.split(":")[1]) for line in report.splitlines() if "loop vectorized" in line}
+    """The in-bounds loops of a kernel's C that gcc leaves scalar, as source lines."""
+    fast, scalar = scalar_loops(source, tmp_path)
     assert fast
-    return [lines[n - 1].strip() for n in fast if n not in done]
+    lines = source.splitlines()
+    return [lines[n - 1].strip() for n in scalar]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -7,20 +7,19 @@ fused rule) against torch's gradient, by the rows kernel or the composite."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from cube_testing import scalar_loops
 
 import burn
 import burn.functional as F
 from burn.backends.cube import softmax_rows_cpu as sc
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
-from burn_cube.runtime.cpu import compile_flags, find_compiler
 
 TOL = {"float32": (1e-5, 1e-7), "float64": (1e-12, 1e-15), "float16": (2e-3, 1e-3)}
 
@@ -97,17 +96,7 @@ def test_float32_loops_but_the_max_vectorize(tmp_path: Path) -> None:
     source = sc.kernel(cube_dtype("softmax", DType.float32)).source(
         "c", 256, x.flat().array, bk.empty((8, 64), DType.float32).flat().array, 8, 64)
     lines = source.splitlines()
-    fast = [i + 1 for i, line in enumerate(lines[:-1])
-            if "for (v__" in line and "bc_oob" not in lines[i + 1]]
-    path = tmp_path / "softmax.c"
-    path.write_text(source)
-    compiler = find_compiler()
-    flags = [f for f in compile_flags(compiler) if f != "-shared"]
-    report = subprocess.run([compiler, *flags, "-c", "-fopt-info-vec-optimized", str(path),
-                             "-o", str(tmp_path / "softmax.o")],
-                            capture_output=True, text=True, check=True).stderr
-    done = {int(line.split(":")[1]) for line in report.splitlines() if "loop vectorized" in line}
-    scalar = [n for n in fast if n not in done]
+    fast, scalar = scalar_loops(source, tmp_path)
     assert len(fast) - len(scalar) >= 3  # exponentials, sum, scaling (per code version)
     assert all(" > " in lines[n] or "?" in lines[n] for n in scalar), \
         [lines[n - 1].strip() for n in scalar]

@@ -116,6 +116,29 @@ def _look_up_compiler(cc: str | None) -> str:
                                "Install gcc or clang, or point $CC at one.")
 
 
+def vectorized_lines(source: str, workdir: Path) -> set[int]:
+    """The lines of C `source` whose loops the runtime's compiler, with the runtime's flags,
+    vectorizes (its ``-fopt-info-vec-optimized`` report: gcc's; clang reports nothing).
+
+    Args:
+        source: C source (a kernel's, or hand-written loops).
+        workdir: A directory for the source and object files.
+    Returns:
+        1-based line numbers of vectorized loops.
+    """
+    import subprocess
+
+    compiler = find_compiler()
+    flags = [f for f in compile_flags(compiler) if f != "-shared"]
+    path = workdir / "vectorized.c"
+    path.write_text(source)
+    report = subprocess.run([compiler, *flags, "-c", "-fopt-info-vec-optimized", str(path),
+                             "-o", str(workdir / "vectorized.o")],
+                            capture_output=True, text=True, check=True).stderr
+    return {int(line.split(":")[1]) for line in report.splitlines()
+            if "loop vectorized" in line}
+
+
 def build_flags(compiler: str) -> str:
     """Everything of a build command that a kernel library depends on, beyond its source and
     the compiler: `compile_flags` and the OpenMP runtime it links (a cache key part)."""
