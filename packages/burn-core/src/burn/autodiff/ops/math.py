@@ -96,7 +96,8 @@ class MathOps(CompositeOps):
 
     def softmax(self, x: T, dim: int) -> T:
         """The inner softmax (one op) with torch's direct rule s * (g - sum(g * s, dim)), in
-        one op where the inner backend has `softmax_backward_from_output` (NumPy)."""
+        one op where the inner backend has `softmax_backward_from_output` (NumPy; the cube
+        backends, a rows kernel on the cpu runtime)."""
         def rule(i: Any, g: P, s: P) -> P:
             fused = getattr(i, "softmax_backward_from_output", None)
             if fused is not None:
@@ -115,7 +116,8 @@ class MathOps(CompositeOps):
         exact form, when every node saves its values (no checkpointing), reads cdf(x) from the
         forward instead of recomputing erf: through the inner backend's `gelu_with_cdf` /
         `gelu_backward_from_cdf` where it has them (NumPy: one pass over cache-sized blocks
-        each), else as gelu(x) / x from the saved output."""
+        each; the cube backends: a cdf kernel and a one-kernel backward), else as gelu(x) / x
+        from the saved output."""
         inner = self.inner
         if approximate == "tanh" or not isinstance(self.checkpoint, NoCheckpointing):
             rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
