@@ -296,10 +296,9 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
          ) -> list[Tensor | None]:
     """Launch `kernel` over the members it applies to, those of one backend and dtype together
     (`_batches`: at most `MAX_GROUP` a launch on cpu and cuda, one on wgpu): the `shared`
-    scalars, then
-    per member its own scalars (from `own(state)`, called once the kernel applies: it may
-    advance counters in `state`), param, gradient, the state buffers `keys` (made the kernels'
-    own) and the new param.
+    scalars, then per member its own scalars (from `own(state)`, called once the kernel
+    applies: it may advance counters in `state`), param, gradient, the state buffers `keys`
+    (made the kernels' own) and the new param.
 
     Returns:
         Per member, the new param values, or None where the kernel does not apply (nothing
@@ -338,20 +337,18 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
 
 def _batches(runtime: str, indexes: list[int], members: list[Member], states: int,
              shared: int) -> list[list[int]]:
-    """The members one launch updates each, in order: up to `MAX_GROUP` on the cpu runtime;
-    on cuda also within `CUDA_ARG_BYTES` of arguments (a param's storages, metadata and up to
-    4 scalars: an upper bound, its own scalars being known only as it launches); one
-    elsewhere."""
-    if runtime == "cpu":
-        return [indexes[at:at + MAX_GROUP] for at in range(0, len(indexes), MAX_GROUP)]
-    if runtime != "cuda":
+    """The members one launch updates each, in order: up to `MAX_GROUP` on the cpu and cuda
+    runtimes, on cuda also within `CUDA_ARG_BYTES` of arguments (a param's storages, metadata
+    and up to 4 scalars: an upper bound, its own scalars being known only as it launches);
+    one on wgpu."""
+    if runtime not in ("cpu", "cuda"):
         return [[i] for i in indexes]
+    limit = CUDA_ARG_BYTES - 8 * (shared + 2) if runtime == "cuda" else math.inf
     batches: list[list[int]] = []
-    used = limit = CUDA_ARG_BYTES - 8 * (shared + 2)
+    used = 0
     for i in indexes:
-        rank = len(members[i][0].shape)
-        cost = (3 + states) * (8 + 4 * (2 + 2 * rank)) + 4 + 8 * 4
-        if used + cost > limit or len(batches[-1]) == MAX_GROUP:
+        cost = (3 + states) * (8 + 4 * (2 + 2 * len(members[i][0].shape))) + 4 + 8 * 4
+        if not batches or used + cost > limit or len(batches[-1]) == MAX_GROUP:
             batches.append([])
             used = 0
         batches[-1].append(i)
