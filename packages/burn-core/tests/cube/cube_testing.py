@@ -59,13 +59,15 @@ def upload_view(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTenso
 
 
 def record_launches(monkeypatch: pytest.MonkeyPatch, bk: Any) -> Launched:
-    """Record every kernel `bk`'s backend class launches from now on (the launches still run)."""
+    """Record every kernel `bk`'s backend class launches from now on, planned or not (the
+    launches still run)."""
     launched: Launched = {}
-    real = type(bk).launch
+    for method in ("launch", "launch_planned"):
+        real = getattr(type(bk), method)
 
-    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
-        launched[id(kernel)] = (kernel, args)
-        real(self, kernel, units, *args)
+        def record(self: Any, kernel: Any, units: int, *args: Any, real: Any = real) -> None:
+            launched[id(kernel)] = (kernel, args)
+            real(self, kernel, units, *args)
 
-    monkeypatch.setattr(type(bk), "launch", record)
+        monkeypatch.setattr(type(bk), method, record)
     return launched

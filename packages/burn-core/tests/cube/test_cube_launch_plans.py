@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import burn
+from burn.backends.cube import CudaBackend
 from burn.backends.cube.tensor import CubeTensor
 
 DEVICES = ["cpu", "wgpu"]
@@ -89,10 +90,15 @@ def test_edge_values_through_a_plan() -> None:
         check(t.exp(), ref.exp())
 
 
-def test_results_reuse_buffers_of_dead_tensors_on_cpu() -> None:
-    be: Any = burn.Device("cpu").backend
+#: Runtimes whose `empty` hands out the buffers of dead arrays.
+POOLING = ["cpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
+
+
+@pytest.mark.parametrize("name", POOLING)
+def test_results_reuse_buffers_of_dead_tensors(name: str) -> None:
+    be: Any = burn.Device(name).backend
     x = np.arange(32, dtype=np.float32)
-    t = burn.tensor(x, device="cpu")
+    t = burn.tensor(x, device=name)
     t * t  # planned (the plan's first launch allocates once more)
     first = t + t
     handle = weakref.ref(prim(first).array.handle)
@@ -104,15 +110,25 @@ def test_results_reuse_buffers_of_dead_tensors_on_cpu() -> None:
     check(second, torch.from_numpy(x) * torch.from_numpy(x))
 
 
-def test_exported_results_keep_their_buffer() -> None:
+#: (device, zero-copy importer) pairs: numpy imports host memory only.
+EXPORTS = [(name, export) for name in POOLING for export in ("torch", "numpy")
+           if name == "cpu" or export == "torch"]
+
+
+@pytest.mark.parametrize(("name", "importer"), EXPORTS)
+def test_exported_results_keep_their_buffer(name: str, importer: str) -> None:
+    """A result exported zero-copy and then dropped on burn's side keeps its memory: later
+    results of its shape never get its buffer (DLPack holds it without a counted reference)."""
+    export = torch.from_dlpack if importer == "torch" else np.from_dlpack
     x = np.arange(16, dtype=np.float32)
-    t = burn.tensor(x, device="cpu")
-    shared = np.from_dlpack(t + 1.0)  # zero-copy on the cpu
+    t = burn.tensor(x, device=name)
+    shared = export(t + 1.0)  # zero-copy
     expected = x + 1.0
     for _ in range(3):
         check(t * -2.0, torch.from_numpy(x) * -2.0)
-    assert shared.shape == (16,) and shared.dtype == np.float32
-    np.testing.assert_array_equal(shared, expected)
+    host = shared.cpu().numpy() if isinstance(shared, torch.Tensor) else shared
+    assert host.shape == (16,) and host.dtype == np.float32
+    np.testing.assert_array_equal(host, expected)
 
 
 def close(got: burn.Tensor, ref: torch.Tensor) -> None:

@@ -53,7 +53,7 @@ class DeviceArray:
     """
 
     __slots__ = ("runtime", "handle", "shape", "dtype", "_strides", "offset", "base", "address",
-                 "__weakref__")
+                 "shared", "__weakref__")
 
     def __init__(self, runtime: Runtime, handle: Any, shape: tuple[int, ...], dtype: DType,
                  strides: tuple[int, ...] | None = None, offset: int = 0,
@@ -67,6 +67,8 @@ class DeviceArray:
         self.base = base
         #: the storage's device address where the runtime has one (cached by the runtime).
         self.address: int | None = None
+        #: whether the storage was handed to another library (`share`): never pooled again.
+        self.shared = False
 
     @property
     def size(self) -> int:
@@ -253,7 +255,8 @@ class BufferPool:
 
 class PooledArray(DeviceArray):
     """An owning array from a pooling runtime's `empty` (its `buffers`, a `BufferPool`): its
-    buffer returns to the pool when it dies, to be handed out once nothing else holds it."""
+    buffer returns to the pool when it dies, to be handed out once nothing else holds it (never
+    once `shared`: a DLPack export holds the memory without a reference Python can count)."""
 
     __slots__ = ()
 
@@ -261,7 +264,7 @@ class PooledArray(DeviceArray):
         """Keep the buffer in the runtime's pool (held while something else holds it)."""
         try:
             handle = self.handle
-            if self.base is not None:
+            if self.base is not None or self.shared:
                 return
             held = _refcount(handle) > _RECLAIM_REFS  # counted before `handle` is an argument
             runtime: Any = self.runtime

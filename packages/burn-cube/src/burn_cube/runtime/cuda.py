@@ -11,10 +11,12 @@ the kernel).
 
 Launches skip CuPy's per-argument conversion: each kernel's arguments are packed by one
 ``struct`` format into a buffer kept per thread, and ``cuLaunchKernel`` gets the addresses of
-the packed values; the device is made current only when it is not. Arrays come from CuPy's
-memory pool, which reuses freed device memory once nothing holds it: a pool of dead arrays'
-buffers kept here cannot see the references that DLPack exports hold (torch's tensor from a
-dropped burn tensor then read a buffer handed out again).
+the packed values; the device is made current only when it is not. New arrays come from
+CuPy's memory pool; dead arrays' buffers are kept by shape and dtype (`buffers`, up to
+`POOL_BYTES`) and handed out again by `empty` with their addresses known, in stream order (one
+stream: work queued on a buffer before it died runs before work queued after it is handed out).
+An array whose memory was exported (`DeviceArray.shared`, set by the exporter) never returns to
+that pool: a DLPack export holds the memory without a reference Python can count.
 """
 
 from __future__ import annotations
@@ -34,8 +36,19 @@ from burn_cube.codegen.cuda import entry_point, generate_aliased
 from burn_cube.errors import CompileError, LaunchError, RuntimeUnavailableError
 from burn_cube.ir.nodes import KernelIR
 from burn_cube.runtime import nvrtc
-from burn_cube.runtime.base import DeviceArray, Properties, Runtime, scalar_converter
+from burn_cube.runtime.base import (
+    BufferPool,
+    DeviceArray,
+    PooledArray,
+    Properties,
+    Runtime,
+    scalar_converter,
+)
 from burn_cube.types import DType, bf16, from_numpy
+
+#: Most bytes of dead arrays' buffers a cuda runtime keeps for `empty` to hand out again (a
+#: CuPy allocation with its stream and device checks cost as much host time as a launch).
+POOL_BYTES = 2 * 2**30
 
 #: numpy dtype whose bits stand in for one CuPy lacks.
 _BITS = {bf16.numpy: np.dtype(np.uint16)}
@@ -237,6 +250,7 @@ class CudaRuntime(Runtime):
         self.capability = int(props["major"]) * 10 + int(props["minor"])
         self.disk = DiskCache()
         self._modules: dict[str, CompiledCuda] = {}
+        self.buffers = BufferPool(POOL_BYTES)
 
     @property
     def properties(self) -> Properties:
@@ -250,15 +264,30 @@ class CudaRuntime(Runtime):
             return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
-        """An uninitialised array from CuPy's pool, on this runtime's stream (the device made
-        current only where it is not: entering it costs as much as the allocation)."""
+        """A pooled buffer of that shape and dtype if one is free, else an uninitialised array
+        from CuPy's pool on this runtime's stream (the device made current only where it is
+        not); out of memory, the kept buffers go back to CuPy's pool for one more try."""
+        found = self.buffers.take(shape, dtype)
+        if found is not None:
+            array = PooledArray(self, found[0], shape, dtype)
+            array.address = found[1]
+            return array
+        try:
+            handle = self._allocate(shape, dtype)
+        except cupy.cuda.memory.OutOfMemoryError:
+            if not self.buffers.bytes:
+                raise
+            self.buffers.clear()
+            handle = self._allocate(shape, dtype)
+        return PooledArray(self, handle, tuple(shape), dtype)
+
+    def _allocate(self, shape: tuple[int, ...], dtype: DType) -> Any:
+        """A new CuPy array on this runtime's stream and device."""
         if getDevice() == self.index:
             with self.stream:
-                handle = cupy.empty(shape, _held(dtype.numpy))
-        else:
-            with self.device, self.stream:
-                handle = cupy.empty(shape, _held(dtype.numpy))
-        return DeviceArray(self, handle, tuple(shape), dtype)
+                return cupy.empty(shape, _held(dtype.numpy))
+        with self.device, self.stream:
+            return cupy.empty(shape, _held(dtype.numpy))
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
@@ -333,5 +362,6 @@ class CudaRuntime(Runtime):
         self.stream.synchronize()
 
     def memory_stats(self) -> dict[str, int]:
-        return {"bytes_in_use": int(self.pool.used_bytes()),
-                "bytes_reserved": int(self.pool.total_bytes()), "modules": len(self._modules)}
+        return {"bytes_in_use": int(self.pool.used_bytes()) - self.buffers.bytes,
+                "bytes_reserved": int(self.pool.total_bytes()), "modules": len(self._modules),
+                "buffers_reused": self.buffers.reused, "bytes_free_in_pool": self.buffers.bytes}

@@ -123,7 +123,8 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         the cpu, a CuPy view on cuda (zero-copy, writes are seen by the tensor); a host copy
         on wgpu. A sync point: a failed device check (an index out of range) raises first,
         and on cuda the runtime's stream has finished (a consumer reads on its own stream,
-        which does not wait for the runtime's non-blocking one)."""
+        which does not wait for the runtime's non-blocking one; its buffer never returns to
+        the runtime's pool)."""
         pending(self).raise_pending()
         if self.runtime_name == "cpu" and x.dtype is not DType.bfloat16:
             return host_view(x.array)
@@ -131,13 +132,14 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
             import cupy
 
             self.runtime.sync()
+            (x.array.base if x.array.base is not None else x.array).shared = True
             return strided_storage(x, cupy.lib.stride_tricks.as_strided)
         return super().exported(x)
 
     # --- buffers and launches -------------------------------------------------------------
     def empty(self, shape: Shape, dtype: DType) -> CubeTensor:
-        """A new dense tensor (contents undefined; on the cpu, a pooled buffer of a dead
-        tensor where one of that shape and dtype is free).
+        """A new dense tensor (contents undefined; on the cpu and cuda, a pooled buffer of a
+        dead tensor where one of that shape and dtype is free).
 
         Raises:
             AllocationError: the device is out of memory (the process stays usable).
@@ -214,15 +216,22 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
                       *args)
 
     def launch_planned(self, kernel: Any, units: int, *args: Any) -> None:
-        """`launch`, planned once per kernel, unit count and layout of the array arguments
+        """`launch`, planned once per kernel, cube count and layout of the array arguments
         (kept in `plans`): a repeated launch only passes the arrays and the numbers."""
+        self.launch_cubes_planned(kernel, (max(1, math.ceil(units / CUBE_DIM)), 1, 1),
+                                  CUBE_DIM, *args)
+
+    def launch_cubes_planned(self, kernel: Any, cube_count: tuple[int, int, int],
+                             cube_dim: Any, *args: Any) -> None:
+        """`kernel.launch` over `cube_count` cubes of `cube_dim` units, planned once per
+        kernel, cube count and layout of the array arguments (`launch_planned`)."""
         array = self._array
-        key = (kernel, units, *[(arg.shape if arg.base is None else layout_key(arg))
-                                if isinstance(arg, array) else None for arg in args])
+        key = (kernel, cube_count, *[(arg.shape if arg.base is None else layout_key(arg))
+                                     if isinstance(arg, array) else None for arg in args])
         plan = self.plans.get(key)
         if plan is None:
-            plan = self.planned(key, lambda: kernel.plan(
-                self.runtime, (max(1, math.ceil(units / CUBE_DIM)), 1, 1), CUBE_DIM, *args))
+            plan = self.planned(key, lambda: kernel.plan(self.runtime, cube_count, cube_dim,
+                                                         *args))
         plan(args)
 
 

@@ -134,8 +134,8 @@ def run_naive(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> C
     """The one-unit-per-element kernel."""
     out = backend.empty(shape, lhs.dtype)
     lv, rv, ov = kernel_views(lhs, rhs, out)
-    backend.launch(naive_kernel(lhs.dtype, len(ov.shape)), out.size, lv.array, rv.array,
-                   ov.array)
+    backend.launch_planned(naive_kernel(lhs.dtype, len(ov.shape)), out.size, lv.array,
+                           rv.array, ov.array)
     return out
 
 
@@ -172,8 +172,9 @@ def tiled_runner(name: str) -> Runner:
         batches = math.prod(ov.shape[:-2])
         per_launch = batches_per_launch(backend, cx * cy * tile.units)
         for z0 in range(0, batches, per_launch):
-            kernel.launch(backend.runtime, (cx, cy, min(per_launch, batches - z0)),
-                          (tile.units_x, tile.units_y), lv.array, rv.array, ov.array, z0)
+            backend.launch_cubes_planned(kernel, (cx, cy, min(per_launch, batches - z0)),
+                                         (tile.units_x, tile.units_y), lv.array, rv.array,
+                                         ov.array, z0)
         return out
 
     return run

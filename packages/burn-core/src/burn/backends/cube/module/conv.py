@@ -135,7 +135,7 @@ class CubeConvOps:
         chunk = last if self.runtime_name == "cpu" else 1
         chunks = -(-last // chunk) if chunk else 0
         if rows and chunks:
-            self.launch(kernel, rows * chunks, *args, chunk, chunks)
+            self.launch_planned(kernel, rows * chunks, *args, chunk, chunks)
 
     def _column_buffer(self: Any, n: int, rows: int, length: int, dtype: DType,
                        groups: int = 0, for_im2col: bool = False
@@ -173,14 +173,14 @@ class CubeConvOps:
             if n * rows and math.prod(out):
                 rows_kernel = im2col_rows_kernel(x.dtype, cols.dtype, len(kernel), unit,
                                                  any(options.padding), ones)
-                self.launch(rows_kernel, n * (rows + ones), x.array, cols.array, *spacing,
-                            *geometry)
+                self.launch_planned(rows_kernel, n * (rows + ones), x.array, cols.array,
+                                    *spacing, *geometry)
             return cols
         groups = cols.shape[1] - rows  # rows of ones
         units = n * (rows + groups) * math.prod(out)
         if units:
-            self.launch(im2col_kernel(x.dtype, cols.dtype, len(kernel), groups > 0), units,
-                        x.array, cols.array, *spacing, *geometry, 1, out[-1])
+            self.launch_planned(im2col_kernel(x.dtype, cols.dtype, len(kernel), groups > 0),
+                                units, x.array, cols.array, *spacing, *geometry, 1, out[-1])
         return cols
 
     def _col2im(self: Any, cols: CubeTensor, shape: Shape, windows: Sequence[int],
@@ -197,8 +197,8 @@ class CubeConvOps:
             if out.size:
                 planes_kernel = col2im_planes_kernel(cols.dtype, len(kernel), bias_dtype, unit,
                                                      any(options.padding))
-                self.launch(planes_kernel, shape[0] * shape[1], cols.array, out.array, *extra,
-                            *geometry)
+                self.launch_planned(planes_kernel, shape[0] * shape[1], cols.array, out.array,
+                                    *extra, *geometry)
         else:
             self._launch_windows(col2im_kernel(cols.dtype, len(kernel), bias_dtype),
                                  math.prod(shape[:-1]), shape[-1], cols.array, out.array,
@@ -261,8 +261,8 @@ class CubeConvOps:
                             weight.shape), None
         gw, gb = self.empty(weight.shape, weight.dtype), self.empty(bias.shape, bias.dtype)
         if total.size:
-            self.launch(weight_grad_split_kernel(total.dtype, weight.dtype, bias.dtype),
-                        total.size, total.array, gw.flat().array, gb.flat().array)
+            self.launch_planned(weight_grad_split_kernel(total.dtype, weight.dtype, bias.dtype),
+                                total.size, total.array, gw.flat().array, gb.flat().array)
         return gw, gb
 
     def _samples(self: Any, t: CubeTensor, groups: int, dtype: DType) -> CubeTensor:
@@ -382,8 +382,8 @@ class CubeConvOps:
         if buffer.size:
             im2col = im2col_batch_last_kernel(work, len(kernel), options.stride[-1] == 1,
                                               any(options.padding), bool(ones))
-            self.launch(im2col, rows + ones, xt.array, buffer.array,
-                        *_geometry(kernel, options, out))
+            self.launch_planned(im2col, rows + ones, xt.array, buffer.array,
+                                *_geometry(kernel, options, out))
         return buffer.view((n, rows + ones, length), (1, length * n, n))
 
     def _col2im_batch_last(self: Any, m: CubeTensor, shape: Shape, windows: Sequence[int],
@@ -397,8 +397,8 @@ class CubeConvOps:
         if out.size:
             col2im = col2im_batch_last_kernel(m.dtype, len(kernel), options.stride[-1] == 1,
                                               any(options.padding))
-            self.launch(col2im, c, m.view((m.size,), (1,)).array, out.array,
-                        *_geometry(kernel, options, windows))
+            self.launch_planned(col2im, c, m.view((m.size,), (1,)).array, out.array,
+                                *_geometry(kernel, options, windows))
         return self._from_batch_last(out, shape, dtype)
 
     def _from_batch_last(self: Any, t: CubeTensor, shape: Shape, dtype: DType) -> CubeTensor:
@@ -425,8 +425,8 @@ class CubeConvOps:
         rows, width = w.shape
         both = self.empty((rows, width + 1), w.dtype)
         if both.size:
-            self.launch(weight_bias_kernel(w.dtype, bias.dtype, w.dtype), both.size, w.array,
-                        bias.array, both.flat().array)
+            self.launch_planned(weight_bias_kernel(w.dtype, bias.dtype, w.dtype), both.size,
+                                w.array, bias.array, both.flat().array)
         return both
 
     def conv_backward(self: Any, x: CubeTensor, weight: CubeTensor, bias: CubeTensor | None,
