@@ -56,18 +56,19 @@ def line_start(b: Any, t: Any, line: Any, n: Any) -> Any:
 
 
 def _step(b: Any, op: str, acc: Any, v: Any, is_float: bool) -> tuple[Any, Any]:
-    """The new accumulator for `v`, and (running extremes) whether `v` takes the index, as
-    locals computed now (the expressions read `acc` and `v`, which callers overwrite next)."""
+    """The new accumulator for `v`, and (running extremes) whether `v` takes the index and
+    value, as locals computed now (the expressions read `acc` and `v`, which callers overwrite next)."""
     from burn_cube import bool_
 
     if op in ("sum", "prod"):
         return b.local(acc.dtype, acc + v if op == "sum" else acc * v), None
-    wins, ties = (v > acc, v >= acc) if op == "max" else (v < acc, v <= acc)
+    ties = v >= acc if op == "max" else v <= acc
     if is_float:
-        nan = b.isnan(v)
-        wins, ties = wins | nan, ties | nan
+        ties = ties | b.isnan(v)
+    # The value follows the index at ties too: -0.0 and 0.0 tie, and the kept value must be
+    # the one at the kept index.
     take = b.local(bool_, ties)
-    return b.local(acc.dtype, b.select(wins, v, acc)), take
+    return b.local(acc.dtype, b.select(take, v, acc)), take
 
 
 @cached_kernel
