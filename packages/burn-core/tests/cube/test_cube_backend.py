@@ -200,7 +200,8 @@ def test_float32_ops_never_need_float64(name: str) -> None:
 def test_cuda_export_waits_for_the_runtime_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """A zero-copy export on cuda (DLPack, CuPy) finishes the runtime's non-blocking stream
     first: the consumer reads on its own stream, which does not wait for it (torch read a
-    tensor's memory before its upload had landed). CuPy stand-ins: the view is the storage."""
+    tensor's memory before its upload had landed), and marks the storage shared. CuPy
+    stand-ins: the view is the storage."""
     from burn.backends.cube import backend as cube_backend
 
     stride_tricks = types.SimpleNamespace(as_strided=None)
@@ -223,6 +224,8 @@ def test_cuda_export_waits_for_the_runtime_stream(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(cube_backend, "strided_storage", storage)
     monkeypatch.setattr(cube_backend, "pending", lambda backend: type(
         "Checks", (), {"raise_pending": staticmethod(lambda: order.append("checks"))})())
-    tensor = type("T", (), {"dtype": burn.float32})()
+    storage_array = types.SimpleNamespace(base=None, shared=False)
+    tensor = type("T", (), {"dtype": burn.float32, "array": storage_array})()
     assert cube_backend.CubeBackend.exported(Cuda(), tensor) == "view"  # type: ignore[arg-type]
     assert order == ["checks", "sync", "view"]
+    assert storage_array.shared  # its buffer never returns to the runtime's pool
