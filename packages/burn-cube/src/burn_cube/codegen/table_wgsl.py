@@ -38,8 +38,9 @@ def _shifts(dtype: str, bits: int) -> dict[str, str]:
             else f"select({{a}} >> {amount}, 0u, {outside})"}
 
 
-#: Float dtypes with ``pow`` (Vulkan has no f64 one), lines included.
-POW_NAMES = ("f16", "f32", *(f"{s}x{n}" for s in ("f16", "f32") for n in LINE_LANES))
+#: Float dtypes with Vulkan's math functions (no f64 ones: ``pow``, ``atan``...), lines
+#: included.
+MATH_NAMES = ("f16", "f32", *(f"{s}x{n}" for s in ("f16", "f32") for n in LINE_LANES))
 
 
 def _zero_kept(odd: str) -> str:
@@ -48,13 +49,24 @@ def _zero_kept(odd: str) -> str:
     return f"select({odd}, {{a}}, {{a}} == {{t}}(0.0))"
 
 
+def _abs_bits_above(x: str, dtype: str, bits: str) -> str:
+    """Whether |x| is above the f32 of `bits` or NaN, on the bits (llvmpipe folds ``x != x``
+    and comparisons with NaN); f16 widens exactly."""
+    lanes = int(dtype.partition("x")[2] or 1)
+    u32, f32 = ("u32", "f32") if lanes == 1 else (f"vec{lanes}<u32>", f"vec{lanes}<f32>")
+    return f"((bitcast<{u32}>({f32}({x})) & {u32}(0x7fffffffu)) > {u32}({bits}u))"
+
+
+def _nan_outside(call: str, dtype: str, bits: str) -> str:
+    """``call``, NaN where |{a}| is above the f32 of `bits` (the domain's end) or NaN: the
+    drivers' ``atan2`` and ``atan`` give 0 for NaN (llvmpipe)."""
+    return f"select({call}, {{t}}(bitcast<f32>(0x7fc00000u)), {_abs_bits_above('{a}', dtype, bits)})"
+
+
 def _nan_propagating(call: str, dtype: str) -> str:
     """``call`` of ``{a}`` and ``{b}``, NaN where either is NaN (but x^0 = 1^y = 1): the NaN test
     on the bits, since llvmpipe drops NaNs through ``pow`` and folds ``x != x`` to false."""
-    lanes = int(dtype.partition("x")[2] or 1)
-    u32, f32 = ("u32", "f32") if lanes == 1 else (f"vec{lanes}<u32>", f"vec{lanes}<f32>")
-    bits = "(bitcast<{u}>({f}({x})) & {u}(0x7fffffffu)) > {u}(0x7f800000u)"
-    nan = " | ".join(f"({bits.format(u=u32, f=f32, x=x)})" for x in ("{a}", "{b}"))
+    nan = " | ".join(_abs_bits_above(x, dtype, "0x7f800000") for x in ("{a}", "{b}"))
     one = "(({b} == {t}(0.0)) | ({a} == {t}(1.0)))"
     return f"select({call}, {{a}} + {{b}}, ({nan}) & !{one})"
 
@@ -64,8 +76,9 @@ OPS: dict[str, str | None] = {
     "plane_dim": "bc_plane_dim", "unit_pos_plane": "bc_plane_unit",
     "plane_sum": "subgroupAdd({a})", "plane_max": "subgroupMax({a})",
     "inf.f32": "bitcast<f32>(0x7f800000u)", "ninf.f32": "bitcast<f32>(0xff800000u)",
-    "nan.f32": "bitcast<f32>(0x7fc00000u)", "inf.f64": "f64(bitcast<f32>(0x7f800000u))",
-    "ninf.f64": "f64(bitcast<f32>(0xff800000u))", "nan.f64": "f64(bitcast<f32>(0x7fc00000u))",
+    "nan.f32": "bitcast<f32>(0x7fc00000u)",
+    **{f"{name}.{s}": f"{s}(bitcast<f32>({bits}u))" for s in ("f16", "f64")
+       for name, bits in (("inf", "0x7f800000"), ("ninf", "0xff800000"), ("nan", "0x7fc00000"))},
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
     "mod": "({a} % {b})", "neg": "(-{a})",
     "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
@@ -81,7 +94,7 @@ OPS: dict[str, str | None] = {
     "scalar.f16": "f16(unpack2x16float({a}).x)",
     **{f"scalar.{s}": "bitcast<{t}>((u64({b}) << 32u) | u64({a}))" for s in ("i64", "f64")},
     "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "abs({a})",
-    **{f"pow.{s}": _nan_propagating("bc_pow_{s}({a}, {b})", s) for s in POW_NAMES},
+    **{f"pow.{s}": _nan_propagating("bc_pow_{s}({a}, {b})", s) for s in MATH_NAMES},
     "fmod": "bc_fmod_{s}({a}, {b})",
     "rsqrt": "inverseSqrt({a})", "erf": "bc_erf_{s}({a})", "tanh.f32": "bc_tanh_{s}({a})",
     "isnan.f32": "((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)",
@@ -93,11 +106,15 @@ OPS: dict[str, str | None] = {
     **{op: f"{op}({{a}})" for op in (
         "exp", "exp2", "log", "log2", "sin", "cos", "tan", "cosh", "sqrt", "floor", "ceil",
         "round", "trunc")},
-    **{op: _zero_kept(f"{op}({{a}})") for op in ("tanh", "atan", "sinh")},
-    "log1p": _zero_kept("log(1.0 + {a})"),
-    # through atan2: the drivers' asin/acos are off by ~1e-4 near +-1 (llvmpipe)
-    "asin": _zero_kept("atan2({a}, sqrt((1.0 - {a}) * (1.0 + {a})))"),
-    "acos": "atan2(sqrt((1.0 - {a}) * (1.0 + {a})), {a})",
+    **{op: _zero_kept(f"{op}({{a}})") for op in ("tanh", "sinh")},
+    "log1p": "bc_log1p_{s}({a})",
+    **{f"atan.{s}": _nan_outside(_zero_kept("atan({a})"), s, "0x7f800000")
+       for s in MATH_NAMES},
+    # through atan2: the drivers' asin/acos are off by ~1e-4 near +-1 (llvmpipe); NaN past +-1
+    **{f"asin.{s}": _nan_outside(_zero_kept("atan2({a}, sqrt((1.0 - {a}) * (1.0 + {a})))"), s,
+                                 "0x3f800000") for s in MATH_NAMES},
+    **{f"acos.{s}": _nan_outside("atan2(sqrt((1.0 - {a}) * (1.0 + {a})), {a})", s,
+                                 "0x3f800000") for s in MATH_NAMES},
     "atomic_add.int": "atomicAdd(&{a}, {b})", "atomic_add.uint": "atomicAdd(&{a}, {b})",
     "atomic_min.int": "atomicMin(&{a}, {b})", "atomic_min.uint": "atomicMin(&{a}, {b})",
     "atomic_max.int": "atomicMax(&{a}, {b})", "atomic_max.uint": "atomicMax(&{a}, {b})",
@@ -114,6 +131,8 @@ OPS: dict[str, str | None] = {
 #: x^0 = 1^y = (-1)^+-inf = 1, NaN propagates, 0^-y = inf (-inf for -0 to an odd power), a
 #: negative base to an integer power (or -inf to any) by the parity of the power (infinite
 #: powers are even), else NaN.
+#: log1p: 2 atanh(x / (2 + x)) by its series below |x| = 0.25 (within 1e-9 there), where
+#: log(1 + x) loses the low bits of x (log1p(1e-7) was 1.19e-7); log(1 + x) above.
 #: f32 tanh: the Cephes polynomial below 0.625, else from one ``exp`` (the Vulkan driver's
 #: ``tanh`` is slower); NaN propagates, +-inf give +-1, +-0 keep their sign. erf: likewise.
 HELPERS = {
@@ -178,6 +197,15 @@ fn bc_erf_{s}(x: {T}) -> {T} {{
     let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736)
                    * t + 0.254829592) * t * exp(-x * x);
     return select(select(-y, y, x >= {T}(0.0)), x, x == {T}(0.0));
+}}
+""",
+    "bc_log1p_": """\
+fn bc_log1p_{s}(x: {T}) -> {T} {{
+    let s = x / ({T}(2.0) + x);
+    let z = s * s;
+    let series = {T}(2.0) * s * ({T}(1.0) + z * ({T}(1.0 / 3.0) + z * ({T}(0.2)
+                 + z * ({T}(1.0 / 7.0) + z * {T}(1.0 / 9.0)))));
+    return select(log({T}(1.0) + x), series, abs(x) < {T}(0.25));
 }}
 """,
     "bc_pow_": """\
