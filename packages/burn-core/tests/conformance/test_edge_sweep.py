@@ -39,3 +39,47 @@ def test_running_extreme_value_follows_its_index(op: str, n: int, device: burn.D
     values, _ = check_forward(lambda a: getattr(a, op)(dim), lambda a: tuple(getattr(a, op)(dim)),
                               [x], device)
     assert_signs(values, getattr(torch.from_numpy(data), op)(dim).values)
+
+
+#: Arguments of the inverse and log functions: tiny values (where 1 + x rounds), the ends of
+#: the domains, values whose square overflows float16 or float32, NaN, infinities, zeros.
+INVERSE_ARGS = [1e-4, 1e-7, -1e-7, 3e-8, 0.3, 0.99, 1.0, 1.0001, 1.5, 2.0, 300.0, 1e30, 3.4e38,
+                -3.4e38, np.inf, -np.inf, -1.0, -2.0, np.nan, -0.0, 0.0, 1e-3, 1e-2, 0.2499,
+                -0.2499, -0.9, -300.0, -1e30]
+#: Relative error allowed against the correctly rounded value (a few ulps).
+RELATIVE = {"float64": 1e-13, "float32": 1e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
+
+
+def assert_relative(actual: burn.Tensor, x: np.ndarray, fn: str, dtype: str,
+                    rtol: float | None = None) -> None:
+    """`actual` is within `rtol` (default `RELATIVE[dtype]`) of torch's float64 `fn` of `x` (rounded to
+    `dtype`), with NaN at the same places and the same signs of zeros; values past the dtype's
+    range count as its infinities."""
+    want_t = getattr(torch.from_numpy(x.astype(np.float64)), fn)()
+    want = want_t.to(getattr(torch, dtype)).to(torch.float64).numpy()
+    got = np.asarray(actual.cast(burn.float32 if dtype != "float64" else burn.float64)
+                     .to_numpy(), dtype=np.float64)
+    assert actual.dtype == burn.DType(dtype) and got.shape == want.shape
+    assert_signs(actual, torch.from_numpy(want))
+    close = np.isclose(got, want, rtol=rtol or RELATIVE[dtype], atol=0.0) | np.isnan(want)
+    assert close.all(), f"{fn} of {x[~close]}: {got[~close]} != {want[~close]}"
+
+
+@pytest.mark.parametrize("fn", [
+    pytest.param(f, marks=pytest.mark.op(f), id=f)
+    for f in ("log1p", "asin", "acos", "atan", "asinh", "acosh", "atanh")])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "bfloat16"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_inverse_functions_to_a_few_ulps(fn: str, dtype: str, layout: str,
+                                         device: burn.Device) -> None:
+    """The inverse trigonometric and hyperbolic functions and log1p to a few ulps of the exact
+    value over tiny, huge and out-of-domain arguments (NaN where torch's is NaN), as lines and
+    strided, against torch's float64 rounded to the dtype."""
+    with np.errstate(over="ignore"):
+        x = np.array(INVERSE_ARGS).astype(T(np.zeros(1), dtype).data.dtype).astype(np.float64)
+    view = T(x, dtype, layout)
+    built = burn.tensor(view.base(), dtype=burn.DType(dtype), device=device)
+    arg = built[..., ::2] if layout == "strided" else built
+    # llvmpipe's atan, and its scalar atan2, are within 3e-5 (docs/differences.md)
+    driver = device.name == "wgpu" and fn in ("asin", "acos", "atan")
+    assert_relative(getattr(arg, fn)(), x, fn, dtype, 3e-5 if driver else None)

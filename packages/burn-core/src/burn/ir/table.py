@@ -80,6 +80,29 @@ def _zero_kept(x: str, odd: CubeExpr) -> CubeExpr:
     return ("select", ("eq", x, 0), x, odd)
 
 
+def _asinh(x: str) -> CubeExpr:
+    """asinh without overflow or cancellation: log1p(a + a^2 / (1 + sqrt(1 + a^2))) below
+    |x| = 1, log(a) + log(1 + sqrt(1 + 1 / a^2)) above (a = |x|; log(a + sqrt(a^2 + 1))
+    overflowed past sqrt(max) and lost small values to the rounding of 1 + a)."""
+    a = ("abs", x)
+    square = ("mul", a, a)
+    small = ("log1p", ("add", a, ("div", square, ("add", 1.0, ("sqrt", ("add", 1.0, square))))))
+    large = ("add", ("log", a), ("log", ("add", 1.0, ("sqrt", ("add", 1.0, ("div", 1.0, square))))))
+    result = ("select", ("lt", a, 1.0), small, large)
+    return _zero_kept(x, ("select", ("lt", x, 0), ("neg", result), result))
+
+
+def _acosh(x: str) -> CubeExpr:
+    """acosh without overflow: NaN below 1, log1p(t + sqrt(2t + t^2)) (t = x - 1) below 2,
+    log(x) + log(1 + sqrt(1 - 1 / x^2)) above (log(x + sqrt(x^2 - 1)) overflowed past
+    sqrt(max), and gave -inf or inf, not NaN, for large negative x)."""
+    t = ("sub", x, 1.0)
+    near = ("log1p", ("add", t, ("sqrt", ("add", ("mul", 2.0, t), ("mul", t, t)))))
+    far = ("add", ("log", x), ("log", ("add", 1.0, ("sqrt", ("sub", 1.0, ("div", 1.0, (
+        "mul", x, x)))))))
+    return ("select", ("lt", x, 1.0), float("nan"), ("select", ("lt", x, 2.0), near, far))
+
+
 def _floor_div(a: str, b: str) -> CubeExpr:
     """Integer floor division from the truncating `div`."""
     q = ("div", a, b)
@@ -149,13 +172,10 @@ for _name in ("exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh"
     op(_name, "x: T", "T", r.same, family="math", cube=(_name, "x"))
 op("abs", "x: T", "T", r.same, family="math", kinds=FI, cube=("abs", "x"))
 op("sign", "x: T", "T", r.same, family="math", kinds=FI, cube=_sign("x"))
-op("asinh", "x: T", "T", r.same, family="math",
-   cube=_zero_kept("x", ("mul", _sign("x"), ("log", ("add", ("abs", "x"), ("sqrt", (
-       "add", ("mul", "x", "x"), 1.0)))))))
-op("acosh", "x: T", "T", r.same, family="math",
-   cube=("log", ("add", "x", ("sqrt", ("sub", ("mul", "x", "x"), 1.0)))))
+op("asinh", "x: T", "T", r.same, family="math", cube=_asinh("x"))
+op("acosh", "x: T", "T", r.same, family="math", cube=_acosh("x"))
 op("atanh", "x: T", "T", r.same, family="math",
-   cube=_zero_kept("x", ("mul", 0.5, ("log", ("div", ("add", 1.0, "x"), ("sub", 1.0, "x"))))))
+   cube=_zero_kept("x", ("mul", 0.5, ("log1p", ("div", ("mul", 2.0, "x"), ("sub", 1.0, "x"))))))
 op("atan2", "lhs: T, rhs: T", "T", r.elementwise, family="math")
 op("is_nan", "x: T", "B", r.same, family="math", cube=("isnan", "x"))
 op("is_inf", "x: T", "B", r.same, family="math", cube=("isinf", "x"))
