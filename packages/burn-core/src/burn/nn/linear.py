@@ -46,8 +46,11 @@ class Linear(Module):
             ShapeError: when the last dim is not d_input. DTypeError: for an input not of the
                 layer's dtype.
         """
-        check_input("Linear", x, f"[..., d_input={self.d_input}]", dim=-1, size=self.d_input)
-        check_float_input("Linear", x, self.weight)
+        shape = x._shape or x.shape
+        if not shape or shape[-1] != self.d_input or x._dtype is not self.weight._dtype:
+            check_input("Linear", x, f"[..., d_input={self.d_input}]", dim=-1,
+                        size=self.d_input)
+            check_float_input("Linear", x, self.weight)
         out = x @ self.weight
         return out if self.bias is None else out + self.bias
 

@@ -41,6 +41,17 @@ def _entries(name: str, value: Any) -> Iterator[tuple[str, Any]]:
         yield name, value
 
 
+def _collect(module: Module, prefix: str, found: list[tuple[str, Param]]) -> None:
+    """Append `module`'s Params and Buffers with their dotted paths under `prefix` to `found`,
+    depth first (one list for the whole tree: an optimizer walks it every step)."""
+    for name, item in module._items():
+        path = f"{prefix}.{name}" if prefix else name
+        if isinstance(item, Module):
+            _collect(item, path, found)
+        else:
+            found.append((path, item))
+
+
 def _device_hint(module: Module, err: DeviceError, inputs: list[Any]) -> DeviceError:
     """`err`, or (when plain inputs meet an autodiff model, or autodiff inputs a model on their
     inner device, as after `Learner.fit`) a DeviceError saying what to call."""
@@ -83,7 +94,11 @@ class Module:
     # --- traversal ---
     def _items(self) -> Iterator[tuple[str, Module | Param]]:
         for name, value in vars(self).items():
-            if not name.startswith("_"):
+            if name.startswith("_"):
+                continue
+            if isinstance(value, (Module, Param)):
+                yield name, value
+            elif isinstance(value, (list, tuple, dict)):
                 yield from _entries(name, value)
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
@@ -104,18 +119,15 @@ class Module:
 
     def named_tensors(self, prefix: str = "") -> Iterator[tuple[str, Param]]:
         """Every Param and Buffer with its dotted path (what a record saves)."""
-        for name, item in self._items():
-            path = f"{prefix}.{name}" if prefix else name
-            if isinstance(item, Module):
-                yield from item.named_tensors(path)
-            else:
-                yield path, item
+        found: list[tuple[str, Param]] = []
+        _collect(self, prefix, found)
+        return iter(found)
 
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Param]]:
         """Every Param (Buffers excluded) with its dotted path, e.g. `encoder.layers.0.weight`."""
-        for path, item in self.named_tensors(prefix):
-            if not isinstance(item, Buffer):
-                yield path, item
+        found: list[tuple[str, Param]] = []
+        _collect(self, prefix, found)
+        return iter([(path, p) for path, p in found if not isinstance(p, Buffer)])
 
     def parameters(self) -> list[Param]:
         """Every Param (Buffers excluded)."""

@@ -200,11 +200,12 @@ class Optimizer(ABC):
 
 
 def _set(param: Param, new: Tensor) -> None:
-    """Give `param` the values `new` (a tensor on its inner device: `Tensor.from_inner`
-    without its device check)."""
-    bk: Any = param._bk  # an AutodiffBackend has float_from_inner
-    param.set_(param._wrap(bk.float_from_inner(new._prim), new._dtype) if bk.is_autodiff
-               else new)
+    """Give trainable `param` the values `new`, its update (a tensor on its inner device, of
+    its shape and dtype): `Param.set_` without the checks and wrappers, on an autodiff device
+    a fresh gradient leaf."""
+    bk: Any = param._bk  # an AutodiffBackend has float_from_inner and float_require_grad
+    param._prim = bk.float_require_grad(bk.float_from_inner(new._prim)) if bk.is_autodiff \
+        else new._prim
 
 
 def _restore(saved: State, path: str, value: Tensor) -> State:

@@ -218,11 +218,12 @@ def adagrad_kernel(dtype: DType, l2: bool, ranks: tuple[int, ...], cpu: bool) ->
 
 
 def _fusable(param: Tensor, grad: Tensor, keys: tuple[str, ...], state: dict[str, Any]
-             ) -> CubeBackend | None:
-    """The cube backend computing `param` and `grad` when both are contiguous tensors of one
-    shape and a float dtype of `FLOATS` on one backend (a cube backend, or a fusion backend
-    over one: `_computing`), with the state entries `keys` tensors of that backend of that
-    shape and dtype, else None (the dtype's support is checked per group)."""
+             ) -> tuple[CubeBackend, CubeTensor, CubeTensor, list[CubeTensor]] | None:
+    """The cube backend computing `param` and `grad` with their values and those of the
+    state entries `keys`, when param and gradient are contiguous tensors of one shape and a
+    float dtype of `FLOATS` on one backend (a cube backend, or a fusion backend over one:
+    `_computing`) and the state entries tensors of that backend of that shape and dtype; else
+    None (the dtype's support is checked per group)."""
     bk = param._bk
     cube = cast(CubeBackend, bk) if _is_cube(type(bk)) else _computing(bk)
     if cube is None or grad._bk is not bk:
@@ -232,6 +233,7 @@ def _fusable(param: Tensor, grad: Tensor, keys: tuple[str, ...], state: dict[str
             or p.dtype not in FLOATS or p.shape != g.shape or not p.is_contiguous
             or not g.is_contiguous):
         return None
+    states = []
     for key in keys:
         t = state.get(key)
         if not isinstance(t, Tensor) or t._bk is not bk:
@@ -239,7 +241,8 @@ def _fusable(param: Tensor, grad: Tensor, keys: tuple[str, ...], state: dict[str
         s = _value(t._prim)
         if type(s) is not CubeTensor or s.dtype is not p.dtype or s.shape != p.shape:
             return None
-    return cube
+        states.append(s)
+    return cube, p, g, states
 
 
 @cache
@@ -274,10 +277,10 @@ def _value(prim: Any) -> Any:
     return prim if type(prim) is CubeTensor else getattr(prim, "value", None)
 
 
-def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str) -> Any:
-    """The array of state buffer `key` (a tensor like the param), made one these kernels
-    own (a dense copy, once, when it is not)."""
-    prim = _value(state[key]._prim)
+def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str,
+           prim: CubeTensor) -> Any:
+    """The array of state buffer `key` (`prim`, a tensor like the param), made one these
+    kernels own (a dense copy, once, when it is not)."""
     if prim not in _OWNED:
         prim = contiguous_copy(bk, prim)
         _OWNED.add(prim)
@@ -306,27 +309,29 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
     """
     results: list[Tensor | None] = [None] * len(members)
     groups: dict[tuple[CubeBackend, DType], list[int]] = {}
+    ready: dict[int, tuple[CubeTensor, CubeTensor, list[CubeTensor]]] = {}
     for i, (param, grad, state) in enumerate(members):
-        bk = _fusable(param, grad, keys, state)
-        if bk is not None:
+        found = _fusable(param, grad, keys, state)
+        if found is not None:
+            bk, ready[i] = found[0], found[1:]
             groups.setdefault((bk, param._dtype), []).append(i)
     for (bk, dtype), indexes in groups.items():
         if not bk.supports(dtype):
             continue
+        chunk = CPU_CHUNK if bk.runtime_name == "cpu" else 1
         for batch in _batches(bk.runtime_name, indexes, members, len(keys), len(shared)):
             launched: list[tuple[int, _Args]] = []
             units = 0
-            chunk = CPU_CHUNK if bk.runtime_name == "cpu" else 1
             for i in batch:
-                param, grad, state = members[i]
-                buffers = [_owned(bk, param, state, k) for k in keys]
+                param, _, state = members[i]
+                p, g, states = ready[i]
+                buffers = [_owned(bk, param, state, k, s) for k, s in zip(keys, states, strict=True)]
                 values = own(state)
-                p = _value(param._prim)
                 out = bk.empty(p.shape, p.dtype)
                 results[i] = param._wrap(out)
                 if p.size:
                     launched.append((len(p.shape), (units, values, [
-                        p.array, _value(grad._prim).array, *buffers, out.array])))
+                        p.array, g.array, *buffers, out.array])))
                     units += -(-p.size // chunk)
             if launched:
                 _launch(bk, kernel(dtype, tuple(r for r, _ in launched),
