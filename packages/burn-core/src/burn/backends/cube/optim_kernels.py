@@ -325,7 +325,8 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
             for i in batch:
                 param, _, state = members[i]
                 p, g, states = ready[i]
-                buffers = [_owned(bk, param, state, k, s) for k, s in zip(keys, states, strict=True)]
+                buffers = [_owned(bk, param, state, k, s)
+                           for k, s in zip(keys, states, strict=True)]
                 values = own(state)
                 out = bk.empty(p.shape, p.dtype)
                 results[i] = param._wrap(out)
