@@ -11,7 +11,7 @@ import torch
 
 import burn
 
-from .reference import T, check_forward, held
+from .reference import T, check_backward, check_forward, held
 
 
 def assert_signs(actual: burn.Tensor, expected: torch.Tensor) -> None:
@@ -83,3 +83,20 @@ def test_inverse_functions_to_a_few_ulps(fn: str, dtype: str, layout: str,
     # llvmpipe's atan, and its scalar atan2, are within 3e-5 (docs/differences.md)
     driver = device.name == "wgpu" and fn in ("asin", "acos", "atan")
     assert_relative(getattr(arg, fn)(), x, fn, dtype, 3e-5 if driver else None)
+
+
+@pytest.mark.op("median")
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_median_of_lines_with_nan(dim: int, layout: str, device: burn.Device,
+                                  grad_device: burn.Device, rng: np.random.Generator) -> None:
+    """A line holding NaN has the median NaN at the index of its first NaN (torch.median); the
+    other lines keep the lower middle value; the gradient goes to that element."""
+    nan = np.nan
+    data = np.array([[1.0, nan, 3.0, nan, 0.5], [2.0, 1.0, 0.0, 4.0, 3.0],
+                     [nan, 2.0, 0.25, 1.5, 5.0], [7.0, 6.0, 5.0, nan, 8.0]])
+    x = T(data, "float32", layout)
+    check_forward(lambda a: a.median_with_indices(dim),
+                  lambda a: tuple(a.median(dim, keepdim=True)), [x], device)
+    check_backward(lambda a: a.median(dim), lambda a: a.median(dim, keepdim=True).values, [x],
+                   grad_device, rng)

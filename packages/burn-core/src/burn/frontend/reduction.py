@@ -95,7 +95,8 @@ class ReductionMixin(TensorBase):
 
     def median(self, dim: int) -> Tensor:
         """The median along `dim`, kept with size 1; for an even count the lower of the two
-        middle values (Burn and torch.median; float and int tensors).
+        middle values (Burn and torch.median; float and int tensors); NaN where the line has
+        a NaN (torch.median).
 
         Raises:
             ValueRangeError: for an empty dim.
@@ -110,8 +111,15 @@ class ReductionMixin(TensorBase):
         d = self._dim("median", dim)
         check_nonempty("median", self, (d,))
         values, indices = self.sort_with_indices(d)
-        mid = (self.shape[d] - 1) // 2
-        return values.narrow(d, mid, 1), indices.narrow(d, mid, 1)
+        n = self.shape[d]
+        mid = (n - 1) // 2
+        if not self._dtype.is_float:
+            return values.narrow(d, mid, 1), indices.narrow(d, mid, 1)
+        # A line with NaN has the median NaN at its first NaN (torch): the sort is stable and
+        # puts NaN last, so that one is at n - (its NaN count).
+        nans = values.is_nan().int().sum_dim(d)
+        at = (n - nans).mask_fill(nans == 0, mid)
+        return values.gather(d, at), indices.gather(d, at)
 
     def cov(self, dim: int = 1, correction: int = 1) -> Tensor:
         """Covariance of the variables of the other dim, the observations along `dim` (Burn's
