@@ -160,32 +160,39 @@ def run_backward(inner: Backend, root: AutodiffTensor) -> Gradients:
     Raises:
         AutodiffError: when `root` is untracked or the graph was already freed.
     """
-    shape = inner.shape(root.primitive)
+    p = root.primitive
     if root.node is None:
         raise AutodiffError("backward", "tensor is not tracked (no input requires grad)",
-                            shape=shape)
+                            shape=inner.shape(p))
     order = _reachable(root.node)
     for n in order:  # (a loop, not any() over a generator: this runs every step)
         if n.fn is None and not n.leaf:
             raise AutodiffError("backward", "graph already freed (backward already ran "
-                                "through it)", shape=shape)
-    p = root.primitive
+                                "through it)", shape=inner.shape(p))
     grads: dict[int, P] = {
-        root.node.id: inner.float_full(shape, 1.0, inner.dtype(p), inner.device_of(p))}
+        root.node.id: inner.float_full(inner.shape(p), 1.0, inner.dtype(p), inner.device_of(p))}
     leaves: dict[int, P] = {}
+    pop, get, add = grads.pop, grads.get, inner.float_add
     for node in order:
-        grad = grads.pop(node.id, None)
+        grad = pop(node.id, None)
         if node.leaf:
             if grad is not None:
                 leaves[node.id] = grad
-        elif grad is not None:
-            fn = node.fn
-            assert fn is not None
-            for parent, g in zip(node.parents, fn(grad, _resolve(node, node.saved)), strict=True):
+            node.saved = ()  # (`Node.free` inlined: this runs per node every step)
+            node.retained = None
+            continue
+        if grad is not None:
+            saved = node.saved
+            for parent, g in zip(node.parents, node.fn(  # type: ignore[misc]
+                    grad, _resolve(node, saved) if saved else saved), strict=True):
                 if parent is not None and g is not None:
-                    prev = grads.get(parent.id)
-                    grads[parent.id] = g if prev is None else inner.float_add(prev, g)
-        node.free()
+                    prev = get(parent.id)
+                    grads[parent.id] = g if prev is None else add(prev, g)
+        node.saved = ()
+        node.retained = None
+        node.fn = None
+        node.recompute = None
+        node.parents = ()
     return Gradients(leaves)
 
 
