@@ -572,12 +572,14 @@ class ActivationOps(TensorOps):
         return self.float_mask_fill(grad, self.float_lower_equal_elem(output, 0.0), 0.0)
 
     def leaky_relu(self, x: P, negative_slope: float) -> P:
-        neg = self.float_lower_elem(x, 0.0)
+        """x where x > 0, else negative_slope * x (torch's: the slope is the gradient at 0)."""
+        neg = self.float_lower_equal_elem(x, 0.0)
         return self.float_mask_where(x, neg, self.float_mul_scalar(x, negative_slope))
 
     def prelu(self, x: P, weight: P) -> P:
-        """`weight` broadcasts against x (the frontend reshapes per-channel weights)."""
-        neg = self.float_lower_elem(x, 0.0)
+        """`weight` broadcasts against x (the frontend reshapes per-channel weights); x where
+        x > 0, else weight * x (as leaky_relu)."""
+        neg = self.float_lower_equal_elem(x, 0.0)
         return self.float_mask_where(x, neg, self.float_mul(x, weight))
 
     def gelu(self, x: P, approximate: Literal["none", "tanh"]) -> P:

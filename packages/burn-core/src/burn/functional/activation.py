@@ -24,7 +24,7 @@ def relu(x: Tensor) -> Tensor:
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """x for x >= 0, negative_slope * x below."""
+    """x for x > 0, negative_slope * x otherwise (the gradient at 0 is the slope, as torch)."""
     return _act("leaky_relu", x, float(negative_slope))
 
 
@@ -129,7 +129,7 @@ def tanh(x: Tensor) -> Tensor:
 
 
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """clamp(x, min_val, max_val).
+    """clamp(x, min_val, max_val), with torch's gradient: 1 strictly inside the bounds, else 0.
 
     Raises:
         ValueRangeError: when min_val > max_val.
@@ -137,12 +137,16 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     if min_val > max_val:
         raise ValueRangeError("hardtanh", "min_val must not exceed max_val", min_val=min_val,
                               max_val=max_val)
-    return float_input("hardtanh", "x", x).clamp(min_val, max_val)
+    x = float_input("hardtanh", "x", x)
+    clamped = x.clamp(min_val, max_val)
+    # torch's gradient is 0 at the bounds too (clamp's is 1 there): the bounds' values come
+    # detached
+    return clamped.mask_where((x <= min_val) | (x >= max_val), clamped.detach())
 
 
 def relu6(x: Tensor) -> Tensor:
-    """min(max(x, 0), 6)."""
-    return float_input("relu6", "x", x).clamp(0.0, 6.0)
+    """min(max(x, 0), 6), with hardtanh's gradient (0 at 0 and 6)."""
+    return hardtanh(float_input("relu6", "x", x), 0.0, 6.0)
 
 
 def tanhshrink(x: Tensor) -> Tensor:

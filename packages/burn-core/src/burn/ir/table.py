@@ -253,8 +253,8 @@ _activation("relu", "x: F", _clamp("x", 0.0, None))
 _activation("relu_backward", "output: F, grad: F", ("select", ("le", "output", 0.0), 0.0, "grad"),
             shape=r.elementwise)
 _activation("leaky_relu", "x: F, negative_slope: float",
-            ("select", ("lt", "x", 0.0), ("mul", "x", "negative_slope"), "x"))
-_activation("prelu", "x: F, weight: F", ("select", ("lt", "x", 0.0), ("mul", "x", "weight"), "x"),
+            ("select", ("le", "x", 0.0), ("mul", "x", "negative_slope"), "x"))
+_activation("prelu", "x: F, weight: F", ("select", ("le", "x", 0.0), ("mul", "x", "weight"), "x"),
             shape=r.elementwise)
 _activation("gelu", "x: F, approximate: str")
 _activation("sigmoid", "x: F", _sigmoid("x"))
