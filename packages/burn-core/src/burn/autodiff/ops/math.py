@@ -30,6 +30,12 @@ def _sq(i: Any, v: P) -> P:
     return i.float_mul(v, v)
 
 
+def _one_minus_sq(i: Any, v: P) -> P:
+    """1 - v^2, +0.0 at v = +-1 (-(v^2 - 1) was -0.0 there: the infinite gradients of asin,
+    acos and atanh at +-1 took the wrong sign)."""
+    return i.float_add_scalar(i.float_neg(_sq(i, v)), 1.0)
+
+
 def _zero(i: Any, g: P, _: P) -> P:
     return zeros(i, g)
 
@@ -47,17 +53,15 @@ _RULES: dict[str, tuple[Uses, ElementwiseRule]] = {
     "sinh": (Uses.INPUT, _times(lambda i, x: i.float_cosh(x))),
     "cosh": (Uses.INPUT, _times(lambda i, x: i.float_sinh(x))),
     "tanh": (Uses.OUTPUT, _times(lambda i, out: i.float_neg(i.float_sub_scalar(_sq(i, out), 1.0)))),
-    "asin": (Uses.INPUT, lambda i, g, x: i.float_div(
-        g, i.float_sqrt(i.float_neg(i.float_sub_scalar(_sq(i, x), 1.0))))),
+    "asin": (Uses.INPUT, lambda i, g, x: i.float_div(g, i.float_sqrt(_one_minus_sq(i, x)))),
     "acos": (Uses.INPUT, lambda i, g, x: i.float_neg(i.float_div(
-        g, i.float_sqrt(i.float_neg(i.float_sub_scalar(_sq(i, x), 1.0)))))),
+        g, i.float_sqrt(_one_minus_sq(i, x))))),
     "atan": (Uses.INPUT, lambda i, g, x: i.float_div(g, i.float_add_scalar(_sq(i, x), 1.0))),
     "asinh": (Uses.INPUT, lambda i, g, x: i.float_div(
         g, i.float_sqrt(i.float_add_scalar(_sq(i, x), 1.0)))),
     "acosh": (Uses.INPUT, lambda i, g, x: i.float_div(
         g, i.float_sqrt(i.float_sub_scalar(_sq(i, x), 1.0)))),
-    "atanh": (Uses.INPUT, lambda i, g, x: i.float_div(
-        g, i.float_neg(i.float_sub_scalar(_sq(i, x), 1.0)))),
+    "atanh": (Uses.INPUT, lambda i, g, x: i.float_div(g, _one_minus_sq(i, x))),
     "erf": (Uses.INPUT, _times(lambda i, x: i.float_mul_scalar(
         i.float_exp(i.float_neg(_sq(i, x))), 2 / math.sqrt(math.pi)))),
     "sign": (Uses.NOTHING, _zero),
