@@ -5,6 +5,7 @@ cosine_similarity, det, qr."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from burn.dtype import DType
 from burn.errors import ShapeError, ValueRangeError
@@ -60,8 +61,18 @@ def vector_norm(x: Tensor, p: float = 2.0, dim: int = -1) -> Tensor:
     if p == 1:
         return a.sum_dim(d)
     if p == 2:
-        return x.square().sum_dim(d).sqrt()
-    return a.powf(float(p)).sum_dim(d).powf(1.0 / p)
+        return _at_zero(x.square().sum_dim(d), Tensor.sqrt, 0.0)
+    at_zero = 0.0 if p > 0 else math.inf
+    powers = _at_zero(a, lambda t: t.powf(float(p)), at_zero)
+    return _at_zero(powers.sum_dim(d), lambda t: t.powf(1.0 / p), at_zero)
+
+
+def _at_zero(t: Tensor, power: Callable[[Tensor], Tensor], value: float) -> Tensor:
+    """`power(t)` of a tensor t >= 0, `value` (0 ** the power) with a zero gradient where t is
+    0, as torch's norms: the power's derivative is infinite there, and the chain rule gave
+    NaN."""
+    zero = t == 0
+    return power(t.mask_fill(zero, 1.0)).mask_fill(zero, value)
 
 
 def vector_normalize(x: Tensor, p: float = 2.0, dim: int = -1, eps: float = 1e-12) -> Tensor:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as TF
 
 import burn
+import burn.functional as F
 
-from .reference import T, check_backward, check_forward, held
+from .reference import T, check_backward, check_forward, held, op_param
 
 
 def assert_signs(actual: burn.Tensor, expected: torch.Tensor) -> None:
@@ -100,3 +102,39 @@ def test_median_of_lines_with_nan(dim: int, layout: str, device: burn.Device,
                   lambda a: tuple(a.median(dim, keepdim=True)), [x], device)
     check_backward(lambda a: a.median(dim), lambda a: a.median(dim, keepdim=True).values, [x],
                    grad_device, rng)
+
+
+#: Points where the activations and inverse functions have kinks or poles.
+KINKS = np.array([0.0, -0.0, 1.0, -1.0, 6.0, -0.5, 0.5, 7.0, -2.0])
+
+
+@pytest.mark.parametrize("op,burn_fn,torch_fn", [
+    op_param("leaky_relu", lambda x: F.leaky_relu(x, 0.1), lambda x: TF.leaky_relu(x, 0.1),
+             id="leaky_relu"),
+    op_param("prelu", lambda x: F.prelu(x, burn.tensor([0.25], dtype=x.dtype, device=x.device)),
+             lambda x: TF.prelu(x, torch.tensor([0.25], dtype=x.dtype)), id="prelu"),
+    op_param("hardtanh", F.hardtanh, TF.hardtanh, id="hardtanh"),
+    op_param("hardtanh", lambda x: F.hardtanh(x, -0.5, 0.5), lambda x: TF.hardtanh(x, -0.5, 0.5),
+             id="hardtanh-half"),
+    op_param("relu6", F.relu6, TF.relu6, id="relu6"),
+    op_param("asin", lambda x: x.asin(), torch.asin, id="asin"),
+    op_param("acos", lambda x: x.acos(), torch.acos, id="acos"),
+    op_param("atanh", lambda x: x.atanh(), torch.atanh, id="atanh"),
+])
+def test_gradients_at_kinks_and_poles(op: str, burn_fn: object, torch_fn: object,
+                                      grad_device: burn.Device,
+                                      rng: np.random.Generator) -> None:
+    """torch's one-sided choices at the kinks (leaky_relu's slope at 0, hardtanh / relu6 flat at
+    their bounds) and the signs of the infinite gradients at +-1."""
+    check_backward(burn_fn, torch_fn, [T(KINKS, held("float64", grad_device))], grad_device, rng)
+
+
+@pytest.mark.op("vector_norm")
+@pytest.mark.parametrize("p", [2.0, 3.0, 0.5])
+def test_vector_norm_gradient_of_a_zero_vector(p: float, grad_device: burn.Device,
+                                               rng: np.random.Generator) -> None:
+    """The norm of a zero row is 0 with a zero gradient (torch's subgradient), not NaN."""
+    data = np.array([[0.0, 0.0, 0.0], [3.0, -4.0, 0.0], [-0.0, 0.0, 0.0]])
+    check_backward(lambda a: burn.linalg.vector_norm(a, p, -1),
+                   lambda a: torch.linalg.vector_norm(a, p, -1, keepdim=True),
+                   [T(data, held("float64", grad_device))], grad_device, rng)
