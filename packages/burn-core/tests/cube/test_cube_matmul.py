@@ -362,9 +362,8 @@ def test_big_products_are_tuned_by_device_time_where_the_runtime_has_it(
 
 @pytest.mark.skipif(not CUDA, reason="device time needs a CUDA device")
 def test_cuda_device_seconds_leave_out_the_hosts_time() -> None:
-    """`device_seconds` times the queued work on the GPU: a host pause while queueing, shorter
-    than the spin kernel's wait (`SPIN_CYCLES`, about 1 ms) that runs ahead of the work, is
-    not counted; the work's results are right."""
+    """`device_seconds` times the queued work on the GPU: a host pause while queueing is not
+    counted; the work's results are right."""
     import time
 
     backend = _backend("cuda")
@@ -374,11 +373,11 @@ def test_cuda_device_seconds_leave_out_the_hosts_time() -> None:
 
     def work() -> None:
         results.append(x * 2.0)
-        time.sleep(0.0003)
+        time.sleep(0.05)
         results.append(results[-1] + 1.0)
 
     seconds = rt.device_seconds(work)
-    assert 0.0 < seconds < 0.00025  # two passes over 4 MB: a few microseconds each
+    assert 0.0 < seconds < 0.01
     np.testing.assert_array_equal(results[-1].to_numpy(), np.arange(1 << 20) * 2.0 + 1.0)
 
 
