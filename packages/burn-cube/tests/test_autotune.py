@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -52,31 +51,6 @@ def test_tuner_with_sync_times_queued_runs(tmp_path: Path) -> None:
     assert tuner.tune("k", "dev", 10, ["device_bound", "host_bound"], run, sync) == "host_bound"
     queued_round = [*["device_bound"] * QUEUED, "sync", *["host_bound"] * QUEUED, "sync"]
     assert events == ["device_bound", "host_bound", "sync", *queued_round * 2]
-
-
-def test_tuner_with_device_time_ignores_host_time(tmp_path: Path) -> None:
-    """With `device_time`, a timing is the device's own time of `QUEUED` queued runs: the
-    candidate with the shorter device work wins even when its host work is the longer."""
-    device_work = {"slow_host": 0.001, "slow_device": 0.004}
-    events: list[str] = []
-    timed: list[float] = []
-
-    def run(candidate: str) -> None:
-        events.append(candidate)
-        if candidate == "slow_host":
-            time.sleep(0.01)
-        timed.append(device_work[candidate])
-
-    def device_time(work: Callable[[], None]) -> float:
-        timed.clear()
-        work()
-        return sum(timed)
-
-    tuner = Autotuner(tmp_path / "tune.json", repeats=2)
-    assert tuner.tune("k", "dev", 10, ["slow_device", "slow_host"], run, lambda: None,
-                      device_time) == "slow_host"
-    assert events == ["slow_device", "slow_host",
-                      *([*["slow_device"] * QUEUED, *["slow_host"] * QUEUED] * 2)]
 
 
 def test_autotune_decorator(rt: bc.Runtime) -> None:

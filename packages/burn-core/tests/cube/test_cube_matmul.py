@@ -332,55 +332,6 @@ def test_cublas_multiplies_split_heads_in_one_call(monkeypatch: pytest.MonkeyPat
     assert len(calls) == 1
 
 
-@pytest.mark.parametrize("device", ["wgpu", *(["cuda"] if CUDA else [])])
-def test_big_products_are_tuned_by_device_time_where_the_runtime_has_it(
-        device: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From `DEVICE_TIMED_WORK` multiply-adds the tuner gets the runtime's `device_seconds`
-    (cuda), below it and on runtimes without one (wgpu) none; the product is right."""
-    from burn_cube.autotune import Autotuner
-
-    seen: list[Any] = []
-    real = Autotuner.tune
-
-    def tune(self: Any, *args: Any) -> Any:
-        seen.append(args[6] if len(args) > 6 else None)
-        return real(self, *args)
-
-    monkeypatch.setattr(Autotuner, "tune", tune)
-    monkeypatch.setattr(mm, "DEVICE_TIMED_WORK", 1 << 14)
-    backend = _backend(device)
-    mm._CHOICES.pop(backend.runtime, None)
-    for case, seed in (("plain", 7), ("transposed", 8)):
-        a, b, ta, tb = _operands(device, case, "float32", seed=seed)
-        _check(a @ b, ta, tb, "float32")
-    small = burn.tensor(np.eye(4, dtype=np.float32), device=device)
-    _check(small @ small, torch.eye(4), torch.eye(4), "float32")
-    mm._CHOICES.pop(backend.runtime, None)
-    timer = getattr(backend.runtime, "device_seconds", None)
-    assert seen[:2] == [timer, timer] and seen[2] is None
-
-
-@pytest.mark.skipif(not CUDA, reason="device time needs a CUDA device")
-def test_cuda_device_seconds_leave_out_the_hosts_time() -> None:
-    """`device_seconds` times the queued work on the GPU: a host pause while queueing is not
-    counted; the work's results are right."""
-    import time
-
-    backend = _backend("cuda")
-    rt: Any = backend.runtime
-    x = burn.tensor(np.arange(1 << 20, dtype=np.float32), device="cuda")
-    results: list[burn.Tensor] = []
-
-    def work() -> None:
-        results.append(x * 2.0)
-        time.sleep(0.05)
-        results.append(results[-1] + 1.0)
-
-    seconds = rt.device_seconds(work)
-    assert 0.0 < seconds < 0.01
-    np.testing.assert_array_equal(results[-1].to_numpy(), np.arange(1 << 20) * 2.0 + 1.0)
-
-
 def test_the_tuned_choice_depends_on_the_operands_layouts() -> None:
     """Dense, transposed and other strided operands are tuned apart: a strategy's speed
     depends on the layout it reads."""

@@ -50,8 +50,7 @@ class Autotuner:
         return data if isinstance(data, dict) else {}
 
     def tune(self, name: str, device: str, size: int, candidates: Sequence[Any],
-             run: Callable[[Any], None], sync: Callable[[], None] | None = None,
-             device_time: Callable[[Callable[[], None]], float] | None = None) -> Any:
+             run: Callable[[Any], None], sync: Callable[[], None] | None = None) -> Any:
         """The fastest candidate for this (name, device, size bucket).
 
         Args:
@@ -64,10 +63,6 @@ class Autotuner:
                 back to back, then one sync, per run: what a launch costs in a busy queue (the
                 device's time for big work, the host's for small), where a synchronized run
                 adds the host's work and the launch latency to each.
-            device_time: Seconds of the device's own time for the work a callable queues
-                (`CudaRuntime.device_seconds`). Given, a timing is that of `QUEUED` queued
-                runs, the host's time not counted: for work big enough that, in a program,
-                it queues behind other work and its host time overlaps the device's.
 
         Every candidate runs once first (a warm-up: compiles), then the candidates are timed
         in `repeats` rounds, each round timing each candidate once, and the best timing of
@@ -88,7 +83,7 @@ class Autotuner:
         timings = [float("inf")] * len(candidates)
         for _ in range(self.repeats):
             for i, candidate in enumerate(candidates):
-                timings[i] = min(timings[i], _timed(candidate, run, sync, device_time))
+                timings[i] = min(timings[i], _timed(candidate, run, sync))
         winner = candidates[min(range(len(candidates)), key=timings.__getitem__)]
         self.results = {**self._read(), key: winner}
         atomic_write(self.path, json.dumps(self.results, indent=1, sort_keys=True).encode())
@@ -99,17 +94,10 @@ class Autotuner:
 QUEUED = 3
 
 
-def _timed(candidate: Any, run: Callable[[Any], None], sync: Callable[[], None] | None,
-           device_time: Callable[[Callable[[], None]], float] | None = None) -> float:
-    """Seconds of one run of `candidate`: one synchronized run, with `sync` the mean of
-    `QUEUED` queued runs and one sync, with `device_time` the mean device time of `QUEUED`
-    queued runs."""
-    if device_time is not None:
-        def queued() -> None:
-            for _ in range(QUEUED):
-                run(candidate)
-
-        return device_time(queued) / QUEUED
+def _timed(candidate: Any, run: Callable[[Any], None], sync: Callable[[], None] | None
+           ) -> float:
+    """Seconds of one run of `candidate`: one synchronized run, or with `sync` the mean of
+    `QUEUED` queued runs and one sync."""
     start = time.perf_counter()
     if sync is None:
         run(candidate)

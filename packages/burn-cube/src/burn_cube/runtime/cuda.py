@@ -22,7 +22,6 @@ that pool: a DLPack export holds the memory without a reference Python can count
 from __future__ import annotations
 
 import ctypes
-import functools
 import struct
 import threading
 from collections.abc import Callable
@@ -50,10 +49,6 @@ from burn_cube.types import DType, bf16, from_numpy
 #: Most bytes of dead arrays' buffers a cuda runtime keeps for `empty` to hand out again (a
 #: CuPy allocation with its stream and device checks cost as much host time as a launch).
 POOL_BYTES = 2 * 2**30
-
-#: GPU clock cycles `device_seconds` keeps the device busy before the timed work (about 1 ms:
-#: the host queues the work meanwhile, so its time is not counted).
-SPIN_CYCLES = 2_000_000
 
 #: numpy dtype whose bits stand in for one CuPy lacks.
 _BITS = {bf16.numpy: np.dtype(np.uint16)}
@@ -222,14 +217,6 @@ def _overlap(packer: _Packer, args: list[Any]) -> bool:
     return False
 
 
-@functools.cache
-def _spin_kernel() -> Any:
-    """A one-thread kernel that waits `cycles` GPU clock cycles (`device_seconds`)."""
-    return cupy.RawKernel('extern "C" __global__ void spin(long long cycles) {'
-                          " long long start = clock64();"
-                          " while (clock64() - start < cycles) {} }", "spin")
-
-
 def _require_cupy() -> None:
     if cupy is None:
         raise RuntimeUnavailableError("the cuda runtime needs CuPy: pip install "
@@ -373,25 +360,6 @@ class CudaRuntime(Runtime):
 
     def sync(self) -> None:
         self.stream.synchronize()
-
-    def device_seconds(self, work: Callable[[], None]) -> float:
-        """The device's own seconds for the work `work` queues on this runtime's stream:
-        between CUDA events queued after a spin kernel (`SPIN_CYCLES`) that keeps the device
-        busy while the host queues the work, so the host's time is not counted.
-
-        Args:
-            work: Queues the work (returns without waiting for it).
-        Returns:
-            Seconds from the first queued kernel's start to the last one's end.
-        """
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        with self.device, self.stream:
-            _spin_kernel()((1,), (1,), (np.int64(SPIN_CYCLES),))
-            start.record(self.stream)
-        work()
-        end.record(self.stream)
-        end.synchronize()
-        return float(cupy.cuda.get_elapsed_time(start, end)) / 1e3
 
     def memory_stats(self) -> dict[str, int]:
         return {"bytes_in_use": int(self.pool.used_bytes()) - self.buffers.bytes,

@@ -434,19 +434,10 @@ def _fits(backend: Any, name: str, m: int, n: int) -> bool:
                             and math.ceil(m / tile.bm) <= limit[1])
 
 
-#: multiply-adds from which the autotuner scores a product by the device's own time where the
-#: runtime measures it (cuda): such products queue behind other work in a training step, so
-#: their host time overlaps. On the H200 the queued wall time had tiled kernels beat cuBLAS for
-#: attention's [256, 256, 64] x [256, 64, 256] (83 us of GPU time against ~50 us, cuBLAS's
-#: host path costing ~100 us) and [8192, 512] x [512, 512] (118 us against 94 us).
-DEVICE_TIMED_WORK = 1 << 29
-
-
 def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
     """The autotuned strategy for this dtype, runtime, shape bucket and the operands'
     layouts (`_layout`: a strategy's speed depends on them; remembered per runtime in this
-    process, on disk by the autotuner), scored by queued wall time, or from
-    `DEVICE_TIMED_WORK` multiply-adds by the device's own time where the runtime has it."""
+    process, on disk by the autotuner)."""
     from burn_cube.autotune import bucket, default_tuner
 
     batch, (m, n), k = math.prod(shape[:-2]), shape[-2:], lhs.shape[-1]
@@ -463,11 +454,9 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
         RUNNERS[name](backend, lhs, rhs, shape)
 
     rt = backend.runtime
-    work = batch * m * n * k
-    device_time = getattr(rt, "device_seconds", None) if work >= DEVICE_TIMED_WORK else None
     known[key] = names[0] if len(names) == 1 else str(default_tuner().tune(
         "burn.matmul.{}.b{}.m{}.k{}.n{}.{}".format(*key), f"{rt.name}:{rt.properties.device}",
-        work, names, run, backend.sync, device_time))
+        batch * m * n * k, names, run, backend.sync))
     return known[key]
 
 
