@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from burn.device import Device
 from burn.frontend import zeros_like
 from burn.frontend.tensor import Tensor
+from burn.nn import Param
 from burn.optim.base import Optimizer, OptimizerConfig, State
 from burn.optim.buffers import Buf, TensorOps
 
@@ -53,13 +54,13 @@ class Adam(Optimizer):
             state["max_moment_2"] = zeros_like(param)
         return state
 
-    def _fused_steps(self, lr: float, members: list[tuple[Tensor, Tensor, State]]
-                     ) -> list[Tensor | None]:
+    def _fused_steps(self, lr: float, members: list[tuple[Tensor, Tensor, State]],
+                     owners: list[Param] | None = None) -> list[Tensor | None]:
         from burn.backends.cube.optim_kernels import adam_steps
 
         c = self.config
         return adam_steps(members, lr, c.beta_1, c.beta_2, c.epsilon, c.weight_decay,
-                          self._decoupled, c.amsgrad, c.maximize)
+                          self._decoupled, c.amsgrad, c.maximize, owners)
 
     def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:
         return self._fused_steps(lr, [(param, grad, state)])[0]

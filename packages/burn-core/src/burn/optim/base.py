@@ -89,7 +89,8 @@ class Optimizer(ABC):
                 continue
             _set(param, value._wrap(self._numpy_one(lr, value, g, state)))
         if device:
-            fused = self._fused_steps(lr, [(v, g, s) for _, v, g, s in device])
+            fused = self._fused_steps(lr, [(v, g, s) for _, v, g, s in device],
+                                      [p for p, _, _, _ in device])
             for (param, value, grad, state), new in zip(device, fused, strict=True):
                 _set(param, self._device_one(lr, value, grad, state) if new is None else new)
         self._small.begin()
@@ -140,11 +141,13 @@ class Optimizer(ABC):
         """The state of a param before its first update (none by default)."""
         return {}
 
-    def _fused_steps(self, lr: float, members: list[tuple[Tensor, Tensor, State]]
-                     ) -> list[Tensor | None]:
+    def _fused_steps(self, lr: float, members: list[tuple[Tensor, Tensor, State]],
+                     owners: list[Param] | None = None) -> list[Tensor | None]:
         """The updates of several params (value, gradient, state) at once where the backend
         runs them together (a multi-tensor kernel: `adam_steps`), updating those states in
-        place; None for each param left to `_fused` / the tensor ops. All None by default."""
+        place, and the values too where nothing but their `owners` (the Params, when given)
+        holds them; None for each param left to `_fused` / the tensor ops. All None by
+        default."""
         return [None] * len(members)
 
     def _fused(self, lr: float, param: Tensor, grad: Tensor, state: State) -> Tensor | None:

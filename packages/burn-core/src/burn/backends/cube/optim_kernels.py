@@ -8,7 +8,10 @@ the same kernels (`_build`). Params are dense float tensors of a cube backend, o
 backend over one (`_computing`: the kernels read its tensors' computed values once its stream
 has run, and their results are tensors of the fusion device around inner primitives, so an
 optimizer under fusion records nothing). A kernel reads each param and gradient, updates the
-state buffers in place and writes the new param into a new buffer. They compute the float
+state buffers in place and writes the new param into a new buffer, or over the old values where
+nothing but the param holds them (`overwritable`: an optimizer's step on the cpu and cuda
+runtimes; torch updates params in place too, and the old buffer's traffic and its place in the
+caches are saved). They compute the float
 operations of `burn.optim.buffers.TensorOps` in the same order, in the param's dtype, so
 trajectories match the tensor-op path to rounding (the C compiler may contract a multiply and
 an add into one fused multiply-add, about an ulp away). Each returns None (and changes
@@ -22,11 +25,13 @@ Moment buffers are overwritten only when a step of these kernels made them (`_OW
 from __future__ import annotations
 
 import math
+import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
+from burn.autodiff.tensor import AutodiffTensor
 from burn.dtype import DType
 from burn.frontend.tensor import Tensor
 from burn.ir.cube import cube_dtype
@@ -288,6 +293,42 @@ def _owned(bk: CubeBackend, param: Tensor, state: dict[str, Any], key: str,
     return prim.array
 
 
+#: Runtimes whose update kernels may write a param's new values over its old ones (their
+#: kernels may read and write one buffer: WGSL refuses a buffer bound twice when one is
+#: written; CUDA launches the kernel's variant without ``__restrict__``).
+OVERWRITING = ("cpu", "cuda")
+_refs = sys.getrefcount
+
+
+def overwritable(param: Tensor, value: Tensor) -> bool:
+    """Whether an update may write the new values of `param` (a module's param) over its old
+    ones: `value`, its tensor on the inner device, is an owning cube tensor on a runtime of
+    `OVERWRITING` that nothing holds but `param` (and `value`): no other tensor, view, numpy or
+    DLPack export, or saved autodiff graph, each of which would see the values change.
+
+    References are counted against a local name's own count (`probe`), so the test holds
+    however the interpreter counts a call's arguments.
+    """
+    prim = value._prim
+    if type(prim) is not CubeTensor:
+        return False
+    array = prim.array
+    if array.base is not None or array.shared or array.runtime.name not in OVERWRITING:
+        return False
+    probe = object()
+    alone = _refs(probe)  # a local name and nothing else
+    outer = param._prim
+    if outer is prim:  # a device without autodiff: `value` is `param`
+        holders = 2  # param._prim and the name `outer`
+    elif type(outer) is AutodiffTensor and outer.primitive is prim and _refs(outer) == alone + 1:
+        holders = 2  # the AutodiffTensor (held by param._prim alone) and value._prim
+    else:
+        return False
+    handle = array.handle
+    return (_refs(prim) == alone + holders and _refs(array) == alone + 1
+            and _refs(handle) == alone + 1)
+
+
 #: A kernel of the update for (dtype, the params' ranks, whether on the cpu runtime).
 Kernel = Callable[[DType, tuple[int, ...], bool], Any]
 #: One param's update: (param, gradient, state).
@@ -295,13 +336,14 @@ Member = tuple[Tensor, Tensor, dict[str, Any]]
 
 
 def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
-         shared: tuple[float, ...], own: Callable[[dict[str, Any]], tuple[float, ...]]
-         ) -> list[Tensor | None]:
+         shared: tuple[float, ...], own: Callable[[dict[str, Any]], tuple[float, ...]],
+         owners: Sequence[Tensor] | None = None) -> list[Tensor | None]:
     """Launch `kernel` over the members it applies to, those of one backend and dtype together
     (`_batches`: at most `MAX_GROUP` a launch on cpu and cuda, one on wgpu): the `shared`
     scalars, then per member its own scalars (from `own(state)`, called once the kernel
     applies: it may advance counters in `state`), param, gradient, the state buffers `keys`
-    (made the kernels' own) and the new param.
+    (made the kernels' own) and the new param: written over the old values where `owners`
+    (the module params the members' values belong to, or None) lets it (`overwritable`).
 
     Returns:
         Per member, the new param values, or None where the kernel does not apply (nothing
@@ -310,6 +352,10 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
     results: list[Tensor | None] = [None] * len(members)
     groups: dict[tuple[CubeBackend, DType], list[int]] = {}
     ready: dict[int, tuple[CubeTensor, CubeTensor, list[CubeTensor]]] = {}
+    # (before anything here holds a value: `overwritable` counts its holders)
+    over = set() if owners is None else {
+        i for i, (owner, (param, _, _)) in enumerate(zip(owners, members, strict=True))
+        if overwritable(owner, param)}
     for i, (param, grad, state) in enumerate(members):
         found = _fusable(param, grad, keys, state)
         if found is not None:
@@ -328,7 +374,7 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
                 buffers = [_owned(bk, param, state, k, s)
                            for k, s in zip(keys, states, strict=True)]
                 values = own(state)
-                out = bk.empty(p.shape, p.dtype)
+                out = p if i in over else bk.empty(p.shape, p.dtype)
                 results[i] = param._wrap(out)
                 if p.size:
                     launched.append((len(p.shape), (units, values, [
@@ -380,18 +426,21 @@ def _launch(bk: CubeBackend, kernel: Any, units: int, chunk: int, shared: tuple[
 
 
 def adam_steps(members: list[Member], lr: float, beta_1: float, beta_2: float, epsilon: float,
-               weight_decay: float, decoupled: bool, amsgrad: bool, maximize: bool = False
-               ) -> list[Tensor | None]:
+               weight_decay: float, decoupled: bool, amsgrad: bool, maximize: bool = False,
+               owners: Sequence[Tensor] | None = None) -> list[Tensor | None]:
     """Adam's update of params, those of one backend and dtype in one kernel (`_run`), with
     each state's moments updated in place.
 
     Args:
         members: (param's inner tensor, its gradient, Adam's state: "step", "moment_1",
-            "moment_2", "max_moment_2" with amsgrad) per param; tensors read only.
+            "moment_2", "max_moment_2" with amsgrad) per param; the tensors read only (but
+            see `owners`).
         lr, beta_1, beta_2, epsilon: Adam's hyperparameters.
         weight_decay: the L2 penalty, or AdamW's decoupled decay when `decoupled`.
         amsgrad: use the running maximum of the second moment.
         maximize: ascend: the gradient negated first.
+        owners: the module params whose values `members` hold, or None: the new values are
+            written over those nothing else holds (`overwritable`), else into new buffers.
 
     Returns:
         Per param, the new values, or None where the kernel does not apply (nothing changed).
@@ -407,7 +456,7 @@ def adam_steps(members: list[Member], lr: float, beta_1: float, beta_2: float, e
     return _run(members, _ADAM_KEYS[amsgrad],
                 lambda dtype, ranks, cpu: adam_kernel(dtype, decay, amsgrad, maximize, ranks,
                                                       cpu),
-                (weight, beta_1, 1 - beta_1, beta_2, 1 - beta_2, epsilon), own)
+                (weight, beta_1, 1 - beta_1, beta_2, 1 - beta_2, epsilon), own, owners)
 
 
 def sgd_step(param: Tensor, grad: Tensor, state: dict[str, Any], lr: float, momentum: float,
