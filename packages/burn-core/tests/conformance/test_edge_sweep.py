@@ -138,3 +138,22 @@ def test_vector_norm_gradient_of_a_zero_vector(p: float, grad_device: burn.Devic
     check_backward(lambda a: burn.linalg.vector_norm(a, p, -1),
                    lambda a: torch.linalg.vector_norm(a, p, -1, keepdim=True),
                    [T(data, held("float64", grad_device))], grad_device, rng)
+
+
+@pytest.mark.op("to_device")
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16", "int64", "int32",
+                                   "int8", "uint8", "bool"])
+def test_to_device_checks_the_dtype(dtype: str, device: burn.Device) -> None:
+    """A stepped view moves from numpy to the device under test with its values and dtype;
+    a dtype the device cannot hold raises UnsupportedDTypeError naming dtype and device (a
+    float64 tensor reached wgpu as float64)."""
+    data = T(np.arange(-3, 5).reshape(2, 4) % 3, dtype, "strided")
+    source = burn.tensor(data.base(), dtype=burn.DType(dtype), device="numpy")[..., ::2]
+    if not device.backend.supports(burn.DType(dtype)):
+        with pytest.raises(burn.errors.UnsupportedDTypeError,
+                           match=f"to_device.*{dtype}.*{device.name}"):
+            source.to_device(device)
+        return
+    moved = source.to_device(device)
+    assert moved.device == device and moved.dtype == burn.DType(dtype)
+    np.testing.assert_array_equal(np.asarray(moved.to_numpy()), data.data)

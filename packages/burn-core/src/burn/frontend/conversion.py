@@ -9,7 +9,7 @@ import numpy as np
 
 from burn.device import Device, as_device
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, as_dtype
-from burn.errors import DTypeError, ShapeError
+from burn.errors import DTypeError, ShapeError, UnsupportedDTypeError
 from burn.frontend.base import TensorBase, make
 
 if TYPE_CHECKING:
@@ -124,10 +124,18 @@ class ConversionMixin(TensorBase):
 
     def to_device(self, device: Device | str) -> Tensor:
         """The tensor on `device`; moving between backends copies through host memory (and
-        leaves the autodiff graph)."""
+        leaves the autodiff graph).
+
+        Raises:
+            UnsupportedDTypeError: when `device` cannot hold the tensor's dtype (float64 or
+                int8 on wgpu), naming dtype and device.
+        """
         dev = as_device(device)
         if dev == self._device:
             return self  # type: ignore[return-value]
+        if not dev.backend.supports(self._dtype):
+            raise UnsupportedDTypeError("to_device", "dtype not supported on this device",
+                                        dtype=self._dtype.value, device=str(dev))
         if dev.backend is self._bk:
             return make(self._fn("to_device")(self._prim, dev), dev, self._dtype)
         prim = getattr(dev.backend, self._k + "from_data")(self.to_numpy(), dev)
