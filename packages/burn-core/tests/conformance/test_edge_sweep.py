@@ -157,3 +157,29 @@ def test_to_device_checks_the_dtype(dtype: str, device: burn.Device) -> None:
     moved = source.to_device(device)
     assert moved.device == device and moved.dtype == burn.DType(dtype)
     np.testing.assert_array_equal(np.asarray(moved.to_numpy()), data.data)
+
+
+@pytest.mark.op("from_dlpack")
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int32", "int8", "uint8",
+                                   "bool"])
+@pytest.mark.parametrize("make", ["tensor", "from_dlpack"])
+def test_torch_tensors_keep_their_dtype(make: str, dtype: str, device: burn.Device) -> None:
+    """`burn.tensor` and `burn.from_dlpack` of a torch tensor keep its dtype and values, as of a
+    numpy array (burn.tensor read a float64 torch tensor as Python floats: float32)."""
+    source = torch.tensor([[1, 0, 3], [2, 5, 7]]).to(getattr(torch, dtype)).T
+    if not device.backend.supports(burn.DType(dtype)):
+        with pytest.raises(burn.errors.UnsupportedDTypeError, match=dtype):
+            getattr(burn, make)(source, device=device)
+        return
+    out = getattr(burn, make)(source, device=device)
+    assert out.shape == tuple(source.shape) and out.dtype == burn.DType(dtype)
+    np.testing.assert_array_equal(out.to_numpy(), source.numpy())
+
+
+@pytest.mark.op("from_dlpack")
+@pytest.mark.parametrize("make", ["tensor", "from_dlpack"])
+def test_torch_bfloat16_is_a_typed_error(make: str, device: burn.Device) -> None:
+    """numpy has no bfloat16: the import raises DTypeError naming the op, not torch's or
+    numpy's RuntimeError / TypeError."""
+    with pytest.raises(burn.errors.DTypeError, match=make):
+        getattr(burn, make)(torch.ones(2, dtype=torch.bfloat16), device=device)

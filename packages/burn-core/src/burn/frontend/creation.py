@@ -60,9 +60,10 @@ def tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None) -> Ten
     """A tensor holding a copy of `data`.
 
     Args:
-        data: nested lists / tuples of Python scalars, a scalar, a numpy array or a Tensor.
+        data: nested lists / tuples of Python scalars, a scalar, an array or a Tensor.
         dtype: element type; inferred when None: Python floats -> float32, ints -> int64,
-            bools -> bool; numpy arrays keep theirs (float64 stays float64).
+            bools -> bool; arrays (numpy, or anything with `__array__` / `__dlpack__`: torch,
+            jax) keep theirs (float64 stays float64).
         device: target device (the default device when None).
     Returns:
         The new tensor.
@@ -75,6 +76,9 @@ def tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None) -> Ten
         return out if dtype is None else out._cast(as_dtype(dtype, "tensor"))
     if isinstance(data, np.ndarray | np.generic):
         arr = np.asarray(data)
+        inferred = dtype_of_numpy(arr.dtype, "tensor")
+    elif hasattr(data, "__array__") or hasattr(data, "__dlpack__"):  # torch, jax, CuPy host...
+        arr = _host_array("tensor", data, np.asarray)
         inferred = dtype_of_numpy(arr.dtype, "tensor")
     else:
         try:
@@ -101,8 +105,22 @@ def from_numpy(array: np.ndarray, device: DeviceLike = None) -> Tensor:
 
 
 def from_dlpack(obj: Any, device: DeviceLike = None) -> Tensor:
-    """A tensor holding a copy of any DLPack-exporting host array (torch, jax, numpy, ...)."""
-    return from_numpy(np.from_dlpack(obj), device)
+    """A tensor holding a copy of any DLPack-exporting host array (torch, jax, numpy, ...).
+
+    Raises:
+        DTypeError: for an array numpy cannot import (torch's bfloat16).
+    """
+    return from_numpy(_host_array("from_dlpack", obj, np.from_dlpack), device)
+
+
+def _host_array(op: str, data: Any, convert: Any) -> np.ndarray:
+    """`convert(data)` (np.asarray or np.from_dlpack), a typed error where numpy cannot read
+    the array (torch's bfloat16, which has no numpy dtype: convert it to float32 first)."""
+    try:
+        return np.asarray(convert(data))
+    except (TypeError, RuntimeError, BufferError) as e:
+        raise DTypeError(op, "numpy cannot read this array (a bfloat16 torch tensor: call "
+                         ".float() first)", type=type(data).__name__, error=str(e)) from None
 
 
 def _filled(op: str, shape: tuple[int, ...], value: Any, dtype: DType, device: DeviceLike
