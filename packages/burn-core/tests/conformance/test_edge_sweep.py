@@ -183,3 +183,41 @@ def test_torch_bfloat16_is_a_typed_error(make: str, device: burn.Device) -> None
     numpy's RuntimeError / TypeError."""
     with pytest.raises(burn.errors.DTypeError, match=make):
         getattr(burn, make)(torch.ones(2, dtype=torch.bfloat16), device=device)
+
+
+INT_EXTREMES = {"int8": [-128, 127, -1, 0, 1, 100], "uint8": [0, 255, 1, 128, 200, 7],
+                "int32": [-2**31, 2**31 - 1, -1, 0, 1, 65536],
+                "int64": [-2**63, 2**63 - 1, -1, 0, 1, 2**40]}
+
+
+@pytest.mark.parametrize("op,fn", [
+    op_param("greater", lambda x: x > 300, id="greater-300"),
+    op_param("greater_equal", lambda x: x >= -129, id="greater_equal-neg129"),
+    op_param("lower", lambda x: x < -1, id="lower-neg1"),
+    op_param("equal", lambda x: x == 2**40 + 44, id="equal-big"),
+    op_param("add", lambda x: x + 300, id="add-300"),
+    op_param("mul", lambda x: x * -1000, id="mul-neg1000"),
+])
+@pytest.mark.parametrize("dtype", list(INT_EXTREMES))
+def test_int_scalars_outside_the_dtype_wrap_into_it(op: str, fn: object, dtype: str,
+                                                    device: burn.Device) -> None:
+    """A Python int outside an int tensor's range wraps into its dtype, in comparisons as in
+    arithmetic, as torch (numpy compared it exactly: int8 > 300 was all False on numpy)."""
+    check_forward(fn, fn, [T(np.array(INT_EXTREMES[dtype]), dtype, "strided")], device)
+
+
+@pytest.mark.op("clamp")
+@pytest.mark.parametrize("dtype", list(INT_EXTREMES))
+@pytest.mark.parametrize("bounds", [(-300, 300), (2**40, None), (None, -2**40), (-1, 2**70)])
+def test_int_clamp_bounds_outside_the_dtype(dtype: str, bounds: tuple[int | None, int | None],
+                                            device: burn.Device) -> None:
+    """Int clamp bounds past the dtype's range act as its limits (torch refuses them,
+    docs/differences.md; the cube backends wrapped them: int8 clamp(-300, 300) was
+    clamp(-44, 44))."""
+    data = np.array(INT_EXTREMES[dtype], dtype=np.dtype(dtype))
+    got = burn.tensor(data, device=device).clamp(*bounds)
+    info = np.iinfo(data.dtype)
+    low, high = (None if b is None else min(max(b, int(info.min)), int(info.max))
+                 for b in bounds)
+    assert got.dtype == burn.DType(dtype) and got.shape == data.shape
+    np.testing.assert_array_equal(got.to_numpy(), np.clip(data, low, high))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from burn.dtype import promote
+from burn.dtype import DType, promote
 from burn.errors import DivisionByZeroError, DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.dispatch import BinaryOp, Impl, binary, binary_op
@@ -15,6 +15,13 @@ from burn.frontend.validation import as_scalar, broadcast_shapes, check_device, 
 if TYPE_CHECKING:
     from burn.backend.protocol import Backend
     from burn.frontend.tensor import Tensor
+
+def _into_range(value: int, dtype: DType) -> int:
+    """`value` clipped into the range of the int `dtype`."""
+    bits = 8 * dtype.itemsize
+    least = 0 if dtype is DType.uint8 else -(1 << (bits - 1))
+    return min(max(value, least), (1 << bits) - 1 + least)
+
 
 ADD = BinaryOp("add", {"float_": "float_add", "int_": "int_add"},
                {"float_": "float_add_scalar", "int_": "int_add_scalar"}, commutative=True,
@@ -220,10 +227,15 @@ class ArithmeticMixin(TensorBase):
                                      bound=type(bound).__name__)
                 if isinstance(bound, float) and x._k != "float_":
                     x = x._to_float()
-        cast = float if x._k == "float_" else int
-        if cast is float and any(b is not None and b != b for b in (lo, hi)):
-            return x * math.nan  # a NaN bound makes every element NaN, as torch
-        return x._same("clamp", None if lo is None else cast(lo), None if hi is None else cast(hi))
+        if x._k == "float_":
+            if any(b is not None and b != b for b in (lo, hi)):
+                return x * math.nan  # a NaN bound makes every element NaN, as torch
+            return x._same("clamp", None if lo is None else float(lo),
+                           None if hi is None else float(hi))
+        # int bounds past the dtype's range act as its limits (torch refuses them; wrapped
+        # into the dtype as other host numbers are, int8 clamp(-300, 300) gave clamp(-44, 44))
+        return x._same("clamp", *(None if b is None else _into_range(int(b), x._dtype)
+                                  for b in (lo, hi)))
 
     def clamp_min(self, min: float) -> Tensor:  # noqa: A002
         """Clamp from below."""

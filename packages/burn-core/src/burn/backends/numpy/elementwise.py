@@ -245,6 +245,13 @@ def _wrap_scalar(value: Any, dtype: np.dtype) -> Array:
     return np.array(value).astype(dtype)
 
 
+#: [min, max] of the int dtypes: a Python int outside is wrapped into the dtype first, as
+#: torch and the cube backends do (numpy compares it exactly: int8 > 300 was all False, torch
+#: compares with 44).
+_INT_RANGES = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+               for t in (np.int8, np.uint8, np.int16, np.int32, np.int64)}
+
+
 # --- factories ----------------------------------------------------------------------------
 def _make_binary(fn: Fn, warns: bool) -> Fn:
     if not warns:
@@ -271,11 +278,12 @@ def _make_scalar(fn: Fn, warns: bool, low_float: bool) -> Fn:
         if low_float and lhs.dtype.itemsize == 2:
             with np.errstate(all="ignore"):  # 1e10 -> float16 is inf, quietly
                 rhs = lhs.dtype.type(rhs)
+        span = _INT_RANGES.get(lhs.dtype) if rhs.__class__ is int else None
+        if span is not None and not span[0] <= rhs <= span[1]:
+            rhs = _wrap_scalar(rhs, lhs.dtype)
         token = QUIET_SET(QUIET_TOKEN) if warns else None
         try:
             out = fn(lhs, rhs)
-        except OverflowError:  # Python int outside an int dtype's range
-            out = fn(lhs, _wrap_scalar(rhs, lhs.dtype))
         finally:
             if token is not None:
                 QUIET_RESET(token)
