@@ -5,6 +5,9 @@ a zero or a NaN matters."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -52,12 +55,12 @@ INVERSE_ARGS = [1e-4, 1e-7, -1e-7, 3e-8, 0.3, 0.99, 1.0, 1.0001, 1.5, 2.0, 300.0
 RELATIVE = {"float64": 1e-13, "float32": 1e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 
-def assert_relative(actual: burn.Tensor, x: np.ndarray, fn: str, dtype: str,
-                    rtol: float | None = None) -> None:
-    """`actual` is within `rtol` (default `RELATIVE[dtype]`) of torch's float64 `fn` of `x` (rounded to
-    `dtype`), with NaN at the same places and the same signs of zeros; values past the dtype's
-    range count as its infinities."""
-    want_t = getattr(torch.from_numpy(x.astype(np.float64)), fn)()
+def assert_relative(actual: burn.Tensor, x: np.ndarray, fn: Callable[[torch.Tensor], Any],
+                    dtype: str, rtol: float | None = None) -> None:
+    """`actual` is within `rtol` (default `RELATIVE[dtype]`) of torch's float64 `fn` of `x`
+    (rounded to `dtype`), with NaN at the same places and the same signs of zeros; values past
+    the dtype's range count as its infinities."""
+    want_t = fn(torch.from_numpy(x.astype(np.float64)))
     want = want_t.to(getattr(torch, dtype)).to(torch.float64).numpy()
     got = np.asarray(actual.cast(burn.float32 if dtype != "float64" else burn.float64)
                      .to_numpy(), dtype=np.float64)
@@ -84,7 +87,7 @@ def test_inverse_functions_to_a_few_ulps(fn: str, dtype: str, layout: str,
     arg = built[..., ::2] if layout == "strided" else built
     # llvmpipe's atan, and its scalar atan2, are within 3e-5 (docs/differences.md)
     driver = device.name == "wgpu" and fn in ("asin", "acos", "atan")
-    assert_relative(getattr(arg, fn)(), x, fn, dtype, 3e-5 if driver else None)
+    assert_relative(getattr(arg, fn)(), x, getattr(torch, fn), dtype, 3e-5 if driver else None)
 
 
 @pytest.mark.op("median")
@@ -221,3 +224,23 @@ def test_int_clamp_bounds_outside_the_dtype(dtype: str, bounds: tuple[int | None
                  for b in bounds)
     assert got.dtype == burn.DType(dtype) and got.shape == data.shape
     np.testing.assert_array_equal(got.to_numpy(), np.clip(data, low, high))
+
+
+@pytest.mark.parametrize("op,burn_fn,torch_fn", [
+    op_param("elu", F.elu, TF.elu, id="elu"),
+    op_param("selu", F.selu, TF.selu, id="selu"),
+    op_param("celu", lambda x: F.celu(x, 2.0), lambda x: TF.celu(x, 2.0), id="celu"),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_elu_family_of_small_negative_values(op: str, burn_fn: Any, torch_fn: Any, dtype: str,
+                                             device: burn.Device,
+                                             grad_device: burn.Device,
+                                             rng: np.random.Generator) -> None:
+    """alpha (exp(x) - 1) to a few ulps for tiny x too (exp(x) - 1 gave elu(-1e-7) = -1.19e-7
+    and elu(-1e-10) = 0) and -0.0 kept; the gradient stays exp(x) for large negative x."""
+    x = np.array([-1e-30, -1e-10, -1e-7, -1e-5, -1e-3, -0.3, -0.5, -0.7, -3.0, -100.0, -0.0,
+                  0.0, 2.0, np.nan, -np.inf])
+    built = burn.tensor(x, dtype=burn.DType(held(dtype, device)), device=device)
+    assert_relative(burn_fn(built), x, torch_fn, held(dtype, device))
+    finite = T(x[np.isfinite(x)], held(dtype, device))
+    check_backward(burn_fn, torch_fn, [finite], grad_device, rng)

@@ -622,9 +622,19 @@ class ActivationOps(TensorOps):
         return self.float_mul(x, self.float_tanh(self.softplus(x, 1.0, 20.0)))
 
     def elu(self, x: P, alpha: float) -> P:
-        neg = self.float_mul_scalar(
-            self.float_sub_scalar(self.float_exp(self.float_clamp(x, None, 0.0)), 1.0), alpha)
-        return self.float_mask_where(x, self.float_lower_equal_elem(x, 0.0), neg)
+        """x where x > 0, else alpha (exp(x) - 1) by `_expm1` (exp(x) - 1 lost small x:
+        elu(-1e-7) was -1.19e-7, and the sign of -0.0)."""
+        return self.float_mask_where(x, self.float_lower_equal_elem(x, 0.0),
+                                     self.float_mul_scalar(self._expm1(
+                                         self.float_clamp(x, None, 0.0)), alpha))
+
+    def _expm1(self, x: P) -> P:
+        """exp(x) - 1 to a few ulps for small x too: tanh(x / 2) (exp(x) + 1) below |x| = 0.5,
+        exp(x) - 1 above (where its gradient is exp(x) exactly; the product's cancels)."""
+        small = self.float_mul(self.float_tanh(self.float_mul_scalar(x, 0.5)),
+                               self.float_add_scalar(self.float_exp(x), 1.0))
+        return self.float_mask_where(self.float_sub_scalar(self.float_exp(x), 1.0),
+                                     self.float_lower_elem(self.float_abs(x), 0.5), small)
 
     def selu(self, x: P) -> P:
         alpha, scale = 1.6732632423543772, 1.0507009873554805

@@ -170,6 +170,8 @@ def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
     if alpha == 0:
         raise ValueRangeError("celu", "alpha must not be 0", alpha=alpha)
     x = float_input("celu", "x", x)
+    if alpha > 0:  # alpha elu(x / alpha): its exp(x) - 1 is exact for small x
+        return x.mask_where(x <= 0, elu(x / alpha) * alpha)
     return x.mask_where(x <= 0, ((x / alpha).exp() - 1.0) * alpha)
 
 

@@ -80,6 +80,13 @@ def _zero_kept(x: str, odd: CubeExpr) -> CubeExpr:
     return ("select", ("eq", x, 0), x, odd)
 
 
+def _expm1(x: str) -> CubeExpr:
+    """exp(x) - 1, as tanh(x / 2) (exp(x) + 1) below |x| = 0.5: to a few ulps for small x
+    (exp(x) - 1 lost them) and -0.0 kept."""
+    small = ("mul", ("tanh", ("mul", x, 0.5)), ("add", ("exp", x), 1.0))
+    return ("select", ("lt", ("abs", x), 0.5), small, ("sub", ("exp", x), 1.0))
+
+
 def _asinh(x: str) -> CubeExpr:
     """asinh without overflow or cancellation: log1p(a + a^2 / (1 + sqrt(1 + a^2))) below
     |x| = 1, log(a) + log(1 + sqrt(1 + 1 / a^2)) above (a = |x|; log(a + sqrt(a^2 + 1))
@@ -265,7 +272,7 @@ _activation("log_sigmoid", "x: F")
 _activation("silu", "x: F", ("mul", "x", _sigmoid("x")))
 _activation("mish", "x: F")
 _activation("elu", "x: F, alpha: float",
-            ("select", ("le", "x", 0.0), ("mul", "alpha", ("sub", ("exp", "x"), 1.0)), "x"))
+            ("select", ("le", "x", 0.0), ("mul", "alpha", _expm1("x")), "x"))
 _activation("selu", "x: F")
 _activation("softmax", "x: F, dim: int")
 _activation("log_softmax", "x: F, dim: int")

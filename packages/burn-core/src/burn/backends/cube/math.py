@@ -175,9 +175,12 @@ def _mish(b: Any, xs: list[Any]) -> Any:
 
 
 def _selu(b: Any, xs: list[Any]) -> Any:
-    """scale (x, or alpha (exp(x) - 1) where x <= 0)."""
+    """scale (x, or alpha (exp(x) - 1) where x <= 0), exp(x) - 1 as tanh(x / 2) (exp(x) + 1)
+    below |x| = 0.5 (exact for small x, -0.0 kept)."""
     x = xs[0]
-    neg = (b.exp(b.select(x > 0.0, 0.0, x)) - 1.0) * SELU_ALPHA
+    c = b.local(x.dtype, b.select(x > 0.0, 0.0, x))
+    e = b.local(x.dtype, b.exp(c))
+    neg = b.select(c > -0.5, b.tanh(c * 0.5) * (e + 1.0), e - 1.0) * SELU_ALPHA
     return b.select(x <= 0.0, neg, x) * SELU_SCALE
 
 
