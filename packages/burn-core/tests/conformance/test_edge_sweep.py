@@ -244,3 +244,18 @@ def test_elu_family_of_small_negative_values(op: str, burn_fn: Any, torch_fn: An
     assert_relative(burn_fn(built), x, torch_fn, held(dtype, device))
     finite = T(x[np.isfinite(x)], held(dtype, device))
     check_backward(burn_fn, torch_fn, [finite], grad_device, rng)
+
+
+@pytest.mark.op("hypot")
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_hypot_without_underflow_or_overflow(dtype: str, device: burn.Device) -> None:
+    """hypot of tiny and huge operands (the squares under- or overflow the dtype), zeros, NaN
+    and infinities, as torch (hypot(1e-30, 5e-31) was 0 in float32, hypot(1e30, 1e30) inf)."""
+    tiny, huge = (1e-30, 1e30) if dtype == "float32" else (1e-4, 3e4)
+    x = np.array([tiny, huge, 3.0, 0.0, -0.0, np.nan, np.inf, np.nan, 1.0, -5.0, 0.0, -np.inf])
+    y = np.array([tiny / 2, huge, 4.0, 0.0, 0.0, 1.0, np.nan, np.nan, np.nan, 12.0, 7.0, 3.0])
+    a, b = T(x, dtype), T(y, dtype, "strided")
+    check_forward(lambda p, q: p.hypot(q), torch.hypot, [a, b], device)
+    got = burn.tensor(x, dtype=burn.DType(dtype), device=device).hypot(
+        burn.tensor(y, dtype=burn.DType(dtype), device=device))
+    assert_relative(got, x, lambda t: torch.hypot(t, torch.from_numpy(y)), dtype)

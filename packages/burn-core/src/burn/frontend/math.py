@@ -19,8 +19,17 @@ ATAN2 = BinaryOp("atan2", {"float_": "float_atan2"})
 
 
 def _hypot(b: Backend, x: Any, y: Any) -> Any:
-    """sqrt(x^2 + y^2), inf where either operand is infinite (even with a nan, as torch)."""
-    h = b.float_sqrt(b.float_add(b.float_mul(x, x), b.float_mul(y, y)))
+    """sqrt(x^2 + y^2) as m sqrt(1 + (n / m)^2) (m, n the larger and smaller of |x|, |y|), so
+    that the squares neither underflow nor overflow (hypot(1e-30, 5e-31) was 0 in float32,
+    hypot(1e30, 1e30) inf); NaN where either is NaN, inf where either is infinite (even with
+    a NaN, as torch)."""
+    ax, ay = b.float_abs(x), b.float_abs(y)
+    swap = b.float_lower(ax, ay)
+    larger, smaller = b.float_mask_where(ax, swap, ay), b.float_mask_where(ay, swap, ax)
+    ratio = b.float_div(smaller, larger)
+    h = b.float_mul(larger, b.float_sqrt(b.float_add_scalar(b.float_mul(ratio, ratio), 1.0)))
+    h = b.float_mask_fill(h, b.float_equal_elem(larger, 0.0), 0.0)
+    h = b.float_mask_fill(h, b.bool_or(b.float_is_nan(x), b.float_is_nan(y)), math.nan)
     return b.float_mask_fill(h, b.bool_or(b.float_is_inf(x), b.float_is_inf(y)), math.inf)
 
 
