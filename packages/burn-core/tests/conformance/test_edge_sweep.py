@@ -72,14 +72,15 @@ def assert_relative(actual: burn.Tensor, x: np.ndarray, fn: Callable[[torch.Tens
 
 @pytest.mark.parametrize("fn", [
     pytest.param(f, marks=pytest.mark.op(f), id=f)
-    for f in ("log1p", "asin", "acos", "atan", "asinh", "acosh", "atanh")])
+    for f in ("log1p", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "erf",
+              "tanh")])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "bfloat16"])
 @pytest.mark.parametrize("layout", ["contiguous", "strided"])
-def test_inverse_functions_to_a_few_ulps(fn: str, dtype: str, layout: str,
-                                         device: burn.Device) -> None:
-    """The inverse trigonometric and hyperbolic functions and log1p to a few ulps of the exact
-    value over tiny, huge and out-of-domain arguments (NaN where torch's is NaN), as lines and
-    strided, against torch's float64 rounded to the dtype."""
+def test_math_functions_to_a_few_ulps(fn: str, dtype: str, layout: str,
+                                      device: burn.Device) -> None:
+    """The inverse trigonometric and hyperbolic functions, log1p, sinh, erf and tanh to a few
+    ulps of the exact value over tiny, huge and out-of-domain arguments (NaN where torch's is
+    NaN), as lines and strided, against torch's float64 rounded to the dtype."""
     with np.errstate(over="ignore"):
         x = np.array(INVERSE_ARGS).astype(T(np.zeros(1), dtype).data.dtype).astype(np.float64)
     view = T(x, dtype, layout)
