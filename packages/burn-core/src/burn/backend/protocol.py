@@ -744,7 +744,15 @@ class ModuleOps(ActivationOps):
         Returns:
             (out, mean, rstd): out = (x - mean) * rstd * weight + bias, shaped as x; mean and
             rstd = 1 / sqrt(var + eps) shaped as x with the last `num_dims` dims of size 1.
+            float16 / bfloat16 compute in float32, as torch (the squared deviations overflowed
+            float16 from about 256).
         """
+        dtype = self.dtype(x)
+        if dtype in (DType.float16, DType.bfloat16):
+            wide = [None if t is None else self.float_cast(t, DType.float32)
+                    for t in (x, weight, bias)]
+            results = self.layer_norm(wide[0], wide[1], wide[2], num_dims, eps)
+            return tuple(self.float_cast(t, dtype) for t in results)  # type: ignore[return-value]
         shape = self.shape(x)
         flat, stats = self._layer_norm_shapes(shape, num_dims)
         x2 = self.float_reshape(x, flat)
