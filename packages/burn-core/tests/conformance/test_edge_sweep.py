@@ -260,3 +260,22 @@ def test_hypot_without_underflow_or_overflow(dtype: str, device: burn.Device) ->
     got = burn.tensor(x, dtype=burn.DType(dtype), device=device).hypot(
         burn.tensor(y, dtype=burn.DType(dtype), device=device))
     assert_relative(got, x, lambda t: torch.hypot(t, torch.from_numpy(y)), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op,burn_fn,torch_fn", [
+    op_param("mean", lambda x: x.mean(), lambda x: x.mean(), id="mean"),
+    op_param("mean", lambda x: x.transpose(0, 1).mean(), lambda x: x.T.mean(), id="mean-T"),
+    op_param("layer_norm", lambda x: F.layer_norm(x, (4,)), lambda x: TF.layer_norm(x, (4,)),
+             id="layer_norm"),
+    op_param("layer_norm", lambda x: F.layer_norm(x, (3, 4)),
+             lambda x: TF.layer_norm(x, (3, 4)), id="layer_norm-2d"),
+])
+def test_low_precision_statistics_accumulate_wide(op: str, burn_fn: Any, torch_fn: Any,
+                                                  dtype: str, device: burn.Device) -> None:
+    """The mean and layer norm of float16 / bfloat16 values whose sum or squared deviations
+    overflow float16 compute in float32 as torch (the mean of [60000, 60000] was inf; wgpu's
+    layer norm of short rows gave zeros)."""
+    data = np.array([[60000.0, 60000.0, -1000.0, 50000.0], [1.0, 2.0, 3.0, 4.0],
+                     [-30000.0, 200.0, 0.5, 900.0]])
+    check_forward(burn_fn, torch_fn, [T(data, dtype)], device)

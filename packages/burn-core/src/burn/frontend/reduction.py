@@ -19,8 +19,13 @@ Dims = int | Iterable[int] | None
 
 
 def _mean_all(t: Tensor) -> Tensor:
-    """Mean of all elements (NaN for an empty tensor, as torch)."""
-    return t._wrap(t._bk.float_div_scalar(t._bk.float_sum(t._prim), float(math.prod(t.shape))))
+    """Mean of all elements (NaN for an empty tensor, as torch). float16 / bfloat16 take the
+    mean of the flattened tensor along its dim, which accumulates in float32 and divides
+    before rounding (their sum overflowed first: the mean of [60000, 60000] was inf)."""
+    count = math.prod(t.shape)
+    if count and t._dtype in (DType.float16, DType.bfloat16):
+        return t.reshape(-1).mean_dim(0).reshape(())
+    return t._wrap(t._bk.float_div_scalar(t._bk.float_sum(t._prim), float(count)))
 
 
 class ReductionMixin(TensorBase):
