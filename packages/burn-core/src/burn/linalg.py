@@ -49,6 +49,8 @@ def vector_norm(x: Tensor, p: float = 2.0, dim: int = -1) -> Tensor:
     d = norm_dim("vector_norm", dim, x.ndim, scalar=True)
     if math.isnan(p):
         raise ValueRangeError("vector_norm", "p must not be nan", p=p)
+    if x.dtype in (DType.float16, DType.bfloat16):  # the powers overflow float16: as torch,
+        return vector_norm(x.cast(DType.float32), p, d).cast(x.dtype)  # in float32
     if not x.ndim:
         x = x.reshape((1,))
     a = x.abs()

@@ -270,12 +270,18 @@ def test_hypot_without_underflow_or_overflow(dtype: str, device: burn.Device) ->
              id="layer_norm"),
     op_param("layer_norm", lambda x: F.layer_norm(x, (3, 4)),
              lambda x: TF.layer_norm(x, (3, 4)), id="layer_norm-2d"),
+    op_param("vector_norm", lambda x: burn.linalg.vector_norm(x * 0.01, 2.0, -1),
+             lambda x: torch.linalg.vector_norm(x * 0.01, 2.0, -1, keepdim=True),
+             id="vector_norm"),
+    op_param("vector_norm", lambda x: burn.linalg.vector_norm(x * 0.01, 3.0, 0),
+             lambda x: torch.linalg.vector_norm(x * 0.01, 3.0, 0, keepdim=True),
+             id="vector_norm-3"),
 ])
 def test_low_precision_statistics_accumulate_wide(op: str, burn_fn: Any, torch_fn: Any,
                                                   dtype: str, device: burn.Device) -> None:
-    """The mean and layer norm of float16 / bfloat16 values whose sum or squared deviations
-    overflow float16 compute in float32 as torch (the mean of [60000, 60000] was inf; wgpu's
-    layer norm of short rows gave zeros)."""
+    """The mean, layer norm and norms of float16 / bfloat16 values whose sum, squares or
+    squared deviations overflow float16 compute in float32 as torch (the mean of [60000, 60000]
+    was inf, the norm of [300, -300] inf; wgpu's layer norm of short rows gave zeros)."""
     data = np.array([[60000.0, 60000.0, -1000.0, 50000.0], [1.0, 2.0, 3.0, 4.0],
                      [-30000.0, 200.0, 0.5, 900.0]])
     check_forward(burn_fn, torch_fn, [T(data, dtype)], device)
