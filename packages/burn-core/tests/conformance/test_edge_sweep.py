@@ -285,3 +285,13 @@ def test_low_precision_statistics_accumulate_wide(op: str, burn_fn: Any, torch_f
     data = np.array([[60000.0, 60000.0, -1000.0, 50000.0], [1.0, 2.0, 3.0, 4.0],
                      [-30000.0, 200.0, 0.5, 900.0]])
     check_forward(burn_fn, torch_fn, [T(data, dtype)], device)
+
+
+@pytest.mark.op("swap_dims")
+def test_dim_of_a_0d_tensor_error_names_no_valid_range(device: burn.Device) -> None:
+    """An op that takes no dim of a 0-d tensor says so (the message read "valid=[0, -1]",
+    which named 0 as valid), naming the op and the rank."""
+    with pytest.raises(burn.errors.BurnIndexError, match=r"swap_dims.*ndim=0.*0-d tensor"):
+        burn.tensor(2.0, device=device).swap_dims(0, -1)
+    with pytest.raises(burn.errors.BurnIndexError, match=r"sum.*dim=2.*\[-2, 1\]"):
+        burn.ones((2, 3), device=device).sum(2)

@@ -69,7 +69,8 @@ def norm_dim(op: str, dim: int, ndim: int, *, extra: int = 0, scalar: bool = Fal
     if not isinstance(dim, int | np.integer) or isinstance(dim, bool):
         raise DTypeError(op, "dim must be an int", dim=dim)
     if not -n <= dim < n:
-        raise BurnIndexError(op, "dim out of range", dim=dim, ndim=ndim, valid=f"[{-n}, {n - 1}]")
+        raise BurnIndexError(op, "dim out of range", dim=dim, ndim=ndim,
+                             valid=f"[{-n}, {n - 1}]" if n else "none: a 0-d tensor has no dim")
     return int(dim) % n
 
 
