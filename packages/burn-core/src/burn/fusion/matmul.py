@@ -149,9 +149,9 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     batches = math.prod(ov.shape[:-2])
     per_launch = batches_per_launch(inner, cx * cy * tile.units)
     for z0 in range(0, batches, per_launch):
-        kernel.launch(inner.runtime, (cx, cy, min(per_launch, batches - z0)),
-                      (tile.units_x, tile.units_y), lv.array, rv.array, ov.array, z0, *ins,
-                      *(o.array for o in outs[1:]), *numbers)
+        inner.launch_cubes_planned(kernel, (cx, cy, min(per_launch, batches - z0)),
+                                   (tile.units_x, tile.units_y), lv.array, rv.array, ov.array,
+                                   z0, *ins, *(o.array for o in outs[1:]), *numbers)
         STATS.kernels_launched += 1
     STATS.ops_fused += program.live
     STATS.ops_dead += len(block) - program.live
