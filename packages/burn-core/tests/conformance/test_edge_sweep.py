@@ -5,6 +5,7 @@ a zero or a NaN matters."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -295,3 +296,16 @@ def test_dim_of_a_0d_tensor_error_names_no_valid_range(device: burn.Device) -> N
         burn.tensor(2.0, device=device).swap_dims(0, -1)
     with pytest.raises(burn.errors.BurnIndexError, match=r"sum.*dim=2.*\[-2, 1\]"):
         burn.ones((2, 3), device=device).sum(2)
+
+
+@pytest.mark.op("cast")
+def test_overflowing_casts_are_quiet(device: burn.Device) -> None:
+    """Values past a float16 / int dtype's range become inf or wrap without a numpy
+    RuntimeWarning, at creation and in casts (the NumPy backend warned "overflow encountered
+    in cast"), with torch's values."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = burn.tensor([1e10, -1e10, 1.0], dtype=burn.float16, device=device)
+        ints = burn.tensor([2**62, -2**63, 70000], device=device).cast(burn.float16)
+    np.testing.assert_array_equal(big.to_numpy().astype(np.float64), [np.inf, -np.inf, 1.0])
+    np.testing.assert_array_equal(ints.to_numpy().astype(np.float64), [np.inf, -np.inf, np.inf])

@@ -50,7 +50,8 @@ def _dtype(value: DTypeLike, op: str, default: DType) -> DType:
 
 def _from_array(arr: np.ndarray, dtype: DType, device: DeviceLike) -> Tensor:
     dev = device_for("tensor", device, dtype)
-    arr = arr.astype(dtype.numpy, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e10 -> float16 is inf, quietly
+        arr = arr.astype(dtype.numpy, copy=False)
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
     return make(getattr(dev.backend, PREFIX[dtype] + "from_data")(arr, dev), dev, dtype)

@@ -122,7 +122,9 @@ class CreationOps:
         """Wrapping conversion (as numpy / torch)."""
         return np.asarray(x.astype(dtype.numpy))
 
+    @quiet
     def int_into_float(self, x: np.ndarray, dtype: DType) -> np.ndarray:
+        """Ints past float16's range give inf quietly (as torch)."""
         return np.asarray(x.astype(dtype.numpy))
 
     def bool_into_int(self, x: np.ndarray, dtype: DType) -> np.ndarray:
