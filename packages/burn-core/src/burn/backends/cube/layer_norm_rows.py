@@ -245,8 +245,8 @@ def layer_norm(backend: Any, x: CubeTensor, weight: CubeTensor | None, bias: Cub
     kernel = forward_kernel(_dtypes(x.dtype), units, chunks, plane, d == units * chunks,
                             weight is not None, bias is not None)
     params = [_flat(backend, t).array for t in (x, weight, bias) if t is not None]
-    kernel.launch(backend.runtime, (m, 1, 1), units, *params,
-                  *(_flat(backend, t).array for t in (out, mean, rstd)), d, eps)
+    backend.launch_cubes_planned(kernel, (m, 1, 1), units, *params,
+                                 *(_flat(backend, t).array for t in (out, mean, rstd)), d, eps)
     return out, mean, rstd
 
 
@@ -270,7 +270,7 @@ def layer_norm_backward(backend: Any, x: CubeTensor, weight: CubeTensor | None,
                              weight is not None, bias is not None, rows)
     inputs = [_flat(backend, t).array for t in (x, weight, mean, rstd, grad) if t is not None]
     outputs = [_flat(backend, t).array for t in (dx, *parts) if t is not None]
-    kernel.launch(backend.runtime, (cubes, 1, 1), units, *inputs, *outputs, d, m)
+    backend.launch_cubes_planned(kernel, (cubes, 1, 1), units, *inputs, *outputs, d, m)
     shape = x.shape[len(x.shape) - num_dims:]
 
     def column_sum(part: CubeTensor | None, like: CubeTensor | None) -> CubeTensor | None:

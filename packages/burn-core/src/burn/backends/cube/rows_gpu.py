@@ -253,7 +253,7 @@ def layer_norm(backend: Any, x: Any, weight: Any, bias: Any, stats: tuple[int, .
     kernel = layer_norm_kernel(_dtypes(x.dtype), units, unroll, _plane(backend),
                                n % (units * unroll) == 0, weight is not None, bias is not None)
     tensors = [_flat(t, t.size) for t in (x, weight, bias, out, mean, rstd) if t is not None]
-    kernel.launch(backend.runtime, (rows, 1, 1), units, *tensors, n, eps)
+    backend.launch_cubes_planned(kernel, (rows, 1, 1), units, *tensors, n, eps)
     return out, mean, rstd
 
 
@@ -288,5 +288,5 @@ def softmax(backend: Any, x: Any, out: Any, rows: int, n: int, log: bool, acc: A
 
     kernel = softmax_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)), units,
                             unroll, _plane(backend), n % (units * unroll) == 0, log)
-    kernel.launch(backend.runtime, (rows, 1, 1), units, _flat(x, rows * n), _flat(out, rows * n),
-                  n)
+    backend.launch_cubes_planned(kernel, (rows, 1, 1), units, _flat(x, rows * n),
+                                 _flat(out, rows * n), n)

@@ -157,6 +157,6 @@ def softmax_rows(backend: Any, x: CubeTensor, out: CubeTensor, n: int,
     plane = backend.runtime.properties.plane_size > 1
     kernel = row_kernel((cube_dtype("softmax", x.dtype), cube_dtype("softmax", acc)),
                         len(x.shape), units, chunks, plane, log, n == units * chunks)
-    kernel.launch(backend.runtime, (x.size, 1, 1), units, x.array, n, steps[0], out.array,
-                  steps[1])
+    backend.launch_cubes_planned(kernel, (x.size, 1, 1), units, x.array, n, steps[0],
+                                 out.array, steps[1])
     return True
