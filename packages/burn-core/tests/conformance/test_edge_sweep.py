@@ -309,3 +309,18 @@ def test_overflowing_casts_are_quiet(device: burn.Device) -> None:
         ints = burn.tensor([2**62, -2**63, 70000], device=device).cast(burn.float16)
     np.testing.assert_array_equal(big.to_numpy().astype(np.float64), [np.inf, -np.inf, 1.0])
     np.testing.assert_array_equal(ints.to_numpy().astype(np.float64), [np.inf, -np.inf, np.inf])
+
+
+@pytest.mark.op("mean_dim")
+def test_empty_means_and_nan_products_are_quiet(device: burn.Device) -> None:
+    """The mean along an empty dim is NaN and a matmul through NaN / inf gives NaN, without a
+    numpy RuntimeWarning ("Mean of empty slice", "invalid value encountered in matmul"), as
+    torch."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        means = burn.zeros((3, 0), device=device).mean(1)
+        product = burn.tensor([[np.nan, 0.0], [np.inf, 1.0]], device=device) @ burn.tensor(
+            [[0.0, 1.0], [0.0, 0.0]], device=device)
+    assert means.shape == (3,) and np.isnan(means.to_numpy()).all()
+    want = torch.tensor([[np.nan, 0.0], [np.inf, 1.0]]) @ torch.tensor([[0.0, 1.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(product.to_numpy(), want.numpy())

@@ -13,6 +13,7 @@ the tensor's dtype (as torch; ml_dtypes would promote bfloat16 with a Python flo
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -333,10 +334,10 @@ class ElementwiseOps:
     """Unary / binary / scalar / comparison / bitwise ops; the table methods are added below."""
 
     # --- ops that are not a plain ufunc call --------------------------------------------------
-    @lowp
+    @functools.partial(lowp, quiet=True)
     def float_matmul(self, lhs: Array, rhs: Array) -> Array:
         """Batched matmul; float16 / bfloat16 multiply in float32; small products on one BLAS
-        thread (`blas.matmul`)."""
+        thread (`blas.matmul`); NaN and inf products quietly (numpy warned)."""
         return blas.matmul(lhs, rhs)
 
     def int_matmul(self, lhs: Array, rhs: Array) -> Array:

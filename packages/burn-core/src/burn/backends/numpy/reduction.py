@@ -130,6 +130,9 @@ def _int_cumprod(self: Any, x: Array, dim: int) -> Array:
 
 
 def _float_mean_dim(self: Any, x: Array, dim: int) -> Array:
+    """NaN along an empty dim, quietly (numpy warns "Mean of empty slice")."""
+    if not x.shape[dim]:
+        return np.full(x.shape[:dim] + (1,) + x.shape[dim + 1:], np.nan, x.dtype)
     return np.mean(x, axis=dim, keepdims=True)
 
 
