@@ -60,7 +60,8 @@ def _abs_bits_above(x: str, dtype: str, bits: str) -> str:
 def _nan_outside(call: str, dtype: str, bits: str) -> str:
     """``call``, NaN where |{a}| is above the f32 of `bits` (the domain's end) or NaN: the
     drivers' ``atan2`` and ``atan`` give 0 for NaN (llvmpipe)."""
-    return f"select({call}, {{t}}(bitcast<f32>(0x7fc00000u)), {_abs_bits_above('{a}', dtype, bits)})"
+    outside = _abs_bits_above("{a}", dtype, bits)
+    return f"select({call}, {{t}}(bitcast<f32>(0x7fc00000u)), {outside})"
 
 
 def _nan_propagating(call: str, dtype: str) -> str:

@@ -57,7 +57,8 @@ def line_start(b: Any, t: Any, line: Any, n: Any) -> Any:
 
 def _step(b: Any, op: str, acc: Any, v: Any, is_float: bool) -> tuple[Any, Any]:
     """The new accumulator for `v`, and (running extremes) whether `v` takes the index and
-    value, as locals computed now (the expressions read `acc` and `v`, which callers overwrite next)."""
+    value, as locals computed now (the expressions read `acc` and `v`, which callers overwrite
+    next)."""
     from burn_cube import bool_
 
     if op in ("sum", "prod"):
