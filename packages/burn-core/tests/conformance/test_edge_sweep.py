@@ -324,3 +324,13 @@ def test_empty_means_and_nan_products_are_quiet(device: burn.Device) -> None:
     assert means.shape == (3,) and np.isnan(means.to_numpy()).all()
     want = torch.tensor([[np.nan, 0.0], [np.inf, 1.0]]) @ torch.tensor([[0.0, 1.0], [0.0, 0.0]])
     np.testing.assert_array_equal(product.to_numpy(), want.numpy())
+
+
+@pytest.mark.op("sign")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_sign_of_negative_zero_in_low_precision(dtype: str, device: burn.Device) -> None:
+    """sign(-0.0) is +0.0 and sign(NaN) 0 in bfloat16 too (the NumPy backend's bfloat16 sign
+    kept -0.0)."""
+    x = T(np.array([-0.0, 0.0, np.nan, -2.0, 3.0, -np.inf]), dtype)
+    out = check_forward(lambda a: a.sign(), torch.sign, [x], device)
+    assert_signs(out, torch.sign(torch.tensor([-0.0, 0.0, np.nan, -2.0, 3.0, -np.inf])))

@@ -32,10 +32,11 @@ _KINDS = {"f": "float", "i": "int", "b": "bool"}
 
 
 def _sign(x: Array) -> Array:
-    """np.sign with sign(nan) = 0 (as torch.sign)."""
+    """np.sign with sign(nan) = sign(-0.0) = +0.0 (as torch.sign; ml_dtypes' bfloat16 sign
+    kept -0.0)."""
     r = np.sign(x, out=...)
-    if r.dtype.kind != "i":
-        np.copyto(r, 0, where=np.isnan(r))
+    if r.dtype.kind not in "iu":
+        np.copyto(r, 0, where=~(np.abs(r) > 0))
     return r
 
 
