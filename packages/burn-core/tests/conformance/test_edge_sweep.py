@@ -289,11 +289,17 @@ def test_low_precision_statistics_accumulate_wide(op: str, burn_fn: Any, torch_f
 
 
 @pytest.mark.op("swap_dims")
-def test_dim_of_a_0d_tensor_error_names_no_valid_range(device: burn.Device) -> None:
-    """An op that takes no dim of a 0-d tensor says so (the message read "valid=[0, -1]",
-    which named 0 as valid), naming the op and the rank."""
-    with pytest.raises(burn.errors.BurnIndexError, match=r"swap_dims.*ndim=0.*0-d tensor"):
-        burn.tensor(2.0, device=device).swap_dims(0, -1)
+def test_dims_of_a_0d_tensor(device: burn.Device) -> None:
+    """transpose and movedim take dim 0 / -1 of a 0-d tensor as torch; an op that takes no dim
+    of a 0-d tensor says so (the message read "valid=[0, -1]", which named 0 as valid),
+    naming the op and the rank."""
+    x = T(np.array(2.5), "float32")
+    check_forward(lambda a: a.transpose(0, -1), lambda a: a.transpose(0, -1), [x], device)
+    check_forward(lambda a: a.movedim(-1, 0), lambda a: a.movedim(-1, 0), [x], device)
+    with pytest.raises(burn.errors.BurnIndexError, match=r"swap_dims.*dim=1.*ndim=0"):
+        burn.tensor(2.0, device=device).swap_dims(0, 1)
+    with pytest.raises(burn.errors.BurnIndexError, match=r"narrow.*ndim=0.*0-d tensor"):
+        burn.tensor(2.0, device=device).narrow(0, 0, 1)
     with pytest.raises(burn.errors.BurnIndexError, match=r"sum.*dim=2.*\[-2, 1\]"):
         burn.ones((2, 3), device=device).sum(2)
 

@@ -59,10 +59,10 @@ class LayoutMixin(TensorBase):
     view = reshape
 
     def swap_dims(self, dim0: int, dim1: int) -> Tensor:
-        """Swap two dims."""
+        """Swap two dims (a 0-d tensor takes dim 0 / -1 and stays itself, as torch)."""
         n = self.ndim
-        return self._same("swap_dims", norm_dim("swap_dims", dim0, n),
-                          norm_dim("swap_dims", dim1, n))
+        d0, d1 = (norm_dim("swap_dims", d, n, scalar=True) for d in (dim0, dim1))
+        return self._same("swap_dims", d0, d1) if n else self._tensor()
 
     transpose = swap_dims
 
@@ -354,13 +354,16 @@ class LayoutMixin(TensorBase):
             ValueRangeError: when `source` and `destination` differ in length.
         """
         n = self.ndim
-        src, dst = (tuple(norm_dim("movedim", d, n) for d in ((a,) if isinstance(a, int) else a))
+        src, dst = (tuple(norm_dim("movedim", d, n, scalar=True)
+                          for d in ((a,) if isinstance(a, int) else a))
                     for a in (source, destination))
-        norm_dims("movedim", src, n)  # rejects repeats
-        norm_dims("movedim", dst, n)
+        norm_dims("movedim", src, n, scalar=True)  # rejects repeats
+        norm_dims("movedim", dst, n, scalar=True)
         if len(src) != len(dst):
             raise ValueRangeError("movedim", "source and destination differ in length",
                                   source=source, destination=destination)
+        if not n:
+            return self._tensor()  # a 0-d tensor takes dim 0 / -1 (as torch)
         order: list[int | None] = [None] * n
         for s, t in zip(src, dst, strict=True):
             order[t] = s
