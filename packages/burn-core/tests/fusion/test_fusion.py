@@ -57,6 +57,31 @@ def test_gelu_chain_is_one_kernel(base: str, monkeypatch: pytest.MonkeyPatch) ->
     check(y, gelu_chain(torch.from_numpy(data)), rtol=1e-5, atol=1e-6)
 
 
+def test_erf_gelu_chain_is_one_kernel(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Burn's custom-gelu, `x * 0.5 * (erf(x / sqrt 2) + 1)`: one kernel on every runtime (the
+    C target's float32 erf is the inline rational form the unfused cpu erf computes, not a
+    library call), equal to unfused bit for bit on the cpu; torch's values, NaN and
+    infinities included."""
+    data = (np.random.default_rng(4).standard_normal((96, 65)) * 3).astype(np.float32)
+    data[0, :6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30]
+    root = math.sqrt(2.0)
+
+    def chain(x: Any) -> Any:
+        return x * 0.5 * ((x / root).erf() + 1.0)
+
+    counter = LaunchCounter(monkeypatch, base)
+    y = chain(burn.tensor(data, device=f"{base}+fusion"))
+    burn.sync(f"{base}+fusion")
+    assert counter.take() == 1
+    assert y.shape == (96, 65) and y.dtype == burn.float32
+    unfused = chain(burn.tensor(data, device=base)).to_numpy()
+    if base == "cpu":
+        np.testing.assert_array_equal(y.to_numpy(), unfused)
+    t = torch.from_numpy(data).double()
+    # 1 + erf cancels for negative x: a few ulp of 1 times x / 2 (|x| < 15 here)
+    check(y, (t * 0.5 * (torch.erf(t / root) + 1.0)).float(), rtol=1e-5, atol=2e-6)
+
+
 def test_library_calls_run_alone_on_the_cpu(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """On the cpu runtime an op the C target leaves as a library call (log here; f32 tanh is
     an inline polynomial) is not fused: it would keep gcc from vectorizing the other ops of the

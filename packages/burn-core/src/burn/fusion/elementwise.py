@@ -59,7 +59,7 @@ def fusable(dtypes: Iterable[DType]) -> bool:
 def vectorizes_on_cpu(op: OpDef, dtype: DType) -> bool:
     """Whether the cpu runtime's fused kernel stays vectorized with `op` on `dtype` in it: its
     cube expression holds no op the C target leaves as a per-element library call
-    (`table_c.calls_library`: log, sin, pow, ... where f32 exp and tanh are inline
+    (`table_c.calls_library`: log, sin, pow, ... where f32 exp, tanh and erf are inline
     polynomials). Such a call keeps gcc from vectorizing the whole loop, so every other op
     fused with it would run one element at a time (a 20-op chain of mul, tanh, add and log
     over 64 x 256 floats took 675 us fused against 256 us as one kernel an op). Kept per

@@ -43,9 +43,10 @@ OPS: dict[str, str | None] = {
     **{f"atomic_{op}.{s}": f"bc_atomic8<{k}>(&{{a}}, ({{t}})({{b}}))"
        for k, op in enumerate(("add", "min", "max")) for s in ("i8", "u8")},
 }
-# C-only entries: host atomics, and the vectorizable f32 exp/tanh of the CPU (CUDA's own expf /
-# tanhf are the fast ones on the GPU).
-for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float", "exp.f32", "tanh.f32"):
+# C-only entries: host atomics, and the vectorizable f32 exp/tanh/erf of the CPU (CUDA's own
+# expf / tanhf / erff are the fast ones on the GPU).
+for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float", "exp.f32", "tanh.f32",
+             "erf.f32"):
     OPS.pop(_key)
 
 #: Included by kernels that use bf16.

@@ -18,6 +18,7 @@ import numpy as np
 
 from burn.dtype import DType
 from burn.ir.cube import cube_dtype
+from burn_cube.codegen.table_c import ERF_F32_DENOMINATOR, ERF_F32_NUMERATOR
 
 from .elementwise import broadcast_view, flat_view
 from .kernel_cache import cached_kernel
@@ -85,25 +86,18 @@ def _atan2(b: Any, xs: list[Any]) -> Any:
     return b.select(b.or_(b.isnan(y), b.isnan(x)), y + x, t)  # WGSL may lose NaNs in atan
 
 
-#: The NumPy backend's float32 erf (Eigen's and XLA's rational approximation on [-4, 4]).
-_ERF_ALPHA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-              -1.60960333262415e-02)
-_ERF_BETA = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-             -7.37332916720468e-03, -1.42647390514189e-02)
-
-
 def _erf(b: Any, x: Any) -> Any:
     """erf: libm's for float64; for float32 the NumPy backend's rational approximation
-    (vectorizable, unlike libm's erff)."""
+    (burn-cube's `ERF_F32_NUMERATOR` / `ERF_F32_DENOMINATOR`, which the C target's fused erf
+    uses too; vectorizable, unlike libm's erff)."""
     if x.dtype.bits == 64:
         return b.erf(x)
     xc = b.local(x.dtype, b.select(x > 4.0, 4.0, b.select(x < -4.0, -4.0, x)))  # NaN stays
     x2 = b.local(x.dtype, xc * xc)
-    p, q = _ERF_ALPHA[0], _ERF_BETA[0]
-    for c in _ERF_ALPHA[1:]:
+    p, q = ERF_F32_NUMERATOR[0], ERF_F32_DENOMINATOR[0]
+    for c in ERF_F32_NUMERATOR[1:]:
         p = p * x2 + c
-    for c in _ERF_BETA[1:]:
+    for c in ERF_F32_DENOMINATOR[1:]:
         q = q * x2 + c
     return p * xc / q
 
@@ -165,8 +159,9 @@ def _softplus(b: Any, xs: list[Any]) -> Any:
 
 
 def _log_sigmoid(b: Any, xs: list[Any]) -> Any:
-    """-softplus(-x) (threshold 20)."""
-    return -_softplus_of(b, -xs[0], 1.0, 20.0)
+    """-softplus(-x) (threshold 20) as 0 - softplus(-x): a zero result is +0.0 (torch's, for x
+    past ~104), where the negation gave -0.0."""
+    return 0.0 - _softplus_of(b, -xs[0], 1.0, 20.0)
 
 
 def _mish(b: Any, xs: list[Any]) -> Any:
