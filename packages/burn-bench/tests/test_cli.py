@@ -218,6 +218,15 @@ def test_short_forms_expand_to_run() -> None:
     assert set(every[2].split(",")) == set(ALL)
 
 
+def test_rows_under_fusion_count_the_kernels_launched() -> None:
+    """Under fusion a row counts the kernels its streams launched (the profile decorator the
+    other rows record with would stop fusion): Burn's custom-gelu is one fused kernel."""
+    doc = run_grid(["custom-gelu"], ["cpu", "cpu+fusion"], ["float32"], 512, [], rounds=1,
+                   min_time=0.0005)
+    kernels = {r["backend"]: r["kernels"] for r in doc["rows"]}
+    assert kernels == {"cpu": 5, "cpu+fusion": 1}
+
+
 def test_rows_count_the_backend_ops_of_one_call() -> None:
     doc = run_grid(["unary", "custom-gelu", "autodiff"], ["numpy", "numpy+autodiff"],
                    ["float32"], 4, ["torch"], rounds=1, min_time=0.0005)
