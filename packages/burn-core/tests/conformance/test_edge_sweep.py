@@ -340,3 +340,17 @@ def test_sign_of_negative_zero_in_low_precision(dtype: str, device: burn.Device)
     x = T(np.array([-0.0, 0.0, np.nan, -2.0, 3.0, -np.inf]), dtype)
     out = check_forward(lambda a: a.sign(), torch.sign, [x], device)
     assert_signs(out, torch.sign(torch.tensor([-0.0, 0.0, np.nan, -2.0, 3.0, -np.inf])))
+
+
+@pytest.mark.op("log_sigmoid")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log_sigmoid_of_large_values_is_positive_zero(dtype: str, device: burn.Device,
+                                                      grad_device: burn.Device,
+                                                      rng: np.random.Generator) -> None:
+    """log_sigmoid of x past ~104 (and of inf) is +0.0 as torch's min(x, 0) - log1p(exp(-|x|))
+    (the negated softplus gave -0.0); the gradient is unchanged."""
+    x = np.array([200.0, 1e30, np.inf, 3e38, 0.0, -3.0, 5.0, -np.inf])
+    out = check_forward(F.log_sigmoid, TF.logsigmoid, [T(x, held(dtype, device))], device)
+    assert_signs(out, TF.logsigmoid(torch.from_numpy(x)))
+    check_backward(F.log_sigmoid, TF.logsigmoid, [T(x[np.isfinite(x)], held(dtype, device))],
+                   grad_device, rng)

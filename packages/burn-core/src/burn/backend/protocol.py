@@ -613,7 +613,12 @@ class ActivationOps(TensorOps):
         return self.float_mask_where(soft, above, x)
 
     def log_sigmoid(self, x: P) -> P:
-        return self.float_neg(self.softplus(self.float_neg(x), 1.0, 20.0))
+        """-softplus(-x); in float32 / float64 plus 0.0, so that a zero result is +0.0 as
+        torch's (x past ~104; torch's float16 rounds a float32 -tiny to -0.0 there)."""
+        out = self.float_neg(self.softplus(self.float_neg(x), 1.0, 20.0))
+        if self.dtype(x) in (DType.float16, DType.bfloat16):
+            return out
+        return self.float_add_scalar(out, 0.0)
 
     def silu(self, x: P) -> P:
         return self.float_mul(x, self.sigmoid(x))

@@ -159,9 +159,10 @@ def _softplus(b: Any, xs: list[Any]) -> Any:
 
 
 def _log_sigmoid(b: Any, xs: list[Any]) -> Any:
-    """-softplus(-x) (threshold 20) as 0 - softplus(-x): a zero result is +0.0 (torch's, for x
-    past ~104), where the negation gave -0.0."""
-    return 0.0 - _softplus_of(b, -xs[0], 1.0, 20.0)
+    """-softplus(-x) (threshold 20), a zero result as +0.0 (torch's, for x past ~104), where
+    the negation gave -0.0 (a select: WGSL compilers fold 0 - y into -y)."""
+    out = b.local(xs[0].dtype, -_softplus_of(b, -xs[0], 1.0, 20.0))
+    return b.select(out == 0.0, 0.0, out)
 
 
 def _mish(b: Any, xs: list[Any]) -> Any:
