@@ -126,6 +126,12 @@ def _forward_kernel(dtype: DType, grid_dtype: DType, options: GridSampleOptions)
         for row, col, weight, _, _ in point.taps():
             with b.if_(point.inside(row, col)):
                 b.set(acc, acc + b.cast(x[n, c, row, col], work) * weight)
+        if options.mode == "bilinear" and options.padding_mode == "zeros":
+            # a NaN or infinite grid point gives NaN, as torch (its weights are NaN; every tap
+            # is outside, so the sum was 0)
+            bad = b.or_(b.or_(b.isnan(point.px), b.isinf(point.px)),
+                        b.or_(b.isnan(point.py), b.isinf(point.py)))
+            b.set(acc, b.select(bad, math.nan, acc))
         y[pos] = acc
     return b.kernel()
 
