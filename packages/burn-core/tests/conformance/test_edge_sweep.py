@@ -354,3 +354,25 @@ def test_log_sigmoid_of_large_values_is_positive_zero(dtype: str, device: burn.D
     assert_signs(out, TF.logsigmoid(torch.from_numpy(x)))
     check_backward(F.log_sigmoid, TF.logsigmoid, [T(x[np.isfinite(x)], held(dtype, device))],
                    grad_device, rng)
+
+
+@pytest.mark.op("grid_sample_2d")
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_of_non_finite_points(mode: str, padding: str, align: bool,
+                                          device: burn.Device) -> None:
+    """NaN and infinite grid points as torch: NaN under bilinear zeros padding (the cube
+    kernels gave 0), clamped to the border otherwise (the NumPy backend kept NaN), without
+    numpy warnings."""
+    x = T(np.arange(1.0, 10.0).reshape(1, 1, 3, 3), "float32")
+    points = [[np.nan, 0.0], [np.inf, 0.0], [0.0, -np.inf], [0.2, 0.3], [1e30, 0.5]]
+    if padding == "reflection" and not align:
+        points = points[:4]  # reflecting 1e30 in float32: 4.5 on NumPy, torch 4.0 (rounding)
+    grid = T(np.array([[points]]), "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_forward(lambda a, g: F.grid_sample_2d(a, g, mode=mode, padding_mode=padding,
+                                                    align_corners=align),
+                      lambda a, g: TF.grid_sample(a, g, mode=mode, padding_mode=padding,
+                                                  align_corners=align), [x, grid], device)

@@ -7,14 +7,16 @@ import numpy as np
 from burn.backend.options import GridSampleOptions
 from burn.errors import ShapeError, ValueRangeError
 
+from .._common import quiet
 from .common import work_dtype
 from .sampling import sample, sample_backward
 
 
 def _clip(coord: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Clamps to [0, size-1]; the derivative is 1 strictly inside, else 0."""
+    """Clamps to [0, size-1], a NaN to 0 (fmax / fmin, as torch and the cube kernels; np.clip
+    kept it); the derivative is 1 strictly inside, else 0."""
     inside = (coord > 0) & (coord < size - 1)
-    return np.clip(coord, 0, size - 1), inside.astype(coord.dtype)
+    return np.fmin(np.fmax(coord, 0), size - 1), inside.astype(coord.dtype)
 
 
 def _reflect(coord: np.ndarray, twice_low: int, twice_high: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +69,7 @@ def _points(
     return py, px, dpy, dpx
 
 
+@quiet  # NaN / inf grid points give NaN or clamp, as torch, without numpy warnings
 def grid_sample_2d(x: np.ndarray, grid: np.ndarray, options: GridSampleOptions) -> np.ndarray:
     """Samples x at normalized grid points (x, y) in [-1, 1].
 
@@ -83,6 +86,7 @@ def grid_sample_2d(x: np.ndarray, grid: np.ndarray, options: GridSampleOptions) 
     return y.reshape(*x.shape[:2], *grid.shape[1:3]).astype(x.dtype, copy=False)
 
 
+@quiet
 def grid_sample_2d_backward(
     x: np.ndarray, grid: np.ndarray, grad_out: np.ndarray, options: GridSampleOptions,
     need_x: bool = True, need_grid: bool = True,
