@@ -376,3 +376,24 @@ def test_grid_sample_of_non_finite_points(mode: str, padding: str, align: bool,
                                                     align_corners=align),
                       lambda a, g: TF.grid_sample(a, g, mode=mode, padding_mode=padding,
                                                   align_corners=align), [x, grid], device)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op,fn", [
+    op_param("mul", lambda x: x * 70000, id="mul-70000"),
+    op_param("mul", lambda x: x * 1e39, id="mul-1e39"),
+    op_param("div", lambda x: x / 1e5, id="div-1e5"),
+    op_param("mul", lambda x: x * 1e-6, id="mul-1e-6"),
+    op_param("div", lambda x: 1e5 / x, id="rdiv-1e5"),
+    op_param("sub", lambda x: x - 1e5, id="sub-1e5"),
+    op_param("lower", lambda x: x < 1e5, id="lower-1e5"),
+    op_param("add", lambda x: x + 1e-7, id="add-1e-7"),
+])
+def test_low_precision_with_scalars_past_its_range(op: str, fn: Any, dtype: str,
+                                                   device: burn.Device) -> None:
+    """A float16 / bfloat16 tensor times or over a Python scalar its dtype cannot hold
+    normally computes in float32 and rounds once, as torch's mul and div (float16 0.5 * 70000
+    was inf and x / 1e5 was 0: the scalar was rounded to the tensor's dtype first); add, sub
+    and comparisons round the scalar first, as torch's."""
+    x = T(np.array([0.5, 1e-3, 1000.0, -2.0, 0.0, np.inf]), dtype, "strided")
+    check_forward(fn, fn, [x], device)

@@ -104,9 +104,30 @@ def _bool_back(op: BinaryOp, promoted: DType, out: Tensor) -> Tensor:
     return out
 
 
+#: Normal range (smallest normal, largest finite) of the 2-byte floats: a Python scalar outside
+#: it would round to inf, 0 or a subnormal in the tensor's dtype, where torch's mul and div keep
+#: it in float32 ("opmath"; its add, sub and comparisons round it to the tensor's dtype).
+_NARROW_RANGE = {DType.float16: (6.103515625e-05, 65504.0),
+                 DType.bfloat16: (1.1754943508222875e-38, 3.3895313892515355e38)}
+_WIDE_SCALAR_OPS = ("mul", "div")
+
+
+def _outside_narrow(dtype: DType, value: object) -> bool:
+    """Whether `value` is a finite non-zero number outside the normal range of the 2-byte float
+    `dtype` (False for other dtypes)."""
+    bounds = _NARROW_RANGE.get(dtype)
+    if bounds is None or value.__class__ not in (int, float) or not value:
+        return False
+    magnitude = abs(cast(float, value))
+    return magnitude < bounds[0] or bounds[1] < magnitude < float("inf")
+
+
 def _binary_scalar(x: TensorBase, value: object, op: BinaryOp, reflected: bool) -> Tensor:
     promoted = scalar_dtype(op.name, x._dtype, value)
     dtype = _lift(op, promoted, x._dtype, value)
+    if op.name in _WIDE_SCALAR_OPS and _outside_narrow(dtype, value):
+        # computed in float32 and rounded once, as torch (float16 x * 70000 was inf, x / 1e5 0)
+        return _binary_scalar(x._cast(DType.float32), value, op, reflected)._cast(dtype)
     a = x._cast(dtype)
     impl = op.scalar.get(a._k)
     if impl is None or (reflected and not op.commutative):
@@ -128,6 +149,7 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
     everything else goes through `binary`.
     """
     tensor_impls, scalar_impls, out_bool, name = op.tensor, op.scalar, op.out_bool, op.name
+    narrow = _NARROW_RANGE if name in _WIDE_SCALAR_OPS else {}  # dtypes to check scalars of
 
     def method(self: TensorBase, other: object) -> Tensor:
         k = self._k
@@ -146,7 +168,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
                 return binary(self, other, op)
         elif (cls := other.__class__) is float and k == "float_" or cls is int and k != "bool_":
             impl = scalar_impls.get(k)
-            if impl.__class__ is not str:
+            if impl.__class__ is not str or (self._dtype in narrow
+                                             and _outside_narrow(self._dtype, other)):
                 return binary(self, other, op)
             bk, shape = self._bk, self._shape
             out = getattr(bk, impl)(self._prim, float(other) if k == "float_" else other)  # type: ignore
