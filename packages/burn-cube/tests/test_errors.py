@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import burn_cube as bc
-from burn_cube import ABSOLUTE_POS, Tensor, f32, i32
+from burn_cube import ABSOLUTE_POS, Tensor, f16, f32, i32
 from burn_cube.errors import CompileError, KernelError, LaunchError, MissingCompilerError
 
 
@@ -58,6 +58,22 @@ def test_scalar_overflow() -> None:
 
     with pytest.raises(LaunchError, match="does not fit i32"):
         k.launch("cpu", 1, 1, np.zeros(1, np.int32), 2**40)
+
+
+@pytest.mark.filterwarnings("error")
+def test_float_scalars_past_the_dtype_round_to_infinity_quietly() -> None:
+    """A float scalar past a float dtype's largest finite value rounds to an infinity of its
+    sign (as numpy's cast), NaN stays NaN; no overflow warning from the conversion."""
+    @bc.kernel
+    def k(out: Tensor[f16], v: f16):
+        out[ABSOLUTE_POS] = v
+
+    for value, expected in ((70000.0, np.inf), (-1e39, -np.inf), (65504.0, 65504.0),
+                            (float("nan"), np.nan), (10**6, np.inf)):
+        out = np.zeros(1, np.float16)
+        k.launch("cpu", 1, 1, out, value)
+        assert out.dtype == np.float16
+        np.testing.assert_array_equal(out, np.array([expected], np.float16))
 
 
 def _unsupported_cases():

@@ -303,15 +303,18 @@ def scalar_converter(dtype: DType, kernel: str, name: str) -> Callable[[Any], An
 
     Returns:
         The converter; it raises ``LaunchError`` for a value that is not a number, a float
-        for an integer dtype, or an integer out of the dtype's range.
+        for an integer dtype, or an integer out of the dtype's range. A number past a float
+        dtype's largest finite value rounds to an infinity, NaN stays NaN (quietly: numpy
+        warns of the overflow).
     """
     numpy_type = dtype.numpy.type
     low, high = int_range(dtype) or (None, None)
+    finite = float(np.finfo(dtype.numpy).max) if dtype.is_float else math.inf
 
     def convert(value: Any) -> Any:
         kind = type(value)
         if kind is float or kind is bool or (kind is int and low is None):
-            if low is None or kind is bool:
+            if kind is bool or (low is None and -finite <= value <= finite):
                 return numpy_type(value)
         elif kind is int and low <= value <= high:  # type: ignore[operator]
             return numpy_type(value)
@@ -322,7 +325,8 @@ def scalar_converter(dtype: DType, kernel: str, name: str) -> Callable[[Any], An
         if low is not None and (isinstance(value, float | np.floating) or
                                 not low <= int(value) <= high):  # type: ignore[operator]
             raise LaunchError(f"`{name}` = {value!r} does not fit {dtype}", kernel)
-        return numpy_type(value)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return numpy_type(value)
 
     return convert
 
