@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import burn_cube as bc
-from burn_cube import ABSOLUTE_POS, Tensor, f16, f32, i32
+from burn_cube import ABSOLUTE_POS, Tensor, bf16, f16, f32, i32
 from burn_cube.errors import CompileError, KernelError, LaunchError, MissingCompilerError
 
 
@@ -68,12 +68,22 @@ def test_float_scalars_past_the_dtype_round_to_infinity_quietly() -> None:
     def k(out: Tensor[f16], v: f16):
         out[ABSOLUTE_POS] = v
 
+    @bc.kernel
+    def k_bf16(out: Tensor[bf16], v: bf16):
+        out[ABSOLUTE_POS] = v
+
     for value, expected in ((70000.0, np.inf), (-1e39, -np.inf), (65504.0, 65504.0),
                             (float("nan"), np.nan), (10**6, np.inf)):
         out = np.zeros(1, np.float16)
         k.launch("cpu", 1, 1, out, value)
         assert out.dtype == np.float16
         np.testing.assert_array_equal(out, np.array([expected], np.float16))
+    for value, expected in ((1e39, np.inf), (-1e39, -np.inf), (3e38, 3e38), (70000.0, 70000.0)):
+        out = np.zeros(1, bf16.numpy)
+        k_bf16.launch("cpu", 1, 1, out, value)
+        assert out.dtype == bf16.numpy
+        np.testing.assert_array_equal(out.astype(np.float32),
+                                      np.array([expected], bf16.numpy).astype(np.float32))
 
 
 def _unsupported_cases():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from abc import ABC, abstractmethod
@@ -309,7 +310,7 @@ def scalar_converter(dtype: DType, kernel: str, name: str) -> Callable[[Any], An
     """
     numpy_type = dtype.numpy.type
     low, high = int_range(dtype) or (None, None)
-    finite = float(np.finfo(dtype.numpy).max) if dtype.is_float else math.inf
+    finite = largest_finite(dtype)
 
     def convert(value: Any) -> Any:
         kind = type(value)
@@ -329,6 +330,18 @@ def scalar_converter(dtype: DType, kernel: str, name: str) -> Callable[[Any], An
             return numpy_type(value)
 
     return convert
+
+
+@functools.cache
+def largest_finite(dtype: DType) -> float:
+    """The largest finite value of a float dtype (infinity for the others)."""
+    if not dtype.is_float:
+        return math.inf
+    if dtype.numpy.kind != "f":  # bfloat16: ml_dtypes' finfo (numpy's may not know it)
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dtype.numpy).max)
+    return float(np.finfo(dtype.numpy).max)
 
 
 def int_range(dtype: DType) -> tuple[int, int] | None:
