@@ -153,8 +153,8 @@ def burn_step_fn(work: Workload, backend: str = "numpy") -> Callable[[], float]:
     import burn.functional as F
     from burn.optim import AdamConfig
 
-    burn.seed(0)
     device = burn.Device(backend).autodiff()
+    burn.seed(0, device)  # the initial weights of every backend from one seed
     model = work.burn_model(device)
     optim = AdamConfig(epsilon=EPSILON).init()
     x, y = (burn.tensor(a, device=device) for a in _data(work))
