@@ -304,6 +304,31 @@ def test_dims_of_a_0d_tensor(device: burn.Device) -> None:
         burn.ones((2, 3), device=device).sum(2)
 
 
+@pytest.mark.op("gather")
+@pytest.mark.parametrize(("data", "index", "dim"), [
+    (2.5, 0, 0), (2.5, 0, -1), (2.5, [0, 0, 0], 0), ([1.5, -2.0, 4.0], 2, 0),
+    ([1.5, -2.0, 4.0], [2, 0], -1), (2.5, np.zeros(0, np.int64), 0)],
+    ids=["0d-0d", "0d-0d-neg-dim", "0d-1d", "1d-0d", "1d-1d", "0d-empty"])
+def test_gather_with_0d_input_or_index(data: Any, index: Any, dim: int, device: burn.Device,
+                                       grad_device: burn.Device,
+                                       rng: np.random.Generator) -> None:
+    """gather takes a 0-d input or index next to a 0-d or 1-d other as one element, as torch
+    (a 0-d input raised "dim out of range"); forward and gradient."""
+    x = T(np.array(data, np.float64), "float32")
+    idx = np.asarray(index, np.int64)
+
+    def burn_fn(a: Any) -> Any:
+        return a.gather(dim, burn.tensor(idx, device=a.device))
+
+    def torch_fn(a: Any) -> Any:
+        return torch.gather(a, dim, torch.from_numpy(idx))
+
+    check_forward(burn_fn, torch_fn, [x], device)
+    check_backward(burn_fn, torch_fn, [x], grad_device, rng)
+    with pytest.raises(burn.errors.BurnIndexError, match=r"gather: dim out of range"):
+        burn.tensor(2.5, device=device).gather(1, burn.tensor(0, device=device))
+
+
 @pytest.mark.op("cast")
 def test_overflowing_casts_are_quiet(device: burn.Device) -> None:
     """Values past a float16 / int dtype's range become inf or wrap without a numpy

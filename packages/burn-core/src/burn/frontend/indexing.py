@@ -336,10 +336,16 @@ class IndexingMixin(TensorBase):
         return self._same("select_assign", d, idx._prim, v._prim)
 
     def gather(self, dim: int, indices: Tensor) -> Tensor:
-        """torch.gather: out[i][j] = self[indices[i][j]][j] for dim 0 (indices of self's rank)."""
+        """torch.gather: out[i][j] = self[indices[i][j]][j] for dim 0 (indices of self's rank;
+        as torch, a 0-d input or index next to a 1-d or 0-d other counts as one element)."""
         shape = self.shape
+        index = _as_index_tensor(self, indices, "gather")
+        if len(shape) + len(index.shape) < 2 or (len(shape) == 1 and not index.shape):
+            norm_dim("gather", dim, 1)
+            flat = self.reshape((-1,)).gather(0, index.reshape((-1,)))
+            return flat.reshape(index.shape)
         d = norm_dim("gather", dim, len(shape))
-        idx = checked_indices("gather", _as_index_tensor(self, indices, "gather"), shape[d])
+        idx = checked_indices("gather", index, shape[d])
         ishape = idx.shape
         if len(ishape) != len(shape) or any(
                 i > s for k, (i, s) in enumerate(zip(ishape, shape, strict=True)) if k != d):
