@@ -43,11 +43,15 @@ OPS: dict[str, list[V]] = {
         V(((2, 3, 4),), lambda x: x.reshape((0, 0, 2, 2)), lambda x: x.reshape(2, 3, 2, 2)),
         V(((),), lambda x: x.reshape(1, 1), lambda x: x.reshape(1, 1)),
         V(((1,),), lambda x: x.reshape(()), lambda x: x.reshape(())),
+        V(((2, 3, 4),), lambda x: x.mT.contiguous(), lambda x: x.mT.contiguous()),
+        V(((2, 3, 4),), lambda x: x.contiguous(), lambda x: x.contiguous()),
+        V(((),), lambda x: x.contiguous(), lambda x: x.contiguous()),
     ],
     "swap_dims": [
         V(((2, 3, 4),), lambda x: x.swap_dims(0, 2), lambda x: x.transpose(0, 2)),
         V(((2, 3, 4),), lambda x: x.swap_dims(-1, 1), lambda x: x.transpose(-1, 1)),
         V(((2, 3, 4),), lambda x: x.mT, lambda x: x.mT),
+        V(((2, 3, 4),), lambda x: x.mT.clone(), lambda x: x.mT.clone()),
     ],
     "transpose": [
         V(((2, 3, 4),), lambda x: x.transpose(1, 2), lambda x: x.transpose(1, 2)),
@@ -209,6 +213,25 @@ def test_matrix_transpose_needs_two_dims(device: burn.Device) -> None:
         _ = burn.zeros(3, device=device).mT
     scalar = burn.tensor(2.5, device=device)
     assert scalar.T.shape == () and scalar.T.item() == 2.5
+
+
+@pytest.mark.op("slice_assign")
+def test_clone_is_independent_and_contiguous_is_row_major(device: burn.Device) -> None:
+    """Assigning into a clone leaves the original as it was (torch's clone); ``contiguous()``
+    of a transposed view shares row-major memory (DLPack strides as torch's contiguous)."""
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = burn.tensor(data, device=device)
+    y = x.clone()
+    y[0, 1] = -5.0
+    expected = torch.from_numpy(data).clone()
+    expected[0, 1] = -5.0
+    assert y.shape == (3, 4) and y.dtype == burn.float32
+    np.testing.assert_array_equal(y.to_numpy(), expected.numpy())
+    np.testing.assert_array_equal(x.to_numpy(), data)
+    dense = x.T.contiguous()
+    shared = torch.from_dlpack(dense)
+    assert shared.shape == (4, 3) and shared.is_contiguous()
+    np.testing.assert_array_equal(shared.cpu().numpy(), data.T)
 
 
 def _single(out: Any) -> Any:

@@ -89,6 +89,22 @@ class LayoutMixin(TensorBase):
             raise ShapeError("mT", "needs at least 2 dims", shape=self.shape)
         return self.swap_dims(-2, -1)
 
+    def clone(self) -> Tensor:
+        """A new tensor of the same values (torch.Tensor.clone, Burn's clone): tensors are
+        values here (`t[...] = v` gives `t` new contents, never its clones'), so the clone shares
+        the storage, as Burn's does, and gradients flow through it to this tensor."""
+        t = self._wrap(self._prim)
+        t._shape = self._shape
+        return t
+
+    def contiguous(self) -> Tensor:
+        """The same values in row-major order in memory (torch.Tensor.contiguous): itself where
+        its storage already is (a view stays a view), else a dense copy; what DLPack and
+        `np.asarray` then share is row-major."""
+        if self.ndim < 2:
+            return self.reshape(self.shape)
+        return self.reshape(-1).reshape(self.shape)
+
     def slice_dim(self, dim: int, index: slice | int) -> Tensor:
         """Burn's slice_dim: `index` (a slice with steps / negatives, or an int kept as a size-1
         range) along `dim`, every other dim whole.
