@@ -342,7 +342,7 @@ class IndexingMixin(TensorBase):
         index = _as_index_tensor(self, indices, "gather")
         if len(shape) + len(index.shape) < 2 or (len(shape) == 1 and not index.shape):
             norm_dim("gather", dim, 1)
-            flat = self.reshape((-1,)).gather(0, index.reshape((-1,)))
+            flat = self._tensor().reshape((-1,)).gather(0, index._tensor().reshape((-1,)))
             return flat.reshape(index.shape)
         d = norm_dim("gather", dim, len(shape))
         idx = checked_indices("gather", index, shape[d])
