@@ -101,8 +101,6 @@ class LayoutMixin(TensorBase):
         """The same values in row-major order in memory (torch.Tensor.contiguous): itself where
         its storage already is (a view stays a view), else a dense copy; what DLPack and
         `np.asarray` then share is row-major."""
-        if self.ndim < 2:
-            return self.reshape(self.shape)
         return self.reshape(-1).reshape(self.shape)
 
     def slice_dim(self, dim: int, index: slice | int) -> Tensor:

@@ -68,7 +68,7 @@ class DeviceArray:
         self.base = base
         #: the storage's device address where the runtime has one (cached by the runtime).
         self.address: int | None = None
-        #: whether the storage was handed to another library (`share`): never pooled again.
+        #: whether the storage was handed to another library (a DLPack export): never pooled.
         self.shared = False
 
     @property
@@ -215,6 +215,17 @@ class BufferPool:
                 return found
         held = self.held.get(key)
         return self._reclaim(held) if held else None
+
+    def array(self, runtime: Runtime, shape: tuple[int, ...], dtype: DType
+              ) -> PooledArray | None:
+        """A `runtime` array over a free buffer of that shape and dtype (its address known, as
+        kept), or None: a pooling runtime's `empty` before it allocates."""
+        found = self.take(shape, dtype)
+        if found is None:
+            return None
+        array = PooledArray(runtime, found[0], shape, dtype)
+        array.address = found[1]
+        return array
 
     def _reclaim(self, held: list[tuple[Any, int | None]]) -> tuple[Any, int | None] | None:
         """The first of `held`'s buffers that only the pool holds now, taken out (the others

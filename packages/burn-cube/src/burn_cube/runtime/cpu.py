@@ -380,11 +380,9 @@ class CpuRuntime(Runtime):
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         """A pooled buffer of that shape and dtype if one is free, else a new one."""
-        found = self.buffers.take(shape, dtype)
-        if found is None:
+        array = self.buffers.array(self, shape, dtype)
+        if array is None:
             return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
-        array = PooledArray(self, found[0], shape, dtype)
-        array.address = found[1]
         return array
 
     def upload(self, array: np.ndarray) -> DeviceArray:

@@ -267,10 +267,8 @@ class CudaRuntime(Runtime):
         """A pooled buffer of that shape and dtype if one is free, else an uninitialised array
         from CuPy's pool on this runtime's stream (the device made current only where it is
         not); out of memory, the kept buffers go back to CuPy's pool for one more try."""
-        found = self.buffers.take(shape, dtype)
-        if found is not None:
-            array = PooledArray(self, found[0], shape, dtype)
-            array.address = found[1]
+        array = self.buffers.array(self, shape, dtype)
+        if array is not None:
             return array
         try:
             handle = self._allocate(shape, dtype)
