@@ -891,21 +891,30 @@ class ModuleOps(ActivationOps):
         """softmax(q k^T * scale, masked) v; q [..., Lq, E], k [..., Lk, E], v [..., Lk, Ev].
 
         `mask` is bool (true = masked out) and broadcasts to [..., Lq, Lk]; `scale` defaults to
-        1/sqrt(E); `is_causal` masks keys after each query (top-left aligned, as torch).
+        1/sqrt(E); `is_causal` masks keys after each query (top-left aligned, as torch). A query
+        whose every key is masked gives 0 with a zero gradient (PyTorch's SDPA), where softmax
+        over its row of -inf would give NaN: the row keeps its scores and its output is zeroed.
         """
         e = self.shape(q)[-1]
         scores = self.float_matmul(q, self.float_swap_dims(k, -2 % len(self.shape(k)),
                                                             -1 % len(self.shape(k))))
         scores = self.float_mul_scalar(scores, 1 / math.sqrt(e) if scale is None else scale)
         lq, lk = self.shape(scores)[-2:]
-        if is_causal:
-            causal = np.triu(np.ones((lq, lk), dtype=bool), k=1)
-            scores = self.float_mask_fill(scores, self.bool_from_data(causal, self.device_of(q)),
-                                          -math.inf)
+        causal = self.bool_from_data(np.triu(np.ones((lq, lk), dtype=bool), k=1),
+                                     self.device_of(q)) if is_causal else None
+        masked_rows = None
+        if mask is not None:
+            if causal is not None:
+                mask = self.bool_or(mask, causal)
+            masked_rows = self.bool_all_dim(mask, len(self.shape(mask)) - 1)
+            mask = self.bool_and(mask, self.bool_not(masked_rows))
+        else:
+            mask = causal  # alone, it keeps key 0 of every query
         if mask is not None:
             scores = self.float_mask_fill(scores, mask, -math.inf)
         weights = self.softmax(scores, len(self.shape(scores)) - 1)
-        return self.float_matmul(weights, v)
+        out = self.float_matmul(weights, v)
+        return out if masked_rows is None else self.float_mask_fill(out, masked_rows, 0.0)
 
 
 class Backend(ModuleOps):

@@ -1,0 +1,61 @@
+"""Edge inputs of a second sweep, against torch: fully masked attention rows, huge grid
+points, allocation failures, non-contiguous views, empty tensors, saturated integers and bad
+input raising typed errors. Each case here was a difference from torch on some backend once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import burn
+import burn.functional as F
+
+from .reference import T, check_backward, check_forward, held
+
+
+def _attention_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                   is_causal: bool) -> torch.Tensor:
+    """torch's SDPA with burn's mask (true = masked out), the causal mask or-ed into it (torch
+    refuses an explicit mask with is_causal)."""
+    if is_causal:
+        lq, lk = q.shape[-2], k.shape[-2]
+        mask = mask | torch.ones(lq, lk, dtype=torch.bool).triu(1)
+    return TF.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
+
+
+@pytest.mark.op("attention")
+@pytest.mark.parametrize(("mask_shape", "is_causal"), [((3, 5), False), ((2, 1, 1, 5), False),
+                                                       ((3, 5), True), ((2, 2, 3, 5), True)],
+                         ids=["rows", "key-padding", "rows-causal", "full-causal"])
+def test_attention_of_fully_masked_queries_is_zero(mask_shape: tuple[int, ...], is_causal: bool,
+                                                   device: burn.Device,
+                                                   grad_device: burn.Device,
+                                                   rng: np.random.Generator) -> None:
+    """A query whose every key is masked (by the mask, or by the mask and the causal mask
+    together) gives 0 with zero gradients, as torch's SDPA (softmax of its row of -inf gave
+    NaN on every backend, and NaN gradients to every input through the matmuls)."""
+    mask = rng.random(mask_shape) < 0.3
+    if mask_shape[-2] == 1:
+        mask[1] = True  # batch 1 sees no key
+    else:
+        mask[..., 1, :] = True  # query 1 sees no key
+    if is_causal:
+        mask[..., 0, 0] = True  # the causal mask leaves key 0 to query 0 alone
+    dtype = held("float64", device)
+    args = [T(rng.standard_normal((2, 2, 3, 4)), dtype, "transposed"),
+            T(rng.standard_normal((2, 2, 5, 4)), dtype),
+            T(rng.standard_normal((2, 2, 5, 3)), dtype, "strided"), T(mask, "bool", grad=False)]
+
+    def burn_fn(q: Any, k: Any, v: Any, m: Any) -> Any:
+        return F.attention(q, k, v, mask=m, is_causal=is_causal)
+
+    def torch_fn(q: Any, k: Any, v: Any, m: Any) -> Any:
+        return _attention_ref(q, k, v, m, is_causal)
+
+    check_forward(burn_fn, torch_fn, args, device)
+    check_backward(burn_fn, torch_fn, args, grad_device, rng)
+
