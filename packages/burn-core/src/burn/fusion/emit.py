@@ -14,8 +14,7 @@ from typing import Any
 
 from burn.dtype import DType
 from burn.ir import OPS
-from burn.ir.cube import _emit as emit_lowering  # the lowerings' one emitter, shared
-from burn.ir.cube import cube_dtype
+from burn.ir.cube import cube_dtype, emit_row
 
 #: Dtypes by id (signatures hold ids).
 DTYPES = {id(d): d for d in DType}
@@ -72,7 +71,7 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1) -> An
             and scalar is not bool_:
         value = b.select(env[cube[1]], b.const(1, scalar), b.const(0, scalar))
     else:
-        value = emit_lowering(b, cube, env)
+        value = emit_row(b, row, env)
     if getattr(value, "dtype", target) != target:
         value = b.cast(value, target)
     return b.local(target, init=value)

@@ -109,7 +109,7 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
     with b.if_(pos < (out.shape[rank - 1] if rows else out.len)):
         for name, handle in handles:
             env[name] = handle[index(handle)]
-        value = _emit(b, op.cube, env)
+        value = emit_row(b, op, env)
         out_dtype = line(out_dtype, lanes)
         if getattr(value, "dtype", out_dtype) != out_dtype:  # e.g. a select of bools is i32
             value = b.cast(value, out_dtype)
@@ -140,6 +140,37 @@ def row_index(b: Any, t: Any, rank: int, col: Any) -> Any:
 
 def _float_of(dtypes: tuple[DType, ...]) -> DType:
     return next((d for d in dtypes if d.kind is Kind.FLOAT), DType.float32)
+
+
+def emit_row(b: Any, op: OpDef, env: dict[str, Any]) -> Any:
+    """The value of `op`'s lowering over `env` (its parameters' builder values or constants).
+
+    Math ops (the ``math`` family) of float16 and bfloat16 values compute in float32, an exact
+    widening, and are rounded once where the caller stores them, as the NumPy backend and torch
+    compute them: half-precision intermediates of a compound lowering (atanh's) lost digits,
+    and NVIDIA's Vulkan driver's float16 asin, acos, atan and erf missed by more than a few ulps.
+
+    Args:
+        b: the `burn_cube.KernelBuilder`.
+        op: a row with a cube lowering.
+        env: the builder value (or Python constant) of each parameter by name.
+    Returns:
+        The builder value (its dtype may differ from the result's: callers cast on store).
+    """
+    assert op.cube is not None  # callers check
+    if op.family == "math":
+        env = {name: _widened(b, value) for name, value in env.items()}
+    return _emit(b, op.cube, env)
+
+
+def _widened(b: Any, value: Any) -> Any:
+    """`value` as float32 (lines kept) if it is a float16 or bfloat16 builder value."""
+    from burn_cube.types import f32, line
+
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or dtype.scalar.name not in ("f16", "bf16"):
+        return value
+    return b.cast(value, line(f32, dtype.lanes))
 
 
 def _emit(b: Any, expr: CubeExpr | str | float | int | bool, env: dict[str, Any]) -> Any:
