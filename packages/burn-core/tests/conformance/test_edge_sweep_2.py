@@ -59,3 +59,34 @@ def test_attention_of_fully_masked_queries_is_zero(mask_shape: tuple[int, ...], 
     check_forward(burn_fn, torch_fn, args, device)
     check_backward(burn_fn, torch_fn, args, grad_device, rng)
 
+
+#: Grid coordinates far outside [-1, 1]: huge (the reflection's quotient rounds), large where
+#: the float32 spacing passes the image's span, and moderate.
+FAR_POINTS = [1e30, -1e30, 3e38, 1e20, 1e10, -7.7e8, 2.9e9, 12345.678, 1e7 + 0.3, 5.0, -3.3]
+
+
+@pytest.mark.op("grid_sample_2d")
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_grid_sample_reflection_of_far_points(mode: str, align: bool, dtype: str,
+                                              device: burn.Device, grad_device: burn.Device,
+                                              rng: np.random.Generator) -> None:
+    """Reflection padding of far grid points lands where torch's does: whole double spans come
+    off by the truncated quotient in the grid's dtype (the exact fmod of 1e30 gave 4.5 on the
+    NumPy backend and 8.75 on the cpu where torch gives 4.0 and 2.75); forward and gradient."""
+    dtype = held(dtype, device)
+    x = T(np.arange(1.0, 13.0).reshape(1, 1, 3, 4), dtype, "transposed")
+    points = np.array([[[[v, 0.5] for v in FAR_POINTS] + [[0.25, v] for v in FAR_POINTS]]])
+
+    def burn_fn(a: Any, g: Any) -> Any:
+        return F.grid_sample_2d(a, g, mode=mode, padding_mode="reflection", align_corners=align)
+
+    def torch_fn(a: Any, g: Any) -> Any:
+        return TF.grid_sample(a, g, mode=mode, padding_mode="reflection", align_corners=align)
+
+    check_forward(burn_fn, torch_fn, [x, T(points, dtype)], device)
+    # torch's float32 backward crashes where the pixel coordinate overflows (3e38)
+    finite = points[np.abs(points).max(axis=-1) < 1e38].reshape(1, 1, -1, 2)
+    check_backward(burn_fn, torch_fn, [x, T(finite, dtype)], grad_device, rng)
+

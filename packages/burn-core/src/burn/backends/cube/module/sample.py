@@ -37,18 +37,22 @@ def _clip(b: Any, src: Any, size: Any) -> tuple[Any, Any]:
 
 
 def _reflect(b: Any, src: Any, size: Any, align: bool) -> tuple[Any, Any]:
-    """Reflects into the image's span; returns (coordinate, derivative in {-1, 0, 1})."""
+    """Reflects into the image's span; returns (coordinate, derivative in {-1, 0, 1}).
+
+    As PyTorch's CPU kernel (and the NumPy backend), whole double spans come off by the
+    truncated quotient, so a huge coordinate lands where torch's does (0 or past the image,
+    clipped to its border)."""
     low = 0.0 if align else -0.5
-    span = size - 1 if align else size
+    twice_span = 2 * (size - 1) if align else 2 * size
     rel = src - low
-    sign = b.select(rel < 0, -1.0, 1.0)
-    rel = b.abs(rel)
-    q = b.floor(rel / span)
-    extra = rel - q * span
-    even = q % 2.0 == 0
-    flat = span == 0  # align_corners on a size of 1: everything maps to 0
-    coord = b.select(flat, 0.0, b.select(even, extra + low, span - extra + low))
-    return coord, b.select(flat, 0.0, b.select(even, sign, -sign))
+    folded = b.abs(rel)
+    extra = folded - b.trunc(folded / twice_span) * twice_span
+    reflected = twice_span - extra
+    flip = extra > reflected
+    flat = twice_span == 0  # align_corners on a size of 1: everything maps to 0
+    coord = b.select(flat, 0.0, b.select(flip, reflected, extra) + low)
+    sign = b.select(flip, -1.0, 1.0) * b.select(rel < 0, -1.0, 1.0)
+    return coord, b.select(flat, 0.0, sign)
 
 
 def _source(b: Any, coord: Any, size: Any, options: GridSampleOptions) -> tuple[Any, Any]:

@@ -20,15 +20,21 @@ def _clip(coord: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _reflect(coord: np.ndarray, twice_low: int, twice_high: int) -> tuple[np.ndarray, np.ndarray]:
-    """Reflects into [twice_low/2, twice_high/2]; returns (coordinate, derivative in {-1, 1})."""
+    """Reflects into [twice_low/2, twice_high/2]; returns (coordinate, derivative in {-1, 1}).
+
+    As PyTorch's CPU kernel, whole double spans come off by the truncated quotient in the
+    coordinate's dtype (not an exact fmod), so a huge coordinate lands where torch's does:
+    the rounded product leaves 0 or a value past the image, clipped to its border."""
     if twice_low == twice_high:
         return np.zeros_like(coord), np.zeros_like(coord)
-    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    low, twice_span = twice_low / 2, twice_high - twice_low
     rel = coord - low
-    sign = np.where(rel < 0, -1, 1).astype(coord.dtype)
-    rel = np.abs(rel)
-    extra, even = np.fmod(rel, span), np.floor(rel / span) % 2 == 0
-    return np.where(even, extra + low, span - extra + low), np.where(even, sign, -sign)
+    folded = np.abs(rel)
+    extra = folded - np.trunc(folded / twice_span) * twice_span
+    reflected = twice_span - extra
+    flip = extra > reflected
+    sign = np.where(flip ^ (rel < 0), -1, 1).astype(coord.dtype)
+    return np.where(flip, reflected, extra) + low, sign
 
 
 def _source(
