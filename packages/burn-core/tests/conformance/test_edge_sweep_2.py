@@ -90,3 +90,28 @@ def test_grid_sample_reflection_of_far_points(mode: str, align: bool, dtype: str
     finite = points[np.abs(points).max(axis=-1) < 1e38].reshape(1, 1, -1, 2)
     check_backward(burn_fn, torch_fn, [x, T(finite, dtype)], grad_device, rng)
 
+
+#: Results of 1 TiB and more from inputs of a few MB (numpy and the runtimes refuse them at
+#: once: nothing is touched).
+HUGE_RESULTS = {
+    "matmul": lambda d: burn.ones((1 << 20, 1), device=d) @ burn.ones((1, 1 << 20), device=d),
+    "add": lambda d: burn.ones((1 << 20, 1), device=d) + burn.ones((1, 1 << 20), device=d),
+    "mul_scalar": lambda d: burn.ones((1 << 20, 1), device=d).expand((1 << 20, 1 << 20)) * 2,
+    "repeat_dim": lambda d: burn.ones((1 << 20,), device=d).repeat_dim(0, 1 << 20),
+    "cat": lambda d: burn.cat([burn.ones((1, 1 << 20), device=d).expand((1 << 19, 1 << 20))] * 2),
+}
+
+
+@pytest.mark.op("matmul")
+@pytest.mark.parametrize("op", list(HUGE_RESULTS))
+def test_results_larger_than_memory_raise_allocation_error(op: str,
+                                                           device: burn.Device) -> None:
+    """A result that does not fit raises AllocationError (a MemoryError) naming the op, shape
+    and dtype on every backend (the NumPy backend raised numpy's MemoryError, as did the cpu's
+    BLAS matmul), and the device works on afterwards."""
+    # the NumPy backend names the op; the cube backends their allocation ("empty")
+    with pytest.raises(burn.errors.AllocationError,
+                       match=rf"^({op}|empty): .*\(shape=\(\d+, \d+\), dtype=float32"):
+        HUGE_RESULTS[op](device).to_numpy()
+    got = (burn.arange(0, 3, device=device) * 2).to_numpy()
+    np.testing.assert_array_equal(got, [0, 2, 4])

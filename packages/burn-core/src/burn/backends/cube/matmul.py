@@ -192,25 +192,28 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
     halves on two threads from `blas_pair.PAIR_MATMUL` where BLAS may use more than one) on
     zero-copy host views; float16 / bfloat16 multiply in float32 as the NumPy backend does."""
     dtype = lhs.dtype
-    a, b = _operand(lhs.array), _operand(rhs.array)
-    floats = dtype is DType.float32 or dtype is DType.float64
-    blas = _numpy_blas()
-    if floats and blas.one_thread(a, b):
-        # OpenBLAS runs one thread by itself: no pin and restore around the call (threadpoolctl's
-        # get / set took ~3 us of a ~4.5 us [64, 64] x [64, 3] product at 2 threads); NaN and
-        # inf propagate silently, as in the kernels
-        return backend.from_host(blas.quiet_matmul(a, b))
-    with np.errstate(all="ignore"):
-        if floats:
-            out = _paired(blas, a, b)
-            if out is None:
-                out = blas.matmul(a, b, CPU_SMALL_MATMUL)
-        elif not dtype.is_float:
-            out = np.matmul(a, b)
-        else:
-            out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
-                              CPU_SMALL_MATMUL).astype(dtype.numpy)
-    return backend.from_host(out)
+    try:  # numpy's MemoryError for a product larger than memory: AllocationError
+        a, b = _operand(lhs.array), _operand(rhs.array)
+        floats = dtype is DType.float32 or dtype is DType.float64
+        blas = _numpy_blas()
+        if floats and blas.one_thread(a, b):
+            # OpenBLAS runs one thread by itself: no pin and restore around the call
+            # (threadpoolctl's get / set took ~3 us of a ~4.5 us [64, 64] x [64, 3] product at
+            # 2 threads); NaN and inf propagate silently, as in the kernels
+            return backend.from_host(blas.quiet_matmul(a, b))
+        with np.errstate(all="ignore"):
+            if floats:
+                out = _paired(blas, a, b)
+                if out is None:
+                    out = blas.matmul(a, b, CPU_SMALL_MATMUL)
+            elif not dtype.is_float:
+                out = np.matmul(a, b)
+            else:
+                out = blas.matmul(a.astype(np.float32), b.astype(np.float32),
+                                  CPU_SMALL_MATMUL).astype(dtype.numpy)
+        return backend.from_host(out)
+    except MemoryError as exc:
+        raise backend._allocation_error("matmul", shape, dtype, exc) from exc
 
 
 def _operand(array: Any) -> np.ndarray:

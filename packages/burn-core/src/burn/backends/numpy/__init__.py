@@ -1,7 +1,8 @@
 """The NumPy backend: Burn's eager reference backend on plain `np.ndarray` primitives.
 
 Ops are grouped by family in mixins (creation, elementwise, layout, indexing, reduction,
-module ops); `NumpyBackend` composes them with the protocol's `Backend`.
+module ops); `NumpyBackend` composes them with the protocol's `Backend`, numpy's MemoryError
+raised as AllocationError (`allocation.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from burn.device import Device
 from burn.dtype import DType
 
 from ._common import FROM_NUMPY
+from .allocation import guard_allocations
 from .creation import CreationOps
 from .elementwise import ElementwiseOps
 from .indexing import IndexingOps
@@ -23,6 +25,7 @@ from .module_ops import NumpyModuleOps
 from .reduction import ReductionOps
 
 
+@guard_allocations
 class NumpyBackend(CreationOps, ElementwiseOps, LayoutOps, IndexingOps, ReductionOps,
                    NumpyModuleOps, Backend):
     """Eager backend on numpy arrays (float16 / bfloat16 computed in float32 where needed)."""

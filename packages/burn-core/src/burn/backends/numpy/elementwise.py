@@ -22,6 +22,7 @@ import numpy as np
 
 from . import blas
 from ._common import QUIET_RESET, QUIET_SET, QUIET_TOKEN, erf, lowp
+from .allocation import GUARDED, allocation_error, op_name
 
 Array = np.ndarray
 ndarray = np.ndarray
@@ -255,10 +256,14 @@ _INT_RANGES = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
 
 
 # --- factories ----------------------------------------------------------------------------
-def _make_binary(fn: Fn, warns: bool) -> Fn:
+def _make_binary(fn: Fn, warns: bool, name: str) -> Fn:
+    op_ = op_name(name)
     if not warns:
         def op(self: Any, lhs: Array, rhs: Array) -> Array:
-            out = fn(lhs, rhs)
+            try:
+                out = fn(lhs, rhs)
+            except MemoryError as exc:
+                raise allocation_error(op_, exc) from exc
             return out if out.__class__ is ndarray else asarray(out)
         return op
 
@@ -266,15 +271,18 @@ def _make_binary(fn: Fn, warns: bool) -> Fn:
         token = QUIET_SET(QUIET_TOKEN)
         try:
             out = fn(lhs, rhs)
+        except MemoryError as exc:
+            raise allocation_error(op_, exc) from exc
         finally:
             QUIET_RESET(token)
         return out if out.__class__ is ndarray else asarray(out)
     return quiet_op
 
 
-def _make_scalar(fn: Fn, warns: bool, low_float: bool) -> Fn:
+def _make_scalar(fn: Fn, warns: bool, low_float: bool, name: str) -> Fn:
     """`op(tensor, python scalar)`. As torch, the scalar takes the tensor's dtype first (numpy
     does that itself, except for bfloat16); `low_float`: the float forms, which check that."""
+    op_ = op_name(name)
 
     def op(self: Any, lhs: Array, rhs: Any) -> Array:
         if low_float and lhs.dtype.itemsize == 2:
@@ -286,6 +294,8 @@ def _make_scalar(fn: Fn, warns: bool, low_float: bool) -> Fn:
         token = QUIET_SET(QUIET_TOKEN) if warns else None
         try:
             out = fn(lhs, rhs)
+        except MemoryError as exc:
+            raise allocation_error(op_, exc) from exc
         finally:
             if token is not None:
                 QUIET_RESET(token)
@@ -293,10 +303,14 @@ def _make_scalar(fn: Fn, warns: bool, low_float: bool) -> Fn:
     return op
 
 
-def _make_unary(fn: Fn, warns: bool) -> Fn:
+def _make_unary(fn: Fn, warns: bool, name: str) -> Fn:
+    op_ = op_name(name)
     if not warns:
         def op(self: Any, x: Array) -> Array:
-            out = fn(x)
+            try:
+                out = fn(x)
+            except MemoryError as exc:
+                raise allocation_error(op_, exc) from exc
             return out if out.__class__ is ndarray else asarray(out)
         return op
 
@@ -304,6 +318,8 @@ def _make_unary(fn: Fn, warns: bool) -> Fn:
         token = QUIET_SET(QUIET_TOKEN)
         try:
             out = fn(x)
+        except MemoryError as exc:
+            raise allocation_error(op_, exc) from exc
         finally:
             QUIET_RESET(token)
         return out if out.__class__ is ndarray else asarray(out)
@@ -452,26 +468,29 @@ _POW_SPECIAL: dict[float, Fn] = {0.5: np.sqrt, 2.0: np.square, 3.0: _cube, -0.5:
                                  -1.0: np.reciprocal, -2.0: _inv_square}
 
 
+def _install_method(method: Fn, name: str) -> None:
+    """Set a table-made method on ElementwiseOps, marked as raising AllocationError itself."""
+    method.__name__ = method.__qualname__ = name
+    setattr(method, GUARDED, True)
+    setattr(ElementwiseOps, name, method)
+
+
 def _install() -> None:
     for name, (fn, kinds, warns, suffix) in BINARY.items():
         for k in kinds:
             prefix = _KINDS[k]
             f = _pick(fn, k)
-            method = _make_binary(f, warns)
-            method.__name__ = method.__qualname__ = f"{prefix}_{name}"
-            setattr(ElementwiseOps, method.__name__, method)
-            if suffix and k != "b" and hasattr(ElementwiseOps, f"{prefix}_{name}{suffix}"):
+            _install_method(_make_binary(f, warns, f"{prefix}_{name}"), f"{prefix}_{name}")
+            scalar_name = f"{prefix}_{name}{suffix}"
+            if suffix and k != "b" and hasattr(ElementwiseOps, scalar_name):
                 continue  # written by hand in the class (float_powf_scalar)
             if suffix and k != "b":
-                scalar = _make_scalar(f, warns, low_float=(k == "f"))
-                scalar.__name__ = scalar.__qualname__ = f"{prefix}_{name}{suffix}"
-                setattr(ElementwiseOps, scalar.__name__, scalar)
+                _install_method(_make_scalar(f, warns, k == "f", scalar_name), scalar_name)
     for name, (fn, kinds, warns) in UNARY.items():
         for k in kinds:
-            method = _make_unary(_pick(fn, k), warns)
-            method.__name__ = method.__qualname__ = f"{_KINDS[k]}_{name}"
-            setattr(ElementwiseOps, method.__name__, method)
+            method_name = f"{_KINDS[k]}_{name}"
+            _install_method(_make_unary(_pick(fn, k), warns, method_name), method_name)
 
 
 _install()
-_float_powf_scalar = _make_scalar(np.power, True, low_float=True)
+_float_powf_scalar = _make_scalar(np.power, True, True, "float_powf_scalar")
