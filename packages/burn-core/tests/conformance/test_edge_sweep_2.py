@@ -115,3 +115,31 @@ def test_results_larger_than_memory_raise_allocation_error(op: str,
         HUGE_RESULTS[op](device).to_numpy()
     got = (burn.arange(0, 3, device=device) * 2).to_numpy()
     np.testing.assert_array_equal(got, [0, 2, 4])
+
+
+@pytest.mark.parametrize("op,burn_fn,torch_fn", [
+    pytest.param("log_sigmoid", F.log_sigmoid, TF.logsigmoid, marks=pytest.mark.op("log_sigmoid"),
+                 id="log_sigmoid"),
+    pytest.param("softplus", F.softplus, TF.softplus, marks=pytest.mark.op("softplus"),
+                 id="softplus"),
+    pytest.param("softplus", lambda x: F.softplus(x, 2.0, 10.0),
+                 lambda x: TF.softplus(x, 2.0, 10.0), marks=pytest.mark.op("softplus"),
+                 id="softplus-beta2"),
+])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_softplus_family_in_float32(op: str, burn_fn: Any, torch_fn: Any,
+                                                  dtype: str, device: burn.Device) -> None:
+    """float16 / bfloat16 softplus and log_sigmoid compute in float32 and round once, as
+    torch: the NumPy backend's float16 softplus was inf for x in [11.1, 20] (exp overflowed
+    below the threshold), log_sigmoid -inf for x in [-20, -11], and its zero results had the
+    wrong signs (+0.0 past 104, -0.0 where torch's float32 -tiny rounds to it)."""
+    x = np.concatenate([np.linspace(-30.0, 30.0, 121), [0.0, -0.0, 65504.0, -65504.0, np.inf,
+                                                         -np.inf, np.nan, 1e-5, 102.0, 110.0]])
+    if device.name == "wgpu":  # llvmpipe flushes float32 subnormals: exp(-x) past 87 is 0
+        x = x[~((np.abs(x) > 87) & (np.abs(x) < 104))]
+    out = check_forward(burn_fn, torch_fn, [T(x, dtype, "strided")], device)
+    want = torch_fn(torch.from_numpy(x).to(getattr(torch, dtype)))
+    got = np.asarray(out.cast(burn.float32).to_numpy(), dtype=np.float64)
+    zeros = (got == 0) & (want.to(torch.float64).numpy() == 0)
+    np.testing.assert_array_equal(np.signbit(got[zeros]),
+                                  np.signbit(want.to(torch.float64).numpy()[zeros]))

@@ -604,8 +604,19 @@ class ActivationOps(TensorOps):
         shifted = self.float_add_scalar(self.float_mul_scalar(x, alpha), beta)
         return self.float_clamp(shifted, 0.0, 1.0)
 
+    def _low_precision(self, x: P) -> DType | None:
+        """x's dtype where it is float16 / bfloat16, which an activation computes in float32 and
+        rounds once, as torch's opmath (else None)."""
+        dtype = self.dtype(x)
+        return dtype if dtype in (DType.float16, DType.bfloat16) else None
+
     def softplus(self, x: P, beta: float, threshold: float) -> P:
-        """log(1 + exp(beta x)) / beta, linear above `threshold` (as torch)."""
+        """log(1 + exp(beta x)) / beta, linear above `threshold` (as torch); float16 / bfloat16
+        in float32 (exp(beta x) overflowed float16 from x = 11.1: inf below the threshold)."""
+        low = self._low_precision(x)
+        if low is not None:
+            wide = self.softplus(self.float_cast(x, DType.float32), beta, threshold)
+            return self.float_cast(wide, low)
         bx = self.float_mul_scalar(x, beta)
         above = self.float_greater_elem(bx, threshold)
         soft = self.float_div_scalar(
@@ -613,11 +624,13 @@ class ActivationOps(TensorOps):
         return self.float_mask_where(soft, above, x)
 
     def log_sigmoid(self, x: P) -> P:
-        """-softplus(-x); in float32 / float64 plus 0.0, so that a zero result is +0.0 as
-        torch's (x past ~104; torch's float16 rounds a float32 -tiny to -0.0 there)."""
+        """-softplus(-x) plus 0.0, so that a zero result is +0.0 as torch's (x past ~104);
+        float16 / bfloat16 in float32, rounded once as torch's: a float32 -tiny (x in [17,
+        104)) rounds to -0.0, and x = -20 stays -20 (float16's exp(20) overflowed: -inf)."""
+        low = self._low_precision(x)
+        if low is not None:
+            return self.float_cast(self.log_sigmoid(self.float_cast(x, DType.float32)), low)
         out = self.float_neg(self.softplus(self.float_neg(x), 1.0, 20.0))
-        if self.dtype(x) in (DType.float16, DType.bfloat16):
-            return out
         return self.float_add_scalar(out, 0.0)
 
     def silu(self, x: P) -> P:
