@@ -1,9 +1,10 @@
 """Strided copies of the cube backends (`backends/cube/copy.py`) against numpy on cpu and wgpu
-(and cuda where there is one): transposes (tiles), permutes with adjacent rows (rows; on the
-cpu rows shorter than a cube and unit-strided in both views a unit each: runs),
-broadcasts, stepped slices, offsets, 0-d, empty and single-element views, rows past the grid's
-limit (element-wise), copies into strided destinations (cat), every supported dtype; the
-layout simplification; each kernel also compiles to CUDA C."""
+(and cuda where there is one): transposes (tiles on the cpu, shared-memory tiles on GPUs),
+permutes with adjacent rows (rows; on the cpu rows shorter than a cube and unit-strided in
+both views a unit each: runs), broadcasts, stepped slices, offsets, 0-d, empty and
+single-element views, rows past the grid's 65535 (rows along z), copies into strided
+destinations (cat), every supported dtype; the layout simplification; each kernel also
+compiles to CUDA C."""
 
 from __future__ import annotations
 
@@ -41,13 +42,16 @@ CASES: dict[str, tuple[tuple[int, ...], View, str]] = {
     "long transpose": ((2, 70000), lambda bk, a: _perm(bk, a, (1, 0)), "copy_tiles"),
     "rows past the grid": ((66000, 18), lambda bk, a: _slice(bk, a, (slice(None),
                                                                      slice(0, 17))),
-                           "copy_strided"),
+                           "copy_rows"),
+    "heads past the grid": ((2, 300, 120, 16), lambda bk, a: _perm(bk, a, (0, 2, 1, 3)),
+                            "copy_rows"),
     "flat strided": ((400,), lambda bk, a: _slice(bk, a, (slice(1, None, 3),)), "copy_strided"),
     "single element": ((1, 1, 1), lambda bk, a: _perm(bk, a, (2, 1, 0)), "copy_strided"),
     "0-d": ((), lambda bk, a: a, "copy_strided"),
 }
 #: The cases whose rows the cpu runtime copies a unit each (`copy_runs`), not a cube each.
-CPU_RUNS = {"heads", "rows of 255", "bcast rows", "offset block", "rows past the grid"}
+CPU_RUNS = {"heads", "rows of 255", "bcast rows", "offset block", "rows past the grid",
+            "heads past the grid"}
 
 
 def _perm(bk: Any, a: Any, axes: tuple[int, ...]) -> Any:
@@ -78,7 +82,8 @@ def _data(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.nd
 def _kernels(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Count the copy kernels `copy._plan` asks for from now on."""
     asked: Counter[str] = Counter()
-    for name in ("copy_kernel", "copy_rows_kernel", "copy_runs_kernel", "copy_tiles_kernel"):
+    for name in ("copy_kernel", "copy_rows_kernel", "copy_runs_kernel", "copy_tiles_kernel",
+                 "copy_transpose_kernel"):
         real = getattr(copy, name)
 
         def wrapped(*args: Any, _real: Any = real) -> Any:
@@ -99,6 +104,7 @@ def test_contiguous_copy_matches_numpy(name: str, case: str,
     asked = _kernels(monkeypatch)
     shape, view, kernel = CASES[case]
     kernel = "copy_runs" if name == "cpu" and case in CPU_RUNS else kernel
+    kernel = "copy_transpose" if name != "cpu" and kernel == "copy_tiles" else kernel
     rng = np.random.default_rng(len(case))
     dtypes = [d for d in DTYPES if bk.supports(d)]
     assert burn.float32 in dtypes and burn.bool_ in dtypes
@@ -161,13 +167,18 @@ def test_kernels_generate_cuda_source() -> None:
         merged, (s, d) = copy.merge_dims(x.shape, x.strides, out.strides)
         merged, s, d = (merged, s, d) if merged else ((1,), (1,), (1,))
         rank = len(merged)
-        if kernel == "copy_tiles":
+        built: list[tuple[Any, Any]]
+        if kernel == "copy_tiles":  # the cpu's tiles, and the GPUs' shared-memory tiles
             unit = next(k for k in range(rank - 1) if s[k] == 1)
-            built, dim = copy.copy_tiles_kernel(burn.float32, rank, unit), copy.TILE_ROWS
-        elif kernel == "copy_rows":
-            built, dim = copy.copy_rows_kernel(burn.float32, rank), copy.ROW_CUBE
+            built = [(copy.copy_tiles_kernel(burn.float32, rank, unit), copy.TILE_ROWS),
+                     (copy.copy_transpose_kernel(burn.float32, rank, unit),
+                      (copy.TRANSPOSE_SIDE, copy.TRANSPOSE_ROWS))]
+        elif kernel == "copy_rows":  # as wide as the cpu's cube, and a GPU's narrowest
+            built = [(copy.copy_rows_kernel(burn.float32, rank), copy.ROW_CUBE),
+                     (copy.copy_rows_kernel(burn.float32, rank, 32), 32)]
         else:
-            built, dim = copy.copy_kernel(burn.float32, rank), copy.CUBE_DIM
+            built = [(copy.copy_kernel(burn.float32, rank), copy.CUBE_DIM)]
         views = (x.array.view_unchecked(merged, s, x.offset),
                  out.array.view_unchecked(merged, d, 0))
-        assert "__global__" in built.source("cuda", dim, *views), kernel
+        for each, dim in built:
+            assert "__global__" in each.source("cuda", dim, *views), kernel

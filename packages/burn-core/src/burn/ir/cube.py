@@ -117,19 +117,20 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
     return b.kernel()
 
 
-def row_index(b: Any, t: Any, rank: int, col: Any) -> Any:
-    """Storage index of column `col` of row ``CUBE_POS_Y`` of `t` (rows: the leading
-    dimensions, row-major).
+def row_index(b: Any, t: Any, rank: int, col: Any, row: Any = None) -> Any:
+    """Storage index of column `col` of row `row` (default ``CUBE_POS_Y``) of `t` (rows: the
+    leading dimensions, row-major).
 
     Args:
         b: the `burn_cube.KernelBuilder`.
         t: a tensor handle of rank `rank`.
         rank: its rank.
         col: the column (a u32 value).
+        row: the row (a u32 value), the same for every unit of a cube.
     Returns:
         The index, affine in `col` (its row part is the same for every unit of a cube).
     """
-    index, rest = t.offset + col * t.stride[rank - 1], b.CUBE_POS_Y
+    index, rest = t.offset + col * t.stride[rank - 1], b.CUBE_POS_Y if row is None else row
     for dim in reversed(range(rank - 1)):
         coord = rest if dim == 0 else rest % t.shape[dim]
         index = index + coord * t.stride[dim]

@@ -1,15 +1,18 @@
 """Strided copies of the cube backends: one view into another of the same shape.
 
 The two layouts are first simplified together (size-1 dimensions dropped, neighbours that are
-contiguous in both views merged), then the copy runs as one of four kernels (`kernels.py`):
-rank 1 by element; tiles of `TILE_ROWS` x `TILE` where the destination is unit-strided along
-its last dimension and the source along another (a transpose); on the cpu runtime, rows of
-`ROW_MIN` to `ROW_CUBE` elements unit-strided in both views a unit each (`copy_runs_kernel`: a
-cube per row left most of its units idle; attention heads merged back into [b, s, h * d] took
-49 us instead of 19); rows (the last dimension along ``x``,
-one cube row per row; unit- or 0-strided rows run in the C target's vectorized loop) where
-the last dimension has at least `ROW_MIN` elements; the element-wise kernel with a full
-unravel otherwise.
+contiguous in both views merged), then the copy runs as one of five kernels (`kernels.py`):
+rank 1 by element; where the destination is unit-strided along its last dimension and the
+source along another (a transpose), tiles of `TILE_ROWS` x `TILE` on the cpu runtime and
+shared-memory tiles on GPUs (`copy_transpose_kernel`: the cpu's tiles write 16-element runs
+per unit, uncoalesced there: 60 us for a [32, 512, 256] transpose on an H200); on the cpu
+runtime, rows of `ROW_MIN` to `ROW_CUBE` elements unit-strided in both views a unit each
+(`copy_runs_kernel`: a cube per row left most of its units idle; attention heads merged back
+into [b, s, h * d] took 49 us instead of 19); rows (the last dimension along ``x``, one cube
+row per row, on GPUs a cube as wide as the row; unit- or 0-strided rows run in the C target's
+vectorized loop) where the last dimension has at least `ROW_MIN` elements (the same heads,
+32 * 256 * 8 rows, had fallen past 65535 cubes to the element-wise kernel: 27 us on the
+H200); the element-wise kernel with a full unravel otherwise.
 Each layout's launch is planned once and kept in `CubeBackend.plans` (`planned`).
 """
 
@@ -23,10 +26,13 @@ from .kernels import (
     ROW_CUBE,
     TILE,
     TILE_ROWS,
+    TRANSPOSE_ROWS,
+    TRANSPOSE_SIDE,
     copy_kernel,
     copy_rows_kernel,
     copy_runs_kernel,
     copy_tiles_kernel,
+    copy_transpose_kernel,
 )
 from .tensor import CubeTensor, Shape, layout_key
 
@@ -84,19 +90,28 @@ def _plan(backend: Any, src: CubeTensor, dst: CubeTensor) -> Callable[[Any], Non
     rank = len(shape)
     count = math.prod(shape[:-1])
     unit = [d for d in range(rank - 1) if s_strides[d] == 1]
+    cpu = backend.runtime_name == "cpu"
+    side = TILE if cpu else TRANSPOSE_SIDE
     if rank >= 2 and d_strides[-1] == 1 and s_strides[-1] > 1 and unit and \
-            count // shape[unit[0]] <= MAX_CUBES and shape[unit[0]] <= TILE_ROWS * MAX_CUBES:
-        kernel = copy_tiles_kernel(src.dtype, rank, unit[0])
-        counts = (-(-shape[-1] // TILE), -(-shape[unit[0]] // TILE_ROWS),
-                  count // shape[unit[0]])
-        dim = TILE_ROWS
+            count // shape[unit[0]] <= MAX_CUBES and shape[unit[0]] <= side * MAX_CUBES:
+        tiles = -(-shape[-1] // side), count // shape[unit[0]]
+        if cpu:
+            kernel = copy_tiles_kernel(src.dtype, rank, unit[0])
+            counts, dim = (tiles[0], -(-shape[unit[0]] // TILE_ROWS), tiles[1]), TILE_ROWS
+        else:
+            kernel = copy_transpose_kernel(src.dtype, rank, unit[0])
+            counts = (tiles[0], -(-shape[unit[0]] // side), tiles[1])
+            dim = (TRANSPOSE_SIDE, TRANSPOSE_ROWS)
     elif rank >= 2 and ROW_MIN <= shape[-1] < ROW_CUBE and s_strides[-1] == d_strides[-1] == 1 \
-            and backend.runtime_name == "cpu":
+            and cpu:
         kernel = copy_runs_kernel(src.dtype, rank)
         counts, dim = (-(-count // CUBE_DIM), 1, 1), CUBE_DIM
-    elif rank >= 2 and count <= MAX_CUBES and shape[-1] >= ROW_MIN:
-        kernel = copy_rows_kernel(src.dtype, rank)
-        counts, dim = (-(-shape[-1] // ROW_CUBE), count, 1), ROW_CUBE
+    elif rank >= 2 and shape[-1] >= ROW_MIN:
+        # GPUs: a cube as wide as the row (a power of two from 32), rows past 65535 along z
+        width = ROW_CUBE if cpu else min(ROW_CUBE, max(32, 1 << (shape[-1] - 1).bit_length()))
+        kernel = copy_rows_kernel(src.dtype, rank, width)
+        per_y = min(count, MAX_CUBES)
+        counts, dim = (-(-shape[-1] // width), per_y, -(-count // per_y)), width
     else:
         kernel = copy_kernel(src.dtype, rank)
         counts, dim = (-(-src.size // CUBE_DIM), 1, 1), CUBE_DIM

@@ -17,6 +17,8 @@ from .kernel_cache import cached_kernel
 ROW_CUBE = 256
 #: Tiles of `copy_tiles_kernel` (a cube each): `TILE_ROWS` rows by `TILE` columns.
 TILE, TILE_ROWS = 16, 256
+#: `copy_transpose_kernel`'s square tile side, and the rows of units of its cube.
+TRANSPOSE_SIDE, TRANSPOSE_ROWS = 32, 8
 
 
 @cached_kernel
@@ -34,18 +36,61 @@ def copy_kernel(dtype: DType, rank: int) -> Any:
 
 
 @cached_kernel
-def copy_rows_kernel(dtype: DType, rank: int) -> Any:
-    """`dst[i] = src[i]` by rows: ``CUBE_POS_Y`` the row (the leading dimensions), the column
-    ``ABSOLUTE_POS_X``; indexes are affine in the column, so rows whose last dimension is unit
-    (or 0) strided in both views take the C target's vectorized fast path."""
+def copy_rows_kernel(dtype: DType, rank: int, width: int = ROW_CUBE) -> Any:
+    """`dst[i] = src[i]` by rows: the row (the leading dimensions) is ``CUBE_POS_Y`` plus
+    ``CUBE_POS_Z`` times ``CUBE_COUNT_Y`` (grids past 65535 rows), the column
+    ``ABSOLUTE_POS_X`` (`width` units per cube); indexes are affine in the column, so rows
+    whose last dimension is unit (or 0) strided in both views take the C target's vectorized
+    fast path."""
     from burn_cube import KernelBuilder
 
-    b = KernelBuilder("copy_rows", ROW_CUBE)
+    b = KernelBuilder("copy_rows", width)
     src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
     dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
-    col = b.ABSOLUTE_POS_X
-    with b.if_(col < dst.shape[rank - 1]):
-        dst[row_index(b, dst, rank, col)] = src[row_index(b, src, rank, col)]
+    col, n = b.ABSOLUTE_POS_X, dst.shape[rank - 1]
+    row = b.local(col.dtype, b.CUBE_POS_Y + b.CUBE_POS_Z * b.CUBE_COUNT_Y)
+    with b.if_(b.and_(col < n, row < dst.len // n)):
+        dst[row_index(b, dst, rank, col, row)] = src[row_index(b, src, rank, col, row)]
+    return b.kernel()
+
+
+@cached_kernel
+def copy_transpose_kernel(dtype: DType, rank: int, dim: int) -> Any:
+    """`dst[i] = src[i]` through shared memory (GPU runtimes), `src` unit-strided along `dim`
+    and `dst` along the last dimension: a cube of `TRANSPOSE_SIDE` x `TRANSPOSE_ROWS` units
+    reads a `TRANSPOSE_SIDE`-square tile with consecutive units on consecutive `src`
+    elements, then writes it with consecutive units on consecutive `dst` elements (both
+    coalesced; the tile's rows padded by one against bank conflicts). ``CUBE_POS_X`` /
+    ``CUBE_POS_Y`` the tile along the last dimension / `dim`, ``CUBE_POS_Z`` the other
+    dimensions flattened."""
+    from burn_cube import KernelBuilder
+
+    side, rows, last = TRANSPOSE_SIDE, TRANSPOSE_ROWS, rank - 1
+    b = KernelBuilder("copy_transpose", (side, rows))
+    src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
+    dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
+    tile = b.shared(cube_dtype("copy", dtype), side * (side + 1), name="tile")
+    s, d, rest = src.offset, dst.offset, b.CUBE_POS_Z
+    outer = [k for k in range(last) if k != dim]
+    for k in reversed(outer):
+        coord = rest if k == outer[0] else rest % dst.shape[k]
+        s, d = s + coord * src.stride[k], d + coord * dst.stride[k]
+        if k != outer[0]:
+            rest = rest // dst.shape[k]
+    s, d = b.local(b.UNIT_POS_X.dtype, s), b.local(b.UNIT_POS_X.dtype, d)
+    first_row, first_col = b.CUBE_POS_Y * side, b.CUBE_POS_X * side
+    n_rows, n_cols = dst.shape[dim], dst.shape[last]
+    for j in range(0, side, rows):  # read: units along dim (src's unit stride)
+        r, c = first_row + b.UNIT_POS_X, first_col + b.UNIT_POS_Y + j
+        with b.if_(b.and_(r < n_rows, c < n_cols)):
+            tile[(b.UNIT_POS_Y + j) * (side + 1) + b.UNIT_POS_X] = \
+                src[s + r * src.stride[dim] + c * src.stride[last]]
+    b.sync_units()
+    for j in range(0, side, rows):  # write: units along the last dimension (dst's)
+        r, c = first_row + b.UNIT_POS_Y + j, first_col + b.UNIT_POS_X
+        with b.if_(b.and_(r < n_rows, c < n_cols)):
+            dst[d + r * dst.stride[dim] + c * dst.stride[last]] = \
+                tile[b.UNIT_POS_X * (side + 1) + b.UNIT_POS_Y + j]
     return b.kernel()
 
 
