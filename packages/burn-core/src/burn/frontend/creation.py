@@ -48,8 +48,8 @@ def _dtype(value: DTypeLike, op: str, default: DType) -> DType:
     return default if value is None else as_dtype(value, op)
 
 
-def _from_array(arr: np.ndarray, dtype: DType, device: DeviceLike) -> Tensor:
-    dev = device_for("tensor", device, dtype)
+def _from_array(arr: np.ndarray, dtype: DType, device: DeviceLike, op: str = "tensor") -> Tensor:
+    dev = device_for(op, device, dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # 1e10 -> float16 is inf, quietly
         arr = arr.astype(dtype.numpy, copy=False)
     if not arr.flags.c_contiguous:
@@ -102,7 +102,7 @@ def from_numpy(array: np.ndarray, device: DeviceLike = None) -> Tensor:
     """
     if not isinstance(array, np.ndarray | np.generic):
         raise DTypeError("from_numpy", "expected a numpy array", type=type(array).__name__)
-    return tensor(array, device=device)
+    return _from_host("from_numpy", np.asarray(array), device)
 
 
 def from_dlpack(obj: Any, device: DeviceLike = None) -> Tensor:
@@ -111,7 +111,12 @@ def from_dlpack(obj: Any, device: DeviceLike = None) -> Tensor:
     Raises:
         DTypeError: for an array numpy cannot import (torch's bfloat16).
     """
-    return from_numpy(_host_array("from_dlpack", obj, np.from_dlpack), device)
+    return _from_host("from_dlpack", _host_array("from_dlpack", obj, np.from_dlpack), device)
+
+
+def _from_host(op: str, arr: np.ndarray, device: DeviceLike) -> Tensor:
+    """A tensor holding a copy of `arr`, of its dtype; errors name `op`."""
+    return _from_array(arr, dtype_of_numpy(arr.dtype, op), device, op)
 
 
 def _host_array(op: str, data: Any, convert: Any) -> np.ndarray:
@@ -255,7 +260,7 @@ def eye(n: int, m: int | None = None, dtype: DTypeLike = None,
     shape = shape_arg("eye", (n, n if m is None else m))
     dt = _dtype(dtype, "eye", DEFAULT_FLOAT)
     check_alloc("eye", shape, dt)
-    return _from_array(np.eye(n, m, dtype=dt.numpy), dt, device)
+    return _from_array(np.eye(n, m, dtype=dt.numpy), dt, device, "eye")
 
 
 def seed(n: int, device: DeviceLike = None) -> None:
