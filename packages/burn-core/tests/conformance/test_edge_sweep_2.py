@@ -4,6 +4,9 @@ input raising typed errors. Each case here was a difference from torch on some b
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,7 +17,7 @@ import torch.nn.functional as TF
 import burn
 import burn.functional as F
 
-from .reference import T, check_backward, check_forward, held
+from .reference import T, assert_same, assert_same_tree, check_backward, check_forward, held
 
 
 def _attention_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
@@ -181,3 +184,111 @@ def test_dtypes_a_device_cannot_hold(make: str, dtype: str, device: burn.Device)
     with pytest.raises(burn.errors.UnsupportedDTypeError,
                        match=rf"^{make}: .*dtype={dtype}, device={device.name}"):
         MAKERS[make](burn.DType(dtype), device)
+
+
+# --------------------------------------------------------------------- non-contiguous views
+@dataclass(frozen=True)
+class View:
+    """A non-contiguous view of logical `data`: the base array it is taken from, and how burn
+    and torch take it (the burn view is the op's input, its gradient flows to the base)."""
+
+    base: Callable[[np.ndarray], np.ndarray]
+    burn_view: Callable[[Any], Any]
+    torch_view: Callable[[torch.Tensor], torch.Tensor]
+
+
+def _stepped_base(data: np.ndarray) -> np.ndarray:
+    base = np.zeros((2 * data.shape[0] + 1, *data.shape[1:-1], 3 * data.shape[-1]), data.dtype)
+    base[1::2, ..., 2::3] = data
+    return base
+
+
+VIEWS = {
+    "flipped": View(lambda d: np.ascontiguousarray(np.flip(d, (0, -1))),
+                    lambda b: b[::-1, ..., ::-1], lambda t: t.flip((0, -1))),
+    "expanded": View(lambda d: np.ascontiguousarray(d[:1]),  # data repeats along dim 0
+                     lambda b: b.expand((3, *b.shape[1:])), lambda t: t.expand(3, *t.shape[1:])),
+    "stepped": View(_stepped_base, lambda b: b[1::2, ..., 2::3], lambda t: t[1::2, ..., 2::3]),
+    "transposed": View(lambda d: np.ascontiguousarray(np.swapaxes(d, 0, -1)),
+                       lambda b: b.swap_dims(0, b.ndim - 1), lambda t: t.transpose(0, -1)),
+}
+
+_I = np.array([[[4, 0, 2], [1, 1, 3], [0, 4, 4], [2, 3, 0]]] * 3)  # int64 [3, 4, 3] along -1
+
+
+def _index(like: Any) -> Any:
+    if isinstance(like, torch.Tensor):
+        return torch.from_numpy(_I)
+    return burn.tensor(_I, device=like.device)
+
+
+#: name -> (burn fn, torch fn, rank of the input), each along dims where an expanded view's
+#: repeated values make no ties.
+VIEW_OPS: dict[str, tuple[Any, Any, int]] = {
+    "sum_dim": (lambda x: x.sum(0), lambda x: x.sum(0), 3),
+    "mean_dim": (lambda x: x.mean(-1), lambda x: x.mean(-1), 3),
+    "prod_dim": (lambda x: x.prod(1), lambda x: x.prod(1), 3),
+    "var": (lambda x: x.var(-1), lambda x: x.var(-1), 3),
+    "max_dim": (lambda x: x.max(-1), lambda x: x.amax(-1), 3),
+    "max_dim_with_indices": (lambda x: x.max_dim_with_indices(-1),
+                             lambda x: tuple(x.max(-1, keepdim=True)), 3),
+    "argmin": (lambda x: x.argmin(1), lambda x: x.argmin(1), 3),
+    "logsumexp": (lambda x: x.logsumexp(-1), lambda x: x.logsumexp(-1), 3),
+    "cumsum": (lambda x: x.cumsum(0), lambda x: x.cumsum(0), 3),
+    "cumprod": (lambda x: x.cumprod(-1), lambda x: x.cumprod(-1), 3),
+    "cummax": (lambda x: x.cummax(-1), lambda x: tuple(x.cummax(-1)), 3),
+    "sort": (lambda x: x.sort(-1), lambda x: x.sort(-1).values, 3),
+    "sort_with_indices": (lambda x: x.sort_with_indices(1), lambda x: tuple(x.sort(1)), 3),
+    "topk": (lambda x: x.topk(2, -1), lambda x: x.topk(2, -1).values, 3),
+    "softmax": (lambda x: F.softmax(x, -1), lambda x: torch.softmax(x, -1), 3),
+    "log_softmax": (lambda x: F.log_softmax(x, 0), lambda x: torch.log_softmax(x, 0), 3),
+    "matmul": (lambda x: x @ burn.tensor(np.linspace(-1, 1, 10).reshape(5, 2),
+                                         dtype=x.dtype, device=x.device),
+               lambda x: x @ torch.linspace(-1, 1, 10, dtype=x.dtype).reshape(5, 2), 3),
+    "gather": (lambda x: x.gather(-1, _index(x)), lambda x: x.gather(-1, _index(x)), 3),
+    "scatter": (lambda x: x.scatter(-1, _index(x), x[..., :3]),
+                lambda x: x.scatter(-1, _index(x), x[..., :3]), 3),
+    "conv2d": (lambda x: F.conv2d(x, burn.tensor(np.linspace(-1, 1, 48).reshape(2, 4, 2, 3),
+                                                 dtype=x.dtype, device=x.device), padding=1),
+               lambda x: TF.conv2d(x, torch.linspace(-1, 1, 48, dtype=x.dtype)
+                                   .reshape(2, 4, 2, 3), padding=1), 4),
+    "max_pool2d": (lambda x: F.max_pool2d(x, 2, 1), lambda x: TF.max_pool2d(x, 2, 1), 4),
+    "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, 2, 1), lambda x: TF.avg_pool2d(x, 3, 2, 1), 4),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)),
+                            lambda x: TF.adaptive_avg_pool2d(x, (2, 3)), 4),
+    "interpolate": (lambda x: F.interpolate(x, (7, 3), "bilinear"),
+                    lambda x: TF.interpolate(x, (7, 3), mode="bilinear"), 4),
+    "interpolate-nearest": (lambda x: F.interpolate(x, (2, 9)),
+                            lambda x: TF.interpolate(x, (2, 9)), 4),
+}
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.op(name.split("-")[0])) for name in VIEW_OPS])
+def test_ops_of_non_contiguous_views(name: str, view: str, device: burn.Device,
+                                     grad_device: burn.Device,
+                                     rng: np.random.Generator) -> None:
+    """Reductions, scans, sorts, matmul, gather / scatter, convolution, pooling and
+    interpolation read flipped (negative steps), expanded (zero strides), stepped (with an
+    offset) and transposed views as torch does, forward and gradient (to the view's base)."""
+    burn_fn, torch_fn, rank = VIEW_OPS[name]
+    shape = (3, 4, 5) if rank == 3 else (3, 4, 5, 6)
+    data = (rng.permutation(math.prod(shape)).reshape(shape) / 8 - 3).astype(np.float32)
+    if view == "expanded":
+        data = np.broadcast_to(data[:1], shape).copy()
+    way = VIEWS[view]
+    base = way.base(data)
+    x = burn.tensor(base, device=device)
+    assert_same_tree(burn_fn(way.burn_view(x)), torch_fn(way.torch_view(torch.from_numpy(base))))
+
+    leaf_b = burn.tensor(base, device=grad_device).require_grad()
+    leaf_t = torch.from_numpy(base.copy()).requires_grad_(True)
+    out_b, out_t = burn_fn(way.burn_view(leaf_b)), torch_fn(way.torch_view(leaf_t))
+    out_b, out_t = (out_b[0], out_t[0]) if isinstance(out_t, tuple) else (out_b, out_t)
+    if not out_t.is_floating_point():
+        return  # argmin: no gradient
+    g = rng.standard_normal(tuple(out_t.shape)).astype(np.float32)
+    (out_t * torch.from_numpy(g)).sum().backward()
+    grads = (out_b * burn.tensor(g, device=grad_device)).sum().backward()
+    assert_same(leaf_b.grad(grads), leaf_t.grad, phase="backward", what="grad of the base")
