@@ -1,10 +1,10 @@
 """Strided copies of the cube backends (`backends/cube/copy.py`) against numpy on cpu and wgpu
 (and cuda where there is one): transposes (tiles on the cpu, shared-memory tiles on GPUs),
-permutes with adjacent rows (rows; on the cpu rows shorter than a cube and unit-strided in
-both views a unit each: runs), broadcasts, stepped slices, offsets, 0-d, empty and
-single-element views, rows past the grid's 65535 (rows along z), copies into strided
-destinations (cat), every supported dtype; the layout simplification; each kernel also
-compiles to CUDA C."""
+permutes with adjacent rows (on the cpu rows, or rows shorter than a cube and unit-strided
+in both views a unit each: runs; on GPUs element-wise, runs of 4 a unit), broadcasts,
+stepped slices, offsets, 0-d, empty and single-element views, rows past the grid's 65535
+(rows along z), copies into strided destinations (cat), every supported dtype; the layout
+simplification; each kernel also compiles to CUDA C."""
 
 from __future__ import annotations
 
@@ -104,7 +104,8 @@ def test_contiguous_copy_matches_numpy(name: str, case: str,
     asked = _kernels(monkeypatch)
     shape, view, kernel = CASES[case]
     kernel = "copy_runs" if name == "cpu" and case in CPU_RUNS else kernel
-    kernel = "copy_transpose" if name != "cpu" and kernel == "copy_tiles" else kernel
+    if name != "cpu":  # GPUs: shared-memory transposes, no rows kernel
+        kernel = {"copy_tiles": "copy_transpose", "copy_rows": "copy_strided"}.get(kernel, kernel)
     rng = np.random.default_rng(len(case))
     dtypes = [d for d in DTYPES if bk.supports(d)]
     assert burn.float32 in dtypes and burn.bool_ in dtypes
@@ -173,9 +174,9 @@ def test_kernels_generate_cuda_source() -> None:
             built = [(copy.copy_tiles_kernel(burn.float32, rank, unit), copy.TILE_ROWS),
                      (copy.copy_transpose_kernel(burn.float32, rank, unit),
                       (copy.TRANSPOSE_SIDE, copy.TRANSPOSE_ROWS))]
-        elif kernel == "copy_rows":  # as wide as the cpu's cube, and a GPU's narrowest
+        elif kernel == "copy_rows":  # the cpu's rows, and the GPUs' element-wise runs
             built = [(copy.copy_rows_kernel(burn.float32, rank), copy.ROW_CUBE),
-                     (copy.copy_rows_kernel(burn.float32, rank, 32), 32)]
+                     (copy.copy_kernel(burn.float32, rank, copy.GPU_RUN), copy.CUBE_DIM)]
         else:
             built = [(copy.copy_kernel(burn.float32, rank), copy.CUBE_DIM)]
         views = (x.array.view_unchecked(merged, s, x.offset),

@@ -1,8 +1,8 @@
-"""The GPU row softmax (`softmax_rows`: one cube per row held in registers) against torch on
-wgpu (Mesa llvmpipe here) and cuda where there is one: softmax and log-softmax over rows of
-several lengths (partial last chunks), dims with strides, float16 / bfloat16, and rows with
-NaN, inf and -inf; the three-pass kernel keeps the cpu runtime, short rows and rows too long
-for the row kernel; CUDA source generation."""
+"""The GPU row softmax (`softmax_rows`: one cube per row held in registers, on cuda a warp per
+row up to 1024 elements) against torch on wgpu (Mesa llvmpipe here) and cuda where there is
+one: softmax and log-softmax over rows of several lengths (partial last chunks), dims with
+strides, float16 / bfloat16, and rows with NaN, inf and -inf; the three-pass kernel keeps the
+cpu runtime, short rows and rows too long for the row kernel; CUDA source generation."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ TOL = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14), "float16": (2e-3, 1e-
 
 
 def _runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """Records (units, chunks) of each row-kernel launch from now on."""
+    """Records (units a row, chunks) of each row-kernel launch from now on (a row per warp:
+    ``CUDA_PLANE`` units)."""
     seen: list[tuple[int, int]] = []
-    real = sr.plan
+    real, real_planes = sr.plan, sr.plane_plan
 
     def plan(backend: Any, rows: int, n: int) -> tuple[int, int] | None:
         shape = real(backend, rows, n)
@@ -34,7 +35,14 @@ def _runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
             seen.append(shape)
         return shape
 
+    def plane_plan(backend: Any, rows: int, n: int) -> int | None:
+        chunks = real_planes(backend, rows, n)
+        if chunks is not None:
+            seen.append((sr.CUDA_PLANE, chunks))
+        return chunks
+
     monkeypatch.setattr(sr, "plan", plan)
+    monkeypatch.setattr(sr, "plane_plan", plane_plan)
     return seen
 
 
@@ -85,7 +93,8 @@ def test_strided_rows_and_other_dims(device: str, log: bool,
     view, tview = x[:, ::2, 1:5].swap_dims(1, 2), tx[:, ::2, 1:5].transpose(1, 2)
     got = F.log_softmax(view, 2) if log else F.softmax(view, 2)  # rows 200 long, 12 apart
     _check(got, _torch_softmax(tview, 2, log), "float32")
-    assert runs == [(256, 2), (256, 1)]  # the short rows stay on the three-pass kernel
+    # the short rows stay on the three-pass kernel; cuda holds the others a warp each
+    assert runs == ([(32, 16), (32, 8)] if device == "cuda" else [(256, 2), (256, 1)])
 
 
 @pytest.mark.parametrize("device", GPUS)
@@ -114,12 +123,19 @@ def test_plans() -> None:
     longest = max(units * chunks for units, chunks in sr.SHAPES
                   if units <= wgpu.runtime.properties.max_cube_dim)
     assert sr.plan(wgpu, 8, longest) is not None and sr.plan(wgpu, 8, longest + 1) is None
+    assert sr.plane_plan(cpu, 8, 256) is None and sr.plane_plan(wgpu, 8, 256) is None
+    if "cuda" in GPUS:  # a warp per row from MIN_LENGTH to PLANE_ROW elements
+        cuda = cast(Any, burn.Device("cuda").backend)
+        assert sr.plane_plan(cuda, 8, 256) == 8 and sr.plane_plan(cuda, 8, 1000) == 32
+        assert sr.plane_plan(cuda, 8, sr.MIN_LENGTH - 1) is None
+        assert sr.plane_plan(cuda, 8, sr.PLANE_ROW + 1) is None
 
 
 @pytest.mark.parametrize("device", GPUS)
 def test_rows_past_the_row_kernel_use_the_three_pass_kernel(
         device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sr, "SHAPES", ((256, 1),))
+    monkeypatch.setattr(sr, "PLANE_ROW", 0)
     runs = _runs(monkeypatch)
     x, tx = _tensor(np.random.default_rng(3).standard_normal((2, 300)), device, "float32")
     _check(F.softmax(x, 1), _torch_softmax(tx, 1, False), "float32")
@@ -139,3 +155,7 @@ def test_kernels_generate_cuda_source(dtype: str, plane: bool) -> None:
                                4, plane, log, exact)
         src = kernel.source("cuda", 256, x, np.uint32(8), np.uint32(1), x, np.uint32(1))
         assert "__global__" in src and (src.count("bc_plane_max(") > 1) == plane
+        by_planes = sr.row_kernel((cube_dtype("softmax", d), cube_dtype("softmax", acc)), 2,
+                                  256, 4, plane, log, exact, True)
+        src = by_planes.source("cuda", 256, x, np.uint32(8), np.uint32(1), x, np.uint32(1))
+        assert "__global__" in src and "bc_plane_max(" in src and "__syncthreads" not in src

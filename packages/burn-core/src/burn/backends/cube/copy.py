@@ -9,10 +9,11 @@ per unit, uncoalesced there: 60 us for a [32, 512, 256] transpose on an H200); o
 runtime, rows of `ROW_MIN` to `ROW_CUBE` elements unit-strided in both views a unit each
 (`copy_runs_kernel`: a cube per row left most of its units idle; attention heads merged back
 into [b, s, h * d] took 49 us instead of 19); rows (the last dimension along ``x``, one cube
-row per row, on GPUs a cube as wide as the row; unit- or 0-strided rows run in the C target's
-vectorized loop) where the last dimension has at least `ROW_MIN` elements (the same heads,
-32 * 256 * 8 rows, had fallen past 65535 cubes to the element-wise kernel: 27 us on the
-H200); the element-wise kernel with a full unravel otherwise.
+row per row, rows past 65535 along z; unit- or 0-strided rows run in the C target's
+vectorized loop) where the last dimension has at least `ROW_MIN` elements on the cpu
+runtime; the element-wise kernel with a full unravel otherwise, on GPUs `GPU_RUN` positions a
+unit (a cube per row cost more than an unravel per element there: attention heads [32, 8,
+256, 64] merged back took 38-125 us by rows against 28 us element-wise on an H200).
 Each layout's launch is planned once and kept in `CubeBackend.plans` (`planned`).
 """
 
@@ -42,6 +43,9 @@ MAX_CUBES = 65535
 ROW_MIN = 16
 #: Units per cube of the rank-1 and element-wise copies.
 CUBE_DIM = 256
+#: Positions of the last dimension an element-wise copy's unit takes on GPUs, where it
+#: divides that dimension (unravelled once per run).
+GPU_RUN = 4
 
 
 def merge_dims(shape: Shape, *strides: Shape) -> tuple[Shape, tuple[Shape, ...]]:
@@ -106,15 +110,14 @@ def _plan(backend: Any, src: CubeTensor, dst: CubeTensor) -> Callable[[Any], Non
             and cpu:
         kernel = copy_runs_kernel(src.dtype, rank)
         counts, dim = (-(-count // CUBE_DIM), 1, 1), CUBE_DIM
-    elif rank >= 2 and shape[-1] >= ROW_MIN:
-        # GPUs: a cube as wide as the row (a power of two from 32), rows past 65535 along z
-        width = ROW_CUBE if cpu else min(ROW_CUBE, max(32, 1 << (shape[-1] - 1).bit_length()))
-        kernel = copy_rows_kernel(src.dtype, rank, width)
+    elif rank >= 2 and shape[-1] >= ROW_MIN and cpu:
+        kernel = copy_rows_kernel(src.dtype, rank)
         per_y = min(count, MAX_CUBES)
-        counts, dim = (-(-shape[-1] // width), per_y, -(-count // per_y)), width
+        counts, dim = (-(-shape[-1] // ROW_CUBE), per_y, -(-count // per_y)), ROW_CUBE
     else:
-        kernel = copy_kernel(src.dtype, rank)
-        counts, dim = (-(-src.size // CUBE_DIM), 1, 1), CUBE_DIM
+        run = GPU_RUN if not cpu and shape[-1] % GPU_RUN == 0 else 1
+        kernel = copy_kernel(src.dtype, rank, run)
+        counts, dim = (-(-src.size // (CUBE_DIM * run)), 1, 1), CUBE_DIM
     a, b = src.array, dst.array
     views = (a.view_unchecked(shape, s_strides, a.offset),
              b.view_unchecked(shape, d_strides, b.offset))

@@ -22,29 +22,34 @@ TRANSPOSE_SIDE, TRANSPOSE_ROWS = 32, 8
 
 
 @cached_kernel
-def copy_kernel(dtype: DType, rank: int) -> Any:
-    """`dst[i] = src[i]` for every logical position, both strided views of one shape."""
+def copy_kernel(dtype: DType, rank: int, run: int = 1) -> Any:
+    """`dst[i] = src[i]` for every logical position, both strided views of one shape, `run`
+    consecutive positions of the last dimension a unit (its size a multiple of `run`): the
+    positions unravelled once per run."""
     from burn_cube import KernelBuilder
 
     b = KernelBuilder("copy_strided")
     src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
     dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < dst.len):
-        dst[b.index_of(dst, pos)] = src[b.index_of(src, pos)]
+    first = b.ABSOLUTE_POS * run
+    with b.if_(first < dst.len):
+        s, d = b.index_of(src, first), b.index_of(dst, first)
+        if run > 1:
+            s, d = b.local(s.dtype, s), b.local(d.dtype, d)
+        for k in range(run):
+            dst[d + k * dst.stride[rank - 1]] = src[s + k * src.stride[rank - 1]]
     return b.kernel()
 
 
 @cached_kernel
-def copy_rows_kernel(dtype: DType, rank: int, width: int = ROW_CUBE) -> Any:
+def copy_rows_kernel(dtype: DType, rank: int) -> Any:
     """`dst[i] = src[i]` by rows: the row (the leading dimensions) is ``CUBE_POS_Y`` plus
     ``CUBE_POS_Z`` times ``CUBE_COUNT_Y`` (grids past 65535 rows), the column
-    ``ABSOLUTE_POS_X`` (`width` units per cube); indexes are affine in the column, so rows
-    whose last dimension is unit (or 0) strided in both views take the C target's vectorized
-    fast path."""
+    ``ABSOLUTE_POS_X``; indexes are affine in the column, so rows whose last dimension is
+    unit (or 0) strided in both views take the C target's vectorized fast path."""
     from burn_cube import KernelBuilder
 
-    b = KernelBuilder("copy_rows", width)
+    b = KernelBuilder("copy_rows", ROW_CUBE)
     src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
     dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
     col, n = b.ABSOLUTE_POS_X, dst.shape[rank - 1]
