@@ -292,3 +292,102 @@ def test_ops_of_non_contiguous_views(name: str, view: str, device: burn.Device,
     (out_t * torch.from_numpy(g)).sum().backward()
     grads = (out_b * burn.tensor(g, device=grad_device)).sum().backward()
     assert_same(leaf_b.grad(grads), leaf_t.grad, phase="backward", what="grad of the base")
+
+
+# ---------------------------------------------------------------------------- empty tensors
+def _ints(like: Any, shape: tuple[int, ...]) -> Any:
+    """Zeros of int64 as `like`'s kind of tensor (burn on its device, or torch)."""
+    if isinstance(like, torch.Tensor):
+        return torch.zeros(shape, dtype=torch.int64)
+    return burn.zeros(shape, dtype=burn.int64, device=like.device)
+
+
+#: name -> (op, input shapes, burn fn, torch fn): each has an empty input or result.
+EMPTY_CASES: dict[str, tuple[str, list[tuple[int, ...]], Any, Any]] = {
+    "matmul-K0": ("matmul", [(3, 0), (0, 4)], lambda a, b: a @ b, lambda a, b: a @ b),
+    "matmul-M0": ("matmul", [(0, 3), (3, 4)], lambda a, b: a @ b, lambda a, b: a @ b),
+    "matmul-batch0": ("matmul", [(0, 2, 3), (3, 4)], lambda a, b: a @ b, lambda a, b: a @ b),
+    "matmul-K0-batched": ("matmul", [(2, 3, 0), (2, 0, 4)], lambda a, b: a @ b,
+                          lambda a, b: a @ b),
+    "cat-first-empty": ("cat", [(0, 3), (2, 3)], lambda a, b: burn.cat([a, b], 0),
+                        lambda a, b: torch.cat([a, b], 0)),
+    "cat-dim1-empty": ("cat", [(2, 0), (2, 3)], lambda a, b: burn.cat([a, b], 1),
+                       lambda a, b: torch.cat([a, b], 1)),
+    "cat-all-empty": ("cat", [(0, 3), (0, 3)], lambda a, b: burn.cat([a, b], 0),
+                      lambda a, b: torch.cat([a, b], 0)),
+    "stack": ("stack", [(0, 3), (0, 3)], lambda a, b: burn.stack([a, b], 1),
+              lambda a, b: torch.stack([a, b], 1)),
+    "softmax-rows0": ("softmax", [(0, 3)], lambda a: F.softmax(a, -1),
+                      lambda a: torch.softmax(a, -1)),
+    "softmax-dim0": ("softmax", [(3, 0)], lambda a: F.softmax(a, -1),
+                     lambda a: torch.softmax(a, -1)),
+    "log_softmax-dim0": ("log_softmax", [(3, 0)], lambda a: F.log_softmax(a, -1),
+                         lambda a: torch.log_softmax(a, -1)),
+    "sum": ("sum", [(0, 3)], lambda a: a.sum(), lambda a: a.sum()),
+    "mean_dim": ("mean_dim", [(0, 3)], lambda a: a.mean(0), lambda a: a.mean(0)),
+    "prod_dim": ("prod_dim", [(0, 3)], lambda a: a.prod(0), lambda a: a.prod(0)),
+    "cumsum": ("cumsum", [(0, 3)], lambda a: a.cumsum(0), lambda a: a.cumsum(0)),
+    "sort": ("sort", [(3, 0)], lambda a: a.sort(-1), lambda a: a.sort(-1).values),
+    "conv2d-batch0": ("conv2d", [(0, 3, 5, 5), (4, 3, 3, 3)], F.conv2d, TF.conv2d),
+    "conv2d-groups-batch0": ("conv2d", [(0, 4, 5, 5), (4, 2, 3, 3)],
+                             lambda a, w: F.conv2d(a, w, groups=2),
+                             lambda a, w: TF.conv2d(a, w, groups=2)),
+    "conv1d-batch0": ("conv1d", [(0, 3, 5), (4, 3, 2)], lambda a, w: F.conv1d(a, w, padding=1),
+                      lambda a, w: TF.conv1d(a, w, padding=1)),
+    "conv3d-batch0": ("conv3d", [(0, 2, 3, 3, 3), (2, 2, 2, 2, 2)], F.conv3d, TF.conv3d),
+    "conv_transpose2d-batch0": ("conv_transpose2d", [(0, 3, 5, 5), (3, 4, 3, 3)],
+                                F.conv_transpose2d, TF.conv_transpose2d),
+    "deform_conv2d-batch0": ("deform_conv2d", [(0, 2, 5, 5), (0, 18, 3, 3), (3, 2, 3, 3)],
+                             F.deform_conv2d,  # zero offsets: conv2d
+                             lambda a, o, w: TF.conv2d(a, w) + o[:, :3].sum() * 0),
+    "max_pool2d-batch0": ("max_pool2d", [(0, 3, 4, 4)], lambda a: F.max_pool2d(a, 2),
+                          lambda a: TF.max_pool2d(a, 2)),
+    "max_pool2d-overlapping-batch0": ("max_pool2d", [(0, 3, 4, 4)],
+                                      lambda a: F.max_pool2d(a, 3, 1, 1),
+                                      lambda a: TF.max_pool2d(a, 3, 1, 1)),
+    "max_pool1d-batch0": ("max_pool1d", [(0, 3, 4)], lambda a: F.max_pool1d(a, 2),
+                          lambda a: TF.max_pool1d(a, 2)),
+    "avg_pool2d-batch0": ("avg_pool2d", [(0, 3, 4, 4)], lambda a: F.avg_pool2d(a, 2),
+                          lambda a: TF.avg_pool2d(a, 2)),
+    "adaptive_avg_pool2d-batch0": ("adaptive_avg_pool2d", [(0, 3, 4, 4)],
+                                   lambda a: F.adaptive_avg_pool2d(a, 2),
+                                   lambda a: TF.adaptive_avg_pool2d(a, 2)),
+    "interpolate-batch0": ("interpolate", [(0, 3, 4, 4)],
+                           lambda a: F.interpolate(a, (6, 6), "bilinear"),
+                           lambda a: TF.interpolate(a, (6, 6), mode="bilinear")),
+    "grid_sample_2d-batch0": ("grid_sample_2d", [(0, 3, 4, 4), (0, 2, 2, 2)],
+                              F.grid_sample_2d,
+                              lambda a, g: TF.grid_sample(a, g, align_corners=False)),
+    "layer_norm-rows0": ("layer_norm", [(0, 4)], lambda a: F.layer_norm(a, (4,)),
+                         lambda a: TF.layer_norm(a, (4,))),
+    "cross_entropy": ("cross_entropy", [(0, 3)],
+                      lambda a: F.cross_entropy(a, _ints(a, (0,))),
+                      lambda a: TF.cross_entropy(a, _ints(a, (0,)))),
+    "attention-keys0": ("attention", [(1, 3, 4), (1, 0, 4), (1, 0, 2)], F.attention,
+                        TF.scaled_dot_product_attention),
+    "gather-index0": ("gather", [(3, 4)], lambda a: a.gather(1, _ints(a, (3, 0))),
+                      lambda a: a.gather(1, _ints(a, (3, 0)))),
+    "embedding-index0": ("embedding", [(5, 3)], lambda w: F.embedding(w, _ints(w, (2, 0))),
+                         lambda w: TF.embedding(_ints(w, (2, 0)), w)),
+    "expand-to0": ("expand", [(1, 3)], lambda a: a.expand((0, 3)) * 2,
+                   lambda a: a.expand(0, 3) * 2),
+    "repeat_dim-0": ("repeat_dim", [(2, 3)], lambda a: a.repeat_dim(0, 0),
+                     lambda a: a.repeat(0, 1)),
+    "pad-empty": ("pad", [(0, 3)], lambda a: a.pad((1, 1, 0, 0), 0.0),
+                  lambda a: TF.pad(a, (1, 1, 0, 0))),
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.op(case[0])) for name, case in EMPTY_CASES.items()])
+def test_empty_tensors(name: str, device: burn.Device, grad_device: burn.Device,
+                       rng: np.random.Generator) -> None:
+    """Empty inputs and results (a zero batch, K = 0, empty cat parts, softmax over nothing,
+    empty index tensors) give torch's shapes and values, and empty or zero gradients (the
+    NumPy backend's max_pool2d, grid_sample_2d and deform_conv2d backwards reshaped an empty
+    batch with -1: ValueError)."""
+    _, shapes, burn_fn, torch_fn = EMPTY_CASES[name]
+    args = [T(rng.standard_normal(s), held("float64", device)) for s in shapes]
+    check_forward(burn_fn, torch_fn, args, device)
+    check_backward(burn_fn, torch_fn, args, grad_device, rng)
+

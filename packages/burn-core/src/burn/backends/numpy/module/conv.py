@@ -470,8 +470,8 @@ def _deform_samples(
     base_y = ky.reshape(-1, 1, 1) + (np.arange(ho) * sh - ph).reshape(1, -1, 1)
     base_x = kx.reshape(-1, 1, 1) + (np.arange(wo) * sw - pw).reshape(1, 1, -1)
     off = offset.reshape(n, og, kh * kw, 2, ho, wo)
-    py = (off[:, :, :, 0] + base_y).reshape(n * og, -1)
-    px = (off[:, :, :, 1] + base_x).reshape(n * og, -1)
+    py = (off[:, :, :, 0] + base_y).reshape(n * og, kh * kw * ho * wo)
+    px = (off[:, :, :, 1] + base_x).reshape(n * og, kh * kw * ho * wo)
     vals = sample(x.reshape(n * og, c // og, *x.shape[2:]), py, px, "bilinear")
     return py, px, vals.reshape(n, og, c // og, kh * kw, ho * wo)
 
@@ -505,9 +505,11 @@ def deform_conv2d(
     )
     if mask is not None:
         vals = vals * mask.astype(wt, copy=False).reshape(*vals.shape[:2], 1, *vals.shape[3:])
-    cols = vals.reshape(n, g, -1, vals.shape[-1])
-    y = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, -1) @ cols
-    return _add_bias(y.reshape(n, -1, *out), bias).astype(x.dtype, copy=False)
+    # sizes written out: a -1 cannot be inferred from an empty batch
+    rows = math.prod(weight.shape[1:])  # C_in/g * kh * kw
+    cols = vals.reshape(n, g, rows, vals.shape[-1])
+    y = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, rows) @ cols
+    return _add_bias(y.reshape(n, weight.shape[0], *out), bias).astype(x.dtype, copy=False)
 
 
 def deform_conv2d_backward(
@@ -548,23 +550,25 @@ def deform_conv2d_backward(
         if mask is None
         else mask.astype(wt, copy=False).reshape(*vals.shape[:2], 1, *vals.shape[3:])
     )
-    go = grad_out.astype(wt, copy=False).reshape(n, g, weight.shape[0] // g, -1)
+    rows, points = math.prod(weight.shape[1:]), vals.shape[-1]  # (no -1: empty batches)
+    go = grad_out.astype(wt, copy=False).reshape(n, g, weight.shape[0] // g, points)
     gw = None
     if need_weight:
-        cols = (vals if m is None else vals * m).reshape(n, g, -1, vals.shape[-1])
+        cols = (vals if m is None else vals * m).reshape(n, g, rows, points)
         gw = (go @ cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape).astype(
             weight.dtype, copy=False)
     gx = goffset = gmask = None
     if need_x or need_offset or (need_mask and mask is not None):
-        wmat = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, -1)
+        wmat = weight.astype(wt, copy=False).reshape(g, weight.shape[0] // g, rows)
         gcols = (wmat.transpose(0, 2, 1) @ go).reshape(vals.shape)
         if need_mask and mask is not None:
             gmask = (gcols * vals).sum(axis=2).reshape(mask.shape).astype(mask.dtype, copy=False)
         if need_x or need_offset:
+            per_group = c // options.offset_groups
             gvals = (gcols if m is None else gcols * m).reshape(
-                py.shape[0], c // options.offset_groups, -1)
-            gxs, gpy, gpx = sample_backward(xw.reshape(py.shape[0], -1, h, w), py, px, gvals,
-                                            "bilinear", need_x, need_offset)
+                py.shape[0], per_group, py.shape[1])
+            gxs, gpy, gpx = sample_backward(xw.reshape(py.shape[0], per_group, h, w), py, px,
+                                            gvals, "bilinear", need_x, need_offset)
             if gxs is not None:
                 gx = gxs.reshape(x.shape).astype(x.dtype, copy=False)
             if gpy is not None and gpx is not None:

@@ -69,7 +69,8 @@ def _points(
         )
     if options.mode not in ("bilinear", "nearest"):
         raise ValueRangeError(op, "unknown mode", mode=options.mode)
-    g = grid.astype(work_dtype(x.dtype), copy=False).reshape(x.shape[0], -1, 2)
+    g = grid.astype(work_dtype(x.dtype), copy=False).reshape(
+        x.shape[0], grid.shape[1] * grid.shape[2], 2)
     px, dpx = _source(g[..., 0], x.shape[3], options)
     py, dpy = _source(g[..., 1], x.shape[2], options)
     return py, px, dpy, dpx
@@ -119,7 +120,7 @@ def grid_sample_2d_backward(
             x=x.shape,
             grid=grid.shape,
         )
-    g = grad_out.astype(py.dtype, copy=False).reshape(*x.shape[:2], -1)
+    g = grad_out.astype(py.dtype, copy=False).reshape(*x.shape[:2], py.shape[1])
     gx, gpy, gpx = sample_backward(x.astype(py.dtype, copy=False), py, px, g, options.mode,
                                    need_x, need_grid)
     ggrid = None if gpy is None or gpx is None else np.stack(

@@ -207,7 +207,7 @@ def max_pool_backward(
         )
     n, c = x.shape[:2]
     plane = math.prod(x.shape[2:])
-    flat = indices.reshape(n * c, -1) + (np.arange(n * c) * plane)[:, None]
+    flat = indices.reshape(n * c, math.prod(out)) + (np.arange(n * c) * plane)[:, None]
     gx = np.zeros(n * c * plane, work_dtype(x.dtype))
     values = grad_out.reshape(-1).astype(gx.dtype, copy=False)
     spans = (d * (k - 1) + 1 for k, d in zip(options.kernel_size, options.dilation, strict=True))
