@@ -391,3 +391,24 @@ def test_empty_tensors(name: str, device: burn.Device, grad_device: burn.Device,
     check_forward(burn_fn, torch_fn, args, device)
     check_backward(burn_fn, torch_fn, args, grad_device, rng)
 
+
+@pytest.mark.parametrize(("op", "fn"), [
+    pytest.param("max_dim", lambda x: x.max(0), marks=pytest.mark.op("max_dim"), id="max"),
+    pytest.param("max_dim_with_indices", lambda x: x.max_dim_with_indices(0),
+                 marks=pytest.mark.op("max_dim_with_indices"), id="max_dim_with_indices"),
+    pytest.param("min_dim", lambda x: x.min(-2), marks=pytest.mark.op("min_dim"), id="min"),
+    pytest.param("argmax", lambda x: x.argmax(0), marks=pytest.mark.op("argmax"), id="argmax"),
+    pytest.param("median", lambda x: x.median(0), marks=pytest.mark.op("median"), id="median"),
+])
+def test_extremes_of_an_empty_dim_are_typed_errors(op: str, fn: Any,
+                                                   device: burn.Device) -> None:
+    """max / min / argmax / median along an empty dim raise ValueRangeError naming the op,
+    shape and dim, where torch raises IndexError, at the call even under fusion; along a
+    non-empty dim of an empty tensor they give an empty result."""
+    x = burn.zeros((0, 3), device=device).exp()
+    with pytest.raises(burn.errors.ValueRangeError,
+                       match=rf"^{op.split('_dim')[0]}.*shape=\(0, 3\), dim=0"):
+        fn(x)
+    out = fn(x.transpose(0, 1))  # [3, 0] along its dim of 3: empty
+    for part in out if isinstance(out, tuple) else (out,):
+        assert 0 in part.shape

@@ -226,8 +226,13 @@ def reduce(
 
 
 def check_nonempty(name: str, x: TensorBase, dims: Iterable[int] | None = None) -> None:
-    """Raise ValueRangeError when reducing an empty extent (max / min / argmax of nothing)."""
+    """Raise ValueRangeError when reducing an empty extent (max / min / argmax of nothing),
+    naming the empty dim reduced (torch raises IndexError there)."""
     shape = x.shape
-    sizes = shape if dims is None else [shape[d] for d in dims]
-    if 0 in sizes:
-        raise ValueRangeError(name, "cannot reduce an empty tensor", shape=shape)
+    if dims is None:
+        if 0 in shape:
+            raise ValueRangeError(name, "cannot reduce an empty tensor", shape=shape)
+        return
+    for d in dims:
+        if shape[d] == 0:
+            raise ValueRangeError(name, "cannot reduce an empty tensor", shape=shape, dim=d)
