@@ -412,3 +412,48 @@ def test_extremes_of_an_empty_dim_are_typed_errors(op: str, fn: Any,
     out = fn(x.transpose(0, 1))  # [3, 0] along its dim of 3: empty
     for part in out if isinstance(out, tuple) else (out,):
         assert 0 in part.shape
+
+
+# ------------------------------------------------------------------------ saturated integers
+INT_EDGES = {"int8": [-128, 127, -1, 0, 1, 100, -100], "uint8": [0, 255, 1, 128, 200, 7, 100],
+             "int32": [-2**31, 2**31 - 1, -1, 0, 1, 65536, -65536],
+             "int64": [-2**63, 2**63 - 1, -1, 0, 1, 2**40, -2**40]}
+
+
+@pytest.mark.parametrize("op,fn", [
+    pytest.param("add", lambda a, b: a + b, marks=pytest.mark.op("add"), id="add"),
+    pytest.param("sub", lambda a, b: a - b, marks=pytest.mark.op("sub"), id="sub"),
+    pytest.param("mul", lambda a, b: a * b, marks=pytest.mark.op("mul"), id="mul"),
+    pytest.param("neg", lambda a, b: -a, marks=pytest.mark.op("neg"), id="neg"),
+    pytest.param("abs", lambda a, b: a.abs(), marks=pytest.mark.op("abs"), id="abs"),
+    pytest.param("mul", lambda a, b: a * 3, marks=pytest.mark.op("mul_scalar"), id="mul-3"),
+    pytest.param("sum", lambda a, b: a.sum(), marks=pytest.mark.op("sum"), id="sum"),
+    pytest.param("cumsum", lambda a, b: a.cumsum(0), marks=pytest.mark.op("cumsum"),
+                 id="cumsum"),
+    pytest.param("prod", lambda a, b: a.prod(), marks=pytest.mark.op("prod"), id="prod"),
+    pytest.param("remainder", lambda a, b: a % 7, marks=pytest.mark.op("remainder_scalar"),
+                 id="remainder-7"),
+    pytest.param("floor_div", lambda a, b: a // 7, marks=pytest.mark.op("floor_div"),
+                 id="floor_div-7"),
+])
+@pytest.mark.parametrize("dtype", list(INT_EDGES))
+def test_int_overflow_wraps(op: str, fn: Any, dtype: str, device: burn.Device) -> None:
+    """Sums, products, negation and abs past an int dtype's range wrap as torch (abs and neg
+    of the minimum give the minimum), strided operands included."""
+    a = np.array(INT_EDGES[dtype])
+    check_forward(fn, fn, [T(a, dtype, "strided"), T(np.roll(a, 3), dtype)], device)
+
+
+@pytest.mark.op("cast")
+@pytest.mark.parametrize("source", ["float32", "float16"])
+@pytest.mark.parametrize("target", ["int8", "uint8", "int32", "int64"])
+def test_special_floats_cast_to_ints(source: str, target: str, device: burn.Device) -> None:
+    """NaN, infinities and values past the target's range cast to ints as torch on x86 (the
+    type's minimum; int8 / uint8 through int32, wrapping), quietly, on every backend
+    (docs/differences.md: C leaves these casts undefined, the cube kernels write them out)."""
+    x = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 300.5, -300.5, 2.9e9, -0.9, 127.9,
+                  255.5])
+    with np.errstate(over="ignore"):  # 1e10 is inf in float16
+        arg = T(x, source, "strided")
+    check_forward(lambda a: a.cast(burn.DType(target)),
+                  lambda a: a.to(getattr(torch, target)), [arg], device)
