@@ -457,3 +457,85 @@ def test_special_floats_cast_to_ints(source: str, target: str, device: burn.Devi
         arg = T(x, source, "strided")
     check_forward(lambda a: a.cast(burn.DType(target)),
                   lambda a: a.to(getattr(torch, target)), [arg], device)
+
+
+# -------------------------------------------------------------------------------- bad input
+def _ones(d: burn.Device, shape: tuple[int, ...], dtype: Any = burn.float32) -> Any:
+    return burn.ones(shape, dtype=dtype, device=d)
+
+
+#: name -> (error type, message pattern, the bad call on a device); each is known from shapes,
+#: dtypes and devices alone, so it raises at the call, before any sync, under fusion too.
+BAD_CALLS: dict[str, tuple[type[Exception], str, Any]] = {
+    "add": (burn.errors.ShapeError, r"^add: shapes cannot be broadcast.*\(2, 3\), \(4, 3\)",
+            lambda d: _ones(d, (2, 3)).exp() * 2 + _ones(d, (4, 3))),
+    "matmul": (burn.errors.ShapeError, r"^matmul: inner dims differ.*lhs=\(2, 3\), rhs=\(4, 5\)",
+               lambda d: _ones(d, (2, 3)).exp() @ _ones(d, (4, 5))),
+    "bitwise_and": (burn.errors.DTypeError, r"^bitwise_and: .*lhs=int32, rhs=float32",
+                    lambda d: _ones(d, (2,), burn.int32) & _ones(d, (2,))),
+    "sub": (burn.errors.DTypeError, r"^sub: not supported for two bool operands",
+            lambda d: _ones(d, (2,), burn.bool_) - _ones(d, (2,), burn.bool_)),
+    "reshape": (burn.errors.ShapeError, r"^reshape: element counts differ.*target=\(7,\)",
+                lambda d: _ones(d, (2, 3)).exp().reshape((7,))),
+    "cat": (burn.errors.ShapeError, r"^cat: sizes must match.*\(2, 3\), \(2, 4\)",
+            lambda d: burn.cat([_ones(d, (2, 3)).exp(), _ones(d, (2, 4))], 0)),
+    "sum_dim": (burn.errors.BurnIndexError, r"^sum: dim out of range \(dim=2, ndim=2",
+                lambda d: _ones(d, (2, 3)).exp().sum(2)),
+    "softmax": (burn.errors.BurnIndexError, r"^softmax: dim out of range \(dim=-3",
+                lambda d: F.softmax(_ones(d, (2, 3)).exp(), -3)),
+    "expand": (burn.errors.ShapeError, r"^expand: only size-1 dims can grow",
+               lambda d: _ones(d, (2, 3)).exp().expand((4, 3))),
+    "gather": (burn.errors.ShapeError, r"^gather: indices must have the input's rank",
+               lambda d: _ones(d, (2, 3)).exp().gather(1, _ones(d, (3, 3), burn.int64))),
+    "mask_fill": (burn.errors.ShapeError, r"^mask_fill: shapes cannot be broadcast",
+                  lambda d: _ones(d, (2, 3)).exp().mask_fill(_ones(d, (4,), burn.bool_), 0.0)),
+    "conv2d": (burn.errors.ShapeError, r"^conv2d: need C_in",
+               lambda d: F.conv2d(_ones(d, (1, 3, 4, 4)).exp(), _ones(d, (2, 4, 1, 1)))),
+    "layer_norm": (burn.errors.ShapeError, r"^layer_norm: input must be",
+                   lambda d: F.layer_norm(_ones(d, (2, 3)).exp(), (4,))),
+    "add-devices": (burn.errors.DeviceError, r"^add: tensors are on different devices",
+                  lambda d: _ones(d, (2,)).exp() + burn.ones((2,), device="numpy+autodiff")),
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.op(name.split("-")[0])) for name in BAD_CALLS])
+def test_bad_input_raises_at_the_call(name: str, device: burn.Device) -> None:
+    """Shape, dtype, dim and device mistakes raise their typed error, naming the op, shapes and
+    dtypes, at the bad call itself on every device: a fusion device records ops without
+    running them, and must not defer these to the next sync (the inputs here are pending
+    results of an exp)."""
+    error, pattern, call = BAD_CALLS[name]
+    with pytest.raises(error, match=pattern):
+        call(device)
+    np.testing.assert_array_equal((_ones(device, (2,)) * 3).to_numpy(), [3.0, 3.0])
+
+
+def _i64(d: burn.Device, values: Any) -> Any:
+    return burn.tensor(np.array(values, dtype=np.int64), device=d)
+
+
+#: op -> a call indexing out of range (its checks run on the host at once on NumPy, in the
+#: kernel on the cube backends, reported at the next sync).
+BAD_INDICES: dict[str, Any] = {
+    "gather": lambda d, x: x.gather(1, _i64(d, [[0, 3, 1], [0, 0, 0]])),
+    "scatter": lambda d, x: x.scatter(1, _i64(d, [[0, -4, 1], [0, 0, 0]]), x),
+    "select": lambda d, x: x.select(0, _i64(d, [0, 2])),
+    "select_assign": lambda d, x: x.select_assign(0, _i64(d, [2]), _ones(d, (1, 3))),
+    "embedding": lambda d, x: F.embedding(x, _i64(d, [[0, -1]])),
+    "one_hot": lambda d, x: _i64(d, [0, 3]).one_hot(3),
+    "getitem": lambda d, x: x[_i64(d, [0, 2])],
+    "gather_nd": lambda d, x: x.gather_nd(_i64(d, [[0, 3]])),
+    "cross_entropy": lambda d, x: F.cross_entropy(x, _i64(d, [0, 3])),
+}
+
+
+@pytest.mark.parametrize("op", [
+    pytest.param(op, marks=pytest.mark.op(op)) for op in BAD_INDICES])
+def test_indices_out_of_range_raise_by_the_next_sync(op: str, device: burn.Device) -> None:
+    """An index out of range raises BurnIndexError naming the op and the index by the time its
+    result is read (no value comes back), and the device works on afterwards."""
+    x = _ones(device, (2, 3)).exp()
+    with pytest.raises(burn.errors.BurnIndexError, match=rf"^{op}: index -?\d+ out of range"):
+        BAD_INDICES[op](device, x).to_numpy()
+    np.testing.assert_allclose(x.sum().item(), 6 * np.e, rtol=1e-6)
