@@ -121,6 +121,10 @@ def scan_kernel(op: str, dtype: DType, out_dtype: DType, rank: int, mode: str) -
         fresh = (part == 0) if mode == "carried" else True
         with b.if_(fresh):
             b.set(acc, b.cast(x[src + start * x.stride[-1]], acc_dtype))
+            if op == "sum" and dtype.is_float:
+                # a line's leading -0.0s sum to +0.0, as torch's sum from 0 (a select: WGSL
+                # compilers may fold x + 0.0 into x)
+                b.set(acc, b.select(acc == 0.0, 0.0, acc))
             b.set(at, b.cast(start, i64))
             if dst is not None:
                 _store(out, idx, dst + start * out.stride[-1], acc, at)

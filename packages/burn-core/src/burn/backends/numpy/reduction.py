@@ -62,8 +62,22 @@ def _min_dim_with_indices(self: Any, x: Array, dim: int) -> tuple[Array, Array]:
     return np.take_along_axis(x, idx, axis=dim), idx
 
 
+#: Elements up to which cumsum adds 0.0 to its result rather than look for a -0.0 first.
+_ADD_ZERO_BELOW = 4096
+
+
 def _cumsum(self: Any, x: Array, dim: int) -> Array:
-    return np.add.accumulate(x, axis=dim)
+    """Running sum; a line's leading -0.0s sum to +0.0, as torch's, whose sum starts from 0.
+    A -0.0 survives only where every element so far is -0.0, so the first slice tells whether
+    adding 0.0 to the result (one pass) changes anything."""
+    out = np.add.accumulate(x, axis=dim)
+    if out.size < _ADD_ZERO_BELOW:
+        out += 0.0
+    elif out.size:
+        first = out[(slice(None),) * dim + (0,)]
+        if np.any((first == 0) & np.signbit(first)):
+            out += 0.0
+    return out
 
 
 def _cumprod(self: Any, x: Array, dim: int) -> Array:
