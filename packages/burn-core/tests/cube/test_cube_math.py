@@ -1,7 +1,8 @@
 """Math kernels of the cube backends (`CubeMathOps`): int_powi / int_powi_scalar, float_atan2,
 gelu (exact and tanh), softplus, log_sigmoid, mish and selu against torch and the NumPy
 backend, on cpu and wgpu: ordinary, transposed, broadcast, empty and 0-d inputs, edge values;
-every op runs on its kernel (no host fallback), and the kernels generate CUDA C."""
+every op runs on its kernel (no host fallback); GPU runtimes' kernels taking `GPU_RUN`
+positions a unit over sizes around the threshold; and the kernels generate CUDA C."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import torch
 import torch.nn.functional as F
 
 import burn
-from burn.backends.cube.math import MATH, math_kernel
+from burn.backends.cube.elementwise import CUBE_DIM
+from burn.backends.cube.math import GPU_RUN, MATH, math_kernel
 from burn.backends.numpy import NumpyBackend
 from burn.dtype import DType
 
@@ -153,6 +155,38 @@ def test_atan2(name: str) -> None:
     assert be.fallbacks["float_atan2"] == 0
 
 
+@pytest.mark.parametrize("size", [GPU_RUN * CUBE_DIM - 1, GPU_RUN * CUBE_DIM,
+                                  GPU_RUN * CUBE_DIM * 3 + 5])
+def test_gpu_runs_of_positions(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On wgpu, from `GPU_RUN` * `CUBE_DIM` elements a unit computes `GPU_RUN` positions a span
+    apart (the last span partial): every position once, dense, broadcast and transposed."""
+    device = burn.Device("wgpu")
+    be: Any = device.backend
+    runs: list[int] = []
+    real = math_kernel
+
+    def recorded(*args: Any) -> Any:
+        runs.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr("burn.backends.cube.math.math_kernel", recorded)
+    rng = np.random.default_rng(size)
+    x = (rng.standard_normal(size) * 3).astype(np.float32)
+    got = be.float_into_data(be.gelu(be.float_from_data(x, device), "none"))
+    want = F.gelu(torch.from_numpy(x)).numpy()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    check(got, np.asarray(NUMPY.gelu(x, "none")), DType.float32)  # the same erf formula
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=3e-6)
+    rows = rng.standard_normal((size // 7 + 1, 7)).astype(np.float32)
+    col = rng.standard_normal((7,)).astype(np.float32)
+    xt = be.float_permute(be.float_from_data(np.ascontiguousarray(rows.T), device), (1, 0))
+    got = be.float_into_data(be.float_atan2(xt, be.float_from_data(col, device)))
+    check(got, np.arctan2(rows, col), DType.float32)
+    expected = GPU_RUN if size >= GPU_RUN * CUBE_DIM else 1
+    assert runs[0] == expected and runs[1] == (GPU_RUN if rows.size >= GPU_RUN * CUBE_DIM
+                                               else 1)
+
+
 @pytest.mark.parametrize("name", DEVICES)
 @pytest.mark.parametrize("dtype", [DType.int32, DType.int64])
 def test_int_powi(name: str, dtype: DType) -> None:
@@ -202,7 +236,8 @@ def test_kernels_generate_cuda(key: str) -> None:
         tensors = {"gelu_backward_cdf": 3}.get(
             key, 1 if key == "int_powi_scalar" or not key.startswith(("int_", "float_")) else 2)
         scalars = {"softplus": 2, "int_powi_scalar": 1}.get(key, 0)
-        kernel = math_kernel(key, dtype, tensors, scalars, 1)
         arrays = [np.zeros(4, dtype.numpy) for _ in range(tensors)]
         numbers = [2.0 if dtype.is_float else 2] * scalars
-        assert kernel.source("cuda", 256, *arrays, *numbers, np.zeros(4, dtype.numpy))
+        for run in (1, GPU_RUN):
+            kernel = math_kernel(key, dtype, tensors, scalars, 1, run)
+            assert kernel.source("cuda", 256, *arrays, *numbers, np.zeros(4, dtype.numpy))

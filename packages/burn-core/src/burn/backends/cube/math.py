@@ -20,10 +20,12 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 from burn_cube.codegen.table_c import ERF_F32_DENOMINATOR, ERF_F32_NUMERATOR
 
-from .elementwise import broadcast_view, flat_view
+from .elementwise import CUBE_DIM, broadcast_view, flat_view
 from .kernel_cache import cached_kernel
 from .tensor import CubeTensor
 
+#: Positions a unit of the GPU runtimes' math kernels computes (`run_math`).
+GPU_RUN = 4
 #: SELU's constants (torch's).
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 Emit = Callable[[Any, list[Any]], Any]
@@ -195,9 +197,11 @@ def _work(dtype: DType) -> DType:
 
 
 @cached_kernel
-def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int) -> Any:
+def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int,
+                run: int = 1) -> Any:
     """The kernel of `MATH[key]` over `tensors` strided inputs of `dtype` and rank `rank`, then
-    `scalars` runtime scalars (of the work dtype), then the output."""
+    `scalars` runtime scalars (of the work dtype), then the output; each unit computes `run`
+    positions a span of ``ceil(len / run)`` apart (adjacent units at adjacent positions)."""
     from burn_cube import KernelBuilder
 
     b = KernelBuilder(key)
@@ -205,16 +209,20 @@ def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int) -
     ins = [b.tensor(f"x{i}", cube, rank=rank, write=False) for i in range(tensors)]
     params = [b.scalar(f"s{i}", work) for i in range(scalars)]
     out = b.tensor("out", cube, rank=rank, write=True)
-    pos = b.ABSOLUTE_POS
-    with b.if_(pos < out.len):
-        xs = [b.local(work, b.cast(t[b.index_of(t, pos)], work)) for t in ins]
-        out[b.index_of(out, pos)] = b.cast(MATH[key](b, xs + params), cube)
+    span = b.local(b.ABSOLUTE_POS.dtype, (out.len + (run - 1)) // run) if run > 1 else None
+    for k in range(run):
+        pos = b.ABSOLUTE_POS if k == 0 else b.ABSOLUTE_POS + span * k
+        with b.if_(pos < out.len):
+            xs = [b.local(work, b.cast(t[b.index_of(t, pos)], work)) for t in ins]
+            out[b.index_of(out, pos)] = b.cast(MATH[key](b, xs + params), cube)
     return b.kernel()
 
 
 def run_math(backend: Any, key: str, tensors: list[CubeTensor], scalars: list[Any]
              ) -> CubeTensor:
-    """Launch `MATH[key]` over `tensors` (broadcast) and host `scalars` on `backend`.
+    """Launch `MATH[key]` over `tensors` (broadcast) and host `scalars` on `backend`: on GPU
+    runtimes `GPU_RUN` positions a unit (fewer cubes: the exact GELU over 16M floats took 62 us
+    one position a unit on an H200, against torch's 36).
 
     Returns:
         A new contiguous tensor of the broadcast shape and the first input's dtype.
@@ -228,10 +236,12 @@ def run_math(backend: Any, key: str, tensors: list[CubeTensor], scalars: list[An
         views, out_view = [flat_view(t) for t in tensors], flat_view(out)
     else:
         views, out_view = [broadcast_view(t, shape) for t in tensors], out
-    kernel = math_kernel(key, dtype, len(tensors), len(scalars), len(out_view.shape))
+    run = 1 if backend.runtime_name == "cpu" or out.size < GPU_RUN * CUBE_DIM else GPU_RUN
+    kernel = math_kernel(key, dtype, len(tensors), len(scalars), len(out_view.shape), run)
     host = [float(s) if dtype.is_float else np.array(s).astype(dtype.numpy).item()
             for s in scalars]  # an int scalar wraps into the dtype, as the NumPy backend's
-    backend.launch(kernel, out.size, *(v.array for v in views), *host, out_view.array)
+    backend.launch_planned(kernel, -(-out.size // run), *(v.array for v in views), *host,
+                           out_view.array)
     return out
 
 
