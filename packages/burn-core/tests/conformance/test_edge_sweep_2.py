@@ -562,3 +562,21 @@ def test_cumsum_of_negative_zeros_is_positive_zero(n: int, dtype: str,
     want = torch.from_numpy(data).to(getattr(torch, dtype)).cumsum(-1)
     got = np.asarray(out.cast(burn.float32).to_numpy(), dtype=np.float64)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want.to(torch.float64).numpy()))
+
+
+@pytest.mark.op("std")
+@pytest.mark.parametrize("correction", [0, 1])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_std_of_constant_lines_has_a_zero_gradient(correction: int, layout: str,
+                                                   grad_device: burn.Device,
+                                                   rng: np.random.Generator) -> None:
+    """The standard deviation of a constant line is 0 with a zero gradient, as torch's (the
+    square root's infinite derivative times the variance's zero gradient gave NaN); a line of
+    one element with correction 1 stays NaN."""
+    data = np.array([[1.5, 1.5, 1.5, 1.5], [1.0, 2.0, 3.0, -4.0], [-0.0, 0.0, 0.0, -0.0]])
+    x = T(data, held("float64", grad_device), layout)
+    check_backward(lambda a: a.std(1, correction), lambda a: a.std(1, correction=correction),
+                   [x], grad_device, rng)
+    one = T(np.array([[2.0]]), held("float64", grad_device))
+    with pytest.warns(UserWarning):  # torch: "degrees of freedom is <= 0"
+        check_backward(lambda a: a.std(), lambda a: a.std(), [one], grad_device, rng)

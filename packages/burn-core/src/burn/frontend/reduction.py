@@ -221,14 +221,17 @@ class ReductionMixin(TensorBase):
         return (self._tensor() * other).sum()
 
     def std(self, dim: Dims = None, correction: int = 1, keepdim: bool = False) -> Tensor:
-        """Standard deviation: `var(dim, correction, keepdim).sqrt()`.
+        """Standard deviation: `var(dim, correction, keepdim).sqrt()`; where the variance is 0
+        (a constant line) the gradient is 0, as torch's (sqrt's is infinite there: NaN).
 
         Raises:
             DTypeError: for int and bool tensors.
         """
         if dim is not None:
             norm_dims("std", dim, self.ndim, scalar=True)
-        return self.var(dim, correction, keepdim).sqrt()
+        var = self.var(dim, correction, keepdim)
+        zero = var == 0
+        return var.mask_fill(zero, 1.0).sqrt().mask_fill(zero, 0.0)
 
     def logsumexp(self, dim: int | Iterable[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over `dim` (int or tuple), computed stably: the max along the dims
