@@ -17,6 +17,7 @@ import pytest
 
 import burn
 from burn.backends.cube import CudaBackend, copy, layout
+from burn.backends.cube.elementwise import GPU_RUN
 from burn.backends.cube.tensor import CubeTensor, host_array
 
 DEVICES = ["cpu", "wgpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
@@ -176,7 +177,7 @@ def test_kernels_generate_cuda_source() -> None:
                       (copy.TRANSPOSE_SIDE, copy.TRANSPOSE_ROWS))]
         elif kernel == "copy_rows":  # the cpu's rows, and the GPUs' element-wise runs
             built = [(copy.copy_rows_kernel(burn.float32, rank), copy.ROW_CUBE),
-                     (copy.copy_kernel(burn.float32, rank, copy.GPU_RUN), copy.CUBE_DIM)]
+                     (copy.copy_kernel(burn.float32, rank, GPU_RUN), copy.CUBE_DIM)]
         else:
             built = [(copy.copy_kernel(burn.float32, rank), copy.CUBE_DIM)]
         views = (x.array.view_unchecked(merged, s, x.offset),

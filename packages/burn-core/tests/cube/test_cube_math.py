@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 import burn
-from burn.backends.cube.elementwise import CUBE_DIM
-from burn.backends.cube.math import GPU_RUN, MATH, math_kernel
+from burn.backends.cube.elementwise import CUBE_DIM, GPU_RUN
+from burn.backends.cube.math import MATH, math_kernel
 from burn.backends.numpy import NumpyBackend
 from burn.dtype import DType
 

@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from burn.backends.cube.elementwise import (
     CUBE_DIM,
+    GPU_RUN,
     LANES,
     LINE_DTYPES,
     MAX_ROWS,
@@ -42,9 +43,9 @@ from burn.ir import OpDef, TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
 from burn_cube.codegen.table_c import calls_library
 
-#: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices), where
-#: an op is (name, arguments, result dtype) and an argument is ("in", k), ("op", j),
-#: ("num", dtype) or ("fixed", value); dtypes by `id`.
+#: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices, run),
+#: where an op is (name, arguments, result dtype) and an argument is ("in", k), ("op", j),
+#: ("num", dtype) or ("fixed", value); dtypes by `id`; run: positions a unit computes.
 Signature = tuple[Any, ...]
 _KERNELS: dict[Signature, Any] = {}
 _VECTORIZES: dict[tuple[str, DType], bool] = {}
@@ -231,9 +232,10 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     """The launcher of `program`'s kernel over arguments laid out as these: dense inputs of
     the result's shape as rank-1 views (in `LANES`-wide lines where every dtype is one that
     allows them, offsets are aligned and the lowerings have a line form), others read as
-    broadcast or strided views of the result's rank, by rows where the last dimension is long
-    enough (`elementwise_kernel(rows=True)`'s schedule: the column part of every index is
-    affine)."""
+    broadcast or strided views of the result's rank: on the cpu runtime by rows where the last
+    dimension is long enough (`elementwise_kernel(rows=True)`'s schedule: the column part of
+    every index is affine), on GPUs by element, `GPU_RUN` positions a unit where not by
+    lines."""
     start = time.perf_counter()
     shape = program.shape
     size = math.prod(shape)
@@ -247,14 +249,20 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
                       and all(a.offset % LANES == 0 for a in arrays)) else 1
     rank = 1 if dense else len(shape)
     rows = size // shape[-1] if rank > 1 else 0
-    by_rows = rank > 1 and shape[-1] >= ROW_MIN and rows <= MAX_ROWS
-    signature = (rank, lanes, by_rows, tuple(id(t.dtype) for t in inputs), program.ops,
-                 program.outputs)
+    gpu = inner.runtime_name != "cpu"
+    by_rows = not gpu and rank > 1 and shape[-1] >= ROW_MIN and rows <= MAX_ROWS
+
+    def signature_of(lanes: int) -> Signature:
+        run = GPU_RUN if gpu and lanes == 1 and size >= GPU_RUN * CUBE_DIM else 1
+        return (rank, lanes, by_rows, tuple(id(t.dtype) for t in inputs), program.ops,
+                program.outputs, run)
+
+    signature = signature_of(lanes)
     kernel = _kernel(signature)
     if kernel is None:  # an op without a line form: by element
-        signature = (signature[0], 1, *signature[2:])
+        signature = signature_of(1)
         kernel = _kernel(signature)
-    lanes = signature[1]
+    lanes, run = signature[1], signature[6]
     if dense:
         views = [_flat(a, size) for a in (*arrays, *(o.array for o in outs))]
     else:
@@ -262,7 +270,7 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     if by_rows:
         counts = (-(-shape[-1] // ROW_CUBE), rows, 1)
     else:
-        counts = (max(1, -(-size // lanes // CUBE_DIM)), 1, 1)
+        counts = (max(1, -(-size // (lanes * run * CUBE_DIM))), 1, 1)
     n_in = len(inputs)
     launcher: Callable[[Any], None] = kernel.plan(inner.runtime, counts, CUBE_DIM,
                                                   *views[:n_in], *numbers, *views[n_in:])
@@ -292,31 +300,40 @@ def _kernel(signature: Signature) -> Any:
 def _build(signature: Signature) -> Any:
     """The kernel of a block signature."""
     from burn_cube import KernelBuilder
-    from burn_cube.types import line
 
-    rank, lanes, by_rows, in_ids, ops, written = signature
+    rank, lanes, by_rows, in_ids, ops, written, run = signature
     in_dtypes = [DTYPES[i] for i in in_ids]
     b = KernelBuilder(kernel_name("fused", ops))
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", d), rank=rank, line_size=lanes, write=False)
            for k, d in enumerate(in_dtypes)]
-    scalars = iter([b.scalar(f"s{n}", cube_dtype("fusion", DTYPES[arg[1]]))
-                    for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")])
+    numbers = [b.scalar(f"s{n}", cube_dtype("fusion", DTYPES[arg[1]]))
+               for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")]
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
                      line_size=lanes, write=True) for i, j in enumerate(written)]
     if by_rows:
-        pos = b.ABSOLUTE_POS_X
-
-        def index(t: Any) -> Any:
-            return row_index(b, t, rank, pos)
-
+        positions = [b.ABSOLUTE_POS_X]
         bound: Any = outs[0].shape[rank - 1]
     else:
-        pos = b.ABSOLUTE_POS
-
-        def index(t: Any) -> Any:
-            return b.index_of(t, pos)
-
         bound = outs[0].len
+        span = b.local(b.ABSOLUTE_POS.dtype, (bound + (run - 1)) // run) if run > 1 else None
+        positions = [b.ABSOLUTE_POS if k == 0 else b.ABSOLUTE_POS + span * k
+                     for k in range(run)]
+    for pos in positions:  # each position a unit computes (by rows: one)
+        _emit_position(b, pos, bound, by_rows, rank, ins, outs, iter(numbers), in_dtypes,
+                       lanes, ops, written)
+    return b.kernel()
+
+
+def _emit_position(b: Any, pos: Any, bound: Any, by_rows: bool, rank: int, ins: list[Any],
+                   outs: list[Any], scalars: Any, in_dtypes: list[DType], lanes: int,
+                   ops: tuple[Any, ...], written: tuple[int, ...]) -> None:
+    """The block's ops at position `pos` (a column of row ``CUBE_POS_Y`` by rows), guarded by
+    `bound`: inputs loaded once each, the written results stored."""
+    from burn_cube.types import line
+
+    def index(t: Any) -> Any:
+        return row_index(b, t, rank, pos) if by_rows else b.index_of(t, pos)
+
     loaded: dict[int, Any] = {}
     results: list[Any] = []
 
@@ -336,7 +353,6 @@ def _build(signature: Signature) -> Any:
             results.append(emit_op(b, op, operand, lanes))
         for out, j in zip(outs, written, strict=True):
             out[index(out)] = results[j]
-    return b.kernel()
 
 
 def _flat(array: Any, size: int) -> Any:

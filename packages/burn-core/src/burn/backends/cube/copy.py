@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .elementwise import GPU_RUN
 from .kernels import (
     ROW_CUBE,
     TILE,
@@ -43,9 +44,6 @@ MAX_CUBES = 65535
 ROW_MIN = 16
 #: Units per cube of the rank-1 and element-wise copies.
 CUBE_DIM = 256
-#: Positions of the last dimension an element-wise copy's unit takes on GPUs, where it
-#: divides that dimension (unravelled once per run).
-GPU_RUN = 4
 
 
 def merge_dims(shape: Shape, *strides: Shape) -> tuple[Shape, tuple[Shape, ...]]:

@@ -20,12 +20,10 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 from burn_cube.codegen.table_c import ERF_F32_DENOMINATOR, ERF_F32_NUMERATOR
 
-from .elementwise import CUBE_DIM, broadcast_view, flat_view
+from .elementwise import CUBE_DIM, GPU_RUN, broadcast_view, flat_view
 from .kernel_cache import cached_kernel
 from .tensor import CubeTensor
 
-#: Positions a unit of the GPU runtimes' math kernels computes (`run_math`).
-GPU_RUN = 4
 #: SELU's constants (torch's).
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 Emit = Callable[[Any, list[Any]], Any]
