@@ -580,3 +580,40 @@ def test_std_of_constant_lines_has_a_zero_gradient(correction: int, layout: str,
     one = T(np.array([[2.0]]), held("float64", grad_device))
     with pytest.warns(UserWarning):  # torch: "degrees of freedom is <= 0"
         check_backward(lambda a: a.std(), lambda a: a.std(), [one], grad_device, rng)
+
+
+#: Ops that may change nothing: each must still return a new tensor (a value), as torch's copy.
+NO_OP_RESULTS: dict[str, tuple[str, Any]] = {
+    "pad-zeros": ("pad", lambda x: x.pad((0, 0, 0, 0), 0.0)),
+    "pad-edge-zeros": ("pad", lambda x: x.pad((0, 0), mode="edge")),
+    "roll-0": ("roll", lambda x: x.roll((0, 3), (0, 1))),
+    "roll_dim-n": ("roll_dim", lambda x: x.roll_dim(2, 0)),
+    "repeat-ones": ("repeat", lambda x: x.repeat(1, 1)),
+    "sign-bool": ("sign", lambda x: (x > 2).sign()),
+    "t-1d": ("swap_dims", lambda x: x[0].t()),
+    "T-1d": ("permute", lambda x: x[1].T),
+    "transpose-0d": ("swap_dims", lambda x: x[0, 0].transpose(0, -1)),
+    "movedim-0d": ("movedim", lambda x: x[1, 2].movedim(0, 0)),
+    "sum_dims-none": ("sum_dim", lambda x: x.sum_dims([])),
+    "sum_dims_squeeze-none": ("sum_dim", lambda x: x.sum_dims_squeeze([])),
+    "int-mean_dim-0d": ("mean_dim", lambda x: x[0, 1].cast(burn.int64).mean_dim(0)),
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.op(case[0])) for name, case in NO_OP_RESULTS.items()])
+def test_ops_that_change_nothing_return_values(name: str, device: burn.Device) -> None:
+    """A roll by 0, a zero pad, a repeat of ones, the sign of bools, t / T / transpose /
+    movedim of 0-d and 1-d tensors and sums over no dims return new tensors: assigning into
+    the source afterwards leaves the result as it was, and the other way round (they returned
+    the source itself, so `x[...] = v` changed them too)."""
+    data = np.arange(1.0, 7.0).reshape(2, 3)
+    x = burn.tensor(data, dtype=burn.float32, device=device)
+    out = NO_OP_RESULTS[name][1](x)
+    before = np.array(out.to_numpy(), copy=True)
+    x[...] = -5.0
+    np.testing.assert_array_equal(out.to_numpy(), before)
+    source = burn.tensor(data, dtype=burn.float32, device=device)
+    result = NO_OP_RESULTS[name][1](source)
+    result[...] = 0
+    np.testing.assert_array_equal(source.to_numpy(), data.astype(np.float32))

@@ -67,6 +67,16 @@ class TensorBase:
         of Tensor, which the checker cannot see from inside a mixin."""
         return self  # type: ignore[return-value]
 
+    def _distinct(self, out: Tensor) -> Tensor:
+        """`out`, or a new tensor of the same values where an op that changed nothing returns
+        this tensor itself: tensors are values, so `t[...] = v` must not reach a result of `t`
+        (a roll by 0, a zero pad or a repeat of ones, as torch's copies)."""
+        if out is not self:
+            return out
+        t = self._wrap(self._prim)
+        t._shape = self._shape
+        return t
+
     def _wrap(self, prim: Any, dtype: DType | None = None) -> Tensor:
         """A tensor on this tensor's device holding `prim` (of `dtype`, default this dtype)."""
         t = _new(_tensor_class())

@@ -59,24 +59,24 @@ class LayoutMixin(TensorBase):
     view = reshape
 
     def swap_dims(self, dim0: int, dim1: int) -> Tensor:
-        """Swap two dims (a 0-d tensor takes dim 0 / -1 and stays itself, as torch)."""
+        """Swap two dims (a 0-d tensor takes dim 0 / -1 and keeps its values, as torch)."""
         n = self.ndim
         d0, d1 = (norm_dim("swap_dims", d, n, scalar=True) for d in (dim0, dim1))
-        return self._same("swap_dims", d0, d1) if n else self._tensor()
+        return self._same("swap_dims", d0, d1) if n else self.clone()
 
     transpose = swap_dims
 
     def t(self) -> Tensor:
-        """Swap the last two dims (Burn's `t` / `transpose()`); 0-d and 1-d tensors are
-        returned as they are (torch.Tensor.t)."""
-        return self.swap_dims(-2, -1) if self.ndim >= 2 else self._tensor()
+        """Swap the last two dims (Burn's `t` / `transpose()`); 0-d and 1-d tensors keep their
+        values (torch.Tensor.t)."""
+        return self.swap_dims(-2, -1) if self.ndim >= 2 else self.clone()
 
     @property
     def T(self) -> Tensor:  # noqa: N802 - PyTorch's and NumPy's name
         """Every dim reversed (``permute(n-1, ..., 0)``, torch.Tensor.T); 0-d and 1-d tensors
-        are returned as they are. Unlike PyTorch, no deprecation warning above 2 dims."""
+        keep their values. Unlike PyTorch, no deprecation warning above 2 dims."""
         n = self.ndim
-        return self.permute(*range(n - 1, -1, -1)) if n >= 2 else self._tensor()
+        return self.permute(*range(n - 1, -1, -1)) if n >= 2 else self.clone()
 
     @property
     def mT(self) -> Tensor:  # noqa: N802 - PyTorch's name
@@ -188,7 +188,7 @@ class LayoutMixin(TensorBase):
         for d, r in enumerate(reps[:len(shape)]):
             if r != 1:
                 x = x.repeat_dim(d, r)
-        return x
+        return self._distinct(x)
 
     def unfold(self, dim: int, size: int, step: int) -> Tensor:
         """Windows of `size` every `step` along `dim`, as a new last dim (torch.unfold).
@@ -349,7 +349,7 @@ class LayoutMixin(TensorBase):
         x = self._tensor()
         for s, dim in zip(shift_t, dim_t, strict=True):
             x = x.roll_dim(s, dim)
-        return x
+        return self._distinct(x)
 
     def roll_dim(self, shift: int, dim: int) -> Tensor:
         """Rotate along one dim, as Burn: `out[i] = x[(i + shift) % n]` (see `roll`)."""
@@ -358,7 +358,7 @@ class LayoutMixin(TensorBase):
         n = shape[d]
         k = shift % n if n else 0
         if not k:
-            return self._tensor()
+            return self.clone()
         return cat([self.narrow(d, k, n - k), self.narrow(d, 0, k)], d)
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
@@ -377,7 +377,7 @@ class LayoutMixin(TensorBase):
             raise ValueRangeError("movedim", "source and destination differ in length",
                                   source=source, destination=destination)
         if not n:
-            return self._tensor()  # a 0-d tensor takes dim 0 / -1 (as torch)
+            return self.clone()  # a 0-d tensor takes dim 0 / -1 (as torch)
         order: list[int | None] = [None] * n
         for s, t in zip(src, dst, strict=True):
             order[t] = s
@@ -422,7 +422,7 @@ class LayoutMixin(TensorBase):
             new[d] = keep + max(lo, 0) + max(hi, 0)
             region[d] = slice(max(lo, 0), max(lo, 0) + keep, 1)
         if tuple(new) == x.shape:
-            return x
+            return self._distinct(x)
         base = x._full(tuple(new), value)
         return base._same("slice_assign", region, x._prim)
 
@@ -450,7 +450,7 @@ class LayoutMixin(TensorBase):
                 parts = [x.narrow(d, 0, 1).repeat_dim(d, lo), x,
                          x.narrow(d, n - 1, 1).repeat_dim(d, hi)]
             x = cat(parts, d)
-        return x
+        return self._distinct(x)
 
     def _triangle(self, op: str, diagonal: int, lower: bool) -> Tensor:
         shape = self.shape

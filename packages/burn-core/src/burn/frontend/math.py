@@ -118,5 +118,5 @@ class MathMixin(TensorBase):
     __abs__ = abs
 
     def sign(self) -> Tensor:
-        """Elementwise sign (-1, 0 or 1); bool tensors are returned as they are."""
-        return self if self._k == "bool_" else self._same("sign")  # type: ignore[return-value]
+        """Elementwise sign (-1, 0 or 1); bool tensors keep their values."""
+        return self._distinct(self._tensor()) if self._k == "bool_" else self._same("sign")

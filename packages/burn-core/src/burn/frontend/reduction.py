@@ -85,7 +85,9 @@ class ReductionMixin(TensorBase):
     def mean_dim(self, dim: int) -> Tensor:
         """Mean over one dim, kept with size 1 (int tensors: see `mean`)."""
         if self._k == "int_":
-            return self._int_mean(self._dim("mean_dim", dim)) if self.shape else self._tensor()
+            if not self.shape:
+                return self._distinct(self._tensor())
+            return self._int_mean(self._dim("mean_dim", dim))
         require_kind("mean_dim", self._dtype, Kind.FLOAT)
         return self._along("mean_dim", dim)
 
@@ -173,7 +175,7 @@ class ReductionMixin(TensorBase):
         x = self._tensor()
         for d in dims:
             x = getattr(x, op + "_dim")(d)
-        return x
+        return self._distinct(x)
 
     def sum_dims(self, dims: Sequence[int]) -> Tensor:
         """Burn's sum_dims: sums over `dims`, kept with size 1."""
@@ -181,7 +183,7 @@ class ReductionMixin(TensorBase):
 
     def sum_dims_squeeze(self, dims: Sequence[int]) -> Tensor:
         """Burn's sum_dims_squeeze: sums over `dims`, dropped."""
-        return self.sum_dims(dims).squeeze_dims(dims) if dims else self._tensor()
+        return self.sum_dims(dims).squeeze_dims(dims) if dims else self._distinct(self._tensor())
 
     def mean_dims(self, dims: Sequence[int]) -> Tensor:
         """Burn's mean_dims: means over `dims`, kept with size 1."""
