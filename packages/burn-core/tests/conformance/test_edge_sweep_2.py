@@ -18,6 +18,7 @@ import burn
 import burn.functional as F
 
 from .reference import T, assert_same, assert_same_tree, check_backward, check_forward, held
+from .test_edge_sweep import assert_signs
 
 
 def _attention_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
@@ -617,3 +618,24 @@ def test_ops_that_change_nothing_return_values(name: str, device: burn.Device) -
     result = NO_OP_RESULTS[name][1](source)
     result[...] = 0
     np.testing.assert_array_equal(source.to_numpy(), data.astype(np.float32))
+
+
+@pytest.mark.op("floor_div")
+@pytest.mark.parametrize("divisor", ["tensor", 1.0, -1.0, 0.25, -3.0])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_zero_floor_quotients_take_the_sign_of_the_quotient(divisor: Any, dtype: str,
+                                                           device: burn.Device) -> None:
+    """A zero floor quotient has the sign of x / y, as torch's floor_divide (-0.0 // 1 gave
+    0.0 and -0.0 // -1 gave -0.0: x - x % y of a zero x is +0.0), tensor and scalar divisors."""
+    x = np.array([-0.0, 0.0, -0.0, 0.0, 0.2, -0.2, 0.1, -0.1, 3.0, -3.0, 1e-3, -1e-3])
+    y = np.array([1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 5.0, 4.0, -2.0, 2.0])
+    if divisor == "tensor":
+        args: list[Any] = [T(x, dtype, "strided"), T(y, dtype)]
+        out = check_forward(lambda a, b: a // b, lambda a, b: a // b, args, device)
+        want = torch.from_numpy(x).to(getattr(torch, dtype)) // torch.from_numpy(y).to(
+            getattr(torch, dtype))
+    else:
+        out = check_forward(lambda a: a // divisor, lambda a: a // divisor,
+                            [T(x, dtype, "strided")], device)
+        want = torch.from_numpy(x).to(getattr(torch, dtype)) // divisor
+    assert_signs(out, want)

@@ -37,17 +37,26 @@ DIV = BinaryOp("div", {"float_": "float_div"}, {"float_": "float_div_scalar"})
 def _float_floor_div(b: Backend, x: Any, y: Any) -> Any:
     """torch's float floor division: round((x - x % y) / y), exact where floor(x / y) rounds up
     (1 // 0.1 is 9); floor(x / y) where y is 0 or infinite; nan for an infinite x."""
+    quotient = b.float_div(x, y)
     exact = b.float_round(b.float_div(b.float_sub(x, b.float_remainder(x, y)), y))
-    naive = b.float_floor(b.float_div(x, y))
+    naive = b.float_floor(quotient)
     edge = b.bool_or(b.float_equal_elem(y, 0.0), b.float_is_inf(y))
-    return b.float_mask_where(exact, edge, naive)
+    return b.float_mask_where(_signed_zero(b, exact, quotient), edge, naive)
 
 
 def _float_floor_div_scalar(b: Backend, x: Any, s: float) -> Any:
+    quotient = b.float_div_scalar(x, s)
     if s == 0 or math.isinf(s):
-        return b.float_floor(b.float_div_scalar(x, s))
+        return b.float_floor(quotient)
     shifted = b.float_sub(x, b.float_remainder_scalar(x, s))
-    return b.float_round(b.float_div_scalar(shifted, s))
+    return _signed_zero(b, b.float_round(b.float_div_scalar(shifted, s)), quotient)
+
+
+def _signed_zero(b: Backend, result: Any, quotient: Any) -> Any:
+    """A zero floor quotient takes the sign of x / y, as torch's (-0.0 // 1 is -0.0, -0.0 // -1
+    is 0.0; x - x % y of a zero x is +0.0)."""
+    return b.float_mask_where(result, b.float_equal_elem(result, 0.0),
+                              b.float_mul_scalar(quotient, 0.0))
 
 
 def _nonzero_divisor(op: str, backend_op: str) -> Impl:
