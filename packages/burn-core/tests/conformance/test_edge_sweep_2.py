@@ -639,3 +639,23 @@ def test_zero_floor_quotients_take_the_sign_of_the_quotient(divisor: Any, dtype:
                             [T(x, dtype, "strided")], device)
         want = torch.from_numpy(x).to(getattr(torch, dtype)) // divisor
     assert_signs(out, want)
+
+
+@pytest.mark.op("powf")
+@pytest.mark.parametrize("exponent", ["tensor", 3.0, 2.0, 0.5, -0.5, -1.0, -2.0, 1.5])
+def test_powers_of_zeros_and_infinities(exponent: Any, device: burn.Device) -> None:
+    """+-0.0 and +-inf to a power as torch: by C's pow for tensor exponents (-0.0 to an odd
+    positive integer is -0.0: wgpu's pow helper gave +0.0), and for the scalar exponents torch
+    computes by other ops (0.5 by sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN, where the cube
+    kernels' pow gave +0.0 and +inf)."""
+    x = np.array([-0.0, 0.0, -0.0, 0.0, -0.0, -0.0, 0.0, -0.0, -0.0, -np.inf, np.inf, -np.inf])
+    y = np.array([1.0, 1.0, 2.0, 3.0, 0.5, -1.0, -2.0, 3.0, 4.0, 0.5, 0.5, 3.0])
+    if exponent == "tensor":
+        out = check_forward(lambda a, b: a ** b, lambda a, b: a ** b,
+                            [T(x, "float32", "strided"), T(y, "float32")], device)
+        want = torch.from_numpy(x).float() ** torch.from_numpy(y).float()
+    else:
+        out = check_forward(lambda a: a ** exponent, lambda a: a ** exponent,
+                            [T(x, "float32", "strided")], device)
+        want = torch.from_numpy(x).float() ** exponent
+    assert_signs(out, want)

@@ -129,9 +129,9 @@ OPS: dict[str, str | None] = {
 #: Helper functions by name prefix, emitted once per dtype used (``{s}`` the dtype name, ``{T}``
 #: its WGSL type; lines included). erf: Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
 #: pow: C's pow (WGSL's is undefined for negative and zero bases, and llvmpipe's drops NaNs):
-#: x^0 = 1^y = (-1)^+-inf = 1, NaN propagates, 0^-y = inf (-inf for -0 to an odd power), a
-#: negative base to an integer power (or -inf to any) by the parity of the power (infinite
-#: powers are even), else NaN.
+#: x^0 = 1^y = (-1)^+-inf = 1, NaN propagates, 0^-y = inf and 0^y = 0 (-inf and -0 for -0 to
+#: an odd power), a negative base to an integer power (or -inf to any) by the parity of the
+#: power (infinite powers are even), else NaN.
 #: Below |x| = 0.5 erf and sinh are their Taylor series (within 3e-8 there): A&S's absolute
 #: error made erf(1e-7) 6e-8, and the driver's sinh, a difference of exponentials, gave
 #: sinh(1e-30) = 3e-8 (llvmpipe).
@@ -228,7 +228,9 @@ fn bc_log1p_{s}(x: {T}) -> {T} {{
 fn bc_pow_{s}(x: {T}, y: {T}) -> {T} {{
     let inf = {T}(bitcast<f32>(0x7f800000u));
     let odd = fract(y * 0.5) == {T}(0.5);
-    let r = select(pow(abs(x), y), select(inf, 1.0 / x, odd), (x == {T}(0.0)) & (y < {T}(0.0)));
+    let zero = select(select(pow(abs(x), y), select({T}(0.0), x, odd), y > {T}(0.0)),
+                      select(inf, 1.0 / x, odd), y < {T}(0.0));
+    let r = select(pow(abs(x), y), zero, x == {T}(0.0));
     let integral = (y == trunc(y)) | (abs(x) == inf);
     let negative = select({T}(bitcast<f32>(0x7fc00000u)), select(r, -r, odd), integral);
     let one = (y == {T}(0.0)) | (x == {T}(1.0)) | ((x == {T}(-1.0)) & (abs(y) == inf));
