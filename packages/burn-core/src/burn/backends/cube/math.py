@@ -99,7 +99,9 @@ def _erf(b: Any, x: Any) -> Any:
         p = p * x2 + c
     for c in ERF_F32_DENOMINATOR[1:]:
         q = q * x2 + c
-    return p * xc / q
+    # +-1 exactly from |x| = 4 (erf rounds to it there): NVIDIA's Vulkan division left the
+    # quotient an ulp inside, so the exact GELU of -inf was -inf (torch NaN) and of -30 -4e-7
+    return b.select(x >= 4.0, 1.0, b.select(x <= -4.0, -1.0, p * xc / q))
 
 
 def _gelu(b: Any, xs: list[Any]) -> Any:
