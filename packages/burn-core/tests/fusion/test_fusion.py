@@ -204,13 +204,17 @@ def test_bool_casts_in_fused_kernels(base: str, monkeypatch: pytest.MonkeyPatch)
           atol=1e-5)
 
 
-def test_broadcast_rows(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bias add with activation over rows of 64 (the row schedule), a transposed input."""
+@pytest.mark.parametrize("rows,cols", [(40, 64), (37, 67), (3, 5)])
+def test_broadcast_rows(base: str, rows: int, cols: int,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bias add with activation over a transposed input: on the cpu by rows (the row
+    schedule, rows of 64 and 67), on GPUs by element, 4 positions a unit from 1024 elements
+    (the last span partial where 4 does not divide the size)."""
     rng = np.random.default_rng(5)
-    xd = rng.standard_normal((64, 40)).astype(np.float32)
-    bd = rng.standard_normal((64,)).astype(np.float32)
+    xd = rng.standard_normal((cols, rows)).astype(np.float32)
+    bd = rng.standard_normal((cols,)).astype(np.float32)
     dev = f"{base}+fusion"
-    x = burn.tensor(xd, device=dev).swap_dims(0, 1)  # (40, 64), strided
+    x = burn.tensor(xd, device=dev).swap_dims(0, 1)  # (rows, cols), strided
     b = burn.tensor(bd, device=dev)
     counter = LaunchCounter(monkeypatch, base)
     y = F.silu(x + b) * 0.5 - x
