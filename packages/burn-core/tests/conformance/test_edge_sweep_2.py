@@ -659,3 +659,17 @@ def test_powers_of_zeros_and_infinities(exponent: Any, device: burn.Device) -> N
                             [T(x, "float32", "strided")], device)
         want = torch.from_numpy(x).float() ** exponent
     assert_signs(out, want)
+
+
+@pytest.mark.op("tril")
+@pytest.mark.parametrize("op", ["tril", "triu"])
+def test_triangle_diagonals_must_be_ints(op: str, device: burn.Device,
+                                         rng: np.random.Generator) -> None:
+    """tril / triu take an int diagonal (numpy's too), as torch; a float or bool one raises
+    DTypeError naming the op (tril(0.5) kept every element: numpy's tri took k=0.5)."""
+    x = T(rng.standard_normal((2, 3, 4)), "float32", "transposed")
+    check_forward(lambda a: getattr(a, op)(np.int64(-1)), lambda a: getattr(a, op)(-1), [x],
+                  device)
+    for bad in (0.5, True):
+        with pytest.raises(burn.errors.DTypeError, match=rf"^{op}: expected ints"):
+            getattr(burn.ones((3, 3), device=device), op)(bad)

@@ -456,6 +456,7 @@ class LayoutMixin(TensorBase):
         shape = self.shape
         if len(shape) < 2:
             raise ShapeError(op, "need at least 2 dims", shape=shape)
+        (diagonal,) = _ints(op, (diagonal,))  # tril(0.5) kept everything: np.tri's k=0.5
         keep = np.tri(shape[-2], shape[-1], k=diagonal, dtype=bool)
         if not lower:
             keep = ~np.tri(shape[-2], shape[-1], k=diagonal - 1, dtype=bool)
