@@ -122,6 +122,26 @@ def test_contiguous_copy_matches_numpy(name: str, case: str,
     assert set(asked) == {kernel}, (case, asked)
 
 
+def test_gpu_copies_past_the_grid_go_by_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU runtime whose x grid the element-wise copy would exceed (a limit of 64 cubes
+    here: 70 rows of 4096 floats need 280 at 4 positions a unit), copies go by rows."""
+    import dataclasses
+
+    bk: Any = burn.Device("wgpu").backend
+    rt = bk.runtime
+    small = dataclasses.replace(rt.properties, max_cube_count=(64, 65535, 65535))
+    monkeypatch.setitem(rt.__dict__, "properties", small)  # the cached property's value
+    bk.plans.clear()
+    asked = _kernels(monkeypatch)
+    data = np.arange(70 * 8192, dtype=np.float32).reshape(70, 8192)
+    view = layout.slice_(bk, bk.upload(data), (slice(None), slice(3, 4099)))
+    got = host_array(layout.contiguous_copy(bk, view))
+    assert got.shape == (70, 4096) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, data[:, 3:4099])
+    assert set(asked) == {"copy_rows"}
+    bk.plans.clear()
+
+
 @pytest.mark.parametrize("name", DEVICES)
 def test_empty_copy_launches_nothing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     bk: Any = burn.Device(name).backend

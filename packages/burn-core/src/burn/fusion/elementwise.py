@@ -235,7 +235,7 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     broadcast or strided views of the result's rank: on the cpu runtime by rows where the last
     dimension is long enough (`elementwise_kernel(rows=True)`'s schedule: the column part of
     every index is affine), on GPUs by element, `GPU_RUN` positions a unit where not by
-    lines."""
+    lines (by rows past the x grid limit)."""
     start = time.perf_counter()
     shape = program.shape
     size = math.prod(shape)
@@ -250,7 +250,8 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     rank = 1 if dense else len(shape)
     rows = size // shape[-1] if rank > 1 else 0
     gpu = inner.runtime_name != "cpu"
-    by_rows = not gpu and rank > 1 and shape[-1] >= ROW_MIN and rows <= MAX_ROWS
+    by_rows = rank > 1 and shape[-1] >= ROW_MIN and rows <= MAX_ROWS and (
+        not gpu or -(-size // (GPU_RUN * CUBE_DIM)) > inner.runtime.properties.max_cube_count[0])
 
     def signature_of(lanes: int) -> Signature:
         run = GPU_RUN if gpu and lanes == 1 and size >= GPU_RUN * CUBE_DIM else 1

@@ -10,10 +10,11 @@ runtime, rows of `ROW_MIN` to `ROW_CUBE` elements unit-strided in both views a u
 (`copy_runs_kernel`: a cube per row left most of its units idle; attention heads merged back
 into [b, s, h * d] took 49 us instead of 19); rows (the last dimension along ``x``, one cube
 row per row, rows past 65535 along z; unit- or 0-strided rows run in the C target's
-vectorized loop) where the last dimension has at least `ROW_MIN` elements on the cpu
-runtime; the element-wise kernel with a full unravel otherwise, on GPUs `GPU_RUN` positions a
-unit (a cube per row cost more than an unravel per element there: attention heads [32, 8,
-256, 64] merged back took 38-125 us by rows against 28 us element-wise on an H200).
+vectorized loop) where the last dimension has at least `ROW_MIN` elements on the cpu runtime,
+on GPUs only past the element-wise kernel's grid; the element-wise kernel with a full unravel
+otherwise, on GPUs `GPU_RUN` positions a unit (a cube per row cost more than an unravel per
+element there: attention heads [32, 8, 256, 64] merged back took 38-125 us by rows against
+28 us element-wise, 10 us at 4 positions a unit, on an H200).
 Each layout's launch is planned once and kept in `CubeBackend.plans` (`planned`).
 """
 
@@ -93,6 +94,7 @@ def _plan(backend: Any, src: CubeTensor, dst: CubeTensor) -> Callable[[Any], Non
     count = math.prod(shape[:-1])
     unit = [d for d in range(rank - 1) if s_strides[d] == 1]
     cpu = backend.runtime_name == "cpu"
+    run = GPU_RUN if not cpu and shape[-1] % GPU_RUN == 0 else 1
     side = TILE if cpu else TRANSPOSE_SIDE
     if rank >= 2 and d_strides[-1] == 1 and s_strides[-1] > 1 and unit and \
             count // shape[unit[0]] <= MAX_CUBES and shape[unit[0]] <= side * MAX_CUBES:
@@ -108,12 +110,12 @@ def _plan(backend: Any, src: CubeTensor, dst: CubeTensor) -> Callable[[Any], Non
             and cpu:
         kernel = copy_runs_kernel(src.dtype, rank)
         counts, dim = (-(-count // CUBE_DIM), 1, 1), CUBE_DIM
-    elif rank >= 2 and shape[-1] >= ROW_MIN and cpu:
-        kernel = copy_rows_kernel(src.dtype, rank)
+    elif rank >= 2 and shape[-1] >= ROW_MIN and (cpu or -(-src.size // (CUBE_DIM * run))
+                                                  > backend.runtime.properties.max_cube_count[0]):
+        kernel = copy_rows_kernel(src.dtype, rank)  # (GPUs: copies past the x grid limit)
         per_y = min(count, MAX_CUBES)
         counts, dim = (-(-shape[-1] // ROW_CUBE), per_y, -(-count // per_y)), ROW_CUBE
     else:
-        run = GPU_RUN if not cpu and shape[-1] % GPU_RUN == 0 else 1
         kernel = copy_kernel(src.dtype, rank, run)
         counts, dim = (-(-src.size // (CUBE_DIM * run)), 1, 1), CUBE_DIM
     a, b = src.array, dst.array
