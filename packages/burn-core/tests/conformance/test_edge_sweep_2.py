@@ -673,3 +673,19 @@ def test_triangle_diagonals_must_be_ints(op: str, device: burn.Device,
     for bad in (0.5, True):
         with pytest.raises(burn.errors.DTypeError, match=rf"^{op}: expected ints"):
             getattr(burn.ones((3, 3), device=device), op)(bad)
+
+
+@pytest.mark.op("powi")
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8"])
+def test_int_powers_with_negative_int_tensor_exponents(dtype: str, device: burn.Device) -> None:
+    """An int tensor to negative int tensor exponents as torch: 0, or +-1 for a base of +-1
+    (the NumPy backend raised numpy's ValueError; a negative Python int exponent stays a
+    ValueRangeError, as torch refuses it), broadcast and strided."""
+    base = np.array([2, 1, -1, 0, 3, -2, -1, 5])
+    exponent = np.array([-1, -3, -3, -1, -2, -1, -2, 2])
+    check_forward(lambda a, b: a ** b, lambda a, b: a ** b,
+                  [T(base, dtype, "strided"), T(exponent, dtype)], device)
+    check_forward(lambda a, b: a[:1] ** b, lambda a, b: a[:1] ** b,
+                  [T(base, dtype), T(exponent, dtype, "strided")], device)
+    with pytest.raises(burn.errors.ValueRangeError, match=r"^pow: integers to negative"):
+        burn.tensor(base, dtype=burn.DType(dtype), device=device) ** -1

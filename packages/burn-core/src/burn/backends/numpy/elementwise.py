@@ -49,6 +49,16 @@ def _float_remainder(a: Array, b: Any) -> Array:
     return np.where(shift, m + b, m).astype(m.dtype, copy=False)
 
 
+def _int_power(a: Array, b: Any) -> Array:
+    """Integer power as torch's: a negative exponent gives 0, or +-1 for a base of +-1 (numpy
+    refuses negative integer exponents with a ValueError)."""
+    if np.all(np.asarray(b) >= 0):
+        return np.power(a, b)
+    out = np.power(a, np.maximum(b, 0))
+    unit = np.where(a == -1, np.where(np.remainder(b, 2) == 0, 1, -1), np.where(a == 1, 1, 0))
+    return np.where(np.asarray(b) < 0, unit.astype(out.dtype, copy=False), out)
+
+
 # erf of float32 / float16 / bfloat16 in float32: the rational approximation of Eigen and XLA
 # (odd numerator of degree 13, even denominator of degree 8, on x clamped to [-4, 4], where
 # float32 erf is +-1); a few ulp from the exact value. float64 keeps fdlibm's `erf`.
@@ -192,7 +202,7 @@ BINARY: dict[str, tuple[Fn | dict[str, Fn], str, bool, str]] = {
     "div": ({"f": np.divide, "i": np.floor_divide}, "fi", True, "_scalar"),
     "remainder": ({"f": _float_remainder, "i": np.remainder}, "fi", True, "_scalar"),
     "powf": (np.power, "f", True, "_scalar"),
-    "powi": (np.power, "i", True, "_scalar"),
+    "powi": (_int_power, "i", True, "_scalar"),
     "atan2": (np.arctan2, "f", True, ""),
     "equal": (np.equal, "fib", False, "_elem"),
     "greater": (np.greater, "fi", False, "_elem"),
