@@ -164,3 +164,28 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
     assert launches["fused"] < launches["elementwise"] < launches["unfused"]
     np.testing.assert_allclose(losses["fused"], losses["unfused"], rtol=1e-5)
     np.testing.assert_allclose(losses["elementwise"], losses["unfused"], rtol=1e-5)
+
+
+def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
+    """A product the inner backend runs without an epilogue (BLAS on the cpu at once; on GPUs
+    `LONE` times) is then run at once, not recorded, even with other ops pending; one that
+    had an epilogue stays recorded (values as torch's throughout)."""
+    from burn.fusion.stream import LONE
+
+    dev = f"{base}+fusion"
+    ad, bd, cd = data((19, 23), (23, 17), (23, 29), seed=3)
+    a, b, c = (burn.tensor(v, device=dev) for v in (ad, bd, cd))
+    ta, tb, tc = (torch.from_numpy(v) for v in (ad, bd, cd))
+    for step in range(LONE + 2):
+        reset_stats()
+        other = a * 2.0  # pending while the products are asked for
+        alone = a @ b  # never an epilogue
+        fused = F.relu(a @ c)  # an epilogue: stays recorded
+        check(alone, ta @ tb)
+        check(fused, torch.relu(ta @ tc))
+        check(other, ta * 2.0)
+        recorded = stats().ops_recorded
+        if base == "cpu":  # BLAS products run at once from their first run: a * 2.0, relu
+            assert recorded == (4 if step == 0 else 2), (step, recorded)
+        else:  # a * 2.0, a @ c and its relu; a @ b until it ran alone LONE times
+            assert recorded == (4 if step < LONE else 3), (step, recorded)

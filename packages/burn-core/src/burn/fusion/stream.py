@@ -42,7 +42,8 @@ MAX_PLANS = 4096
 #: Times an op structure is flushed alone (its result needed, no other op pending) before
 #: it runs at once where it would start the stream (`Stream.lone`), unless it ever started
 #: one in which it shared a block with another live op: recorded, it only adds the
-#: recording and a flush to its one kernel.
+#: recording and a flush to its one kernel; likewise a matmul run as the inner backend's
+#: product without an epilogue runs at once from then on (`Stream._unfused_matmul`).
 LONE = 3
 #: On the cpu runtime, where a launch costs about what recording an op and a flush do, an
 #: elementwise block pays for its recording (`Stream._pays`) where the intermediate results
@@ -237,8 +238,32 @@ class Stream:
                 handle = weak[tid]()
                 if handle is not None:
                     handle.value = value
-            if kind == "matmul" and type(cell.plan) is Unfused and cell.plan.vendor:
-                self.results[pending[start].key[0]] = ()
+            if kind == "matmul" and type(cell.plan) is Unfused:
+                self._unfused_matmul(pending[start].key[0], "vendor" if cell.plan.vendor
+                                     else "alone" if end - start == 1 else "epilogue")
+
+    def _unfused_matmul(self, structure: tuple[Any, ...], how: str) -> None:
+        """Note a matmul block of `structure` run as the inner backend's product (`how`:
+        "vendor", a vendor library's; "alone", without an epilogue; "epilogue", with one).
+        A vendor product, or one run alone `LONE` times and never with an epilogue, runs at
+        once from then on (its structure's result is () in `results`): recorded, it only adds
+        its recording and a flush to its one kernel."""
+        if how == "epilogue":
+            if len(self.shared) >= MAX_PLANS:
+                self.shared.clear()
+            self.shared.add(structure)
+            return
+        if how == "alone":
+            if structure in self.shared:
+                return
+            times = self.alone.get(structure, 0) + 1
+            if times < LONE:
+                if len(self.alone) >= MAX_PLANS:
+                    self.alone.clear()
+                self.alone[structure] = times
+                return
+            self.alone.pop(structure, None)
+        self.results[structure] = ()
 
     def forget(self) -> None:
         """Drop what the stream learned of lone ops (`LONE`): every structure is recorded
