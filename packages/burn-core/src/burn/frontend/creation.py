@@ -87,6 +87,8 @@ def tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None) -> Ten
         except ValueError as e:
             raise ShapeError("tensor", "nested sequences must be rectangular",
                              error=str(e)) from None
+        if arr.dtype.kind in "uO":  # Python ints past int64
+            _refuse_wide_ints(data)
         if arr.dtype.kind not in _PY_DEFAULTS:
             raise DTypeError("tensor", "data must hold bools, ints or floats",
                              dtype=str(arr.dtype))
@@ -117,6 +119,19 @@ def from_dlpack(obj: Any, device: DeviceLike = None) -> Tensor:
 def _from_host(op: str, arr: np.ndarray, device: DeviceLike) -> Tensor:
     """A tensor holding a copy of `arr`, of its dtype; errors name `op`."""
     return _from_array(arr, dtype_of_numpy(arr.dtype, op), device, op)
+
+
+def _refuse_wide_ints(data: Any) -> None:
+    """Refuse Python ints past int64 (as torch), which numpy reads as uint64 (wrapping into
+    int64 here) or, below -2**63, as objects. (Next to smaller ints numpy reads them as
+    float64, which is not looked for: a reduction per list costs small lists ~1 us.)
+
+    Raises:
+        ValueRangeError: naming the first such int.
+    """
+    for value in np.asarray(data, dtype=object).flat:
+        if type(value) is int and not -2**63 <= value < 2**63:
+            raise ValueRangeError("tensor", "ints must fit in int64", value=value)
 
 
 def _host_array(op: str, data: Any, convert: Any) -> np.ndarray:
