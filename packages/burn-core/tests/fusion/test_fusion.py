@@ -306,6 +306,42 @@ def test_a_failed_kernel_leaves_typed_errors_on_its_results(
     check(x.exp() * 2.0, torch.ones(2, 3).exp() * 2.0)
 
 
+def test_a_failed_block_spares_the_blocks_not_reading_it(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a flush whose second block fails, the blocks before and after it that do not read
+    it get their values; a block reading it carries its error, and the device keeps working."""
+    from burn.fusion import stream
+
+    dev = f"{base}+fusion"
+    xd = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    yd = np.linspace(0, 1, 4, dtype=np.float32)
+    x, y = burn.tensor(xd, device=dev), burn.tensor(yd, device=dev)
+    tx, ty = torch.from_numpy(xd), torch.from_numpy(yd)
+    first = x.exp() * 2.0  # blocks by shape: [3, 4], [4] (fails), [3, 4] reading it, [4]
+    failing = y * 3.0 + 1.0
+    reads = x + failing
+    last = y * 5.0
+    real, calls = stream.run_block, []
+
+    def second_fails(*args: Any) -> Any:
+        calls.append(args[1])
+        if len(calls) == 2:
+            raise burn.errors.AllocationError("fusion", "out of device memory")
+        return real(*args)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(stream, "run_block", second_fails)
+        with pytest.raises(burn.errors.AllocationError):
+            burn.sync(dev)
+    assert len(calls) == 3  # the block reading the failed one did not run
+    check(first, tx.exp() * 2.0)
+    check(last, ty * 5.0)
+    for failed in (failing, reads):
+        with pytest.raises(burn.errors.DeviceError, match="out of device memory"):
+            failed.to_numpy()
+    check(x + (y * 3.0 + 1.0), tx + (ty * 3.0 + 1.0))
+
+
 def test_plan_cache_reuses_kernels_across_steps(base: str) -> None:
     dev = f"{base}+fusion"
     rng = np.random.default_rng(2)

@@ -1,5 +1,6 @@
-"""Results larger than memory under fusion, against the unfused device (found by edge sweep 2;
-the fixes belong to the fusion package: xfail until then)."""
+"""Results larger than memory under fusion, against the unfused device (found by edge sweep 2):
+refused at the call, as unfused; a block that fails at a flush leaves the unrelated blocks of
+the flush their values."""
 
 from __future__ import annotations
 
@@ -22,18 +23,12 @@ def test_unfused_devices_refuse_at_the_call() -> None:
         _huge("cpu")
 
 
-@pytest.mark.xfail(strict=True, reason="fusion records the op and raises only at the next sync;"
-                   " its shape and dtype, known when recorded, could be checked against "
-                   "validation.memory_limit() there, as creation ops are")
 def test_a_result_larger_than_memory_raises_at_the_call() -> None:
     with pytest.raises(burn.errors.AllocationError, match=r"\(shape=\(1048576, 1048576\)"):
         _huge("cpu+fusion")
     burn.sync("cpu+fusion")
 
 
-@pytest.mark.xfail(strict=True, reason="a failed block marks every pending tensor of the flush "
-                   "failed ('the fused kernel that computes this tensor failed'), also those "
-                   "of other blocks that do not read the failed one")
 def test_an_allocation_failure_spares_unrelated_pending_tensors() -> None:
     x = burn.tensor(np.arange(4.0, dtype=np.float32), device="cpu+fusion")
     a = x.exp() * 2

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from burn.backend.decorator import Decorator
 from burn.backend.protocol import Backend
 from burn.errors import DeviceError
+from burn.frontend.validation import check_alloc
 from burn.fusion.elementwise import fusable
 from burn.fusion.handle import FusionTensor
 from burn.fusion.stats import STATS
@@ -138,8 +139,9 @@ class Fusion(Decorator):
     def _infer(self, op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor],
                key: tuple[Any, ...]) -> tuple[Any, ...]:
         """The (shape, dtype) of a recorded op's result, by the op table's rules (raising
-        their typed errors here, at the call site), kept for `key`; () where the fuser cannot
-        take the dtypes."""
+        their typed errors here, at the call site, and AllocationError for a result larger
+        than this machine's memory), kept for `key`; () where the fuser cannot take the
+        dtypes."""
         casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
         result: tuple[Any, ...] = ()
         if fusable([*(h.dtype for h in handles), *casts]) and \
@@ -150,6 +152,7 @@ class Fusion(Decorator):
             result = op.infer(dict(zip(names, (h.shape for h in handles), strict=True)),
                               dict(zip(names, (h.dtype for h in handles), strict=True)),
                               scalars)[0]
+            check_alloc(op.name, result[0], result[1])  # as the unfused op would, at once
         if len(self._results) >= MAX_RESULTS:
             self._results.clear()
         self._results[key] = result

@@ -212,7 +212,9 @@ class Stream:
              weak: dict[int, weakref.ref[FusionTensor]], values: dict[int, Any]) -> None:
         """Run `pending` (taken out of the stream) by its flush plan; `held`: which results
         must be written besides those later blocks read; `values`: the inputs by id, and
-        the results written, as they are."""
+        the results written, as they are. A block that fails leaves its error on its handles
+        and on those of the blocks reading its results; the others still run, then the
+        first error is raised."""
         signature = (tuple([r.key for r in pending]), held)
         plan = self.plans.get(signature)
         if plan is None:
@@ -223,16 +225,24 @@ class Stream:
         if unpaid is not None:
             self._alone(unpaid)
         needed = {pending[i].out.id for i in written}
+        failure: Exception | None = None
+        failed: set[int] = set()  # results of failed blocks and of blocks reading them
         for kind, start, end, cell in blocks:
+            block = pending[start:end]
             run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
             try:
-                results = run(self.inner, pending[start:end], values, needed, cell)
-            except Exception as exc:  # the handles left pending say why when they are read
-                for record in pending[start:]:
+                if failed and any(type(a) is TensorIR and a.id in failed
+                                  for r in block for a in r.args):
+                    raise cast(Exception, failure)
+                results = run(self.inner, block, values, needed, cell)
+            except Exception as exc:  # its handles say why when they are read; the blocks
+                failure = failure or exc  # that do not read them run, then it is raised
+                for record in block:
+                    failed.add(record.out.id)
                     handle = weak[record.out.id]()
                     if handle is not None:
                         handle.failure = exc
-                raise
+                continue
             for tid, value in results.items():
                 values[tid] = value
                 handle = weak[tid]()
@@ -241,6 +251,8 @@ class Stream:
             if kind == "matmul" and type(cell.plan) is Unfused:
                 self._unfused_matmul(pending[start].key[0], "vendor" if cell.plan.vendor
                                      else "alone" if end - start == 1 else "epilogue")
+        if failure is not None:
+            raise failure
 
     def _unfused_matmul(self, structure: tuple[Any, ...], how: str) -> None:
         """Note a matmul block of `structure` run as the inner backend's product (`how`:
