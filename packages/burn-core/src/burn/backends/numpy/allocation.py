@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from burn.backend.protocol import ModuleOps
+from burn.backend.protocol import Backend, ModuleOps
 from burn.errors import AllocationError
 
 from ._common import FROM_NUMPY
@@ -74,6 +74,8 @@ def _guarded(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 def guard_allocations(cls: type) -> type:
     """Wrap each op method of the backend class `cls` (the protocol's op groups) that does not
     raise AllocationError itself, so that numpy's MemoryError leaves it as AllocationError.
+    Protocol defaults the class keeps stay as they are (their ops are wrapped; decorators
+    such as Fusion tell a kept default by identity).
 
     Args:
         cls: the backend class, changed in place.
@@ -84,7 +86,8 @@ def guard_allocations(cls: type) -> type:
         if name.startswith("_"):
             continue
         method = getattr(cls, name)
-        if not callable(method) or getattr(method, GUARDED, False):
+        if (not callable(method) or getattr(method, GUARDED, False)
+                or method is getattr(Backend, name, None)):
             continue
         guarded = _guarded(name, method)
         static = isinstance(inspect.getattr_static(cls, name), staticmethod)
