@@ -33,6 +33,7 @@ from burn.backends.cube.elementwise import (
     ROW_CUBE,
     ROW_MIN,
     broadcast_view,
+    run_positions,
 )
 from burn.backends.cube.elementwise import _converter as number_converter
 from burn.dtype import DType
@@ -316,9 +317,7 @@ def _build(signature: Signature) -> Any:
         bound: Any = outs[0].shape[rank - 1]
     else:
         bound = outs[0].len
-        span = b.local(b.ABSOLUTE_POS.dtype, (bound + (run - 1)) // run) if run > 1 else None
-        positions = [b.ABSOLUTE_POS if k == 0 else b.ABSOLUTE_POS + span * k
-                     for k in range(run)]
+        positions = run_positions(b, bound, run)
     for pos in positions:  # each position a unit computes (by rows: one)
         _emit_position(b, pos, bound, by_rows, rank, ins, outs, iter(numbers), in_dtypes,
                        lanes, ops, written)

@@ -95,6 +95,7 @@ def _plan(backend: Any, src: CubeTensor, dst: CubeTensor) -> Callable[[Any], Non
     unit = [d for d in range(rank - 1) if s_strides[d] == 1]
     cpu = backend.runtime_name == "cpu"
     run = GPU_RUN if not cpu and shape[-1] % GPU_RUN == 0 else 1
+    dim: int | tuple[int, int]
     side = TILE if cpu else TRANSPOSE_SIDE
     if rank >= 2 and d_strides[-1] == 1 and s_strides[-1] > 1 and unit and \
             count // shape[unit[0]] <= MAX_CUBES and shape[unit[0]] <= side * MAX_CUBES:

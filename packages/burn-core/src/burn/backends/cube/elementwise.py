@@ -41,6 +41,23 @@ def broadcast_view(t: CubeTensor, shape: Shape) -> CubeTensor:
     return CubeTensor(view, t.dtype)
 
 
+def run_positions(b: Any, bound: Any, run: int) -> list[Any]:
+    """The positions a unit of a 1-d launch computes, `run` of them a span of
+    ``ceil(bound / run)`` apart (adjacent units at adjacent positions; `GPU_RUN` on GPUs).
+
+    Args:
+        b: the `burn_cube.KernelBuilder`.
+        bound: the number of positions (a u32 value).
+        run: positions a unit.
+    Returns:
+        Builder values, ``ABSOLUTE_POS`` first (each to be checked against `bound`).
+    """
+    if run == 1:
+        return [b.ABSOLUTE_POS]
+    span = b.local(b.ABSOLUTE_POS.dtype, (bound + (run - 1)) // run)
+    return [b.ABSOLUTE_POS, *(b.ABSOLUTE_POS + span * k for k in range(1, run))]
+
+
 def flat_view(t: CubeTensor) -> CubeTensor:
     """A dense tensor as rank 1."""
     return t.view((t.size,), (1,))

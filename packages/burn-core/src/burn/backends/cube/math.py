@@ -20,7 +20,7 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 from burn_cube.codegen.table_c import ERF_F32_DENOMINATOR, ERF_F32_NUMERATOR
 
-from .elementwise import CUBE_DIM, GPU_RUN, broadcast_view, flat_view
+from .elementwise import CUBE_DIM, GPU_RUN, broadcast_view, flat_view, run_positions
 from .kernel_cache import cached_kernel
 from .tensor import CubeTensor
 
@@ -209,9 +209,7 @@ def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int,
     ins = [b.tensor(f"x{i}", cube, rank=rank, write=False) for i in range(tensors)]
     params = [b.scalar(f"s{i}", work) for i in range(scalars)]
     out = b.tensor("out", cube, rank=rank, write=True)
-    span = b.local(b.ABSOLUTE_POS.dtype, (out.len + (run - 1)) // run) if run > 1 else None
-    for k in range(run):
-        pos = b.ABSOLUTE_POS if k == 0 else b.ABSOLUTE_POS + span * k
+    for pos in run_positions(b, out.len, run):
         with b.if_(pos < out.len):
             xs = [b.local(work, b.cast(t[b.index_of(t, pos)], work)) for t in ins]
             out[b.index_of(out, pos)] = b.cast(MATH[key](b, xs + params), cube)
