@@ -152,8 +152,9 @@ class Fusion(Decorator):
             result = op.infer(dict(zip(names, (h.shape for h in handles), strict=True)),
                               dict(zip(names, (h.dtype for h in handles), strict=True)),
                               scalars)[0]
-            if None not in result[0]:  # as the unfused op would, at once
-                check_alloc(op.name, cast(tuple[int, ...], result[0]), result[1])
+            if None not in result[0]:  # as the unfused op would, at once (its user name)
+                name = op.name.removeprefix(f"{op.kind.value}_") if op.kind else op.name
+                check_alloc(name, cast(tuple[int, ...], result[0]), result[1])
         if len(self._results) >= MAX_RESULTS:
             self._results.clear()
         self._results[key] = result
