@@ -47,6 +47,7 @@ def private_available() -> bool:
 def run_script(folder: Path, first: str) -> list[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "2"}
     env.pop("OMP_WAIT_POLICY", None)
+    env.pop("GOMP_SPINCOUNT", None)
     script = folder / "script.py"
     script.write_text(SCRIPT)
     done = subprocess.run([sys.executable, str(script), first], capture_output=True, text=True,
@@ -117,3 +118,22 @@ def test_no_libgomp_is_recorded_too(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
 def _no_compiler(*args: object, **kwargs: object) -> None:
     raise AssertionError("the compiler ran again")
+
+
+@pytest.mark.parametrize("user", [None, ("OMP_WAIT_POLICY", "PASSIVE"), ("GOMP_SPINCOUNT", "7")])
+def test_brief_spinning_while_the_copy_loads(user: tuple[str, str] | None,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a libgomp loads, idle threads are told to spin `SPIN_COUNT` times, then sleep;
+    a user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is left as it is; nothing stays set after."""
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
+    if user is not None:
+        monkeypatch.setenv(*user)
+    with openmp.brief_spinning():
+        inside = os.environ.get("GOMP_SPINCOUNT")
+    if user is None:
+        assert inside == str(openmp.SPIN_COUNT)
+        assert "GOMP_SPINCOUNT" not in os.environ
+    else:
+        assert os.environ.get(user[0]) == user[1]
+        assert inside == (user[1] if user[0] == "GOMP_SPINCOUNT" else None)

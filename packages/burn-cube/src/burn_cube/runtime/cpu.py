@@ -43,7 +43,7 @@ from burn_cube.runtime.base import (
     int_range,
     scalar_converter,
 )
-from burn_cube.runtime.openmp import link_flags, passive_openmp, private_openmp
+from burn_cube.runtime.openmp import brief_spinning, link_flags, private_openmp
 from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
@@ -441,7 +441,7 @@ class CpuRuntime(Runtime):
     def _open(self, key: str, name: str, path: Path) -> CompiledC:
         try:
             if private_openmp(find_compiler()) is None:
-                with passive_openmp():  # the first kernel may load the shared libgomp
+                with brief_spinning():  # the first kernel may load the shared libgomp
                     library = ctypes.CDLL(str(path))
             else:  # GOMP_* calls bind to the private copy, not to a global libgomp
                 library = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | _DEEPBIND)

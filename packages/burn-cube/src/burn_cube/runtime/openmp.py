@@ -9,7 +9,8 @@ torch's own threads: the MLP step's CPU time doubled and its median time went 1 
 
 So the kernels get an OpenMP runtime of their own: the compiler's libgomp copied once into the
 cache with its soname renamed to `SONAME` (same length, patched in place), linked by name and
-loaded before any kernel with ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it), and kernels
+loaded before any kernel with ``GOMP_SPINCOUNT=SPIN_COUNT`` (unless the user set it or
+``OMP_WAIT_POLICY``: idle threads spin briefly, then sleep), and kernels
 opened with ``RTLD_DEEPBIND`` so that their ``GOMP_*`` calls bind to it even when another
 libgomp is in the global scope (torch loads its copy ``RTLD_GLOBAL``). Thread counts follow
 ``OMP_NUM_THREADS``, as read when the copy loads; ``torch.set_num_threads`` no longer changes
@@ -91,7 +92,7 @@ def private_openmp(compiler: str) -> Path | None:
     """
     folder = _copy(compiler)
     if folder is not None:
-        with passive_openmp():
+        with brief_spinning():
             ctypes.CDLL(str(folder / SONAME))  # by path: kernels' NEEDED entry binds to it
     return folder
 
@@ -137,20 +138,29 @@ def _make_copy(compiler: str, root: Path) -> Path | None:
     return folder
 
 
+#: Spins of an idle OpenMP thread before it sleeps (``GOMP_SPINCOUNT``, set while the copy
+#: loads). 2-core machine, 2 threads, min ratio to torch: sleeping at once (``PASSIVE``) paid
+#: a wake-up per parallel region (MLP step 1.31x-1.39x, LeNet 1.65x-1.67x, transformer
+#: 1.85x-1.88x); 10k spins 1.28x / 1.56x / 1.77x-1.79x; 30k 1.15x-1.16x / 1.51x-1.56x /
+#: 1.83x-1.85x; 100k 1.08x / 1.46x / 1.80x-1.84x (transformer median 1.92x-1.94x, its
+#: BLAS threads then competing with the spinning); libgomp's default 300k spun against the
+#: interpreter and BLAS (a 2-thread transformer step 2x slower).
+SPIN_COUNT = 30000
+
+
 @contextmanager
-def passive_openmp() -> Iterator[None]:
-    """While a libgomp loads (it reads its environment once): idle OpenMP threads sleep
-    instead of spinning, unless the user set OMP_WAIT_POLICY. Spinning threads competed with
-    BLAS threads and the interpreter on small machines (a 2-thread transformer step ran 2x
-    slower); the variable is restored at once."""
-    if "OMP_WAIT_POLICY" in os.environ:
+def brief_spinning() -> Iterator[None]:
+    """While a libgomp loads (it reads its environment once): idle OpenMP threads spin
+    `SPIN_COUNT` times, then sleep, unless the user set ``OMP_WAIT_POLICY`` or
+    ``GOMP_SPINCOUNT``; the variable is restored at once."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         yield
         return
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
     try:
         yield
     finally:
-        del os.environ["OMP_WAIT_POLICY"]
+        del os.environ["GOMP_SPINCOUNT"]
 
 
 def link_flags(folder: Path | None) -> tuple[str, ...]:
