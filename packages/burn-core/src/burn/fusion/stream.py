@@ -265,16 +265,8 @@ class Stream:
                 self.shared.clear()
             self.shared.add(structure)
             return
-        if how == "alone":
-            if structure in self.shared:
-                return
-            times = self.alone.get(structure, 0) + 1
-            if times < LONE:
-                if len(self.alone) >= MAX_PLANS:
-                    self.alone.clear()
-                self.alone[structure] = times
-                return
-            self.alone.pop(structure, None)
+        if how == "alone" and not self._lone_again(structure):
+            return
         self.results[structure] = ()
 
     def forget(self) -> None:
@@ -307,18 +299,24 @@ class Stream:
         """Count a flush that `structure` started alone (or in a block that does not pay);
         from its `LONE`th on, it runs at once where it would start the stream, unless it
         started one in which it shared a block that pays (`shared`)."""
+        if self._lone_again(structure):
+            if len(self.lone) >= MAX_PLANS:
+                self.lone.clear()
+            self.lone.add(structure)
+
+    def _lone_again(self, structure: tuple[Any, ...]) -> bool:
+        """Count one more time `structure` ran alone; True at its `LONE`th (the count then
+        dropped), never for a structure in `shared`."""
         if structure in self.shared:
-            return
+            return False
         times = self.alone.get(structure, 0) + 1
         if times < LONE:
             if len(self.alone) >= MAX_PLANS:
                 self.alone.clear()
             self.alone[structure] = times
-        else:
-            self.alone.pop(structure, None)
-            if len(self.lone) >= MAX_PLANS:
-                self.lone.clear()
-            self.lone.add(structure)
+            return False
+        self.alone.pop(structure, None)
+        return True
 
     def _plan(self, pending: list[Pending], held: tuple[bool, ...]) -> FlushPlan:
         """How `pending` runs: its blocks as (kind, start, end, cell) and the positions of

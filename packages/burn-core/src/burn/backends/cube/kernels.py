@@ -75,13 +75,7 @@ def copy_transpose_kernel(dtype: DType, rank: int, dim: int) -> Any:
     src = b.tensor("src", cube_dtype("copy", dtype), rank=rank, write=False)
     dst = b.tensor("dst", cube_dtype("copy", dtype), rank=rank, write=True)
     tile = b.shared(cube_dtype("copy", dtype), side * (side + 1), name="tile")
-    s, d, rest = src.offset, dst.offset, b.CUBE_POS_Z
-    outer = [k for k in range(last) if k != dim]
-    for k in reversed(outer):
-        coord = rest if k == outer[0] else rest % dst.shape[k]
-        s, d = s + coord * src.stride[k], d + coord * dst.stride[k]
-        if k != outer[0]:
-            rest = rest // dst.shape[k]
+    s, d = _outer_offsets(b, src, dst, dim, last, src.offset, dst.offset)
     s, d = b.local(b.UNIT_POS_X.dtype, s), b.local(b.UNIT_POS_X.dtype, d)
     first_row, first_col = b.CUBE_POS_Y * side, b.CUBE_POS_X * side
     n_rows, n_cols = dst.shape[dim], dst.shape[last]
@@ -141,19 +135,26 @@ def copy_tiles_kernel(dtype: DType, rank: int, dim: int) -> Any:
     last = rank - 1
     row = b.CUBE_POS_Y * TILE_ROWS + b.UNIT_POS
     with b.if_(row < dst.shape[dim]):
-        s = src.offset + row * src.stride[dim]
-        d = dst.offset + row * dst.stride[dim]
-        rest = b.CUBE_POS_Z
-        outer = [k for k in range(last) if k != dim]
-        for k in reversed(outer):
-            coord = rest if k == outer[0] else rest % dst.shape[k]
-            s, d = s + coord * src.stride[k], d + coord * dst.stride[k]
-            if k != outer[0]:
-                rest = rest // dst.shape[k]
+        s, d = _outer_offsets(b, src, dst, dim, last, src.offset + row * src.stride[dim],
+                              dst.offset + row * dst.stride[dim])
         first = b.CUBE_POS_X * TILE
         with b.for_range(first, b.min(first + TILE, dst.shape[last])) as col:
             dst[d + col * dst.stride[last]] = src[s + col * src.stride[last]]
     return b.kernel()
+
+
+def _outer_offsets(b: Any, src: Any, dst: Any, dim: int, last: int, s: Any, d: Any
+                   ) -> tuple[Any, Any]:
+    """`s` and `d` moved to the cube's place along the dimensions before `last` but `dim`,
+    flattened into ``CUBE_POS_Z`` (row-major), in `src` and in `dst`."""
+    rest = b.CUBE_POS_Z
+    outer = [k for k in range(last) if k != dim]
+    for k in reversed(outer):
+        coord = rest if k == outer[0] else rest % dst.shape[k]
+        s, d = s + coord * src.stride[k], d + coord * dst.stride[k]
+        if k != outer[0]:
+            rest = rest // dst.shape[k]
+    return s, d
 
 
 @cached_kernel
