@@ -703,3 +703,37 @@ def test_python_ints_past_int64_are_refused(data: Any, device: burn.Device) -> N
         burn.tensor(data, device=device)
     top = burn.tensor([2**63 - 1, -2**63], device=device)
     assert top.dtype == burn.int64 and top.to_numpy().tolist() == [2**63 - 1, -2**63]
+
+
+#: Python data and the int dtype asked for: in range (truncating floats, an unsigned dtype
+#: taking negatives down to -max as torch) or refused as torch.tensor refuses them.
+INT_DATA = [([300], "int8"), ([-129], "int8"), ([127.9], "int8"), ([-128.9], "int8"),
+            ([[1, 2], [3, 200]], "int8"), (300, "int8"), ([2**31], "int32"),
+            ([float("nan")], "int32"), ([float("inf")], "int64"), ([-256], "uint8"),
+            ([1.5, -2.7], "int8"), ([127, -128], "int8"), ([255, -1, -255], "uint8"),
+            ([True, False], "int32"), ([], "int8"), ([2**63 - 1, -2**63], "int64")]
+
+
+@pytest.mark.op("from_data")
+@pytest.mark.parametrize("data,dtype", INT_DATA,
+                         ids=[f"{dtype}-{i}" for i, (_, dtype) in enumerate(INT_DATA)])
+def test_python_numbers_an_int_dtype_cannot_hold(data: Any, dtype: str,
+                                                  device: burn.Device) -> None:
+    """burn.tensor(data, dtype=int...) of Python numbers past the dtype's range (or NaN /
+    inf) raises ValueRangeError naming the value and dtype where torch.tensor raises; what
+    torch takes gives torch's values (it wrapped: [300] as int8 held 44), or the typed error
+    of a device that cannot hold the dtype (wgpu's 8-bit ints)."""
+    try:
+        want = torch.tensor(data, dtype=getattr(torch, dtype))
+    except RuntimeError:
+        with pytest.raises(burn.errors.ValueRangeError,
+                           match=rf"^tensor: value cannot be converted to {dtype}"):
+            burn.tensor(data, dtype=burn.DType(dtype), device=device)
+        return
+    if not device.backend.supports(burn.DType(dtype)):
+        with pytest.raises(burn.errors.UnsupportedDTypeError, match=dtype):
+            burn.tensor(data, dtype=burn.DType(dtype), device=device)
+        return
+    got = burn.tensor(data, dtype=burn.DType(dtype), device=device)
+    assert got.dtype == burn.DType(dtype) and got.shape == tuple(want.shape)
+    assert got.to_numpy().tolist() == want.tolist()

@@ -93,7 +93,30 @@ def tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None) -> Ten
             raise DTypeError("tensor", "data must hold bools, ints or floats",
                              dtype=str(arr.dtype))
         inferred = _PY_DEFAULTS[arr.dtype.kind]
+        target = _dtype(dtype, "tensor", inferred)
+        if target.kind is Kind.INT and arr.dtype.kind in "iuf" and arr.size:
+            _refuse_overflow(arr, target)
+        return _from_array(arr, target, device)
     return _from_array(arr, _dtype(dtype, "tensor", inferred), device)
+
+
+def _refuse_overflow(arr: np.ndarray, dtype: DType) -> None:
+    """Refuse Python numbers an int dtype cannot hold, as torch.tensor does: past the dtype's
+    range (an unsigned dtype also takes negatives down to -max, wrapping, as torch), and NaN
+    or infinities; floats inside it truncate toward zero. (Arrays keep numpy's wrapping cast,
+    as torch's.)
+
+    Raises:
+        ValueRangeError: naming the first value out of range and the dtype.
+    """
+    info = np.iinfo(dtype.numpy)
+    low = -int(info.max) if info.min == 0 else int(info.min)
+    bad = (arr > info.max) | (arr < low)
+    if arr.dtype.kind == "f":
+        bad |= ~np.isfinite(arr)
+    if bad.any():
+        raise ValueRangeError("tensor", f"value cannot be converted to {dtype.value} without "
+                              "overflow", value=arr[bad].flat[0].item(), dtype=dtype.value)
 
 
 def from_numpy(array: np.ndarray, device: DeviceLike = None) -> Tensor:
