@@ -737,3 +737,21 @@ def test_python_numbers_an_int_dtype_cannot_hold(data: Any, dtype: str,
     got = burn.tensor(data, dtype=burn.DType(dtype), device=device)
     assert got.dtype == burn.DType(dtype) and got.shape == tuple(want.shape)
     assert got.to_numpy().tolist() == want.tolist()
+
+
+@pytest.mark.op("sum_dim")
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "var", "std", "any", "all"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reductions_over_no_dims(op: str, keepdim: bool, device: burn.Device) -> None:
+    """dim=() as torch: sum / mean / amax / amin / var / std reduce every dim, any / all
+    reduce none (the input's truth values); shape and dtype first, then values."""
+    data = np.array([[0.5, -1.0, 2.0], [3.0, 0.0, -4.5]], dtype=np.float32)
+    x = burn.tensor(data, device=device)
+    tx = torch.from_numpy(data)
+    torch_op = {"max": "amax", "min": "amin"}.get(op, op)
+    want = getattr(torch, torch_op)(tx, dim=(), keepdim=keepdim)
+    got = getattr(x, op)(dim=(), keepdim=keepdim)
+    assert tuple(got.shape) == tuple(want.shape)
+    assert got.dtype == (burn.bool_ if op in ("any", "all") else burn.float32)
+    np.testing.assert_allclose(np.asarray(got.to_numpy(), dtype=np.float64),
+                               want.to(torch.float64).numpy(), rtol=1e-6)

@@ -68,12 +68,12 @@ class ComparisonMixin(TensorBase):
     def any(self, dim: int | Iterable[int] | None = None, keepdim: bool = False) -> Tensor:
         """Whether any element is true / non-zero, over all dims or over `dim` (int or tuple)."""
         return reduce(self._truth(), "any", dim, keepdim, lambda t: t._same("any"),
-                      lambda t, d: t._same("any_dim", d))
+                      lambda t, d: t._same("any_dim", d), no_dims_is_every=False)
 
     def all(self, dim: int | Iterable[int] | None = None, keepdim: bool = False) -> Tensor:
         """Whether all elements are true / non-zero, over all dims or over `dim` (int or tuple)."""
         return reduce(self._truth(), "all", dim, keepdim, lambda t: t._same("all"),
-                      lambda t, d: t._same("all_dim", d))
+                      lambda t, d: t._same("all_dim", d), no_dims_is_every=False)
 
     def any_dim(self, dim: int) -> Tensor:
         """`any` over one dim, kept with size 1."""

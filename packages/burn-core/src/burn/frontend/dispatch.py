@@ -198,22 +198,26 @@ def reduce(
     keepdim: bool,
     full: Callable[[Tensor], Tensor],
     per_dim: Callable[[Tensor, int], Tensor],
+    no_dims_is_every: bool = True,
 ) -> Tensor:
     """A PyTorch-style reduction over all dims (`dim=None`) or over an int / tuple of dims.
 
     Args:
         x: the input.
         name: op name for errors.
-        dim: None, a dim or dims (negative allowed).
+        dim: None, a dim or dims (negative allowed); None or no dims: every dim.
         keepdim: keep the reduced dims with size 1.
         full: the reduction over all elements (0-d result).
         per_dim: the reduction over one dim, kept.
+        no_dims_is_every: an empty tuple of dims reduces every dim (torch's sum, mean, amax),
+            else none (torch's any / all: the input, as it is).
     Returns:
         The reduced tensor (a 0-d input takes dim 0 / -1 and gives a 0-d result, as torch).
     """
-    if dim is None:
+    if dim is None or (no_dims_is_every and every_dim(dim)):
         out = full(x)
         return out.reshape((1,) * x.ndim) if keepdim else out
+    assert dim is not None  # (every_dim took None)
     shape = x.shape
     dims = norm_dims(name, dim, len(shape), scalar=True)
     if not shape:
@@ -223,6 +227,12 @@ def reduce(
     if keepdim:
         return x
     return x.reshape(tuple(s for i, s in enumerate(x.shape) if i not in dims))
+
+
+def every_dim(dim: object) -> bool:
+    """Whether a reduction's `dim` means every dim: None, or an empty tuple or list, as
+    torch's sum / mean / amax / amin / var / std with ``dim=()`` reduce them all."""
+    return dim is None or (isinstance(dim, tuple | list) and not dim)
 
 
 def check_nonempty(name: str, x: TensorBase, dims: Iterable[int] | None = None) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from burn.dtype import DType, Kind
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
-from burn.frontend.dispatch import check_nonempty, reduce
+from burn.frontend.dispatch import check_nonempty, every_dim, reduce
 from burn.frontend.validation import norm_dim, norm_dims, require_kind
 
 if TYPE_CHECKING:
@@ -162,8 +162,8 @@ class ReductionMixin(TensorBase):
         """
         require_kind("var", self._dtype, Kind.FLOAT)
         shape = self.shape
-        dims = tuple(range(len(shape))) if dim is None else norm_dims("var", dim, len(shape),
-                                                                       scalar=True)
+        dims = tuple(range(len(shape))) if every_dim(dim) else norm_dims(
+            "var", cast("int | Iterable[int]", dim), len(shape), scalar=True)
         dims = dims if shape else ()
         diff = self - self.mean(dims, keepdim=True)
         n = math.prod(shape[d] for d in dims)
@@ -277,7 +277,8 @@ class ReductionMixin(TensorBase):
         return self._extreme("min", dim, keepdim)
 
     def _extreme(self, op: str, dim: Dims, keepdim: bool) -> Tensor:
-        dims = None if dim is None or not self.ndim else norm_dims(op, dim, self.ndim)
+        dims = None if every_dim(dim) or not self.ndim else norm_dims(
+            op, cast("int | Iterable[int]", dim), self.ndim)
         check_nonempty(op, self, dims)
         x = self._orderable()
         out = reduce(x, op, dim, keepdim, lambda t: t._same(op),
