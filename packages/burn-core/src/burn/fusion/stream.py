@@ -230,18 +230,15 @@ class Stream:
         for kind, start, end, cell in blocks:
             block = pending[start:end]
             run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
+            if failure is not None and any(type(a) is TensorIR and a.id in failed
+                                           for r in block for a in r.args):
+                _fail(block, weak, failure, failed)
+                continue
             try:
-                if failed and any(type(a) is TensorIR and a.id in failed
-                                  for r in block for a in r.args):
-                    raise cast(Exception, failure)
                 results = run(self.inner, block, values, needed, cell)
-            except Exception as exc:  # its handles say why when they are read; the blocks
-                failure = failure or exc  # that do not read them run, then it is raised
-                for record in block:
-                    failed.add(record.out.id)
-                    handle = weak[record.out.id]()
-                    if handle is not None:
-                        handle.failure = exc
+            except Exception as exc:  # the blocks that do not read it run, then it is raised
+                failure = failure or exc
+                _fail(block, weak, exc, failed)
                 continue
             for tid, value in results.items():
                 values[tid] = value
@@ -377,6 +374,17 @@ class Stream:
         memory."""
         return not self.thrifty or kind is not None or \
             (live - 1) * math.prod(shape) >= CPU_FUSE_WORK
+
+
+def _fail(block: list[Pending], weak: dict[int, weakref.ref[FusionTensor]], exc: Exception,
+          failed: set[int]) -> None:
+    """Leave `exc` on the handles of `block`'s results (they say why when read) and add their
+    ids to `failed`."""
+    for record in block:
+        failed.add(record.out.id)
+        handle = weak[record.out.id]()
+        if handle is not None:
+            handle.failure = exc
 
 
 #: Ops other than elementwise ones that the planner takes (their inner backend must have them).
