@@ -49,6 +49,27 @@ from burn_cube.types import DTYPES, DType, from_numpy
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
          "-shared")
 #: dlopen flag binding a library's symbols to its own dependencies first (Linux).
+#: The host's physical memory in bytes (0 where the platform does not say).
+HOST_MEMORY = (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+               if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names else 0)
+
+
+def refuse_past_memory(shape: tuple[int, ...], dtype: DType) -> None:
+    """Raise MemoryError for a buffer larger than the host's physical memory.
+
+    Where the kernel overcommits memory (Linux's `vm.overcommit_memory=1`), numpy would hand out
+    such a buffer and the process would be killed when kernels touch it.
+
+    Args:
+        shape: the buffer's shape.
+        dtype: its element type.
+    """
+    nbytes = math.prod(shape) * dtype.numpy.itemsize
+    if HOST_MEMORY and nbytes > HOST_MEMORY:
+        raise MemoryError(f"{nbytes} bytes asked for, past the host's {HOST_MEMORY} bytes "
+                          f"of memory (shape {tuple(shape)}, {dtype.name})")
+
+
 _DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0)
 #: Flags added where the compiler takes them (x86 ones): gcc 12 emits masked AVX512-FP16 moves
 #: that binutils 2.40 rejects, so _Float16 is computed through f32 conversions instead; loops
@@ -375,6 +396,7 @@ class CpuRuntime(Runtime):
         return self._properties
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        refuse_past_memory(shape, dtype)
         self._allocated += 1
         return DeviceArray(self, np.zeros(shape, dtype.numpy), tuple(shape), dtype)
 
@@ -382,6 +404,7 @@ class CpuRuntime(Runtime):
         """A pooled buffer of that shape and dtype if one is free, else a new one."""
         array = self.buffers.array(self, shape, dtype)
         if array is None:
+            refuse_past_memory(shape, dtype)
             return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
         return array
 
