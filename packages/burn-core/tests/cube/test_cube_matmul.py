@@ -5,6 +5,7 @@ that no matmul ran on the host fallback."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -316,20 +317,17 @@ def test_the_tuned_choice_is_remembered_per_runtime(device: str) -> None:
 @pytest.mark.skipif(not CUDA, reason="cuBLAS needs a CUDA device")
 def test_cublas_multiplies_split_heads_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """Operands whose batch strides merge into no single run (split attention heads) are
-    copied dense and multiplied by one batched cuBLAS call, not one call per run."""
+    read in place by one cuBLAS call on pointer arrays: no copy, not one call per run."""
     cublas = mm._cublas()
-    real = cublas.gemmStridedBatchedEx
-    calls: list[int] = []
-
-    def counted(*args: Any) -> Any:
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(cublas, "gemmStridedBatchedEx", counted)
+    calls: list[str] = []
+    for name in ("gemmStridedBatchedEx", "gemmBatchedEx"):
+        monkeypatch.setattr(cublas, name, functools.partial(
+            lambda real, name, *args: calls.append(name) or real(*args),
+            getattr(cublas, name), name))
     a, b, ta, tb = _operands("cuda", "heads", "float32", seed=5)
     assert _prim(a).strides == (60, 4, 12, 1)  # a view, not a copy
     _check(mm.matmul(_backend("cuda"), _prim(a), _prim(b), "cublas"), ta, tb, "float32")
-    assert len(calls) == 1
+    assert calls == ["gemmBatchedEx"]
 
 
 def test_the_tuned_choice_depends_on_the_operands_layouts() -> None:
@@ -376,12 +374,14 @@ def test_gemm_operands_read_each_layout_in_place(case: str) -> None:
         return
     (op_a, ld_a), (op_b, ld_b) = layouts  # type: ignore[misc]
     m, k, n = lv.shape[-2], lv.shape[-1], rv.shape[-1]
-    got = np.empty(ov.shape, np.float32)
-    for z in np.ndindex(*ov.shape[:-2]):
-        at = [t.offset + sum(i * s for i, s in zip(z, t.strides, strict=False)) for t in (lv, rv)]
-        bt = _cublas_read(_host(rv.view((rv.array.extent,), (1,), 0)), at[1], op_b, ld_b, n, k)
-        at_ = _cublas_read(_host(lv.view((lv.array.extent,), (1,), 0)), at[0], op_a, ld_a, k, m)
-        got[z] = (bt @ at_).T
+    got = np.zeros(ov.array.extent, np.float32)
+    offsets = mm.batch_offsets(ov.shape[:-2], [t.strides[:-2] for t in (lv, rv, ov)])
+    for at_a, at_b, at_out in offsets.T:  # the matrices of cuBLAS's pointer arrays
+        bt = _cublas_read(_host(rv.view((rv.array.extent,), (1,), 0)), rv.offset + at_b,
+                          op_b, ld_b, n, k)
+        at_ = _cublas_read(_host(lv.view((lv.array.extent,), (1,), 0)), lv.offset + at_a,
+                           op_a, ld_a, k, m)
+        got[at_out:at_out + m * n] = (bt @ at_).T.reshape(-1)
     want = torch.matmul(ta, tb).numpy()
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-4)
 

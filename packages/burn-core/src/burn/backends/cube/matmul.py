@@ -3,9 +3,10 @@
 Strategies (autotune candidates, by name): the burn-cube kernels of `matmul_kernels` (`naive`
 and the shared-memory tiles `tile<bm>x<bn>x<bk>`) on every runtime, the float32 line tiles
 `line<bm>x<bn>x<bk>` on GPU runtimes (rhs and out read and written as `Line[f32, 4]`; a layout
-without whole lines runs `LINE_FALLBACK` instead), BLAS through numpy on the
-cpu runtime (zero-copy host views of the buffers) and cuBLAS on cuda (floats: `gemmEx` /
-`gemmStridedBatchedEx` on the device pointers, float16 / bfloat16 / float32 accumulating in
+without whole lines runs `LINE_FALLBACK` instead), BLAS through numpy on the cpu runtime
+(zero-copy host views of the buffers) and cuBLAS on cuda (floats, on the device pointers:
+`gemmStridedBatchedEx`, or `gemmBatchedEx` over pointer arrays for batches of two strides;
+float16 / bfloat16 / float32 accumulating in
 float32, float64 in float64). Which one runs is timed once per (dtype, device, power-of-two
 bucket of batch, m, k and n) by burn-cube's `Autotuner` and remembered on disk. Inputs are read
 in place whatever their strides (transposed, sliced, stride-0 broadcast batches); the result
@@ -18,7 +19,6 @@ does; off by default (full float32 products). Only the cuda runtime's cuBLAS pat
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +34,6 @@ from burn.ir.rules import matmul as matmul_shape
 from . import blas_pair
 from .creation import full
 from .elementwise import broadcast_view
-from .layout import contiguous
 from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
 from .tensor import CubeTensor, Shape, host_view
 
@@ -283,17 +282,13 @@ def _cublas() -> Any:
 
 
 def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor | None:
-    """`lhs @ rhs` through cuBLAS `gemmStridedBatchedEx` on the device pointers (row-major
-    C = A B computed as the column-major C^T = B^T A^T), one call where the batch strides
-    merge into one run (operands whose batch strides do not, such as attention heads split
-    from a [b, s, h * d] tensor, are copied dense first: a copy costs far less than a call
-    per run), else one call per run; None when an operand's layout has no unit stride in its
-    matrix dims."""
+    """`lhs @ rhs` through cuBLAS on the device pointers (row-major C = A B computed as the
+    column-major C^T = B^T A^T), one call in all: `gemmStridedBatchedEx` where the batch
+    strides merge into one run, else `gemmBatchedEx` on arrays of matrix pointers (attention
+    heads split from a [b, s, h * d] tensor, read in place); None when an operand's layout has
+    no unit stride in its matrix dims."""
     out = backend.empty(shape, lhs.dtype)
     lv, rv, ov = kernel_views(lhs, rhs, out)
-    if len(ov.shape) > 3:  # batch strides that merge into no single run: one call per run
-        lhs, rhs = contiguous(backend, lhs), contiguous(backend, rhs)  # else one call in all
-        lv, rv, ov = kernel_views(lhs, rhs, out)
     a, b = _gemm_operand(lv), _gemm_operand(rv)
     if a is None or b is None:
         return None
@@ -308,18 +303,78 @@ def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeT
     pa, pb, pc = ((t.array if t.array.base is None else t.array.base).handle.data.ptr
                   + t.array.offset * item for t in (lv, rv, ov))
     batch = ov.shape[:-2]
-    (*la, sa), (*lb, sb), (*lc, sc) = (t.array.strides[:-2] for t in (lv, rv, ov))
+    strides = [t.array.strides[:-2] for t in (lv, rv, ov)]
     cublas, rt = _cublas(), backend.runtime
     with rt.device, rt.stream:
         handle = _handle(cublas)
-        for outer in itertools.product(*(range(d) for d in batch[:-1])):
-            shift = [sum(i * s for i, s in zip(outer, st, strict=True)) * item
-                     for st in (la, lb, lc)]
+        if len(batch) > 1:  # batch strides that merge into no single run (heads split from
+            # [b, s, h * d]): one call on arrays of matrix pointers, made on the device
+            pointers = _batch_pointers(batch, strides, item, (pa, pb, pc))
+            count = math.prod(batch)
+            cublas.gemmBatchedEx(
+                handle, b[0], a[0], n, m, k, alpha, pointers[1].data.ptr, dtype, b[1],
+                pointers[0].data.ptr, dtype, a[1], beta, pointers[2].data.ptr, dtype, n,
+                count, compute, _GEMM_DEFAULT)
+        else:
+            (sa,), (sb,), (sc,) = strides
             cublas.gemmStridedBatchedEx(
-                handle, b[0], a[0], n, m, k, alpha, pb + shift[1], dtype, b[1], sb,
-                pa + shift[0], dtype, a[1], sa, beta, pc + shift[2], dtype, n, sc, batch[-1],
-                compute, _GEMM_DEFAULT)
+                handle, b[0], a[0], n, m, k, alpha, pb, dtype, b[1], sb, pa, dtype, a[1], sa,
+                beta, pc, dtype, n, sc, batch[0], compute, _GEMM_DEFAULT)
     return out
+
+
+def batch_offsets(batch: Shape, strides: list[Shape]) -> np.ndarray:
+    """The element offset of every matrix of each operand, batch indices in row-major order.
+
+    Args:
+        batch: the batch dims.
+        strides: per operand, its element strides over those dims.
+    Returns:
+        [operands, prod(batch)] int64 offsets.
+    """
+    grid = np.indices(batch).reshape(len(batch), -1)
+    return np.stack([np.asarray(s, np.int64) @ grid for s in strides])
+
+
+def _batch_pointers(batch: Shape, strides: list[Shape], item: int,
+                    bases: tuple[int, int, int]) -> Any:
+    """The device pointers of every matrix of lhs, rhs and out over the batch dims, as a
+    [3, prod(batch)] uint64 CuPy array: byte offsets cached on the device per layout, plus
+    the three base pointers in one small kernel on the current stream (no host transfer
+    per call).
+
+    Args:
+        batch: the batch dims of the product.
+        strides: each operand's element strides over those dims (lhs, rhs, out).
+        item: bytes per element.
+        bases: the device pointers of the operands' first matrices.
+    Returns:
+        The pointer arrays (alive until the caller drops them; CuPy's pool reuses their
+        memory only for later work on the same stream).
+    """
+    import cupy
+
+    key = (batch, tuple(strides), item)
+    offsets = _POINTER_OFFSETS.get(key)
+    if offsets is None:
+        offsets = cupy.asarray(batch_offsets(batch, strides).astype(np.uint64)
+                               * np.uint64(item))
+        if len(_POINTER_OFFSETS) >= _POINTER_LAYOUTS:
+            _POINTER_OFFSETS.pop(next(iter(_POINTER_OFFSETS)))
+        _POINTER_OFFSETS[key] = offsets
+    global _ADD_BASES
+    if _ADD_BASES is None:
+        _ADD_BASES = cupy.ElementwiseKernel(
+            "uint64 offset, uint64 a, uint64 b, uint64 c, int64 count", "uint64 pointer",
+            "pointer = offset + (i < count ? a : i < 2 * count ? b : c)", "burn_add_bases")
+    return _ADD_BASES(offsets, *(np.uint64(p) for p in bases), offsets.shape[1])
+
+
+#: Device offsets of the matrices of a batch layout (`_batch_pointers`), the last few layouts.
+_POINTER_OFFSETS: dict[tuple[Shape, tuple[Shape, ...], int], Any] = {}
+_POINTER_LAYOUTS = 64
+#: CuPy's kernel adding the base pointers to those offsets (built on first use).
+_ADD_BASES: Any = None
 
 
 def _handle(cublas: Any) -> int:
