@@ -5,7 +5,6 @@ that no matmul ran on the host fallback."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -318,15 +317,23 @@ def test_the_tuned_choice_is_remembered_per_runtime(device: str) -> None:
 def test_cublas_multiplies_split_heads_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """Operands whose batch strides merge into no single run (split attention heads) are
     read in place by one cuBLAS call on pointer arrays: no copy, not one call per run."""
-    cublas = mm._cublas()
     calls: list[str] = []
-    for name in ("gemmStridedBatchedEx", "gemmBatchedEx"):
-        monkeypatch.setattr(cublas, name, functools.partial(
-            lambda real, name, *args: calls.append(name) or real(*args),
-            getattr(cublas, name), name))
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        return lambda *args: calls.append(name) or real(*args)
+
+    backend = _backend("cuda")
+    a, b, ta, tb = _operands("cuda", "plain", "float32", seed=5)
+    _check(mm.matmul(backend, _prim(a), _prim(b), "cublas"), ta, tb, "float32")  # cuBLAS loaded
+    cublas = mm._cublas()
+    batched = mm._gemm_batched_ex()
+    assert batched is not None, "cublasGemmBatchedEx not found in the loaded libcublas"
+    monkeypatch.setattr(cublas, "gemmStridedBatchedEx",
+                        counted("gemmStridedBatchedEx", cublas.gemmStridedBatchedEx))
+    monkeypatch.setattr(mm, "_gemm_batched_ex", lambda: counted("gemmBatchedEx", batched))
     a, b, ta, tb = _operands("cuda", "heads", "float32", seed=5)
     assert _prim(a).strides == (60, 4, 12, 1)  # a view, not a copy
-    _check(mm.matmul(_backend("cuda"), _prim(a), _prim(b), "cublas"), ta, tb, "float32")
+    _check(mm.matmul(backend, _prim(a), _prim(b), "cublas"), ta, tb, "float32")
     assert calls == ["gemmBatchedEx"]
 
 

@@ -28,7 +28,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from burn.dtype import DType
-from burn.errors import DTypeError
+from burn.errors import DeviceError, DTypeError
 from burn.ir.rules import matmul as matmul_shape
 
 from . import blas_pair
@@ -309,12 +309,18 @@ def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeT
         handle = _handle(cublas)
         if len(batch) > 1:  # batch strides that merge into no single run (heads split from
             # [b, s, h * d]): one call on arrays of matrix pointers, made on the device
+            gemm_batched = _gemm_batched_ex()
+            if gemm_batched is None:
+                return None
             pointers = _batch_pointers(batch, strides, item, (pa, pb, pc))
-            count = math.prod(batch)
-            cublas.gemmBatchedEx(
+            cublas.setStream(handle, rt.stream.ptr)
+            status = gemm_batched(
                 handle, b[0], a[0], n, m, k, alpha, pointers[1].data.ptr, dtype, b[1],
                 pointers[0].data.ptr, dtype, a[1], beta, pointers[2].data.ptr, dtype, n,
-                count, compute, _GEMM_DEFAULT)
+                math.prod(batch), compute, _GEMM_DEFAULT)
+            if status:
+                raise DeviceError("matmul", "cublasGemmBatchedEx failed", status=status,
+                                  lhs=lhs.shape, rhs=rhs.shape, dtype=lhs.dtype.value)
         else:
             (sa,), (sb,), (sc,) = strides
             cublas.gemmStridedBatchedEx(
@@ -334,6 +340,33 @@ def batch_offsets(batch: Shape, strides: list[Shape]) -> np.ndarray:
     """
     grid = np.indices(batch).reshape(len(batch), -1)
     return np.stack([np.asarray(s, np.int64) @ grid for s in strides])
+
+
+def _gemm_batched_ex() -> Callable[..., int] | None:
+    """cuBLAS's `cublasGemmBatchedEx` (CuPy does not bind it) from the libcublas CuPy has
+    loaded into this process (after its first handle), typed for ctypes; None where it cannot
+    be found (the caller then takes cupy.matmul)."""
+    import ctypes
+    import re
+
+    global _GEMM_BATCHED_EX
+    if _GEMM_BATCHED_EX is None:
+        try:
+            with open("/proc/self/maps") as maps:
+                paths = {m.group(0) for m in re.finditer(r"/\S*/libcublas\.so[.\d]*$",
+                                                           maps.read(), re.MULTILINE)}
+            function = ctypes.CDLL(sorted(paths)[0]).cublasGemmBatchedEx
+        except (OSError, IndexError, AttributeError):
+            return None
+        i, p = ctypes.c_int, ctypes.c_void_p
+        function.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i, i]
+        function.restype = i
+        _GEMM_BATCHED_EX = function
+    return _GEMM_BATCHED_EX
+
+
+#: `_gemm_batched_ex`'s function, once found.
+_GEMM_BATCHED_EX: Callable[..., int] | None = None
 
 
 def _batch_pointers(batch: Shape, strides: list[Shape], item: int,
