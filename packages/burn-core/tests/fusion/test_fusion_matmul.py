@@ -189,3 +189,26 @@ def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
             assert recorded == (4 if step == 0 else 2), (step, recorded)
         else:  # a * 2.0, a @ c and its relu; a @ b until it ran alone LONE times
             assert recorded == (4 if step < LONE else 3), (step, recorded)
+
+
+def test_a_product_past_fuse_work_runs_alone_then_its_epilogue(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product of more than `FUSE_WORK` multiply-adds runs as the inner backend's (its own
+    tuned kernel) and its epilogue as one elementwise kernel reading it; a product within it
+    stays one kernel with its epilogue."""
+    import burn.fusion.matmul as fused_matmul
+
+    dev = f"{base}+fusion"
+    xd, wd, bd = data((19, 13), (13, 23), (23,), seed=7)
+    monkeypatch.setattr(fused_matmul, "FUSE_WORK", 19 * 13 * 23 - 1)
+    small_x, small_w = data((5, 13), (13, 23), seed=8)
+    gpu = base != "cpu"  # the cpu's BLAS product is no kernel launch: its epilogue's only
+    for (a, wt), kernels in (((xd, wd), 2 if gpu else 1), ((small_x, small_w), 1)):
+        x, w, b = (burn.tensor(v, device=dev) for v in (a, wt, bd))
+        F.relu(x.matmul(w) + b).to_numpy()  # the product's autotuning is not counted
+        counter = LaunchCounter(monkeypatch, base)
+        y = F.relu(x.matmul(w) + b)
+        check(y, torch.relu(torch.from_numpy(a) @ torch.from_numpy(wt) + torch.from_numpy(bd)))
+        assert counter.take() == kernels, (a.shape, kernels)
+        monkeypatch.undo()
+        monkeypatch.setattr(fused_matmul, "FUSE_WORK", 19 * 13 * 23 - 1)
