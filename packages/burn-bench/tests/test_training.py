@@ -43,6 +43,18 @@ def test_report_lists_min_median_max_and_ratio() -> None:
     assert f"{results[1].seconds / results[0].seconds:.2f}x" in text.splitlines()[3]
 
 
+def test_rounds_rotate_which_candidate_runs_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round starts one candidate further on, so none always follows the same other."""
+    import burn_bench.timing as timing
+
+    order: list[str] = []
+    monkeypatch.setattr(timing, "_calibrate", lambda fn, min_time: 1)
+    monkeypatch.setattr(timing, "_batch_mean", lambda fn, number: fn() or 1.0)
+    measure_interleaved([Candidate(name, lambda name=name: order.append(name))
+                         for name in "abc"], rounds=4)
+    assert order == list("abc" "bca" "cab" "abc")
+
+
 def test_steps_run_on_the_backends_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
     """`--backends` picks the training steps' devices (each under autodiff once), in place of
     the CPU backends."""

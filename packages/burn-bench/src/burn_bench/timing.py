@@ -60,7 +60,10 @@ def measure(name: str, fn: Callable[[], object], *, vs: str | None = None,
 def measure_interleaved(candidates: list[Candidate], *, min_time: float = 0.2,
                         rounds: int = 7) -> list[Measurement]:
     """Time several candidates in alternating rounds (one batch of each per round), so that
-    drifts in machine load hit them alike; each keeps the min, median and max batch means.
+    drifts in machine load hit them alike, each round starting one candidate further on, so
+    that none always runs right after the same other (a library's threads still spinning
+    after its batch slow whatever runs next on a 2-core machine); each keeps the min, median
+    and max batch means.
 
     Args:
         candidates: what to time.
@@ -71,9 +74,10 @@ def measure_interleaved(candidates: list[Candidate], *, min_time: float = 0.2,
     """
     numbers = [_calibrate(c.fn, min_time) for c in candidates]
     means: list[list[float]] = [[] for _ in candidates]
-    for _ in range(rounds):
-        for i, (candidate, number) in enumerate(zip(candidates, numbers, strict=True)):
-            means[i].append(_batch_mean(candidate.fn, number))
+    for r in range(rounds):
+        for k in range(len(candidates)):
+            i = (r + k) % len(candidates)
+            means[i].append(_batch_mean(candidates[i].fn, numbers[i]))
     return [Measurement(c.name, min(m), c.vs, statistics.median(m), max(m))
             for c, m in zip(candidates, means, strict=True)]
 
