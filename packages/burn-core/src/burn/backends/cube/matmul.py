@@ -387,7 +387,7 @@ def _batch_pointers(batch: Shape, strides: list[Shape], item: int,
     """
     import cupy
 
-    key = (batch, tuple(strides), item)
+    key = (cupy.cuda.runtime.getDevice(), batch, tuple(strides), item)  # each GPU its own
     offsets = _POINTER_OFFSETS.get(key)
     if offsets is None:
         offsets = cupy.asarray(batch_offsets(batch, strides).astype(np.uint64)
@@ -403,8 +403,9 @@ def _batch_pointers(batch: Shape, strides: list[Shape], item: int,
     return _ADD_BASES(offsets, *(np.uint64(p) for p in bases), offsets.shape[1])
 
 
-#: Device offsets of the matrices of a batch layout (`_batch_pointers`), the last few layouts.
-_POINTER_OFFSETS: dict[tuple[Shape, tuple[Shape, ...], int], Any] = {}
+#: Offsets of the matrices of a batch layout on a GPU (`_batch_pointers`), by GPU and layout:
+#: the last few layouts.
+_POINTER_OFFSETS: dict[tuple[int, Shape, tuple[Shape, ...], int], Any] = {}
 _POINTER_LAYOUTS = 64
 #: CuPy's kernel adding the base pointers to those offsets (built on first use).
 _ADD_BASES: Any = None
