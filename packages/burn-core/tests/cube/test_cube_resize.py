@@ -126,4 +126,6 @@ def test_kernels_generate_cuda_source(monkeypatch: pytest.MonkeyPatch) -> None:
         bk.interpolate_backward(x, bk.interpolate(x, (7, 3), o), (7, 3), o)
     for kernel, args in launched.values():
         assert "__global__" in kernel.source("cuda", 256, *args)
-    assert len(launched) == 4  # two axes, each to float32 (intermediate) and to float16
+    # forward (sums from the first tap) and backward: two axes, each to float32 (intermediate)
+    # and to float16
+    assert len(launched) == 8

@@ -19,6 +19,7 @@ import numpy as np
 
 from burn.backend.options import InterpolateOptions
 from burn.backends.numpy.module.interpolate import _matrix as interp_matrix
+from burn.backends.numpy.module.interpolate import _taps as interp_taps
 from burn.dtype import DType
 from burn.errors import ShapeError, ValueRangeError
 from burn.ir.cube import cube_dtype
@@ -81,10 +82,12 @@ def lead(b: Any, t: Any, plane: Any) -> tuple[Any, ...]:
 
 
 @cached_kernel
-def resample_axis_kernel(src: DType, out: DType, rank: int, axis: int) -> Any:
+def resample_axis_kernel(src: DType, out: DType, rank: int, axis: int, from_first: bool) -> Any:
     """`out[p, ..., o, ...] = sum_k wt[k] * src[p, ..., col[k], ...]` over k in
     [ptr[o], ptr[o+1]) along `axis` (-2 or -1) of the planes p of `src` (rank 3 or 4, any
-    strides) into `out` (dense [planes, H, W]), computed in the work dtype of `out`."""
+    strides) into `out` (dense [planes, H, W]), computed in the work dtype of `out`. The sum
+    starts from 0.0 (PyTorch's pooling sums), or `from_first` from the first product (its
+    interpolation: a -0.0 stays -0.0; every row has a tap)."""
     from burn_cube import KernelBuilder, i32
 
     work = cube_dtype("resample", work_dtype(out))
@@ -98,8 +101,13 @@ def resample_axis_kernel(src: DType, out: DType, rank: int, axis: int) -> Any:
     with b.if_(pos < y.len):
         plane, *coords = unravel(b, pos, y)
         index = [*lead(b, x, plane), *coords]
+        start = b.local(i32, ptr[coords[axis]])
         acc = b.local(work, 0.0)
-        with b.for_range(ptr[coords[axis]], ptr[coords[axis] + 1]) as k:
+        if from_first:
+            index[axis] = col[start]
+            b.set(acc, wt[start] * b.cast(x[tuple(index)], work))
+            b.set(start, start + 1)
+        with b.for_range(start, ptr[coords[axis] + 1]) as k:
             index[axis] = col[k]
             b.set(acc, acc + wt[k] * b.cast(x[tuple(index)], work))
         y[pos] = acc
@@ -119,8 +127,20 @@ def device_csr(backend: Any, key: tuple[Any, ...], dtype: DType, transpose: bool
             backend.upload(mat[rows, cols].astype(dtype.numpy)))
 
 
+@lru_cache(maxsize=128)
+def device_taps(backend: Any, key: tuple[Any, ...], dtype: DType,
+                make: Callable[..., tuple[np.ndarray, np.ndarray]]) -> Csr:
+    """The taps `make(*key)` (indices and weights, [out, taps]) as a device CSR of weights in
+    `dtype`, every tap kept in order (zero weights and repeated indices too), cached per
+    backend and key."""
+    index, weight = make(*key)
+    ptr = np.arange(index.shape[0] + 1, dtype=np.int32) * index.shape[1]
+    return (backend.upload(ptr), backend.upload(index.astype(np.int32).ravel()),
+            backend.upload(weight.astype(dtype.numpy).ravel()))
+
+
 def resample(backend: Any, x: CubeTensor, maps: Sequence[tuple[int, Csr, int]],
-             dtype: DType) -> CubeTensor:
+             dtype: DType, from_first: bool = False) -> CubeTensor:
     """Applies sparse axis maps in turn to a 4-d tensor (intermediates in the work dtype).
 
     Args:
@@ -128,6 +148,7 @@ def resample(backend: Any, x: CubeTensor, maps: Sequence[tuple[int, Csr, int]],
         x: input [N, C, H, W] (any strides).
         maps: (axis 2 or 3, CSR matrix [out, in], output size) per pass.
         dtype: the result's dtype.
+        from_first: sums start from their first product (see `resample_axis_kernel`).
 
     Returns:
         The dense result.
@@ -139,7 +160,8 @@ def resample(backend: Any, x: CubeTensor, maps: Sequence[tuple[int, Csr, int]],
         out = backend.empty(tuple(shape), step)
         flat = out.view((shape[0] * shape[1], *shape[2:]), (shape[2] * shape[3], shape[3], 1))
         if out.size:
-            kernel = resample_axis_kernel(cur.dtype, step, len(cur.shape), axis - 4)
+            kernel = resample_axis_kernel(cur.dtype, step, len(cur.shape), axis - 4,
+                                          from_first)
             backend.launch(kernel, out.size, cur.array, ptr.array, col.array, wt.array,
                            flat.array)
         cur = flat
@@ -157,12 +179,16 @@ def _check(op: str, x: CubeTensor, output_size: tuple[int, int],
 
 def _interp_maps(backend: Any, x: CubeTensor, sizes: Sequence[int], options: InterpolateOptions,
                  transpose: bool) -> list[tuple[int, Csr, int]]:
-    """The row then column maps of an interpolation (their transposes for the backward)."""
+    """The column then row taps of an interpolation, as PyTorch's kernels read them (the
+    transposed row then column matrices for the backward)."""
     work = work_dtype(x.dtype)
     scales = options.scales or (None, None)
-    return [(axis, device_csr(backend, (n, o, options, s, work.numpy), work, transpose,
-                              interp_matrix), n if transpose else o)
-            for axis, n, o, s in zip((2, 3), x.shape[2:], sizes, scales, strict=True)]
+    axes = [(axis, x.shape[axis], sizes[axis - 2], scales[axis - 2]) for axis in (2, 3)]
+    if transpose:
+        return [(axis, device_csr(backend, (n, o, options, s, work.numpy), work, True,
+                                  interp_matrix), n) for axis, n, o, s in axes]
+    return [(axis, device_taps(backend, (n, o, options, s, work.numpy), work, interp_taps), o)
+            for axis, n, o, s in axes[::-1]]
 
 
 class CubeResizeOps:
@@ -181,7 +207,8 @@ class CubeResizeOps:
             [N, C, Ho, Wo] of x's dtype.
         """
         _check("interpolate", x, output_size, options)
-        return resample(self, x, _interp_maps(self, x, output_size, options, False), x.dtype)
+        return resample(self, x, _interp_maps(self, x, output_size, options, False), x.dtype,
+                        from_first=True)
 
     def interpolate_backward(self, x: CubeTensor, grad: CubeTensor, output_size: tuple[int, int],
                              options: InterpolateOptions) -> CubeTensor:

@@ -1,6 +1,8 @@
-"""2d interpolation (nearest, bilinear, bicubic) as separable per-axis matrices, with backward.
+"""2d interpolation (nearest, bilinear, bicubic) as separable per-axis taps, with backward.
 
-y = Wh @ x @ Ww^T, so the backward is gx = Wh^T @ g @ Ww, exact for every mode.
+The forward gathers each axis's taps as PyTorch's CPU kernels do (columns, then rows), so
+NaN, infinities and -0.0 come out as there; y = Wh @ x @ Ww^T with the taps summed into
+matrices, so the backward is gx = Wh^T @ g @ Ww, exact for every mode.
 """
 
 from __future__ import annotations
@@ -43,36 +45,69 @@ def _cubic_weights(t: np.ndarray) -> np.ndarray:
     return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=1)
 
 
-def _matrix(size: int, out: int, options: InterpolateOptions, scale: float | None,
-            dtype: np.dtype) -> np.ndarray:
-    """[out, size] interpolation matrix of one axis (`scale`: the user's factor or None)."""
+def _taps(size: int, out: int, options: InterpolateOptions, scale: float | None,
+          dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Source indices and weights [out, taps] of one axis, as PyTorch's CPU kernels read them.
+
+    Zero weights and repeated (edge-clamped) indices are kept, so a NaN or infinity under a tap
+    spreads as in PyTorch (0 * inf is NaN); an output of the input's size copies it (nearest,
+    bilinear), whatever the scale factor, and nearest's doubling takes index // 2, as PyTorch.
+
+    Args:
+        size: input size of the axis.
+        out: output size.
+        options: mode and align_corners.
+        scale: the user's scale factor of this axis, or None.
+        dtype: the weights' dtype.
+
+    Returns:
+        (int64 indices, weights), both [out, 1 | 2 | 4] for nearest / bilinear / bicubic.
+    """
     rows = np.arange(out)
-    mat = np.zeros((out, size), dtype)
     if options.mode == "nearest":
-        step = np.float32(_step(size, out, scale))
-        src = np.floor(rows.astype(np.float32) * step).astype(np.int64)
-        mat[rows, np.minimum(src, size - 1)] = 1
-        return mat
+        if out in (size, 2 * size):
+            src = rows if out == size else rows // 2
+        else:
+            step = np.float32(_step(size, out, scale))
+            src = np.minimum(np.floor(rows.astype(np.float32) * step).astype(np.int64), size - 1)
+        return src[:, None], np.ones((out, 1), dtype)
+    if options.mode == "bilinear" and out == size:
+        return np.stack([rows, rows], axis=1), np.array([[1, 0]], dtype).repeat(out, axis=0)
     src = _source(size, out, options.align_corners, scale, np.dtype(dtype))
     if options.mode == "bilinear":
         src = np.maximum(src, 0)
-        i0 = np.minimum(np.floor(src).astype(np.int64), size - 1)
-        lam = np.clip(src - i0, 0, 1)
-        np.add.at(mat, (rows, i0), 1 - lam)
-        np.add.at(mat, (rows, np.minimum(i0 + 1, size - 1)), lam)
-        return mat
+    i0 = np.minimum(np.floor(src).astype(np.int64), size - 1)
+    lam = np.clip(src - i0, 0, 1)
+    if options.mode == "bilinear":
+        return (np.stack([i0, np.minimum(i0 + 1, size - 1)], axis=1),
+                np.stack([1 - lam, lam], axis=1).astype(dtype))
     if options.mode == "bicubic":
-        i0 = np.floor(src)
-        taps = np.clip(i0.astype(np.int64)[:, None] + np.arange(-1, 3), 0, size - 1)
-        np.add.at(mat, (rows[:, None], taps), _cubic_weights(src - i0))
-        return mat
+        taps = np.clip(i0[:, None] + np.arange(-1, 3), 0, size - 1)
+        return taps, _cubic_weights(lam).astype(dtype)
     raise ValueRangeError("interpolate", "unknown mode", mode=options.mode)
 
 
-def _matrices(
-    op: str, x: np.ndarray, output_size: tuple[int, int], options: InterpolateOptions
-) -> list[np.ndarray]:
-    """Row and column interpolation matrices for an NCHW input."""
+def _matrix(size: int, out: int, options: InterpolateOptions, scale: float | None,
+            dtype: np.dtype) -> np.ndarray:
+    """[out, size] interpolation matrix of one axis (the taps of `_taps` summed)."""
+    index, weight = _taps(size, out, options, scale, dtype)
+    mat = np.zeros((out, size), dtype)
+    np.add.at(mat, (np.arange(out)[:, None], index), weight)
+    return mat
+
+
+def _apply_taps(x: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """sum_k weight[:, k] * x[..., index[:, k], ...] along `axis`, in tap order from the
+    first product (no 0.0 start: -0.0 stays -0.0)."""
+    shape = [1] * x.ndim
+    shape[axis] = index.shape[0]
+    out = np.take(x, index[:, 0], axis=axis) * weight[:, 0].reshape(shape)
+    for k in range(1, index.shape[1]):
+        out += np.take(x, index[:, k], axis=axis) * weight[:, k].reshape(shape)
+    return out
+
+
+def _check(op: str, x: np.ndarray, output_size: tuple[int, int]) -> None:
     if x.ndim != 4 or len(output_size) != 2 or min(output_size) < 1:
         raise ShapeError(
             op,
@@ -80,6 +115,13 @@ def _matrices(
             x=x.shape,
             output_size=output_size,
         )
+
+
+def _matrices(
+    op: str, x: np.ndarray, output_size: tuple[int, int], options: InterpolateOptions
+) -> list[np.ndarray]:
+    """Row and column interpolation matrices for an NCHW input."""
+    _check(op, x, output_size)
     wt = work_dtype(x.dtype)
     scales = options.scales or (None, None)
     return [_matrix(n, o, options, s, wt)
@@ -100,8 +142,15 @@ def interpolate(
     Returns:
         Output [N, C, Ho, Wo] of x's dtype.
     """
-    mats = _matrices("interpolate", x, output_size, options)
-    return apply_axis_matrices(x.astype(mats[0].dtype, copy=False), mats).astype(x.dtype)
+    _check("interpolate", x, output_size)
+    wt = work_dtype(x.dtype)
+    y = x.astype(wt, copy=False)
+    scales = options.scales or (None, None)
+    for axis in (3, 2):  # columns first, as PyTorch's kernels
+        with np.errstate(invalid="ignore", over="ignore"):  # 0 * inf is NaN, quietly
+            y = _apply_taps(y, axis, *_taps(x.shape[axis], output_size[axis - 2], options,
+                                            scales[axis - 2], wt))
+    return y.astype(x.dtype)
 
 
 def interpolate_backward(
