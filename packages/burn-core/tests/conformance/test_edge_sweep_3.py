@@ -171,3 +171,117 @@ def test_interpolate_scale_factors_torch_special_cases(mode: str, align: bool,
     burn_fn, torch_fn = _resize(mode, align, scale_factor=scale)
     check_forward(burn_fn, torch_fn, [x], device)
     check_backward(burn_fn, torch_fn, [x], grad_device, rng)
+
+
+# -------------------------------------------------------------------------------- pooling
+
+#: (kernel, stride, padding, dilation): the last ceil-mode window starting inside the padding
+#: or past the input, stride past the kernel, dilation.
+POOL_GEOMETRIES = [(3, 2, 1, 1), (2, 2, 1, 1), (4, 3, 2, 1), (2, 4, 0, 1), (3, 2, 1, 2)]
+
+
+@pytest.mark.op("avg_pool2d")
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES[:4], ids=str)
+@pytest.mark.parametrize("ceil_mode", [False, True])
+@pytest.mark.parametrize("count_include_pad", [False, True])
+def test_avg_pool_ceil_mode_and_padding_counts(geometry: tuple[int, int, int, int],
+                                               ceil_mode: bool, count_include_pad: bool,
+                                               device: burn.Device, grad_device: burn.Device,
+                                               rng: np.random.Generator) -> None:
+    """A ceil-mode window that starts in the right padding is dropped and one that runs past
+    it divides by its taps inside the padded input, as torch; forward and gradient, 1d / 2d."""
+    k, s, p, _ = geometry
+    x = T(rng.standard_normal((2, 3, 7, 9)), held("float64", device), "transposed")
+    for burn_pool, torch_pool, arg in [(F.avg_pool2d, TF.avg_pool2d, x),
+                                       (F.avg_pool1d, TF.avg_pool1d,
+                                        T(x.data[:, :, 0], x.dtype, "strided"))]:
+        def burn_fn(a: Any, pool: Any = burn_pool) -> Any:
+            return pool(a, k, s, p, ceil_mode, count_include_pad)
+
+        def torch_fn(a: Any, pool: Any = torch_pool) -> Any:
+            return pool(a, k, s, p, ceil_mode, count_include_pad)
+
+        check_forward(burn_fn, torch_fn, [arg], device)
+        check_backward(burn_fn, torch_fn, [arg], grad_device, rng)
+
+
+#: NaN, ties (-0.0 before 0.0 too) and -inf windows for max pooling.
+MAX_POOL_LINE = [1.0, 1.0, NAN, 2.0, 2.0, -INF, -INF, -INF, -0.0, 0.0, 3.0, NAN]
+
+
+@pytest.mark.op("max_pool2d_with_indices")
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES, ids=str)
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_max_pool_indices_of_nan_ties_and_zeros(geometry: tuple[int, int, int, int],
+                                                ceil_mode: bool, device: burn.Device) -> None:
+    """Max pooling returns torch's values and indices: NaN wins, the first of equal values
+    (its own sign: the NumPy backend gave 0.0 where -0.0 came first), a window of -inf names
+    its first tap inside the input; 1d and 2d."""
+    k, s, p, d = geometry
+    line = np.array(MAX_POOL_LINE)
+    cases = [(F.max_pool1d_with_indices, TF.max_pool1d, line.reshape(1, 1, 12)),
+             (F.max_pool2d_with_indices, TF.max_pool2d, line.reshape(1, 1, 3, 4)),
+             (F.max_pool2d_with_indices, TF.max_pool2d, line.reshape(1, 1, 4, 3))]
+    for burn_pool, torch_pool, data in cases:
+        if (data.shape[-1] + 2 * p - d * (k - 1) - 1) < 0 or p > k // 2:
+            continue
+
+        def burn_fn(a: Any, pool: Any = burn_pool) -> Any:
+            return pool(a, k, s, p, d, ceil_mode)
+
+        def torch_fn(a: Any, pool: Any = torch_pool) -> Any:
+            return pool(a, k, s, p, d, ceil_mode, return_indices=True)
+
+        x = T(data, "float32")
+        got = check_forward(burn_fn, torch_fn, [x], device)
+        assert_signs(got[0], torch_fn(torch.tensor(data, dtype=torch.float32))[0])
+
+
+@pytest.mark.op("max_pool2d")
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES, ids=str)
+def test_max_pool_gradient_goes_to_the_first_tie(geometry: tuple[int, int, int, int],
+                                                 grad_device: burn.Device,
+                                                 rng: np.random.Generator) -> None:
+    """Overlapping windows over ties send each window's gradient to its first maximum, and
+    sum where windows share it, as torch."""
+    k, s, p, d = geometry
+    data = np.array([[1.0, 1.0, 2.0, 2.0, 0.0], [2.0, 1.0, 2.0, 0.0, 2.0],
+                     [0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 1.0, 2.0, 2.0]])[None, None]
+    x = T(data, held("float64", grad_device), "transposed")
+
+    def burn_fn(a: Any) -> Any:
+        return F.max_pool2d(a, k, s, p, d, True)
+
+    def torch_fn(a: Any) -> Any:
+        return TF.max_pool2d(a, k, s, p, d, True)
+
+    check_backward(burn_fn, torch_fn, [x], grad_device, rng)
+
+
+@pytest.mark.op("adaptive_avg_pool2d")
+@pytest.mark.parametrize("size", [(1, 1), (3, 4), (4, 5), (5, 9)], ids=str)
+def test_adaptive_avg_pool_keeps_non_finite_values_in_their_windows(
+        size: tuple[int, int], device: burn.Device, grad_device: burn.Device,
+        rng: np.random.Generator) -> None:
+    """Overlapping windows of sizes that do not divide the input (4 of 9 columns, 5 of 9):
+    a NaN or infinity reaches only the windows holding it (the NumPy backend's dense matrices
+    spread it over the plane), -0.0 windows average to 0.0, as torch; gradient of finite
+    values."""
+    data = rng.standard_normal((1, 2, 5, 9))
+    data[0, 0, 1, 2], data[0, 0, 4, 8], data[0, 1, 0, 0] = NAN, INF, -INF
+    data[0, 1, 3:, 4:] = -0.0
+    x = T(data, "float32", "strided")
+
+    def burn_fn(a: Any) -> Any:
+        return F.adaptive_avg_pool2d(a, size)
+
+    def torch_fn(a: Any) -> Any:
+        return TF.adaptive_avg_pool2d(a, size)
+
+    got = check_forward(burn_fn, torch_fn, [x], device)
+    assert_signs(got, torch_fn(torch.tensor(data, dtype=torch.float32)))
+    check_forward(lambda a: F.adaptive_avg_pool1d(a, size[1]),
+                  lambda a: TF.adaptive_avg_pool1d(a, size[1]), [T(data[:, :, 1], "float32")],
+                  device)
+    finite = T(rng.standard_normal((1, 2, 5, 9)), held("float64", device), "transposed")
+    check_backward(burn_fn, torch_fn, [finite], grad_device, rng)

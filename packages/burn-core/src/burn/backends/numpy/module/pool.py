@@ -176,7 +176,7 @@ def _window_argmax(
         better = value > best
         if has_nan:
             better |= np.isnan(value)
-        np.maximum(best, value, out=best)  # NaN propagates
+        np.copyto(best, value, where=better)  # the winner's own value: -0.0 before 0.0 stays
         arg *= ~better
         arg += better * arg.dtype.type(t)
     return best, arg
@@ -226,8 +226,7 @@ def _adaptive_matrix(size: int, out: int) -> np.ndarray:
     return ((j >= start[:, None]) & (j < end[:, None])) / (end - start)[:, None]
 
 
-def _adaptive_matrices(op: str, x: np.ndarray, output_size: tuple[int, ...]) -> list[np.ndarray]:
-    """Per-axis averaging matrices of an adaptive average pooling (separable)."""
+def _check_adaptive(op: str, x: np.ndarray, output_size: tuple[int, ...]) -> None:
     nd = len(output_size)
     if nd not in (1, 2) or x.ndim != nd + 2 or min(output_size) < 1:
         raise ShapeError(
@@ -236,13 +235,39 @@ def _adaptive_matrices(op: str, x: np.ndarray, output_size: tuple[int, ...]) -> 
             x=x.shape,
             output_size=output_size,
         )
+
+
+def _adaptive_matrices(op: str, x: np.ndarray, output_size: tuple[int, ...]) -> list[np.ndarray]:
+    """Per-axis averaging matrices of an adaptive average pooling (separable)."""
+    _check_adaptive(op, x, output_size)
     wt = work_dtype(x.dtype)
     sizes = zip(x.shape[2:], output_size, strict=True)
     return [_adaptive_matrix(n, o).astype(wt) for n, o in sizes]
 
 
+def _window_means(x: np.ndarray, axis: int, out: int) -> np.ndarray:
+    """Means of `x` along `axis` over PyTorch's adaptive windows, one pass per tap from 0.0
+    (taps past a window read an appended zero), so a NaN or infinity reaches only the windows
+    holding it."""
+    size = x.shape[axis]
+    i = np.arange(out)
+    start, end = (i * size) // out, -((-(i + 1) * size) // out)
+    pads = [(0, 0)] * x.ndim
+    pads[axis] = (0, 1)
+    padded = np.pad(x, pads)
+    total = np.zeros(x.shape[:axis] + (out,) + x.shape[axis + 1:], x.dtype)
+    for k in range(int((end - start).max())):
+        total += np.take(padded, np.where(start + k < end, start + k, size), axis=axis)
+    shape = [1] * x.ndim
+    shape[axis] = out
+    return total / (end - start).astype(x.dtype).reshape(shape)
+
+
 def adaptive_avg_pool(x: np.ndarray, output_size: tuple[int, ...]) -> np.ndarray:
     """Adaptive average pooling 1d/2d (PyTorch's window bounds).
+
+    Finite inputs (a finite sum) go through the separable averaging matrices; others window
+    by window, so that a NaN or infinity stays in its windows as in PyTorch.
 
     Args:
         x: input [N, C, *spatial].
@@ -251,8 +276,15 @@ def adaptive_avg_pool(x: np.ndarray, output_size: tuple[int, ...]) -> np.ndarray
     Returns:
         Output [N, C, *output_size] of x's dtype.
     """
-    mats = _adaptive_matrices("adaptive_avg_pool", x, output_size)
-    return apply_axis_matrices(x.astype(mats[0].dtype, copy=False), mats).astype(x.dtype)
+    _check_adaptive("adaptive_avg_pool", x, output_size)
+    y = x.astype(work_dtype(x.dtype), copy=False)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf windows are NaN, quietly
+        if np.isfinite(np.add.reduce(y, axis=None)):
+            mats = _adaptive_matrices("adaptive_avg_pool", x, output_size)
+            return apply_axis_matrices(y, mats).astype(x.dtype)
+        for i, o in reversed(list(enumerate(output_size))):
+            y = _window_means(y, 2 + i, o)
+    return y.astype(x.dtype)
 
 
 def adaptive_avg_pool_backward(x: np.ndarray, grad_out: np.ndarray) -> np.ndarray:
