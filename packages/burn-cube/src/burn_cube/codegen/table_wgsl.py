@@ -90,11 +90,6 @@ OPS: dict[str, str | None] = {
        for op, shift in _shifts(s, bits).items()},
     "invert": "(~{a})",
     "cast": "{t}({a})", "select": "select({c}, {b}, {a})",
-    # float32 selects pick bit patterns: NVIDIA's Vulkan driver compiles a float select on a
-    # comparison into a min / max, losing a zero's sign and a NaN operand
-    **{f"select.{s}": f"bitcast<{t}>(select(bitcast<{u}>({{c}}), bitcast<{u}>({{b}}), {{a}}))"
-       for s, t, u in (("f32", "f32", "u32"),
-                       *((f"f32x{n}", f"vec{n}<f32>", f"vec{n}<u32>") for n in LINE_LANES))},
     "load": "{a}", "store": "{a}", "load.bool": "({a} != 0u)", "store.bool": "select(0u, 1u, {a})",
     "scalar": "bitcast<{t}>({a})", "scalar.u32": "{a}", "scalar.bool": "({a} != 0u)",
     "scalar.f16": "f16(unpack2x16float({a}).x)",
