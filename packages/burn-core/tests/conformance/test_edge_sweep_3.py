@@ -285,3 +285,209 @@ def test_adaptive_avg_pool_keeps_non_finite_values_in_their_windows(
                   device)
     finite = T(rng.standard_normal((1, 2, 5, 9)), held("float64", device), "transposed")
     check_backward(burn_fn, torch_fn, [finite], grad_device, rng)
+
+
+# ---------------------------------------------------------------------------- convolution
+
+#: (groups, kernel, stride, padding, dilation, output_padding, input size): stride past the
+#: kernel, 1x1 inputs, depthwise groups, output_padding below the stride or the dilation.
+CONV_CASES = [(2, 3, 1, 1, 2, 1, 5), (4, 2, 3, 0, 1, 2, 5), (2, 1, 4, 0, 1, 3, 1),
+              (4, 3, 2, 2, 3, 1, 1), (1, 2, 2, 1, 1, 1, 4)]
+
+
+@pytest.mark.op("conv2d")
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+def test_conv_and_conv_transpose_options(case: tuple[int, ...], device: burn.Device,
+                                         grad_device: burn.Device,
+                                         rng: np.random.Generator) -> None:
+    """conv1d / conv2d / conv_transpose1d / conv_transpose2d with groups, dilation, stride
+    past the kernel, output_padding and 1x1 inputs, of non-contiguous inputs and weights:
+    forward and the gradients of input, weight and bias, as torch."""
+    g, k, s, p, d, op, n = case
+    dtype = held("float64", device)
+    x = T(rng.standard_normal((2, 4, n, n + 1)), dtype, "transposed")
+    bias = T(rng.standard_normal(8), dtype)
+    conv_w = T(rng.standard_normal((8, 4 // g, k, k)), dtype, "strided")
+    tconv_w = T(rng.standard_normal((4, 8 // g, k, k)), dtype, "transposed")
+    cases = [
+        (lambda a, w, b: F.conv2d(a, w, b, s, p, d, g),
+         lambda a, w, b: TF.conv2d(a, w, b, s, p, d, g), [x, conv_w, bias]),
+        (lambda a, w, b: F.conv_transpose2d(a, w, b, s, p, op, g, d),
+         lambda a, w, b: TF.conv_transpose2d(a, w, b, s, p, op, g, d), [x, tconv_w, bias]),
+        (lambda a, w, b: F.conv1d(a, w, b, s, p, d, g),
+         lambda a, w, b: TF.conv1d(a, w, b, s, p, d, g),
+         [T(x.data[:, :, 0], dtype, "strided"), T(conv_w.data[:, :, 0], dtype), bias]),
+        (lambda a, w, b: F.conv_transpose1d(a, w, b, s, p, op, g, d),
+         lambda a, w, b: TF.conv_transpose1d(a, w, b, s, p, op, g, d),
+         [T(x.data[:, :, 0], dtype), T(tconv_w.data[:, :, 0], dtype, "strided"), bias]),
+    ]
+    for i, (burn_fn, torch_fn, args) in enumerate(cases):
+        if i % 2 == 0 and args[0].data.shape[-1] + 2 * p < d * (k - 1) + 1:
+            continue  # a convolution without an output position
+        check_forward(burn_fn, torch_fn, args, device)
+        check_backward(burn_fn, torch_fn, args, grad_device, rng)
+
+
+# ------------------------------------------------------------------------ scatter / gather
+
+
+@pytest.mark.op("scatter_add")
+def test_accumulating_scatters_of_duplicate_indices(device: burn.Device,
+                                                    grad_device: burn.Device,
+                                                    rng: np.random.Generator) -> None:
+    """scatter_add / scatter(reduce="add") / select_assign (index_add) / scatter_nd("add")
+    sum every duplicate, and gather / select of duplicates sum their gradients, with index
+    tensors that are transposed, stepped, flipped or expanded views; as torch."""
+    dtype = held("float64", device)
+    x = T(rng.standard_normal((4, 5)), dtype, "transposed")
+    src = T(rng.standard_normal((5, 2)), dtype, "transposed")
+    dup = T(np.array([[0, 0, 3, 3, 0], [1, 1, 1, 1, 1]]).T, "int64", "transposed")
+    rows = T(np.array([3, 0, 3, 3, 1, 3])[::-1], "int64", "strided")
+    cases = [
+        (lambda a, i, v: a.scatter_add(0, i, v), lambda a, i, v: a.scatter_add(0, i, v),
+         [x, dup, src]),
+        (lambda a, i, v: a.scatter(0, i, v, reduce="add"), lambda a, i, v: a.scatter_add(0, i, v),
+         [x, dup, src]),
+        (lambda a, i, v: a.select_assign(0, i, v), lambda a, i, v: a.index_add(0, i, v),
+         [x, rows, T(rng.standard_normal((6, 5)), dtype, "strided")]),
+        (lambda a, i, v: a.scatter_nd(i.unsqueeze(1), v, reduce="add"),
+         lambda a, i, v: a.index_put((i,), v, accumulate=True),
+         [x, rows, T(rng.standard_normal((6, 5)), dtype)]),
+        (lambda a, i: a.gather(1, i.flip((1,))), lambda a, i: a.gather(1, i.flip(1)),
+         [x, T(np.array([[0, 4, 1, 1], [2, 2, 3, 0], [4, 4, 4, 4], [1, 1, 0, 0]]), "int64",
+               "transposed")]),
+        (lambda a, i: a.gather(0, i.expand((3, 5))), lambda a, i: a.gather(0, i.expand(3, 5)),
+         [x, T(np.array([[1, 0, 3, 3, 2]]), "int64")]),
+        (lambda a, i: a.select(1, i), lambda a, i: a.index_select(1, i), [x, rows]),
+    ]
+    for burn_fn, torch_fn, args in cases:
+        check_backward(burn_fn, torch_fn, args, grad_device, rng)
+
+
+@pytest.mark.op("gather")
+def test_negative_indices_count_from_the_end(device: burn.Device,
+                                             rng: np.random.Generator) -> None:
+    """select / take / gather / scatter / scatter_add / select_assign / gather_nd / scatter_nd
+    read an index in [-size, 0) from the end (numpy's and torch's `x[idx]`; torch's
+    index_select, gather and scatter refuse negatives: the reference wraps them first);
+    past -size it is a BurnIndexError, as are negative embedding and one_hot indices."""
+    x = T(rng.standard_normal((3, 4)), "float32", "transposed")
+    neg = np.array([[-1, 0, -4], [-2, -3, 1], [2, -1, -1]])
+    wrap = T(neg, "int64", "transposed")
+
+    def wrapped(i: Any, size: int) -> Any:
+        return torch.remainder(i, size)
+
+    cases = [
+        (lambda a, i: a.select(1, i[0]), lambda a, i: a.index_select(1, wrapped(i[0], 4))),
+        (lambda a, i: a.take(1, i), lambda a, i: a[:, wrapped(i, 4)]),
+        (lambda a, i: a.gather(1, i), lambda a, i: a.gather(1, wrapped(i, 4))),
+        (lambda a, i: a.scatter_add(1, i, a[:, :3]),
+         lambda a, i: a.scatter_add(1, wrapped(i, 4), a[:, :3])),
+        (lambda a, i: a.select_assign(1, i[1], a[:, :3]),
+         lambda a, i: a.index_add(1, wrapped(i[1], 4), a[:, :3])),
+        (lambda a, i: a.gather_nd(i[:, :2]),
+         lambda a, i: a[wrapped(i[:, 0], 3), wrapped(i[:, 1], 4)]),
+        (lambda a, i: a.scatter_nd(i[:1, :1].T, a[:1], reduce="add"),
+         lambda a, i: a.index_put((wrapped(i[:1, 0], 3),), a[:1], accumulate=True)),
+    ]
+    for burn_fn, torch_fn in cases:
+        check_forward(burn_fn, torch_fn, [x, wrap], device)
+    data = burn.tensor(x.data, device=device)
+    for bad in (lambda: data.gather(1, burn.tensor([[-5]], device=device)),
+                lambda: data.select(0, burn.tensor([-4], device=device)),
+                lambda: F.embedding(data, burn.tensor([-1], device=device)),
+                lambda: burn.tensor([1, -1], device=device).one_hot(3)):
+        with pytest.raises(burn.errors.BurnIndexError):
+            bad().to_numpy()
+        burn.sync(device)
+
+
+@pytest.mark.op("mask_where")
+def test_masks_and_values_that_broadcast(device: burn.Device, grad_device: burn.Device,
+                                         rng: np.random.Generator) -> None:
+    """masked_fill with a 0-d tensor value (-0.0 kept) and NaN, where with broadcast masks and
+    0-d / scalar branches, masked_select of a mask wider than the tensor; gradients of where
+    and masked_select; as torch."""
+    dtype = held("float64", device)
+    x = T(rng.standard_normal((4, 5)), dtype, "transposed")
+    row_mask = T(rng.random((1, 5)) < 0.5, "bool")
+    wide = T(rng.random((3, 4, 5)) < 0.5, "bool", "strided")
+    zero = T(np.array(-0.0), dtype)
+    forward = [
+        (lambda a, m, z: a.masked_fill(m, z), lambda a, m, z: a.masked_fill(m, z)),
+        (lambda a, m, z: a.masked_fill(m, NAN), lambda a, m, z: a.masked_fill(m, NAN)),
+        (lambda a, m, z: burn.where(m, z, a), lambda a, m, z: torch.where(m, z, a)),
+        (lambda a, m, z: burn.where(m, 1.5, a.int()), lambda a, m, z: torch.where(m, 1.5, a.int())),
+    ]
+    for burn_fn, torch_fn in forward:
+        got = check_forward(burn_fn, torch_fn, [x, row_mask, zero], device)
+        built = [torch.tensor(x.data).T.contiguous().T, torch.tensor(row_mask.data),
+                 torch.tensor(zero.data)]
+        if got.dtype.is_float:
+            assert_signs(got, torch_fn(*built))
+    check_forward(lambda a, m: a.mask_select(m), lambda a, m: a.masked_select(m), [x, wide],
+                  device)
+    check_backward(lambda a, m: a.mask_select(m), lambda a, m: a.masked_select(m), [x, wide],
+                   grad_device, rng)
+    check_backward(lambda a, b, m: burn.where(m, a, b), lambda a, b, m: torch.where(m, a, b),
+                   [x, T(rng.standard_normal((1, 5)), dtype), row_mask], grad_device, rng)
+
+
+@pytest.mark.op("embedding")
+def test_embedding_and_one_hot_of_index_views(device: burn.Device, grad_device: burn.Device,
+                                              rng: np.random.Generator) -> None:
+    """embedding of transposed / 0-d / empty index tensors with repeats (gradients summed per
+    row), one_hot of transposed and empty int32 / int64 indices, as torch."""
+    weight = T(rng.standard_normal((6, 3)), held("float64", device), "strided")
+    for indices in (T(np.array([[0, 5, 5], [2, 0, 5]]), "int64", "transposed"),
+                    T(np.array(2), "int64"), T(np.zeros((0, 2)), "int64")):
+        check_backward(lambda w, i: F.embedding(w, i), lambda w, i: TF.embedding(i, w),
+                       [weight, indices], grad_device, rng)
+    for dtype in ("int64", "int32"):
+        for data in (np.array([[0, 3], [2, 1], [3, 3]]), np.zeros((0,))):
+            check_forward(lambda i: i.one_hot(4), lambda i: TF.one_hot(i.long(), 4),
+                          [T(data, dtype, "transposed")], device)
+
+
+# ----------------------------------------------------------------------- cumulative ops
+
+CUMPROD_LINES = [[2.0, 0.0, 3.0, 4.0], [0.0, 2.0, 3.0, 0.0], [2.0, 3.0, 0.0, 0.0],
+                 [0.0, 0.0, 0.0, 0.0], [1.0, -0.0, 2.0, -1.5]]
+
+
+@pytest.mark.op("cumprod")
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_scans_of_views_with_zeros(dim: int, device: burn.Device, grad_device: burn.Device,
+                                   rng: np.random.Generator) -> None:
+    """cumsum / cumprod over every dim of a transposed or stepped view, cumprod through one
+    zero, two zeros and all zeros (torch's gradient keeps the product of the other factors);
+    forward and gradient."""
+    dtype = held("float64", device)
+    lines = np.array(CUMPROD_LINES)  # [5, 4]
+    data = np.stack([lines, lines[::-1] * 0.5, -lines])  # [3, 5, 4]
+    for layout in ("transposed", "strided"):
+        x = T(data, dtype, layout)
+        for burn_fn, torch_fn in [(lambda a: a.cumprod(dim), lambda a: a.cumprod(dim)),
+                                  (lambda a: a.cumsum(dim), lambda a: a.cumsum(dim))]:
+            check_backward(burn_fn, torch_fn, [x], grad_device, rng)
+
+
+@pytest.mark.op("cumsum")
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "bool"])
+def test_int_scans_wrap_and_empty_dims(dim: int, dtype: str, device: burn.Device) -> None:
+    """Int cumsum / cumprod wrap in the input's dtype as torch's (int8 100 + 100 is -56; bool
+    sums to int64), and scans of empty dims or of a dim beside an empty one are empty."""
+    values = np.array([[100, 100, 100, 7], [3, 200, 5, 100]])
+    if dtype == "bool":
+        values = values > 50
+    elif dtype == "int8":
+        values = values.astype(np.int16) - 100
+    x = T(values, dtype, "transposed")
+    check_forward(lambda a: a.cumsum(dim), lambda a: a.cumsum(dim), [x], device)
+    if dtype != "bool":
+        check_forward(lambda a: a.cumprod(dim), lambda a: a.cumprod(dim), [x], device)
+    for shape in ((0, 3), (2, 0)):
+        empty = T(np.zeros(shape), dtype)
+        check_forward(lambda a: a.cumsum(dim), lambda a: a.cumsum(dim), [empty], device)
