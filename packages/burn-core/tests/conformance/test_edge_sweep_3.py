@@ -491,3 +491,47 @@ def test_int_scans_wrap_and_empty_dims(dim: int, dtype: str, device: burn.Device
     for shape in ((0, 3), (2, 0)):
         empty = T(np.zeros(shape), dtype)
         check_forward(lambda a: a.cumsum(dim), lambda a: a.cumsum(dim), [empty], device)
+
+
+#: Bad calls of the ops above: (error type, message pattern naming the op and the values).
+BAD_CALLS: dict[str, tuple[type[Exception], str, Any]] = {
+    "topk": (burn.errors.ValueRangeError, r"^topk: k out of range .*k=5, shape=\(2, 3, 4\)",
+             lambda x: x.topk(5)),
+    "sort": (burn.errors.BurnIndexError, r"^sort: dim out of range \(dim=3, ndim=3",
+             lambda x: x.sort(3)),
+    "cummax": (burn.errors.BurnIndexError, r"^cummax: dim out of range \(dim=3",
+               lambda x: x.cummax(3)),
+    "interpolate": (burn.errors.ValueRangeError, r"^interpolate: scale_factor must be a positive",
+                    lambda x: F.interpolate(x.unsqueeze(0), scale_factor=float("nan"))),
+    "avg_pool2d": (burn.errors.ValueRangeError, r"^avg_pool2d: padding must be at most half",
+                   lambda x: F.avg_pool2d(x.unsqueeze(0), 2, padding=2)),
+    "max_pool2d": (burn.errors.ValueRangeError, r"^max_pool2d: dilation must be an int >= 1",
+                   lambda x: F.max_pool2d(x.unsqueeze(0), 2, dilation=0)),
+    "adaptive_avg_pool2d": (burn.errors.ShapeError, r"^adaptive_avg_pool2d: output size .*"
+                            r"output=\(0, 2\)",
+                            lambda x: F.adaptive_avg_pool2d(x.unsqueeze(0), (0, 2))),
+    "conv_transpose2d": (burn.errors.ShapeError, r"^conv_transpose2d: need weight.shape\[0\] = "
+                         r"C_in", lambda x: F.conv_transpose2d(x.unsqueeze(0),
+                                                               burn.ones((3, 1, 1, 1),
+                                                                         device=x.device),
+                                                               groups=2)),
+    "scatter": (burn.errors.ShapeError, r"^scatter: indices must fit .*indices=\(3, 3, 4\)",
+                lambda x: x.scatter(0, burn.zeros((3, 3, 4), dtype=burn.int64,
+                                                  device=x.device), x)),
+    "embedding": (burn.errors.DTypeError, r"^embedding: indices must be an int tensor",
+                  lambda x: F.embedding(x[0], x[0])),
+    "mask_select": (burn.errors.ShapeError, r"^mask_select: shapes cannot be broadcast",
+                    lambda x: x.mask_select(burn.zeros((5,), dtype=burn.bool_,
+                                                       device=x.device))),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.op(name))
+                                  for name in BAD_CALLS])
+def test_bad_options_raise_typed_errors(name: str, device: burn.Device) -> None:
+    """Bad k, dims, scale factors, pool and convolution geometry, index shapes and dtypes
+    raise the typed error naming the op and the offending values, at the call."""
+    error, pattern, call = BAD_CALLS[name]
+    x = burn.arange(24, device=device).float().reshape(2, 3, 4)
+    with pytest.raises(error, match=pattern):
+        call(x)
