@@ -119,9 +119,13 @@ def test_ordering_of_saturated_ints(dtype: str, device: burn.Device) -> None:
 
 # ---------------------------------------------------------------------------- interpolate
 
-#: An image holding NaN, both infinities and -0.0 (among finite values).
-SPECIAL_IMAGE = np.array([[1.0, NAN, 3.0, 0.5], [INF, -0.0, 2.0, -0.0],
-                          [-INF, 1.0, -0.0, -0.0], [0.25, -0.0, -0.0, -0.0]])
+#: Images holding NaN, both infinities and -0.0 (among finite values), and -0.0 alone.
+SPECIAL_IMAGES = {
+    "nan-inf": np.array([[1.0, NAN, 3.0, 0.5], [INF, -0.0, 2.0, -0.0],
+                         [-INF, 1.0, -0.0, -0.0], [0.25, -0.0, -0.0, -0.0]]),
+    "zeros": np.array([[1.0, -2.0, 3.0, 0.5], [-1.0, -0.0, 2.0, -0.0],
+                       [0.0, 1.0, -0.0, -0.0], [0.25, -0.0, -0.0, -0.0]]),
+}
 RESIZE_MODES = [("nearest", False), ("bilinear", False), ("bilinear", True),
                 ("bicubic", False), ("bicubic", True)]
 
@@ -142,15 +146,18 @@ def _resize(mode: str, align: bool, **size: Any) -> tuple[Any, Any]:
 @pytest.mark.parametrize(("mode", "align"), RESIZE_MODES)
 @pytest.mark.parametrize("size", [(4, 4), (8, 8), (3, 5), (7, 2)])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("image", list(SPECIAL_IMAGES))
 def test_interpolate_of_nan_inf_and_negative_zero(mode: str, align: bool, size: tuple[int, int],
-                                                  dtype: str, device: burn.Device) -> None:
+                                                  dtype: str, image: str,
+                                                  device: burn.Device) -> None:
     """Non-finite values spread as in torch (through zero-weight taps too: 0 * inf is NaN) and
     no further (the NumPy backend's dense matrices spread one NaN over the whole image); -0.0
     copied by nearest or summed from -0.0 taps stays -0.0 (the cube kernels gave +0.0)."""
-    x = T(np.stack([SPECIAL_IMAGE, SPECIAL_IMAGE.T])[None], dtype, "transposed")
+    data = SPECIAL_IMAGES[image]
+    x = T(np.stack([data, data.T])[None], dtype, "transposed")
     burn_fn, torch_fn = _resize(mode, align, size=size)
     got = check_forward(burn_fn, torch_fn, [x], device, upcast=True)
-    want = torch_fn(torch.tensor(np.stack([SPECIAL_IMAGE.T, SPECIAL_IMAGE])[None]).transpose(2, 3))
+    want = torch_fn(torch.tensor(np.stack([data.T, data])[None]).transpose(2, 3))
     assert_signs(got, want.to(torch.float32))
 
 
