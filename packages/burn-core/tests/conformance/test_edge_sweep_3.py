@@ -335,6 +335,29 @@ def test_conv_and_conv_transpose_options(case: tuple[int, ...], device: burn.Dev
         check_backward(burn_fn, torch_fn, args, grad_device, rng)
 
 
+@pytest.mark.op("conv1d")
+@pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")  # torch's, on its copy
+@pytest.mark.parametrize(("kernel", "dilation"), [(4, 1), (2, 2), (5, 2)], ids=str)
+def test_same_padding_of_even_kernels(kernel: int, dilation: int, device: burn.Device,
+                                      grad_device: burn.Device,
+                                      rng: np.random.Generator) -> None:
+    """padding="same" pads an odd total one more on the right, as torch (even kernels with odd
+    dilation), in conv1d / conv2d with groups; forward and gradients."""
+    dtype = held("float64", device)
+    x = T(rng.standard_normal((1, 4, 6, 7)), dtype, "transposed")
+    w = T(rng.standard_normal((4, 2, kernel, kernel)), dtype)
+    for conv, tconv, args in [(F.conv2d, TF.conv2d, [x, w]),
+                              (F.conv1d, TF.conv1d, [T(x.data[:, :, 0], dtype, "strided"),
+                                                     T(w.data[:, :, 0], dtype)])]:
+        def burn_fn(a: Any, b: Any, conv: Any = conv) -> Any:
+            return conv(a, b, padding="same", dilation=dilation, groups=2)
+
+        def torch_fn(a: Any, b: Any, conv: Any = tconv) -> Any:
+            return conv(a, b, padding="same", dilation=dilation, groups=2)
+
+        check_backward(burn_fn, torch_fn, args, grad_device, rng)
+
+
 # ------------------------------------------------------------------------ scatter / gather
 
 
