@@ -48,7 +48,6 @@ from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
          "-shared")
-#: dlopen flag binding a library's symbols to its own dependencies first (Linux).
 #: The host's physical memory in bytes (0 where the platform does not say).
 HOST_MEMORY = (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
                if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names else 0)
@@ -70,6 +69,7 @@ def refuse_past_memory(shape: tuple[int, ...], dtype: DType) -> None:
                           f"of memory (shape {tuple(shape)}, {dtype.name})")
 
 
+#: dlopen flag binding a library's symbols to its own dependencies first (Linux).
 _DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0)
 #: Flags added where the compiler takes them (x86 ones): gcc 12 emits masked AVX512-FP16 moves
 #: that binutils 2.40 rejects, so _Float16 is computed through f32 conversions instead; loops
