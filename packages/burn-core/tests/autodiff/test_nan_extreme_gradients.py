@@ -1,5 +1,5 @@
-"""Gradients of the full max() / min() of inputs holding NaN, against torch (a gap found by
-test_edge_sweep_3's sweep; the fix belongs to the autodiff package's `_extreme` rule)."""
+"""Gradients of the full max() / min() of inputs holding NaN, against torch: the autodiff rule
+`_extreme` counts the NaNs as the ties of a NaN result (test_edge_sweep_4 runs it per backend)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ DEV = burn.Device("numpy").autodiff()
 WITH_NAN = np.array([[3.0, np.nan, 1.0], [np.nan, -2.0, np.inf]])
 
 
-@pytest.mark.xfail(strict=True, reason="autodiff _extreme selects the ties with x == result, "
-                   "which no NaN equals: 0 / 0 gives NaN to every element; torch's "
-                   "evenly_distribute_backward splits the gradient between the NaNs when the "
-                   "result is NaN (the lead's autodiff package)")
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_full_extreme_of_nan_splits_the_gradient_between_the_nans(op: str) -> None:
     x = burn.tensor(WITH_NAN, device=DEV).require_grad()

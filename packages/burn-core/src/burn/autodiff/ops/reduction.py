@@ -88,7 +88,8 @@ class ReductionOps(OpsBase):
             inner.float_mul(_prod_of_others(inner, saved[0], dim), g),), (save(x),))
 
     def _extreme(self, x: T, op: str) -> T:
-        """max / min over all elements; the grad is split evenly between ties (as torch)."""
+        """max / min over all elements; the grad is split evenly between ties (as torch), the
+        NaNs being the ties of a NaN result."""
         inner = self.inner
         out = getattr(inner, op)(x.primitive)
         if x.node is None or not _MODE.enabled:
@@ -96,8 +97,10 @@ class ReductionOps(OpsBase):
 
         def fn(g: P, saved: tuple[P, P]) -> tuple[P]:
             v, result = saved
-            hit = inner.bool_into_float(inner.float_equal(v, inner.float_expand(
-                result, inner.shape(v))), inner.dtype(v))
+            result = inner.float_expand(result, inner.shape(v))
+            both_nan = inner.bool_and(inner.float_is_nan(v), inner.float_is_nan(result))
+            hit = inner.bool_into_float(inner.bool_or(inner.float_equal(v, result), both_nan),
+                                        inner.dtype(v))
             return (inner.float_mul(hit, inner.float_div(g, inner.float_sum(hit))),)
         return record(out, (x,), fn, (save(x), out))
 
