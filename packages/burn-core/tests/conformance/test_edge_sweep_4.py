@@ -3,13 +3,16 @@ and running products through zeros, infinities and NaN."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
 
 import burn
 
-from .reference import T, check_backward, check_forward, held
+from .reference import BURN_TO_TORCH, T, assert_same, check_backward, check_forward, dtype_of, held
+from .test_edge_sweep import assert_signs
 
 NAN, INF = float("nan"), float("inf")
 
@@ -49,3 +52,117 @@ def test_extreme_along_a_dim_sends_its_gradient_to_the_first_nan_or_tie(
                   lambda a: tuple(getattr(torch, op)(a, dim, keepdim=True)), [x], device)
     check_backward(lambda a: getattr(a, op)(dim), lambda a: getattr(torch, op)(a, dim).values,
                    [x], grad_device, rng)
+
+
+# ------------------------------------------------------- products through zeros, inf and NaN
+
+#: Lines of running products and products where torch's gradient is the zero-safe product's:
+#: each holds a zero, infinities and NaN only after the first one.
+ZERO_LINES = {
+    "one_zero": [2.0, 0.0, 3.0, -1.5],
+    "two_zeros": [0.0, 2.0, -0.0, 3.0],
+    "zero_last": [2.0, -3.0, -1.0, 0.0],
+    "negative_zero_first": [-0.0, 3.0, -1.0, 2.0],
+    "zero_then_inf": [3.0, 0.0, 2.0, INF],
+    "zero_then_nan": [-2.0, 0.0, NAN, 2.0],
+    "inf_after_two_zeros": [0.0, 2.0, 0.0, -INF],
+}
+
+
+def _grads(burn_fn: Any, torch_fn: Any, data: np.ndarray, grad_device: burn.Device,
+           rng: np.random.Generator) -> tuple[burn.Tensor, torch.Tensor]:
+    """Gradients of `(fn(x) * g).sum()` in burn and torch, x the transposed view of `data.T`."""
+    x = T(data, held("float64", grad_device), "transposed")
+    leaf_b, leaf_t = burn.tensor(x.base(), device=grad_device).require_grad(), torch.tensor(
+        x.base(), requires_grad=True)
+    out_b, out_t = burn_fn(leaf_b.swap_dims(0, 1)), torch_fn(leaf_t.transpose(0, 1))
+    g = rng.standard_normal(tuple(out_t.shape))
+    (out_t * torch.tensor(g)).sum().backward()
+    grads = (out_b * burn.tensor(g, dtype=out_b.dtype, device=grad_device)).sum().backward()
+    got = leaf_b.grad(grads)
+    assert got is not None
+    return got, leaf_t.grad.to(BURN_TO_TORCH[got.dtype])
+
+
+@pytest.mark.op("cumprod")
+@pytest.mark.parametrize("line", list(ZERO_LINES))
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_gradient_through_zeros(line: str, dim: int, grad_device: burn.Device,
+                                        rng: np.random.Generator) -> None:
+    """cumprod's gradient with one or several zeros in a line: exact +0.0 after the first zero
+    (infinities and NaN there too), products before it, as torch; signs of zeros as torch's."""
+    values = np.array(ZERO_LINES[line])
+    data = np.stack([values, [0.5, 0.0, -2.0, -0.0], [1.0, -2.0, 0.5, 4.0]])
+    if dim == 0:
+        data = np.ascontiguousarray(data.T)
+    got, want = _grads(lambda a: a.cumprod(dim), lambda a: a.cumprod(dim), data, grad_device,
+                       rng)
+    assert_same(got, want, phase="backward", what="cumprod grad")
+    assert_signs(got, want)
+
+
+@pytest.mark.op("prod")
+@pytest.mark.parametrize("line", list(ZERO_LINES))
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_prod_gradient_through_zeros(line: str, dim: int | None, grad_device: burn.Device,
+                                     rng: np.random.Generator) -> None:
+    """prod(dim)'s gradient is the product of the others (±0.0, NaN for 0 * inf, as torch);
+    prod() of two zeros or more gives +0.0 everywhere (torch's zeros_like), of one zero the
+    product of the others."""
+    values = np.array(ZERO_LINES[line])
+    data = np.stack([values, [1.0, -2.0, 0.5, 4.0], [-0.5, 3.0, 2.0, -1.0]])
+    if dim is None and line in ("one_zero", "zero_last", "zero_then_inf", "zero_then_nan"):
+        data = data[:1] if line == "zero_then_nan" else data  # a NaN and one zero: products
+    got, want = _grads(lambda a: a.prod(dim), lambda a: a.prod() if dim is None else a.prod(dim),
+                       data, grad_device, rng)
+    assert_same(got, want, phase="backward", what="prod grad")
+    assert_signs(got, want)
+
+
+def _running_product_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """cumprod's gradient along the last dim without division, one element at a time:
+    prod_{j<i} x_j * s_i with s_i = g_i + x_{i+1} s_{i+1}, a zero ending the sum."""
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape[:-1]):
+        line, up, s = x[idx], g[idx], 0.0
+        for i in reversed(range(len(line))):
+            s = up[i] + (line[i + 1] * s if i + 1 < len(line) and line[i + 1] != 0 else 0.0)
+            before = line[:i]
+            out[idx + (i,)] = 0.0 if (before == 0).any() else np.prod(before) * s
+    return out
+
+
+def _product_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """prod's gradient along the last dim: g times the product of the others."""
+    n = x.shape[-1]
+    others = np.stack([np.prod(np.delete(x, i, axis=-1), axis=-1) for i in range(n)], -1)
+    return others * g[..., None]
+
+
+@pytest.mark.op("cumprod")
+@pytest.mark.parametrize("op", ["cumprod", "prod"])
+def test_product_gradients_of_infinities_and_nan_are_products_not_quotients(
+        op: str, grad_device: burn.Device) -> None:
+    """Without zeros, an infinite element's gradient is the (finite) product of the others and a
+    NaN reaches only the gradients whose products hold it; torch divides the result by the
+    input there (inf / inf = NaN, a NaN line all NaN): equal to torch wherever torch is not
+    NaN (docs/differences.md)."""
+    data = np.array([[2.0, INF, 3.0, 0.5], [-1.5, 2.0, NAN, 4.0], [1.0, -2.0, 0.5, -INF]])
+    # positive: the scan's partial sums of infinite terms have one sign (no inf - inf)
+    g = np.array([[0.5, 1.0, 2.0, 1.5], [1.0, 0.25, 0.5, 2.0], [1.0, 0.5, 1.5, 2.0]])
+    dtype = held("float64", grad_device)
+    x = burn.tensor(data, dtype=dtype, device=grad_device).require_grad()
+    xt = torch.tensor(data, requires_grad=True)
+    if op == "cumprod":
+        out, out_t, upstream = x.cumprod(1), xt.cumprod(1), g
+    else:
+        out, out_t, upstream = x.prod(1), xt.prod(1), g[:, 0]
+    (out_t * torch.tensor(upstream)).sum().backward()
+    got = x.grad((out * burn.tensor(upstream, dtype=dtype, device=grad_device)).sum().backward())
+    assert got is not None and got.shape == data.shape and got.dtype == dtype_of(dtype)
+    ref = _running_product_grad(data, g) if op == "cumprod" else _product_grad(data, upstream)
+    want = xt.grad.numpy()
+    np.testing.assert_allclose(got.to_numpy(), ref, rtol=1e-6, equal_nan=True)
+    torch_defined = ~np.isnan(want)
+    np.testing.assert_allclose(got.to_numpy()[torch_defined], want[torch_defined], rtol=1e-6)
+    assert np.isnan(want[~torch_defined]).all() and (~torch_defined).any()

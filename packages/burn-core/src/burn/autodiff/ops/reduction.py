@@ -76,7 +76,12 @@ class ReductionOps(OpsBase):
         def fn(g: P, saved: tuple[P]) -> tuple[P]:
             flat = inner.float_reshape(saved[0], (math.prod(xs),))
             others = inner.float_reshape(_prod_of_others(inner, flat, 0), xs)
-            return (inner.float_mul(others, g),)
+            # two zeros or more: every product of the others holds a zero; +0.0 as torch's
+            # zeros_like, whatever the signs, infinities or NaN beside them
+            zeros = inner.float_sum(inner.bool_into_float(inner.float_equal_elem(flat, 0.0),
+                                                          inner.dtype(flat)))
+            several = inner.float_expand(inner.float_greater_elem(zeros, 1.5), xs)
+            return (inner.float_mask_fill(inner.float_mul(others, g), several, 0.0),)
         return record(out, (x,), fn, (save(x),))
 
     def float_prod_dim(self, x: T, dim: int) -> T:
@@ -160,8 +165,11 @@ def _reverse_cumsum(inner: Any, g: P, dim: int) -> P:
 
 
 def _cumprod_grad(inner: Any, g: P, x: P, dim: int) -> P:
-    """Zero-safe cumprod backward: grad_i = prod_{j<i} x_j * s_i with s_i = g_i + x_{i+1} s_{i+1},
-    a linear recurrence solved (right to left) by a log-depth scan of slices."""
+    """cumprod backward as torch's: grad_i = sum_k g_k prod_{j<=k, j!=i} x_j, a product holding
+    a zero other than x_i being exactly 0 (whatever infinities or NaN it holds), so +0.0 after
+    a line's first zero. Computed without division: grad_i = prod_{j<i} x_j * s_i with
+    s_i = g_i + x_{i+1} s_{i+1}, a linear recurrence cut at zeros, solved right to left by a
+    log-depth scan of slices."""
     shape = inner.shape(x)
     n = shape[dim]
     head = [slice(0, s, 1) for s in shape[:dim]]
@@ -175,9 +183,20 @@ def _cumprod_grad(inner: Any, g: P, x: P, dim: int) -> P:
                          part(inner.float_flip(x, (dim,)), 0, n - 1)], dim) if n > 1 else x
     step = 1
     while step < n:  # Hillis-Steele: compose each step with the one `step` before it
-        b = inner.float_cat([part(b, 0, step), inner.float_add(
-            part(b, step, n), inner.float_mul(part(a, step, n), part(b, 0, n - step)))], dim)
-        a = inner.float_cat([part(a, 0, step),
-                             inner.float_mul(part(a, step, n), part(a, 0, n - step))], dim)
+        a_now, a_before = part(a, step, n), part(a, 0, n - step)
+        cut = inner.float_equal_elem(a_now, 0.0)  # a zero factor ends the sum: 0 * inf is 0
+        carried = inner.float_mask_fill(inner.float_mul(a_now, part(b, 0, n - step)), cut, 0.0)
+        b = inner.float_cat([part(b, 0, step), inner.float_add(part(b, step, n), carried)], dim)
+        either = inner.bool_or(cut, inner.float_equal_elem(a_before, 0.0))
+        a = inner.float_cat([part(a, 0, step), inner.float_mask_fill(
+            inner.float_mul(a_now, a_before), either, 0.0)], dim)
         step *= 2
-    return inner.float_mul(_exclusive_cumprod(inner, x, dim), inner.float_flip(b, (dim,)))
+    grad = inner.float_mul(_exclusive_cumprod(inner, x, dim), inner.float_flip(b, (dim,)))
+    return inner.float_mask_fill(grad, _after_first_zero(inner, x, dim), 0.0)
+
+
+def _after_first_zero(inner: Any, x: P, dim: int) -> P:
+    """Bool mask of the elements that follow a zero along `dim`."""
+    is_zero = inner.bool_into_float(inner.float_equal_elem(x, 0.0), inner.dtype(x))
+    zeros_before = inner.float_sub(inner.float_cumsum(is_zero, dim), is_zero)
+    return inner.float_greater_elem(zeros_before, 0.5)
