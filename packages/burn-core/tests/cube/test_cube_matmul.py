@@ -116,7 +116,7 @@ def _host(t: CubeTensor) -> np.ndarray:
 
 
 #: every runner each device has (the autotuner sees fewer on cpu: `mm.candidates`).
-STRATEGIES = {"cpu": ["blas", *TILES, *LINE_TILES, "naive"],
+STRATEGIES = {"cpu": ["blas", "gemm", *TILES, *LINE_TILES, "naive"],
               "wgpu": [*TILES, *LINE_TILES, "naive"],
               "cuda": ["cublas", *TILES, *LINE_TILES, "naive"]}
 RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
@@ -127,7 +127,8 @@ RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
 def test_every_strategy_reads_views_in_place(device: str, strategy: str, case: str) -> None:
     """Each runner on float32 and int32, straight from the backend (no autotuning)."""
     backend = _backend(device)
-    dtypes = ("float32", "bfloat16", "float16") if strategy == "cublas" else ("float32", "int32")
+    dtypes = {"cublas": ("float32", "bfloat16", "float16"), "gemm": ("float32", "float64")
+              }.get(strategy, ("float32", "int32"))
     for dtype in dtypes:
         a, b, ta, tb = _operands(device, case, dtype)
         _check(mm.matmul(backend, _prim(a), _prim(b), strategy), ta, tb, dtype)
@@ -205,7 +206,7 @@ def test_edge_values(device: str, strategy: str) -> None:
     b = np.array([[1.0, 0.0], [0.0, 1.0], [-np.inf, 2.0]], np.float32)
     got = mm.matmul(backend, backend.upload(a), backend.upload(b), strategy)
     np.testing.assert_array_equal(_host(got), (torch.from_numpy(a) @ torch.from_numpy(b)).numpy())
-    if strategy == "cublas":  # floats only
+    if strategy in ("cublas", "gemm"):  # floats only
         return
     big = np.full((2, 3), 2**30, np.int32)
     got = mm.matmul(backend, backend.upload(big), backend.upload(big.T.copy()), strategy)
@@ -214,6 +215,52 @@ def test_edge_values(device: str, strategy: str) -> None:
     wide = np.full((1, 2), 2**40, np.int64)
     got = mm.matmul(backend, backend.upload(wide), backend.upload(wide.T.copy()), strategy)
     np.testing.assert_array_equal(_host(got), np.matmul(wide, wide.T))
+
+
+#: (m, k, n, lhs view, rhs view) past the cpu kernel's edges: rows not a multiple of its 8,
+#: columns not of its 32 (float32) / 16 (float64) lanes, depths over one block of 256 steps,
+#: column-major lhs and rhs, rhs transposed with fewer rows than columns (the c^T path),
+#: negative and zero strides, sizes that run on OpenMP threads (2M multiply-adds).
+GEMM_EDGES = [
+    (64, 784, 256, lambda x: x, _tr), (256, 64, 784, _tr, lambda x: x),
+    (13, 600, 70, lambda x: x, lambda x: x), (200, 300, 90, _tr, _tr),
+    (1, 1, 1, lambda x: x, lambda x: x), (9, 33, 1, lambda x: x.flip(0), lambda x: x.flip(1)),
+    (40, 7, 33, lambda x: x[:, :], lambda x: x[:1].expand(7, 33)),
+    (130, 520, 100, lambda x: x, _tr),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("index", range(len(GEMM_EDGES)))
+def test_cpu_gemm_kernel_past_its_blocking_edges(index: int, dtype: str) -> None:
+    """The cpu runtime's own kernel against torch, each operand a view read in place."""
+    m, k, n, va, vb = GEMM_EDGES[index]
+    rng = np.random.default_rng(index)
+    out = []
+    for shape, view in (((k, m) if va is _tr else (m, k), va), (((n, k) if vb is _tr else (k, n)),
+                                                                  vb)):
+        host = torch.from_numpy(rng.standard_normal(shape)).to(getattr(torch, dtype))
+        out.append((view(burn.tensor(host.numpy(), device="cpu")), view(host)))
+    (a, ta), (b, tb) = out
+    got = mm.matmul(_backend("cpu"), _prim(a), _prim(b), "gemm")
+    want = _expected(ta, tb)
+    assert tuple(got.shape) == want.shape and got.dtype == getattr(burn, dtype)
+    np.testing.assert_allclose(_host(got), want, rtol=1e-5 if dtype == "float32" else 1e-12,
+                               atol=1e-4 if dtype == "float32" else 1e-11)
+
+
+def test_cpu_gemm_kernel_propagates_nan_and_inf_in_edge_tiles() -> None:
+    """NaN and inf in the last partial tile (the zero padding never reaches the result)."""
+    a = np.ones((11, 300), np.float32)
+    a[10, 299], a[3, 0] = np.inf, np.nan
+    b = np.ones((300, 35), np.float32)
+    b[299, 34] = 0.0
+    backend = _backend("cpu")
+    got = _host(mm.matmul(backend, backend.upload(a), backend.upload(b), "gemm"))
+    want = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[10, 34]) and np.isinf(got[10, 0]) and np.isnan(got[3]).all()
 
 
 @pytest.mark.parametrize("rows", [2, 4096])  # OpenBLAS's own one thread; pinned to one
@@ -287,6 +334,10 @@ def test_kernels_generate_cuda_source(dtype: DType) -> None:
 def test_candidates_per_runtime() -> None:
     cpu, wgpu = _backend("cpu"), _backend("wgpu")
     assert mm.candidates(cpu, DType.float32, 1 << 30) == ["blas"]
+    for dtype in (DType.float32, DType.float64):
+        assert mm.candidates(cpu, dtype, 1 << 20) == ["blas", "gemm"]
+    for dtype in (DType.float16, DType.bfloat16):
+        assert mm.candidates(cpu, dtype, 1 << 20) == ["blas"]
     assert mm.candidates(cpu, DType.int32, 1 << 10) == ["blas", *mm.CPU_INT_TILES]
     assert mm.candidates(cpu, DType.int64, 1 << 30) == [mm.CPU_INT_TILES[0]]
     assert mm.candidates(wgpu, DType.float32, 1 << 10) == [*LINE_TILES, *TILES, "naive"]

@@ -420,14 +420,28 @@ class CpuRuntime(Runtime):
     def compile(self, kernel: KernelIR) -> CompiledC:
         from burn_cube.codegen import generate  # lazily: launch-index hits never generate
 
-        source = generate(kernel, "c")
+        return self.compile_source(generate(kernel, "c"), kernel.name)
+
+    def compile_source(self, source: str, name: str, symbol: str = "bc_kernel") -> CompiledC:
+        """C source built with the kernels' compiler and flags (cached on disk by source,
+        compiler, flags and target) and loaded.
+
+        Args:
+            source: a C translation unit.
+            name: what errors call it.
+            symbol: the function `CompiledC.function` is.
+        Returns:
+            The loaded library.
+        Raises:
+            CompileError: the compiler failed, or the library cannot be loaded.
+        """
         compiler = find_compiler()
         target = native_target(compiler)
         key = cache_key(source, compiler_identity(compiler), build_flags(compiler), "c", target)
-        compiled = self._load(key, kernel.name, target)
+        compiled = self._load(key, name, target, symbol)
         if compiled is None:
-            compiled = self._open(key, kernel.name, self._build(source, compiler, key,
-                                                                kernel.name, target))
+            compiled = self._open(key, name, self._build(source, compiler, key, name, target),
+                                  symbol)
         return compiled
 
     def _index_key(self, identity: str) -> str:
@@ -453,15 +467,16 @@ class CpuRuntime(Runtime):
                 "artifact": compiled.key, "externals": kernel.externals,
                 "interface": kernel.interface()})
 
-    def _load(self, key: str, name: str, target: str) -> CompiledC | None:
+    def _load(self, key: str, name: str, target: str, symbol: str = "bc_kernel"
+              ) -> CompiledC | None:
         """The loaded library of cache entry ``key`` (None when the entry is missing, or not
         built for ``target``)."""
         if key in self._compiled:
             return self._compiled[key]
         path = self.disk.get(key, ".so", target)
-        return None if path is None else self._open(key, name, path)
+        return None if path is None else self._open(key, name, path, symbol)
 
-    def _open(self, key: str, name: str, path: Path) -> CompiledC:
+    def _open(self, key: str, name: str, path: Path, symbol: str = "bc_kernel") -> CompiledC:
         try:
             if private_openmp(find_compiler()) is None:
                 with brief_spinning():  # the first kernel may load the shared libgomp
@@ -470,7 +485,7 @@ class CpuRuntime(Runtime):
                 library = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | _DEEPBIND)
         except OSError as exc:
             raise CompileError(f"cannot load the compiled kernel: {exc}", name) from exc
-        function = library.bc_kernel
+        function = getattr(library, symbol)
         function.restype = None  # no argtypes: a bytes block and a byref need no conversion
         compiled = self._compiled[key] = CompiledC(library, function, key)
         return compiled

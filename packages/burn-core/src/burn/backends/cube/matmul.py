@@ -4,10 +4,11 @@ Strategies (autotune candidates, by name): the burn-cube kernels of `matmul_kern
 and the shared-memory tiles `tile<bm>x<bn>x<bk>`) on every runtime, the float32 line tiles
 `line<bm>x<bn>x<bk>` on GPU runtimes (rhs and out read and written as `Line[f32, 4]`; a layout
 without whole lines runs `LINE_FALLBACK` instead), BLAS through numpy on the cpu runtime
-(zero-copy host views of the buffers) and cuBLAS on cuda (floats, on the device pointers:
-`gemmStridedBatchedEx`, or `gemmBatchedEx` over pointer arrays for batches of two strides;
-float16 / bfloat16 / float32 accumulating in
-float32, float64 in float64). Which one runs is timed once per (dtype, device, power-of-two
+(zero-copy host views of the buffers), the cpu runtime's own register-blocked float32 /
+float64 kernel (`gemm`: `burn_cube.runtime.gemm`, raced against BLAS) and cuBLAS on cuda
+(floats, on the device pointers: `gemmStridedBatchedEx`, or `gemmBatchedEx` over pointer
+arrays for batches of two strides; float16 / bfloat16 / float32 accumulating in float32,
+float64 in float64). Which one runs is timed once per (dtype, device, power-of-two
 bucket of batch, m, k and n) by burn-cube's `Autotuner` and remembered on disk. Inputs are read
 in place whatever their strides (transposed, sliced, stride-0 broadcast batches); the result
 is a new dense tensor.
@@ -20,6 +21,7 @@ does; off by default (full float32 products). Only the cuda runtime's cuBLAS pat
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +32,8 @@ import numpy as np
 from burn.dtype import DType
 from burn.errors import DeviceError, DTypeError
 from burn.ir.rules import matmul as matmul_shape
+from burn_cube.errors import LaunchError
+from burn_cube.runtime import gemm as cpu_gemm
 
 from . import blas_pair
 from .creation import full
@@ -39,8 +43,10 @@ from .tensor import CubeTensor, Shape, host_view
 
 #: Shared-memory bytes a tile may use (WebGPU's guaranteed minimum per workgroup).
 SHARED_BYTES = 16384
-#: On the cpu runtime floats always run on BLAS (15x to 400x faster than the generated C
-#: kernels, measured); ints race numpy's integer matmul (no BLAS) against these tiles, timed up
+#: On the cpu runtime float32 / float64 race BLAS against the runtime's own kernel up to
+#: `CPU_TUNE_WORK` multiply-adds (BLAS past it), float16 / bfloat16 run on BLAS (the generated
+#: tiles were 15x to 400x slower, measured); ints race numpy's integer matmul (no BLAS) against
+#: these tiles, timed up
 #: to `CPU_TUNE_WORK` multiply-adds; larger products take the first tile directly (numpy's int
 #: matmul was 2x to 7x slower there, and one timing trial would take seconds).
 CPU_INT_TILES = ("tile64x64x16", "tile32x32x16")
@@ -213,6 +219,24 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
         return backend.from_host(out)
     except MemoryError as exc:
         raise backend._allocation_error("matmul", shape, dtype, exc) from exc
+
+
+def run_gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
+    """The cpu runtime's own float32 / float64 kernel (`burn_cube.runtime.gemm`) on zero-copy
+    host views, for one matrix product (a contiguous batched lhs times a matrix flattened
+    into one); other batches run on BLAS."""
+    a, b = _operand(lhs.array), _operand(rhs.array)
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+        a = a.reshape(-1, a.shape[-1])
+    if a.ndim != 2 or b.ndim != 2 or not cpu_gemm.supports(a.dtype):
+        return run_blas(backend, lhs, rhs, shape)
+    out = backend.empty(shape, lhs.dtype)
+    try:
+        cpu_gemm.gemm(backend.runtime, a, b, out.array.handle.reshape(a.shape[0], b.shape[1]))
+    except LaunchError as exc:
+        raise backend._allocation_error("matmul", shape, lhs.dtype, MemoryError(str(exc))
+                                        ) from exc
+    return out
 
 
 def _operand(array: Any) -> np.ndarray:
@@ -444,7 +468,8 @@ def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> 
     return out
 
 
-RUNNERS: dict[str, Runner] = {"naive": run_naive, "blas": run_blas, "cublas": run_cublas,
+RUNNERS: dict[str, Runner] = {"naive": run_naive, "blas": run_blas, "gemm": run_gemm,
+                              "cublas": run_cublas,
                               **{name: tiled_runner(name) for name in (*TILES, *LINE_TILES)}}
 
 
@@ -465,6 +490,8 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
     only = _only(backend, dtype)
     if only is not None:
         return [only]
+    if props.name == "cpu" and dtype in _CPU_GEMM:
+        return ["blas", "gemm"] if work <= CPU_TUNE_WORK else ["blas"]
     if props.name == "cpu":
         return ["blas", *CPU_INT_TILES] if work <= CPU_TUNE_WORK else [CPU_INT_TILES[0]]
     item = accumulator(dtype).numpy.itemsize
@@ -509,12 +536,16 @@ def matmul(backend: Any, lhs: CubeTensor, rhs: CubeTensor, strategy: str | None 
 
 
 def _only(backend: Any, dtype: DType) -> str | None:
-    """The strategy when `candidates` has just one whatever the shape (floats on the cpu
-    runtime: BLAS), else None."""
-    return "blas" if dtype in _FLOATS and backend.runtime.properties.name == "cpu" else None
+    """The strategy when `candidates` has just one whatever the shape (float16 / bfloat16 on
+    the cpu runtime: BLAS), else None."""
+    return "blas" if dtype in _CPU_BLAS_ONLY and backend.runtime.properties.name == "cpu" \
+        else None
 
 
-_FLOATS = frozenset(d for d in DType if d.is_float)
+#: Float dtypes the cpu runtime's own kernel multiplies (raced against BLAS); the others
+#: multiply on BLAS in float32.
+_CPU_GEMM = frozenset((DType.float32, DType.float64))
+_CPU_BLAS_ONLY = frozenset(d for d in DType if d.is_float) - _CPU_GEMM
 
 
 def _fits(backend: Any, name: str, m: int, n: int) -> bool:
@@ -547,9 +578,18 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
 
     rt = backend.runtime
     known[key] = names[0] if len(names) == 1 else str(default_tuner().tune(
-        "burn.matmul.{}.b{}.m{}.k{}.n{}.{}".format(*key), f"{rt.name}:{rt.properties.device}",
+        "burn.matmul.{}.b{}.m{}.k{}.n{}.{}".format(*key), _tuning_device(rt),
         batch * m * n * k, names, run, backend.sync))
     return known[key]
+
+
+def _tuning_device(runtime: Any) -> str:
+    """The device of an autotuned choice; on the cpu runtime with its OpenMP thread count
+    (`OMP_NUM_THREADS`, as its kernels read it: which product is fastest depends on it)."""
+    device = f"{runtime.name}:{runtime.properties.device}"
+    if runtime.name == "cpu":
+        device += f" omp={os.environ.get('OMP_NUM_THREADS', '')}"
+    return device
 
 
 def _layout(t: CubeTensor) -> str:

@@ -1,0 +1,154 @@
+/* Matrix products of the cpu runtime: c[m, n] = a[m, k] @ b[k, n] for float and double, on
+ * operands at any element strides, written row-major into c (row stride ldc).
+ *
+ * A register-blocked micro-kernel (MR rows x NV vectors of accumulators, a broadcast of one
+ * element of a times NV vectors of a row of b per step of k) over blocks of KC steps of k.
+ * Operands are read in place where the kernel can (a row-contiguous a through row pointers,
+ * whole strips of a row-contiguous b); otherwise packed into k-major strips (zero-padded past
+ * the matrix edge) first. A row-contiguous a times a column-contiguous b with fewer rows than
+ * columns runs as c^T = b^T a^T, so that the smaller operand is the one transposed in packing.
+ * Strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK multiply-adds.
+ * No fast-math: NaN and infinities propagate as in any sum of products (zero padding only
+ * feeds elements of c that are never stored).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define VBYTES 64
+#define BCAST_float _mm512_set1_ps
+#define BCAST_double _mm512_set1_pd
+#elif defined(__AVX__)
+#include <immintrin.h>
+#define VBYTES 32
+#define BCAST_float _mm256_set1_ps
+#define BCAST_double _mm256_set1_pd
+#else
+#define VBYTES 16
+#define BCAST_float(x) ((vec_float){x, x, x, x})
+#define BCAST_double(x) ((vec_double){x, x})
+#endif
+
+#define KC 256
+#define MR 8
+#define NV 2
+#define GEMM_THREAD_WORK (1 << 21)
+
+#define DEFINE_GEMM(T)                                                                          \
+typedef T vec_##T __attribute__((vector_size(VBYTES)));                                       \
+enum { W_##T = VBYTES / sizeof(T), NR_##T = NV * (VBYTES / sizeof(T)) };                      \
+                                                                                              \
+/* c tile (transposed when tr) = or += a[MR x kc] b[kc x NR]: a's row i at a + i * lda, its   \
+ * step p at p * ka; b's row p at b + p * ldb */                                              \
+static inline void micro_##T(int64_t kc, const T* restrict a, int64_t lda, int64_t ka,        \
+                             const T* restrict b, int64_t ldb, T* restrict c, int64_t ldc,    \
+                             int64_t mr, int64_t nr, int add, int tr) {                        \
+    vec_##T acc[MR][NV];                                                                      \
+    for (int i = 0; i < MR; i++)                                                              \
+        for (int j = 0; j < NV; j++) acc[i][j] = (vec_##T){0};                               \
+    for (int64_t p = 0; p < kc; p++) {                                                        \
+        vec_##T bv[NV];                                                                       \
+        for (int j = 0; j < NV; j++) memcpy(&bv[j], b + p * ldb + j * W_##T, VBYTES);         \
+        for (int i = 0; i < MR; i++) {                                                        \
+            vec_##T av = (vec_##T)BCAST_##T(a[i * lda + p * ka]);                              \
+            for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];                             \
+        }                                                                                     \
+    }                                                                                         \
+    if (!tr && mr == MR && nr == NR_##T) {                                                    \
+        for (int i = 0; i < MR; i++)                                                          \
+            for (int j = 0; j < NV; j++) {                                                    \
+                T* row = c + i * ldc + j * W_##T;                                             \
+                if (add) {                                                                    \
+                    vec_##T old;                                                              \
+                    memcpy(&old, row, VBYTES);                                                \
+                    acc[i][j] += old;                                                         \
+                }                                                                             \
+                memcpy(row, &acc[i][j], VBYTES);                                              \
+            }                                                                                 \
+        return;                                                                               \
+    }                                                                                         \
+    T tile[MR][NR_##T];                                                                       \
+    memcpy(tile, acc, sizeof tile);                                                           \
+    for (int64_t i = 0; i < mr; i++)                                                          \
+        for (int64_t j = 0; j < nr; j++) {                                                    \
+            T* at = tr ? c + j * ldc + i : c + i * ldc + j;                                   \
+            *at = add ? *at + tile[i][j] : tile[i][j];                                        \
+        }                                                                                     \
+}                                                                                             \
+                                                                                              \
+/* b's strip of NR columns from j0, steps pc.. pc + kc, k-major and zero-padded, into dst */  \
+static void pack_b_##T(const T* b, int64_t brs, int64_t bcs, int64_t n, int64_t j0,           \
+                       int64_t pc, int64_t kc, T* dst) {                                      \
+    int64_t nr = n - j0 < NR_##T ? n - j0 : NR_##T;                                          \
+    for (int64_t j = 0; j < NR_##T; j++) {                                                    \
+        const T* col = b + pc * brs + (j0 + j) * bcs;                                         \
+        for (int64_t p = 0; p < kc; p++) dst[p * NR_##T + j] = j < nr ? col[p * brs] : 0;     \
+    }                                                                                         \
+}                                                                                             \
+                                                                                              \
+/* a's strip of MR rows from i0, steps pc.. pc + kc, k-major and zero-padded, into dst */     \
+static void pack_a_##T(const T* a, int64_t ars, int64_t acs, int64_t m, int64_t i0,           \
+                       int64_t pc, int64_t kc, T* dst) {                                      \
+    int64_t mr = m - i0 < MR ? m - i0 : MR;                                                   \
+    for (int64_t i = 0; i < MR; i++) {                                                        \
+        const T* row = a + (i0 + i) * ars + pc * acs;                                         \
+        for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = i < mr ? row[p * acs] : 0;         \
+    }                                                                                         \
+}                                                                                             \
+                                                                                              \
+static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,    \
+                    const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc, int tr) {        \
+    const int64_t nr_full = NR_##T;                                                           \
+    int64_t nstrips = (n + nr_full - 1) / nr_full, mstrips = (m + MR - 1) / MR;              \
+    int64_t kcmax = k < KC ? k : KC;                                                          \
+    int pack_a = acs != 1 || mstrips * MR != m;                                               \
+    T* bp = aligned_alloc(64, (size_t)(nstrips * nr_full * kcmax * sizeof(T) + 64) / 64 * 64); \
+    T* ap = pack_a ? aligned_alloc(64, (size_t)(mstrips * MR * kcmax * sizeof(T) + 64) / 64 * 64) \
+                   : NULL;                                                                    \
+    if (bp == NULL || (pack_a && ap == NULL)) {                                               \
+        free(bp);                                                                             \
+        free(ap);                                                                             \
+        return 1;                                                                             \
+    }                                                                                         \
+    int threaded = (double)m * n * k >= GEMM_THREAD_WORK;                                     \
+    for (int64_t pc = 0; pc < k; pc += KC) {                                                  \
+        int64_t kc = k - pc < KC ? k - pc : KC;                                               \
+        if (pack_a)                                                                           \
+            for (int64_t s = 0; s < mstrips; s++) pack_a_##T(a, ars, acs, m, s * MR, pc, kc, ap + s * MR * kc); \
+        _Pragma("omp parallel for schedule(static) if (threaded)")                            \
+        for (int64_t js = 0; js < nstrips; js++) {                                            \
+            int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;              \
+            const T* bs = b + pc * brs + j0;                                                  \
+            int64_t ldb = brs;                                                                \
+            if (bcs != 1 || nr < nr_full) { /* a b read in place must have whole rows of NR */ \
+                bs = bp + js * nr_full * kc;                                                  \
+                pack_b_##T(b, brs, bcs, n, j0, pc, kc, bp + js * nr_full * kc);               \
+                ldb = nr_full;                                                                \
+            }                                                                                 \
+            for (int64_t s = 0; s < mstrips; s++) {                                           \
+                int64_t i0 = s * MR, mr = m - i0 < MR ? m - i0 : MR;                          \
+                T* tile = tr ? c + j0 * ldc + i0 : c + i0 * ldc + j0;                         \
+                if (pack_a)                                                                   \
+                    micro_##T(kc, ap + s * MR * kc, 1, MR, bs, ldb, tile, ldc, mr, nr, pc > 0, tr); \
+                else                                                                          \
+                    micro_##T(kc, a + i0 * ars + pc, ars, 1, bs, ldb, tile, ldc, mr, nr, pc > 0, tr); \
+            }                                                                                 \
+        }                                                                                     \
+    }                                                                                         \
+    free(ap);                                                                                 \
+    free(bp);                                                                                 \
+    return 0;                                                                                 \
+}                                                                                             \
+                                                                                              \
+/* c = a @ b; returns 1 where the packing buffers cannot be allocated, else 0 */              \
+int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,        \
+                const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                    \
+    if (bcs != 1 && brs == 1 && acs == 1 && m < n)                                            \
+        return gemm_##T(n, m, k, b, bcs, brs, a, acs, ars, c, ldc, 1);                        \
+    return gemm_##T(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, 0);                            \
+}
+
+DEFINE_GEMM(float)
+DEFINE_GEMM(double)
