@@ -15,7 +15,8 @@ import numpy as np
 from burn_cube.errors import LaunchError
 
 #: numpy dtype -> the library's function for it.
-_FUNCTIONS = {np.dtype(np.float32): "bc_gemm_float", np.dtype(np.float64): "bc_gemm_double"}
+_FUNCTIONS: dict[np.dtype, str] = {np.dtype(np.float32): "bc_gemm_float",
+                                  np.dtype(np.float64): "bc_gemm_double"}
 _ARGS = [ctypes.c_int64] * 3 + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2 + [
     ctypes.c_void_p, ctypes.c_int64]
 
