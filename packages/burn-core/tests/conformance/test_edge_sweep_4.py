@@ -166,3 +166,38 @@ def test_product_gradients_of_infinities_and_nan_are_products_not_quotients(
     torch_defined = ~np.isnan(want)
     np.testing.assert_allclose(got.to_numpy()[torch_defined], want[torch_defined], rtol=1e-6)
     assert np.isnan(want[~torch_defined]).all() and (~torch_defined).any()
+
+
+# ------------------------------------------------------------------- float index tensors
+
+#: op -> (burn call, torch call) with a float index; torch raises IndexError for `t[...]`
+#: (burn: BurnIndexError) and RuntimeError for the index ops (burn: DTypeError).
+FLOAT_INDEX_CALLS: dict[str, tuple[Any, Any]] = {
+    "getitem": (lambda x, i: x[i], lambda x, i: x[i]),
+    "setitem": (lambda x, i: x.__setitem__(i, 1.0), lambda x, i: x.__setitem__(i, 1.0)),
+    "select": (lambda x, i: x.select(0, i), lambda x, i: x.index_select(0, i)),
+    "take": (lambda x, i: x.take(0, i), lambda x, i: torch.take(x, i)),
+    "select_assign": (lambda x, i: x.select_assign(0, i, x[:2]),
+                      lambda x, i: x.index_add(0, i, x[:2])),
+    "gather": (lambda x, i: x.gather(0, i.reshape(2, 1)),
+               lambda x, i: x.gather(0, i.reshape(2, 1))),
+    "scatter": (lambda x, i: x.scatter(0, i.reshape(2, 1), x[:2, :1]),
+                lambda x, i: x.scatter(0, i.reshape(2, 1), x[:2, :1])),
+}
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, marks=pytest.mark.op(op))
+                                for op in FLOAT_INDEX_CALLS])
+def test_float_index_tensor_raises_torchs_kind_of_error(op: str, device: burn.Device) -> None:
+    """A float index raises BurnIndexError (an IndexError) where torch raises IndexError and
+    DTypeError where torch raises RuntimeError, the message naming the op and the dtype."""
+    burn_call, torch_call = FLOAT_INDEX_CALLS[op]
+    data = np.arange(12.0).reshape(3, 4)
+    with pytest.raises((IndexError, RuntimeError)) as torch_error:
+        torch_call(torch.tensor(data), torch.tensor([0.0, 1.0]))
+    expected = (burn.errors.BurnIndexError if torch_error.type is IndexError
+                else burn.errors.DTypeError)
+    x = burn.tensor(data, dtype=held("float64", device), device=device)
+    with pytest.raises(expected, match=rf"^{op}: .*int.*\(dtype=float32\)"):
+        burn_call(x, burn.tensor([0.0, 1.0], device=device))
+

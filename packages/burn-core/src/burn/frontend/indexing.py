@@ -39,18 +39,30 @@ class _Plan:
     advanced: list[tuple[int, TensorBase]]
 
 
+#: Ops indexing with `t[...]`, whose index of a wrong dtype is torch's IndexError; the others
+#: (select, gather, scatter, ...) raise torch's RuntimeError there: DTypeError here.
+_SUBSCRIPTS = ("getitem", "setitem")
+
+
+def _index_dtype_error(op: str, what: str, dtype: str) -> BurnIndexError | DTypeError:
+    """The error for an index of a wrong dtype: BurnIndexError for `t[...]`, else DTypeError."""
+    return (BurnIndexError if op in _SUBSCRIPTS else DTypeError)(op, what, dtype=dtype)
+
+
 def _as_index_tensor(x: TensorBase, item: object, op: str) -> TensorBase:
+    subscript = op in _SUBSCRIPTS
     if isinstance(item, TensorBase):
         check_device(op, x, item)
         if item._k == "float_":
-            raise BurnIndexError(op, "index tensors must be int or bool",
-                                 dtype=item._dtype.value)
+            raise _index_dtype_error(op, "index tensors must be int or bool" if subscript
+                                     else "indices must be an int tensor", item._dtype.value)
         return item
     arr = np.asarray(item)
     if arr.dtype == np.bool_:
         return x._wrap(x._bk.bool_from_data(arr, x._device), DType.bool)
     if arr.dtype.kind not in "iu" and arr.size:
-        raise BurnIndexError(op, "index sequences must hold ints or bools", dtype=str(arr.dtype))
+        raise _index_dtype_error(op, "index sequences must hold ints" + (
+            " or bools" if subscript else ""), str(arr.dtype))
     return x._wrap(x._bk.int_from_data(arr.astype(np.int64), x._device), DEFAULT_INT)
 
 
@@ -80,10 +92,11 @@ def checked_indices(op: str, idx: TensorBase, size: int, wrap_negative: bool = T
         size: the extent indexed.
         wrap_negative: accept [-size, size) (else only [0, size)).
     Raises:
-        BurnIndexError: for a non-int tensor, or an index out of range.
+        DTypeError: for a non-int tensor (BurnIndexError for `t[...]`, as torch's IndexError).
+        BurnIndexError: for an index out of range.
     """
     if idx._k != "int_":
-        raise BurnIndexError(op, "indices must be an int tensor", dtype=idx._dtype.value)
+        raise _index_dtype_error(op, "indices must be an int tensor", idx._dtype.value)
     out = idx._bk.check_indices(op, idx._prim, size, wrap_negative)
     return idx if out is idx._prim else idx._wrap(out)
 
