@@ -201,3 +201,27 @@ def test_float_index_tensor_raises_torchs_kind_of_error(op: str, device: burn.De
     with pytest.raises(expected, match=rf"^{op}: .*int.*\(dtype=float32\)"):
         burn_call(x, burn.tensor([0.0, 1.0], device=device))
 
+
+# ---------------------------------------------------------------------- sort(stable=...)
+
+@pytest.mark.op("sort_with_indices")
+@pytest.mark.parametrize("stable", [True, False, None])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_sort_takes_torchs_stable_keyword(stable: bool | None, descending: bool, dtype: str,
+                                          device: burn.Device) -> None:
+    """sort / sort_with_indices / argsort take torch's keyword-only `stable`; whatever it says
+    the sort is stable: ties (and NaN, the largest) in index order, as torch's stable sort."""
+    line = [2.0, 1.0, 2.0, NAN, 1.0, 2.0, NAN, 0.0] if dtype == "float32" else [
+        2, 1, 2, 3, 1, 2, 3, 0]
+    x = T(np.stack([line, line[::-1]]), dtype, "transposed")
+
+    def torch_sort(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return tuple(torch.sort(a, dim=0, descending=descending, stable=True))
+
+    check_forward(lambda a: a.sort_with_indices(0, descending, stable=stable), torch_sort, [x],
+                  device)
+    check_forward(lambda a: a.sort(0, descending, stable=stable), lambda a: torch_sort(a)[0],
+                  [x], device)
+    check_forward(lambda a: a.argsort(0, descending, stable=stable), lambda a: torch_sort(a)[1],
+                  [x], device)

@@ -356,8 +356,10 @@ class ReductionMixin(TensorBase):
         return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)
 
     # --- sort / topk ---
-    def sort_with_indices(self, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
-        """Stable sort along `dim`: values and their int64 source indices."""
+    def sort_with_indices(self, dim: int = -1, descending: bool = False, *,
+                          stable: bool | None = False) -> tuple[Tensor, Tensor]:
+        """Stable sort along `dim`: values and their int64 source indices (NaN the largest,
+        equal values in index order; `stable` is torch's keyword: every sort here is stable)."""
         if not self.shape:
             return self._scalar_with_index("sort", dim)
         x = self._orderable()
@@ -365,12 +367,14 @@ class ReductionMixin(TensorBase):
                                                       descending)
         return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)
 
-    def sort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """Values sorted along `dim` (stable)."""
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool | None = False
+             ) -> Tensor:
+        """Values sorted along `dim` (stable whatever `stable` says, as `sort_with_indices`)."""
         return self.sort_with_indices(dim, descending)[0]
 
-    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
-        """int64 indices that sort along `dim` (stable)."""
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool | None = False
+                ) -> Tensor:
+        """int64 indices that sort along `dim` (stable whatever `stable` says)."""
         return self.sort_with_indices(dim, descending)[1]
 
     def topk_with_indices(self, k: int, dim: int = -1, largest: bool = True
