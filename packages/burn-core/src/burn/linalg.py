@@ -12,7 +12,7 @@ from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.creation import arange, full
 from burn.frontend.layout import cat
 from burn.frontend.tensor import Tensor
-from burn.frontend.validation import check_device, norm_dim
+from burn.frontend.validation import broadcast_shapes, check_device, norm_dim
 from burn.functional._common import float_input
 
 #: smallest positive normal value of each float dtype (cosine_similarity's default eps).
@@ -113,16 +113,17 @@ def trace(x: Tensor) -> Tensor:
 
 
 def matvec(matrix: Tensor, vector: Tensor) -> Tensor:
-    """Matrix [..., m, n] times vector [..., n] -> [..., m] (batch dims broadcast).
+    """Matrix [..., m, n] times vector [..., n] -> [..., m], the batch dims broadcast as in
+    torch.matmul (a vector [n] with a matrix [b, m, n] gives [b, m], as `matrix @ vector`).
 
     Raises:
-        ShapeError: for a matrix of fewer than 2 dims, a vector of another rank than the
-            matrix's minus one, or mismatched inner sizes.
+        ShapeError: for a matrix of fewer than 2 dims, a 0-d vector, mismatched inner sizes
+            or batch dims that do not broadcast.
     """
-    if matrix.ndim < 2 or vector.ndim != matrix.ndim - 1 or (
-            matrix.shape[-1] != vector.shape[-1]):
+    if matrix.ndim < 2 or vector.ndim < 1 or matrix.shape[-1] != vector.shape[-1]:
         raise ShapeError("matvec", "need matrix [..., m, n] and vector [..., n]",
                          matrix=matrix.shape, vector=vector.shape)
+    broadcast_shapes("matvec", matrix.shape[:-2], vector.shape[:-1])
     return (matrix @ vector.unsqueeze(-1)).squeeze(-1)
 
 

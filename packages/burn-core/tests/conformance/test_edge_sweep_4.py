@@ -225,3 +225,33 @@ def test_sort_takes_torchs_stable_keyword(stable: bool | None, descending: bool,
                   [x], device)
     check_forward(lambda a: a.argsort(0, descending, stable=stable), lambda a: torch_sort(a)[1],
                   [x], device)
+
+
+# --------------------------------------------------------------- matvec batch broadcast
+
+@pytest.mark.op("matvec")
+@pytest.mark.parametrize("shapes", [((2, 3, 4), (4,)), ((2, 3, 4), (5, 1, 4)),
+                                    ((1, 3, 4), (2, 4)), ((3, 4), (2, 4)), ((0, 3, 4), (4,))],
+                         ids=str)
+def test_matvec_broadcasts_batch_dims_as_matmul(shapes: tuple[tuple[int, ...], ...],
+                                                device: burn.Device, grad_device: burn.Device,
+                                                rng: np.random.Generator) -> None:
+    """matvec(matrix [..., m, n], vector [..., n]) broadcasts the batch dims as torch.matmul:
+    a vector [n] with a matrix [b, m, n] gives [b, m], as `matrix @ vector`."""
+    dtype = held("float64", device)
+    m = T(rng.standard_normal(shapes[0]), dtype, "transposed")
+    v = T(rng.standard_normal(shapes[1]), dtype)
+
+    def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(a, b.unsqueeze(-1)).squeeze(-1)
+
+    check_forward(burn.linalg.matvec, reference, [m, v], device)
+    if len(shapes[1]) == 1:
+        check_forward(lambda a, b: a @ b, lambda a, b: a @ b, [m, v], device)
+    check_backward(burn.linalg.matvec, reference, [m, v], grad_device, rng)
+
+
+@pytest.mark.op("matvec")
+def test_matvec_refuses_batch_dims_that_do_not_broadcast(device: burn.Device) -> None:
+    with pytest.raises(burn.errors.ShapeError, match=r"^matvec: "):
+        burn.linalg.matvec(burn.ones((2, 3, 4), device=device), burn.ones((3, 4), device=device))
