@@ -3,6 +3,7 @@ and running products through zeros, infinities and NaN."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 import burn
+import burn.functional as F
 
 from .reference import BURN_TO_TORCH, T, assert_same, check_backward, check_forward, dtype_of, held
 from .test_edge_sweep import assert_signs
@@ -255,3 +257,44 @@ def test_matvec_broadcasts_batch_dims_as_matmul(shapes: tuple[tuple[int, ...], .
 def test_matvec_refuses_batch_dims_that_do_not_broadcast(device: burn.Device) -> None:
     with pytest.raises(burn.errors.ShapeError, match=r"^matvec: "):
         burn.linalg.matvec(burn.ones((2, 3, 4), device=device), burn.ones((3, 4), device=device))
+
+
+# ------------------------------------------------------------------ lanczos3 of NaN / inf
+
+def _lanczos3_per_pixel(x: np.ndarray, out_hw: tuple[int, int]) -> np.ndarray:
+    """Burn's lanczos3 one output pixel at a time: the 6 x 6 input pixels around the source
+    coordinate that lie inside the image, weights L(dy) L(dx) divided by their sum."""
+    from .test_lanczos3 import _source, _weight
+
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, *out_hw))
+    for oh in range(out_hw[0]):
+        sy = _source(oh, h, out_hw[0], False)
+        for ow in range(out_hw[1]):
+            sx = _source(ow, w, out_hw[1], False)
+            taps = [(iy, ix, _weight(sy - iy) * _weight(sx - ix))
+                    for iy in range(math.floor(sy) - 2, math.floor(sy) + 4)
+                    for ix in range(math.floor(sx) - 2, math.floor(sx) + 4)
+                    if 0 <= iy < h and 0 <= ix < w]
+            total = sum(t[2] for t in taps) or 1.0
+            out[:, :, oh, ow] = sum(x[:, :, iy, ix] * (wt / total) for iy, ix, wt in taps)
+    return out
+
+
+@pytest.mark.op("interpolate")
+@pytest.mark.parametrize("value", [NAN, INF])
+@pytest.mark.parametrize("out_hw", [(16, 16), (5, 3)], ids=str)
+def test_lanczos3_spreads_a_non_finite_pixel_only_over_its_window(
+        value: float, out_hw: tuple[int, int], device: burn.Device) -> None:
+    """A NaN or infinite pixel reaches only the outputs whose 6 x 6 window holds it (as a
+    per-pixel resampler: Burn's kernels, OpenCV, Pillow), the others keep their values."""
+    x = np.arange(2 * 64, dtype=np.float64).reshape(1, 2, 8, 8) / 16.0
+    x[0, 1, 2, 5] = value
+    want = _lanczos3_per_pixel(x, out_hw)
+    dtype = held("float64", device)
+    got = F.interpolate(burn.tensor(x, dtype=dtype, device=device), out_hw, "lanczos3")
+    assert got.shape == want.shape and got.dtype == dtype_of(dtype)
+    np.testing.assert_array_equal(np.isnan(got.to_numpy()), np.isnan(want))
+    np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-5, atol=1e-6)
+    spread = ~np.isfinite(want)
+    assert 0 < spread.sum() < want[0, 1].size and not spread[0, 0].any()

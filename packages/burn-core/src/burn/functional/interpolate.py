@@ -31,7 +31,9 @@ def interpolate(x: Tensor, size: int | Sequence[int] | None = None,
         size: output (H, W) or one int for both.
         mode: "nearest" (torch's legacy nearest), "bilinear", "bicubic" or "lanczos3" (Burn's:
             a 6x6 sinc-windowed sinc kernel, taps outside the image skipped and the weights
-            renormalised; a composite of two matmuls, so every backend runs it).
+            renormalised; a composite, so every backend runs it: two matmuls for a finite
+            image, else sums of each axis's taps, a NaN or infinity reaching only the outputs
+            whose window holds it; one read of the finiteness on the host decides).
         align_corners: as torch (ignored by "nearest").
         scale_factor: alternative to `size`: output = floor(input * factor); source
             coordinates step by 1 / factor (as torch's default).
@@ -64,10 +66,15 @@ def interpolate(x: Tensor, size: int | Sequence[int] | None = None,
     if mode == "lanczos3":
         if min(x.shape[2:]) == 0:
             raise ShapeError(op, "input spatial dims must be non-empty", x=x.shape)
-        rows, cols = (_lanczos3_matrix(x, n_in, n_out, align_corners,
-                                       None if scales is None else scales[i])
-                      for i, (n_in, n_out) in enumerate(zip(x.shape[2:], out, strict=True)))
-        return rows @ x @ cols.transpose(0, 1)
+        axes = [_lanczos3_taps(n_in, n_out, align_corners, None if scales is None else scales[i])
+                for i, (n_in, n_out) in enumerate(zip(x.shape[2:], out, strict=True))]
+        if bool(x.is_finite().all().item()):  # dense matrices: two matmuls, fastest
+            rows, cols = (_lanczos3_matrix(x, n_in, *axis)
+                          for n_in, axis in zip(x.shape[2:], axes, strict=True))
+            return rows @ x @ cols.transpose(0, 1)
+        for dim, (taps, weights) in ((2, axes[0]), (3, axes[1])):
+            x = _lanczos3_along(x, dim, taps, weights)
+        return x
     prim = x._bk.interpolate(x._prim, out, InterpolateOptions(mode, align_corners, scales))
     return x._wrap(prim)
 
@@ -77,24 +84,37 @@ def _lanczos3_weight(t: np.ndarray) -> np.ndarray:
     return np.where(np.abs(t) < 3, np.sinc(t) * np.sinc(t / 3), 0.0)
 
 
-def _lanczos3_matrix(x: Tensor, n_in: int, n_out: int, align_corners: bool,
-                     scale: float | None) -> Tensor:
-    """[n_out, n_in] weights of one axis: the 6 taps around each source coordinate, those
-    outside [0, n_in) dropped, each row divided by its sum (when non-zero)."""
+def _lanczos3_taps(n_in: int, n_out: int, align_corners: bool, scale: float | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """One axis's ([n_out, 6] input indices, [n_out, 6] weights): the 6 taps around each
+    source coordinate, those outside [0, n_in) given weight 0 and the window's edge index (a
+    tap of it too), each row's weights divided by their sum (when non-zero)."""
     if align_corners:
-        ratio = (n_in - 1) / max(n_out - 1, 1)
-        coord = np.arange(n_out) * ratio
+        coord = np.arange(n_out) * ((n_in - 1) / max(n_out - 1, 1))
     else:
         ratio = 1.0 / scale if scale is not None else n_in / n_out
         coord = (np.arange(n_out) + 0.5) * ratio - 0.5
-    taps = np.floor(coord)[:, None] + np.arange(-2, 4)[None, :]  # [n_out, 6]
+    taps = np.floor(coord)[:, None] + np.arange(-2, 4)[None, :]
     weights = np.where((taps >= 0) & (taps < n_in), _lanczos3_weight(coord[:, None] - taps), 0.0)
-    matrix = np.zeros((n_out, n_in))
-    np.add.at(matrix, (np.repeat(np.arange(n_out), 6), np.clip(taps, 0, n_in - 1).astype(int)
-                       .ravel()), weights.ravel())
-    total = matrix.sum(1, keepdims=True)
-    matrix = matrix / np.where(total != 0, total, 1.0)
+    total = weights.sum(1, keepdims=True)
+    return (np.clip(taps, 0, n_in - 1).astype(np.int64),
+            weights / np.where(total != 0, total, 1.0))
+
+
+def _lanczos3_matrix(x: Tensor, n_in: int, taps: np.ndarray, weights: np.ndarray) -> Tensor:
+    """The [n_out, n_in] matrix of one axis's taps (for finite inputs: 0 * inf is NaN)."""
+    matrix = np.zeros((taps.shape[0], n_in))
+    np.add.at(matrix, (np.repeat(np.arange(taps.shape[0]), 6), taps.ravel()), weights.ravel())
     return tensor(matrix, dtype=x.dtype, device=x.device)
+
+
+def _lanczos3_along(x: Tensor, dim: int, taps: np.ndarray, weights: np.ndarray) -> Tensor:
+    """`x` resized along `dim` (2 or 3 of [N, C, H, W]) by summing its taps: a NaN or infinity
+    reaches only the outputs whose window holds it."""
+    n_out, shape = taps.shape[0], x.shape
+    picked = x.select(dim, taps.ravel().tolist()).reshape((*shape[:dim], n_out, 6, *shape[dim + 1:]))
+    w = tensor(weights.reshape((n_out, 6) + (1,) * (3 - dim)), dtype=x.dtype, device=x.device)
+    return (picked * w).sum(dim + 1)
 
 
 def _factors(op: str, scale_factor: float | Sequence[float]) -> tuple[float, float]:
