@@ -298,3 +298,97 @@ def test_lanczos3_spreads_a_non_finite_pixel_only_over_its_window(
     np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-5, atol=1e-6)
     spread = ~np.isfinite(want)
     assert 0 < spread.sum() < want[0, 1].size and not spread[0, 0].any()
+
+
+# ------------------------------------------------------- norms: no channels, one value
+
+@pytest.mark.op("batch_norm")
+@pytest.mark.parametrize("shape", [(0, 3, 4), (1, 3, 2), (2, 0, 4)], ids=str)
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batch_norm_of_empty_batches_channels_and_batch_one(
+        shape: tuple[int, ...], momentum: float | None, device: burn.Device,
+        rng: np.random.Generator) -> None:
+    """Training BatchNorm on an empty batch gives an empty output, counts the batch and keeps
+    the running statistics (torch); a batch of one with 2 positions normalises as torch; no
+    channels give an empty output (torch's F.batch_norm; its nn.BatchNorm1d(0) fails inside)."""
+    x = rng.standard_normal(shape)
+    layer = burn.nn.BatchNormConfig(shape[1], momentum=momentum).init(device)
+    ref = torch.nn.BatchNorm1d(shape[1], momentum=momentum, dtype=torch.float64)
+    want = (ref(torch.tensor(x)) if shape[1] else torch.nn.functional.batch_norm(
+        torch.tensor(x), torch.zeros(0), torch.ones(0), training=True)).detach()
+    got = layer(burn.tensor(x, dtype=burn.float32, device=device))
+    assert got.shape == tuple(want.shape) and got.dtype == burn.float32
+    np.testing.assert_allclose(got.to_numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(layer.running_mean.value().to_numpy(), ref.running_mean,
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer.running_var.value().to_numpy(), ref.running_var,
+                               rtol=1e-5, atol=1e-6)
+    if momentum is None and shape[1]:
+        assert int(layer.num_batches_tracked.value().item()) == int(ref.num_batches_tracked)
+
+
+@pytest.mark.op("batch_norm")
+@pytest.mark.parametrize("shape", [(1, 3), (1, 3, 1)], ids=str)
+def test_batch_norm_refuses_one_value_per_channel_in_training(
+        shape: tuple[int, ...], device: burn.Device) -> None:
+    """One value per channel in training raises ValueRangeError (a ValueError, as torch's
+    'Expected more than 1 value per channel when training'); eval takes it."""
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        torch.nn.BatchNorm1d(3)(torch.ones(shape))
+    layer = burn.nn.BatchNormConfig(3).init(device)
+    with pytest.raises(burn.errors.ValueRangeError, match=r"^BatchNorm: expected more than 1"):
+        layer(burn.ones(shape, device=device))
+    assert layer.eval()(burn.ones(shape, device=device)).shape == shape
+
+
+@pytest.mark.op("layer_norm")
+@pytest.mark.parametrize("layer", ["instance", "group"])
+def test_instance_and_group_norm_of_no_channels_and_one_position(
+        layer: str, device: burn.Device, rng: np.random.Generator) -> None:
+    """InstanceNorm / GroupNorm of [N, 0, L] give an empty output (torch); InstanceNorm of one
+    spatial element raises ValueRangeError (torch's ValueError), GroupNorm takes it (torch)."""
+    def make(channels: int) -> Any:
+        return (burn.nn.InstanceNormConfig(channels) if layer == "instance"
+                else burn.nn.GroupNormConfig(1, channels)).init(device)
+
+    def reference(channels: int) -> torch.nn.Module:
+        return (torch.nn.InstanceNorm1d(channels) if layer == "instance"
+                else torch.nn.GroupNorm(1, channels, dtype=torch.float64))
+
+    empty = make(0)(burn.zeros((2, 0, 4), device=device))
+    assert empty.shape == tuple(reference(0)(torch.zeros(2, 0, 4, dtype=torch.float64)).shape)
+    x = rng.standard_normal((2, 3, 1))
+    if layer == "instance":
+        with pytest.raises(ValueError, match="more than 1 spatial element"):
+            reference(3)(torch.tensor(x))
+        with pytest.raises(burn.errors.ValueRangeError, match=r"^InstanceNorm: expected more"):
+            make(3)(burn.tensor(x, dtype=burn.float32, device=device))
+    else:
+        want = reference(3)(torch.tensor(x)).detach().numpy()
+        got = make(3)(burn.tensor(x, dtype=burn.float32, device=device))
+        np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.op("conv2d")
+@pytest.mark.parametrize("op", ["conv2d", "conv_transpose2d"])
+@pytest.mark.parametrize("empty", ["in", "out"])
+def test_convolution_of_no_channels_is_the_empty_sum(op: str, empty: str,
+                                                     device: burn.Device) -> None:
+    """No input channels: every output is the empty sum plus the bias, [N, C_out, ...] (torch's
+    conv2d gives [N, 0, ...] there); no output channels: an empty [N, 0, ...] (torch refuses
+    the weight). The reference is torch's op on one channel of zeros."""
+    c_in, c_out = (0, 3) if empty == "in" else (2, 0)
+    w_shape = (c_out, c_in, 3, 3) if op == "conv2d" else (c_in, c_out, 3, 3)
+    ref_w = torch.zeros((c_out, 1, 3, 3) if op == "conv2d" else (1, c_out, 3, 3))
+    bias = np.arange(c_out, dtype=np.float32) - 1.0
+    fn = getattr(F, op)
+    got = fn(burn.zeros((2, c_in, 5, 4), device=device), burn.zeros(w_shape, device=device),
+             burn.tensor(bias, device=device), padding=1)
+    if c_out:
+        want = getattr(torch.nn.functional, op)(torch.zeros(2, 1, 5, 4), ref_w,
+                                                torch.tensor(bias), padding=1)
+    else:
+        want = torch.zeros(2, 0, 5, 4)
+    assert got.shape == tuple(want.shape) and got.dtype == burn.float32
+    np.testing.assert_array_equal(got.to_numpy(), want.numpy())
+

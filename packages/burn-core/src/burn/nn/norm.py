@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -75,7 +76,8 @@ class BatchNorm(Module):
             x normalised per channel, same shape.
         Raises:
             ShapeError: for fewer than 2 dims or a wrong channel count. DTypeError: for an
-                input whose dtype is not the layer's.
+                input whose dtype is not the layer's. ValueRangeError: in training, for one
+                value per channel (N * spatial = 1; torch's ValueError).
         """
         check_input("BatchNorm", x, f"[N, C={self.num_features}, *]",
                     min_rank=2, dim=1, size=self.num_features)
@@ -83,12 +85,15 @@ class BatchNorm(Module):
         if reference is not None:
             check_float_input("BatchNorm", x, reference)
         dims = (0, *range(2, x.ndim))
+        n = math.prod(x.shape[d] for d in dims)
+        if self.training and n == 1:
+            raise ValueRangeError("BatchNorm", "expected more than 1 value per channel when "
+                                  "training", x=x.shape)
         if self.training or self.running_mean is None or self.running_var is None:
             out, mean, var = _normalize(x, dims, self.eps)
             if self.training and self.running_mean is not None and self.running_var is not None:
-                n = x.numel() // self.num_features
                 self._update_running(mean.detach().reshape(-1),
-                                     var.detach().reshape(-1) * (n / max(n - 1, 1)))
+                                     var.detach().reshape(-1) * (n / max(n - 1, 1)), n)
         else:
             mean = _per_channel(self.running_mean.value(), x.ndim)
             var = _per_channel(self.running_var.value(), x.ndim)
@@ -97,13 +102,17 @@ class BatchNorm(Module):
             out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
         return out
 
-    def _update_running(self, mean: Tensor, unbiased_var: Tensor) -> None:
+    def _update_running(self, mean: Tensor, unbiased_var: Tensor, n: int) -> None:
+        """Fold a batch of `n` values per channel into the running statistics (an empty batch
+        is counted, its NaN statistics are not taken, as torch)."""
         assert self.running_mean is not None and self.running_var is not None
         m = self.momentum
         if self.num_batches_tracked is not None:
             count = int(self.num_batches_tracked.item()) + 1
             self.num_batches_tracked.set_(self.num_batches_tracked.value() + 1)
             m = 1.0 / count
+        if n == 0:
+            return
         assert m is not None
         self.running_mean.set_(self.running_mean.value() * (1 - m) + mean * m)
         self.running_var.set_(self.running_var.value() * (1 - m) + unbiased_var * m)
@@ -218,7 +227,23 @@ class InstanceNorm(GroupNorm):
 
     def __init__(self, num_channels: int, eps: float = 1e-5, affine: bool = False,
                  device: Device | str | None = None) -> None:
-        super().__init__(num_channels, num_channels, eps, affine, device)
+        # no channels: one (empty) group, as torch's instance_norm of [N, 0, *]
+        super().__init__(num_channels or 1, num_channels, eps, affine, device)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Args:
+            x: [N, C, *].
+        Returns:
+            same shape.
+        Raises:
+            ShapeError: for fewer than 2 dims or a wrong channel count. DTypeError: for an
+                input whose dtype is not the layer's. ValueRangeError: for one spatial
+                element (torch's ValueError: there is nothing to normalise over).
+        """
+        if x.ndim >= 2 and math.prod(x.shape[2:]) == 1:
+            raise ValueRangeError("InstanceNorm", "expected more than 1 spatial element",
+                                  x=x.shape)
+        return super().forward(x)
 
     def extra_repr(self) -> str:
         return f"{self.num_channels}, eps={self.eps}, affine={self.weight is not None}"
