@@ -392,3 +392,17 @@ def test_convolution_of_no_channels_is_the_empty_sum(op: str, empty: str,
     assert got.shape == tuple(want.shape) and got.dtype == burn.float32
     np.testing.assert_array_equal(got.to_numpy(), want.numpy())
 
+
+@pytest.mark.op("adaptive_avg_pool2d")
+@pytest.mark.parametrize("size", [(1, 1), (2, 2), (4, 6), (5, 7)], ids=str)
+@pytest.mark.parametrize("values", [(INF, -INF), (NAN, 1.0), (INF, INF)], ids=str)
+def test_adaptive_avg_pool_of_opposite_infinities_and_identity_windows(
+        size: tuple[int, int], values: tuple[float, float], device: burn.Device,
+        rng: np.random.Generator) -> None:
+    """+inf and -inf in one window average to NaN, in separate windows to +-inf; the identity
+    size (5, 7 of 5 x 7) copies every value: as torch, whatever path the backend takes."""
+    data = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    data[1, 2, 0, 1], data[1, 2, 4, 5] = values
+    check_forward(lambda a: F.adaptive_avg_pool2d(a, size),
+                  lambda a: torch.nn.functional.adaptive_avg_pool2d(a, size),
+                  [T(data, "float32", "transposed")], device)

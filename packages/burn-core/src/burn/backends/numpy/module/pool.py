@@ -266,8 +266,10 @@ def _window_means(x: np.ndarray, axis: int, out: int) -> np.ndarray:
 def adaptive_avg_pool(x: np.ndarray, output_size: tuple[int, ...]) -> np.ndarray:
     """Adaptive average pooling 1d/2d (PyTorch's window bounds).
 
-    Finite inputs (a finite sum) go through the separable averaging matrices; others window
-    by window, so that a NaN or infinity stays in its windows as in PyTorch.
+    The separable averaging matrices run first; where their output is not finite (every input
+    element has a non-zero weight in some output, so a NaN or infinity of the input always
+    shows there) the pooling runs again window by window, so that a NaN or infinity stays in
+    its windows as in PyTorch.
 
     Args:
         x: input [N, C, *spatial].
@@ -279,9 +281,10 @@ def adaptive_avg_pool(x: np.ndarray, output_size: tuple[int, ...]) -> np.ndarray
     _check_adaptive("adaptive_avg_pool", x, output_size)
     y = x.astype(work_dtype(x.dtype), copy=False)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf windows are NaN, quietly
-        if np.isfinite(np.add.reduce(y, axis=None)):
-            mats = _adaptive_matrices("adaptive_avg_pool", x, output_size)
-            return apply_axis_matrices(y, mats).astype(x.dtype)
+        mats = _adaptive_matrices("adaptive_avg_pool", x, output_size)
+        out = apply_axis_matrices(y, mats)
+        if np.isfinite(np.add.reduce(out, axis=None)):
+            return out.astype(x.dtype, copy=False)
         for i, o in reversed(list(enumerate(output_size))):
             y = _window_means(y, 2 + i, o)
     return y.astype(x.dtype)
