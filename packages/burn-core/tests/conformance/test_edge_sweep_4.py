@@ -406,3 +406,153 @@ def test_adaptive_avg_pool_of_opposite_infinities_and_identity_windows(
     check_forward(lambda a: F.adaptive_avg_pool2d(a, size),
                   lambda a: torch.nn.functional.adaptive_avg_pool2d(a, size),
                   [T(data, "float32", "transposed")], device)
+
+
+# ------------------------------------------------------------------------- loss options
+
+def _loss_args(case: str, rng: np.random.Generator, dtype: str) -> tuple[list[Any], dict]:
+    """(tensor arguments, keyword options) of one loss case (same for burn and torch)."""
+    logits = T(rng.standard_normal((5, 4)), dtype)
+    probs = T(rng.uniform(0.05, 0.95, (5, 4)), dtype)
+    labels = T(np.array([0, 3, 1, 1, 2]), "int64")
+    half = T(np.array([0.0, 1.0, 0.5, 1.0, 0.0] * 4).reshape(5, 4), dtype)
+    near = T(rng.standard_normal((5, 4)), dtype)
+    class_weight = T(np.array([0.5, 2.0, 1.0, 0.0]), dtype, grad=False)
+    tables: dict[str, tuple[list[Any], dict]] = {
+        "ce_ignore_weight_smooth": ([logits, T(np.array([0, 3, -100, 1, 2]), "int64"),
+                                     class_weight], {"label_smoothing": 0.2}),
+        "ce_ignore_other_index": ([logits, labels], {"ignore_index": 1}),
+        "ce_weight_sum_smooth": ([logits, labels, class_weight],
+                                 {"reduction": "sum", "label_smoothing": 0.1}),
+        "ce_probabilities_smooth": ([logits, probs], {"label_smoothing": 0.3}),
+        "ce_empty_none": ([T(np.zeros((0, 4)), dtype), T(np.zeros(0), "int64")],
+                          {"reduction": "none"}),
+        "ce_empty_sum": ([T(np.zeros((0, 4)), dtype), T(np.zeros(0), "int64")],
+                         {"reduction": "sum"}),
+        "ce_spatial_ignore": ([T(rng.standard_normal((2, 4, 3)), dtype),
+                               T(np.array([[0, -100, 3], [2, 1, -100]]), "int64")], {}),
+        "nll_weight_ignore": ([logits, labels, class_weight], {"ignore_index": 3}),
+        "nll_none": ([logits, labels], {"reduction": "none"}),
+        "bce_logits_pos_weight": ([logits, half], {"pos_weight": T(
+            np.array([1.0, 3.0, 0.5, 0.0]), dtype, grad=False)}),
+        "bce_logits_weight_none": ([logits, half, T(rng.uniform(0, 2, (4,)), dtype, grad=False)],
+                                   {"reduction": "none"}),
+        "bce_weight_sum": ([probs, half, T(rng.uniform(0, 2, (5, 1)), dtype, grad=False)],
+                           {"reduction": "sum"}),
+        "huber_delta_small": ([logits, near], {"delta": 1e-3}),
+        "smooth_l1_beta_zero": ([logits, near], {"beta": 0.0}),
+        "smooth_l1_beta_sum": ([logits, near], {"beta": 0.5, "reduction": "sum"}),
+    }
+    return tables[case]
+
+
+LOSS_CASES = {
+    "ce": "cross_entropy", "nll": "nll_loss", "bce_logits": "binary_cross_entropy_with_logits",
+    "bce": "binary_cross_entropy", "huber": "huber_loss", "smooth_l1": "smooth_l1_loss",
+}
+LOSS_CASE_NAMES = ["ce_ignore_weight_smooth", "ce_ignore_other_index", "ce_weight_sum_smooth",
+                   "ce_probabilities_smooth", "ce_empty_none", "ce_empty_sum",
+                   "ce_spatial_ignore", "nll_weight_ignore", "nll_none",
+                   "bce_logits_pos_weight", "bce_logits_weight_none", "bce_weight_sum",
+                   "huber_delta_small", "smooth_l1_beta_zero", "smooth_l1_beta_sum"]
+
+
+def _loss_of(case: str) -> str:
+    return next(LOSS_CASES[k] for k in sorted(LOSS_CASES, key=len, reverse=True)
+                if case.startswith(k + "_"))
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.op(_loss_of(c)))
+                                  for c in LOSS_CASE_NAMES])
+def test_loss_options_against_torch(case: str, device: burn.Device, grad_device: burn.Device,
+                                    rng: np.random.Generator) -> None:
+    """Losses with their options together: ignore_index with class weights and label
+    smoothing, probability targets, spatial targets, empty batches, pos_weight, broadcast
+    weights, huber's small delta and smooth_l1's beta 0 (plain L1), forward and backward."""
+    name = _loss_of(case)
+    args, options = _loss_args(case, rng, held("float64", device))
+    burn_options = {k: v for k, v in options.items() if not isinstance(v, T)}
+    tensor_options = {k: v for k, v in options.items() if isinstance(v, T)}
+    keys = list(tensor_options)
+
+    def burn_fn(*a: Any) -> Any:
+        return getattr(F, name)(*a[:len(args)], **burn_options,
+                                **dict(zip(keys, a[len(args):], strict=True)))
+
+    def torch_fn(*a: Any) -> Any:
+        return getattr(torch.nn.functional, name)(*a[:len(args)], **burn_options,
+                                                  **dict(zip(keys, a[len(args):], strict=True)))
+
+    every = [*args, *tensor_options.values()]
+    check_forward(burn_fn, torch_fn, every, device)
+    if not case.endswith(("empty_none", "empty_sum")):
+        check_backward(burn_fn, torch_fn, every, grad_device, rng)
+
+
+# ----------------------------------------------- clamp, where, pow, fmod: odd arguments
+
+@pytest.mark.op("clamp")
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
+def test_clamp_with_min_above_max_gives_max(dtype: str, device: burn.Device,
+                                            grad_device: burn.Device,
+                                            rng: np.random.Generator) -> None:
+    """clamp(min=6, max=3) is max everywhere (torch: min then max, max wins); the gradient is
+    zero everywhere, as torch's."""
+    x = T(np.array([[0, 5, 10], [3, 6, 4]]), dtype, "transposed")
+    check_forward(lambda a: a.clamp(6, 3), lambda a: a.clamp(6, 3), [x], device)
+    if dtype == "float32":
+        check_backward(lambda a: a.clamp(6.0, 3.0), lambda a: a.clamp(6.0, 3.0), [x],
+                       grad_device, rng)
+
+
+#: where(cond, a, b) operand pairs of mixed kinds (tensors and host numbers) torch promotes.
+WHERE_OPERANDS: dict[str, tuple[Any, Any]] = {
+    "int_bool": (T(np.array([1, 2, 3]), "int32"), T(np.array([True, True, False]), "bool")),
+    "bool_int": (T(np.array([True, False, True]), "bool"), T(np.array([4, 5, 6]), "int8")),
+    "int_float_scalar": (T(np.array([1, 2, 3]), "int32"), 2.5),
+    "bool_int_scalar": (T(np.array([True, True, False]), "bool"), 7),
+    "bool_bool": (T(np.array([True, False, False]), "bool"), T(np.array([False, True, True]),
+                                                                 "bool")),
+    "int_float": (T(np.array([1, 2, 3]), "int64"), T(np.array([0.5, 1.5, 2.5]), "float32")),
+    "uint8_negative_scalar": (T(np.array([200, 1, 2]), "uint8"), -1),
+    "scalar_int": (True, T(np.array([4, 5, 6]), "int32")),
+}
+
+
+@pytest.mark.op("where")
+@pytest.mark.parametrize("pair", list(WHERE_OPERANDS))
+def test_where_promotes_int_bool_and_scalar_mixes_as_torch(pair: str,
+                                                          device: burn.Device) -> None:
+    cond = T(np.array([True, False, True]), "bool")
+    a, b = WHERE_OPERANDS[pair]
+    check_forward(burn.where, torch.where, [cond, a, b], device)
+
+
+@pytest.mark.op("powf")
+@pytest.mark.parametrize("exponent", [2.0, 3.0, -1.0, -2.0, 0.5, 1.5, 0.0])
+def test_pow_of_negative_bases(exponent: float, device: burn.Device, grad_device: burn.Device,
+                               rng: np.random.Generator) -> None:
+    """Negative bases: integral exponents keep the sign rule ((-2)^3 = -8), fractional ones
+    give NaN; forward (signs of zeros too) and backward against torch."""
+    values = np.array([[-2.0, -0.5, -3.0], [-1.0, 2.0, -0.0]])
+    x = T(values, held("float64", device), "transposed")
+    got = check_forward(lambda a: a ** exponent, lambda a: a ** exponent, [x], device)
+    assert_signs(got, torch.tensor(values) ** exponent)
+    finite = T(values[:, :2] - 0.25, held("float64", device))  # no zero: finite gradients
+    check_backward(lambda a: a ** exponent, lambda a: a ** exponent, [finite], grad_device, rng)
+
+
+@pytest.mark.op("fmod")
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_int_fmod_by_zero_raises_naming_fmod(dtype: str, device: burn.Device) -> None:
+    """An int zero divisor raises DivisionByZeroError naming fmod (torch: ZeroDivisionError),
+    for a tensor or a host divisor; other divisors give C's fmod, as torch."""
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.fmod(torch.tensor([5, 3]), torch.tensor([0, 1]))
+    x = burn.tensor(np.array([5, 3], dtype=np.int64), dtype=burn.DType(dtype), device=device)
+    for divisor in (burn.tensor(np.array([0, 1]), dtype=burn.DType(dtype), device=device), 0):
+        with pytest.raises(burn.errors.DivisionByZeroError, match=r"^fmod: "):
+            x.fmod(divisor)
+            burn.sync(device)
+    signed = T(np.array([5, -5, 7, -7]), dtype if dtype != "uint8" else "int8")
+    check_forward(lambda a: a.fmod(3), lambda a: torch.fmod(a, 3), [signed], device)

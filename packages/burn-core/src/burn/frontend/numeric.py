@@ -60,6 +60,7 @@ class NumericMixin(TensorBase):
         """
         x, y = self._operands("fmod", other)
         if x._k == "int_":
+            x._bk.check_nonzero("fmod", y._prim)  # the error names fmod, not %
             r = x % y  # floor remainder: the divisor's sign
             wrong_sign = (r != 0) & ((r < 0) ^ (x < 0))
             return r.mask_where(wrong_sign, r - y)
