@@ -556,3 +556,48 @@ def test_int_fmod_by_zero_raises_naming_fmod(dtype: str, device: burn.Device) ->
             burn.sync(device)
     signed = T(np.array([5, -5, 7, -7]), dtype if dtype != "uint8" else "int8")
     check_forward(lambda a: a.fmod(3), lambda a: torch.fmod(a, 3), [signed], device)
+
+
+@pytest.mark.op("batch_norm")
+@pytest.mark.parametrize("eps", [0.0, -1.0])
+def test_batch_norm_refuses_an_eps_that_is_not_positive_with_batch_statistics(
+        eps: float, device: burn.Device) -> None:
+    """eps <= 0 with batch statistics (training, or no running statistics in eval) raises
+    ValueRangeError, as torch's ValueError; eval with running statistics takes it; so does
+    one value per channel without running statistics in eval (refused as torch)."""
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    with pytest.raises(ValueError, match="eps must be positive"):
+        torch.nn.BatchNorm1d(3, eps=eps)(torch.tensor(x, dtype=torch.float32))
+    for layer in (burn.nn.BatchNormConfig(3, eps=eps).init(device),
+                  burn.nn.BatchNormConfig(3, eps=eps, track_running_stats=False).init(
+                      device).eval()):
+        with pytest.raises(burn.errors.ValueRangeError, match=r"^BatchNorm: eps must be"):
+            layer(burn.tensor(x, dtype=burn.float32, device=device))
+    running = burn.nn.BatchNormConfig(3, eps=eps).init(device).eval()
+    assert running(burn.tensor(x, dtype=burn.float32, device=device)).shape == (2, 3)
+    stateless = burn.nn.BatchNormConfig(3, track_running_stats=False).init(device).eval()
+    with pytest.raises(burn.errors.ValueRangeError, match="more than 1 value per channel"):
+        stateless(burn.ones((1, 3), device=device))
+
+
+@pytest.mark.op("layer_norm")
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 1e6])
+def test_layer_and_group_norm_eps_edges(eps: float, device: burn.Device,
+                                        grad_device: burn.Device,
+                                        rng: np.random.Generator) -> None:
+    """eps 0 makes constant rows NaN (0 / 0) and leaves the others exact, a huge eps shrinks
+    everything towards 0; group norm of one-channel groups of one position is 0 (or NaN for
+    eps 0): forward and backward against torch."""
+    rows = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.5], [0.0, -0.0, 0.0, 0.0],
+                     [-2.0, 5.0, 0.5, 3.0]])
+    x = T(rows, held("float64", device), "transposed")
+    check_forward(lambda a: F.layer_norm(a, 4, eps=eps),
+                  lambda a: torch.nn.functional.layer_norm(a, (4,), eps=eps), [x], device)
+    check_backward(lambda a: F.layer_norm(a, 4, eps=eps),
+                   lambda a: torch.nn.functional.layer_norm(a, (4,), eps=eps), [x],
+                   grad_device, rng)
+    layer = burn.nn.GroupNormConfig(4, 4, eps=eps, affine=False).init(device)
+    got = layer(burn.tensor(rows.reshape(4, 4, 1), dtype=burn.float32, device=device))
+    want = torch.nn.functional.group_norm(torch.tensor(rows, dtype=torch.float32).reshape(
+        4, 4, 1), 4, eps=eps)
+    np.testing.assert_allclose(got.to_numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

@@ -76,8 +76,9 @@ class BatchNorm(Module):
             x normalised per channel, same shape.
         Raises:
             ShapeError: for fewer than 2 dims or a wrong channel count. DTypeError: for an
-                input whose dtype is not the layer's. ValueRangeError: in training, for one
-                value per channel (N * spatial = 1; torch's ValueError).
+                input whose dtype is not the layer's. ValueRangeError: with batch statistics
+                (training, or no running statistics), for one value per channel
+                (N * spatial = 1) or an eps that is not positive (torch's ValueErrors).
         """
         check_input("BatchNorm", x, f"[N, C={self.num_features}, *]",
                     min_rank=2, dim=1, size=self.num_features)
@@ -86,10 +87,8 @@ class BatchNorm(Module):
             check_float_input("BatchNorm", x, reference)
         dims = (0, *range(2, x.ndim))
         n = math.prod(x.shape[d] for d in dims)
-        if self.training and n == 1:
-            raise ValueRangeError("BatchNorm", "expected more than 1 value per channel when "
-                                  "training", x=x.shape)
         if self.training or self.running_mean is None or self.running_var is None:
+            self._check_batch_statistics(x, n)
             out, mean, var = _normalize(x, dims, self.eps)
             if self.training and self.running_mean is not None and self.running_var is not None:
                 self._update_running(mean.detach().reshape(-1),
@@ -101,6 +100,15 @@ class BatchNorm(Module):
         if self.weight is not None and self.bias is not None:
             out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
         return out
+
+    def _check_batch_statistics(self, x: Tensor, n: int) -> None:
+        """Refuse what torch refuses when normalising with batch statistics: one value per
+        channel (a variance of nothing) or an eps that is not positive."""
+        if n == 1:
+            raise ValueRangeError("BatchNorm", "expected more than 1 value per channel when "
+                                  "training", x=x.shape)
+        if not self.eps > 0:
+            raise ValueRangeError("BatchNorm", "eps must be positive when training", eps=self.eps)
 
     def _update_running(self, mean: Tensor, unbiased_var: Tensor, n: int) -> None:
         """Fold a batch of `n` values per channel into the running statistics (an empty batch
