@@ -357,6 +357,46 @@ def test_bool_nan_inf(rt: bc.Runtime) -> None:
 
 
 @bc.kernel
+def zeros(x: Tensor[f32], out: Tensor[i32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = i32(bc.iszero(x[i]))
+
+
+def test_iszero_holds_for_both_zeros_only(rt: bc.Runtime) -> None:
+    """Both signed zeros, not subnormals (kept as bits even where a driver flushes them in
+    arithmetic), NaN or infinities."""
+    x = np.array([0.0, -0.0, 1e-40, -1e-45, np.nan, np.inf, -np.inf, 1.0], np.float32)
+    out = np.full(x.shape, -1, np.int32)
+    zeros.launch(rt, 1, 64, x, out)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, (x == 0).astype(np.int32))
+
+
+@bc.kernel
+def scaled(x: Tensor[f32], out: Tensor[f32], factor: f32):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = x[i] * factor
+
+
+def test_subnormal_probe_agrees_with_the_device_arithmetic(rt: bc.Runtime) -> None:
+    """`flushes_subnormals` says what a kernel's float32 arithmetic does with subnormals; the
+    cpu runtime keeps them (no -ffast-math), as numpy."""
+    from burn_cube.runtime.subnormals import flushes_subnormals
+
+    x = np.array([1e-40, -3e-42, 1e-45, 1.5e-38], np.float32)
+    out = np.full(x.shape, np.nan, np.float32)
+    scaled.launch(rt, 1, 64, x, out, 0.5)
+    flushed = np.where(np.abs(x * np.float32(0.5)) < np.finfo(np.float32).tiny, 0, x * 0.5)
+    want = flushed.astype(np.float32) if flushes_subnormals(rt) else x * np.float32(0.5)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(np.abs(out), np.abs(want))
+    if rt.name == "cpu":
+        assert not flushes_subnormals(rt)
+
+
+@bc.kernel
 def propagate(x: Tensor[f32], out: Tensor[f32]):
     i = ABSOLUTE_POS
     if i < len(x):

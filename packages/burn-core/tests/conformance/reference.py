@@ -216,6 +216,24 @@ class T:
         return np.array(self.data, copy=True, order="C")
 
 
+def flushes_subnormals(device: burn.Device) -> bool:
+    """Whether the device computes float32 subnormal results as zero (NVIDIA's Vulkan driver
+    under wgpu does; docs/differences.md), probed once per runtime by burn-cube."""
+    if device.name not in ("cpu", "wgpu", "cuda"):
+        return False
+    import burn_cube
+    from burn_cube.runtime.subnormals import flushes_subnormals as probe
+
+    return probe(burn_cube.runtime(device.name, device.index))
+
+
+def normal_or_zero(x: np.ndarray) -> np.ndarray:
+    """Where float32 `x` (float64 values given as float32 ones) is zero, normal, inf or NaN:
+    not subnormal."""
+    tiny = np.finfo(np.float32).tiny
+    return ~((np.abs(x) < tiny) & (x != 0))
+
+
 def burn_tensor(a: np.ndarray, dtype: burn.DType, device: burn.Device) -> burn.Tensor:
     """A burn tensor holding a copy of `a` (already in the numpy type of `dtype`)."""
     return burn.tensor(np.array(a, copy=True, order="C"), dtype=dtype, device=device)

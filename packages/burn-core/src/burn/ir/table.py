@@ -56,11 +56,25 @@ def _sigmoid(x: CubeExpr | str) -> CubeExpr:
 def _clamp(x: CubeExpr | str, low: str | float | None, high: str | float | None,
            floats: bool = True) -> CubeExpr:
     """`x` clamped to [low, high]; a None bound (or a bound argument that is None) is open.
-    Floats keep NaN through an explicit isnan (min/max and comparisons may drop it: WGSL lets
-    drivers assume there is no NaN)."""
-    lowered: Any = x if low is None else ("select", ("lt", x, low), low, x)
-    clamped = lowered if high is None else ("select", ("gt", lowered, high), high, lowered)
+    Floats keep NaN through an explicit isnan, and a zero `x` at a zero bound keeps its own
+    sign (relu(-0.0) is -0.0): NVIDIA's Vulkan driver compiles a select on a comparison into
+    min / max, which drop both (WGSL lets drivers assume there is no NaN); `isnan` and
+    `iszero` read the bits there."""
+    lowered: Any = x if low is None else _bounded(x, ("select", ("lt", x, low), low, x), low,
+                                                  floats)
+    clamped = lowered if high is None else _bounded(
+        lowered, ("select", ("gt", lowered, high), high, lowered), high, floats)
     return ("select", ("isnan", x), x, clamped) if floats else clamped
+
+
+def _bounded(x: CubeExpr | str, selected: CubeExpr, bound: str | float, floats: bool
+             ) -> CubeExpr:
+    """`selected` (x or its bound), or float `x` itself where x and the bound are zeros."""
+    if not floats or (isinstance(bound, float) and bound != 0.0):
+        return selected
+    zeros = ("iszero", x) if isinstance(bound, float) else ("and", ("iszero", x),
+                                                             ("iszero", bound))
+    return ("select", zeros, x, selected)
 
 
 def _float_remainder(a: str, b: str) -> CubeExpr:

@@ -99,7 +99,7 @@ OPS: dict[str, str | None] = {
     "abs.float": "fabs{f}({a})", "abs.int": "bc_abs_{s}({a})",
     "pow": "pow{f}({a}, {b})", "fmod": "fmod{f}({a}, {b})", "rsqrt": "(1 / sqrt{f}({a}))",
     "round": "rint{f}({a})",
-    "isnan": "(isnan({a}) != 0)", "isinf": "(isinf({a}) != 0)",
+    "isnan": "(isnan({a}) != 0)", "isinf": "(isinf({a}) != 0)", "iszero": "({a} == 0)",
     **{op: f"{op}{{f}}({{a}})" for op in MATH_CALLS},
     "exp.f32": "bc_exp_f32({a})", "tanh.f32": "bc_tanh_f32({a})", "erf.f32": "bc_erf_f32({a})",
     "atomic_add.int": "__atomic_fetch_add(&{a}, {b}, __ATOMIC_RELAXED)",

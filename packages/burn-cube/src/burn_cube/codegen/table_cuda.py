@@ -32,6 +32,7 @@ OPS: dict[str, str | None] = {
     "mod.int": "({a} % {b})", "mod.uint": "({a} % {b})", "abs.int": "abs({a})",
     # __half has no implicit float math: absolute value natively, pow through float
     "abs.f16": "__habs({a})", "isnan.f16": "__hisnan({a})", "isinf.f16": "(__hisinf({a}) != 0)",
+    "iszero.f16": "__heq({a}, __float2half(0.0f))",
     "pow.f16": "__float2half(powf(__half2float({a}), __half2float({b})))",
     "fmod.f32": "bc_fmodf({a}, {b})",
     "fmod.f16": "__float2half(bc_fmodf(__half2float({a}), __half2float({b})))",

@@ -104,6 +104,9 @@ OPS: dict[str, str | None] = {
     "isinf.f16": "((bitcast<u32>(f32({a})) & 0x7fffffffu) == 0x7f800000u)",
     "isnan.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)",
     "isinf.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) == 0x7ff0000000000000lu)",
+    "iszero.f32": "((bitcast<u32>({a}) & 0x7fffffffu) == 0u)",
+    "iszero.f16": "((bitcast<u32>(f32({a})) & 0x7fffffffu) == 0u)",
+    "iszero.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) == 0lu)",
     **{op: f"{op}({{a}})" for op in (
         "exp", "exp2", "log", "log2", "sin", "cos", "tan", "cosh", "sqrt", "floor", "ceil",
         "round", "trunc")},

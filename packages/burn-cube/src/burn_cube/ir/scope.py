@@ -29,9 +29,12 @@ UNARY_MATH = (
     "sinh", "cosh", "sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "erf",
 )
 #: Every op ``Scope.call`` accepts (besides the binary operators of ``Scope.binary``).
-CALLS = (*UNARY_MATH, "isnan", "isinf", "abs", "min", "max", "pow", "fmod", "select", "float",
-         "int", "bool", "len", "index_of", "atomic_add", "atomic_min", "atomic_max", "plane_sum",
-         "plane_max")
+CALLS = (*UNARY_MATH, "isnan", "isinf", "iszero", "abs", "min", "max", "pow", "fmod", "select",
+         "float", "int", "bool", "len", "index_of", "atomic_add", "atomic_min", "atomic_max",
+         "plane_sum", "plane_max")
+#: Float tests (bool results): NaN, an infinity, a zero of either sign (read from the bits on
+#: WGSL, where a driver may assume there is no NaN and fold float comparisons).
+_TESTS = ("isnan", "isinf", "iszero")
 #: Atomic read-modify-write builtins (``atomic_<op>``); min and max take integers only.
 ATOMICS = ("atomic_add", "atomic_min", "atomic_max")
 #: Position builtins (u32 values; ``CUBE_DIM*`` are compile-time ints).
@@ -408,13 +411,13 @@ class Scope:
             if len(args) != n:
                 raise self.error(f"{op}() takes {n} argument(s), got {len(args)}")
 
-        if op in UNARY_MATH or op in ("isnan", "isinf"):
+        if op in UNARY_MATH or op in _TESTS:
             need(1)
             if isinstance(args[0], Literal) and hasattr(math, op):
                 return getattr(math, op)(args[0])
             x = self.typed(args[0])
             dtype = x.dtype if x.dtype.is_float else line(f32, x.dtype.lanes)
-            if op in ("isnan", "isinf"):
+            if op in _TESTS:
                 if dtype.lanes > 1:
                     raise self.error(f"{op}() is not supported on Line values")
                 return ir.Op(op, (cast(x, dtype),), bool_)
