@@ -89,6 +89,11 @@ Runner = Callable[[Any, CubeTensor, CubeTensor, Shape], CubeTensor]
 #: operands' layouts) -> the tuned strategy.
 _CHOICES: WeakKeyDictionary[Any, dict[tuple[str, int, int, int, int, str], str]] = (
     WeakKeyDictionary())
+#: runtime -> (dtype, TF32 allowed, shapes and strides of both operands) -> the strategy of
+#: `_CHOICES` for them: a training step's products skip the bucket and layout keys (~15 us a
+#: product); cleared when it holds `EXACT_CHOICES` shapes.
+_EXACT: WeakKeyDictionary[Any, dict[tuple[Any, ...], str]] = WeakKeyDictionary()
+EXACT_CHOICES = 4096
 
 
 def _coalesced(shapes: list[Shape], strides: list[Shape]) -> tuple[Shape, list[Shape]]:
@@ -561,6 +566,20 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
     """The autotuned strategy for this dtype, runtime, shape bucket and the operands'
     layouts (`_layout`: a strategy's speed depends on them; remembered per runtime in this
     process, on disk by the autotuner)."""
+    exact = _EXACT.get(backend.runtime)
+    if exact is None:
+        exact = _EXACT[backend.runtime] = {}
+    operands = (lhs.dtype, settings.allow_tf32, lhs.shape, rhs.shape, lhs.strides, rhs.strides)
+    found = exact.get(operands)
+    if found is None:
+        if len(exact) >= EXACT_CHOICES:
+            exact.clear()
+        found = exact[operands] = _bucket_choice(backend, lhs, rhs, shape)
+    return found
+
+
+def _bucket_choice(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
+    """`_tuned`'s strategy by shape bucket and layouts: remembered, or timed now."""
     from burn_cube.autotune import bucket, default_tuner
 
     batch, (m, n), k = math.prod(shape[:-2]), shape[-2:], lhs.shape[-1]
