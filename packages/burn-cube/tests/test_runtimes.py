@@ -27,6 +27,19 @@ def test_round_trip_and_stats(rt: bc.Runtime) -> None:
     assert props.name == rt.name and "f32" in props.dtypes and props.max_cube_dim >= 64
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3)])
+def test_uploads_keep_negative_zero(rt: bc.Runtime, shape: tuple[int, ...]) -> None:
+    """-0.0 arrives as -0.0 in any shape (CuPy fills a 0-d array from its value, and a zero
+    value by a memset)."""
+    for dtype in (np.float32, np.float64):
+        if bc.types.from_numpy(np.dtype(dtype)).name not in rt.properties.dtypes:
+            continue
+        x = np.full(shape, -0.0, dtype)
+        back = rt.download(rt.upload(x))
+        assert back.shape == shape and back.dtype == dtype
+        assert np.signbit(back).all()
+
+
 def test_unknown_runtime() -> None:
     with pytest.raises(bc.errors.RuntimeUnavailableError):
         bc.runtime("tpu")

@@ -292,8 +292,12 @@ class CudaRuntime(Runtime):
         if dtype is None:
             raise LaunchError(f"unsupported numpy dtype {array.dtype}")
         with self.device, self.stream:
-            # np.ascontiguousarray would make a 0-d array 1-d
-            handle = cupy.asarray(np.require(array, requirements="C").view(_held(array.dtype)))
+            # np.ascontiguousarray would make a 0-d array 1-d; CuPy fills a 0-d array from its
+            # value, and a value equal to 0 by a memset, so -0.0 would arrive as +0.0: a 0-d
+            # array goes up as one element
+            host = np.require(array, requirements="C").view(_held(array.dtype))
+            handle = cupy.asarray(host.reshape(1)).reshape(()) if host.ndim == 0 \
+                else cupy.asarray(host)
         return DeviceArray(self, handle, array.shape, dtype)
 
     def download_storage(self, array: DeviceArray) -> np.ndarray:
