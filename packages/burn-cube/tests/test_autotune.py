@@ -10,7 +10,7 @@ import numpy as np
 from test_kernels import gelu_tanh
 
 import burn_cube as bc
-from burn_cube.autotune import QUEUED, Autotuner, bucket
+from burn_cube.autotune import MAX_ROUNDS, QUEUED, Autotuner, bucket
 
 
 def test_bucket() -> None:
@@ -19,13 +19,30 @@ def test_bucket() -> None:
 
 def test_tuner_persists_and_reuses(tmp_path: Path) -> None:
     calls: list[int] = []
-    tuner = Autotuner(tmp_path / "tune.json", repeats=1)
+    tuner = Autotuner(tmp_path / "tune.json", repeats=1, seconds=0.0)
     best = tuner.tune("k", "dev", 1000, [1, 2], calls.append)
     assert best in (1, 2) and len(calls) == 4
     saved = json.loads((tmp_path / "tune.json").read_text())
     assert saved == {"k|dev|1024": best}
     again = Autotuner(tmp_path / "tune.json")
     assert again.tune("k", "dev", 900, [1, 2], calls.append) == best and len(calls) == 4
+
+
+def test_tuner_rounds_go_on_for_its_seconds(tmp_path: Path) -> None:
+    """Quick candidates are timed in `MAX_ROUNDS` rounds (the seconds are not reached), slow
+    ones in `repeats` (the seconds are past after them)."""
+    quick: list[int] = []
+    Autotuner(tmp_path / "a.json", repeats=3, seconds=10.0).tune("q", "dev", 8, [1, 2],
+                                                                 quick.append)
+    assert len(quick) == 2 + 2 * MAX_ROUNDS
+    slow: list[int] = []
+
+    def sleepy(candidate: int) -> None:
+        slow.append(candidate)
+        time.sleep(0.002)
+
+    Autotuner(tmp_path / "b.json", repeats=3, seconds=0.001).tune("s", "dev", 8, [1, 2], sleepy)
+    assert len(slow) == 2 + 2 * 3
 
 
 def test_tuner_with_sync_times_queued_runs(tmp_path: Path) -> None:

@@ -29,13 +29,18 @@ class Autotuner:
 
     Args:
         path: JSON file of results; defaults to ``<cache dir>/autotune.json``.
-        repeats: Timing rounds over the candidates (each one's best timing counts), after
-            one warm-up run of each.
+        repeats: Least timing rounds over the candidates (each one's best timing counts),
+            after one warm-up run of each.
+        seconds: Rounds go on past `repeats` until they took this long, up to `MAX_ROUNDS`:
+            candidates of ~100 us then get dozens of timings, so one busy moment of the
+            machine (another process's threads) does not decide for good.
     """
 
-    def __init__(self, path: Path | None = None, repeats: int = 3) -> None:
+    def __init__(self, path: Path | None = None, repeats: int = 3,
+                 seconds: float = 0.01) -> None:
         self.path = path or cache_dir() / "autotune.json"
         self.repeats = repeats
+        self.seconds = seconds
         self.results: dict[str, Any] = self._read()
 
     def _read(self) -> dict[str, Any]:
@@ -65,9 +70,9 @@ class Autotuner:
                 adds the host's work and the launch latency to each.
 
         Every candidate runs once first (a warm-up: compiles), then the candidates are timed
-        in `repeats` rounds, each round timing each candidate once, and the best timing of
-        each counts: a device whose clocks rise while the first candidates run favours
-        none of them.
+        in rounds (`repeats` or more, see `seconds`), each round timing each candidate once,
+        and the best timing of each counts: a device whose clocks rise while the first
+        candidates run favours none of them.
 
         Returns:
             The winning candidate (cached in memory and on disk).
@@ -81,15 +86,20 @@ class Autotuner:
         if sync is not None:
             sync()
         timings = [float("inf")] * len(candidates)
-        for _ in range(self.repeats):
+        start = time.perf_counter()
+        for rounds in range(1, MAX_ROUNDS + 1):
             for i, candidate in enumerate(candidates):
                 timings[i] = min(timings[i], _timed(candidate, run, sync))
+            if rounds >= self.repeats and time.perf_counter() - start >= self.seconds:
+                break
         winner = candidates[min(range(len(candidates)), key=timings.__getitem__)]
         self.results = {**self._read(), key: winner}
         atomic_write(self.path, json.dumps(self.results, indent=1, sort_keys=True).encode())
         return winner
 
 
+#: Most timing rounds of one tuning.
+MAX_ROUNDS = 50
 #: Runs queued back to back in one timing of a tuner given `sync`.
 QUEUED = 3
 
