@@ -77,7 +77,7 @@ def _suite_cases() -> dict[str, tuple[bc.Kernel, int, tuple[object, ...]]]:
         "transpose": (k.transpose, (16, 16), (f.reshape(4, 4), f.reshape(4, 4))),
         "flags": (k.flags, 64, (f, i, 1.0)),
         "zeros": (k.zeros, 64, (f, i)),
-        "scaled": (k.scaled, 64, (f, f, 0.5)),
+        "scale": (k.scale, 64, (f, f, 0.5)),
         "propagate": (k.propagate, 32, (f, f)),
         "bool_tensor": (k.bool_tensor, 128, (f.astype(bool), f, f, f.astype(bool))),
         "to_bf16": (k.to_bf16, 256, (f, f.astype(bc.bf16.numpy))),

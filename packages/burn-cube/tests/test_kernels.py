@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from test_errors import scale
 
 import burn_cube as bc
 from burn_cube import (
@@ -373,13 +374,6 @@ def test_iszero_holds_for_both_zeros_only(rt: bc.Runtime) -> None:
     np.testing.assert_array_equal(out, (x == 0).astype(np.int32))
 
 
-@bc.kernel
-def scaled(x: Tensor[f32], out: Tensor[f32], factor: f32):
-    i = ABSOLUTE_POS
-    if i < len(x):
-        out[i] = x[i] * factor
-
-
 def test_subnormal_probe_agrees_with_the_device_arithmetic(rt: bc.Runtime) -> None:
     """`flushes_subnormals` says what a kernel's float32 arithmetic does with subnormals; the
     cpu runtime keeps them (no -ffast-math), as numpy."""
@@ -387,7 +381,7 @@ def test_subnormal_probe_agrees_with_the_device_arithmetic(rt: bc.Runtime) -> No
 
     x = np.array([1e-40, -3e-42, 1e-45, 1.5e-38], np.float32)
     out = np.full(x.shape, np.nan, np.float32)
-    scaled.launch(rt, 1, 64, x, out, 0.5)
+    scale.launch(rt, 1, 64, x, out, 0.5)
     flushed = np.where(np.abs(x * np.float32(0.5)) < np.finfo(np.float32).tiny, 0, x * 0.5)
     want = flushed.astype(np.float32) if flushes_subnormals(rt) else x * np.float32(0.5)
     assert out.dtype == np.float32
