@@ -46,9 +46,9 @@ SHARED_BYTES = 16384
 #: On the cpu runtime float32 / float64 race BLAS against the runtime's own kernel up to
 #: `CPU_TUNE_WORK` multiply-adds (BLAS past it), float16 / bfloat16 run on BLAS (the generated
 #: tiles were 15x to 400x slower, measured); ints race numpy's integer matmul (no BLAS) against
-#: these tiles, timed up
-#: to `CPU_TUNE_WORK` multiply-adds; larger products take the first tile directly (numpy's int
-#: matmul was 2x to 7x slower there, and one timing trial would take seconds).
+#: these tiles, timed up to `CPU_TUNE_WORK` multiply-adds; larger products take the first tile
+#: directly (numpy's int matmul was 2x to 7x slower there, and one timing trial would take
+#: seconds).
 CPU_INT_TILES = ("tile64x64x16", "tile32x32x16")
 CPU_TUNE_WORK = 1 << 24
 #: The scalar tile a line tile's runner takes when rhs or out cannot be read as whole lines.
