@@ -112,7 +112,8 @@ def _lanczos3_along(x: Tensor, dim: int, taps: np.ndarray, weights: np.ndarray) 
     """`x` resized along `dim` (2 or 3 of [N, C, H, W]) by summing its taps: a NaN or infinity
     reaches only the outputs whose window holds it."""
     n_out, shape = taps.shape[0], x.shape
-    picked = x.select(dim, taps.ravel().tolist()).reshape((*shape[:dim], n_out, 6, *shape[dim + 1:]))
+    picked = x.select(dim, taps.ravel().tolist()).reshape(
+        (*shape[:dim], n_out, 6, *shape[dim + 1:]))
     w = tensor(weights.reshape((n_out, 6) + (1,) * (3 - dim)), dtype=x.dtype, device=x.device)
     return (picked * w).sum(dim + 1)
 

@@ -80,7 +80,7 @@ class ReductionOps(OpsBase):
             # zeros_like, whatever the signs, infinities or NaN beside them
             zeros = inner.float_sum(inner.bool_into_float(inner.float_equal_elem(flat, 0.0),
                                                           inner.dtype(flat)))
-            several = inner.float_expand(inner.float_greater_elem(zeros, 1.5), xs)
+            several = inner.bool_expand(inner.float_greater_elem(zeros, 1.5), xs)
             return (inner.float_mask_fill(inner.float_mul(others, g), several, 0.0),)
         return record(out, (x,), fn, (save(x),))
 
