@@ -227,6 +227,8 @@ GEMM_EDGES = [
     (1, 1, 1, lambda x: x, lambda x: x), (9, 33, 1, lambda x: x.flip(0), lambda x: x.flip(1)),
     (40, 7, 33, lambda x: x[:, :], lambda x: x[:1].expand(7, 33)),
     (130, 520, 100, lambda x: x, _tr),
+    # few outputs of long rows, rhs column-major: dot products over two blocks of depth
+    (6, 3000, 7, lambda x: x, _tr), (3, 1100, 9, lambda x: x, _tr),
 ]
 
 
@@ -249,14 +251,19 @@ def test_cpu_gemm_kernel_past_its_blocking_edges(index: int, dtype: str) -> None
                                atol=1e-4 if dtype == "float32" else 1e-11)
 
 
-def test_cpu_gemm_kernel_propagates_nan_and_inf_in_edge_tiles() -> None:
-    """NaN and inf in the last partial tile (the zero padding never reaches the result)."""
-    a = np.ones((11, 300), np.float32)
-    a[10, 299], a[3, 0] = np.inf, np.nan
-    b = np.ones((300, 35), np.float32)
-    b[299, 34] = 0.0
+@pytest.mark.parametrize("depth,rhs_layout", [(300, "c"), (3000, "t")])  # tiles; dot products
+def test_cpu_gemm_kernel_propagates_nan_and_inf_in_edge_tiles(depth: int, rhs_layout: str
+                                                               ) -> None:
+    """NaN and inf in the last partial tile (the zero padding never reaches the result), and
+    in the dot products' remainder past whole vectors."""
+    a = np.ones((11, depth), np.float32)
+    a[10, depth - 1], a[3, 0] = np.inf, np.nan
+    b = np.ones((depth, 35), np.float32)
+    b[depth - 1, 34] = 0.0
     backend = _backend("cpu")
-    got = _host(mm.matmul(backend, backend.upload(a), backend.upload(b), "gemm"))
+    rhs = backend.upload(b) if rhs_layout == "c" else _prim(
+        burn.tensor(b.T.copy(), device="cpu").swap_dims(0, 1))
+    got = _host(mm.matmul(backend, backend.upload(a), rhs, "gemm"))
     want = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
     assert got.shape == want.shape and got.dtype == np.float32
     np.testing.assert_array_equal(got, want)

@@ -7,7 +7,8 @@
  * whole strips of a row-contiguous b); otherwise packed into k-major strips (zero-padded past
  * the matrix edge) first. A row-contiguous a times a column-contiguous b with fewer rows than
  * columns runs as c^T = b^T a^T, so that the smaller operand is the one transposed in packing.
- * Strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK multiply-adds.
+ * Strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK multiply-adds. Few
+ * outputs of long rows, both operands contiguous along k, run as dot products (`dots`).
  * No fast-math: NaN and infinities propagate as in any sum of products (zero padding only
  * feeds elements of c that are never stored).
  */
@@ -35,6 +36,12 @@
 #define MR 8
 #define NV 2
 #define GEMM_THREAD_WORK (1 << 21)
+/* few outputs of long rows (a convolution's weight gradient: im2col columns times the output
+ * gradient) run as dot products, in blocks of DOT_KC steps */
+#define DOT_OUTPUTS 4096
+#define DOT_DEPTH 1024
+#define DOT_KC 2048
+#define DOT_COLS 4
 
 #define DEFINE_GEMM(T)                                                                          \
 typedef T vec_##T __attribute__((vector_size(VBYTES)));                                       \
@@ -142,9 +149,56 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     return 0;                                                                                 \
 }                                                                                             \
                                                                                               \
+/* c = a @ b as dot products of a's rows with b's columns, both contiguous along k, in      \
+ * blocks of DOT_KC steps (a's block stays in cache while b's columns stream once), DOT_COLS  \
+ * columns of b at a time (each load of a feeds DOT_COLS products); column groups on OpenMP  \
+ * threads from GEMM_THREAD_WORK multiply-adds */                                             \
+static void dots_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, const T* b,   \
+                     int64_t bcs, T* c, int64_t ldc) {                                         \
+    int threaded = (double)m * n * k >= GEMM_THREAD_WORK;                                     \
+    int64_t groups = (n + DOT_COLS - 1) / DOT_COLS;                                           \
+    for (int64_t pc = 0; pc < k; pc += DOT_KC) {                                              \
+        int64_t kc = k - pc < DOT_KC ? k - pc : DOT_KC, kv = kc / (2 * W_##T) * (2 * W_##T);  \
+        _Pragma("omp parallel for schedule(static) if (threaded)")                            \
+        for (int64_t g = 0; g < groups; g++) {                                                \
+            int64_t j0 = g * DOT_COLS, nc = n - j0 < DOT_COLS ? n - j0 : DOT_COLS;            \
+            const T* col[DOT_COLS];                                                           \
+            for (int q = 0; q < DOT_COLS; q++) /* past n: the last column again, unused */    \
+                col[q] = b + (j0 + (q < nc ? q : nc - 1)) * bcs + pc;                         \
+            for (int64_t i = 0; i < m; i++) {                                                 \
+                const T* row = a + i * ars + pc;                                              \
+                vec_##T acc[DOT_COLS][2];                                                     \
+                for (int q = 0; q < DOT_COLS; q++) acc[q][0] = acc[q][1] = (vec_##T){0};      \
+                for (int64_t p = 0; p < kv; p += 2 * W_##T)                                   \
+                    for (int u = 0; u < 2; u++) {                                             \
+                        vec_##T x;                                                            \
+                        memcpy(&x, row + p + u * W_##T, VBYTES);                              \
+                        for (int q = 0; q < DOT_COLS; q++) {                                  \
+                            vec_##T y;                                                        \
+                            memcpy(&y, col[q] + p + u * W_##T, VBYTES);                       \
+                            acc[q][u] += x * y;                                               \
+                        }                                                                     \
+                    }                                                                         \
+                for (int64_t q = 0; q < nc; q++) {                                            \
+                    vec_##T total = acc[q][0] + acc[q][1];                                    \
+                    T sum = 0;                                                                \
+                    for (int l = 0; l < W_##T; l++) sum += total[l];                          \
+                    for (int64_t p = kv; p < kc; p++) sum += row[p] * col[q][p];              \
+                    T* at = c + i * ldc + j0 + q;                                             \
+                    *at = pc > 0 ? *at + sum : sum;                                           \
+                }                                                                             \
+            }                                                                                 \
+        }                                                                                     \
+    }                                                                                         \
+}                                                                                             \
+                                                                                              \
 /* c = a @ b; returns 1 where the packing buffers cannot be allocated, else 0 */              \
 int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,        \
                 const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                    \
+    if (acs == 1 && brs == 1 && m * n <= DOT_OUTPUTS && k >= DOT_DEPTH) {                     \
+        dots_##T(m, n, k, a, ars, b, bcs, c, ldc);                                            \
+        return 0;                                                                             \
+    }                                                                                         \
     if (bcs != 1 && brs == 1 && acs == 1 && m < n)                                            \
         return gemm_##T(n, m, k, b, bcs, brs, a, acs, ars, c, ldc, 1);                        \
     return gemm_##T(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, 0);                            \
