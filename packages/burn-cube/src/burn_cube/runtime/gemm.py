@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 from importlib import resources
 from typing import Any
 
@@ -22,10 +23,22 @@ _ARGS = [ctypes.c_int64] * 3 + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
 
 
 @functools.cache
+def _source() -> str:
+    """gemm.c, read from the package once."""
+    return resources.files("burn_cube.runtime").joinpath("gemm.c").read_text()
+
+
+@functools.cache
+def identity() -> str:
+    """A short hash of the kernel's source: tuned choices between it and others are kept per
+    version of it."""
+    return hashlib.sha256(_source().encode()).hexdigest()[:12]
+
+
+@functools.cache
 def _functions(runtime: Any) -> dict[np.dtype, Any]:
     """The library's entry points, built and loaded once per runtime."""
-    source = resources.files("burn_cube.runtime").joinpath("gemm.c").read_text()
-    library = runtime.compile_source(source, "gemm", "bc_gemm_float").library
+    library = runtime.compile_source(_source(), "gemm", "bc_gemm_float").library
     functions: dict[np.dtype, Any] = {}
     for dtype, symbol in _FUNCTIONS.items():
         function = getattr(library, symbol)

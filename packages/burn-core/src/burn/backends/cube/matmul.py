@@ -604,10 +604,11 @@ def _bucket_choice(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape)
 
 def _tuning_device(runtime: Any) -> str:
     """The device of an autotuned choice; on the cpu runtime with its OpenMP thread count
-    (`OMP_NUM_THREADS`, as its kernels read it: which product is fastest depends on it)."""
+    (`OMP_NUM_THREADS`, as its kernels read it: which product is fastest depends on it) and
+    the version of its gemm kernel (a new one races BLAS again)."""
     device = f"{runtime.name}:{runtime.properties.device}"
     if runtime.name == "cpu":
-        device += f" omp={os.environ.get('OMP_NUM_THREADS', '')}"
+        device += f" omp={os.environ.get('OMP_NUM_THREADS', '')} gemm={cpu_gemm.identity()}"
     return device
 
 
