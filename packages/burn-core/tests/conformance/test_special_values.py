@@ -82,3 +82,26 @@ def test_remainder_exact_for_huge_quotients(dtype: str, device: burn.Device) -> 
     with np.errstate(over="ignore"):
         x, y = T(a, dtype), T(b, dtype)
     check_forward(lambda p, q: p % q, _exact_remainder, [x, y], device)
+
+
+@pytest.mark.op("powf")
+@pytest.mark.parametrize("exponent", [0.5, -0.5, -1.0, -2.0, 2.0, 3.0, 1.5])
+def test_pow_scalar_gradients_at_special_values(exponent: float,
+                                                grad_device: burn.Device) -> None:
+    """x ** s and its gradient at signed zeros, infinities, NaN and negative bases, as torch:
+    the exponents torch computes by sqrt / reciprocal / products are computed so, and their
+    gradient is pow's, s * x ** (s - 1), the power again by those ops (the composites'
+    own gradients gave +inf at -0.0 for s = -0.5 and NaN at zeros for s = -2)."""
+    data = np.array([-0.0, 0.0, -np.inf, np.inf, 4.0, -4.0, np.nan, 0.25], np.float32)
+    x = burn.tensor(data, device=grad_device).require_grad()
+    y = x ** exponent
+    grad = x.grad(y.sum().backward())
+    tx = torch.from_numpy(data).requires_grad_()
+    ty = tx ** exponent
+    ty.sum().backward()
+    for got, want in ((y, ty.detach()), (grad, tx.grad)):
+        values, expected = got.to_numpy(), want.numpy()
+        assert values.shape == expected.shape and values.dtype == expected.dtype
+        np.testing.assert_allclose(values, expected, rtol=1e-5, equal_nan=True)
+        numbers = ~np.isnan(expected)
+        np.testing.assert_array_equal(np.signbit(values[numbers]), np.signbit(expected[numbers]))

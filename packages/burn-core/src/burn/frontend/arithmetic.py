@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from burn.backend.special_pow import powf_scalar
 from burn.dtype import DType, promote
 from burn.errors import DivisionByZeroError, DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
@@ -13,7 +14,6 @@ from burn.frontend.layout import cat
 from burn.frontend.validation import as_scalar, broadcast_shapes, check_device, norm_dim
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     from burn.backend.protocol import Backend
     from burn.frontend.tensor import Tensor
@@ -86,22 +86,10 @@ REMAINDER = BinaryOp(
                   "int_": _nonzero_divisor("remainder", "int_remainder")},
     {"float_": "float_remainder_scalar",
      "int_": _nonzero_divisor("remainder", "int_remainder_scalar")})
-#: torch's pow(tensor, scalar) computes these exponents by other ops (its CPU and CUDA kernels
-#: alike): sqrt(-0.0) is -0.0 and sqrt(-inf) NaN where C's pow gives +0.0 and +inf.
-_POW_SPECIAL: dict[float, Callable[[Backend, Any], Any]] = {
-    0.5: lambda b, x: b.float_sqrt(x),
-    -0.5: lambda b, x: b.float_recip(b.float_sqrt(x)),
-    2.0: lambda b, x: b.float_mul(x, x),
-    3.0: lambda b, x: b.float_mul(b.float_mul(x, x), x),
-    -1.0: lambda b, x: b.float_recip(x),
-    -2.0: lambda b, x: b.float_recip(b.float_mul(x, x)),
-}
-
-
 def _float_powf_scalar(b: Backend, x: Any, s: float) -> Any:
-    """x ** s, the exponents torch computes specially (`_POW_SPECIAL`) the same way."""
-    special = _POW_SPECIAL.get(s)
-    return b.float_powf_scalar(x, s) if special is None else special(b, x)
+    """x ** s, the exponents torch computes specially by the same ops (`special_pow`); under
+    Autodiff one op, whose gradient is pow's (as torch's)."""
+    return b.float_powf_scalar(x, s) if b.is_autodiff else powf_scalar(b, x, s)
 
 
 POW = BinaryOp("pow", {"float_": "float_powf", "int_": "int_powi"},

@@ -9,6 +9,7 @@ from burn.autodiff.checkpoint import Uses
 from burn.autodiff.graph import _MODE, Node
 from burn.autodiff.ops.common import OpsBase, record, save, tracked, unbroadcast, zeros
 from burn.autodiff.tensor import AutodiffTensor
+from burn.backend.special_pow import powf_scalar
 
 P = Any
 T = AutodiffTensor
@@ -99,8 +100,8 @@ class ArithmeticOps(OpsBase):
         def rule(i: Any, g: P, v: P) -> P:
             if rhs == 0:
                 return zeros(i, g)
-            return i.float_mul(g, i.float_mul_scalar(i.float_powf_scalar(v, rhs - 1), rhs))
-        return self._elementwise(lhs, lambda p: self.inner.float_powf_scalar(p, rhs), rule,
+            return i.float_mul(g, i.float_mul_scalar(powf_scalar(i, v, rhs - 1), rhs))
+        return self._elementwise(lhs, lambda p: powf_scalar(self.inner, p, rhs), rule,
                                  Uses.INPUT)
 
     # --- compute-bound ---
