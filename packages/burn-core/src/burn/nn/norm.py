@@ -239,15 +239,8 @@ class InstanceNorm(GroupNorm):
         super().__init__(num_channels or 1, num_channels, eps, affine, device)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Args:
-            x: [N, C, *].
-        Returns:
-            same shape.
-        Raises:
-            ShapeError: for fewer than 2 dims or a wrong channel count. DTypeError: for an
-                input whose dtype is not the layer's. ValueRangeError: for one spatial
-                element (torch's ValueError: there is nothing to normalise over).
-        """
+        """`GroupNorm.forward`, which also raises ValueRangeError for one spatial element
+        (torch's ValueError: there is nothing to normalise over)."""
         if x.ndim >= 2 and math.prod(x.shape[2:]) == 1:
             raise ValueRangeError("InstanceNorm", "expected more than 1 spatial element",
                                   x=x.shape)
