@@ -123,15 +123,18 @@ def _coalesced(shapes: list[Shape], strides: list[Shape]) -> tuple[Shape, list[S
 
 def kernel_views(lhs: CubeTensor, rhs: CubeTensor, out: CubeTensor
                  ) -> tuple[CubeTensor, CubeTensor, CubeTensor]:
-    """`lhs`, `rhs` and the dense `out` as views of one rank (>= 3) whose batch dims are
-    out's, broadcast (stride 0) and merged where the strides allow."""
+    """`lhs`, `rhs` and the dense `out` as the kernels read them: matrices as they are (rank
+    2), batched operands as views of one rank (>= 3) whose batch dims are out's, broadcast
+    (stride 0) and merged where the strides allow."""
     batch = out.shape[:-2]
+    if not batch:  # matrices (the most frequent): the kernels of rank 2 read them as they are
+        return lhs, rhs, out
     views = (broadcast_view(lhs, (*batch, *lhs.shape[-2:])),
              broadcast_view(rhs, (*batch, *rhs.shape[-2:])), out)
-    if len(batch) == 1:  # nothing to merge (the common case: checked first, it is cheap)
+    if len(batch) == 1:  # nothing to merge (checked first, it is cheap)
         return views
     strides = [v.strides for v in views]
-    dims, merged = _coalesced([batch] * 3, [st[:-2] for st in strides]) if batch else ((), [])
+    dims, merged = _coalesced([batch] * 3, [st[:-2] for st in strides])
     if not dims:
         dims, merged = (1,), [(0,)] * 3
     lv, rv, ov = (CubeTensor(v.array.view_unchecked((*dims, *v.shape[-2:]), (*m, *st[-2:]),
@@ -351,10 +354,10 @@ def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeT
                 raise DeviceError("matmul", "cublasGemmBatchedEx failed", status=status,
                                   lhs=lhs.shape, rhs=rhs.shape, dtype=lhs.dtype.value)
         else:
-            (sa,), (sb,), (sc,) = strides
+            sa, sb, sc = (st[0] if st else 0 for st in strides)  # one run, or one matrix
             cublas.gemmStridedBatchedEx(
                 handle, b[0], a[0], n, m, k, alpha, pb, dtype, b[1], sb, pa, dtype, a[1], sa,
-                beta, pc, dtype, n, sc, batch[0], compute, _GEMM_DEFAULT)
+                beta, pc, dtype, n, sc, math.prod(batch), compute, _GEMM_DEFAULT)
     return out
 
 
@@ -367,7 +370,7 @@ def batch_offsets(batch: Shape, strides: list[Shape]) -> np.ndarray:
     Returns:
         [operands, prod(batch)] int64 offsets.
     """
-    grid = np.indices(batch).reshape(len(batch), -1)
+    grid = np.indices(batch).reshape(len(batch), math.prod(batch))  # () -> one matrix
     return np.stack([np.asarray(s, np.int64) @ grid for s in strides])
 
 
