@@ -464,3 +464,68 @@ class Lazy:
 
         call.__name__ = name
         return call
+
+
+# ------------------------------------------------------------- special values, error bounds
+
+#: Float values where implementations part ways: NaN, infinities, signed zeros, the largest
+#: finite and the smallest normal float32 magnitudes.
+SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, 0.0, -0.0, 3e38, -3e38, 1.5e-38, -1.5e-38)
+#: Int32 values where implementations part ways: the limits (wrapping arithmetic) and zero.
+SPECIAL_INT32 = (2**31 - 1, -(2**31), 0)
+
+
+def with_specials(rng: np.random.Generator, shape: tuple[int, ...], dtype: str | burn.DType,
+                  fraction: float = 0.25) -> np.ndarray:
+    """`rand` values of `dtype` with about `fraction` of them replaced by `SPECIAL_FLOATS`
+    (float dtypes) or `SPECIAL_INT32` (int32); other dtypes are plain `rand` values."""
+    dt = dtype_of(dtype)
+    values = rand(rng, shape, dt, Domain(-3.0, 3.0))
+    pool = SPECIAL_FLOATS if is_float(dt) else SPECIAL_INT32 if dt == burn.int32 else ()
+    if pool:
+        picks = np.asarray(pool, dtype=NUMPY_OF[dt])[rng.integers(0, len(pool), size=shape)]
+        values = np.where(rng.random(shape) < fraction, picks, values)
+    return np.asarray(values, dtype=NUMPY_OF[dt])
+
+
+def assert_within(actual: Any, expected: torch.Tensor, err: torch.Tensor,
+                  unknown: torch.Tensor, *, what: str = "output") -> None:
+    """Compare a burn tensor with torch's value given a bound on torch's own rounding error.
+
+    Type, shape and dtype first. Then, elementwise, where `unknown` is false: NaN, infinities
+    and (where `err` is 0) the sign of zeros exactly, integers and bools exactly, and finite
+    floats within `2 * err` (`err` is 0 where the value is exact: then they must be equal).
+
+    Args:
+        actual: the burn result.
+        expected: torch's result (float32 ops give float32 values).
+        err: float64 bound on |exact float32 result - expected|, elementwise, finite.
+        unknown: bool, elements whose value depends on rounding (left out).
+        what: names the compared value in failure messages.
+    """
+    assert isinstance(actual, burn.Tensor), (
+        f"{what}: expected a burn.Tensor, got {type(actual).__name__}")
+    assert tuple(actual.shape) == tuple(expected.shape), (
+        f"{what}: shape {tuple(actual.shape)} != torch {tuple(expected.shape)}")
+    assert actual.dtype == TORCH_TO_BURN[expected.dtype], (
+        f"{what}: dtype {actual.dtype} != torch {expected.dtype}")
+    got = to_numpy(actual)
+    want = torch_numpy(expected)
+    known = ~unknown.numpy()
+    bound = err.numpy()
+    if not expected.is_floating_point():
+        bad = known & (got != want)
+    else:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            off = np.abs(g - w) > 2 * bound
+        same_special = (np.isnan(g) == np.isnan(w)) & (np.isinf(w) <= (g == w))
+        zero_sign = (bound > 0) | (w != 0) | (np.signbit(g) == np.signbit(w))
+        finite = np.isfinite(w)
+        bad = known & ~(same_special & zero_sign & ~(finite & off))
+    if bad.any():
+        where = np.argwhere(bad)[:5]
+        lines = [f"  at {tuple(int(i) for i in idx)}: burn {got[tuple(idx)]!r}, torch "
+                 f"{want[tuple(idx)]!r}, error bound {bound[tuple(idx)]:.3g}" for idx in where]
+        raise AssertionError(f"{what} ({actual.dtype}): {int(bad.sum())} of {bad.size} values "
+                             "differ\n" + "\n".join(lines))
