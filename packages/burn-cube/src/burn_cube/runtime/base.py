@@ -309,6 +309,24 @@ def meta_value(array: DeviceArray, field: str, dim: int, lanes: int = 1) -> int:
     return array.strides[dim] // lanes if dim < len(array.shape) - 1 else array.strides[dim]
 
 
+def direct_range(dtype: DType) -> tuple[type, Any, Any]:
+    """The Python numbers a launch may pack into a scalar parameter of `dtype` as they are
+    (the same bytes as `scalar_converter`'s result): (type, low, high); floats of f64 but
+    NaN, of f32 within its finite range, ints of an integer dtype within its range (none for
+    other dtypes)."""
+    if dtype.name == "f64":
+        return float, -math.inf, math.inf
+    if dtype.name == "f32":
+        top = float(np.finfo(np.float32).max)
+        return float, -top, top
+    bounds = int_range(dtype)
+    return (int, *bounds) if bounds is not None else (_Never, 0, 0)
+
+
+class _Never:
+    """A type no launch argument has (`direct_range` of dtypes whose numbers always convert)."""
+
+
 def scalar_converter(dtype: DType, kernel: str, name: str) -> Callable[[Any], Any]:
     """The check and conversion of scalar argument ``name`` of ``dtype`` at a launch: a
     Python number (or numpy scalar) becomes the numpy scalar passed to the kernel.

@@ -40,7 +40,7 @@ from burn_cube.runtime.base import (
     PooledArray,
     Properties,
     Runtime,
-    int_range,
+    direct_range,
     scalar_converter,
 )
 from burn_cube.runtime.openmp import brief_spinning, link_flags, private_openmp
@@ -275,7 +275,7 @@ class Plan:
             else:
                 scalars.append((8 * slot, i, scalar_converter(p.dtype, kernel.name, p.name),
                                 struct.Struct("=" + _SLOT[p.dtype.name]).pack_into,
-                                p.dtype.name == "bf16", _direct(p.dtype)))
+                                p.dtype.name == "bf16", direct_range(p.dtype)))
                 slot += 1
         template = self.block(cube_count, args)
         block_type = ctypes.c_int64 * (len(template) // 8)
@@ -331,23 +331,6 @@ class Plan:
 
 
 _OUT_OF_BOUNDS = "out-of-bounds buffer access: the offending reads/writes were skipped"
-def _direct(dtype: DType) -> tuple[type, Any, Any]:
-    """The Python numbers a launch packs into a scalar slot of `dtype` as they are (the same
-    bytes as its converter's): (type, low, high); floats of f64 but NaN, of f32 within its
-    finite range, ints of an integer dtype within its range (none for other dtypes)."""
-    if dtype.name == "f64":
-        return float, -math.inf, math.inf
-    if dtype.name == "f32":
-        top = float(np.finfo(np.float32).max)
-        return float, -top, top
-    bounds = int_range(dtype)
-    return (int, *bounds) if bounds is not None else (_Never, 0, 0)
-
-
-class _Never:
-    """A type no launch argument has (`_direct` of dtypes whose numbers always convert)."""
-
-
 #: `Plan.params` kinds: a rank-1 tensor, a tensor of another rank, a bfloat16 scalar, a scalar.
 _VECTOR, _TENSOR, _BF16, _NUMBER = range(4)
 

@@ -42,6 +42,7 @@ from burn_cube.runtime.base import (
     PooledArray,
     Properties,
     Runtime,
+    direct_range,
     scalar_converter,
 )
 from burn_cube.types import DType, bf16, from_numpy
@@ -334,13 +335,17 @@ class CudaRuntime(Runtime):
         once; a launch converts the scalars and packs them with the storages' addresses."""
         packer = _packer(compiled, kernel)
         meta = packer.meta(args)
-        convert = [None if p.tensor else scalar_converter(p.dtype, kernel.name, p.name)
-                   for p in kernel.params]
+        # (position, converter, numbers packed as they are: `direct_range`) of each scalar
+        scalars = [(i, scalar_converter(p.dtype, kernel.name, p.name), *direct_range(p.dtype))
+                   for i, p in enumerate(kernel.params) if not p.tensor]
         run = self._run
 
         def launcher(values: Any) -> None:
-            bound = [v if conv is None else conv(v)
-                     for v, conv in zip(values, convert, strict=True)]
+            bound = list(values)
+            for i, convert, kind, low, high in scalars:
+                value = bound[i]
+                if type(value) is not kind or not low <= value <= high:
+                    bound[i] = convert(value)
             run(compiled, kernel, cube_count, packer, bound, meta)
 
         return launcher
