@@ -72,6 +72,14 @@ def _nan_propagating(call: str, dtype: str) -> str:
     return f"select({call}, {{a}} + {{b}}, ({nan}) & !{one})"
 
 
+def _ordered(op: str, dtype: str) -> str:
+    """Float comparison `op` false where either operand is NaN, tested on the bits: NVIDIA's
+    Vulkan driver turns ``select(x, y, x < y)`` (a fused max_pair) into ``max``, which drops a
+    NaN in x; the bit tests keep the select a select (the result is the comparison's)."""
+    nan = " | ".join(_abs_bits_above(x, dtype, "0x7f800000") for x in ("{a}", "{b}"))
+    return f"(({{a}} {op} {{b}}) & !({nan}))"
+
+
 OPS: dict[str, str | None] = {
     **POSITIONS,
     "plane_dim": "bc_plane_dim", "unit_pos_plane": "bc_plane_unit",
@@ -83,6 +91,8 @@ OPS: dict[str, str | None] = {
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
     "mod": "({a} % {b})", "neg": "(-{a})",
     "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
+    **{f"{name}.{s}": _ordered(op, s) for name, op in (("lt", "<"), ("le", "<="), ("gt", ">"),
+                                                       ("ge", ">=")) for s in MATH_NAMES},
     "eq": "({a} == {b})", "ne": "({a} != {b})",
     "and": "({a} && {b})", "or": "({a} || {b})", "not": "(!{a})",
     "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
