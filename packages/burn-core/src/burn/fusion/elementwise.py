@@ -37,16 +37,17 @@ from burn.backends.cube.elementwise import (
 )
 from burn.backends.cube.elementwise import _converter as number_converter
 from burn.dtype import DType
-from burn.fusion.emit import DTYPES, emit_op, kernel_name
+from burn.fusion.emit import DTYPES, Opaque, emit_op, kernel_name
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import OpDef, TensorIR
 from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
 from burn_cube.codegen.table_c import calls_library
 
-#: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices, run),
-#: where an op is (name, arguments, result dtype) and an argument is ("in", k), ("op", j),
-#: ("num", dtype) or ("fixed", value); dtypes by `id`; run: positions a unit computes.
+#: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices, run,
+#: opaque), where an op is (name, arguments, result dtype) and an argument is ("in", k),
+#: ("op", j), ("num", dtype) or ("fixed", value); dtypes by `id`; run: positions a unit
+#: computes; opaque: whether float operands are hidden from the compiler (`emit.Opaque`).
 Signature = tuple[Any, ...]
 _KERNELS: dict[Signature, Any] = {}
 _VECTORIZES: dict[tuple[str, DType], bool] = {}
@@ -156,6 +157,8 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
         else:
             STATS.cache_hits += 1
         arrays += numbers
+        if opaque_math(inner):
+            arrays += Opaque.VALUES
         arrays += [o.array for o in outs]
         launcher(arrays)
         STATS.kernels_launched += 1
@@ -244,7 +247,9 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     dense = all(a.shape == shape and (a.base is None or t.is_contiguous)
                 for a, t in zip(arrays, inputs, strict=True))
     one = inputs[0].dtype
-    lanes = LANES if (dense and not size % LANES and one in LINE_DTYPES[inner.runtime.name]
+    opaque = opaque_math(inner)
+    lanes = LANES if (dense and not opaque and not size % LANES
+                      and one in LINE_DTYPES[inner.runtime.name]
                       and all(t.dtype is one for t in inputs)
                       and all(op[2] == id(one) for op in program.ops)
                       and all(a.offset % LANES == 0 for a in arrays)) else 1
@@ -257,7 +262,7 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     def signature_of(lanes: int) -> Signature:
         run = GPU_RUN if gpu and lanes == 1 and size >= GPU_RUN * CUBE_DIM else 1
         return (rank, lanes, by_rows, tuple(id(t.dtype) for t in inputs), program.ops,
-                program.outputs, run)
+                program.outputs, run, opaque)
 
     signature = signature_of(lanes)
     kernel = _kernel(signature)
@@ -274,8 +279,10 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
     else:
         counts = (max(1, -(-size // (lanes * run * CUBE_DIM))), 1, 1)
     n_in = len(inputs)
+    keep = list(Opaque.VALUES) if opaque else []
     launcher: Callable[[Any], None] = kernel.plan(inner.runtime, counts, CUBE_DIM,
-                                                  *views[:n_in], *numbers, *views[n_in:])
+                                                  *views[:n_in], *numbers, *keep,
+                                                  *views[n_in:])
     STATS.compile_s += time.perf_counter() - start
     return launcher
 
@@ -302,14 +309,16 @@ def _kernel(signature: Signature) -> Any:
 def _build(signature: Signature) -> Any:
     """The kernel of a block signature."""
     from burn_cube import KernelBuilder
+    from burn_cube.types import bool_
 
-    rank, lanes, by_rows, in_ids, ops, written, run = signature
+    rank, lanes, by_rows, in_ids, ops, written, run, opaque = signature
     in_dtypes = [DTYPES[i] for i in in_ids]
     b = KernelBuilder(kernel_name("fused", ops))
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", d), rank=rank, line_size=lanes, write=False)
            for k, d in enumerate(in_dtypes)]
     numbers = [b.scalar(f"s{n}", cube_dtype("fusion", DTYPES[arg[1]]))
                for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")]
+    hide = Opaque(b, b.scalar("keep", bool_)) if opaque else None
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
                      line_size=lanes, write=True) for i, j in enumerate(written)]
     if by_rows:
@@ -320,13 +329,14 @@ def _build(signature: Signature) -> Any:
         positions = run_positions(b, bound, run)
     for pos in positions:  # each position a unit computes (by rows: one)
         _emit_position(b, pos, bound, by_rows, rank, ins, outs, iter(numbers), in_dtypes,
-                       lanes, ops, written)
+                       lanes, ops, written, hide)
     return b.kernel()
 
 
 def _emit_position(b: Any, pos: Any, bound: Any, by_rows: bool, rank: int, ins: list[Any],
                    outs: list[Any], scalars: Any, in_dtypes: list[DType], lanes: int,
-                   ops: tuple[Any, ...], written: tuple[int, ...]) -> None:
+                   ops: tuple[Any, ...], written: tuple[int, ...],
+                   opaque: Opaque | None) -> None:
     """The block's ops at position `pos` (a column of row ``CUBE_POS_Y`` by rows), guarded by
     `bound`: inputs loaded once each, the written results stored."""
     from burn_cube.types import line
@@ -350,9 +360,16 @@ def _emit_position(b: Any, pos: Any, bound: Any, by_rows: bool, rank: int, ins: 
 
     with b.if_(pos < bound):
         for op in ops:
-            results.append(emit_op(b, op, operand, lanes))
+            results.append(emit_op(b, op, operand, lanes, opaque))
         for out, j in zip(outs, written, strict=True):
             out[index(out)] = results[j]
+
+
+def opaque_math(inner: Any) -> bool:
+    """Whether fused kernels on `inner` hide float operands from the compiler (`Opaque`,
+    element by element): on wgpu, whose WGSL drivers may assume there is no NaN or
+    infinity."""
+    return bool(inner.runtime_name == "wgpu")
 
 
 def _flat(array: Any, size: int) -> Any:

@@ -37,7 +37,43 @@ def kernel_name(kind: str, ops: tuple[Any, ...]) -> str:
     return "_".join((kind, *names))
 
 
-def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1) -> Any:
+class Opaque:
+    """Hides each use of a float value from the shader compiler's algebra.
+
+    WGSL lets a driver assume there is no NaN or infinity, and Mesa's compiler (llvmpipe)
+    rewrites float expressions by identities that only hold then: fused, ``x - x`` and
+    ``x + (-x)`` were 0 at inf and NaN, ``(x - x) + -0.0`` gave -0.0, ``exp(log(x))``,
+    ``1 / (1 / x)`` and ``(x + y) - y`` gave ``x``, ``sqrt(x) ** 2`` gave ``|x|``. The unfused
+    ops read their operands from memory, where no identity applies. Here each use of a value
+    as a float operand of an op is ``select(keep, value, k)``, `keep` a kernel scalar true at
+    launch and `k` a constant of its own: the compiler can neither look into the value nor
+    prove two uses equal (``v * one`` with a scalar one is not enough: the compiler moves
+    negations and runtime factors across it, ``(-x) + x`` was still 0). burn-cube has no
+    select of lines, so these kernels compute element by element.
+
+    Args:
+        b: the `burn_cube.KernelBuilder`.
+        keep: the kernel's bool scalar, `VALUES` at launch.
+    """
+
+    #: The kernel scalars' values at launch, in their order.
+    VALUES = (True,)
+
+    def __init__(self, b: Any, keep: Any) -> None:
+        self.b = b
+        self.keep = keep
+        self.uses = 0
+
+    def __call__(self, value: Any) -> Any:
+        dtype = getattr(value, "dtype", None)
+        if dtype is None or not dtype.is_float:
+            return value
+        self.uses += 1
+        return self.b.select(self.keep, value, self.b.const(self.uses, dtype))
+
+
+def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,
+            opaque: Opaque | None = None) -> Any:
     """The value of one op of a program signature, in a local of its result dtype.
 
     A cast of a bool to a number is emitted as a select of 1 or 0: C compilers vectorize that
@@ -48,6 +84,7 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1) -> An
         op: (name, arguments, result dtype id).
         operand: the builder value of a tensor (``in`` / ``op``) or number (``num``) argument.
         lanes: the line width of the kernel's values (1: scalars).
+        opaque: where given, wraps the op's tensor operands (WGSL kernels: `Opaque`).
     Returns:
         The local holding the op's value.
     """
@@ -59,6 +96,8 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1) -> An
     for p, (param, (role, value)) in enumerate(zip(row.params, args, strict=True)):
         if role != "fixed":
             env[param.name] = operand(p, role, value)
+            if opaque is not None and role != "num":
+                env[param.name] = opaque(env[param.name])
         elif param.type == "dtype":
             env[param.name] = cube_dtype(name, value)
         else:

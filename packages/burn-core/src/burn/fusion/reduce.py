@@ -36,8 +36,8 @@ from burn.backends.cube.reduction import collapse
 from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
 from burn.fusion import reduce_gpu
-from burn.fusion.elementwise import Program, _layout, _program
-from burn.fusion.emit import DTYPES, emit_op, kernel_name
+from burn.fusion.elementwise import Program, _layout, _program, opaque_math
+from burn.fusion.emit import DTYPES, Opaque, emit_op, kernel_name
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import TensorIR
@@ -188,8 +188,9 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     schedule = None if cpu else (
         group, spread == 1 and reduce_gpu.planes(inner.runtime.properties, group),
         reduce_gpu.chunks(n, group), spread)
+    opaque = opaque_math(inner)
     signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
-                 program.ops, program.outputs, schedule)
+                 program.ops, program.outputs, opaque, schedule)
     kernel = _kernel(signature)
     count = math.prod(rows)
     fixed = [*(s for s in steps if s != 1), n, count]  # steps of 1 are compiled in
@@ -197,13 +198,14 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     size = max(1, count * per_pass * n)
     scratch = [inner.empty((size,), wide)] if cpu else []
     units, per_cube = (UNITS, UNITS) if cpu else (reduce_gpu.UNITS, reduce_gpu.UNITS // group)
+    keep = list(Opaque.VALUES) if opaque else []  # `Opaque`'s scalars
     launch = kernel.plan(inner.runtime, (max(1, -(-count // per_cube)), 1, 1), units, *arrays,
-                         *(t.array for t in scratch), *fixed, *numbers)
+                         *(t.array for t in scratch), *fixed, *numbers, *keep)
     STATS.compile_s += time.perf_counter() - start
 
     def launcher(ins: list[Any], nums: list[Any], written: list[Any]) -> None:
         rows = [inner.empty((size,), wide).array] if cpu else []
-        launch([*ins, *written, *rows, *fixed, *nums])
+        launch([*ins, *written, *rows, *fixed, *nums, *keep])
 
     return launcher
 
@@ -262,12 +264,13 @@ def _levels(ops: tuple[Any, ...], along: tuple[bool, ...]) -> list[tuple[str, in
 def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
     `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
-    `S`), ops, written op indices, the GPU schedule: None on the cpu runtime, else units per
-    row, whether partials combine by planes, the columns per unit held in registers or None,
-    and the distance between a row's units, `reduce_gpu`)."""
+    `S`), ops, written op indices, whether float operands are hidden from the compiler
+    (`emit.Opaque`), the GPU schedule: None on the cpu runtime, else units per row, whether
+    partials combine by planes, the columns per unit held in registers or None, and the
+    distance between a row's units, `reduce_gpu`)."""
     from burn_cube import KernelBuilder, bool_, u32
 
-    rank, in_ids, along, unit, ops, written, schedule = signature
+    rank, in_ids, along, unit, ops, written, opaque, schedule = signature
     cpu = schedule is None
     levels = _levels(ops, along)
     per_pass, wide = _scratch(ops, along, in_ids)
@@ -287,6 +290,8 @@ def _build(signature: Any) -> Any:
                for j, (_, args, _) in enumerate(ops)
                for p, (role, value) in enumerate(args) if role == "num"}
     rows = _Rows(b, ops, levels, along, numbers, written)
+    if opaque:
+        rows.opaque = Opaque(b, b.scalar("keep", bool_))
     rows.tensors = {**{("in", k): t for k, t in enumerate(ins)},
                     **{("out", i): t for i, t in enumerate(outs)}}
     rows.steps, rows.in_ids = steps, in_ids
@@ -352,6 +357,8 @@ class _Rows:
         self.chunks: int | None = None
         self.held: dict[tuple[int, int], Any] = {}
         self.chunk: int | None = None
+        #: hides float operands from the compiler (WGSL kernels)
+        self.opaque: Opaque | None = None
 
     def run(self, row: Any, n: Any) -> None:
         """The body for row `row` of `n` elements: where its tensors start, its inputs that
@@ -389,7 +396,7 @@ class _Rows:
                     tensor.dtype, tensor[self.at(("in", value), k)])
             return held
         return operand(0, *self.ops[j][1][0]) if self.ops[j][0] in REDUCTIONS \
-            else emit_op(self.b, self.ops[j], operand)
+            else emit_op(self.b, self.ops[j], operand, opaque=self.opaque)
 
     def write(self, j: int, value: Any, k: Any = None) -> None:
         """Store op `j`'s value where it is written (element `k` of a per-element result)."""
