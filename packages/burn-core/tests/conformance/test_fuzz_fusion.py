@@ -99,10 +99,9 @@ def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _finish(out: torch.Tensor, err: torch.Tensor, unknown: torch.Tensor,
-            inexact: torch.Tensor | None = None, overflowed: torch.Tensor | None = None) -> Ref:
-    """A step's Ref: NaN / inf results are exact unless reached from inexact elements or by an
-    overflow whose order torch does not fix (`overflowed`); results whose bound reaches
-    float32's largest value or is not finite are unknown."""
+            inexact: torch.Tensor | None = None) -> Ref:
+    """A step's Ref: NaN / inf results are exact unless reached from `inexact` elements;
+    results whose bound reaches float32's largest value or is not finite are unknown."""
     shape = out.shape
     err = err.double().expand(shape)
     unknown = unknown.expand(shape)
@@ -111,8 +110,6 @@ def _finish(out: torch.Tensor, err: torch.Tensor, unknown: torch.Tensor,
         special = ~torch.isfinite(o)
         if inexact is not None:
             unknown = unknown | (special & inexact.expand(shape))
-        if overflowed is not None:
-            unknown = unknown | (special & overflowed.expand(shape))
         err = torch.where(special, torch.zeros((), dtype=torch.float64), err)
         unknown = unknown | (o.abs() + err >= F32_MAX) & ~special
     unknown = unknown | ~torch.isfinite(err)
@@ -206,7 +203,7 @@ LAYOUT: dict[str, Callable[[Any], Any]] = {
     "expand": lambda x: x.expand(2, *x.shape),
 }
 OTHER = ("where", "mask_fill", "max_pair", "min_pair", "floor_div", "remainder", "matmul",
-         "hold", "read")
+         "hold", "read", "reuse")
 BINARY = (*ARITH, *(f"{n}_s" for n in ARITH), *COMPARISONS, *(f"{n}_s" for n in COMPARISONS))
 OPS = (*FLOAT_UNARY, *BINARY, *REDUCTIONS, *BOOL_OPS, *CASTS, *LAYOUT, *OTHER, "refused")
 #: Steps whose gradient both frameworks define the same way on finite values.
@@ -214,7 +211,7 @@ GRAD_OPS = (*(n for n in FLOAT_UNARY if n not in ("log", "sqrt", "recip", "pow_h
                                                   "pow_1_5")),
             "add", "sub", "mul", "add_s", "sub_s", "mul_s", "div_s", "sum", "mean", "max", "min",
             "prod", "logsumexp", "softmax", "var", "where", "mask_fill", "max_pair", "min_pair",
-            "matmul", "hold", "read", *LAYOUT)
+            "matmul", "hold", "read", "reuse", *LAYOUT)
 #: Steps a matmul program's epilogue draws from.
 EPILOGUE = ("add", "add_s", "mul_s", "relu", "tanh", "sigmoid", "clamp", "exp", "sum", "max",
             "softmax", "to_int", "hold", "read", "gt_s")
@@ -238,6 +235,8 @@ class Program:
         self.grad = grad
         self.flushes = device.name == "wgpu"  # llvmpipe flushes subnormals in its math library
         self.held: list[tuple[Burn, Ref, str]] = []
+        #: the input and every step's value, for steps that read an earlier one again
+        self.history: list[tuple[Burn, Ref]] = []
 
     # --- operands
 
@@ -326,6 +325,12 @@ class Program:
             return b, r
         if name == "matmul" and kind == "float" and shape:
             return self.matmul(seed, rng, b, r)
+        if name == "reuse" and kind != "bool":  # an earlier value again: the program is a DAG
+            earlier = [(hb, hr) for hb, hr in self.history if hr.t.dtype != torch.bool
+                       and _broadcasts_to(tuple(hr.t.shape), shape)]
+            if earlier:
+                op = ("add", "sub", "mul")[seed % 3]
+                return self.arith(op, seed, rng, b, r, kind, earlier[(seed >> 2) % len(earlier)])
         if name == "hold":
             self.held.append((b, r, f"held after {len(self.held)} holds"))
         if name == "read":
@@ -343,7 +348,9 @@ class Program:
         x, o = r.f64(), out.detach().double()
         unknown = r.unknown
         if slope is None:  # a step function: unknown where x +- err fall on two steps
-            unknown = unknown | ((r.err > 0) & (torch_fn(x - r.err) != torch_fn(x + r.err)))
+            low, high = torch_fn(x - r.err), torch_fn(x + r.err)
+            unknown = unknown | ((r.err > 0) & ((low != high)
+                                                | (torch.signbit(low) != torch.signbit(high))))
             err = torch.zeros_like(x)
         else:
             err = _mul(slope(x, o), r.err)
@@ -358,10 +365,13 @@ class Program:
         return burn_fn(b), _finish(out, err, unknown, r.inexact())
 
     def arith(self, name: str, seed: int, rng: np.random.Generator, b: Burn, r: Ref,
-              kind: str) -> tuple[Burn, Ref]:
+              kind: str, given: tuple[Burn, Ref] | None = None) -> tuple[Burn, Ref]:
         op = name.removesuffix("_s")
         fn = ARITH[op]
-        if name.endswith("_s"):
+        if given is not None:
+            other_b, other = given
+            other_t = other.t
+        elif name.endswith("_s"):
             scalars = SCALARS if kind == "float" or seed % 4 == 0 else INT_SCALARS
             value = scalars[(seed >> 2) % len(scalars)]
             other_b, other_t = value, value
@@ -374,9 +384,9 @@ class Program:
         x, y, o = r.f64(), other.f64(), out.detach().double()
         unknown, inexact = _union(r, other)
         rounding = torch.zeros_like(o)
-        if out.is_floating_point():  # an exact zero operand of mul / div gives an exact zero
-            exact_zero = (x == 0) & (r.err == 0) | ((y == 0) & (other.err == 0) if op == "mul"
-                                                    else torch.isinf(y) & (other.err == 0))
+        if out.is_floating_point():  # exact operands, one zero, give an exact (signed) zero
+            exact = (r.err == 0) & (other.err == 0)
+            exact_zero = exact & ((x == 0) | (y == 0 if op == "mul" else torch.isinf(y)))
             rounding = _rounding(ROUND, o, exact_zero)
             if op in ("add", "sub"):
                 rounding = ROUND * o.abs()
@@ -434,9 +444,13 @@ class Program:
         x, o = r.f64(), out.detach().double()
         unknown, inexact = over(r.unknown, "any"), over(r.inexact(), "any")
         sum_err, max_err = over(r.err), over(r.err, "amax")
-        overflowed = None
-        if name in ("sum", "mean", "prod", "var"):  # an overflow of finite values: in any order
-            overflowed = ~over(~torch.isfinite(x), "any")
+        finite = torch.where(torch.isfinite(x), x.abs(), 0.0)
+        if name in ("sum", "mean", "var"):  # partial sums may overflow in some order
+            unknown = unknown | (over(finite) > F32_MAX)
+        if name == "var":
+            unknown = unknown | (over(finite.square()) > F32_MAX)
+        if name == "prod":  # partial products too (3e38 * 3e38 * 0 is NaN or 0)
+            unknown = unknown | (over(finite.clamp(min=1.0), "prod") > F32_MAX)
         if name in ("sum", "mean"):
             err = sum_err + n * ROUND * over(x.abs())
             err = err / max(n, 1) if name == "mean" else err
@@ -456,7 +470,7 @@ class Program:
             err = max_err + MATH * (o.abs() + n)
         else:  # softmax
             err = o * (2 * max_err + (n + 2) * MATH) + (n + 2) * MATH * F32_TINY
-        return got, _finish(out, err, unknown, inexact, overflowed)
+        return got, _finish(out, err, unknown, inexact)
 
     @staticmethod
     def _torch_reduction(name: str, t: torch.Tensor, kw: dict[str, Any],
@@ -528,18 +542,22 @@ class Program:
             + _mm(torch.ones_like(x), other.unknown.double())
         inexact = _mm(r.inexact().double(), torch.ones(k, n, dtype=torch.float64)) \
             + _mm(torch.ones_like(x), other.inexact().double())
-        nonfinite_in = _mm((~torch.isfinite(x)).double(), torch.ones(k, n, dtype=torch.float64)) \
-            + _mm(torch.ones_like(x), (~torch.isfinite(y)).double())
-        # a product past float32's range is inf, or is not inside an FMA (BLAS, burn's kernels)
+        # a product past float32's range is inf, or is not inside an FMA (BLAS, burn's kernels),
+        # and partial sums of finite products may overflow in some order
         products = ax.unsqueeze(-1) * ay  # [..., m, k, n] (m absent for a vector)
-        overflow = ((products > F32_MAX) & torch.isfinite(products)).any(-2)
-        return b @ other_b, _finish(out, err, (reach > 0) | overflow, inexact > 0,
-                                    nonfinite_in == 0)
+        finite = torch.where(torch.isfinite(products), products, 0.0)
+        overflow = (finite > F32_MAX).any(-2) | (finite.sum(-2) > F32_MAX)
+        return b @ other_b, _finish(out, err, (reach > 0) | overflow, inexact > 0)
 
     # --- comparing
 
     def check(self, b: Burn, r: Ref, what: str) -> None:
         assert_within(b, r.t.detach(), r.err, r.unknown, what=what)
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    return len(shape) <= len(target) and all(
+        s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False))
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -554,8 +572,10 @@ class _Refused(Exception):
 
 def run(program: Program, steps: list[Step], b: Burn, r: Ref) -> tuple[Burn, Ref]:
     """Run `steps`, checking shape and dtype after each one and values of every held result."""
+    program.history.append((b, r))
     for i, (name, seed) in enumerate(steps):
         b, r = program.step(name, seed, b, r)
+        program.history.append((b, r))
         assert tuple(b.shape) == tuple(r.t.shape), (
             f"step {i} ({name}): shape {tuple(b.shape)} != torch {tuple(r.t.shape)}")
         assert b.dtype == TORCH_TO_BURN[r.t.dtype], (
@@ -577,6 +597,17 @@ def check_program(device: burn.Device, steps: list[Step], shapes: list[tuple[int
         for held_b, held_r, what in program.held:
             program.check(held_b, held_r, f"run {run_index}: {what}")
         program.check(b, r, f"run {run_index} {shape}: result")
+
+
+@pytest.fixture(autouse=True)
+def _fuse_small_blocks(device: burn.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a fusion device over the cpu runtime, fuse elementwise blocks of any size: the fused
+    kernels are under test, and the size from which they pay there (`CPU_FUSE_WORK`) is far
+    beyond these programs'."""
+    if "fusion" in device.decorators:
+        from burn.fusion import stream
+
+        monkeypatch.setattr(stream, "CPU_FUSE_WORK", 0)
 
 
 # ------------------------------------------------------------------------------ the strategies
