@@ -78,11 +78,7 @@ def test_reduce_blocks_keep_special_values(base: str) -> None:
     assert_same_specials((s - s) + (-0.0), (r - r) + (-0.0))
 
 
-@pytest.mark.parametrize("base", [
-    pytest.param(name, marks=[pytest.mark.xfail(
-        strict=True, reason="matmul epilogues on wgpu (fusion/matmul.py) emit their ops "
-        "without emit.Opaque: exp(log(-2)) is -2")] if name == "wgpu" else [])
-    for name in DEVICES])
+@pytest.mark.parametrize("base", DEVICES)
 def test_matmul_epilogues_keep_special_values(base: str) -> None:
     device = f"{base}+fusion"
     eye = np.eye(2, dtype=np.float32)

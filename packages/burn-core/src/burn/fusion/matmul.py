@@ -24,8 +24,8 @@ from typing import Any, NamedTuple, cast
 from burn.backends.cube.elementwise import broadcast_view
 from burn.backends.cube.matmul import LINE_FALLBACK, _tuned, batches_per_launch, kernel_views
 from burn.backends.cube.matmul_kernels import LINE_TILES, TILES, Tile, tiled_kernel
-from burn.fusion.elementwise import Program, _program, run_block
-from burn.fusion.emit import DTYPES, emit_op
+from burn.fusion.elementwise import Program, _program, opaque_math, run_block
+from burn.fusion.emit import DTYPES, Opaque, emit_op
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir.cube import cube_dtype
@@ -67,6 +67,8 @@ class Epilogue:
         slots: the program's input slot of each of them.
         ops: the program's ops (the matmul first).
         outputs: the written ops (the first is stored into the matmul's `out`).
+        opaque: whether float operands are hidden from the shader compiler (`emit.Opaque`:
+            WGSL); the kernel then takes `Opaque.VALUES` after the numbers.
     """
 
     rank: int
@@ -74,11 +76,15 @@ class Epilogue:
     slots: tuple[int, ...]
     ops: tuple[Any, ...]
     outputs: tuple[int, ...]
+    opaque: bool
     #: the parameters declared, while the kernel is built.
     params: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def declare(self, b: Any) -> None:
-        """The epilogue's inputs, its outputs after the first, and its numbers."""
+        """The epilogue's inputs, its outputs after the first, its numbers and, where opaque,
+        the `Opaque` switch."""
+        from burn_cube.types import bool_
+
         self.params["ins"] = {slot: b.tensor(f"e_in{k}", cube_dtype("fusion", DTYPES[d]),
                                              rank=self.rank, write=False)
                               for k, (slot, d) in enumerate(zip(self.slots, self.in_ids,
@@ -90,10 +96,11 @@ class Epilogue:
             (j, p): b.scalar(f"e_s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
             for j, (_, args, _) in enumerate(self.ops)
             for p, (role, value) in enumerate(args) if role == "num"}
+        self.params["hide"] = Opaque(b, b.scalar("e_keep", bool_)) if self.opaque else None
 
     def store(self, b: Any, out: Any, index: Any, value: Any) -> None:
         """The ops on product element `index` (dense), their written results stored."""
-        ins, numbers = self.params["ins"], self.params["numbers"]
+        ins, numbers, hide = self.params["ins"], self.params["numbers"], self.params["hide"]
         values = [b.local(out.dtype, init=b.cast(value, out.dtype))]
         loaded: dict[int, Any] = {}
 
@@ -110,7 +117,7 @@ class Epilogue:
             return get
 
         for j in range(1, len(self.ops)):
-            values.append(emit_op(b, self.ops[j], operand(j)))
+            values.append(emit_op(b, self.ops[j], operand(j), opaque=hide))
         for target, j in zip([out, *self.params["outs"]], self.outputs, strict=True):
             target[index] = values[j]
 
@@ -136,7 +143,8 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     plan = cell.plan
     if plan is None:
         tile = _tile(inner, lhs, rhs, shape)
-        fused = None if tile is None else _fused_plan(block, needed, tile)
+        fused = None if tile is None else _fused_plan(block, needed, tile,
+                                                      opaque_math(inner))
         plan = cell.plan = Unfused(Cell(), tile is None) if fused is None else fused
     elif type(plan) is not Unfused:
         STATS.cache_hits += 1
@@ -150,6 +158,8 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     ins = [broadcast_view(values[block[i].args[p].id], shape).array
            for k, (i, p) in enumerate(program.inputs) if k in epilogue.slots]
     numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
+    if epilogue.opaque:
+        numbers += Opaque.VALUES
     cx, cy = math.ceil(n / tile.bn), math.ceil(m / tile.bm)
     batches = math.prod(ov.shape[:-2])
     per_launch = batches_per_launch(inner, cx * cy * tile.units)
@@ -176,11 +186,12 @@ def _tile(inner: Any, lhs: Any, rhs: Any, shape: tuple[int, ...]) -> Tile | None
     return TILES[LINE_FALLBACK] if name in LINE_TILES else None
 
 
-def _fused_plan(block: list[Pending], needed: set[int], tile: Tile
+def _fused_plan(block: list[Pending], needed: set[int], tile: Tile, opaque: bool
                 ) -> tuple[Program, Epilogue, Tile] | None:
     """The block's program, epilogue and tile where one kernel computes it: a live matmul
     and epilogue whose first written result has the product's dtype and whose ops do not read
-    the matmul's operands; else None."""
+    the matmul's operands; else None. `opaque`: the epilogue hides float operands
+    (`emit.Opaque`)."""
     if len(block) < 2:
         return None
     program = _program(block, needed)
@@ -197,7 +208,7 @@ def _fused_plan(block: list[Pending], needed: set[int], tile: Tile
                    for k in slots)
     STATS.plans += 1
     return program, Epilogue(len(block[0].out.shape), in_ids, slots, program.ops,
-                             program.outputs), tile
+                             program.outputs, opaque), tile
 
 
 def _unfused(inner: Any, block: list[Pending], lhs: Any, rhs: Any, values: dict[int, Any],
