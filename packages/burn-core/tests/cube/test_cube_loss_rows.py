@@ -25,20 +25,24 @@ from burn_cube.kernel import IRKernel
 
 IGNORE = -100
 CASES = list(itertools.product(("mean", "sum", "none"), (0.0, 0.25), (False, True)))
-#: `loss_rows.LOOPED_ELEMENTS` per path: the rows kernels, or one unit for these small inputs
-#: (cpu), and the rows kernels on a GPU runtime (wgpu: Mesa's llvmpipe without a GPU).
-PATHS = {"rows": 0, "looped": loss_rows.LOOPED_ELEMENTS, "wgpu": 0}
+#: per path: (device, `loss_rows.LOOPED_ELEMENTS`, `loss_rows.GPU_LOOPED_ELEMENTS`): the rows
+#: kernels, or one unit for these small inputs, on the cpu and on wgpu
+_ALL = loss_rows.LOOPED_ELEMENTS
+PATHS = {"rows": ("cpu", 0, 0), "looped": ("cpu", _ALL, 0), "wgpu": ("wgpu", 0, 0),
+         "wgpu-looped": ("wgpu", 0, _ALL)}
 
 
 @pytest.fixture(params=sorted(PATHS))
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test on the cpu's rows and looped kernels and on wgpu's rows kernels."""
-    monkeypatch.setattr(loss_rows, "LOOPED_ELEMENTS", PATHS[request.param])
+    """Runs a test on the rows and looped kernels of the cpu and of wgpu."""
+    _, cpu, gpu = PATHS[request.param]
+    monkeypatch.setattr(loss_rows, "LOOPED_ELEMENTS", cpu)
+    monkeypatch.setattr(loss_rows, "GPU_LOOPED_ELEMENTS", gpu)
     return str(request.param)
 
 
 def _device(path: str) -> str:
-    return "wgpu" if path == "wgpu" else "cpu"
+    return PATHS[path][0]
 
 
 def _case(rng: np.random.Generator, m: int, c: int, dtype: Any
@@ -86,7 +90,7 @@ def _check(out: Any, ref: np.ndarray, dtype: Any, tol: float) -> None:
 def test_matches_torch(reduction: str, smoothing: float, weighted: bool, dtype: Any,
                        layout: str, tdtype: Any, path: str) -> None:
     bk = _backend(_device(path))
-    if path == "wgpu" and dtype == np.float64:  # WGSL holds no float64
+    if _device(path) == "wgpu" and dtype == np.float64:  # WGSL holds no float64
         dtype = np.float32
     rng = np.random.default_rng(3)
     x, t, w = _case(rng, 13, 7, dtype)
@@ -192,7 +196,7 @@ def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path
         real_planned(self, kernel, units, *args)
 
     monkeypatch.setattr(type(bk), "launch_planned", record)
-    if path == "looped" and reduction != "none":
+    if path.endswith("looped") and reduction != "none":
         forward, backward = ["cross_entropy_looped"], ["cross_entropy_looped_backward"]
     else:
         forward = ["cross_entropy_rows"] + (

@@ -11,13 +11,15 @@ Backward: ``dx = softmax * g * mass - onehot * g * w_t * (1 - eps) - g * keep * 
 with `g` the sample's output gradient (the mean's divided by the summed ``w_t``, 1 where that
 is 0) and ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
 Logits of at most `LOOPED_ELEMENTS` elements ("sum" and "mean") take one launch each way
-instead: a single unit walks every row, adding up the total (and the mean backward's
-``w_t`` sum first) itself; below that size the rows kernels' units run on one thread anyway.
+instead: a single unit walks every row, adding up the total (and the mean backward's ``w_t``
+sum first) itself; below that size the rows kernels' units run on one thread anyway. On GPU
+runtimes that form takes at most `GPU_LOOPED_ELEMENTS` (a small classification batch, whose
+step is bound by the host's launches: one launch fewer each way).
 Values accumulate in float32 (float64 for float64). As in the cpu softmax, the exponentials go
 to a scratch row in one loop and are summed in another (`norm_rows_cpu.LANES` partial sums),
 so every inner loop vectorizes. On GPU runtimes the rows kernels take a classification head's
-small rows (at most `GPU_CLASSES` classes, and for "sum" / "mean" at most `GPU_TOTAL_ROWS` rows,
-which one unit adds up), never the looped form: a step there is bound by the host's launches,
+larger batches of small rows (at most `GPU_CLASSES` classes, and for "sum" / "mean" at most
+`GPU_TOTAL_ROWS` rows, which one unit adds up): a step there is bound by the host's launches,
 which the composite's many small kernels multiply. Longer rows on GPUs (their cube-per-row
 softmax suits them), empty inputs and targets whose dtype cannot hold `ignore_index` take the
 protocol's composite default.
@@ -43,6 +45,9 @@ from .tensor import CubeTensor, host_array
 #: Logits up to this many elements ("sum" and "mean") are walked by one unit, one launch each
 #: way (the rows kernels' units run on one thread below the cpu runtime's OpenMP threshold).
 LOOPED_ELEMENTS = 1 << 15
+#: On GPU runtimes, logits up to this many elements are walked by one unit too (one launch
+#: fewer each way, ~8 us of host time on cuda; the walk is a few us of one GPU thread).
+GPU_LOOPED_ELEMENTS = 1 << 10
 #: On GPU runtimes: the most classes a unit's row walk takes, and the most rows one unit adds up
 #: for "sum" / "mean".
 GPU_CLASSES = 256
@@ -435,7 +440,7 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
 
 
 def _looped(backend: Any, logits: CubeTensor, reduction: str) -> bool:
-    """Whether one unit walks every row: on the cpu runtime, a "sum" or "mean" over at most
-    `LOOPED_ELEMENTS`."""
-    return (reduction != "none" and logits.size <= LOOPED_ELEMENTS
-            and backend.runtime_name == "cpu")
+    """Whether one unit walks every row: a "sum" or "mean" over at most `LOOPED_ELEMENTS`
+    on the cpu runtime, `GPU_LOOPED_ELEMENTS` on the others."""
+    limit = LOOPED_ELEMENTS if backend.runtime_name == "cpu" else GPU_LOOPED_ELEMENTS
+    return reduction != "none" and logits.size <= limit
