@@ -47,6 +47,7 @@ from .reference import (
     assert_within,
     build,
     burn_tensor,
+    flushes_subnormals,
     rand,
     torch_tensor,
     with_specials,
@@ -59,6 +60,9 @@ MATH = 64 * EPS32  # a math library function (llvmpipe's are a few ulps off)
 F32_MAX = float(np.finfo(np.float32).max)
 F32_TINY = float(np.finfo(np.float32).tiny)
 UNDERFLOW = 2.0**-148  # the rounding of a result in the subnormal range (2 ulps there)
+#: On a device that flushes subnormals (NVIDIA's Vulkan driver: docs/differences.md), results
+#: below this magnitude may have lost subnormal terms or intermediates (sums, products).
+FLUSHED = 2.0**-100
 
 Step = tuple[str, int]  # (op name, seed: operand data, dims, scalars)
 
@@ -237,6 +241,8 @@ class Program:
         self.grad = grad
         #: wgpu math functions: llvmpipe flushes subnormals there, its atan is looser
         self.wgpu_math = device.name == "wgpu"
+        #: whether the device flushes every subnormal result (`flushed`)
+        self.flushes = flushes_subnormals(device)
         self.held: list[tuple[Burn, Ref, str]] = []
         #: the input and every step's value, for steps that read an earlier one again
         self.history: list[tuple[Burn, Ref]] = []
@@ -257,6 +263,16 @@ class Program:
         """A tensor operand broadcasting against `shape` (some dims 1, some leading dims gone)."""
         return self.draw(rng, _broadcast_shape(shape, seed >> 3, seed % 3), dtype,
                          ("contiguous", "transposed", "strided")[seed % 3])
+
+    def flushed(self, r: Ref) -> Ref:
+        """`r` on a device that flushes subnormals: its nonzero or inexact values below
+        `FLUSHED` unknown (and so every value computed from them); `r` elsewhere."""
+        if not self.flushes or not r.t.is_floating_point():
+            return r
+        o = r.f64()
+        tiny = (o.abs() < FLUSHED) & ((o != 0) | (r.err > 0))
+        return Ref(r.t, torch.where(tiny, torch.zeros((), dtype=torch.float64), r.err),
+                   r.unknown | tiny)
 
     # --- one step
 
@@ -580,6 +596,7 @@ def run(program: Program, steps: list[Step], b: Burn, r: Ref) -> tuple[Burn, Ref
     program.history.append((b, r))
     for i, (name, seed) in enumerate(steps):
         b, r = program.step(name, seed, b, r)
+        r = program.flushed(r)
         program.history.append((b, r))
         assert tuple(b.shape) == tuple(r.t.shape), (
             f"step {i} ({name}): shape {tuple(b.shape)} != torch {tuple(r.t.shape)}")
