@@ -64,20 +64,23 @@ def _nan_outside(call: str, dtype: str, bits: str) -> str:
     return f"select({call}, {{t}}(bitcast<f32>(0x7fc00000u)), {outside})"
 
 
+def _either_nan(dtype: str) -> str:
+    """Whether ``{a}`` or ``{b}`` is NaN, on the bits (drivers fold ``x != x``)."""
+    return " | ".join(_abs_bits_above(x, dtype, "0x7f800000") for x in ("{a}", "{b}"))
+
+
 def _nan_propagating(call: str, dtype: str) -> str:
     """``call`` of ``{a}`` and ``{b}``, NaN where either is NaN (but x^0 = 1^y = 1): the NaN test
     on the bits, since llvmpipe drops NaNs through ``pow`` and folds ``x != x`` to false."""
-    nan = " | ".join(_abs_bits_above(x, dtype, "0x7f800000") for x in ("{a}", "{b}"))
     one = "(({b} == {t}(0.0)) | ({a} == {t}(1.0)))"
-    return f"select({call}, {{a}} + {{b}}, ({nan}) & !{one})"
+    return f"select({call}, {{a}} + {{b}}, ({_either_nan(dtype)}) & !{one})"
 
 
 def _ordered(op: str, dtype: str) -> str:
     """Float comparison `op` false where either operand is NaN, tested on the bits: NVIDIA's
     Vulkan driver turns ``select(x, y, x < y)`` (a fused max_pair) into ``max``, which drops a
     NaN in x; the bit tests keep the select a select (the result is the comparison's)."""
-    nan = " | ".join(_abs_bits_above(x, dtype, "0x7f800000") for x in ("{a}", "{b}"))
-    return f"(({{a}} {op} {{b}}) & !({nan}))"
+    return f"(({{a}} {op} {{b}}) & !({_either_nan(dtype)}))"
 
 
 OPS: dict[str, str | None] = {
