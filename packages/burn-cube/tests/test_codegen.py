@@ -84,6 +84,8 @@ def _suite_cases() -> dict[str, tuple[bc.Kernel, int, tuple[object, ...]]]:
         "plane_total": (k.plane_total, 256, (f, f)),
         "stencil": (k.stencil, 64, (f, f, 16)),
         "shifted_copy": (k.shifted_copy, 64, (f, f)),
+        "cancel": (k.cancel, 64, (f, f, f, 0)),
+        "cancel_lines": (k.cancel_lines, 64, (f, f, 0)),
     }
     for dtype in ("f16", "bf16", "f32", "f64", "i32", "i64", "u32"):
         kind = bc.types.DTYPES[dtype]

@@ -20,7 +20,10 @@ from burn_cube import (
     Tensor,
     f32,
     i32,
+    u32,
 )
+from burn_cube.errors import CompileError
+from burn_cube.ir import KernelBuilder
 from burn_cube.runtime.wgpu import DTYPE_FEATURES
 
 RNG = np.random.default_rng(0)
@@ -482,3 +485,54 @@ def test_hoisted_out_of_bounds_is_still_caught() -> None:
     with pytest.raises(bc.errors.LaunchError, match="out-of-bounds"):
         shifted_copy.launch("cpu", 2, 64, x, out)
     np.testing.assert_array_equal(out[:127], x[1:])  # every in-bounds unit ran
+
+
+@bc.kernel
+def cancel(x: Tensor[f32], y: Tensor[f32], out: Tensor[f32], zero: u32):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        a = bc.opaque(x[i], zero)
+        b = bc.opaque(x[i], zero & 1)
+        s = bc.opaque(a + bc.opaque(y[i], zero & 2), zero & 3)
+        out[i] = (a - b) + (s - bc.opaque(y[i], zero & 4))
+
+
+def test_opaque_keeps_ieee_results_of_identities(rt: bc.Runtime) -> None:
+    """`opaque` gives its value unchanged, and `x - x` / `(x + y) - y` across its uses keep
+    NaN, infinities and signed zeros (WGSL drivers may fold them to 0 and x otherwise)."""
+    x = np.array([1.5, np.inf, -np.inf, np.nan, -0.0, 0.0, 3e38, 1e-40], np.float32)
+    y = np.array([2.0, 1.0, -np.inf, 0.0, 0.0, -0.0, 3e38, 1.0], np.float32)
+    out = np.full(x.shape, 7.0, np.float32)
+    cancel.launch(rt, 1, 64, x, y, out, 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = (x - x) + ((x + y) - y)
+    assert out.dtype == np.float32 and out.shape == x.shape
+    finite = np.isfinite(want) & (np.abs(x) > 1e-30)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_array_equal(out[finite], want[finite])
+    np.testing.assert_array_equal(np.signbit(out[finite]), np.signbit(want[finite]))
+
+
+def test_opaque_takes_floats_only() -> None:
+    b = KernelBuilder("opaque_int", cube_dim=1)
+    with pytest.raises(CompileError, match="opaque"):
+        b.opaque(b.const(1, i32), 0)
+
+
+@bc.kernel
+def cancel_lines(x: Tensor[bc.Line[f32, 4]], out: Tensor[bc.Line[f32, 4]], zero: u32):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = bc.opaque(x[i], zero) - bc.opaque(x[i], zero & 1)
+
+
+def test_opaque_on_lines(rt: bc.Runtime) -> None:
+    """Lines: each lane as its scalar (`x - x`: NaN at NaN and +-inf, else +0.0)."""
+    x = np.array([1.5, np.inf, -np.inf, np.nan, -0.0, 0.0, 3e38, -2.0], np.float32)
+    out = np.full(x.shape, 7.0, np.float32)
+    cancel_lines.launch(rt, 1, 64, x.reshape(2, 4), out.reshape(2, 4), 0)
+    with np.errstate(invalid="ignore"):
+        want = x - x
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(want))

@@ -54,6 +54,7 @@ from burn_cube.language.builtins import (
     log,
     log1p,
     log2,
+    opaque,
     plane_max,
     plane_sum,
     pow,
@@ -101,7 +102,7 @@ __all__ = [
     "bool_", "ceil", "cos", "cosh", "devices", "erf", "errors", "exp", "exp2", "f16", "f32",
     "f64", "floor", "i8", "i32", "i64", "index_of", "isinf", "isnan", "iszero", "kernel", "log",
     "log1p",
-    "log2", "plane_max", "plane_sum", "pow", "round", "rsqrt", "runtime", "select",
+    "log2", "opaque", "plane_max", "plane_sum", "pow", "round", "rsqrt", "runtime", "select",
     "shared_memory", "sin", "sinh", "sqrt", "sync_units", "tan", "tanh", "trunc", "u8", "u32",
     "unroll",
 ]

@@ -248,7 +248,7 @@ def _plan(inner: Any, program: Program, inputs: list[Any], numbers: list[Any],
                 for a, t in zip(arrays, inputs, strict=True))
     one = inputs[0].dtype
     opaque = opaque_math(inner)
-    lanes = LANES if (dense and not opaque and not size % LANES
+    lanes = LANES if (dense and not size % LANES
                       and one in LINE_DTYPES[inner.runtime.name]
                       and all(t.dtype is one for t in inputs)
                       and all(op[2] == id(one) for op in program.ops)
@@ -309,7 +309,6 @@ def _kernel(signature: Signature) -> Any:
 def _build(signature: Signature) -> Any:
     """The kernel of a block signature."""
     from burn_cube import KernelBuilder
-    from burn_cube.types import bool_
 
     rank, lanes, by_rows, in_ids, ops, written, run, opaque = signature
     in_dtypes = [DTYPES[i] for i in in_ids]
@@ -318,7 +317,7 @@ def _build(signature: Signature) -> Any:
            for k, d in enumerate(in_dtypes)]
     numbers = [b.scalar(f"s{n}", cube_dtype("fusion", DTYPES[arg[1]]))
                for n, arg in enumerate(a for op in ops for a in op[1] if a[0] == "num")]
-    hide = Opaque(b, b.scalar("keep", bool_)) if opaque else None
+    hide = Opaque.declare(b, "keep") if opaque else None
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
                      line_size=lanes, write=True) for i, j in enumerate(written)]
     if by_rows:

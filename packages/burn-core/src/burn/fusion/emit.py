@@ -40,36 +40,50 @@ def kernel_name(kind: str, ops: tuple[Any, ...]) -> str:
 class Opaque:
     """Hides each use of a float value from the shader compiler's algebra.
 
-    WGSL lets a driver assume there is no NaN or infinity, and Mesa's compiler (llvmpipe)
-    rewrites float expressions by identities that only hold then: fused, ``x - x`` and
-    ``x + (-x)`` were 0 at inf and NaN, ``(x - x) + -0.0`` gave -0.0, ``exp(log(x))``,
-    ``1 / (1 / x)`` and ``(x + y) - y`` gave ``x``, ``sqrt(x) ** 2`` gave ``|x|``. The unfused
-    ops read their operands from memory, where no identity applies. Here each use of a value
-    as a float operand of an op is ``select(keep, value, k)``, `keep` a kernel scalar true at
-    launch and `k` a constant of its own: the compiler can neither look into the value nor
-    prove two uses equal (``v * one`` with a scalar one is not enough: the compiler moves
-    negations and runtime factors across it, ``(-x) + x`` was still 0). burn-cube has no
-    select of lines, so these kernels compute element by element.
+    WGSL lets a driver assume there is no NaN or infinity, and the drivers rewrite float
+    expressions by identities that only hold then: fused, ``x - x`` and ``x + (-x)`` were 0 at
+    inf and NaN, ``(x - x) + -0.0`` gave -0.0, ``exp(log(x))``, ``1 / (1 / x)`` and
+    ``(x + y) - y`` gave ``x``, ``sqrt(x) ** 2`` gave ``|x|`` (Mesa's llvmpipe and NVIDIA's
+    Vulkan driver). The unfused ops read their operands from memory, where no identity applies.
+    Here each use of a value as a float operand of an op is burn-cube's ``opaque(value, zero & k)``
+    (its bits XOR a kernel scalar 0 at launch, masked by a constant of the use's own): the
+    compiler can neither look into the value nor prove two uses equal. (``v * one`` with a
+    scalar one is not enough: the compiler moves negations and runtime factors across it; nor
+    ``select(keep, v, k)``: NVIDIA's driver hoists an op of two selects on one condition.)
 
     Args:
         b: the `burn_cube.KernelBuilder`.
-        keep: the kernel's bool scalar, `VALUES` at launch.
+        zero: the kernel's u32 scalar, `VALUES` at launch.
     """
 
     #: The kernel scalars' values at launch, in their order.
-    VALUES = (True,)
+    VALUES = (0,)
 
-    def __init__(self, b: Any, keep: Any) -> None:
+    def __init__(self, b: Any, zero: Any) -> None:
         self.b = b
-        self.keep = keep
+        self.zero = zero
         self.uses = 0
+
+    @classmethod
+    def declare(cls, b: Any, name: str) -> Opaque:
+        """Declares the kernel's u32 scalar `name` (next in parameter order) and hides with it.
+
+        Args:
+            b: the `burn_cube.KernelBuilder`.
+            name: the scalar's name.
+        Returns:
+            The `Opaque` of the kernel.
+        """
+        from burn_cube.types import u32
+
+        return cls(b, b.scalar(name, u32))
 
     def __call__(self, value: Any) -> Any:
         dtype = getattr(value, "dtype", None)
         if dtype is None or not dtype.is_float:
             return value
         self.uses += 1
-        return self.b.select(self.keep, value, self.b.const(self.uses, dtype))
+        return self.b.opaque(value, self.zero & self.uses)
 
 
 def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,

@@ -83,7 +83,6 @@ class Epilogue:
     def declare(self, b: Any) -> None:
         """The epilogue's inputs, its outputs after the first, its numbers and, where opaque,
         the `Opaque` switch."""
-        from burn_cube.types import bool_
 
         self.params["ins"] = {slot: b.tensor(f"e_in{k}", cube_dtype("fusion", DTYPES[d]),
                                              rank=self.rank, write=False)
@@ -96,7 +95,7 @@ class Epilogue:
             (j, p): b.scalar(f"e_s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
             for j, (_, args, _) in enumerate(self.ops)
             for p, (role, value) in enumerate(args) if role == "num"}
-        self.params["hide"] = Opaque(b, b.scalar("e_keep", bool_)) if self.opaque else None
+        self.params["hide"] = Opaque.declare(b, "e_keep") if self.opaque else None
 
     def store(self, b: Any, out: Any, index: Any, value: Any) -> None:
         """The ops on product element `index` (dense), their written results stored."""

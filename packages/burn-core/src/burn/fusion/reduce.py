@@ -291,7 +291,7 @@ def _build(signature: Any) -> Any:
                for p, (role, value) in enumerate(args) if role == "num"}
     rows = _Rows(b, ops, levels, along, numbers, written)
     if opaque:
-        rows.opaque = Opaque(b, b.scalar("keep", bool_))
+        rows.opaque = Opaque.declare(b, "keep")
     rows.tensors = {**{("in", k): t for k, t in enumerate(ins)},
                     **{("out", i): t for i, t in enumerate(outs)}}
     rows.steps, rows.in_ids = steps, in_ids

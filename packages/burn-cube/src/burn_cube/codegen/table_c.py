@@ -92,7 +92,7 @@ OPS: dict[str, str | None] = {
     "and": "({a} && {b})", "or": "({a} || {b})", "not": "(!{a})",
     "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
     **shift_ops(BITS_TYPE), **WRAP_8BIT, "invert": "(~{a})",
-    "cast": "(({t}){a})", "select": "({a} ? {b} : {c})",
+    "opaque": "{a}", "cast": "(({t}){a})", "select": "({a} ? {b} : {c})",
     "load": "{a}", "store": "{a}", "load.bf16": "bc_bf16_load({a})",
     "store.bf16": "bc_bf16_store({a})",
     "min": "bc_min_{s}({a}, {b})", "max": "bc_max_{s}({a}, {b})",

@@ -43,6 +43,17 @@ def _shifts(dtype: str, bits: int) -> dict[str, str]:
 MATH_NAMES = ("f16", "f32", *(f"{s}x{n}" for s in ("f16", "f32") for n in LINE_LANES))
 
 
+def _opaque(dtype: str) -> str:
+    """``opaque(x, zero)`` of one float dtype (lines included): x's bits XOR ``zero`` (0 at run
+    time, unknown to the driver), so no identity of finite math applies across it and two
+    uses with different ``zero`` expressions are not merged; f16 goes through f32 (exact)."""
+    scalar, _, lanes = dtype.partition("x")
+    def vec(t: str) -> str:
+        return f"vec{lanes}<{t}>" if lanes else t
+    bits, wide = (vec("u64"), vec("f64")) if scalar == "f64" else (vec("u32"), vec("f32"))
+    return f"{{t}}(bitcast<{wide}>(bitcast<{bits}>({wide}({{a}})) ^ {bits}({{b}})))"
+
+
 def _zero_kept(odd: str) -> str:
     """An odd function's expression with +-0.0 passed through: the drivers' ``atan``, ``sinh``,
     ``tanh`` and ``log(1 + x)`` give +0.0 for -0.0 (llvmpipe), torch -0.0."""
@@ -103,6 +114,8 @@ OPS: dict[str, str | None] = {
        for op, shift in _shifts(s, bits).items()},
     "invert": "(~{a})",
     "cast": "{t}({a})", "select": "select({c}, {b}, {a})",
+    **{f"opaque.{s}{x}": _opaque(f"{s}{x}") for s in ("f16", "f32", "f64")
+       for x in ("", *(f"x{n}" for n in LINE_LANES))},
     "load": "{a}", "store": "{a}", "load.bool": "({a} != 0u)", "store.bool": "select(0u, 1u, {a})",
     "scalar": "bitcast<{t}>({a})", "scalar.u32": "{a}", "scalar.bool": "({a} != 0u)",
     "scalar.f16": "f16(unpack2x16float({a}).x)",

@@ -29,9 +29,13 @@ UNARY_MATH = (
     "sinh", "cosh", "sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "erf",
 )
 #: Every op ``Scope.call`` accepts (besides the binary operators of ``Scope.binary``).
+#: ``opaque(x, zero)`` is the float ``x`` itself where the u32 ``zero`` is 0 at run time, hidden
+#: from the target compiler's algebra (WGSL drivers may assume finite math; the C and CUDA
+#: targets keep IEEE semantics and give ``x``): two uses with different ``zero`` expressions
+#: cannot be proved equal, nor ``x`` looked into.
 CALLS = (*UNARY_MATH, "isnan", "isinf", "iszero", "abs", "min", "max", "pow", "fmod", "select",
          "float", "int", "bool", "len", "index_of", "atomic_add", "atomic_min", "atomic_max",
-         "plane_sum", "plane_max")
+         "plane_sum", "plane_max", "opaque")
 #: Float tests (bool results): NaN, an infinity, a zero of either sign (read from the bits on
 #: WGSL, where a driver may assume there is no NaN and fold float comparisons).
 _TESTS = ("isnan", "isinf", "iszero")
@@ -461,6 +465,12 @@ class Scope:
         if op in ("select", *ATOMICS, "plane_sum", "plane_max") and any(
                 isinstance(a, EXPRS) and a.dtype.lanes > 1 for a in args):
             raise self.error(f"{op}() is not supported on Line values")
+        if op == "opaque":
+            need(2)
+            x = self.typed(args[0])
+            if not x.dtype.is_float:
+                raise self.error(f"opaque() takes a float value, got {x.dtype}")
+            return ir.Op("opaque", (x, self.convert(args[1], u32)), x.dtype)
         if op == "select":
             need(3)
             cond = self.to_bool(self.typed(args[0]))
