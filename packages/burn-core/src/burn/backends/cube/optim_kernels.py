@@ -14,7 +14,10 @@ runtimes; torch updates params in place too, and the old buffer's traffic and it
 caches are saved). They compute the float
 operations of `burn.optim.buffers.TensorOps` in the same order, in the param's dtype, so
 trajectories match the tensor-op path to rounding (the C compiler may contract a multiply and
-an add into one fused multiply-add, about an ulp away). Each returns None (and changes
+an add into one fused multiply-add, about an ulp away; Adam multiplies the second moment's
+square root by the reciprocal of its bias correction where the tensor ops divide by it, an ulp
+away: a CPU's divider is the kernel's bottleneck, and this is one of its three long operations
+an element). Each returns None (and changes
 nothing) for anything else: another backend, dtypes or layouts that are not dense float, or
 state unlike the param.
 
@@ -134,7 +137,7 @@ def adam_kernel(dtype: DType, decay: str, amsgrad: bool, maximize: bool, ranks: 
     gradient) or "decoupled" (AdamW's shrink of the param); `amsgrad` keeps the running maximum
     of the second moment; `maximize` negates the gradient first. Scalars: lr-like factors as
     `TensorOps` computes them on the host, the bias corrections per param (their step counts
-    may differ)."""
+    may differ; the second's as the reciprocal of its square root, a multiply per element)."""
     def element(s: dict[str, Any], u: _Param, pos: Any) -> None:
         b, cube = u.b, u.cube
         m1, m2, peak = u.state["moment_1"], u.state["moment_2"], u.state.get("max_moment_2")
@@ -148,11 +151,11 @@ def adam_kernel(dtype: DType, decay: str, amsgrad: bool, maximize: bool, ranks: 
         if peak is not None:
             b.set(second, b.select(second > peak[pos], second, peak[pos]))
             peak[pos] = second
-        u.out[pos] = p - first / (b.sqrt(second) / u.scalars["root_2"] + s["epsilon"]) * \
+        u.out[pos] = p - first / (b.sqrt(second) * u.scalars["inv_root_2"] + s["epsilon"]) * \
             u.scalars["step_size"]
 
     return _build("adam_step", dtype, ("weight", "beta_1", "rest_1", "beta_2", "rest_2",
-                                       "epsilon"), ("root_2", "step_size"), _ADAM_KEYS[amsgrad],
+                                       "epsilon"), ("inv_root_2", "step_size"), _ADAM_KEYS[amsgrad],
                   ranks, cpu, element)
 
 
@@ -452,7 +455,7 @@ def adam_steps(members: list[Member], lr: float, beta_1: float, beta_2: float, e
 
     def own(state: dict[str, Any]) -> tuple[float, ...]:
         step = state["step"] = state["step"] + 1
-        return math.sqrt(1 - beta_2**step), lr / (1 - beta_1**step)
+        return 1 / math.sqrt(1 - beta_2**step), lr / (1 - beta_1**step)
     return _run(members, _ADAM_KEYS[amsgrad],
                 lambda dtype, ranks, cpu: adam_kernel(dtype, decay, amsgrad, maximize, ranks,
                                                       cpu),
