@@ -83,7 +83,6 @@ class Epilogue:
     def declare(self, b: Any) -> None:
         """The epilogue's inputs, its outputs after the first, its numbers and, where opaque,
         the `Opaque` switch."""
-
         self.params["ins"] = {slot: b.tensor(f"e_in{k}", cube_dtype("fusion", DTYPES[d]),
                                              rank=self.rank, write=False)
                               for k, (slot, d) in enumerate(zip(self.slots, self.in_ids,
@@ -138,35 +137,32 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     """
     matmul = block[0]
     lhs, rhs = (values[a.id] for a in matmul.args)
-    shape = cast(tuple[int, ...], matmul.out.shape)
     plan = cell.plan
     if plan is None:
+        shape = cast(tuple[int, ...], matmul.out.shape)
         tile = _tile(inner, lhs, rhs, shape)
-        fused = None if tile is None else _fused_plan(block, needed, tile,
-                                                      opaque_math(inner))
+        fused = None if tile is None else _fused_plan(inner, block, needed, tile)
         plan = cell.plan = Unfused(Cell(), tile is None) if fused is None else fused
     elif type(plan) is not Unfused:
         STATS.cache_hits += 1
     if type(plan) is Unfused:
         return _unfused(inner, block, lhs, rhs, values, needed, plan.epilogue)
-    program, epilogue, tile = plan
+    program, tile, kernels, launches, opaque = plan[:5]
+    shape = program.shape
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
     lv, rv, ov = kernel_views(lhs, rhs, outs[0])
-    m, n = shape[-2], shape[-1]
-    kernel = tiled_kernel(lhs.dtype, len(ov.shape), tile, epilogue)
-    ins = [broadcast_view(values[block[i].args[p].id], shape).array
-           for k, (i, p) in enumerate(program.inputs) if k in epilogue.slots]
+    kernel = kernels.get(len(ov.shape))
+    if kernel is None:  # (batched: the rank of the views, batch dims merged as strides allow)
+        kernel = kernels[len(ov.shape)] = tiled_kernel(lhs.dtype, len(ov.shape), tile,
+                                                       plan.epilogue)
+    ins = [broadcast_view(values[block[i].args[p].id], shape).array for i, p in plan.reads]
     numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
-    if epilogue.opaque:
-        numbers += Opaque.VALUES
-    cx, cy = math.ceil(n / tile.bn), math.ceil(m / tile.bm)
-    batches = math.prod(ov.shape[:-2])
-    per_launch = batches_per_launch(inner, cx * cy * tile.units)
-    for z0 in range(0, batches, per_launch):
-        inner.launch_cubes_planned(kernel, (cx, cy, min(per_launch, batches - z0)),
-                                   (tile.units_x, tile.units_y), lv.array, rv.array, ov.array,
-                                   z0, *ins, *(o.array for o in outs[1:]), *numbers)
-        STATS.kernels_launched += 1
+    numbers += opaque
+    for cube_count, z0 in launches:
+        inner.launch_cubes_planned(kernel, cube_count, (tile.units_x, tile.units_y), lv.array,
+                                   rv.array, ov.array, z0, *ins,
+                                   *(o.array for o in outs[1:]), *numbers)
+    STATS.kernels_launched += len(launches)
     STATS.ops_fused += program.live
     STATS.ops_dead += len(block) - program.live
     return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
@@ -185,12 +181,34 @@ def _tile(inner: Any, lhs: Any, rhs: Any, shape: tuple[int, ...]) -> Tile | None
     return TILES[LINE_FALLBACK] if name in LINE_TILES else None
 
 
-def _fused_plan(block: list[Pending], needed: set[int], tile: Tile, opaque: bool
-                ) -> tuple[Program, Epilogue, Tile] | None:
-    """The block's program, epilogue and tile where one kernel computes it: a live matmul
-    and epilogue whose first written result has the product's dtype and whose ops do not read
-    the matmul's operands; else None. `opaque`: the epilogue hides float operands
-    (`emit.Opaque`)."""
+class Fused(NamedTuple):
+    """The plan of a matmul block run as one kernel, worked out on its first run.
+
+    Attributes:
+        program: the block's program (the matmul first).
+        tile: the kernel's tile.
+        kernels: the tiled kernels with the epilogue by the rank of the kernel views
+            (`kernel_views`).
+        launches: per launch, its cube count and first batch (`z0`).
+        opaque: the kernel's `Opaque` scalars (none off WGSL).
+        reads: per epilogue input, the (op position, argument position) reading it.
+        epilogue: the kernels' epilogue.
+    """
+
+    program: Program
+    tile: Tile
+    kernels: dict[int, Any]
+    launches: tuple[tuple[tuple[int, int, int], int], ...]
+    opaque: tuple[int, ...]
+    reads: tuple[tuple[int, int], ...]
+    epilogue: Epilogue
+
+
+def _fused_plan(inner: Any, block: list[Pending], needed: set[int], tile: Tile
+                ) -> Fused | None:
+    """The block's plan where one kernel computes it: a live matmul and epilogue whose first
+    written result has the product's dtype and whose ops do not read the matmul's operands;
+    else None. On wgpu the epilogue hides float operands (`emit.Opaque`)."""
     if len(block) < 2:
         return None
     program = _program(block, needed)
@@ -203,11 +221,19 @@ def _fused_plan(block: list[Pending], needed: set[int], tile: Tile, opaque: bool
             for role, value in args):
         return None
     slots = tuple(k for k in range(len(program.inputs)) if k not in operands)
-    in_ids = tuple(id(block[program.inputs[k][0]].args[program.inputs[k][1]].dtype)
-                   for k in slots)
+    reads = tuple(program.inputs[k] for k in slots)
+    in_ids = tuple(id(block[i].args[p].dtype) for i, p in reads)
+    opaque = opaque_math(inner)
+    shape = program.shape
+    epilogue = Epilogue(len(shape), in_ids, slots, program.ops, program.outputs, opaque)
+    cx, cy = math.ceil(shape[-1] / tile.bn), math.ceil(shape[-2] / tile.bm)
+    batches = math.prod(shape[:-2])
+    per_launch = batches_per_launch(inner, cx * cy * tile.units)
+    launches = tuple(((cx, cy, min(per_launch, batches - z0)), z0)
+                     for z0 in range(0, batches, per_launch))
     STATS.plans += 1
-    return program, Epilogue(len(block[0].out.shape), in_ids, slots, program.ops,
-                             program.outputs, opaque), tile
+    return Fused(program, tile, {}, launches, Opaque.VALUES if opaque else (), reads,
+                 epilogue)
 
 
 def _unfused(inner: Any, block: list[Pending], lhs: Any, rhs: Any, values: dict[int, Any],
