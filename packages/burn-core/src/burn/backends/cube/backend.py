@@ -218,13 +218,19 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
     def launch_planned(self, kernel: Any, units: int, *args: Any) -> None:
         """`launch`, planned once per kernel, cube count and layout of the array arguments
         (kept in `plans`): a repeated launch only passes the arrays and the numbers."""
-        self.launch_cubes_planned(kernel, (max(1, math.ceil(units / CUBE_DIM)), 1, 1),
-                                  CUBE_DIM, *args)
+        self._run_planned(kernel, (-(-units // CUBE_DIM) if units > CUBE_DIM else 1, 1, 1),
+                          CUBE_DIM, args)
 
     def launch_cubes_planned(self, kernel: Any, cube_count: tuple[int, int, int],
                              cube_dim: Any, *args: Any) -> None:
         """`kernel.launch` over `cube_count` cubes of `cube_dim` units, planned once per
         kernel, cube count and layout of the array arguments (`launch_planned`)."""
+        self._run_planned(kernel, cube_count, cube_dim, args)
+
+    def _run_planned(self, kernel: Any, cube_count: tuple[int, int, int], cube_dim: Any,
+                     args: tuple[Any, ...]) -> None:
+        """The launch of `launch_cubes_planned`, its arguments as a tuple (the plan takes them
+        so: no repacking between the two entry points)."""
         array = self._array
         key = (kernel, cube_count, *[(arg.shape if arg.base is None else layout_key(arg))
                                      if isinstance(arg, array) else None for arg in args])

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 def into_data(backend: Any, x: CubeTensor) -> np.ndarray:
     """A C-contiguous host copy the caller owns."""
     array = x.array
-    if array.runtime.name == "cpu":  # host memory: one copy of the storage's view
-        out = host_view(array).copy()
+    if array.runtime.name == "cpu":  # host memory: one copy of the storage (or its view)
+        out = (array.handle if array.base is None else host_view(array)).copy()
         numpy_dtype = x.dtype.numpy
         return out if out.dtype == numpy_dtype else out.astype(numpy_dtype)
     return np.array(host_array(x), order="C", copy=True)

@@ -396,9 +396,11 @@ def _batches(runtime: str, indexes: list[int], members: list[Member], states: in
     runtimes, on cuda also within `CUDA_ARG_BYTES` of arguments (a param's storages, metadata
     and up to 4 scalars: an upper bound, its own scalars being known only as it launches);
     one on wgpu."""
-    if runtime not in ("cpu", "cuda"):
+    if runtime == "cpu":
+        return [indexes[k:k + MAX_GROUP] for k in range(0, len(indexes), MAX_GROUP)]
+    if runtime != "cuda":
         return [[i] for i in indexes]
-    limit = CUDA_ARG_BYTES - 8 * (shared + 2) if runtime == "cuda" else math.inf
+    limit = CUDA_ARG_BYTES - 8 * (shared + 2)
     batches: list[list[int]] = []
     used = 0
     for i in indexes:
