@@ -86,6 +86,7 @@ def _suite_cases() -> dict[str, tuple[bc.Kernel, int, tuple[object, ...]]]:
         "shifted_copy": (k.shifted_copy, 64, (f, f)),
         "cancel": (k.cancel, 64, (f, f, f, 0)),
         "cancel_lines": (k.cancel_lines, 64, (f, f, 0)),
+        "quotient": (k.quotient, 64, (f, f, f)),
     }
     for dtype in ("f16", "bf16", "f32", "f64", "i32", "i64", "u32"):
         kind = bc.types.DTYPES[dtype]

@@ -54,6 +54,16 @@ def _opaque(dtype: str) -> str:
     return f"{{t}}(bitcast<{wide}>(bitcast<{bits}>({wide}({{a}})) ^ {bits}({{b}})))"
 
 
+def _scaled_division(dtype: str) -> str:
+    """f32 ``a / b`` with both scaled by 1/4 where ``|b| > 2**126`` (or NaN): Vulkan defines
+    ``OpFDiv`` only for divisors in [2**-126, 2**126], and NVIDIA's driver, dividing by a
+    reciprocal that it flushes to zero, gave NaN for ``inf / 3e38`` and 0 for
+    ``3e38 / 3e38``. The scaling is exact: a quotient by such a divisor has no low bits to
+    lose that the driver would keep."""
+    huge = _abs_bits_above("{b}", dtype, "0x7e800000")
+    return f"select({{a}} / {{b}}, ({{a}} * 0.25) / ({{b}} * 0.25), {huge})"
+
+
 def _zero_kept(odd: str) -> str:
     """An odd function's expression with +-0.0 passed through: the drivers' ``atan``, ``sinh``,
     ``tanh`` and ``log(1 + x)`` give +0.0 for -0.0 (llvmpipe), torch -0.0."""
@@ -103,6 +113,7 @@ OPS: dict[str, str | None] = {
     **{f"{name}.{s}": f"{s}(bitcast<f32>({bits}u))" for s in ("f16", "f64")
        for name, bits in (("inf", "0x7f800000"), ("ninf", "0xff800000"), ("nan", "0x7fc00000"))},
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
+    **{f"div.{s}": _scaled_division(s) for s in ("f32", *(f"f32x{n}" for n in LINE_LANES))},
     "mod": "({a} % {b})", "neg": "(-{a})",
     "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
     **{f"{name}.{s}": _ordered(op, s) for name, op in (("lt", "<"), ("le", "<="), ("gt", ">"),
