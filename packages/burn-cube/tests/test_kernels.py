@@ -536,7 +536,8 @@ def test_opaque_on_lines(rt: bc.Runtime) -> None:
         want = x - x
     assert got.shape == x.shape and got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    number = ~np.isnan(want)  # (a NaN's sign is the hardware's)
+    np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
 
 
 @bc.kernel
