@@ -16,7 +16,7 @@ import burn
 import burn.functional as F
 from burn.errors import DTypeError, ShapeError
 from burn.fusion import FusionTensor, reset_stats, stats
-from burn.fusion.stream import CPU_FUSE_WORK, LONE
+from burn.fusion.stream import CPU_FUSE_WORK, GPU_FUSE_WORK, LONE
 
 pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
 torch.set_num_threads(1)
@@ -389,26 +389,27 @@ def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
     check(w, tx + 2.0)
 
 
-@pytest.mark.parametrize("rows", [8, 2 * CPU_FUSE_WORK // 256])
-def test_a_small_block_runs_unfused_on_the_cpu(base: str, rows: int) -> None:
-    """On the cpu runtime a block that keeps fewer than `CPU_FUSE_WORK` intermediate
-    elements out of memory does not pay for its recording: from
-    its `LONE`th flush its first op runs at once (the next one is then flushed alone, and
-    runs at once in turn); a larger block, and any block on GPU runtimes, stays fused. Values
+@pytest.mark.parametrize("small", [True, False])
+def test_a_small_block_runs_unfused(base: str, small: bool) -> None:
+    """A block of two ops that keeps fewer intermediate elements out of memory than its
+    runtime's threshold (`CPU_FUSE_WORK` on the cpu, `GPU_FUSE_WORK` on GPU runtimes) does
+    not pay for its recording: from its `LONE`th flush its first op runs at once (the next
+    one is then flushed alone, and runs at once in turn); a larger block stays fused. Values
     equal torch's either way."""
     dev = f"{base}+fusion"
     burn.Device(dev).backend.stream.forget()  # what earlier tests taught it of these ops
+    threshold = CPU_FUSE_WORK if base == "cpu" else GPU_FUSE_WORK
+    rows = 8 if small else 2 * threshold // 256
     data = np.linspace(-3, 3, rows * 256, dtype=np.float32).reshape(rows, 256)
     bias = np.linspace(1, -1, 256, dtype=np.float32)
     x, b = burn.tensor(data, device=dev), burn.tensor(bias, device=dev)
     tx, tb = torch.from_numpy(data), torch.from_numpy(bias)
-    fused = base != "cpu" or rows * 256 >= CPU_FUSE_WORK
     for step in range(2 * LONE + 1):
         y = F.relu(x + b)
-        assert pending(y) == (fused or step < 2 * LONE)
+        assert pending(y) == (not small or step < 2 * LONE)
         reset_stats()
         check(y, torch.relu(tx + tb))
-        assert stats().ops_fused == (2 if fused or step < LONE else 0)
+        assert stats().ops_fused == (2 if not small or step < LONE else 0)
 
 
 def test_autodiff_over_fusion_matches_torch(base: str) -> None:

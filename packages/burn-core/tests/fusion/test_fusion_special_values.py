@@ -51,8 +51,9 @@ def assert_same_specials(got: burn.Tensor, want: torch.Tensor) -> None:
 
 @pytest.fixture(autouse=True)
 def _fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fuse these short blocks on the cpu runtime too (`CPU_FUSE_WORK`)."""
+    """Fuse these short blocks however often they run (`CPU_FUSE_WORK`, `GPU_FUSE_WORK`)."""
     monkeypatch.setattr(stream, "CPU_FUSE_WORK", 0)
+    monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)
 
 
 @pytest.mark.parametrize("base", DEVICES)

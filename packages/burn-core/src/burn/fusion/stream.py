@@ -54,6 +54,16 @@ LONE = 3
 #: 43 us; 3 ops over 64 x 256 18 against 14 us, over 256 x 256 24 against 31 us; 5 ops over
 #: 16 x 256 22 against 16 us, 8 ops 33 against 28 us.)
 CPU_FUSE_WORK = 1 << 17
+#: On GPU runtimes a block pays for its recording where it computes `GPU_FUSE_OPS` live ops
+#: or more (each a launch saved), or keeps `GPU_FUSE_WORK` intermediate elements out of
+#: memory (its live ops but one, times its largest result's elements: work that keeps the
+#: GPU busy longer than the host takes to record it); else, as on the cpu, its first op's
+#: structure counts as a flush alone (`LONE`). (Measured on the H200's host: an op recorded
+#: about 3.5 us, a flush and launch of an elementwise block 16 us, an op run at once 8-10 us:
+#: a block of two small ops costs more fused; a 784-256-10 MLP step's only such blocks, a
+#: bias add with its relu and the relu backward with the bias-gradient sum, run at once.)
+GPU_FUSE_OPS = 3
+GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
 #: and the structure that started the stream where its block does not pay (`Stream._pays`).
 FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...],
@@ -94,8 +104,8 @@ class Stream:
         self.lone: set[tuple[Any, ...]] = set()
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
-        #: whether blocks must pay for their recording (`_pays`): launches on the cpu runtime
-        #: cost about what recording does.
+        #: whether this is the cpu runtime, whose blocks pay for their recording by
+        #: `CPU_FUSE_WORK` (`_pays`; GPU runtimes' by `GPU_FUSE_OPS` and `GPU_FUSE_WORK`).
         self.thrifty = getattr(inner, "runtime_name", None) == "cpu"
         STATS.streams += 1
 
@@ -360,20 +370,23 @@ class Stream:
         if len(live) < 2 or block[0].out.id not in live:
             return None
         structure = block[0].key[0]
-        if not self._pays(kind, len(live), cast(tuple[int, ...], block[-1].out.shape)):
+        widest = max(math.prod(cast(tuple[int, ...], r.out.shape)) for r in block)
+        if not self._pays(kind, len(live), widest):
             return structure
         if len(self.shared) >= MAX_PLANS:
             self.shared.clear()
         self.shared.add(structure)
         return None
 
-    def _pays(self, kind: str | None, live: int, shape: tuple[int, ...]) -> bool:
-        """Whether a block of `kind` computing `live` ops with results of `shape` gains more
-        than its recording costs: always on GPU runtimes and for reduce blocks; on the cpu
-        runtime an elementwise block keeping `CPU_FUSE_WORK` intermediate elements out of
-        memory."""
-        return not self.thrifty or kind is not None or \
-            (live - 1) * math.prod(shape) >= CPU_FUSE_WORK
+    def _pays(self, kind: str | None, live: int, elements: int) -> bool:
+        """Whether a block of `kind` computing `live` ops whose largest result has `elements`
+        elements gains more than its recording costs: on the cpu runtime reduce blocks, and
+        elementwise blocks keeping `CPU_FUSE_WORK` intermediate elements out of memory; on
+        GPU runtimes blocks of `GPU_FUSE_OPS` live ops, or keeping `GPU_FUSE_WORK`."""
+        kept = (live - 1) * elements
+        if self.thrifty:
+            return kind is not None or kept >= CPU_FUSE_WORK
+        return live >= GPU_FUSE_OPS or kept >= GPU_FUSE_WORK
 
 
 def _fail(block: list[Pending], weak: dict[int, weakref.ref[FusionTensor]], exc: Exception,
