@@ -180,3 +180,48 @@ def test_plan_keeps_no_example_array_alive(rt: bc.Runtime) -> None:
     got = rt.download(result)
     assert got.shape == (16,) and got.dtype == np.float32
     np.testing.assert_allclose(got, 1.5 * -host[1:33:2], rtol=1e-6)
+
+
+def store_kernel(dtype: Any) -> bc.IRKernel:
+    """`out[0] = s` for a scalar `s` of `dtype`."""
+    b = KernelBuilder("store_scalar")
+    s = b.scalar("s", dtype)
+    out = b.tensor("out", dtype, rank=1, write=True)
+    with b.if_(b.ABSOLUTE_POS == 0):
+        out[0] = s
+    return b.kernel()
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+#: per scalar dtype, values a launch passes: Python numbers at and past the direct range's
+#: edges (ints whole in their slot, floats in its first bytes) and numpy scalars.
+SCALARS = {
+    "u8": [255, 0, 7, np.uint8(200)], "i8": [-128, 127, -1, 5, np.int8(-3)],
+    "u32": [2**32 - 1, 0, 1, np.uint32(2**31)], "i32": [-(2**31), 2**31 - 1, -1, 3],
+    "i64": [-(2**63), 2**63 - 1, -1, np.int64(9)],
+    "f32": [1.5, -0.0, _F32_MAX, -_F32_MAX, 1e39, -1e39, float("inf"), float("nan"), 1e-45,
+            np.float32(2.5), 7],
+    "f64": [1e300, -0.0, float("inf"), float("-inf"), float("nan"), 5e-324, np.float64(0.1), 3],
+    "f16": [1.5, -0.0, 70000.0, float("nan"), np.float16(0.25)],
+    "bf16": [1.5, -2.0, float("inf"), np.float32(3.0)], "bool": [True, False, np.bool_(True)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALARS))
+def test_planned_launches_pass_scalars_of_every_dtype(name: str) -> None:
+    """The cpu runtime writes a planned launch's numbers into their slots directly (ints whole,
+    float32 in the slot's first 4 bytes) or packs them after the checked conversion: each
+    launch stores exactly what numpy's cast of the value is, whatever the slot held before."""
+    rt = bc.runtime("cpu")
+    dtype = bc.types.DTYPES[name]
+    kernel = store_kernel(dtype)
+    out = rt.allocate((1,), dtype)
+    values = SCALARS[name]
+    launch = kernel.plan(rt, 1, 256, values[0], out)
+    for value in [*values, *values[::-1]]:  # every value after every other kind of slot state
+        launch([value, out])
+        got = rt.download(out)
+        with np.errstate(over="ignore"):
+            want = np.array([value]).astype(dtype.numpy)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=repr(value))

@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from burn_cube.runtime.base import (
     PooledArray,
     Properties,
     Runtime,
+    _Never,
     direct_range,
     scalar_converter,
 )
@@ -266,41 +268,44 @@ class Plan:
         from a free list and put back, so threads launching at once use their own."""
         slot = 3
         tensors: list[tuple[int, int]] = []  # (slot, argument)
-        scalars: list[tuple[int, int, Callable[[Any], Any], Callable[..., None], bool,
-                            tuple[type, Any, Any]]] = []
+        # (view, its index, argument, direct_range's type, low, high, packing of the others)
+        scalars: list[tuple[int, int, int, type, Any, Any, Callable[[Any, Any], None]]] = []
         for i, p in enumerate(kernel.params):
             if p.tensor:
                 tensors.append((slot, i))
                 slot += 2 * kernel.buffers[p.name].rank + 4
             else:
-                scalars.append((8 * slot, i, scalar_converter(p.dtype, kernel.name, p.name),
-                                struct.Struct("=" + _SLOT[p.dtype.name]).pack_into,
-                                p.dtype.name == "bf16", direct_range(p.dtype)))
+                view, per_slot = _DIRECT.get(p.dtype.name, (0, 1))
+                kind, low, high = direct_range(p.dtype) if p.dtype.name in _DIRECT else (
+                    _Never, 0, 0)
+                scalars.append((view, slot * per_slot, i, kind, low, high,
+                                _packer(p.dtype, kernel.name, p.name, 8 * slot)))
                 slot += 1
         template = self.block(cube_count, args)
         block_type = ctypes.c_int64 * (len(template) // 8)
         function, name, pointers = compiled.function, kernel.name, tuple(tensors)
-        free: list[tuple[Any, memoryview, ctypes.c_int32, Any]] = []
+        free: list[tuple[Any, tuple[Any, ...], ctypes.c_int32, Any]] = []
 
         def launch(values: Any) -> None:
             try:
                 entry = free.pop()
             except IndexError:
                 block, status = block_type.from_buffer_copy(template), ctypes.c_int32(0)
-                entry = (block, memoryview(block).cast("B").cast("q"), status,
+                raw = memoryview(block).cast("B")
+                entry = (block, (raw.cast("q"), raw.cast("f"), raw.cast("d")), status,
                          ctypes.byref(status))
-            block, words, status, status_ref = entry
+            block, views, status, status_ref = entry
+            words = views[0]
             for at, i in pointers:
                 array = values[i]
                 address = array.address
                 words[at] = address if address is not None else _pointer(array)
-            for offset, i, convert, pack_into, bf16, (kind, low, high) in scalars:
+            for view, index, i, kind, low, high, pack in scalars:
                 value = values[i]
-                if type(value) is not kind or not low <= value <= high:
-                    value = convert(value)
-                    if bf16:
-                        value = _bf16_bits(value)[0]
-                pack_into(block, offset, value)
+                if type(value) is kind and low <= value <= high:
+                    views[view][index] = value
+                else:
+                    pack(block, value)
             function(block, status_ref)
             if status.value:
                 status.value = 0
@@ -328,6 +333,28 @@ class Plan:
             else:
                 slots += _bf16_bits(arg)
         return self.struct.pack(*slots)
+
+
+#: Scalar dtypes a launch writes as they are (a Python number of `direct_range`) through a view
+#: of the block: (view: 0 int64, 1 float32, 2 float64; its items per 8-byte slot). An integer
+#: goes whole into the slot, its low bytes the value (the block is little-endian, as the hosts
+#: whose compilers the runtime drives); a float32 into the slot's first 4 bytes.
+_DIRECT = {"u8": (0, 1), "i8": (0, 1), "u32": (0, 1), "i32": (0, 1), "i64": (0, 1),
+           "f32": (1, 2), "f64": (2, 1)} if sys.byteorder == "little" else {}
+
+
+def _packer(dtype: DType, kernel: str, name: str, offset: int) -> Callable[[Any, Any], None]:
+    """The packing of scalar argument `name` into the block at byte `offset` where a launch
+    does not write it directly (another dtype, or a number to check and convert first)."""
+    convert = scalar_converter(dtype, kernel, name)
+    pack_into = struct.Struct("=" + _SLOT[dtype.name]).pack_into
+    bf16 = dtype.name == "bf16"
+
+    def pack(block: Any, value: Any) -> None:
+        value = convert(value)
+        pack_into(block, offset, _bf16_bits(value)[0] if bf16 else value)
+
+    return pack
 
 
 _OUT_OF_BOUNDS = "out-of-bounds buffer access: the offending reads/writes were skipped"
