@@ -212,3 +212,31 @@ def test_a_product_past_fuse_work_runs_alone_then_its_epilogue(
         assert counter.take() == kernels, (a.shape, kernels)
         monkeypatch.undo()
         monkeypatch.setattr(fused_matmul, "FUSE_WORK", 19 * 13 * 23 - 1)
+
+
+def test_a_small_product_with_only_a_bias_runs_unfused_on_gpus(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On GPU runtimes a small product with only its bias after it (two live ops) does not
+    pay for its recording (`stream.GPU_FUSE_OPS`): from its `LONE`th flush the product and
+    the add run as two launches; with a relu and a scale after the bias (four ops) the block
+    stays one kernel. On the cpu the product is BLAS's (not a kernel launch) and its
+    epilogue one kernel, until that small elementwise block runs unfused too. Values equal
+    torch's throughout."""
+    from burn.fusion.stream import LONE
+
+    dev = f"{base}+fusion"
+    burn.Device(dev).backend.stream.forget()
+    xd, wd, vd, bd = data((8, 16), (16, 32), (16, 24), (32,), seed=5)
+    x, w, v, b = (burn.tensor(a, device=dev) for a in (xd, wd, vd, bd))
+    tx, tw, tv, tb = (torch.from_numpy(a) for a in (xd, wd, vd, bd))
+    (x @ w + b).to_numpy()  # the products' autotuning (if any) is not counted
+    (x @ v).to_numpy()
+    counter = LaunchCounter(monkeypatch, base)
+    gpu = base != "cpu"
+    for step in range(1, 2 * LONE + 1):
+        check(x @ w + b, tx @ tw + tb)
+        assert counter.take() == (2 if gpu and step >= LONE else 1), step
+        check(F.relu(x @ v + b[:24]) * 2.0, torch.relu(tx @ tv + tb[:24]) * 2.0)
+        # (on the cpu the epilogue is an elementwise block that does not pay: `CPU_FUSE_WORK`)
+        assert counter.take() == (2 if not gpu and step > LONE else 1), step
+

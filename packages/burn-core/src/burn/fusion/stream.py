@@ -54,14 +54,16 @@ LONE = 3
 #: 43 us; 3 ops over 64 x 256 18 against 14 us, over 256 x 256 24 against 31 us; 5 ops over
 #: 16 x 256 22 against 16 us, 8 ops 33 against 28 us.)
 CPU_FUSE_WORK = 1 << 17
-#: On GPU runtimes a block pays for its recording where it computes `GPU_FUSE_OPS` live ops
-#: or more (each a launch saved), or keeps `GPU_FUSE_WORK` intermediate elements out of
-#: memory (its live ops but one, times its largest result's elements: work that keeps the
-#: GPU busy longer than the host takes to record it); else, as on the cpu, its first op's
-#: structure counts as a flush alone (`LONE`). (Measured on the H200's host: an op recorded
-#: about 3.5 us, a flush and launch of an elementwise block 16 us, an op run at once 8-10 us:
-#: a block of two small ops costs more fused; a 784-256-10 MLP step's only such blocks, a
-#: bias add with its relu and the relu backward with the bias-gradient sum, run at once.)
+#: On GPU runtimes a block (a matmul with its epilogue too) pays for its recording where it
+#: computes `GPU_FUSE_OPS` live ops or more (each a launch saved), or keeps `GPU_FUSE_WORK`
+#: intermediate elements out of memory (its live ops but one, times its largest result's
+#: elements: work that keeps the GPU busy longer than the host takes to record it); else, as
+#: on the cpu, its first op's structure counts as a flush alone (`LONE`). (Measured on the
+#: H200's host: an op recorded about 3.5 us, a flush and launch of an elementwise block 16 us,
+#: an op run at once 8-10 us: a block of two small ops costs more fused. In a 784-256-10 MLP
+#: step the second layer's product with its bias and the relu backward with the bias-gradient
+#: sum run at once from the fourth step; the first layer's product, bias and relu stay one
+#: kernel.)
 GPU_FUSE_OPS = 3
 GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
@@ -341,9 +343,7 @@ class Stream:
         for b, (_, start, end, _) in enumerate(blocks):
             for r in pending[start:end]:
                 needed.update(a.id for a in r.args if type(a) is TensorIR and at.get(a.id, b) != b)
-        unpaid = None
-        if blocks[0][0] != "matmul":  # (matmuls are never flushed alone: `flush`)
-            unpaid = self._share(blocks[0][0], pending[:blocks[0][2]], needed)
+        unpaid = self._share(blocks[0][0], pending[:blocks[0][2]], needed)
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
         shared = [(kind, start, end, self.cells.setdefault(
