@@ -169,7 +169,8 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
 def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
     """A product the inner backend runs without an epilogue (BLAS on the cpu at once; on GPUs
     `LONE` times) is then run at once, not recorded, even with other ops pending; one that
-    had an epilogue stays recorded (values as torch's throughout)."""
+    had an epilogue that pays (two ops after the product on GPUs: `stream.GPU_FUSE_OPS`)
+    stays recorded (values as torch's throughout)."""
     from burn.fusion.stream import LONE
 
     dev = f"{base}+fusion"
@@ -180,15 +181,16 @@ def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
         reset_stats()
         other = a * 2.0  # pending while the products are asked for
         alone = a @ b  # never an epilogue
-        fused = F.relu(a @ c)  # an epilogue: stays recorded
+        fused = F.relu(a @ c) * 2.0  # an epilogue: stays recorded
         check(alone, ta @ tb)
-        check(fused, torch.relu(ta @ tc))
+        check(fused, torch.relu(ta @ tc) * 2.0)
         check(other, ta * 2.0)
         recorded = stats().ops_recorded
-        if base == "cpu":  # BLAS products run at once from their first run: a * 2.0, relu
-            assert recorded == (4 if step == 0 else 2), (step, recorded)
-        else:  # a * 2.0, a @ c and its relu; a @ b until it ran alone LONE times
-            assert recorded == (4 if step < LONE else 3), (step, recorded)
+        if base == "cpu":  # BLAS products run at once from their first run: a * 2.0, the
+            # epilogue
+            assert recorded == (5 if step == 0 else 3), (step, recorded)
+        else:  # a * 2.0, a @ c and its epilogue; a @ b until it ran alone LONE times
+            assert recorded == (5 if step < LONE else 4), (step, recorded)
 
 
 def test_a_product_past_fuse_work_runs_alone_then_its_epilogue(

@@ -67,9 +67,10 @@ CPU_FUSE_WORK = 1 << 17
 GPU_FUSE_OPS = 3
 GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
-#: and the structure that started the stream where its block does not pay (`Stream._pays`).
+#: and the structures that lead a block that does not pay (`Stream._pays`): the op that
+#: started the stream, and the products of later matmul blocks.
 FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...],
-                  tuple[Any, ...] | None]
+                  tuple[tuple[Any, ...], ...]]
 
 
 class Stream:
@@ -234,8 +235,11 @@ class Stream:
                 self.plans.clear()
             plan = self.plans[signature] = self._plan(pending, held)
         blocks, written, unpaid = plan
-        if unpaid is not None:
-            self._alone(unpaid)
+        for structure in unpaid:
+            if structure[0] in MATMULS:  # (a product always leads its block)
+                self._unfused_matmul(structure, "alone")
+            else:
+                self._alone(structure)
         needed = {pending[i].out.id for i in written}
         failure: Exception | None = None
         failed: set[int] = set()  # results of failed blocks and of blocks reading them
@@ -265,10 +269,11 @@ class Stream:
 
     def _unfused_matmul(self, structure: tuple[Any, ...], how: str) -> None:
         """Note a matmul block of `structure` run as the inner backend's product (`how`:
-        "vendor", a vendor library's; "alone", without an epilogue; "epilogue", with one).
-        A vendor product, or one run alone `LONE` times and never with an epilogue, runs at
-        once from then on (its structure's result is () in `results`): recorded, it only adds
-        its recording and a flush to its one kernel."""
+        "vendor", a vendor library's; "alone", without an epilogue, or leading a block that
+        does not pay, `_pays`; "epilogue", with one). A vendor product, or one run alone
+        `LONE` times and never with an epilogue that paid, runs at once from then on (its
+        structure's result is () in `results`): recorded, it only adds its recording and a
+        flush to its one kernel."""
         if how == "epilogue":
             if len(self.shared) >= MAX_PLANS:
                 self.shared.clear()
@@ -343,20 +348,22 @@ class Stream:
         for b, (_, start, end, _) in enumerate(blocks):
             for r in pending[start:end]:
                 needed.update(a.id for a in r.args if type(a) is TensorIR and at.get(a.id, b) != b)
-        unpaid = self._share(blocks[0][0], pending[:blocks[0][2]], needed)
+        unpaid = [self._share(blocks[0][0], pending[:blocks[0][2]], needed)]
+        unpaid += [self._share(kind, pending[start:end], needed)
+                   for kind, start, end, _ in blocks[1:] if kind == "matmul"]
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
         shared = [(kind, start, end, self.cells.setdefault(
             block_key(kind, pending[start:end], needed), cell))
             for kind, start, end, cell in blocks]
         return (tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed),
-                unpaid)
+                tuple(structure for structure in unpaid if structure is not None))
 
     def _share(self, kind: str | None, block: list[Pending], needed: set[int]
                ) -> tuple[Any, ...] | None:
-        """Note the structure of `block`'s first record (the op that started the stream) in
-        `shared` where it is one of two or more live ops of the block (needed, or read by a
-        live op of the block) and the block pays (`_pays`).
+        """Note the structure of `block`'s first record (the op that started the stream, or a
+        later block's product) in `shared` where it is one of two or more live ops of the
+        block (needed, or read by a live op of the block) and the block pays (`_pays`).
 
         Returns:
             That structure where it is live but its block does not pay (each run of the plan
