@@ -241,4 +241,8 @@ def test_a_small_product_with_only_a_bias_runs_unfused_on_gpus(
         check(F.relu(x @ v + b[:24]) * 2.0, torch.relu(tx @ tv + tb[:24]) * 2.0)
         # (on the cpu the epilogue is an elementwise block that does not pay: `CPU_FUSE_WORK`)
         assert counter.take() == (2 if not gpu and step > LONE else 1), step
+    burn.Device(dev).backend.stream.forget()  # every structure is recorded again
+    reset_stats()
+    check(x @ w + b, tx @ tw + tb)
+    assert stats().ops_recorded == 2
 

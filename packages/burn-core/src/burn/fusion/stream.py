@@ -284,9 +284,11 @@ class Stream:
         self.results[structure] = ()
 
     def forget(self) -> None:
-        """Drop what the stream learned of lone ops (`LONE`): every structure is recorded
-        again (for a changed configuration of the fusers)."""
+        """Drop what the stream learned of lone ops (`LONE`) and of products run at once
+        (`_unfused_matmul`): every structure is recorded again (for a changed configuration
+        of the fusers)."""
         with self.lock:
+            self.results.clear()  # (the results of recorded ops are inferred again)
             self.alone.clear()
             self.shared.clear()
             self.lone.clear()
