@@ -270,6 +270,26 @@ def test_cpu_gemm_kernel_propagates_nan_and_inf_in_edge_tiles(depth: int, rhs_la
     assert np.isnan(got[10, 34]) and np.isinf(got[10, 0]) and np.isnan(got[3]).all()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("lhs_layout", ["c", "t"])  # rows read in place; packed from columns
+def test_cpu_gemm_kernel_runs_every_count_of_last_rows(lhs_layout: str, dtype: str) -> None:
+    """A last strip of each row count 1..8 (the kernel's specializations), its last row
+    holding NaN and inf, against torch in float64: depth over one block, ragged columns."""
+    backend = _backend("cpu")
+    rng = np.random.default_rng(7)
+    for m in range(17, 25):  # 2 whole strips of 8, then 1..8 rows
+        a = rng.standard_normal((m, 300)).astype(dtype)
+        a[m - 1, 299], a[m - 1, 0] = np.nan, np.inf
+        b = rng.standard_normal((300, 45)).astype(dtype)
+        lhs = backend.upload(a) if lhs_layout == "c" else _prim(
+            burn.tensor(a.T.copy(), device="cpu").swap_dims(0, 1))
+        got = _host(mm.matmul(backend, lhs, backend.upload(b), "gemm"))
+        want = (torch.from_numpy(a).double() @ torch.from_numpy(b).double()).numpy()
+        assert got.shape == want.shape and got.dtype == np.dtype(dtype)
+        assert np.isnan(got[m - 1]).all()
+        np.testing.assert_allclose(got[:m - 1], want[:m - 1], rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("rows", [2, 4096])  # OpenBLAS's own one thread; pinned to one
 def test_cpu_blas_products_propagate_nan_without_warnings(rows: int) -> None:
     backend = _backend("cpu")

@@ -1,12 +1,15 @@
 /* Matrix products of the cpu runtime: c[m, n] = a[m, k] @ b[k, n] for float and double, on
  * operands at any element strides, written row-major into c (row stride ldc).
  *
- * A register-blocked micro-kernel (MR rows x NV vectors of accumulators, a broadcast of one
- * element of a times NV vectors of a row of b per step of k) over blocks of KC steps of k.
- * Operands are read in place where the kernel can (a row-contiguous a through row pointers,
- * whole strips of a row-contiguous b); otherwise packed into k-major strips (zero-padded past
- * the matrix edge) first. A row-contiguous a times a column-contiguous b with fewer rows than
- * columns runs as c^T = b^T a^T, so that the smaller operand is the one transposed in packing.
+ * A register-blocked micro-kernel (up to MR rows x NV vectors of accumulators, a broadcast of
+ * one element of a times NV vectors of a row of b per step of k) over blocks of KC steps of k.
+ * b is packed per strip of NR columns into a k-major panel (zero-padded past the matrix edge),
+ * which stays in L1 while the kernel walks all rows of a. a is read in place where its rows
+ * are contiguous (row pointers), else packed into k-major strips of MR rows first (a
+ * column-major a, the weight gradient's x^T, copies MR contiguous elements a step). The
+ * kernel is specialized on its row count, so the last strip of rows runs only the rows it has.
+ * A row-contiguous a times a column-contiguous b with fewer rows than columns runs as
+ * c^T = b^T a^T, so that the smaller operand is the one transposed in packing.
  * Strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK multiply-adds. Few
  * outputs of long rows, both operands contiguous along k, run as dot products (`dots`).
  * No fast-math: NaN and infinities propagate as in any sum of products (zero padding only
@@ -19,21 +22,15 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #define VBYTES 64
-#define BCAST_float _mm512_set1_ps
-#define BCAST_double _mm512_set1_pd
 #elif defined(__AVX__)
 #include <immintrin.h>
 #define VBYTES 32
-#define BCAST_float _mm256_set1_ps
-#define BCAST_double _mm256_set1_pd
 #else
 #define VBYTES 16
-#define BCAST_float(x) ((vec_float){x, x, x, x})
-#define BCAST_double(x) ((vec_double){x, x})
 #endif
 
 #define KC 256
-#define MR 8
+#define MR 8 /* BY_ROWS lists the counts below it */
 #define NV 2
 #define GEMM_THREAD_WORK (1 << 21)
 /* few outputs of long rows (a convolution's weight gradient: im2col columns times the output
@@ -43,28 +40,43 @@
 #define DOT_KC 2048
 #define DOT_COLS 4
 
+/* calls kernel(R, ...) with the row count mr (1 <= mr <= MR) as a constant: one
+ * specialization of the kernel per count */
+#define BY_ROWS(kernel, mr, ...)                                                              \
+    switch (mr) {                                                                             \
+    case 1: kernel(1, __VA_ARGS__); break;                                                    \
+    case 2: kernel(2, __VA_ARGS__); break;                                                    \
+    case 3: kernel(3, __VA_ARGS__); break;                                                    \
+    case 4: kernel(4, __VA_ARGS__); break;                                                    \
+    case 5: kernel(5, __VA_ARGS__); break;                                                    \
+    case 6: kernel(6, __VA_ARGS__); break;                                                    \
+    case 7: kernel(7, __VA_ARGS__); break;                                                    \
+    default: kernel(MR, __VA_ARGS__); break;                                                  \
+    }
+
 #define DEFINE_GEMM(T)                                                                          \
 typedef T vec_##T __attribute__((vector_size(VBYTES)));                                       \
 enum { W_##T = VBYTES / sizeof(T), NR_##T = NV * (VBYTES / sizeof(T)) };                      \
                                                                                               \
-/* c tile (transposed when tr) = or += a[MR x kc] b[kc x NR]: a's row i at a + i * lda, its   \
- * step p at p * ka; b's row p at b + p * ldb */                                              \
-static inline void micro_##T(int64_t kc, const T* restrict a, int64_t lda, int64_t ka,        \
-                             const T* restrict b, int64_t ldb, T* restrict c, int64_t ldc,    \
-                             int64_t mr, int64_t nr, int add, int tr) {                        \
+/* c tile (transposed when tr) = or += a[rows x kc] b[kc x NR]: a's row i at a + i * lda, its \
+ * step p at p * ka; b a packed k-major panel (row p at b + p * ldb), nr of its columns kept */\
+static inline __attribute__((always_inline)) void                                             \
+tile_##T(int rows, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,                  \
+         const T* restrict b, int64_t ldb, T* restrict c, int64_t ldc, int64_t nr, int add,   \
+         int tr) {                                                                            \
     vec_##T acc[MR][NV];                                                                      \
-    for (int i = 0; i < MR; i++)                                                              \
+    for (int i = 0; i < rows; i++)                                                            \
         for (int j = 0; j < NV; j++) acc[i][j] = (vec_##T){0};                               \
     for (int64_t p = 0; p < kc; p++) {                                                        \
         vec_##T bv[NV];                                                                       \
         for (int j = 0; j < NV; j++) memcpy(&bv[j], b + p * ldb + j * W_##T, VBYTES);         \
-        for (int i = 0; i < MR; i++) {                                                        \
-            vec_##T av = (vec_##T)BCAST_##T(a[i * lda + p * ka]);                              \
+        for (int i = 0; i < rows; i++) {                                                      \
+            T av = a[i * lda + p * ka];                                                       \
             for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];                             \
         }                                                                                     \
     }                                                                                         \
-    if (!tr && mr == MR && nr == NR_##T) {                                                    \
-        for (int i = 0; i < MR; i++)                                                          \
+    if (!tr && nr == NR_##T) {                                                                \
+        for (int i = 0; i < rows; i++)                                                        \
             for (int j = 0; j < NV; j++) {                                                    \
                 T* row = c + i * ldc + j * W_##T;                                             \
                 if (add) {                                                                    \
@@ -78,31 +90,47 @@ static inline void micro_##T(int64_t kc, const T* restrict a, int64_t lda, int64
     }                                                                                         \
     T tile[MR][NR_##T];                                                                       \
     memcpy(tile, acc, sizeof tile);                                                           \
-    for (int64_t i = 0; i < mr; i++)                                                          \
+    for (int64_t i = 0; i < rows; i++)                                                        \
         for (int64_t j = 0; j < nr; j++) {                                                    \
             T* at = tr ? c + j * ldc + i : c + i * ldc + j;                                   \
             *at = add ? *at + tile[i][j] : tile[i][j];                                        \
         }                                                                                     \
 }                                                                                             \
                                                                                               \
+static void micro_##T(int64_t mr, int64_t kc, const T* a, int64_t lda, int64_t ka,            \
+                      const T* b, int64_t ldb, T* c, int64_t ldc, int64_t nr, int add,        \
+                      int tr) {                                                               \
+    BY_ROWS(tile_##T, mr, kc, a, lda, ka, b, ldb, c, ldc, nr, add, tr)                        \
+}                                                                                             \
+                                                                                              \
 /* b's strip of NR columns from j0, steps pc.. pc + kc, k-major and zero-padded, into dst */  \
 static void pack_b_##T(const T* b, int64_t brs, int64_t bcs, int64_t n, int64_t j0,           \
-                       int64_t pc, int64_t kc, T* dst) {                                      \
+                       int64_t pc, int64_t kc, T* restrict dst) {                             \
     int64_t nr = n - j0 < NR_##T ? n - j0 : NR_##T;                                          \
+    if (bcs == 1) {                                                                           \
+        for (int64_t p = 0; p < kc; p++) {                                                    \
+            memcpy(dst + p * NR_##T, b + (pc + p) * brs + j0, nr * sizeof(T));                \
+            memset(dst + p * NR_##T + nr, 0, (NR_##T - nr) * sizeof(T));                      \
+        }                                                                                     \
+        return;                                                                               \
+    }                                                                                         \
     for (int64_t j = 0; j < NR_##T; j++) {                                                    \
         const T* col = b + pc * brs + (j0 + j) * bcs;                                         \
         for (int64_t p = 0; p < kc; p++) dst[p * NR_##T + j] = j < nr ? col[p * brs] : 0;     \
     }                                                                                         \
 }                                                                                             \
                                                                                               \
-/* a's strip of MR rows from i0, steps pc.. pc + kc, k-major and zero-padded, into dst */     \
-static void pack_a_##T(const T* a, int64_t ars, int64_t acs, int64_t m, int64_t i0,           \
-                       int64_t pc, int64_t kc, T* dst) {                                      \
-    int64_t mr = m - i0 < MR ? m - i0 : MR;                                                   \
-    for (int64_t i = 0; i < MR; i++) {                                                        \
-        const T* row = a + (i0 + i) * ars + pc * acs;                                         \
-        for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = i < mr ? row[p * acs] : 0;         \
+/* a's strip of mr rows from i0, steps pc.. pc + kc, k-major (MR a step), into dst */         \
+static void pack_a_##T(const T* a, int64_t ars, int64_t acs, int64_t mr, int64_t i0,          \
+                       int64_t pc, int64_t kc, T* restrict dst) {                             \
+    const T* at = a + i0 * ars + pc * acs;                                                    \
+    if (ars == 1 && mr == MR) {                                                               \
+        for (int64_t p = 0; p < kc; p++)                                                      \
+            for (int i = 0; i < MR; i++) dst[p * MR + i] = at[p * acs + i];                   \
+        return;                                                                               \
     }                                                                                         \
+    for (int64_t i = 0; i < mr; i++)                                                          \
+        for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = at[i * ars + p * acs];             \
 }                                                                                             \
                                                                                               \
 static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,    \
@@ -110,7 +138,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     const int64_t nr_full = NR_##T;                                                           \
     int64_t nstrips = (n + nr_full - 1) / nr_full, mstrips = (m + MR - 1) / MR;              \
     int64_t kcmax = k < KC ? k : KC;                                                          \
-    int pack_a = acs != 1 || mstrips * MR != m;                                               \
+    int pack_a = acs != 1;                                                                    \
     T* bp = aligned_alloc(64, (size_t)(nstrips * nr_full * kcmax * sizeof(T) + 64) / 64 * 64); \
     T* ap = pack_a ? aligned_alloc(64, (size_t)(mstrips * MR * kcmax * sizeof(T) + 64) / 64 * 64) \
                    : NULL;                                                                    \
@@ -123,24 +151,22 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     for (int64_t pc = 0; pc < k; pc += KC) {                                                  \
         int64_t kc = k - pc < KC ? k - pc : KC;                                               \
         if (pack_a)                                                                           \
-            for (int64_t s = 0; s < mstrips; s++) pack_a_##T(a, ars, acs, m, s * MR, pc, kc, ap + s * MR * kc); \
+            for (int64_t s = 0; s < mstrips; s++) {                                           \
+                int64_t i0 = s * MR;                                                          \
+                pack_a_##T(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, ap + s * MR * kc); \
+            }                                                                                 \
         _Pragma("omp parallel for schedule(static) if (threaded)")                            \
         for (int64_t js = 0; js < nstrips; js++) {                                            \
             int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;              \
-            const T* bs = b + pc * brs + j0;                                                  \
-            int64_t ldb = brs;                                                                \
-            if (bcs != 1 || nr < nr_full) { /* a b read in place must have whole rows of NR */ \
-                bs = bp + js * nr_full * kc;                                                  \
-                pack_b_##T(b, brs, bcs, n, j0, pc, kc, bp + js * nr_full * kc);               \
-                ldb = nr_full;                                                                \
-            }                                                                                 \
+            T* bs = bp + js * nr_full * kc;                                                   \
+            pack_b_##T(b, brs, bcs, n, j0, pc, kc, bs);                                       \
             for (int64_t s = 0; s < mstrips; s++) {                                           \
                 int64_t i0 = s * MR, mr = m - i0 < MR ? m - i0 : MR;                          \
                 T* tile = tr ? c + j0 * ldc + i0 : c + i0 * ldc + j0;                         \
                 if (pack_a)                                                                   \
-                    micro_##T(kc, ap + s * MR * kc, 1, MR, bs, ldb, tile, ldc, mr, nr, pc > 0, tr); \
+                    micro_##T(mr, kc, ap + s * MR * kc, 1, MR, bs, nr_full, tile, ldc, nr, pc > 0, tr); \
                 else                                                                          \
-                    micro_##T(kc, a + i0 * ars + pc, ars, 1, bs, ldb, tile, ldc, mr, nr, pc > 0, tr); \
+                    micro_##T(mr, kc, a + i0 * ars + pc, ars, 1, bs, nr_full, tile, ldc, nr, pc > 0, tr); \
             }                                                                                 \
         }                                                                                     \
     }                                                                                         \
@@ -148,7 +174,6 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     free(bp);                                                                                 \
     return 0;                                                                                 \
 }                                                                                             \
-                                                                                              \
 /* c = a @ b as dot products of a's rows with b's columns, both contiguous along k, in      \
  * blocks of DOT_KC steps (a's block stays in cache while b's columns stream once), DOT_COLS  \
  * columns of b at a time (each load of a feeds DOT_COLS products); column groups on OpenMP  \
