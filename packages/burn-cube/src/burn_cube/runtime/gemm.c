@@ -3,8 +3,9 @@
  *
  * A register-blocked micro-kernel (up to MR rows x NV vectors of accumulators, a broadcast of
  * one element of a times NV vectors of a row of b per step of k) over blocks of KC steps of k.
- * b is packed per strip of NR columns into a k-major panel (zero-padded past the matrix edge),
- * which stays in L1 while the kernel walks all rows of a. a is read in place where its rows
+ * b is packed per strip of NR columns into a k-major panel on the stack (zero-padded past the
+ * matrix edge; one L1-sized buffer reused by every strip of a thread), which stays in L1
+ * while the kernel walks all rows of a. a is read in place where its rows
  * are contiguous (row pointers), else packed into k-major strips of MR rows first (a
  * column-major a, the weight gradient's x^T, copies MR contiguous elements a step). The
  * kernel is specialized on its row count, so the last strip of rows runs only the rows it has.
@@ -139,14 +140,10 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     int64_t nstrips = (n + nr_full - 1) / nr_full, mstrips = (m + MR - 1) / MR;              \
     int64_t kcmax = k < KC ? k : KC;                                                          \
     int pack_a = acs != 1;                                                                    \
-    T* bp = aligned_alloc(64, (size_t)(nstrips * nr_full * kcmax * sizeof(T) + 64) / 64 * 64); \
     T* ap = pack_a ? aligned_alloc(64, (size_t)(mstrips * MR * kcmax * sizeof(T) + 64) / 64 * 64) \
                    : NULL;                                                                    \
-    if (bp == NULL || (pack_a && ap == NULL)) {                                               \
-        free(bp);                                                                             \
-        free(ap);                                                                             \
+    if (pack_a && ap == NULL)                                                                 \
         return 1;                                                                             \
-    }                                                                                         \
     int threaded = (double)m * n * k >= GEMM_THREAD_WORK;                                     \
     for (int64_t pc = 0; pc < k; pc += KC) {                                                  \
         int64_t kc = k - pc < KC ? k - pc : KC;                                               \
@@ -158,7 +155,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
         _Pragma("omp parallel for schedule(static) if (threaded)")                            \
         for (int64_t js = 0; js < nstrips; js++) {                                            \
             int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;              \
-            T* bs = bp + js * nr_full * kc;                                                   \
+            T bs[KC * NR_##T] __attribute__((aligned(64)));                                   \
             pack_b_##T(b, brs, bcs, n, j0, pc, kc, bs);                                       \
             for (int64_t s = 0; s < mstrips; s++) {                                           \
                 int64_t i0 = s * MR, mr = m - i0 < MR ? m - i0 : MR;                          \
@@ -171,7 +168,6 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
         }                                                                                     \
     }                                                                                         \
     free(ap);                                                                                 \
-    free(bp);                                                                                 \
     return 0;                                                                                 \
 }                                                                                             \
 /* c = a @ b as dot products of a's rows with b's columns, both contiguous along k, in      \
@@ -217,7 +213,7 @@ static void dots_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, c
     }                                                                                         \
 }                                                                                             \
                                                                                               \
-/* c = a @ b; returns 1 where the packing buffers cannot be allocated, else 0 */              \
+/* c = a @ b; returns 1 where a's packing buffer cannot be allocated, else 0 */              \
 int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,        \
                 const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                    \
     if (acs == 1 && brs == 1 && m * n <= DOT_OUTPUTS && k >= DOT_DEPTH) {                     \
