@@ -360,9 +360,10 @@ def test_kernels_generate_cuda_source(dtype: DType) -> None:
 
 def test_candidates_per_runtime() -> None:
     cpu, wgpu = _backend("cpu"), _backend("wgpu")
-    assert mm.candidates(cpu, DType.float32, 1 << 30) == ["blas"]
+    assert mm.candidates(cpu, DType.float32, mm.CPU_GEMM_TUNE_WORK * 2) == ["blas"]
     for dtype in (DType.float32, DType.float64):
         assert mm.candidates(cpu, dtype, 1 << 20) == ["blas", "gemm"]
+        assert mm.candidates(cpu, dtype, mm.CPU_GEMM_TUNE_WORK) == ["blas", "gemm"]
     for dtype in (DType.float16, DType.bfloat16):
         assert mm.candidates(cpu, dtype, 1 << 20) == ["blas"]
     assert mm.candidates(cpu, DType.int32, 1 << 10) == ["blas", *mm.CPU_INT_TILES]

@@ -11,8 +11,9 @@
  * kernel is specialized on its row count, so the last strip of rows runs only the rows it has.
  * A row-contiguous a times a column-contiguous b with fewer rows than columns runs as
  * c^T = b^T a^T, so that the smaller operand is the one transposed in packing.
- * Strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK multiply-adds. Few
- * outputs of long rows, both operands contiguous along k, run as dot products (`dots`).
+ * a's packing and the strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK
+ * multiply-adds (one parallel region a product). Few outputs of long rows, both operands
+ * contiguous along k, run as dot products (`dots`).
  * No fast-math: NaN and infinities propagate as in any sum of products (zero padding only
  * feeds elements of c that are never stored).
  */
@@ -145,14 +146,17 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     if (pack_a && ap == NULL)                                                                 \
         return 1;                                                                             \
     int threaded = (double)m * n * k >= GEMM_THREAD_WORK;                                     \
+    _Pragma("omp parallel if (threaded)")                                                     \
     for (int64_t pc = 0; pc < k; pc += KC) {                                                  \
         int64_t kc = k - pc < KC ? k - pc : KC;                                               \
-        if (pack_a)                                                                           \
+        if (pack_a) {                                                                         \
+            _Pragma("omp for schedule(static)")                                               \
             for (int64_t s = 0; s < mstrips; s++) {                                           \
                 int64_t i0 = s * MR;                                                          \
                 pack_a_##T(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, ap + s * MR * kc); \
             }                                                                                 \
-        _Pragma("omp parallel for schedule(static) if (threaded)")                            \
+        }                                                                                     \
+        _Pragma("omp for schedule(static)")                                                   \
         for (int64_t js = 0; js < nstrips; js++) {                                            \
             int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;              \
             T bs[KC * NR_##T] __attribute__((aligned(64)));                                   \

@@ -44,13 +44,15 @@ from .tensor import CubeTensor, Shape, host_view
 #: Shared-memory bytes a tile may use (WebGPU's guaranteed minimum per workgroup).
 SHARED_BYTES = 16384
 #: On the cpu runtime float32 / float64 race BLAS against the runtime's own kernel up to
-#: `CPU_TUNE_WORK` multiply-adds (BLAS past it), float16 / bfloat16 run on BLAS (the generated
-#: tiles were 15x to 400x slower, measured); ints race numpy's integer matmul (no BLAS) against
-#: these tiles, timed up to `CPU_TUNE_WORK` multiply-adds; larger products take the first tile
-#: directly (numpy's int matmul was 2x to 7x slower there, and one timing trial would take
-#: seconds).
+#: `CPU_GEMM_TUNE_WORK` multiply-adds (BLAS past it, where OpenBLAS runs threads of its own;
+#: below it the kernel won [1024, 128] x [128, 512] and 512^3 at one thread, measured),
+#: float16 / bfloat16 run on BLAS (the generated tiles were 15x to 400x slower, measured);
+#: ints race numpy's integer matmul (no BLAS) against these tiles, timed up to
+#: `CPU_TUNE_WORK` multiply-adds; larger products take the first tile directly (numpy's int
+#: matmul was 2x to 7x slower there, and one timing trial would take seconds).
 CPU_INT_TILES = ("tile64x64x16", "tile32x32x16")
 CPU_TUNE_WORK = 1 << 24
+CPU_GEMM_TUNE_WORK = 1 << 28
 #: The scalar tile a line tile's runner takes when rhs or out cannot be read as whole lines.
 LINE_FALLBACK = "tile64x64x16"
 
@@ -499,7 +501,7 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
     if only is not None:
         return [only]
     if props.name == "cpu" and dtype in _CPU_GEMM:
-        return ["blas", "gemm"] if work <= CPU_TUNE_WORK else ["blas"]
+        return ["blas", "gemm"] if work <= CPU_GEMM_TUNE_WORK else ["blas"]
     if props.name == "cpu":
         return ["blas", *CPU_INT_TILES] if work <= CPU_TUNE_WORK else [CPU_INT_TILES[0]]
     item = accumulator(dtype).numpy.itemsize
