@@ -5,10 +5,10 @@
  * one element of a times NV vectors of a row of b per step of k) over blocks of KC steps of k.
  * b is packed per strip of NR columns into a k-major panel on the stack (zero-padded past the
  * matrix edge; one L1-sized buffer reused by every strip of a thread), which stays in L1
- * while the kernel walks all rows of a. a is read in place where its rows
- * are contiguous (row pointers), else packed into k-major strips of MR rows first (a
- * column-major a, the weight gradient's x^T, copies MR contiguous elements a step). The
- * kernel is specialized on its row count, so the last strip of rows runs only the rows it has.
+ * while the kernel walks all rows of a. a is read in place where its rows are contiguous
+ * (row pointers), else packed into k-major strips of MR rows first (a column-major a, the
+ * weight gradient's x^T, copies MR contiguous elements a step). The kernel is specialized on
+ * its row count, so the last strip of rows runs only the rows it has.
  * A row-contiguous a times a column-contiguous b with fewer rows than columns runs as
  * c^T = b^T a^T, so that the smaller operand is the one transposed in packing.
  * a's packing and the strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK
@@ -174,6 +174,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     free(ap);                                                                                 \
     return 0;                                                                                 \
 }                                                                                             \
+                                                                                              \
 /* c = a @ b as dot products of a's rows with b's columns, both contiguous along k, in      \
  * blocks of DOT_KC steps (a's block stays in cache while b's columns stream once), DOT_COLS  \
  * columns of b at a time (each load of a feeds DOT_COLS products); column groups on OpenMP  \
