@@ -147,22 +147,23 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         STATS.cache_hits += 1
     if type(plan) is Unfused:
         return _unfused(inner, block, lhs, rhs, values, needed, plan.epilogue)
-    program, tile, kernels, launches, opaque = plan[:5]
+    program, tile, kernels, epilogue = plan.program, plan.tile, plan.kernels, plan.epilogue
     shape = program.shape
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
     lv, rv, ov = kernel_views(lhs, rhs, outs[0])
     kernel = kernels.get(len(ov.shape))
     if kernel is None:  # (batched: the rank of the views, batch dims merged as strides allow)
         kernel = kernels[len(ov.shape)] = tiled_kernel(lhs.dtype, len(ov.shape), tile,
-                                                       plan.epilogue)
+                                                       epilogue)
     ins = [broadcast_view(values[block[i].args[p].id], shape).array for i, p in plan.reads]
     numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
-    numbers += opaque
-    for cube_count, z0 in launches:
+    if epilogue.opaque:
+        numbers += Opaque.VALUES
+    for cube_count, z0 in plan.launches:
         inner.launch_cubes_planned(kernel, cube_count, (tile.units_x, tile.units_y), lv.array,
                                    rv.array, ov.array, z0, *ins,
                                    *(o.array for o in outs[1:]), *numbers)
-    STATS.kernels_launched += len(launches)
+    STATS.kernels_launched += len(plan.launches)
     STATS.ops_fused += program.live
     STATS.ops_dead += len(block) - program.live
     return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
@@ -190,7 +191,6 @@ class Fused(NamedTuple):
         kernels: the tiled kernels with the epilogue by the rank of the kernel views
             (`kernel_views`).
         launches: per launch, its cube count and first batch (`z0`).
-        opaque: the kernel's `Opaque` scalars (none off WGSL).
         reads: per epilogue input, the (op position, argument position) reading it.
         epilogue: the kernels' epilogue.
     """
@@ -199,7 +199,6 @@ class Fused(NamedTuple):
     tile: Tile
     kernels: dict[int, Any]
     launches: tuple[tuple[tuple[int, int, int], int], ...]
-    opaque: tuple[int, ...]
     reads: tuple[tuple[int, int], ...]
     epilogue: Epilogue
 
@@ -223,17 +222,16 @@ def _fused_plan(inner: Any, block: list[Pending], needed: set[int], tile: Tile
     slots = tuple(k for k in range(len(program.inputs)) if k not in operands)
     reads = tuple(program.inputs[k] for k in slots)
     in_ids = tuple(id(block[i].args[p].dtype) for i, p in reads)
-    opaque = opaque_math(inner)
     shape = program.shape
-    epilogue = Epilogue(len(shape), in_ids, slots, program.ops, program.outputs, opaque)
+    epilogue = Epilogue(len(shape), in_ids, slots, program.ops, program.outputs,
+                        opaque_math(inner))
     cx, cy = math.ceil(shape[-1] / tile.bn), math.ceil(shape[-2] / tile.bm)
     batches = math.prod(shape[:-2])
     per_launch = batches_per_launch(inner, cx * cy * tile.units)
     launches = tuple(((cx, cy, min(per_launch, batches - z0)), z0)
                      for z0 in range(0, batches, per_launch))
     STATS.plans += 1
-    return Fused(program, tile, {}, launches, Opaque.VALUES if opaque else (), reads,
-                 epilogue)
+    return Fused(program, tile, {}, launches, reads, epilogue)
 
 
 def _unfused(inner: Any, block: list[Pending], lhs: Any, rhs: Any, values: dict[int, Any],
