@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_limits
 
 import burn
 from burn.backends.cube import CubeTensor
@@ -220,8 +221,11 @@ def test_edge_values(device: str, strategy: str) -> None:
 #: (m, k, n, lhs view, rhs view) past the cpu kernel's edges: rows not a multiple of its 8,
 #: columns not of its 32 (float32) / 16 (float64) lanes, depths over one block of 256 steps,
 #: column-major lhs and rhs, rhs transposed with fewer rows than columns (the c^T path),
-#: negative and zero strides, sizes that run on OpenMP threads (2M multiply-adds).
+#: negative and zero strides, sizes that run on OpenMP threads (2M multiply-adds: split by
+#: rows where there are more rows than columns, else by columns, a column-major lhs packed
+#: over several blocks of depth both ways).
 GEMM_EDGES = [
+    (203, 600, 90, _tr, lambda x: x), (97, 600, 300, _tr, lambda x: x),
     (64, 784, 256, lambda x: x, _tr), (256, 64, 784, _tr, lambda x: x),
     (13, 600, 70, lambda x: x, lambda x: x), (200, 300, 90, _tr, _tr),
     (1, 1, 1, lambda x: x, lambda x: x), (9, 33, 1, lambda x: x.flip(0), lambda x: x.flip(1)),
@@ -236,6 +240,23 @@ GEMM_EDGES = [
 @pytest.mark.parametrize("index", range(len(GEMM_EDGES)))
 def test_cpu_gemm_kernel_past_its_blocking_edges(index: int, dtype: str) -> None:
     """The cpu runtime's own kernel against torch, each operand a view read in place."""
+    _check_gemm_edge(index, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cpu_gemm_kernel_with_more_threads_than_cores(dtype: str) -> None:
+    """The threaded splits (by rows, a column-major lhs packed over blocks of depth; by
+    columns) with 8 OpenMP threads on this machine's cores, several times: a thread
+    descheduled mid-product while another reaches the last, shorter block of depth still reads
+    its own packed strips."""
+    with threadpool_limits(limits=8, user_api="openmp"):
+        for _ in range(16):
+            for index in (0, 1, 5):
+                _check_gemm_edge(index, dtype)
+
+
+def _check_gemm_edge(index: int, dtype: str) -> None:
+    """`GEMM_EDGES[index]` by the cpu runtime's own kernel against torch."""
     m, k, n, va, vb = GEMM_EDGES[index]
     rng = np.random.default_rng(index)
     out = []

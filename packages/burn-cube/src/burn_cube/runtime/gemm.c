@@ -11,8 +11,12 @@
  * its row count, so the last strip of rows runs only the rows it has.
  * A row-contiguous a times a column-contiguous b with fewer rows than columns runs as
  * c^T = b^T a^T, so that the smaller operand is the one transposed in packing.
- * a's packing and the strips of columns of c run on OpenMP threads from GEMM_THREAD_WORK
- * multiply-adds (one parallel region a product). Few outputs of long rows, both operands
+ * From GEMM_THREAD_WORK multiply-adds the product runs on OpenMP threads (one parallel region
+ * a product), each thread on its own range of strips of rows where c has more rows than
+ * columns (packing its own strips of a, and every strip of b into its own panel; a packed
+ * strip keeps the place of a whole depth block, so a thread on the last, shorter block never
+ * writes where another still reads), else of
+ * columns (a packed by all threads between barriers). Few outputs of long rows, both operands
  * contiguous along k, run as dot products (`dots`).
  * No fast-math: NaN and infinities propagate as in any sum of products (zero padding only
  * feeds elements of c that are never stored).
@@ -20,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -145,30 +150,37 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
                    : NULL;                                                                    \
     if (pack_a && ap == NULL)                                                                 \
         return 1;                                                                             \
-    int threaded = (double)m * n * k >= GEMM_THREAD_WORK;                                     \
+    int threaded = (double)m * n * k >= GEMM_THREAD_WORK, by_rows = m > n;                   \
     _Pragma("omp parallel if (threaded)")                                                     \
-    for (int64_t pc = 0; pc < k; pc += KC) {                                                  \
-        int64_t kc = k - pc < KC ? k - pc : KC;                                               \
-        if (pack_a) {                                                                         \
-            _Pragma("omp for schedule(static)")                                               \
-            for (int64_t s = 0; s < mstrips; s++) {                                           \
-                int64_t i0 = s * MR;                                                          \
-                pack_a_##T(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, ap + s * MR * kc); \
+    {                                                                                         \
+        int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();                         \
+        /* this thread's strips of rows it packs (all) and runs (by rows), of columns */      \
+        int64_t s0 = mstrips * t / nt, s1 = mstrips * (t + 1) / nt;                           \
+        int64_t r0 = by_rows ? s0 : 0, r1 = by_rows ? s1 : mstrips;                           \
+        int64_t c0 = by_rows ? 0 : nstrips * t / nt, c1 = by_rows ? nstrips : nstrips * (t + 1) / nt; \
+        T bs[KC * NR_##T] __attribute__((aligned(64)));                                       \
+        for (int64_t pc = 0; pc < k; pc += KC) {                                              \
+            int64_t kc = k - pc < KC ? k - pc : KC;                                           \
+            if (pack_a) {                                                                     \
+                for (int64_t s = s0; s < s1; s++) {                                           \
+                    int64_t i0 = s * MR;                                                      \
+                    pack_a_##T(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, ap + s * MR * kcmax); \
+                }                                                                             \
+                if (!by_rows) { _Pragma("omp barrier") }                                      \
             }                                                                                 \
-        }                                                                                     \
-        _Pragma("omp for schedule(static)")                                                   \
-        for (int64_t js = 0; js < nstrips; js++) {                                            \
-            int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;              \
-            T bs[KC * NR_##T] __attribute__((aligned(64)));                                   \
-            pack_b_##T(b, brs, bcs, n, j0, pc, kc, bs);                                       \
-            for (int64_t s = 0; s < mstrips; s++) {                                           \
-                int64_t i0 = s * MR, mr = m - i0 < MR ? m - i0 : MR;                          \
-                T* tile = tr ? c + j0 * ldc + i0 : c + i0 * ldc + j0;                         \
-                if (pack_a)                                                                   \
-                    micro_##T(mr, kc, ap + s * MR * kc, 1, MR, bs, nr_full, tile, ldc, nr, pc > 0, tr); \
-                else                                                                          \
-                    micro_##T(mr, kc, a + i0 * ars + pc, ars, 1, bs, nr_full, tile, ldc, nr, pc > 0, tr); \
+            for (int64_t js = c0; js < c1; js++) {                                            \
+                int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;          \
+                pack_b_##T(b, brs, bcs, n, j0, pc, kc, bs);                                   \
+                for (int64_t s = r0; s < r1; s++) {                                           \
+                    int64_t i0 = s * MR, mr = m - i0 < MR ? m - i0 : MR;                      \
+                    T* tile = tr ? c + j0 * ldc + i0 : c + i0 * ldc + j0;                     \
+                    if (pack_a)                                                               \
+                        micro_##T(mr, kc, ap + s * MR * kcmax, 1, MR, bs, nr_full, tile, ldc, nr, pc > 0, tr); \
+                    else                                                                      \
+                        micro_##T(mr, kc, a + i0 * ars + pc, ars, 1, bs, nr_full, tile, ldc, nr, pc > 0, tr); \
+                }                                                                             \
             }                                                                                 \
+            if (pack_a && !by_rows) { _Pragma("omp barrier") } /* the next block repacks a */ \
         }                                                                                     \
     }                                                                                         \
     free(ap);                                                                                 \
