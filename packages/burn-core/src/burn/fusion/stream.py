@@ -285,9 +285,11 @@ class Stream:
 
     def forget(self) -> None:
         """Drop what the stream learned of lone ops (`LONE`) and of products run at once
-        (`_unfused_matmul`): every structure is recorded again (for a changed configuration
-        of the fusers)."""
+        (`_unfused_matmul`), and its flush plans (which blocks pay, `_pays`): every structure
+        is recorded again (for a changed configuration of the fusers; the fusers' cells and
+        kernels stay)."""
         with self.lock:
+            self.plans.clear()
             self.results.clear()  # (the results of recorded ops are inferred again)
             self.alone.clear()
             self.shared.clear()
