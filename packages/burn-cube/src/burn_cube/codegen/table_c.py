@@ -58,10 +58,10 @@ LINE_TYPEDEF = "typedef {T} bc_{s} __attribute__((vector_size({size}), aligned({
 MATH_CALLS = ("exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tan", "tanh", "asin",
               "acos", "atan", "sinh", "cosh", "sqrt", "floor", "ceil", "trunc", "erf")
 #: Of the math.h calls (those and pow, fmod), the ones gcc turns into vector instructions here
-#: (-fno-math-errno; floor, ceil and trunc stay calls under the default -ftrapping-math). A
-#: loop holding any other call is not vectorized: every op of a fused kernel's loop then runs
-#: one element at a time (`calls_library`).
-VECTOR_CALLS = frozenset(("sqrt",))
+#: (-fno-math-errno; floor, ceil and trunc under -fno-trapping-math). A loop holding any other
+#: call is not vectorized: every op of a fused kernel's loop then runs one element at a time
+#: (`calls_library`).
+VECTOR_CALLS = frozenset(("sqrt", "floor", "ceil", "trunc"))
 
 
 def calls_library(op: str, dtype_name: str) -> bool:

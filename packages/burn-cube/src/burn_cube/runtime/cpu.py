@@ -2,9 +2,11 @@
 
 The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` on ``PATH``,
 looked up when the first kernel is compiled. Flags: ``-O3 -march=native -fopenmp -fwrapv
--fno-math-errno`` (signed integers wrap, as numpy; no ``-ffast-math``: NaN and infinities keep
-IEEE semantics, and results match numpy to a few ulp of libm), and the `OPTIONAL_FLAGS` that the
-compiler takes.
+-fno-math-errno -fno-trapping-math`` (signed integers wrap, as numpy; no ``-ffast-math``: NaN and
+infinities keep IEEE semantics, and results match numpy to a few ulp of libm; floating-point
+exception flags are not observed, so a loop whose body selects between a division or a rounding
+and another value vectorizes without AVX-512's masks: the inline f32 exp and tanh on AVX2), and
+the `OPTIONAL_FLAGS` that the compiler takes.
 Kernels run on the runtime's private copy of libgomp (`openmp.py`), whatever OpenMP runtime
 PyTorch or others loaded.
 """
@@ -48,8 +50,8 @@ from burn_cube.runtime.base import (
 from burn_cube.runtime.openmp import brief_spinning, link_flags, private_openmp
 from burn_cube.types import DTYPES, DType, from_numpy
 
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-std=gnu11", "-fPIC",
-         "-shared")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-fwrapv",
+         "-std=gnu11", "-fPIC", "-shared")
 #: The host's physical memory in bytes (0 where the platform does not say).
 HOST_MEMORY = (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
                if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names else 0)
