@@ -14,10 +14,10 @@
  * From GEMM_THREAD_WORK multiply-adds the product runs on OpenMP threads (one parallel region
  * a product), each thread on its own range of strips of rows where c has more rows than
  * columns (packing its own strips of a, and every strip of b into its own panel; a packed
- * strip keeps the place of a whole depth block, so a thread on the last, shorter block never
- * writes where another still reads), else of
- * columns (a packed by all threads between barriers). Few outputs of long rows, both operands
- * contiguous along k, run as dot products (`dots`).
+ * strip keeps the place of a whole block of depth, so a thread on the last, shorter block
+ * never writes where another still reads), else of columns (a packed by all threads between
+ * barriers). Few outputs of long rows, both operands contiguous along k, run as dot products
+ * (`dots`).
  * No fast-math: NaN and infinities propagate as in any sum of products (zero padding only
  * feeds elements of c that are never stored).
  */
