@@ -154,7 +154,8 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     _Pragma("omp parallel if (threaded)")                                                     \
     {                                                                                         \
         int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();                         \
-        /* this thread's strips of rows it packs (all) and runs (by rows), of columns */      \
+        /* this thread's share of the strips of rows (it packs them; it runs them by rows,    \
+         * every strip by columns) and of the strips of columns (all by rows) */              \
         int64_t s0 = mstrips * t / nt, s1 = mstrips * (t + 1) / nt;                           \
         int64_t r0 = by_rows ? s0 : 0, r1 = by_rows ? s1 : mstrips;                           \
         int64_t c0 = by_rows ? 0 : nstrips * t / nt, c1 = by_rows ? nstrips : nstrips * (t + 1) / nt; \
