@@ -13,7 +13,7 @@ import pytest
 import burn_cube as bc
 from burn_cube import ABSOLUTE_POS, Tensor, bf16, bool_, f16, f32, i32, i64
 from burn_cube.codegen import generate
-from burn_cube.codegen.c import CACHE_LINE, PREFETCH_AHEAD, PREFETCH_BLOCK
+from burn_cube.codegen.c import CACHE_LINE, PREFETCH_AHEAD, PREFETCH_BLOCK, STREAM_BYTES
 from burn_cube.errors import CompileError, LaunchError
 from burn_cube.ir import KernelBuilder
 from burn_cube.kernel import IRKernel
@@ -143,6 +143,51 @@ def test_lane_flat_blocks_match_numpy(lines: int) -> None:
     doubled = rt.allocate(x.shape, bc.f64)
     double_line.launch(rt, -(-lines * 2 // 64), 64, rt.upload(x.astype(np.float64)), doubled)
     np.testing.assert_array_equal(doubled.numpy(), x.astype(np.float64) * 2)
+
+
+@bc.kernel
+def clipped_line(x: Tensor[bc.Line[f32, 4]], out: Tensor[bc.Line[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        if i % 2 == 0:  # a store under a condition: its block is not written whole
+            out[i] = v
+
+
+def test_large_outputs_are_streamed_where_written_whole() -> None:
+    """A lane-flat block loop that stores its outputs unconditionally gets a streamed copy for
+    large 64-byte-aligned outputs (staging buffer, then `bc_stream_bytes`, fenced once a
+    launch); loops storing under a condition, or reading no tensor, keep ordinary stores."""
+    x = np.zeros(1024, np.float32)
+    src = gelu_line.source("c", 256, x, x)
+    assert f"(int64_t)t_out_len * 16 >= {STREAM_BYTES}" in src
+    assert "bc_nt_out[bc_e - bc_b] = " in src and "bc_stream_bytes(&t_out_e[" in src
+    assert "if (bc_streamed) bc_stream_fence();" in src
+    for plain in (clipped_line.source("c", 256, x, x), fill_line.source("c", 64, x)):
+        assert "bc_stream" not in plain
+
+
+def test_streamed_outputs_match_ordinary_stores() -> None:
+    """Past `STREAM_BYTES` (several threads' ranges, a partial last block, a last partial
+    cube), the streamed GELU equals, bit for bit, the same kernel run on a prefix below the
+    threshold (ordinary stores), and numpy to float32 tolerance; buffers the cpu runtime
+    hands out start on a cache line; a kernel writing in place streams too."""
+    rt = bc.runtime("cpu")
+    lines = STREAM_BYTES // 16 + 256 * 3 + 37
+    x = RNG.standard_normal(4 * lines).astype(np.float32)
+    source = rt.upload(x)
+    out = rt.empty(x.shape, f32)
+    assert out.handle.ctypes.data % 64 == 0 and source.handle.ctypes.data % 64 == 0
+    gelu_line.launch(rt, -(-lines // 256), 256, source, out)
+    got = out.numpy()
+    assert got.shape == x.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, gelu_ref(x), rtol=1e-5, atol=1e-6)
+    prefix = 4 * 256 * 64
+    small = rt.empty((prefix,), f32)
+    gelu_line.launch(rt, 64, 256, rt.upload(x[:prefix]), small)
+    np.testing.assert_array_equal(small.numpy(), got[:prefix])
+    gelu_line.launch(rt, -(-lines // 256), 256, source, source)
+    np.testing.assert_array_equal(source.numpy(), got)
 
 
 def test_lane_flat_matches_numpy(rt: bc.Runtime) -> None:

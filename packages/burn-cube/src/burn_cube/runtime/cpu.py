@@ -73,6 +73,31 @@ def refuse_past_memory(shape: tuple[int, ...], dtype: DType) -> None:
                           f"of memory (shape {tuple(shape)}, {dtype.name})")
 
 
+#: Buffers of at least `ALIGNED_BYTES` start on a cache line (`ALIGNMENT` bytes; numpy's own
+#: large buffers start 16 bytes past a page): kernels then store whole lines, which the C
+#: target's non-temporal stores of large outputs need (`codegen.c.STREAM_BYTES`).
+ALIGNMENT = 64
+ALIGNED_BYTES = 1 << 16
+
+
+def line_aligned_empty(shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """An uninitialised C-contiguous array, starting on a cache line where it is large.
+
+    Args:
+        shape: its shape.
+        dtype: its element type.
+
+    Returns:
+        The array (a view of a slightly larger byte buffer where aligned).
+    """
+    nbytes = math.prod(shape) * dtype.numpy.itemsize
+    if nbytes < ALIGNED_BYTES:
+        return np.empty(shape, dtype.numpy)
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    skip = -raw.ctypes.data % ALIGNMENT
+    return raw[skip:skip + nbytes].view(dtype.numpy).reshape(shape)
+
+
 #: dlopen flag binding a library's symbols to its own dependencies first (Linux).
 _DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0)
 #: Flags added where the compiler takes them (x86 ones): gcc 12 emits masked AVX512-FP16 moves
@@ -417,14 +442,16 @@ class CpuRuntime(Runtime):
         array = self.buffers.array(self, shape, dtype)
         if array is None:
             refuse_past_memory(shape, dtype)
-            return PooledArray(self, np.empty(shape, dtype.numpy), shape, dtype)
+            return PooledArray(self, line_aligned_empty(shape, dtype), shape, dtype)
         return array
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
         if dtype is None:
             raise LaunchError(f"unsupported numpy dtype {array.dtype}")
-        return DeviceArray(self, np.array(array, order="C", copy=True), array.shape, dtype)
+        copy = line_aligned_empty(array.shape, dtype)
+        np.copyto(copy, array)
+        return DeviceArray(self, copy, array.shape, dtype)
 
     def download_storage(self, array: DeviceArray) -> np.ndarray:
         return array.handle.copy()
