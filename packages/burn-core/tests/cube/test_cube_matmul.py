@@ -294,11 +294,12 @@ def test_cpu_gemm_kernel_propagates_nan_and_inf_in_edge_tiles(depth: int, rhs_la
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("lhs_layout", ["c", "t"])  # rows read in place; packed from columns
 def test_cpu_gemm_kernel_runs_every_count_of_last_rows(lhs_layout: str, dtype: str) -> None:
-    """A last strip of each row count 1..8 (the kernel's specializations), its last row
-    holding NaN and inf, against torch in float64: depth over one block, ragged columns."""
+    """A last strip of each row count the kernel is specialized on (1..MR, MR 8 with AVX-512,
+    else 6: 17..24 rows cover every remainder of both), its last row holding NaN and inf,
+    against torch in float64: depth over one block, ragged columns."""
     backend = _backend("cpu")
     rng = np.random.default_rng(7)
-    for m in range(17, 25):  # 2 whole strips of 8, then 1..8 rows
+    for m in range(17, 25):
         a = rng.standard_normal((m, 300)).astype(dtype)
         a[m - 1, 299], a[m - 1, 0] = np.nan, np.inf
         b = rng.standard_normal((300, 45)).astype(dtype)
