@@ -13,7 +13,8 @@ numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidat
 - ReLU's backward as `(x > 0).float() * g` over `MASK_SIZE` float32 elements (a comparison, a
   bool cast and a product: one fused kernel against three) on cpu and cpu+fusion against
   PyTorch;
-- the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op;
+- the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op,
+  on cpu, cpu+fusion, and cpu+fusion with every op recorded (`record_report`);
 - softmax, its backward ``s * (g - sum(g * s))`` and layer norm over rows, at the
   transformer-encoder suite's H200 shapes (`ROWS`: attention scores [32 * 8 * 256, 256],
   activations [32 * 256, 512]), on the devices of ``BURN_BENCH_FUSION_ROWS`` (comma-separated;
@@ -179,9 +180,13 @@ def mask_report(threads: int) -> str:
 
 
 def record_report(threads: int) -> str:
-    """What recording costs per op: a chain of scalar multiplications, then a sync."""
+    """What recording costs per op: a chain of scalar multiplications, then a sync, on cpu, on
+    cpu+fusion as it runs (its thrifty rule finds that blocks of tiny ops do not pay on the
+    cpu, so after `LONE` flushes they run at once: fusion's pass-through cost), and on
+    cpu+fusion with that rule off, every op recorded and the chain one launch (as on GPUs)."""
     import burn
-    from burn_bench.timing import Candidate, measure_interleaved
+    from burn.fusion import Fusion
+    from burn_bench.timing import Candidate, Measurement, measure_interleaved
 
     data = np.ones(64, np.float32)
 
@@ -192,10 +197,28 @@ def record_report(threads: int) -> str:
 
     candidates = [Candidate(spec, _synced(_bound(chain, burn.tensor(data, device=spec)), spec))
                   for spec in ("cpu", "cpu+fusion")]
-    plain, fused = measure_interleaved(candidates, min_time=0.3, rounds=7)
+    plain, passed = measure_interleaved(candidates, min_time=0.3, rounds=7)
+    fused = burn.Device("cpu+fusion").backend
+    assert isinstance(fused, Fusion)
+    stream = fused.stream
+    stream.thrifty = False
+    stream.forget()
+    try:
+        recorded, = measure_interleaved(
+            [Candidate("recorded", _synced(_bound(chain, burn.tensor(data, device="cpu+fusion")),
+                                           "cpu+fusion"))], min_time=0.3, rounds=7)
+    finally:
+        stream.thrifty = True
+        stream.forget()
+
+    def per_op(result: Measurement) -> str:
+        return f"{result.seconds / CHAIN * 1e6:.2f} / {result.median / CHAIN * 1e6:.2f} us"
+
     return (f"## recording, {CHAIN} chained x * c on 64 x float32 then sync, {threads} "
-            f"thread(s)\nper op: cpu {plain.median / CHAIN * 1e6:.2f} us, cpu+fusion "
-            f"{fused.median / CHAIN * 1e6:.2f} us (medians; fused includes its one launch)")
+            f"thread(s)\nper op (min / median): cpu {per_op(plain)} (a launch each), "
+            f"cpu+fusion {per_op(passed)} (run at once: tiny blocks do not pay on the cpu), "
+            f"cpu+fusion recorded {per_op(recorded)} (every op deferred, one launch for the "
+            "chain)")
 
 
 def softmax_rows(x: Any) -> Any:

@@ -126,7 +126,9 @@ class Stream:
             structure: the op, input shapes and dtypes and compile-time arguments.
             result: the (shape, dtype) of its result.
         """
-        with self.lock:
+        lock = self.lock
+        lock.acquire()  # (not `with`: ~0.2 us less an op, on the recording path)
+        try:
             pending, position, external = self.pending, self.position, self.external
             n = len(pending)
             ir = list(args)
@@ -159,6 +161,8 @@ class Stream:
             if n + 1 >= MAX_PENDING:
                 self._flush_head()
             return handle
+        finally:
+            lock.release()
 
     def flush(self) -> None:
         """Run every pending op whose result is needed; handles still held get their values.
