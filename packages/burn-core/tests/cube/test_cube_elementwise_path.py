@@ -94,8 +94,9 @@ def test_strided_broadcast_empty_and_zero_dim(name: str) -> None:
 @pytest.mark.parametrize("name", DEVICES)
 def test_broadcast_and_strided_rows(name: str) -> None:
     """Layouts that are not dense run by rows (2-d grid) where the last dimension is long:
-    bias rows, column broadcasts (stride 0 on the last dimension), transposes, 3-d, a partial
-    last cube, and a row count past the 2-d path's limit."""
+    bias rows (in lines where every view reads as whole lines), column broadcasts (stride 0 on
+    the last dimension), transposes, 3-d, a partial last cube, views off a line boundary, and
+    a row count past the 2-d path's limit."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((6, 40, 300)).astype(np.float32)
     bias = rng.standard_normal(300).astype(np.float32)
@@ -108,7 +109,9 @@ def test_broadcast_and_strided_rows(name: str) -> None:
     check(t * c, tx * tc)
     check(t.transpose(1, 2) - b.reshape([300, 1]), tx.transpose(1, 2) - tb.reshape(300, 1))
     check(t[:, ::2, 5:] * 2.0, tx[:, ::2, 5:] * 2.0)
-    assert (3, 1, True) in spec_lanes("float_add") and (3, 1, True) in spec_lanes("float_mul")
+    check(t[:, :, 1:] + b[1:], tx[:, :, 1:] + tb[1:])  # rows off a line boundary
+    assert (3, 4, True) in spec_lanes("float_add") and (3, 1, True) in spec_lanes("float_add")
+    assert (3, 1, True) in spec_lanes("float_mul")  # the column: not lines along the row
     tall = rng.standard_normal((70000, 33)).astype(np.float32)
     check(burn.tensor(tall, device=name) + b[:33], torch.from_numpy(tall) + tb[:33])
     assert be.fallbacks["float_add"] == be.fallbacks["float_mul"] == 0

@@ -39,7 +39,7 @@ from . import blas_pair
 from .creation import full
 from .elementwise import broadcast_view
 from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
-from .tensor import CubeTensor, Shape, host_view
+from .tensor import CubeTensor, Shape, host_view, whole_lines
 
 #: Shared-memory bytes a tile may use (WebGPU's guaranteed minimum per workgroup).
 SHARED_BYTES = 16384
@@ -160,12 +160,6 @@ def batches_per_launch(backend: Any, units: int) -> int:
     return int(max(1, min(backend.runtime.properties.max_cube_count[2], (2**32 - 1) // units)))
 
 
-def _whole_lines(t: CubeTensor, lanes: int) -> bool:
-    """Whether a kernel view reads as lines of `lanes` elements along its last dim."""
-    return (t.shape[-1] % lanes == 0 and t.strides[-1] == 1 and t.offset % lanes == 0
-            and all(s % lanes == 0 for s in t.strides[:-1]))
-
-
 def tiled_runner(name: str) -> Runner:
     """The runner of tile configuration `name` of `TILES` or `LINE_TILES` (batches split to
     fit the grid's z limit; a line tile runs `LINE_FALLBACK` on operands without whole lines
@@ -178,8 +172,8 @@ def tiled_runner(name: str) -> Runner:
         m, n = shape[-2], shape[-1]
         if tile.lanes == 1:
             kernel = tiled_kernel(lhs.dtype, len(ov.shape), tile)
-        elif lhs.dtype is DType.float32 and _whole_lines(rv, tile.lanes) \
-                and _whole_lines(ov, tile.lanes):
+        elif lhs.dtype is DType.float32 and whole_lines(rv, tile.lanes) \
+                and whole_lines(ov, tile.lanes):
             kernel = line_tiled_kernel(len(ov.shape), tile)
         else:
             return RUNNERS[LINE_FALLBACK](backend, lhs, rhs, shape)

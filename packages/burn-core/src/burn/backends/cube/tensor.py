@@ -129,6 +129,13 @@ class CubeTensor:
                 f"strides={self.strides}, offset={self.offset})")
 
 
+def whole_lines(view: Any, lanes: int) -> bool:
+    """Whether a kernel view (a `CubeTensor` or a burn-cube array: shape, strides, offset)
+    reads as lines of `lanes` elements along its last dim."""
+    return (bool(view.shape) and view.shape[-1] % lanes == 0 and view.strides[-1] == 1
+            and view.offset % lanes == 0 and all(s % lanes == 0 for s in view.strides[:-1]))
+
+
 def layout_key(array: Any) -> Any:
     """A burn-cube array's layout as part of a launch plan's key (what a planned launch bakes
     in): an owning array's shape, or a view's shape, strides, offset and storage shape."""
