@@ -125,12 +125,13 @@ class Fusion(Decorator):
             if optional:
                 key += [args[i] is None for i in optional]
             structure = tuple(key)
-            result = self._results.get(structure)
-            if result is None:
-                result = self._infer(op, args, handles, structure)
             stream = self.stream
-            if result and (stream.pending or structure not in stream.lone):
-                return stream.record(op, args, tensor_at, handles, structure, result)
+            if stream.pending or structure not in stream.lone:
+                result = self._results.get(structure)
+                if result is None:
+                    result = self._infer(op, args, handles, structure)
+                if result:
+                    return stream.record(op, args, tensor_at, handles, structure, result)
         default = self.defaults.get(name)
         if default is not None:
             return default(self, *args)
@@ -283,11 +284,12 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
             key += tuple(map(args.__getitem__, casts))
         if optional:
             key += tuple([args[i] is None for i in optional])
-        result = results.get(key)
-        if result is None:
-            result = fusion._infer(op, args, [a, b] if two else [a], key)
-        if result and (stream.pending or key not in lone):
-            return record(op, args, tensor_at, [a, b] if two else [a], key, result)
+        if stream.pending or key not in lone:  # (a lone structure was inferred when recorded)
+            result = results.get(key)
+            if result is None:
+                result = fusion._infer(op, args, [a, b] if two else [a], key)
+            if result:
+                return record(op, args, tensor_at, [a, b] if two else [a], key, result)
         if type(a) is FusionTensor or type(b) is FusionTensor:
             return fusion.eager(op, args)
         STATS.ops_eager += 1
