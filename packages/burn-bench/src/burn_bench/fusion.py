@@ -201,14 +201,14 @@ def record_report(threads: int) -> str:
     fused = burn.Device("cpu+fusion").backend
     assert isinstance(fused, Fusion)
     stream = fused.stream
-    stream.thrifty = False
+    thrifty, stream.thrifty = stream.thrifty, False
     stream.forget()
     try:
         recorded, = measure_interleaved(
             [Candidate("recorded", _synced(_bound(chain, burn.tensor(data, device="cpu+fusion")),
                                            "cpu+fusion"))], min_time=0.3, rounds=7)
     finally:
-        stream.thrifty = True
+        stream.thrifty = thrifty
         stream.forget()
 
     def per_op(result: Measurement) -> str:

@@ -527,7 +527,7 @@ class CEmitter(Emitter):
         assert self.hoist is not None
         out = []
         for name, off in self.hoist.reads().items():
-            size = self.kernel.buffers[name].dtype.bits // 8
+            size = self.item_bytes(name)
             at = f"(uintptr_t)({self.buf(name)}_e + ({off}) * {self.flat} + bc_b)"
             out += [f"__builtin_prefetch((const void *)({at} + {PREFETCH_AHEAD + line}), 0, 3);"
                     for line in range(0, self.flat_block_size() * size, CACHE_LINE)]
