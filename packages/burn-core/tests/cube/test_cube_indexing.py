@@ -313,6 +313,34 @@ def test_bad_indices_are_reported_at_the_next_sync(device: burn.Device, op: str,
     assert x.select(0, _on(device, [-1, 0])).to_numpy().tolist() == [[6.0, 7.0], [0.0, 1.0]]
 
 
+def test_checks_past_the_flag_buffer(device: burn.Device) -> None:
+    """Slots are handed out past the read ones and the flag buffer (`checks.CAPACITY` slots)
+    is cleared at a sync past its half, or when a check finds it used up: over several wraps,
+    with syncs at odd points or none, each bad index is reported once at the sync after it,
+    and good checks never report a stale failure."""
+    x = _on(device, np.arange(8.0, dtype=np.float32).reshape(4, 2))
+    good, bad = _on(device, [0, 3]), _on(device, [1, 7])
+    bad_at = {5, checks.CAPACITY - 1, checks.CAPACITY, 2 * checks.CAPACITY + 3}
+    reported = []
+    for k in range(3 * checks.CAPACITY + 10):
+        x.select(0, bad if k in bad_at else good)
+        if k % 7 == 3 or k in bad_at:
+            try:
+                burn.sync(device)
+            except BurnIndexError as err:
+                assert "select: index 7 out of range" in str(err)
+                reported.append(k)
+    burn.sync(device)
+    assert reported == sorted(bad_at)
+    for _ in range(checks.CAPACITY + 10):  # no sync: a check finds the buffer used up
+        x.select(0, good)
+    x.select(0, bad)
+    with pytest.raises(BurnIndexError, match="select: index 7 out of range"):
+        burn.sync(device)
+    burn.sync(device)  # reported once
+    assert x.select(0, good).to_numpy().tolist() == [[0.0, 1.0], [6.0, 7.0]]
+
+
 def test_bad_indices_raise_at_into_data_and_memory_stats(device: burn.Device) -> None:
     x = _on(device, np.arange(4.0, dtype=np.float32))
     out = x.select(0, _on(device, [4]))

@@ -1,10 +1,11 @@
 """The cube backends' cross entropy kernels (`burn.backends.cube.loss_rows`): a unit per row
-(cpu and wgpu) and one unit walking every row (small "sum" / "mean", cpu). Forward and logit
+(cpu and wgpu), one unit walking every row (small "sum" / "mean", cpu) and one cube of a unit
+per row (small "sum" / "mean", wgpu). Forward and logit
 gradients against torch (float64 autograd) for every reduction, with and without class
 weights, ignore_index and label smoothing, over non-contiguous logits, int32 / int64 targets,
 NaN / inf logits, all-ignored batches and bad targets, rows longer than the partials' lanes;
-the launches per call; on wgpu, long or
-many rows take the composite."""
+the launches per call; on wgpu, a "sum" / "mean" of up to `GPU_CUBE_ROWS` rows in one cube
+(a unit per row) and more rows on the rows kernels, long or many rows the composite."""
 
 from __future__ import annotations
 
@@ -19,25 +20,29 @@ from cube_testing import backend as _backend
 from cube_testing import upload_view as _up
 
 from burn.backends.cube import loss_rows
+from burn.backends.cube.backend import CudaBackend
+from burn.backends.cube.elementwise import CUBE_DIM
 from burn.backends.cube.tensor import host_array
 from burn.errors import BurnIndexError
 from burn_cube.kernel import IRKernel
 
 IGNORE = -100
 CASES = list(itertools.product(("mean", "sum", "none"), (0.0, 0.25), (False, True)))
-#: per path: (device, `loss_rows.LOOPED_ELEMENTS`, `loss_rows.GPU_LOOPED_ELEMENTS`): the rows
-#: kernels, or one unit for these small inputs, on the cpu and on wgpu
-_ALL = loss_rows.LOOPED_ELEMENTS
-PATHS = {"rows": ("cpu", 0, 0), "looped": ("cpu", _ALL, 0), "wgpu": ("wgpu", 0, 0),
-         "wgpu-looped": ("wgpu", 0, _ALL)}
+#: per path: (device, `loss_rows.LOOPED_ELEMENTS`, `loss_rows.GPU_CUBE_ROWS`): the rows
+#: kernels, or for these small inputs' "sum" / "mean" one unit (cpu) or one cube (wgpu)
+#: (and where CUDA is, cuda's rows and cube kernels: the cube combines within warps first)
+PATHS = {"rows": ("cpu", 0, 0), "looped": ("cpu", loss_rows.LOOPED_ELEMENTS, 0),
+         "wgpu": ("wgpu", 0, 0), "wgpu-cube": ("wgpu", 0, loss_rows.GPU_CUBE_ROWS),
+         **({"cuda": ("cuda", 0, 0), "cuda-cube": ("cuda", 0, loss_rows.GPU_CUBE_ROWS)}
+            if CudaBackend.unavailable_reason() is None else {})}
 
 
 @pytest.fixture(params=sorted(PATHS))
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test on the rows and looped kernels of the cpu and of wgpu."""
+    """Runs a test on the rows kernels and the one-launch kernels of the cpu and of wgpu."""
     _, cpu, gpu = PATHS[request.param]
     monkeypatch.setattr(loss_rows, "LOOPED_ELEMENTS", cpu)
-    monkeypatch.setattr(loss_rows, "GPU_LOOPED_ELEMENTS", gpu)
+    monkeypatch.setattr(loss_rows, "GPU_CUBE_ROWS", gpu)
     return str(request.param)
 
 
@@ -172,8 +177,8 @@ def test_empty_batch_takes_default() -> None:
 def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path: str) -> None:
     """On the rows path forward and backward each launch one rows kernel, planned; the
     forward's "sum" and "mean" one more (the losses' total) and the mean's backward one more
-    (the target weights' total). The looped path ("sum" and "mean") launches one kernel each
-    way. Nothing launches unplanned. The kernels compile to CUDA C."""
+    (the target weights' total). The looped and cube paths ("sum" and "mean") launch one
+    kernel each way. Nothing launches unplanned. The kernels compile to CUDA C."""
     bk = _backend(_device(path))
     rng = np.random.default_rng(5)
     x, t, w = _case(rng, 64, 10, np.float32)
@@ -188,16 +193,25 @@ def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path
         real(self, *args, **kwargs)
 
     monkeypatch.setattr(IRKernel, "launch", count)
-    planned: list[tuple[Any, tuple[Any, ...]]] = []
+    planned: list[tuple[Any, tuple[Any, ...], Any]] = []
     real_planned = type(bk).launch_planned
 
     def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
-        planned.append((kernel, args))
+        planned.append((kernel, args, CUBE_DIM))
         real_planned(self, kernel, units, *args)
 
     monkeypatch.setattr(type(bk), "launch_planned", record)
-    if path.endswith("looped") and reduction != "none":
-        forward, backward = ["cross_entropy_looped"], ["cross_entropy_looped_backward"]
+    real_cubes = type(bk).launch_cubes_planned
+
+    def record_cubes(self: Any, kernel: Any, count: Any, dim: Any, *args: Any) -> None:
+        planned.append((kernel, args, dim))
+        real_cubes(self, kernel, count, dim, *args)
+
+    monkeypatch.setattr(type(bk), "launch_cubes_planned", record_cubes)
+    one_launch = path.split("-")[-1]
+    if one_launch in ("looped", "cube") and reduction != "none":
+        forward = [f"cross_entropy_{one_launch}"]
+        backward = [f"cross_entropy_{one_launch}_backward"]
     else:
         forward = ["cross_entropy_rows"] + (
             [] if reduction == "none" else [f"cross_entropy_{reduction}"])
@@ -206,20 +220,21 @@ def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path
     for _ in range(2):  # planned, then from the plans
         planned.clear()
         bk.cross_entropy(xt, tt, wt, IGNORE, 0.1, reduction)
-        assert [k.kernel.name for k, _ in planned] == forward
+        assert [k.kernel.name for k, _, _ in planned] == forward
         _compile_to_cuda(bk, planned)
         planned.clear()
         bk.cross_entropy_backward(xt, tt, wt, g, IGNORE, 0.1, reduction)
-        assert [k.kernel.name for k, _ in planned] == backward
+        assert [k.kernel.name for k, _, _ in planned] == backward
     assert unplanned == []
     _compile_to_cuda(bk, planned)
 
 
-def _compile_to_cuda(bk: Any, planned: list[tuple[Any, tuple[Any, ...]]]) -> None:
-    """The planned kernels compile to CUDA C (specialized on cpu arrays of their arguments)."""
-    for kernel, args in planned:
+def _compile_to_cuda(bk: Any, planned: list[tuple[Any, tuple[Any, ...], Any]]) -> None:
+    """The planned kernels compile to CUDA C (specialized on cpu arrays of their arguments,
+    for the units per cube they launched with)."""
+    for kernel, args, dim in planned:
         host = [bk.runtime.download(a) if hasattr(a, "runtime") else a for a in args]
-        assert "__global__" in kernel.source("cuda", 256, *host)
+        assert "__global__" in kernel.source("cuda", dim, *host)
 
 
 @pytest.mark.parametrize("m,c,reduction", [
@@ -245,3 +260,37 @@ def test_gpu_long_or_many_rows_take_the_composite(monkeypatch: pytest.MonkeyPatc
     _check(loss, ref[0], np.float32, 1e-5)
     _check(dx, ref[1], np.float32, 1e-5)
     assert not [name for name in launched if name.startswith("cross_entropy")]
+
+
+@pytest.mark.parametrize("device", sorted({d for d, _, _ in PATHS.values()} - {"cpu"}))
+@pytest.mark.parametrize("m", [1, 31, 33, 100, 256, 257])
+@pytest.mark.parametrize("reduction,smoothing,weighted", [("mean", 0.1, True),
+                                                          ("sum", 0.0, False)])
+def test_gpu_cube_sizes(monkeypatch: pytest.MonkeyPatch, device: str, m: int, reduction: str,
+                        smoothing: float, weighted: bool) -> None:
+    """On GPU runtimes a "sum" / "mean" of up to `GPU_CUBE_ROWS` rows runs one cube each way
+    (the fewest units a power of two holding every row: idle units and a partial last plane
+    add nothing), more rows the rows kernels; values and gradients as torch's."""
+    bk = _backend(device)
+    rng = np.random.default_rng(m)
+    x, t, w = _case(rng, m, 5, np.float32)
+    g = np.array(0.7, np.float32)
+    launched: list[tuple[str, Any]] = []
+    real_cubes = type(bk).launch_cubes_planned
+
+    def record(self: Any, kernel: Any, count: Any, dim: Any, *args: Any) -> None:
+        launched.append((kernel.kernel.name, dim))
+        real_cubes(self, kernel, count, dim, *args)
+
+    monkeypatch.setattr(type(bk), "launch_cubes_planned", record)
+    ref = _torch(x, t, w if weighted else None, smoothing, reduction, g)
+    loss, dx = _burn(bk, bk.upload(x), t, w if weighted else None, smoothing, reduction, g)
+    _check(loss, ref[0], np.float32, 1e-5)
+    _check(dx, ref[1], np.float32, 1e-5)
+    names = [name for name, _ in launched if name.startswith("cross_entropy")]
+    if m > loss_rows.GPU_CUBE_ROWS:
+        assert names == []
+    else:
+        units = max(loss_rows.GPU_CUBE_MIN_UNITS, 1 << (m - 1).bit_length())
+        assert names == ["cross_entropy_cube", "cross_entropy_cube_backward"]
+        assert {dim for _, dim in launched} == {units}

@@ -58,6 +58,11 @@ def _check_kernel(dtype: DType, rank: int, nonzero: bool) -> Any:
 class PendingChecks:
     """The flag buffer of one backend and the errors its set slots stand for.
 
+    Slots are handed out in order from a cursor that a sync point moves past the slots it
+    read, so a read needs no clearing launch: a sync point that finds the cursor past half
+    the buffer clears it (once every `CAPACITY` / 2 checks or more), and a check that finds
+    the buffer used up reads and clears it first.
+
     Args:
         backend: the cube backend.
     """
@@ -67,7 +72,9 @@ class PendingChecks:
         self.flags: CubeTensor | None = None
         #: on the cpu runtime, the flag buffer's bytes (read and cleared without numpy).
         self.host_bytes: memoryview | None = None
-        #: one error maker per used slot, in slot order.
+        #: the first slot not read yet.
+        self.base = 0
+        #: one error maker per slot from `base` on, in slot order.
         self.errors: list[Callable[[], BurnError]] = []
 
     def slot(self, error: Callable[[], BurnError]) -> tuple[CubeTensor, int]:
@@ -76,17 +83,18 @@ class PendingChecks:
         Returns:
             The flag buffer and the slot index.
         """
-        if len(self.errors) == CAPACITY:
-            self.raise_pending()
+        if self.base + len(self.errors) == CAPACITY:
+            self.raise_pending()  # (which clears the buffer)
         if self.flags is None:
             self.flags = full(self.backend, (CAPACITY,), 0, DType.int32)
             if self.backend.runtime_name == "cpu":
                 self.host_bytes = host_view(self.flags.array).data.cast("B")
         self.errors.append(error)
-        return self.flags, len(self.errors) - 1
+        return self.flags, self.base + len(self.errors) - 1
 
     def raise_pending(self) -> None:
-        """Read the used flags (one download), clear them, and raise the first failure.
+        """Read the used flags (one download) and raise the first failure; their slots are
+        not handed out again before the buffer is cleared.
 
         Raises:
             BurnError: the error of the first failed check since the last sync point.
@@ -94,19 +102,26 @@ class PendingChecks:
         if not self.errors or self.flags is None:
             return
         errors, self.errors = self.errors, []
-        if self.host_bytes is not None:  # host memory: read and clear in place
-            raw = self.host_bytes[:4 * len(errors)]
-            if not int.from_bytes(raw, "little"):  # no numpy call on the path without errors
-                return
-            set_ = np.frombuffer(raw, np.int32).copy()
-            raw[:] = bytes(len(raw))
+        start, self.base = self.base, self.base + len(errors)
+        if self.host_bytes is not None:  # host memory: read in place
+            raw = self.host_bytes[4 * start:4 * self.base]
+            # (a copy: clearing may follow; no numpy call on the path without errors)
+            set_ = np.frombuffer(raw, np.int32).copy() if int.from_bytes(raw, "little") else ()
         else:
-            used = self.flags.view((len(errors),), (1,), 0)
-            set_ = np.array(host_array(used), copy=True)
-            self.backend.launch(fill_kernel(DType.int32), len(errors), 0, used.array)
-        for flag, error in zip(set_, errors, strict=True):
+            set_ = host_array(self.flags.view((len(errors),), (1,), start))
+        if self.base >= CAPACITY // 2:
+            self._clear()
+        for flag, error in zip(set_, errors, strict=False):  # (() where none is set)
             if flag:
                 raise error()
+
+    def _clear(self) -> None:
+        """Zero the whole (read) flag buffer and hand out slots from 0 again."""
+        self.base = 0
+        if self.host_bytes is not None:
+            self.host_bytes[:] = bytes(len(self.host_bytes))
+        elif self.flags is not None:
+            self.backend.launch(fill_kernel(DType.int32), CAPACITY, 0, self.flags.array)
 
 
 def pending(backend: Any) -> PendingChecks:

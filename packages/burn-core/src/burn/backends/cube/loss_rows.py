@@ -13,8 +13,11 @@ is 0) and ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol'
 Logits of at most `LOOPED_ELEMENTS` elements ("sum" and "mean") take one launch each way
 instead: a single unit walks every row, adding up the total (and the mean backward's ``w_t``
 sum first) itself; below that size the rows kernels' units run on one thread anyway. On GPU
-runtimes that form takes at most `GPU_LOOPED_ELEMENTS` (a small classification batch, whose
-step is bound by the host's launches: one launch fewer each way).
+runtimes a "sum" / "mean" over at most `GPU_CUBE_ROWS` rows (a classification batch, whose
+step is bound by the host's launches) takes one launch each way too, but of one cube: a unit
+per row, the totals combined in the cube (one GPU thread walking the rows of a [64, 10] batch
+took 72 us forward and 107 us backward on the H200, the GPU time of the whole rest of an MLP
+step).
 Values accumulate in float32 (float64 for float64). As in the cpu softmax, the exponentials go
 to a scratch row in one loop and are summed in another (`norm_rows_cpu.LANES` partial sums),
 so every inner loop vectorizes. On GPU runtimes the rows kernels take a classification head's
@@ -27,6 +30,8 @@ protocol's composite default.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -37,17 +42,22 @@ from burn.errors import BurnError, BurnIndexError
 from burn.ir.cube import cube_dtype
 
 from .checks import pending
+from .elementwise import CUBE_DIM
 from .kernel_cache import cached_kernel
 from .layout import contiguous
 from .norm_rows_cpu import _lane_fold, _lane_sums
+from .rows_gpu import _plane
+from .softmax_rows import _combine
 from .tensor import CubeTensor, host_array
 
 #: Logits up to this many elements ("sum" and "mean") are walked by one unit, one launch each
 #: way (the rows kernels' units run on one thread below the cpu runtime's OpenMP threshold).
 LOOPED_ELEMENTS = 1 << 15
-#: On GPU runtimes, logits up to this many elements are walked by one unit too (one launch
-#: fewer each way, ~8 us of host time on cuda; the walk is a few us of one GPU thread).
-GPU_LOOPED_ELEMENTS = 1 << 10
+#: On GPU runtimes, a "sum" / "mean" over up to this many rows runs in one cube, a unit per
+#: row (one launch each way, not two: ~8 us of host time on cuda).
+GPU_CUBE_ROWS = 256
+#: The fewest units of that cube (a cuda warp).
+GPU_CUBE_MIN_UNITS = 32
 #: On GPU runtimes: the most classes a unit's row walk takes, and the most rows one unit adds up
 #: for "sum" / "mean".
 GPU_CLASSES = 256
@@ -166,10 +176,35 @@ def _loss(row: _Sample, classes: Any, exps: Any, eps: Any, smoothing: bool) -> A
     return b.select(row.keep == 0, b.cast(0, acc), value)
 
 
+@contextmanager
+def _unit_rows(b: Any, m: Any, units: int) -> Iterator[Any]:
+    """The rows this unit walks: every row in unit 0 of a launch (`units` 1), else rows
+    ``u, u + units, ...`` of one cube's units."""
+    if units == 1:
+        with b.if_(b.ABSOLUTE_POS == 0), b.for_range(0, m) as r:
+            yield r
+    else:
+        with b.for_range(b.UNIT_POS, m, units) as r:
+            yield r
+
+
+def _cube_total(b: Any, value: Any, units: int, plane: bool) -> Any:
+    """A unit's partial sum as the sum over the cube (every unit holds it); itself for one
+    unit."""
+    return value if units == 1 else _combine(b, "sum", value, units, plane)
+
+
 @cached_kernel
 def looped_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
-                  mean: bool) -> Any:
-    """The "sum" (or "mean") loss in one unit walking every row (module docstring).
+                  mean: bool, units: int = 1, plane: bool = False) -> Any:
+    """The "sum" (or "mean") loss in one launch: one unit walking every row (`units` 1), or
+    one cube of `units` units, each walking rows ``u, u + units, ...`` (module docstring).
+
+    Args:
+        dtypes, weight, smoothing: as `forward_kernel`.
+        mean: divide by the summed target weights.
+        units: 1, or the units of the one cube (a power of two).
+        plane: the cube combines within planes first (`softmax_rows._combine`).
 
     Returns:
         A kernel taking ``logits, target, [weight], flags, exps, out, m, classes, ignore, slot,
@@ -178,16 +213,19 @@ def looped_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_looped")
+    b = KernelBuilder("cross_entropy_looped" if units == 1 else "cross_entropy_cube",
+                      cube_dim=units if units > 1 else CUBE_DIM)
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     out = b.tensor("out", dtype, write=True)
     m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
+    total, weights = b.local(acc, 0), b.local(acc, 0)
+    with _unit_rows(b, m, units) as r:
+        row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot, r)
+        b.set(total, total + _loss(row, classes, exps, eps, smoothing))
+        b.set(weights, weights + row.w_target)
+    total = _cube_total(b, total, units, plane)
+    weights = _cube_total(b, weights, units, plane) if mean else weights
     with b.if_(b.ABSOLUTE_POS == 0):
-        total, weights = b.local(acc, 0), b.local(acc, 0)
-        with b.for_range(0, m) as r:
-            row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot, r)
-            b.set(total, total + _loss(row, classes, exps, eps, smoothing))
-            b.set(weights, weights + row.w_target)
         out[0] = b.cast(total / weights if mean else total, dtype)
     return b.kernel()
 
@@ -248,15 +286,17 @@ def weights_kernel(dtypes: tuple[Any, Any, Any], weight: bool) -> Any:
 
 @cached_kernel
 def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
-                    mode: str, looped: bool) -> Any:
-    """Logit gradients, a unit per row, or with `looped` one unit walking every row (module
-    docstring).
+                    mode: str, looped: int, plane: bool = False) -> Any:
+    """Logit gradients, a unit per row, or with `looped` in one launch as `looped_kernel`
+    (one unit walking every row, or one cube of `looped` units; module docstring).
 
     Args:
         dtypes, weight, smoothing: as `forward_kernel`.
         mode: ``none`` (grad has a value per row), ``sum`` (one value) or ``mean`` (one value,
             divided by the summed target weights, 1 where that is 0: the ``total`` tensor's,
-            or the looped unit's own sum).
+            or the looped units' own sum).
+        looped: 0 (a unit per row), or `looped_kernel`'s `units`.
+        plane: as `looped_kernel`'s.
 
     Returns:
         A kernel taking ``logits, target, [weight], flags, exps, grad, [total], dx, m, classes,
@@ -266,8 +306,9 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_looped_backward" if looped else
-                      "cross_entropy_rows_backward")
+    name = "rows" if not looped else "looped" if looped == 1 else "cube"
+    b = KernelBuilder(f"cross_entropy_{name}_backward",
+                      cube_dim=looped if looped > 1 else CUBE_DIM)
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     grad = b.tensor("grad", dtype, write=False)
     total_w = b.tensor("total", dtype, write=False) if mode == "mean" and not looped else None
@@ -283,14 +324,14 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
             denominator = None if total_w is None else b.cast(total_w[0], acc)
             _row_backward(row, grad, denominator, dx, mode, classes, exps, eps, smoothing)
         return b.kernel()
-    with b.if_(b.ABSOLUTE_POS == 0):
+    weights = None
+    if mode == "mean":
         weights = b.local(acc, 0)
-        if mode == "mean":
-            with b.for_range(0, m) as r:
-                b.set(weights, weights + sample(r).w_target)
-        with b.for_range(0, m) as r:
-            _row_backward(sample(r), grad, weights if mode == "mean" else None, dx, mode,
-                          classes, exps, eps, smoothing)
+        with _unit_rows(b, m, looped) as r:
+            b.set(weights, weights + sample(r).w_target)
+        weights = _cube_total(b, weights, looped, plane)
+    with _unit_rows(b, m, looped) as r:
+        _row_backward(sample(r), grad, weights, dx, mode, classes, exps, eps, smoothing)
     return b.kernel()
 
 
@@ -399,9 +440,12 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
     dtypes, arrays, scalars = _prologue(backend, logits, target, weight, ignore_index)
     smoothing, mean = label_smoothing > 0, reduction == "mean"
     out = backend.empty((1,), logits.dtype)
-    if _looped(backend, logits, reduction):
-        backend.launch_planned(_kernel(looped_kernel, dtypes, weight is not None, smoothing,
-                                       mean), 1, *arrays, out.array, *scalars, label_smoothing)
+    units = _looped(backend, logits, reduction)
+    if units:
+        plane = units > 1 and _plane(backend)
+        _launch(backend, _kernel(looped_kernel, dtypes, weight is not None, smoothing, mean,
+                                 units, plane), units, m,
+                *arrays, out.array, *scalars, label_smoothing)
         return out.derived((), ())
     loss, w_target = (backend.empty((m,), logits.dtype) for _ in range(2))
     kernel = _kernel(forward_kernel, dtypes, weight is not None, smoothing)
@@ -433,14 +477,29 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
         extra = [total.array]
     dx = backend.empty(logits.shape, logits.dtype)
     kernel = _kernel(backward_kernel, dtypes, weight is not None, label_smoothing > 0,
-                     reduction, looped)
-    backend.launch_planned(kernel, 1 if looped else m, *arrays, _flat(backend, grad).array,
-                           *extra, dx.flat().array, *scalars, label_smoothing)
+                     reduction, looped, looped > 1 and _plane(backend))
+    _launch(backend, kernel, looped, m, *arrays, _flat(backend, grad).array, *extra,
+            dx.flat().array, *scalars, label_smoothing)
     return dx
 
 
-def _looped(backend: Any, logits: CubeTensor, reduction: str) -> bool:
-    """Whether one unit walks every row: a "sum" or "mean" over at most `LOOPED_ELEMENTS`
-    on the cpu runtime, `GPU_LOOPED_ELEMENTS` on the others."""
-    limit = LOOPED_ELEMENTS if backend.runtime_name == "cpu" else GPU_LOOPED_ELEMENTS
-    return reduction != "none" and logits.size <= limit
+def _looped(backend: Any, logits: CubeTensor, reduction: str) -> int:
+    """How a "sum" or "mean" runs in one launch: 1 (one unit walks every row: at most
+    `LOOPED_ELEMENTS` logits on the cpu runtime), the units of one cube (the smallest power
+    of two from `GPU_CUBE_MIN_UNITS` holding every row: at most `GPU_CUBE_ROWS` rows on the
+    others), else 0 (the rows kernels)."""
+    if reduction == "none":
+        return 0
+    if backend.runtime_name == "cpu":
+        return int(logits.size <= LOOPED_ELEMENTS)
+    m = logits.shape[0]
+    return max(GPU_CUBE_MIN_UNITS, 1 << (m - 1).bit_length()) if m <= GPU_CUBE_ROWS else 0
+
+
+def _launch(backend: Any, kernel: Any, looped: int, m: int, *args: Any) -> None:
+    """A planned launch of a rows kernel (`looped` 0: a unit per row of the `m`), of the
+    one-unit kernel (1), or of the one cube of `looped` units."""
+    if looped > 1:
+        backend.launch_cubes_planned(kernel, (1, 1, 1), looped, *args)
+    else:
+        backend.launch_planned(kernel, 1 if looped else m, *args)
