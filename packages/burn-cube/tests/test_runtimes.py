@@ -40,6 +40,32 @@ def test_uploads_keep_negative_zero(rt: bc.Runtime, shape: tuple[int, ...]) -> N
         assert np.signbit(back).all()
 
 
+@pytest.mark.parametrize("shape", [(), (0,), (7,), (3, 5), (1 << 14,), (1 << 16,)])
+def test_downloads_of_every_dtype_and_size(rt: bc.Runtime, shape: tuple[int, ...]) -> None:
+    """Every dtype the runtime holds comes back bit for bit, in shape and dtype, from 0-d and
+    empty arrays to sizes past cuda's pinned staging buffer (`PINNED_BYTES`), and from
+    threads downloading at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(len(shape))
+    size = int(np.prod(shape))
+    for name in sorted(rt.properties.dtypes):
+        dtype = bc.types.DTYPES[name].numpy
+        bits = rng.integers(0, 256, size * dtype.itemsize, dtype=np.uint8)
+        x = (bits % 2).astype(dtype) if name == "bool" else bits.view(dtype)
+        x = x.reshape(shape)
+        dev = rt.upload(x)
+        back = rt.download(dev)
+        assert back.shape == shape and back.dtype == dtype
+        assert back.tobytes() == x.tobytes()
+    arrays = [np.arange(k, k + 4 * (1 + k % 5), dtype=np.float32) for k in range(32)]
+    devs = [rt.upload(a) for a in arrays]
+    with ThreadPoolExecutor(4) as pool:
+        backs = list(pool.map(rt.download, devs))
+    for a, back in zip(arrays, backs, strict=True):
+        np.testing.assert_array_equal(back, a)
+
+
 def test_unknown_runtime() -> None:
     with pytest.raises(bc.errors.RuntimeUnavailableError):
         bc.runtime("tpu")

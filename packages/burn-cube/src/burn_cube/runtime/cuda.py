@@ -16,7 +16,8 @@ CuPy's memory pool; dead arrays' buffers are kept by shape and dtype (`buffers`,
 `POOL_BYTES`) and handed out again by `empty` with their addresses known, in stream order (one
 stream: work queued on a buffer before it died runs before work queued after it is handed out).
 An array whose memory was exported (`DeviceArray.shared`, set by the exporter) never returns to
-that pool: a DLPack export holds the memory without a reference Python can count.
+that pool: a DLPack export holds the memory without a reference Python can count. Small
+downloads (`item()`, pending check flags) copy through a pinned staging buffer.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ from burn_cube.types import DType, bf16, from_numpy
 #: Most bytes of dead arrays' buffers a cuda runtime keeps for `empty` to hand out again (a
 #: CuPy allocation with its stream and device checks cost as much host time as a launch).
 POOL_BYTES = 2 * 2**30
+
+#: Downloads of up to this many bytes copy into a pinned staging buffer of the runtime, then
+#: out of it (a small copy to pageable memory is staged by the driver: more host time per
+#: `item()`, twice a training step with a pending index check).
+PINNED_BYTES = 1 << 16
 
 #: numpy dtype whose bits stand in for one CuPy lacks.
 _BITS = {bf16.numpy: np.dtype(np.uint16)}
@@ -252,6 +258,9 @@ class CudaRuntime(Runtime):
         self.disk = DiskCache()
         self._modules: dict[str, CompiledCuda] = {}
         self.buffers = BufferPool(POOL_BYTES)
+        #: `PINNED_BYTES` of pinned host memory (allocated on the first small download).
+        self._staging: np.ndarray | None = None
+        self._staging_lock = threading.Lock()
 
     @property
     def properties(self) -> Properties:
@@ -302,10 +311,26 @@ class CudaRuntime(Runtime):
         return DeviceArray(self, handle, array.shape, dtype)
 
     def download_storage(self, array: DeviceArray) -> np.ndarray:
+        handle = array.handle
         with self.device:
-            out = cupy.asnumpy(array.handle, stream=self.stream)
-            self.stream.synchronize()
+            if 0 < handle.nbytes <= PINNED_BYTES and handle.flags.c_contiguous:
+                with self._staging_lock:
+                    host = self._staged(handle)
+                    handle.get(stream=self.stream, out=host)
+                    self.stream.synchronize()
+                    out = host.copy()
+            else:
+                out = cupy.asnumpy(handle, stream=self.stream)
+                self.stream.synchronize()
         return out.view(array.dtype.numpy)
+
+    def _staged(self, handle: Any) -> np.ndarray:
+        """The start of the pinned staging buffer as an array of `handle`'s shape and dtype
+        (the buffer is allocated on first use)."""
+        if self._staging is None:
+            memory = cupy.cuda.alloc_pinned_memory(PINNED_BYTES)
+            self._staging = np.frombuffer(memory, np.uint8, PINNED_BYTES)
+        return self._staging[:handle.nbytes].view(handle.dtype).reshape(handle.shape)
 
     def compile(self, kernel: KernelIR) -> CompiledCuda:
         return self._load(kernel, generate(kernel, "cuda"))
