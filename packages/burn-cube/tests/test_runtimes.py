@@ -66,6 +66,33 @@ def test_downloads_of_every_dtype_and_size(rt: bc.Runtime, shape: tuple[int, ...
         np.testing.assert_array_equal(back, a)
 
 
+def test_host_mapped_memory_is_written_by_kernels(rt: bc.Runtime) -> None:
+    """`host_mapped` (cpu: its memory; cuda: pinned host memory in unified addressing; wgpu:
+    none): zeroed, written by a kernel, read in place by the host after `sync()`; the device
+    reads the host's writes too."""
+    mapped = rt.host_mapped((5, 7), bc.i32)
+    if rt.name == "wgpu":
+        assert mapped is None
+        return
+    assert mapped is not None
+    array, host = mapped
+    assert array.shape == host.shape == (5, 7) and host.dtype == np.int32
+    assert not host.any()
+    b = bc.KernelBuilder("add_position")
+    out = b.tensor("out", bc.i32, rank=2, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < out.len):
+        out[b.index_of(out, pos)] = out[b.index_of(out, pos)] + b.cast(pos, bc.i32)
+    kernel = b.kernel()
+    host[0, 0] = 100  # a host write the kernel reads
+    kernel.launch(rt, (1, 1, 1), 256, array)
+    rt.sync()
+    expected = np.arange(35, dtype=np.int32).reshape(5, 7)
+    expected[0, 0] += 100
+    np.testing.assert_array_equal(host, expected)
+    np.testing.assert_array_equal(rt.download(array), expected)
+
+
 def test_unknown_runtime() -> None:
     with pytest.raises(bc.errors.RuntimeUnavailableError):
         bc.runtime("tpu")

@@ -16,11 +16,11 @@ import torch
 import burn
 import burn.functional as F
 from burn.backends.cube import checks, indexing
-from burn.backends.cube.backend import CubeBackend
+from burn.backends.cube.backend import CubeBackend, CudaBackend
 from burn.dtype import DType
 from burn.errors import BurnIndexError, DivisionByZeroError, ShapeError
 
-DEVICES = ["cpu", "wgpu"]
+DEVICES = ["cpu", "wgpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
 NUMPY = burn.Device("numpy")
 RNG = np.random.default_rng(0)
 

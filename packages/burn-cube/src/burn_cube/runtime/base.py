@@ -428,6 +428,20 @@ class Runtime(ABC):
         """
         return self.allocate(shape, dtype)
 
+    def host_mapped(self, shape: tuple[int, ...], dtype: DType
+                    ) -> tuple[DeviceArray, np.ndarray] | None:
+        """A zero-initialised array in host memory that kernels write and the host reads in
+        place, after `sync()` (no download), where the runtime has such memory; else None.
+
+        Args:
+            shape: Shape.
+            dtype: Element dtype.
+
+        Returns:
+            The array and its numpy view, or None.
+        """
+        return None
+
     @abstractmethod
     def upload(self, array: np.ndarray) -> DeviceArray:
         """Copy a numpy array to the device."""

@@ -445,6 +445,12 @@ class CpuRuntime(Runtime):
             return PooledArray(self, line_aligned_empty(shape, dtype), shape, dtype)
         return array
 
+    def host_mapped(self, shape: tuple[int, ...], dtype: DType
+                    ) -> tuple[DeviceArray, np.ndarray]:
+        """`Runtime.host_mapped`: every array of this runtime is host memory."""
+        array = self.allocate(shape, dtype)
+        return array, array.handle
+
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
         if dtype is None:

@@ -23,6 +23,7 @@ downloads (`item()`, pending check flags) copy through a pinned staging buffer.
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 import threading
 from collections.abc import Callable
@@ -255,6 +256,9 @@ class CudaRuntime(Runtime):
         self.max_threads = int(props["maxThreadsPerBlock"])
         self.max_grid = tuple(int(v) for v in props["maxGridSize"])
         self.capability = int(props["major"]) * 10 + int(props["minor"])
+        #: whether host and device share one address space (pinned host memory is then
+        #: addressable from kernels at its host address: `host_mapped`)
+        self.unified = bool(props.get("unifiedAddressing", 0))
         self.disk = DiskCache()
         self._modules: dict[str, CompiledCuda] = {}
         self.buffers = BufferPool(POOL_BYTES)
@@ -309,6 +313,23 @@ class CudaRuntime(Runtime):
             handle = cupy.asarray(host.reshape(1)).reshape(()) if host.ndim == 0 \
                 else cupy.asarray(host)
         return DeviceArray(self, handle, array.shape, dtype)
+
+    def host_mapped(self, shape: tuple[int, ...], dtype: DType
+                    ) -> tuple[DeviceArray, np.ndarray] | None:
+        """`Runtime.host_mapped`: pinned host memory, which kernels reach at its host address
+        where the device shares the host's address space (unified addressing); else None."""
+        if not self.unified:
+            return None
+        held = _held(dtype.numpy)
+        count = math.prod(shape)
+        nbytes = max(count, 1) * held.itemsize
+        with self.device:
+            memory = cupy.cuda.alloc_pinned_memory(nbytes)
+            host = np.frombuffer(memory, held, count).reshape(shape)
+            host.fill(0)
+            unowned = cupy.cuda.UnownedMemory(memory.ptr, nbytes, memory, self.index)
+            handle = cupy.ndarray(shape, held, cupy.cuda.MemoryPointer(unowned, 0))
+        return DeviceArray(self, handle, tuple(shape), dtype), host.view(dtype.numpy)
 
     def download_storage(self, array: DeviceArray) -> np.ndarray:
         handle = array.handle

@@ -22,7 +22,7 @@ from burn.ir.cube import cube_dtype
 from .creation import full, into_data
 from .kernel_cache import cached_kernel
 from .kernels import fill_kernel
-from .tensor import CubeTensor, host_array, host_view
+from .tensor import CubeTensor, host_array
 
 #: Flag slots per device; a check beyond them reads the pending flags first.
 CAPACITY = 256
@@ -70,7 +70,9 @@ class PendingChecks:
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.flags: CubeTensor | None = None
-        #: on the cpu runtime, the flag buffer's bytes (read and cleared without numpy).
+        #: the flag buffer's bytes where they are host memory kernels write (the cpu
+        #: runtime's, cuda's pinned memory: `Runtime.host_mapped`), read and cleared in place
+        #: after a sync, without numpy.
         self.host_bytes: memoryview | None = None
         #: the first slot not read yet.
         self.base = 0
@@ -86,9 +88,13 @@ class PendingChecks:
         if self.base + len(self.errors) == CAPACITY:
             self.raise_pending()  # (which clears the buffer)
         if self.flags is None:
-            self.flags = full(self.backend, (CAPACITY,), 0, DType.int32)
-            if self.backend.runtime_name == "cpu":
-                self.host_bytes = host_view(self.flags.array).data.cast("B")
+            mapped = self.backend.runtime.host_mapped((CAPACITY,), cube_dtype("checks",
+                                                                            DType.int32))
+            if mapped is None:
+                self.flags = full(self.backend, (CAPACITY,), 0, DType.int32)
+            else:
+                self.flags = CubeTensor(mapped[0], DType.int32)
+                self.host_bytes = memoryview(mapped[1]).cast("B")
         self.errors.append(error)
         return self.flags, self.base + len(self.errors) - 1
 
@@ -103,7 +109,8 @@ class PendingChecks:
             return
         errors, self.errors = self.errors, []
         start, self.base = self.base, self.base + len(errors)
-        if self.host_bytes is not None:  # host memory: read in place
+        if self.host_bytes is not None:  # host memory: read in place once kernels are done
+            self.backend.runtime.sync()
             raw = self.host_bytes[4 * start:4 * self.base]
             # (a copy: clearing may follow; no numpy call on the path without errors)
             set_ = np.frombuffer(raw, np.int32).copy() if int.from_bytes(raw, "little") else ()
