@@ -3,7 +3,8 @@
 `check_indices` and `check_nonzero` run a kernel that marks a slot of a per-device flag buffer
 instead of reading the values back; the error (`BurnIndexError`, `DivisionByZeroError`, naming
 the op) is raised at the next sync point: host reads (`*_into_data`), `sync()` and
-`memory_stats()`, which read every pending flag in one download. Only on the error path are the
+`memory_stats()`, which read every pending flag at once (in place where the flag buffer is
+host memory the kernels write, else in one download). Only on the error path are the
 offending values read back, to name one in the message.
 """
 
@@ -99,8 +100,9 @@ class PendingChecks:
         return self.flags, self.base + len(self.errors) - 1
 
     def raise_pending(self) -> None:
-        """Read the used flags (one download) and raise the first failure; their slots are
-        not handed out again before the buffer is cleared.
+        """Read the used flags (in place in host memory after a sync, else one download) and
+        raise the first failure; their slots are not handed out again before the buffer is
+        cleared.
 
         Raises:
             BurnError: the error of the first failed check since the last sync point.
