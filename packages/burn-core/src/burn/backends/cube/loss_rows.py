@@ -431,8 +431,9 @@ _KERNELS: dict[tuple[Any, ...], Any] = {}
 def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
                   weight: CubeTensor | None, ignore_index: int, label_smoothing: float,
                   reduction: str) -> CubeTensor:
-    """`Backend.cross_entropy` (same arguments and result) on the rows kernel on the cpu
-    runtime, else the protocol's composite default."""
+    """`Backend.cross_entropy` (same arguments and result) on the rows kernels or, for a
+    small "sum" / "mean", one launch (`_looped`) where `_serves` takes the arguments, else
+    the protocol's composite default."""
     if not _serves(backend, logits, target, ignore_index, reduction):
         return Backend.cross_entropy(backend, logits, target, weight, ignore_index,
                                      label_smoothing, reduction)
@@ -461,8 +462,9 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
 def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
                            weight: CubeTensor | None, grad: CubeTensor, ignore_index: int,
                            label_smoothing: float, reduction: str) -> CubeTensor:
-    """`Backend.cross_entropy_backward` (same arguments and result) on the rows kernel on the
-    cpu runtime, else the protocol's composite default."""
+    """`Backend.cross_entropy_backward` (same arguments and result) on the rows kernels or, for a
+    small "sum" / "mean", one launch (`_looped`) where `_serves` takes the arguments, else
+    the protocol's composite default."""
     if not _serves(backend, logits, target, ignore_index, reduction):
         return Backend.cross_entropy_backward(backend, logits, target, weight, grad,
                                               ignore_index, label_smoothing, reduction)
