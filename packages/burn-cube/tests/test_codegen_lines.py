@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -165,6 +166,25 @@ def test_large_outputs_are_streamed_where_written_whole() -> None:
     assert "if (bc_streamed) bc_stream_fence();" in src
     for plain in (clipped_line.source("c", 256, x, x), fill_line.source("c", 64, x)):
         assert "bc_stream" not in plain
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86's stores")
+def test_streams_are_non_temporal_stores_without_intrinsics_headers(tmp_path: Path) -> None:
+    """The streamed copy compiles to non-temporal stores and a fence with the runtime's
+    compiler and flags, spelled with builtins: no intrinsics header (whose parsing dominated
+    the compile of small kernels)."""
+    x = np.zeros(1024, np.float32)
+    src = gelu_line.source("c", 256, x, x)
+    assert "intrin.h" not in src
+    compiler = find_compiler()
+    path = tmp_path / "kernel.c"
+    path.write_text(src)
+    flags = [f for f in compile_flags(compiler) if f != "-shared"]
+    proc = subprocess.run([compiler, *flags, "-S", "-o", str(tmp_path / "kernel.s"), str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assembly = (tmp_path / "kernel.s").read_text()
+    assert "movnt" in assembly and "sfence" in assembly
 
 
 def test_streamed_outputs_match_ordinary_stores() -> None:
