@@ -1,11 +1,14 @@
 """The cube backends' cross entropy kernels (`burn.backends.cube.loss_rows`): a unit per row
-(cpu and wgpu), one unit walking every row (small "sum" / "mean", cpu) and one cube of a unit
-per row (small "sum" / "mean", wgpu). Forward and logit
+(cpu and wgpu), one unit walking every row (small "sum" / "mean", cpu) and one cube of units
+walking rows ``u, u + units, ...`` (small "sum" / "mean", wgpu). Forward and logit
 gradients against torch (float64 autograd) for every reduction, with and without class
 weights, ignore_index and label smoothing, over non-contiguous logits, int32 / int64 targets,
 NaN / inf logits, all-ignored batches and bad targets, rows longer than the partials' lanes;
 the launches per call; on wgpu, a "sum" / "mean" of up to `GPU_CUBE_ROWS` rows in one cube
-(a unit per row) and more rows on the rows kernels, long or many rows the composite."""
+(several rows a unit past `GPU_CUBE_UNITS` rows) where a unit's rows hold at most
+`GPU_CLASSES` logits, else the rows kernels with their totals in one cube (no unit adds up
+every row), with NaN / inf, all-ignored batches, class weights summing to 0 and float16 /
+bfloat16 logits at those sizes; long or many rows and empty batches the composite."""
 
 from __future__ import annotations
 
@@ -19,10 +22,13 @@ import torch.nn.functional as tF
 from cube_testing import backend as _backend
 from cube_testing import upload_view as _up
 
+import burn
+from burn.backend.protocol import Backend
 from burn.backends.cube import loss_rows
 from burn.backends.cube.backend import CudaBackend
 from burn.backends.cube.elementwise import CUBE_DIM
 from burn.backends.cube.tensor import host_array
+from burn.dtype import DType
 from burn.errors import BurnIndexError
 from burn_cube.kernel import IRKernel
 
@@ -80,12 +86,33 @@ def _burn(bk: Any, x: Any, t: np.ndarray, w: np.ndarray | None, smoothing: float
     return loss, dx
 
 
-def _check(out: Any, ref: np.ndarray, dtype: Any, tol: float) -> None:
-    """Shape and dtype first, then values (NaN where torch has NaN)."""
+def _check(out: Any, ref: np.ndarray, dtype: Any, tol: float, atol: float | None = None
+           ) -> None:
+    """Shape and dtype first, then values (NaN where torch has NaN; `atol` defaults to
+    `tol`)."""
     assert out.shape == ref.shape
     got = host_array(out)
     assert got.dtype == np.dtype(dtype)
-    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol, equal_nan=True)
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol if atol is None else atol,
+                               equal_nan=True)
+
+
+def _launches(monkeypatch: pytest.MonkeyPatch, bk: Any) -> list[tuple[str, int]]:
+    """A list that gets (kernel name, units per cube) of each planned launch on `bk`."""
+    launched: list[tuple[str, int]] = []
+    real_planned, real_cubes = type(bk).launch_planned, type(bk).launch_cubes_planned
+
+    def planned(self: Any, kernel: Any, units: int, *args: Any) -> None:
+        launched.append((kernel.kernel.name, CUBE_DIM))
+        real_planned(self, kernel, units, *args)
+
+    def cubes(self: Any, kernel: Any, count: Any, dim: Any, *args: Any) -> None:
+        launched.append((kernel.kernel.name, dim))
+        real_cubes(self, kernel, count, dim, *args)
+
+    monkeypatch.setattr(type(bk), "launch_planned", planned)
+    monkeypatch.setattr(type(bk), "launch_cubes_planned", cubes)
+    return launched
 
 
 @pytest.mark.parametrize("reduction,smoothing,weighted", CASES)
@@ -165,12 +192,20 @@ def test_bad_target_raises_index_error(path: str) -> None:
             bk.sync()
 
 
-def test_empty_batch_takes_default() -> None:
-    bk = _backend("cpu")
-    x, t = bk.upload(np.zeros((0, 4), np.float32)), bk.upload(np.zeros(0, np.int64))
-    loss = bk.cross_entropy(x, t, None, IGNORE, 0.0, "none")
-    assert loss.shape == (0,)
-    assert np.isnan(host_array(bk.cross_entropy(x, t, None, IGNORE, 0.0, "mean")))
+@pytest.mark.parametrize("device", sorted({d for d, _, _ in PATHS.values()}))
+def test_empty_batch_takes_default(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    """0 rows take the composite (no rows kernel runs), with torch's values: an empty
+    loss, the mean NaN, the sum 0, gradients of shape [0, C]."""
+    bk = _backend(device)
+    launched = _launches(monkeypatch, bk)
+    x, t = np.zeros((0, 4), np.float32), np.zeros(0, np.int64)
+    for reduction in ("none", "mean", "sum"):
+        g = np.zeros(0 if reduction == "none" else (), np.float32)
+        ref = _torch(x, t, None, 0.1, reduction, g)
+        loss, dx = _burn(bk, bk.upload(x), t, None, 0.1, reduction, g)
+        _check(loss, ref[0], np.float32, 1e-6)
+        _check(dx, ref[1], np.float32, 1e-6)
+    assert not [name for name, _ in launched if name.startswith("cross_entropy")]
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -217,14 +252,19 @@ def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path
             [] if reduction == "none" else [f"cross_entropy_{reduction}"])
         backward = (["cross_entropy_weights"] if reduction == "mean" else []) + [
             "cross_entropy_rows_backward"]
+    # the rows kernels' totals: one unit on the cpu, a cube of a unit per row (64) on GPUs
+    totals = {"cross_entropy_sum", "cross_entropy_mean", "cross_entropy_weights"}
+    total_dim = CUBE_DIM if _device(path) == "cpu" else 64
     for _ in range(2):  # planned, then from the plans
         planned.clear()
         bk.cross_entropy(xt, tt, wt, IGNORE, 0.1, reduction)
         assert [k.kernel.name for k, _, _ in planned] == forward
+        assert {d for k, _, d in planned if k.kernel.name in totals} <= {total_dim}
         _compile_to_cuda(bk, planned)
         planned.clear()
         bk.cross_entropy_backward(xt, tt, wt, g, IGNORE, 0.1, reduction)
         assert [k.kernel.name for k, _, _ in planned] == backward
+        assert {d for k, _, d in planned if k.kernel.name in totals} <= {total_dim}
     assert unplanned == []
     _compile_to_cuda(bk, planned)
 
@@ -247,50 +287,135 @@ def test_gpu_long_or_many_rows_take_the_composite(monkeypatch: pytest.MonkeyPatc
     rng = np.random.default_rng(6)
     x, t, w = _case(rng, m, c, np.float32)
     g = (np.ones(m) if reduction == "none" else np.array(0.5)).astype(np.float32)
-    launched: list[str] = []
-    real_planned = type(bk).launch_planned
-
-    def record(self: Any, kernel: Any, units: int, *args: Any) -> None:
-        launched.append(kernel.kernel.name)
-        real_planned(self, kernel, units, *args)
-
-    monkeypatch.setattr(type(bk), "launch_planned", record)
+    launched = _launches(monkeypatch, bk)
     ref = _torch(x, t, w, 0.1, reduction, g)
     loss, dx = _burn(bk, bk.upload(x), t, w, 0.1, reduction, g)
     _check(loss, ref[0], np.float32, 1e-5)
     _check(dx, ref[1], np.float32, 1e-5)
-    assert not [name for name in launched if name.startswith("cross_entropy")]
+    assert not [name for name, _ in launched if name.startswith("cross_entropy")]
 
 
-@pytest.mark.parametrize("device", sorted({d for d, _, _ in PATHS.values()} - {"cpu"}))
-@pytest.mark.parametrize("m", [1, 31, 33, 100, 256, 257])
+GPUS = sorted({d for d, _, _ in PATHS.values()} - {"cpu"})
+#: (rows, classes): a unit per row (to 256 rows), units walking up to four rows (to 1024), at
+#: and past the most logits a unit walks (`GPU_CLASSES`: rows times classes), where the rows
+#: kernels run with their totals in one cube
+GPU_SIZES = [(1, 5), (31, 5), (33, 5), (100, 5), (256, 5), (256, 256), (257, 5), (257, 128),
+             (257, 129), (300, 5), (300, 200), (511, 5), (512, 5), (513, 5), (513, 85),
+             (513, 86), (768, 3), (769, 64), (1000, 5), (1023, 5), (1024, 64), (1024, 65),
+             (1024, 256)]
+
+
+def _gpu_launches(m: int, c: int, reduction: str) -> tuple[list[Any], list[Any]]:
+    """The (kernel name, units per cube) launches of a "sum" / "mean" forward and backward
+    over `m` rows of `c` classes on GPU runtimes (`loss_rows.GPU_CUBE_ROWS` rows or fewer)."""
+    units = max(loss_rows.GPU_CUBE_MIN_UNITS,
+                min(loss_rows.GPU_CUBE_UNITS, 1 << (m - 1).bit_length()))
+    if m <= loss_rows.GPU_CUBE_ROWS and -(-m // units) * c <= loss_rows.GPU_CLASSES:
+        return [("cross_entropy_cube", units)], [("cross_entropy_cube_backward", units)]
+    return ([("cross_entropy_rows", CUBE_DIM), (f"cross_entropy_{reduction}", units)],
+            [("cross_entropy_weights", units)] * (reduction == "mean") + [
+                ("cross_entropy_rows_backward", CUBE_DIM)])
+
+
+@pytest.mark.parametrize("device", GPUS)
+@pytest.mark.parametrize("m,c", GPU_SIZES)
 @pytest.mark.parametrize("reduction,smoothing,weighted", [("mean", 0.1, True),
                                                           ("sum", 0.0, False)])
-def test_gpu_cube_sizes(monkeypatch: pytest.MonkeyPatch, device: str, m: int, reduction: str,
-                        smoothing: float, weighted: bool) -> None:
+def test_gpu_cube_sizes(monkeypatch: pytest.MonkeyPatch, device: str, m: int, c: int,
+                        reduction: str, smoothing: float, weighted: bool) -> None:
     """On GPU runtimes a "sum" / "mean" of up to `GPU_CUBE_ROWS` rows runs one cube each way
-    (the fewest units a power of two holding every row: idle units and a partial last plane
-    add nothing), more rows the rows kernels; values and gradients as torch's."""
+    (the fewest units a power of two holding every row, at most `GPU_CUBE_UNITS`: idle units
+    and a partial last plane add nothing; past that each walks rows ``u, u + units, ...``)
+    where a unit's rows hold at most `GPU_CLASSES` logits; else the rows kernels, their
+    totals (the losses', the mean backward's target weights) one cube. Values and gradients
+    as torch's."""
     bk = _backend(device)
     rng = np.random.default_rng(m)
-    x, t, w = _case(rng, m, 5, np.float32)
+    x, t, w = _case(rng, m, c, np.float32)
     g = np.array(0.7, np.float32)
-    launched: list[tuple[str, Any]] = []
-    real_cubes = type(bk).launch_cubes_planned
-
-    def record(self: Any, kernel: Any, count: Any, dim: Any, *args: Any) -> None:
-        launched.append((kernel.kernel.name, dim))
-        real_cubes(self, kernel, count, dim, *args)
-
-    monkeypatch.setattr(type(bk), "launch_cubes_planned", record)
+    launched = _launches(monkeypatch, bk)
     ref = _torch(x, t, w if weighted else None, smoothing, reduction, g)
     loss, dx = _burn(bk, bk.upload(x), t, w if weighted else None, smoothing, reduction, g)
     _check(loss, ref[0], np.float32, 1e-5)
     _check(dx, ref[1], np.float32, 1e-5)
-    names = [name for name, _ in launched if name.startswith("cross_entropy")]
-    if m > loss_rows.GPU_CUBE_ROWS:
-        assert names == []
-    else:
-        units = max(loss_rows.GPU_CUBE_MIN_UNITS, 1 << (m - 1).bit_length())
-        assert names == ["cross_entropy_cube", "cross_entropy_cube_backward"]
-        assert {dim for _, dim in launched} == {units}
+    forward, backward = _gpu_launches(m, c, reduction)
+    assert [(n, d) for n, d in launched if n.startswith("cross_entropy")] == forward + backward
+
+
+@pytest.mark.parametrize("device", GPUS)
+@pytest.mark.parametrize("m,c", [(300, 5), (1024, 5), (300, 200)])
+@pytest.mark.parametrize("reduction,smoothing", [("mean", 0.0), ("mean", 0.2), ("sum", 0.2)])
+def test_gpu_many_rows_special_values(device: str, m: int, c: int, reduction: str,
+                                      smoothing: float) -> None:
+    """Past `GPU_CUBE_UNITS` rows (of 5 classes one cube of units walking several rows; 300
+    of 200 the rows kernels with a cube's totals): NaN / inf logits in kept and in ignored
+    rows and every target ignored (the mean NaN, zero gradients) as torch; class weights
+    summing to 0 over the kept targets (all zero, or zero only where targets are) as the
+    protocol's composite, and as torch's for the sum and the mean of all-zero weights (NaN). The
+    protocol's mean differs from torch there: its backward divides by 1 where the weights
+    sum to 0 (zeros; torch's NaN), and with smoothing its loss is the smoothing terms' sum
+    over 0 (inf; torch's 0 / 0 NaN of the unsmoothed part)."""
+    bk = _backend(device)
+    rng = np.random.default_rng(7)
+    x, t, w = _case(rng, m, c, np.float32)
+    g = np.array(0.7, np.float32)
+    special = x.copy()
+    special[1, 0], special[2, c - 1], special[4, c // 2] = np.nan, np.inf, -np.inf
+    special[0, 0], special[3, c - 1] = np.nan, np.inf  # ignored rows (t[::3])
+    for logits, targets in ((special, t), (x, np.full(m, IGNORE))):
+        ref = _torch(logits, targets, w, smoothing, reduction, g)
+        loss, dx = _burn(bk, bk.upload(logits), targets, w, smoothing, reduction, g)
+        _check(loss, ref[0], np.float32, 1e-5)
+        _check(dx, ref[1], np.float32, 1e-5)
+    even = np.where(t == IGNORE, IGNORE, t - t % 2)
+    for weights in (np.zeros(c, np.float32), np.where(np.arange(c) % 2, w, 0).astype(np.float32)):
+        loss, dx = _burn(bk, bk.upload(x), even, weights, smoothing, reduction, g)
+        xt, tt, wt = bk.upload(x), bk.upload(even), bk.upload(weights)
+        composite = (Backend.cross_entropy(bk, xt, tt, wt, IGNORE, smoothing, reduction),
+                     Backend.cross_entropy_backward(bk, xt, tt, wt, bk.upload(g), IGNORE,
+                                                    smoothing, reduction))
+        _check(loss, host_array(composite[0]), np.float32, 1e-5)
+        _check(dx, host_array(composite[1]), np.float32, 1e-5)
+        ref = _torch(x, even, weights, smoothing, reduction, g)
+        if reduction == "sum" or not weights.any():  # where torch has no 0 / 0 NaN
+            _check(loss, ref[0], np.float32, 1e-5)
+        if reduction == "sum":
+            _check(dx, ref[1], np.float32, 1e-5)
+
+
+HALVES = {"wgpu": ["float16"], "cuda": ["float16", "bfloat16"]}
+
+
+@pytest.mark.parametrize("device,dtype", [(d, h) for d in GPUS for h in HALVES[d]])
+@pytest.mark.parametrize("m,c", [(64, 10), (300, 5), (300, 200)])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_gpu_half_logits(monkeypatch: pytest.MonkeyPatch, device: str, dtype: str, m: int,
+                         c: int, reduction: str) -> None:
+    """float16 / bfloat16 logits and weights on GPU runtimes (one cube of a unit per row, of
+    two rows a unit, and for 300 rows of 200 the rows kernels with a cube's totals, which add
+    the per-row losses as stored in the logits' dtype): loss and gradients in that dtype,
+    as torch's in float64 on the rounded values; no composite runs."""
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("the composite default ran")
+
+    monkeypatch.setattr(Backend, "cross_entropy", refuse)
+    monkeypatch.setattr(Backend, "cross_entropy_backward", refuse)
+    bk = _backend(device)
+    rng = np.random.default_rng(8)
+    x, t, w = _case(rng, m, c, np.float32)
+
+    def rounded(a: np.ndarray) -> np.ndarray:
+        return torch.from_numpy(a).to(getattr(torch, dtype)).double().numpy()
+
+    def up(a: np.ndarray) -> Any:
+        return burn.tensor(a, device=device, dtype=getattr(burn, dtype))._prim
+
+    x, w, g = rounded(x), rounded(w), rounded(np.array(0.7, np.float32))
+    ref = _torch(x, t, w, 0.1, reduction, g)
+    loss = bk.cross_entropy(up(x), bk.upload(t), up(w), IGNORE, 0.1, reduction)
+    dx = bk.cross_entropy_backward(up(x), bk.upload(t), up(w), up(g), IGNORE, 0.1, reduction)
+    tol = 1e-2 if dtype == "float16" else 5e-2
+    for out, want in ((loss, ref[0]), (dx, ref[1])):
+        assert out.shape == want.shape and out.dtype is getattr(DType, dtype)
+        got = np.asarray(host_array(out)).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 1e-2)

@@ -14,15 +14,17 @@ Logits of at most `LOOPED_ELEMENTS` elements ("sum" and "mean") take one launch 
 instead: a single unit walks every row, adding up the total (and the mean backward's ``w_t``
 sum first) itself; below that size the rows kernels' units run on one thread anyway. On GPU
 runtimes a "sum" / "mean" over at most `GPU_CUBE_ROWS` rows (a classification batch, whose
-step is bound by the host's launches) takes one launch each way too, but of one cube: a unit
-per row, the totals combined in the cube (one GPU thread walking the rows of a [64, 10] batch
-took 72 us forward and 107 us backward on the H200, the GPU time of the whole rest of an MLP
-step).
+step is bound by the host's launches) takes one launch each way too, but of one cube: unit
+`u` walks rows ``u, u + units, ...`` (at most `GPU_CLASSES` logits), the totals combined in
+the cube (one GPU thread walking the rows of a [64, 10] batch took 72 us forward and 107 us
+backward on the H200, the GPU time of the whole rest of an MLP step). Where a unit's rows
+would hold more, the rows kernels run, and on GPUs one cube adds up their per-row values
+(the forward's losses, the mean backward's ``w_t``), so no GPU thread walks every row.
 Values accumulate in float32 (float64 for float64). As in the cpu softmax, the exponentials go
 to a scratch row in one loop and are summed in another (`norm_rows_cpu.LANES` partial sums),
 so every inner loop vectorizes. On GPU runtimes the rows kernels take a classification head's
 larger batches of small rows (at most `GPU_CLASSES` classes, and for "sum" / "mean" at most
-`GPU_TOTAL_ROWS` rows, which one unit adds up): a step there is bound by the host's launches,
+`GPU_TOTAL_ROWS` rows, which one cube adds up): a step there is bound by the host's launches,
 which the composite's many small kernels multiply. Longer rows on GPUs (their cube-per-row
 softmax suits them), empty inputs and targets whose dtype cannot hold `ignore_index` take the
 protocol's composite default.
@@ -30,7 +32,7 @@ protocol's composite default.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -53,13 +55,24 @@ from .tensor import CubeTensor, host_array
 #: Logits up to this many elements ("sum" and "mean") are walked by one unit, one launch each
 #: way (the rows kernels' units run on one thread below the cpu runtime's OpenMP threshold).
 LOOPED_ELEMENTS = 1 << 15
-#: On GPU runtimes, a "sum" / "mean" over up to this many rows runs in one cube, a unit per
-#: row (one launch each way, not two: ~8 us of host time on cuda).
-GPU_CUBE_ROWS = 256
-#: The fewest units of that cube (a cuda warp).
-GPU_CUBE_MIN_UNITS = 32
-#: On GPU runtimes: the most classes a unit's row walk takes, and the most rows one unit adds up
-#: for "sum" / "mean".
+#: On GPU runtimes, a "sum" / "mean" over up to this many rows runs in one cube (one launch
+#: each way, not two: ~8 us of host time on cuda), its units walking rows ``u, u + units, ...``,
+#: where a unit's rows hold at most `GPU_CLASSES` logits. Was 256 (a unit per row); 1024 (all
+#: of `GPU_TOTAL_ROWS`) is argued from the work per unit, not measured (no GPU where it was
+#: written): a unit walks no more logits than a rows kernel's unit (one row of at most
+#: `GPU_CLASSES`), and the cube no more than the measured 256 rows of 256 classes (at most
+#: `GPU_CUBE_UNITS` units of `GPU_CLASSES` logits), while the rows kernel's path adds a launch
+#: each way and its totals' combine. Longer rows there (300 rows of 200 classes: two rows
+#: of 200 a unit) take the rows kernels, their totals a cube (`_total_units`).
+GPU_CUBE_ROWS = 1024
+#: The fewest units of that cube (a cuda warp), and the most: 256, the largest these kernels
+#: were measured with on the H200 and WebGPU's default limit of units per cube; 1024 units (a
+#: row each up to 1024 rows) would put four times the logits on the cube's one SM, and a cuda
+#: cube of 1024 units caps a unit at 64 registers.
+GPU_CUBE_MIN_UNITS, GPU_CUBE_UNITS = 32, 256
+#: On GPU runtimes: the most classes a unit's row walk takes, and the most rows of a "sum" /
+#: "mean" (past it the composite's parallel reductions; the rows kernel's totals, a cube's
+#: units adding ``m / 256`` values each, could take more, which was not measured).
 GPU_CLASSES = 256
 GPU_TOTAL_ROWS = 1024
 
@@ -188,10 +201,42 @@ def _unit_rows(b: Any, m: Any, units: int) -> Iterator[Any]:
             yield r
 
 
-def _cube_total(b: Any, value: Any, units: int, plane: bool) -> Any:
-    """A unit's partial sum as the sum over the cube (every unit holds it); itself for one
-    unit."""
-    return value if units == 1 else _combine(b, "sum", value, units, plane)
+def _unit_sums(b: Any, acc: Any, m: Any, units: int, plane: bool,
+               terms: Callable[[Any], tuple[Any, ...]], count: int) -> list[Any]:
+    """The sums over rows ``0..m`` of the `count` values `terms(r)`, in the accumulator dtype.
+
+    Args:
+        b: the kernel builder.
+        acc: the accumulator dtype.
+        m: the rows.
+        units: 1 (unit 0 walks every row and holds the sums), or a cube's units: each adds
+            its rows (`_unit_rows`), the cube combines them (`softmax_rows._combine`) and
+            every unit holds the sums.
+        plane: the cube combines within planes first.
+        terms: a row's values (builds the row's code).
+        count: how many values `terms` gives.
+
+    Returns:
+        The sums, locals.
+    """
+    sums = [b.local(acc, 0) for _ in range(count)]
+    with _unit_rows(b, m, units) as r:
+        for part, value in zip(sums, terms(r), strict=True):
+            b.set(part, part + value)
+    return sums if units == 1 else [_combine(b, "sum", part, units, plane) for part in sums]
+
+
+def _reduced(sums: list[Any], mean: bool) -> Any:
+    """The losses' sum, over the target weights' sum (`sums`' second) for the mean."""
+    return sums[0] / sums[1] if mean else sums[0]
+
+
+def _builder(name: str, units: int) -> Any:
+    """A kernel builder for cubes of `units` units where `units` > 1 (one cube), else of
+    `CUBE_DIM`."""
+    from burn_cube import KernelBuilder
+
+    return KernelBuilder(name, cube_dim=units if units > 1 else CUBE_DIM)
 
 
 @cached_kernel
@@ -210,77 +255,86 @@ def looped_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
         A kernel taking ``logits, target, [weight], flags, exps, out, m, classes, ignore, slot,
         eps``: rank-1 tensors, logits dense ``[m, classes]``, `out` of one element.
     """
-    from burn_cube import KernelBuilder
-
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_looped" if units == 1 else "cross_entropy_cube",
-                      cube_dim=units if units > 1 else CUBE_DIM)
+    b = _builder("cross_entropy_looped" if units == 1 else "cross_entropy_cube", units)
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     out = b.tensor("out", dtype, write=True)
     m, classes, ignore, slot, eps = _scalars(b, target_dtype, acc)
-    total, weights = b.local(acc, 0), b.local(acc, 0)
-    with _unit_rows(b, m, units) as r:
+
+    def terms(r: Any) -> tuple[Any, ...]:
         row = _Sample(b, logits, target, w, flags, acc, classes, ignore, slot, r)
-        b.set(total, total + _loss(row, classes, exps, eps, smoothing))
-        b.set(weights, weights + row.w_target)
-    total = _cube_total(b, total, units, plane)
-    weights = _cube_total(b, weights, units, plane) if mean else weights
+        return (_loss(row, classes, exps, eps, smoothing), row.w_target)[:1 + mean]
+
+    sums = _unit_sums(b, acc, m, units, plane, terms, 1 + mean)
     with b.if_(b.ABSOLUTE_POS == 0):
-        out[0] = b.cast(total / weights if mean else total, dtype)
+        out[0] = b.cast(_reduced(sums, mean), dtype)
     return b.kernel()
 
 
 @cached_kernel
-def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool) -> Any:
-    """The "sum" (or "mean") reduction of the per-sample losses, in one unit: the losses'
-    sum (over the target weights' sum), `LANES` partial sums in the accumulator dtype.
+def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool, units: int = 1,
+                 plane: bool = False) -> Any:
+    """The "sum" (or "mean") reduction of the per-sample losses: the losses' sum (over the
+    target weights' sum) in the accumulator dtype, by one unit (`LANES` partial sums) or by
+    one cube.
+
+    Args:
+        dtypes: as `forward_kernel`.
+        mean: divide by the summed target weights.
+        units: 1, or the units of the one cube (a power of two; `_unit_sums`).
+        plane: the cube combines within planes first.
 
     Returns:
         A kernel taking ``loss, w_target, out, m``: rank-1 tensors, `out` of one element.
     """
-    from burn_cube import KernelBuilder, u32
+    from burn_cube import u32
 
     dtype, acc, _ = dtypes
-    b = KernelBuilder("cross_entropy_mean" if mean else "cross_entropy_sum")
+    b = _builder("cross_entropy_mean" if mean else "cross_entropy_sum", units)
     loss = b.tensor("loss", dtype, write=False)
     w_target = b.tensor("w_target", dtype, write=False)
     out = b.tensor("out", dtype, write=True)
     m = b.scalar("m", u32)
+
+    def terms(k: Any) -> tuple[Any, ...]:
+        return (b.cast(loss[k], acc), b.cast(w_target[k], acc))[:1 + mean]
+
+    sums = _unit_sums(b, acc, m, units, plane, terms, 1 + mean) if units > 1 else None
     with b.if_(b.ABSOLUTE_POS == 0):
-        if mean:
-            total, weights = _lane_sums(b, acc, m, lambda k: (b.cast(loss[k], acc),
-                                                              b.cast(w_target[k], acc)))
-            out[0] = b.cast(total / weights, dtype)
-        else:
-            out[0] = b.cast(_lane_sums(b, acc, m, lambda k: (b.cast(loss[k], acc),))[0], dtype)
+        if sums is None:
+            sums = _lane_sums(b, acc, m, terms)
+        out[0] = b.cast(_reduced(sums, mean), dtype)
     return b.kernel()
 
 
 @cached_kernel
-def weights_kernel(dtypes: tuple[Any, Any, Any], weight: bool) -> Any:
-    """The sum of the samples' target weights (the "mean" backward's denominator), in one
-    unit walking the targets (checked as the rows kernels do).
+def weights_kernel(dtypes: tuple[Any, Any, Any], weight: bool, units: int = 1,
+                   plane: bool = False) -> Any:
+    """The sum of the samples' target weights (the "mean" backward's denominator), by one
+    unit or one cube walking the targets (checked as the rows kernels do).
+
+    Args:
+        dtypes, weight: as `forward_kernel`.
+        units, plane: as `total_kernel`'s.
 
     Returns:
         A kernel taking ``target, [weight], flags, total, m, classes, ignore, slot``: rank-1
         tensors, `total` of one element.
     """
-    from burn_cube import KernelBuilder, i32, u32
+    from burn_cube import i32, u32
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_weights")
+    b = _builder("cross_entropy_weights", units)
     target = b.tensor("target", target_dtype, write=False)
     w = b.tensor("weight", dtype, write=False) if weight else None
     flags = b.tensor("flags", i32, write=True)
     total = b.tensor("total", dtype, write=True)
     m, classes = b.scalar("m", u32), b.scalar("classes", u32)
     ignore, slot = b.scalar("ignore", target_dtype), b.scalar("slot", u32)
+    sums = _unit_sums(b, acc, m, units, plane, lambda r: (
+        _Sample(b, None, target, w, flags, acc, classes, ignore, slot, r).w_target,), 1)
     with b.if_(b.ABSOLUTE_POS == 0):
-        acc_sum = b.local(acc, 0)
-        with b.for_range(0, m) as r:
-            row = _Sample(b, None, target, w, flags, acc, classes, ignore, slot, r)
-            b.set(acc_sum, acc_sum + row.w_target)
-        total[0] = b.cast(acc_sum, dtype)
+        total[0] = b.cast(sums[0], dtype)
     return b.kernel()
 
 
@@ -303,12 +357,9 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
         ignore, slot, eps`` (``total`` for a "mean" of rows): rank-1 tensors, logits and dx
         dense ``[m, classes]``.
     """
-    from burn_cube import KernelBuilder
-
     dtype, acc, target_dtype = dtypes
     name = "rows" if not looped else "looped" if looped == 1 else "cube"
-    b = KernelBuilder(f"cross_entropy_{name}_backward",
-                      cube_dim=looped if looped > 1 else CUBE_DIM)
+    b = _builder(f"cross_entropy_{name}_backward", looped)
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     grad = b.tensor("grad", dtype, write=False)
     total_w = b.tensor("total", dtype, write=False) if mode == "mean" and not looped else None
@@ -326,10 +377,7 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
         return b.kernel()
     weights = None
     if mode == "mean":
-        weights = b.local(acc, 0)
-        with _unit_rows(b, m, looped) as r:
-            b.set(weights, weights + sample(r).w_target)
-        weights = _cube_total(b, weights, looped, plane)
+        weights = _unit_sums(b, acc, m, looped, plane, lambda r: (sample(r).w_target,), 1)[0]
     with _unit_rows(b, m, looped) as r:
         _row_backward(sample(r), grad, weights, dx, mode, classes, exps, eps, smoothing)
     return b.kernel()
@@ -443,9 +491,8 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
     out = backend.empty((1,), logits.dtype)
     units = _looped(backend, logits, reduction)
     if units:
-        plane = units > 1 and _plane(backend)
         _launch(backend, _kernel(looped_kernel, dtypes, weight is not None, smoothing, mean,
-                                 units, plane), units, m,
+                                 units, _planes(backend, units)), units, m,
                 *arrays, out.array, *scalars, label_smoothing)
         return out.derived((), ())
     loss, w_target = (backend.empty((m,), logits.dtype) for _ in range(2))
@@ -454,8 +501,9 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
                            label_smoothing)
     if reduction == "none":
         return loss
-    backend.launch_planned(_kernel(total_kernel, dtypes, mean), 1, loss.array,
-                           w_target.array, out.array, m)
+    units = _total_units(backend, m)
+    _launch(backend, _kernel(total_kernel, dtypes, mean, units, _planes(backend, units)), units,
+            m, loss.array, w_target.array, out.array, m)
     return out.derived((), ())
 
 
@@ -474,12 +522,14 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
     extra: list[Any] = []
     if reduction == "mean" and not looped:
         total = backend.empty((1,), logits.dtype)
-        backend.launch_planned(_kernel(weights_kernel, dtypes, weight is not None), 1,
-                               *arrays[1:-1], total.array, *scalars)
+        units = _total_units(backend, m)
+        _launch(backend, _kernel(weights_kernel, dtypes, weight is not None, units,
+                                 _planes(backend, units)), units, m,
+                *arrays[1:-1], total.array, *scalars)
         extra = [total.array]
     dx = backend.empty(logits.shape, logits.dtype)
     kernel = _kernel(backward_kernel, dtypes, weight is not None, label_smoothing > 0,
-                     reduction, looped, looped > 1 and _plane(backend))
+                     reduction, looped, _planes(backend, looped))
     _launch(backend, kernel, looped, m, *arrays, _flat(backend, grad).array, *extra,
             dx.flat().array, *scalars, label_smoothing)
     return dx
@@ -487,20 +537,40 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
 
 def _looped(backend: Any, logits: CubeTensor, reduction: str) -> int:
     """How a "sum" or "mean" runs in one launch: 1 (one unit walks every row: at most
-    `LOOPED_ELEMENTS` logits on the cpu runtime), the units of one cube (the smallest power
-    of two from `GPU_CUBE_MIN_UNITS` holding every row: at most `GPU_CUBE_ROWS` rows on the
-    others), else 0 (the rows kernels)."""
+    `LOOPED_ELEMENTS` logits on the cpu runtime), the units of one cube (`_cube_units`; on
+    the others at most `GPU_CUBE_ROWS` rows, a unit's rows at most `GPU_CLASSES` logits),
+    else 0 (the rows kernels)."""
     if reduction == "none":
         return 0
     if backend.runtime_name == "cpu":
         return int(logits.size <= LOOPED_ELEMENTS)
-    m = logits.shape[0]
-    return max(GPU_CUBE_MIN_UNITS, 1 << (m - 1).bit_length()) if m <= GPU_CUBE_ROWS else 0
+    m, c = logits.shape
+    units = _cube_units(m)
+    return units if m <= GPU_CUBE_ROWS and -(-m // units) * c <= GPU_CLASSES else 0
+
+
+def _cube_units(m: int) -> int:
+    """The units of one cube over `m` rows: the smallest power of two from
+    `GPU_CUBE_MIN_UNITS` holding every row, at most `GPU_CUBE_UNITS` (each then walks rows
+    ``u, u + units, ...``)."""
+    return max(GPU_CUBE_MIN_UNITS, min(GPU_CUBE_UNITS, 1 << (m - 1).bit_length()))
+
+
+def _total_units(backend: Any, m: int) -> int:
+    """The units adding up the rows kernel's `m` per-row values ("sum" / "mean" losses, the
+    mean backward's target weights): 1 on the cpu runtime, else one cube (`_cube_units`)."""
+    return 1 if backend.runtime_name == "cpu" else _cube_units(m)
+
+
+def _planes(backend: Any, units: int) -> bool:
+    """Whether a launch of `units` (`_launch`'s `looped`) combines within planes first: a
+    cube of more than one unit on a runtime with planes."""
+    return units > 1 and _plane(backend)
 
 
 def _launch(backend: Any, kernel: Any, looped: int, m: int, *args: Any) -> None:
-    """A planned launch of a rows kernel (`looped` 0: a unit per row of the `m`), of the
-    one-unit kernel (1), or of the one cube of `looped` units."""
+    """A planned launch of a rows kernel (`looped` 0: a unit per row of the `m`), of a
+    one-unit kernel (1), or of one cube of `looped` units."""
     if looped > 1:
         backend.launch_cubes_planned(kernel, (1, 1, 1), looped, *args)
     else:
