@@ -212,8 +212,9 @@ def test_empty_batch_takes_default(monkeypatch: pytest.MonkeyPatch, device: str)
 def test_launches_per_call(monkeypatch: pytest.MonkeyPatch, reduction: str, path: str) -> None:
     """On the rows path forward and backward each launch one rows kernel, planned; the
     forward's "sum" and "mean" one more (the losses' total) and the mean's backward one more
-    (the target weights' total). The looped and cube paths ("sum" and "mean") launch one
-    kernel each way. Nothing launches unplanned. The kernels compile to CUDA C."""
+    (the target weights' total): one unit on the cpu, one cube on GPUs. The looped and cube
+    paths ("sum" and "mean") launch one kernel each way. Nothing launches unplanned. The
+    kernels compile to CUDA C."""
     bk = _backend(_device(path))
     rng = np.random.default_rng(5)
     x, t, w = _case(rng, 64, 10, np.float32)
