@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import threading
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,35 @@ def test_plan_packs_as_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     want[1], want[3], want[5] = (np.uint32(9), np.array(0.5, dtype=bf16.numpy)[()],
                                  np.float32(1.0))
     assert launches.calls[0][3] == _expected(kernel, want)
+
+
+def test_plans_of_one_kernel_keep_their_own_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two plans of one kernel over different layouts, launched in turn and from another
+    thread, each pass their own metadata (packed once per plan and thread) with the arrays
+    and numbers of that launch."""
+    rt, kernel = _runtime(), _kernel()
+    launches = _Launches(kernel)
+    monkeypatch.setattr(cuda, "_launch", launches)
+    compiled = cuda.CompiledCuda(None, None, "", 5)
+    first = _launch_args(rt, kernel)
+    second = _launch_args(rt, kernel)
+    second[0] = DeviceArray(rt, _Storage(1 << 30, 4 * 16 * 8), (16, 8), f32)
+    second[4] = DeviceArray(rt, _Storage(1 << 31, 4 * 24), (2, 3, 4), f32)
+    plans = [rt.plan(compiled, kernel, (2, 1, 1), args) for args in (first, second)]
+    plans[0](first)
+    plans[1](second)
+    thread = threading.Thread(target=plans[0], args=(second[:4] + first[4:],))
+    thread.start()
+    thread.join()
+    plans[1](second)
+    assert len(launches.calls) == 4
+    assert launches.calls[0][3] == _expected(kernel, first)
+    assert launches.calls[1][3] == launches.calls[3][3] == _expected(kernel, second)
+    mixed = _expected(kernel, second[:4] + first[4:])
+    layout = [field for _, field, _ in param_layout(kernel)]
+    for got, want, own, field in zip(launches.calls[2][3], mixed, _expected(kernel, first),
+                                      layout, strict=True):
+        assert got == (own if field not in ("tensor", "scalar") else want)
 
 
 def test_scalar_out_of_range_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -> None:

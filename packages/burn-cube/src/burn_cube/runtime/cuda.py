@@ -28,6 +28,7 @@ import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from threading import get_ident
 from typing import Any
 
 import numpy as np
@@ -73,9 +74,11 @@ _CODES = {"bool": "?", "u8": "B", "i8": "b", "u32": "I", "i32": "i", "i64": "q",
 try:
     import cupy
     from cupy_backends.cuda.api.driver import launchKernel
-    from cupy_backends.cuda.api.runtime import getDevice
+    from cupy_backends.cuda.api.runtime import getDevice, memcpyAsync, streamSynchronize
 except ImportError:  # pragma: no cover - depends on the environment
-    cupy = launchKernel = getDevice = None
+    cupy = launchKernel = getDevice = memcpyAsync = streamSynchronize = None
+#: ``cudaMemcpyDeviceToHost``.
+DEVICE_TO_HOST = 2
 
 
 def _launch(function: int, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -117,8 +120,8 @@ def _device_name(index: int) -> str:
 
 class _Packer:
     """A kernel's arguments in ABI order (`param_layout`: storages, then each tensor's
-    metadata as uint32, then scalars), worked out once per kernel: one `struct` format packs
-    them into a buffer per thread, whose values' addresses `cuLaunchKernel` reads.
+    metadata as uint32, then scalars), worked out once per kernel (`_Frame` packs them into a
+    buffer per thread, whose values' addresses `cuLaunchKernel` reads).
 
     Args:
         kernel: The kernel's IR.
@@ -140,15 +143,15 @@ class _Packer:
         self.aliasing = len(self.tensors) > 1 and any(written)
         metas = sum(2 + 2 * b.rank for b in kernel.tensors)
         try:
-            codes = [_CODES[p.dtype.name] for p in kernel.scalars]
+            #: `struct` code of each scalar
+            self.codes = [_CODES[p.dtype.name] for p in kernel.scalars]
         except KeyError as exc:
             raise LaunchError(f"no cuda scalar parameter of dtype {exc}", kernel.name) from None
-        self.format = struct.Struct("<" + "Q" * len(self.tensors) + "I" * metas + "".join(codes))
-        sizes = [8] * len(self.tensors) + [4] * metas + [struct.calcsize(c) for c in codes]
+        self.format = struct.Struct("<" + "Q" * len(self.tensors) + "I" * metas
+                                    + "".join(self.codes))
+        sizes = [8] * len(self.tensors) + [4] * metas + [struct.calcsize(c) for c in self.codes]
         #: byte offset of each argument in the packed buffer
         self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
-        #: per thread: `_buffer`'s triple
-        self._buffers: dict[int, tuple[Any, Any, int]] = {}
 
     def meta(self, args: list[Any]) -> list[int]:
         """The tensors' metadata (`meta_value`'s fields of `param_layout`)."""
@@ -170,32 +173,61 @@ class _Packer:
             out.append(array.offset // lanes)
         return out
 
-    def pack(self, args: list[Any], meta: list[int]) -> int:
-        """Pack every launch argument (storages' device addresses, `meta`, scalars) into this
-        thread's buffer.
+
+class _Frame:
+    """A kernel's packed arguments for one set of tensor metadata (a plan's layouts fix it):
+    the metadata packed once per thread's buffer, a launch writes only the storages' device
+    addresses and the scalars into it.
+
+    Args:
+        packer: the kernel's argument layout.
+        meta: the tensors' metadata (`_Packer.meta`).
+    """
+
+    def __init__(self, packer: _Packer, meta: list[int]) -> None:
+        self.kernel = packer.kernel
+        #: (word, argument position) of each storage address: the buffer's first words
+        self.tensors = list(enumerate(packer.tensors))
+        first = len(packer.tensors) + len(meta)
+        #: (argument position, numpy dtype whose bits carry it or None, its `struct`, byte
+        #: offset) of each scalar
+        self.scalars = [(at, bits, struct.Struct("<" + code), packer.offsets[first + j])
+                        for j, ((at, bits), code) in enumerate(zip(packer.scalars,
+                                                                   packer.codes, strict=True))]
+        self.template = packer.format.pack(*[0] * len(packer.tensors), *meta,
+                                           *[0] * len(packer.codes))
+        self.offsets = packer.offsets
+        #: per thread: `_buffer`'s triple
+        self._buffers: dict[int, tuple[Any, Any, int]] = {}
+
+    def pack(self, args: list[Any]) -> int:
+        """Write the storages' addresses and the scalars of `args` into this thread's buffer.
 
         Returns:
             The address of the array of the packed values' addresses (``kernelParams``).
         """
-        values: list[Any] = [_address(args[at]) for at in self.tensors]
-        values += meta
-        for at, bits in self.scalars:
-            value = args[at]
-            values.append(value if bits is None else int(np.array(value).view(bits)[()]))
-        buffer = self._buffers.get(threading.get_ident()) or self._buffer()
+        data, _, params = self._buffers.get(get_ident()) or self._buffer()
+        for word, at in self.tensors:
+            data[word] = _address(args[at])
         try:
-            self.format.pack_into(buffer[0], 0, *values)
+            for at, bits, form, offset in self.scalars:
+                value = args[at]
+                form.pack_into(data, offset,
+                               value if bits is None else int(np.array(value).view(bits)[()]))
         except struct.error as exc:
             raise LaunchError(f"arguments do not fit the kernel's parameters: {exc}",
                               self.kernel.name) from None
-        return buffer[2]
+        return params
 
     def _buffer(self) -> tuple[Any, Any, int]:
-        """This thread's new buffer: (packed values, their addresses, the addresses' address)."""
-        data = (ctypes.c_uint64 * (-(-self.format.size // 8) or 1))()
+        """This thread's new buffer, the metadata in it: (packed values, their addresses, the
+        addresses' address)."""
+        data = (ctypes.c_uint64 * (-(-len(self.template) // 8) or 1))()
+        ctypes.memmove(data, self.template, len(self.template))
         base = ctypes.addressof(data)
-        params = (ctypes.c_uint64 * (len(self.offsets) or 1))(*(base + at for at in self.offsets))
-        buffer = self._buffers[threading.get_ident()] = (data, params, ctypes.addressof(params))
+        addresses = (ctypes.c_uint64 * (len(self.offsets) or 1))(
+            *(base + at for at in self.offsets))
+        buffer = self._buffers[get_ident()] = (data, addresses, ctypes.addressof(addresses))
         return buffer
 
 
@@ -264,6 +296,7 @@ class CudaRuntime(Runtime):
         self.buffers = BufferPool(POOL_BYTES)
         #: `PINNED_BYTES` of pinned host memory (allocated on the first small download).
         self._staging: np.ndarray | None = None
+        self._staging_address = 0
         self._staging_lock = threading.Lock()
 
     @property
@@ -333,25 +366,36 @@ class CudaRuntime(Runtime):
 
     def download_storage(self, array: DeviceArray) -> np.ndarray:
         handle = array.handle
+        nbytes = handle.nbytes
+        if 0 < nbytes <= PINNED_BYTES and handle.flags.c_contiguous:
+            with self._staging_lock:
+                if getDevice() == self.index:
+                    staged = self._staged(_address(array), nbytes)
+                else:
+                    with self.device:
+                        staged = self._staged(_address(array), nbytes)
+            return staged.view(array.dtype.numpy).reshape(handle.shape)
         with self.device:
-            if 0 < handle.nbytes <= PINNED_BYTES and handle.flags.c_contiguous:
-                with self._staging_lock:
-                    host = self._staged(handle)
-                    handle.get(stream=self.stream, out=host)
-                    self.stream.synchronize()
-                    out = host.copy()
-            else:
-                out = cupy.asnumpy(handle, stream=self.stream)
-                self.stream.synchronize()
+            out = cupy.asnumpy(handle, stream=self.stream)
+            self.stream.synchronize()
         return out.view(array.dtype.numpy)
 
-    def _staged(self, handle: Any) -> np.ndarray:
-        """The start of the pinned staging buffer as an array of `handle`'s shape and dtype
-        (the buffer is allocated on first use)."""
+    def _staged(self, address: int, nbytes: int) -> np.ndarray:
+        """A copy of `nbytes` bytes at device `address`, through the pinned staging buffer
+        (allocated on first use; the caller holds its lock, the device current): one raw
+        asynchronous copy on this runtime's stream and a wait for it, no CuPy array on the way.
+
+        Returns:
+            The bytes (uint8).
+        """
         if self._staging is None:
             memory = cupy.cuda.alloc_pinned_memory(PINNED_BYTES)
             self._staging = np.frombuffer(memory, np.uint8, PINNED_BYTES)
-        return self._staging[:handle.nbytes].view(handle.dtype).reshape(handle.shape)
+            self._staging_address = memory.ptr
+        stream = self.stream.ptr
+        memcpyAsync(self._staging_address, address, nbytes, DEVICE_TO_HOST, stream)
+        streamSynchronize(stream)
+        return self._staging[:nbytes].copy()
 
     def compile(self, kernel: KernelIR) -> CompiledCuda:
         return self._load(kernel, generate(kernel, "cuda"))
@@ -373,38 +417,41 @@ class CudaRuntime(Runtime):
     def launch(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
                args: list[Any]) -> None:
         packer = _packer(compiled, kernel)
-        self._run(compiled, kernel, cube_count, packer, args, packer.meta(args))
+        self._run(compiled, kernel, cube_count, packer, args, _Frame(packer, packer.meta(args)))
 
     def plan(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
              args: list[Any]) -> Callable[[Any], None]:
         """`Runtime.plan`: the tensors' metadata (fixed by the plan's layouts) are worked out
-        once; a launch converts the scalars and packs them with the storages' addresses."""
+        and packed once (`_Frame`); a launch converts the scalars that need it and writes them
+        with the storages' addresses."""
         packer = _packer(compiled, kernel)
-        meta = packer.meta(args)
+        frame = _Frame(packer, packer.meta(args))
         # (position, converter, numbers packed as they are: `direct_range`) of each scalar
         scalars = [(i, scalar_converter(p.dtype, kernel.name, p.name), *direct_range(p.dtype))
                    for i, p in enumerate(kernel.params) if not p.tensor]
         run = self._run
 
         def launcher(values: Any) -> None:
-            bound = list(values)
+            bound = values
             for i, convert, kind, low, high in scalars:
-                value = bound[i]
+                value = values[i]
                 if type(value) is not kind or not low <= value <= high:
+                    if bound is values:
+                        bound = list(values)
                     bound[i] = convert(value)
-            run(compiled, kernel, cube_count, packer, bound, meta)
+            run(compiled, kernel, cube_count, packer, bound, frame)
 
         return launcher
 
     def _run(self, compiled: CompiledCuda, kernel: KernelIR, cube_count: tuple[int, int, int],
-             packer: _Packer, args: list[Any], meta: list[int]) -> None:
-        """Launch with `args` and their `meta` (the unqualified variant where tensors
+             packer: _Packer, args: Any, frame: _Frame) -> None:
+        """Launch with `args` packed into `frame` (the unqualified variant where tensors
         overlap)."""
         if packer.aliasing and _overlap(packer, args):
             if compiled.aliased is None:
                 compiled.aliased = self._load(kernel, generate_aliased(kernel))
             compiled = compiled.aliased
-        params = packer.pack(args, meta)
+        params = frame.pack(args)
         if getDevice() == self.index:
             _launch(compiled.address, cube_count, kernel.cube_dim, self.stream.ptr, params)
             return
