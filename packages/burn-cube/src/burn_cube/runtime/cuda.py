@@ -9,9 +9,10 @@ them is written runs the kernel's unqualified variant instead (compiled on first
 no bfloat16 dtype: bf16 tensors and scalars travel as their uint16 bits (``__nv_bfloat16`` in
 the kernel).
 
-Launches skip CuPy's per-argument conversion: each kernel's arguments are packed by one
-``struct`` format into a buffer kept per thread, and ``cuLaunchKernel`` gets the addresses of
-the packed values; the device is made current only when it is not. New arrays come from
+Launches skip CuPy's per-argument conversion: each kernel's arguments are laid out once
+(one ``struct`` format), a launch plan packs its tensors' metadata once into a buffer per
+thread and a launch writes the storages' addresses and the scalars into it; ``cuLaunchKernel``
+gets the addresses of the packed values; the device is made current only when it is not. New arrays come from
 CuPy's memory pool; dead arrays' buffers are kept by shape and dtype (`buffers`, up to
 `POOL_BYTES`) and handed out again by `empty` with their addresses known, in stream order (one
 stream: work queued on a buffer before it died runs before work queued after it is handed out).
