@@ -513,6 +513,29 @@ def test_opaque_keeps_ieee_results_of_identities(rt: bc.Runtime) -> None:
     np.testing.assert_array_equal(np.signbit(out[finite]), np.signbit(want[finite]))
 
 
+def test_casts_to_bf16_round(rt: bc.Runtime) -> None:
+    """A value cast to bf16 inside a kernel is rounded there (to nearest even, NaN and
+    infinities kept) as a store rounds it, though C and CUDA compute bf16 in float."""
+    b = KernelBuilder("bf16_round_trip", cube_dim=64)
+    x, out = b.tensor("x", f32, write=False), b.tensor("out", f32, write=True)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < x.len):
+        out[i] = b.cast(b.cast(x[i], bc.bf16), f32)
+    kernel = b.kernel()
+    data = np.array([1.3174102, -299.0561, 1 / 3, 1.00390625, 1.01171875, np.nan, -np.inf,
+                     3e38, 1e-40, -0.0], np.float32)  # (two ties: to even, down and up)
+    got = np.full_like(data, 7.0)
+    if "bf16" not in rt.properties.dtypes:  # (WGSL)
+        with pytest.raises(CompileError, match="bf16"):
+            kernel.launch(rt, 1, 64, data, got)
+        return
+    kernel.launch(rt, 1, 64, data, got)
+    want = data.astype(bc.bf16.numpy).astype(np.float32)
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_opaque_takes_floats_only() -> None:
     b = KernelBuilder("opaque_int", cube_dim=1)
     with pytest.raises(CompileError, match="opaque"):

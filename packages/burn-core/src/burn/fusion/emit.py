@@ -91,7 +91,8 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,
     """The value of one op of a program signature, in a local of its result dtype.
 
     A cast of a bool to a number is emitted as a select of 1 or 0: C compilers vectorize that
-    loop, not the conversion of a C ``bool``.
+    loop, not the conversion of a C ``bool``. A bf16 value, computed in float32 on the C and
+    CUDA targets, is rounded to bf16 by casts there.
 
     Args:
         b: the `burn_cube.KernelBuilder`.
@@ -102,7 +103,7 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,
     Returns:
         The local holding the op's value.
     """
-    from burn_cube.types import bool_, line
+    from burn_cube.types import bf16, bool_, f32, line
 
     name, args, out_id = op
     row = OPS[name]
@@ -127,4 +128,6 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,
         value = emit_row(b, row, env)
     if getattr(value, "dtype", target) != target:
         value = b.cast(value, target)
+    elif scalar is bf16 and hasattr(value, "dtype"):  # computed in float32 on C and CUDA
+        value = b.cast(b.cast(value, f32), target)  # rounded there by the cast to bf16
     return b.local(target, init=value)

@@ -8,6 +8,8 @@ lines), ``op.<kind>``, ``op``; an entry of None refuses the op on that type.
 
 A dtype may be stored in buffers as another type (``storage_types``: bf16 as 16 bits in C, bool
 as u32 in WGSL); the ``load`` and ``store`` entries convert between the two (``{a}`` where equal).
+A cast to a float dtype stored as another type goes through both: its value is rounded there,
+as a store rounds it.
 
 ``Line`` values: on targets whose vector types have element-wise operators and functions
 (WGSL) the table entries apply as they are. Elsewhere (C, CUDA) an op on lines becomes a call
@@ -168,7 +170,12 @@ class Emitter:
                 rendered = [self.expr(a) for a in args]
                 if dtype.lanes > 1 and self.lane_wise:
                     return self.render_lanes(op, key, dtype, list(args), rendered)
-                return self.render(op, key, dtype, rendered)
+                text = self.render(op, key, dtype, rendered)
+                if op == "cast" and dtype.is_float and dtype.name in self.storage_types:
+                    # computed in a wider type (bf16 in float): rounded as a store would
+                    text = self.render("load", dtype, dtype,
+                                       [self.render("store", dtype, dtype, [text])])
+                return text
         raise CompileError(f"cannot render {e!r}", self.kernel.name)
 
     # ---------------------------------------------------------------------------- statements

@@ -4,7 +4,8 @@ Floats use the libm function of the right width through the ``{f}`` suffix field
 f32, ``exp`` for f64); integer division and modulo go through helpers that return 0 on a zero
 divisor instead of trapping. The cube and unit counters are ``int64_t`` in C, so positions are
 cast back to the language's ``u32``. bf16 is stored as ``uint16_t`` (any gcc) and computed in
-``float``: widened on load, rounded to nearest even on store (as ml_dtypes does).
+``float``: widened on load, rounded to nearest even on store and on casts to bf16 (as
+ml_dtypes does).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Shares the C spellings of arithmetic and libm functions (CUDA's device math library has the same
 names); differs in types, atomics and warp-level plane operations. bf16 is stored as
 ``__nv_bfloat16`` and computed in ``float`` (as on the CPU: widened on load, rounded to nearest
-even on store), so it needs no bf16 arithmetic from the architecture.
+even on store and on casts to bf16), so it needs no bf16 arithmetic from the architecture.
 """
 
 from __future__ import annotations
