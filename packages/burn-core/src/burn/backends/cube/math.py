@@ -105,9 +105,10 @@ def _erf(b: Any, x: Any) -> Any:
 
 
 def _gelu(b: Any, xs: list[Any]) -> Any:
-    """x (1 + erf(x / sqrt 2)) / 2, in the NumPy backend's order."""
+    """x (1 + erf(x / sqrt 2)) / 2 as x cdf(x), the NumPy backend's form: halved before the
+    product (exact), so that it does not overflow for |x| past half the float range."""
     x = xs[0]
-    return (_erf(b, x * (1 / math.sqrt(2))) + 1.0) * x * 0.5
+    return (_erf(b, x * (1 / math.sqrt(2))) + 1.0) * 0.5 * x
 
 
 def _gelu_cdf(b: Any, xs: list[Any]) -> Any:
@@ -122,10 +123,11 @@ def _gelu_backward_cdf(b: Any, xs: list[Any]) -> Any:
 
 
 def _gelu_tanh(b: Any, xs: list[Any]) -> Any:
-    """x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2, in the NumPy backend's order."""
+    """x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2, the NumPy backend's terms, halved
+    before the product as in `_gelu`."""
     x = xs[0]
     inner = ((x * x * 0.044715 + 1.0) * x) * math.sqrt(2 / math.pi)
-    return (b.tanh(inner) + 1.0) * x * 0.5
+    return (b.tanh(inner) + 1.0) * 0.5 * x
 
 
 def atanh2(b: Any, s: Any, terms: int) -> Any:
