@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from burn.backend.decorator import Decorator
 from burn.backend.protocol import Backend
-from burn.errors import DeviceError
 from burn.frontend.validation import check_alloc
 from burn.fusion.elementwise import fusable
 from burn.fusion.handle import FusionTensor
@@ -184,9 +183,7 @@ class Fusion(Decorator):
             if x.failure is None:
                 self.stream.flush()
             if x.value is None:
-                raise DeviceError("fusion", "the fused kernel that computes this tensor failed: "
-                                  f"{x.failure}", shape=x.shape, dtype=x.dtype.value) \
-                    from x.failure
+                raise x.failed() from x.failure
         return x.value
 
     def describe(self, x: Any) -> TensorIR:

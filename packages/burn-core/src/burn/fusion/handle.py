@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from burn.device import Device
 from burn.dtype import DType
+from burn.errors import DeviceError
 from burn.ir import OpDef, OpIR, TensorIR, split_args
 
 #: `NamedTupleClass(...)` without its Python-level constructor: `new_tuple(cls, values)` (a
@@ -45,6 +46,12 @@ class FusionTensor:
         self.value = value
         self.failure: Exception | None = None
         self.ir = new_tuple(TensorIR, (id, shape, dtype))
+
+    def failed(self) -> DeviceError:
+        """The error a read of this tensor raises where the kernel that was to compute it
+        failed (`failure`)."""
+        return DeviceError("fusion", f"the fused kernel that computes this tensor failed: "
+                           f"{self.failure}", shape=self.shape, dtype=self.dtype.value)
 
     def __repr__(self) -> str:
         state = "pending" if self.value is None else "ready"

@@ -138,7 +138,10 @@ class Stream:
                 if type(h) is FusionTensor:
                     value, ir[i] = h.value, h.ir
                     if value is None:
-                        wiring.append(n - position[h.id])
+                        at = position.get(h.id)
+                        if at is None:  # not pending: the kernel computing it failed
+                            raise h.failed() from h.failure
+                        wiring.append(n - at)
                         continue
                     tid = h.id
                 else:  # an inner primitive: its id while the stream keeps it
@@ -188,7 +191,9 @@ class Stream:
     def _flush_head(self) -> None:
         """At `MAX_PENDING` ops: run every block but the last, whose records stay pending
         (wired anew to the values the others computed), so a block still growing is not cut;
-        all of them where the last block is the whole stream (a bound on kernel size)."""
+        all of them where the last block is the whole stream (a bound on kernel size). Where
+        a block fails, the records of the last block reading its results carry its error (the
+        others stay pending), then it is raised."""
         pending, weak, values = self.pending, self.weak, self.values
         last = len(_blocks(pending, self.thrifty)[-1][1])
         if last == len(pending):
@@ -201,29 +206,35 @@ class Stream:
         self.position.clear()
         self.external.clear()
         STATS.flushes += 1
+        failure: Exception | None = None
         try:
             self._run(head, tuple([weak[r.out.id]() is not None or r.out.id in read
                                    for r in head]), weak, values)
-        except Exception as exc:
-            for r in tail:
-                handle = weak[r.out.id]()
-                if handle is not None:
-                    handle.failure = exc
-            raise
+        except Exception as exc:  # (the blocks not reading the failed one have run)
+            failure = exc
         position, external = self.position, self.external
-        for j, r in enumerate(tail):
+        for r in tail:
+            j = len(self.pending)
             wiring = []
             for i in r.op.tensor_at:
                 tid = r.args[i].id
                 at = position.get(tid)
-                if at is None:
+                if at is not None:
+                    wiring.append(j - at)
+                elif tid in values:
                     self.values[tid] = values[tid]
                     wiring.append(-1 - external.setdefault(tid, len(external)))
-                else:
-                    wiring.append(j - at)
-            position[r.out.id] = j
-            self.pending.append(r._replace(key=(r.key[0], tuple(wiring))))
-            self.weak[r.out.id] = weak[r.out.id]
+                else:  # a result of the failed block, or of a record reading one
+                    handle = weak[r.out.id]()
+                    if handle is not None:
+                        handle.failure = failure
+                    break
+            else:
+                position[r.out.id] = j
+                self.pending.append(r._replace(key=(r.key[0], tuple(wiring))))
+                self.weak[r.out.id] = weak[r.out.id]
+        if failure is not None:
+            raise failure
 
     def _run(self, pending: list[Pending], held: tuple[bool, ...],
              weak: dict[int, weakref.ref[FusionTensor]], values: dict[int, Any]) -> None:
