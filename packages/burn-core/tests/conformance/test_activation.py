@@ -142,6 +142,17 @@ def test_activation_extremes(name: str, device: burn.Device) -> None:
         check_forward(fb, ft, [T(data, dtype)], device)
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.op("gelu")
+def test_gelu_near_the_largest_floats(approximate: str, device: burn.Device) -> None:
+    """GELU of values past half the largest float32 stays finite (x, not inf: the product with
+    x comes after the halving), as torch's."""
+    data = np.array([3e38, 2e38, 1.7e38, -3e38, -2e38, 1e30, -1e30, np.inf, 4.0])
+    for dtype in dict.fromkeys(("float32", held("float64", device))):
+        check_forward(lambda x: bF.gelu(x, approximate=approximate),
+                      lambda x: tF.gelu(x, approximate=approximate), [T(data, dtype)], device)
+
+
 @pytest.mark.parametrize("dtype,layout", [("float32", "contiguous"), ("float64", "transposed"),
                                           ("float16", "contiguous")])
 @pytest.mark.op("prelu")

@@ -189,8 +189,8 @@ def _gelu32(x: Array, approximate: str) -> Array:
     out *= _SQRT2_PI
     np.tanh(out, out=out)
     out += np.float32(1.0)
+    out *= np.float32(0.5)  # halved before the product: x past 1.7e38 stays finite
     out *= x
-    out *= np.float32(0.5)
     return out
 
 
