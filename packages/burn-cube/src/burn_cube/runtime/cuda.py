@@ -12,10 +12,11 @@ the kernel).
 Launches skip CuPy's per-argument conversion: each kernel's arguments are laid out once
 (one ``struct`` format), a launch plan packs its tensors' metadata once into a buffer per
 thread and a launch writes the storages' addresses and the scalars into it; ``cuLaunchKernel``
-gets the addresses of the packed values; the device is made current only when it is not. New arrays come from
-CuPy's memory pool; dead arrays' buffers are kept by shape and dtype (`buffers`, up to
-`POOL_BYTES`) and handed out again by `empty` with their addresses known, in stream order (one
-stream: work queued on a buffer before it died runs before work queued after it is handed out).
+gets the addresses of the packed values; the device is made current only when it is not.
+New arrays come from CuPy's memory pool; dead arrays' buffers are kept by shape and dtype
+(`buffers`, up to `POOL_BYTES`) and handed out again by `empty` with their addresses known, in
+stream order (one stream: work queued on a buffer before it died runs before work queued after
+it is handed out).
 An array whose memory was exported (`DeviceArray.shared`, set by the exporter) never returns to
 that pool: a DLPack export holds the memory without a reference Python can count. Small
 downloads (`item()`, pending check flags) copy through a pinned staging buffer.
