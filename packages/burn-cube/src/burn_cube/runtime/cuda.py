@@ -24,6 +24,7 @@ downloads (`item()`, pending check flags) copy through a pinned staging buffer.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import struct
@@ -81,6 +82,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     cupy = launchKernel = getDevice = memcpyAsync = streamSynchronize = None
 #: ``cudaMemcpyDeviceToHost``.
 DEVICE_TO_HOST = 2
+#: `CudaRuntime._current` where the runtime's device is the current one.
+_ALREADY_CURRENT = contextlib.nullcontext()
 
 
 def _launch(function: int, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -330,11 +333,13 @@ class CudaRuntime(Runtime):
 
     def _allocate(self, shape: tuple[int, ...], dtype: DType) -> Any:
         """A new CuPy array on this runtime's stream and device."""
-        if getDevice() == self.index:
-            with self.stream:
-                return cupy.empty(shape, _held(dtype.numpy))
-        with self.device, self.stream:
+        with self._current(), self.stream:
             return cupy.empty(shape, _held(dtype.numpy))
+
+    def _current(self) -> Any:
+        """A context making this runtime's device current: one doing nothing where it already
+        is (asking the driver costs less than switching devices)."""
+        return _ALREADY_CURRENT if getDevice() == self.index else self.device
 
     def upload(self, array: np.ndarray) -> DeviceArray:
         dtype = from_numpy(array.dtype)
@@ -370,12 +375,8 @@ class CudaRuntime(Runtime):
         handle = array.handle
         nbytes = handle.nbytes
         if 0 < nbytes <= PINNED_BYTES and handle.flags.c_contiguous:
-            with self._staging_lock:
-                if getDevice() == self.index:
-                    staged = self._staged(_address(array), nbytes)
-                else:
-                    with self.device:
-                        staged = self._staged(_address(array), nbytes)
+            with self._staging_lock, self._current():
+                staged = self._staged(_address(array), nbytes)
             return staged.view(array.dtype.numpy).reshape(handle.shape)
         with self.device:
             out = cupy.asnumpy(handle, stream=self.stream)
@@ -454,7 +455,7 @@ class CudaRuntime(Runtime):
                 compiled.aliased = self._load(kernel, generate_aliased(kernel))
             compiled = compiled.aliased
         params = frame.pack(args)
-        if getDevice() == self.index:
+        if getDevice() == self.index:  # (`_current` inlined: ~0.2 us less a launch)
             _launch(compiled.address, cube_count, kernel.cube_dim, self.stream.ptr, params)
             return
         with self.device:
