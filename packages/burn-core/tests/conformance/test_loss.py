@@ -1,6 +1,7 @@
 """cross_entropy with class-index targets (the backend's `cross_entropy` op and its backward)
 against torch.nn.functional.cross_entropy: reductions, class weights, ignore_index, label
-smoothing, [N, C], [N, C, *] and [C] inputs, empty batches, non-finite and saturated logits."""
+smoothing, [N, C], [N, C, *] and [C] inputs, empty batches, non-finite and saturated logits,
+kept targets whose class weights sum to 0 (and class-probability targets with zero weights)."""
 
 from __future__ import annotations
 
@@ -142,6 +143,72 @@ def test_cross_entropy_all_ignored_mean_is_nan(device: burn.Device) -> None:
     logits = np.ones((2, 3), dtype=np.float32)
     check_forward(F.cross_entropy, tF.cross_entropy,
                   [T(logits, "float32"), T(np.array([-100, -100]), "int64")], device)
+
+
+# Kept targets whose class weights sum to 0: torch's mean is 0 / 0 (NaN, with smoothing too:
+# its NLL and smoothing means are divided apart), its backward divides each kept row by the
+# zero total (NaN rows; unsmoothed, +-inf and NaN for weights 1 and -1) and leaves ignored
+# rows 0, where a batch with every target ignored keeps zero gradients. Weights of both signs
+# with smoothing below 1 are left out: torch's mean may be +-inf there (docs/differences.md).
+# (target rows, weights, options)
+ZERO_SUM_WEIGHTS = np.array([0.0, 1.5, 0.0])
+ZERO_SUM_CASES: list[tuple[list[int], np.ndarray | None, dict[str, Any]]] = [
+    *[(rows, ZERO_SUM_WEIGHTS, {"reduction": r, "label_smoothing": s})
+      for rows in ([0, 2, 0, 2, 0], [0, -100, 2, -100, 2])
+      for r in ("mean", "sum", "none") for s in (0.0, 0.1, 1.0)],
+    ([0, 1, 2, 1, 0], ZERO_SUM_WEIGHTS, {"ignore_index": 1, "label_smoothing": 0.2}),
+    *[([0, -100, 1, 1, 0], np.array([1.0, -1.0, 0.5]), {"label_smoothing": s})
+      for s in (0.0, 1.0)],
+    ([0, -100, 1, 1, 0], np.array([1.0, -1.0, 0.5]), {"reduction": "sum", "label_smoothing": 0.3}),
+    *[([-100] * 5, w, {"reduction": r, "label_smoothing": s}) for w in (ZERO_SUM_WEIGHTS, None)
+      for r in ("mean", "sum") for s in (0.0, 0.1)],
+]
+
+
+def _zero_sum_case(rows: list[int], weight: np.ndarray | None, dtype: str, layout: Layout,
+                   rng: np.random.Generator) -> list[Any]:
+    """(logits [5, 3], targets[, weight]) of one `ZERO_SUM_CASES` entry."""
+    args: list[Any] = [T(rand(rng, (5, 3), dtype) * 3, dtype, layout),
+                       T(np.array(rows), "int64", grad=False)]
+    return args if weight is None else [*args, T(weight, dtype, grad=False)]
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("cross_entropy", d, lay)
+                                               for d, lay in FORWARD])
+def test_cross_entropy_kept_weights_sum_to_zero(name: str, dtype: str, layout: Layout,
+                                                device: burn.Device,
+                                                rng: np.random.Generator) -> None:
+    for rows, weight, kw in ZERO_SUM_CASES:
+        check_forward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                      lambda *a, o=kw: tF.cross_entropy(*a, **o),
+                      _zero_sum_case(rows, weight, dtype, layout, rng), device, upcast=True)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("cross_entropy", d)
+                                        for d in (*GRAD_DTYPES, "float16")])
+def test_cross_entropy_kept_weights_sum_to_zero_backward(name: str, dtype: str,
+                                                         grad_device: burn.Device,
+                                                         rng: np.random.Generator) -> None:
+    for rows, weight, kw in ZERO_SUM_CASES:
+        check_backward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                       lambda *a, o=kw: tF.cross_entropy(*a, **o),
+                       _zero_sum_case(rows, weight, dtype, "transposed", rng), grad_device, rng)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("cross_entropy", d) for d in GRAD_DTYPES])
+def test_cross_entropy_probabilities_zero_weights(name: str, dtype: str,
+                                                  grad_device: burn.Device,
+                                                  rng: np.random.Generator) -> None:
+    """Class-probability targets are averaged over samples, not weights: zero class weights
+    give a finite loss and gradients, as torch."""
+    logits = rand(rng, (4, 3), dtype) * 3
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    for weight in (np.zeros(3), ZERO_SUM_WEIGHTS):
+        for kw in ({}, {"label_smoothing": 0.1}, {"reduction": "none"}):
+            check_backward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                           lambda *a, o=kw: tF.cross_entropy(*a, **o),
+                           [T(logits, dtype), T(probs[::-1], dtype, grad=False),
+                            T(weight, dtype, grad=False)], grad_device, rng)
 
 
 @pytest.mark.op("cross_entropy")

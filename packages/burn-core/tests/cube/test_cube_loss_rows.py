@@ -159,6 +159,36 @@ def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: boo
         _check(dx, ref[1], np.float32, 1e-5)
 
 
+@pytest.mark.parametrize("reduction,smoothing", [("mean", 0.0), ("mean", 0.25), ("mean", 1.0),
+                                                 ("sum", 0.25), ("none", 0.25)])
+def test_kept_weights_summing_to_zero(reduction: str, smoothing: float, path: str) -> None:
+    """Kept targets whose class weights sum to 0, as torch, on each path and on the protocol's
+    composite: of weight 0 (every row kept, and with rows 0 and 3 ignored) the mean is NaN
+    with NaN gradient rows for the kept samples and zero rows for the ignored ones (torch
+    divides only kept rows by the zero total); of weights 1 and -1 the unsmoothed mean is
+    -inf, each kept row's gradient NaN at its target and +-inf elsewhere (smoothed: NaN, NaN
+    rows; with smoothing below 1 torch's mean may be +-inf, docs/differences.md)."""
+    bk = _backend(_device(path))
+    rng = np.random.default_rng(9)
+    x, t, _ = _case(rng, 6, 5, np.float32)
+    zero = np.array([0.0, 1.0, 0.0, 2.0, 0.0], np.float32)
+    kept = np.array([0, 2, 4, 0, 2, 4])
+    cases = [(kept, zero), (np.where(t == IGNORE, IGNORE, kept), zero)]
+    if reduction != "mean" or smoothing in (0, 1):  # rows 1, 2 of class 0, 4, 5 of class 1
+        cases.append((np.array([IGNORE, 0, 0, IGNORE, 1, 1]),
+                      np.array([1.0, -1.0, 0.5, 2.0, 0.0], np.float32)))
+    g = (np.arange(6) + 1.0 if reduction == "none" else np.array(0.7)).astype(np.float32)
+    for targets, weights in cases:
+        ref = _torch(x, targets, weights, smoothing, reduction, g)
+        xt, tt, wt = bk.upload(x), bk.upload(targets), bk.upload(weights)
+        composite = (Backend.cross_entropy(bk, xt, tt, wt, IGNORE, smoothing, reduction),
+                     Backend.cross_entropy_backward(bk, xt, tt, wt, bk.upload(g), IGNORE,
+                                                    smoothing, reduction))
+        for loss, dx in (_burn(bk, xt, targets, weights, smoothing, reduction, g), composite):
+            _check(loss, ref[0], np.float32, 1e-5)
+            _check(dx, ref[1], np.float32, 1e-5)
+
+
 @pytest.mark.parametrize("reduction,smoothing", [("mean", 0.0), ("none", 0.25)])
 def test_rows_longer_than_the_lanes(reduction: str, smoothing: float, path: str) -> None:
     """Rows of 37 classes (two blocks of `norm_rows_cpu.LANES` lanes and a rest): the max in
@@ -352,10 +382,8 @@ def test_gpu_many_rows_special_values(device: str, m: int, c: int, reduction: st
     of 200 the rows kernels with a cube's totals): NaN / inf logits in kept and in ignored
     rows and every target ignored (the mean NaN, zero gradients) as torch; class weights
     summing to 0 over the kept targets (all zero, or zero only where targets are) as the
-    protocol's composite, and as torch's for the sum and the mean of all-zero weights (NaN). The
-    protocol's mean differs from torch there: its backward divides by 1 where the weights
-    sum to 0 (zeros; torch's NaN), and with smoothing its loss is the smoothing terms' sum
-    over 0 (inf; torch's 0 / 0 NaN of the unsmoothed part)."""
+    protocol's composite and as torch (the mean NaN, NaN gradient rows for kept samples and
+    zero rows for ignored ones)."""
     bk = _backend(device)
     rng = np.random.default_rng(7)
     x, t, w = _case(rng, m, c, np.float32)
@@ -378,10 +406,8 @@ def test_gpu_many_rows_special_values(device: str, m: int, c: int, reduction: st
         _check(loss, host_array(composite[0]), np.float32, 1e-5)
         _check(dx, host_array(composite[1]), np.float32, 1e-5)
         ref = _torch(x, even, weights, smoothing, reduction, g)
-        if reduction == "sum" or not weights.any():  # where torch has no 0 / 0 NaN
-            _check(loss, ref[0], np.float32, 1e-5)
-        if reduction == "sum":
-            _check(dx, ref[1], np.float32, 1e-5)
+        _check(loss, ref[0], np.float32, 1e-5)
+        _check(dx, ref[1], np.float32, 1e-5)
 
 
 HALVES = {"wgpu": ["float16"], "cuda": ["float16", "bfloat16"]}

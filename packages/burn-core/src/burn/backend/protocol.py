@@ -819,8 +819,8 @@ class ModuleOps(ActivationOps):
             weight: float [C] class weights, or None.
             ignore_index: the target value of skipped samples.
             label_smoothing: in [0, 1]: the target mixed with the uniform distribution.
-            reduction: "mean" (divided by the summed weights of the kept targets), "sum" or
-                "none".
+            reduction: "mean" (divided by the summed weights of the kept targets:
+                `_mean_weights`), "sum" or "none".
         Returns:
             [M] per-sample losses for "none", else a 0-d loss; logits' dtype.
         """
@@ -841,21 +841,25 @@ class ModuleOps(ActivationOps):
         if reduction == "none":
             return loss
         total = self.float_sum(loss)
-        return total if reduction == "sum" else self.float_div(total, self.float_sum(w_target))
+        if reduction == "sum":
+            return total
+        return self.float_div(total, self._mean_weights(w_target, label_smoothing))
 
     def cross_entropy_backward(self, logits: P, target: P, weight: P | None, grad: P,
                                ignore_index: int, label_smoothing: float, reduction: str) -> P:
         """Gradient of `cross_entropy`'s logits for the output gradient `grad` ([M] or 0-d):
         g (mass softmax(logits) - q), q the (weighted, smoothed) target distribution of each
-        sample and mass its sum."""
+        sample and mass its sum. The mean's g is grad over `_mean_weights` for kept samples
+        (inf / NaN where the weights sum to 0, as torch), 0 for ignored ones (so nothing kept
+        gives zero gradients)."""
         m, c = self.shape(logits)
         safe, keep, w_target = self._class_targets(logits, target, weight, ignore_index)
-        if reduction == "mean":  # nothing kept: zero gradients (as torch), not 0 / 0
-            total = self.float_sum(w_target)
-            grad = self.float_div(grad, self.float_mask_fill(
-                total, self.float_equal_elem(total, 0.0), 1.0))
         if reduction != "none":
             grad = self.float_expand(self.float_reshape(grad, (1,)), (m,))
+        if reduction == "mean":
+            weights = self.float_reshape(self._mean_weights(w_target, label_smoothing), (1,))
+            grad = self.float_mask_fill(self.float_div(grad, weights),
+                                        self.float_equal_elem(keep, 0.0), 0.0)
         eps = label_smoothing
         smooth_mass = float(c) if weight is None else self.float_sum(weight)
         mass = self.float_mul_scalar(w_target, 1 - eps)
@@ -890,6 +894,15 @@ class ModuleOps(ActivationOps):
         if weight is None:
             return safe, keep, keep
         return safe, keep, self.float_mul(self.float_select(weight, 0, safe), keep)
+
+    def _mean_weights(self, w_target: P, label_smoothing: float) -> P:
+        """The mean reduction's denominator of `cross_entropy`: the summed target weights, NaN
+        where they sum to 0 with smoothing (torch divides its NLL and smoothing means apart:
+        0 / 0 NaN for non-negative weights, and NaN gradients for the kept samples)."""
+        total = self.float_sum(w_target)
+        if label_smoothing == 0:
+            return total
+        return self.float_mask_fill(total, self.float_equal_elem(total, 0.0), math.nan)
 
     @staticmethod
     def _layer_norm_shapes(shape: Shape, num_dims: int) -> tuple[Shape, Shape]:

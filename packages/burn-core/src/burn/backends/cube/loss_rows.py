@@ -6,10 +6,12 @@ class 0), walks its row for the max, then the sum of exponentials, and writes th
 loss ``-logp[t] * w_t`` (``w_t``: the target's class weight, 0 for an ignored sample), mixed
 with ``-sum(w * logp)`` when smoothing (an ignored sample's loss is 0 even for NaN / inf
 logits, as torch), and ``w_t`` (the mean's denominator terms); "sum" and "mean" then add them
-with the backend's float sums.
+with the backend's float sums (the mean's denominator: the summed ``w_t``, NaN where that is 0
+with smoothing, as the protocol's `_mean_weights`).
 Backward: ``dx = softmax * g * mass - onehot * g * w_t * (1 - eps) - g * keep * eps / C * w``
-with `g` the sample's output gradient (the mean's divided by the summed ``w_t``, 1 where that
-is 0) and ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
+with `g` the sample's output gradient (the mean's: over that denominator for a kept sample,
+inf / NaN where the ``w_t`` sum to 0, as torch; 0 for an ignored one) and
+``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
 Logits of at most `LOOPED_ELEMENTS` elements ("sum" and "mean") take one launch each way
 instead: a single unit walks every row, adding up the total (and the mean backward's ``w_t``
 sum first) itself; below that size the rows kernels' units run on one thread anyway. On GPU
@@ -32,6 +34,7 @@ protocol's composite default.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -226,9 +229,15 @@ def _unit_sums(b: Any, acc: Any, m: Any, units: int, plane: bool,
     return sums if units == 1 else [_combine(b, "sum", part, units, plane) for part in sums]
 
 
-def _reduced(sums: list[Any], mean: bool) -> Any:
+def _mean_weights(b: Any, total: Any, smoothing: bool) -> Any:
+    """The mean's denominator from the target weights' sum `total`: NaN where that is 0 with
+    smoothing (module docstring)."""
+    return b.select(total == 0, math.nan, total) if smoothing else total
+
+
+def _reduced(b: Any, sums: list[Any], mean: bool, smoothing: bool) -> Any:
     """The losses' sum, over the target weights' sum (`sums`' second) for the mean."""
-    return sums[0] / sums[1] if mean else sums[0]
+    return sums[0] / _mean_weights(b, sums[1], smoothing) if mean else sums[0]
 
 
 def _builder(name: str, units: int) -> Any:
@@ -267,12 +276,12 @@ def looped_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
 
     sums = _unit_sums(b, acc, m, units, plane, terms, 1 + mean)
     with b.if_(b.ABSOLUTE_POS == 0):
-        out[0] = b.cast(_reduced(sums, mean), dtype)
+        out[0] = b.cast(_reduced(b, sums, mean, smoothing), dtype)
     return b.kernel()
 
 
 @cached_kernel
-def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool, units: int = 1,
+def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool, smoothing: bool, units: int = 1,
                  plane: bool = False) -> Any:
     """The "sum" (or "mean") reduction of the per-sample losses: the losses' sum (over the
     target weights' sum) in the accumulator dtype, by one unit (`LANES` partial sums) or by
@@ -281,6 +290,7 @@ def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool, units: int = 1,
     Args:
         dtypes: as `forward_kernel`.
         mean: divide by the summed target weights.
+        smoothing: the losses are smoothed (`_reduced`).
         units: 1, or the units of the one cube (a power of two; `_unit_sums`).
         plane: the cube combines within planes first.
 
@@ -303,7 +313,7 @@ def total_kernel(dtypes: tuple[Any, Any, Any], mean: bool, units: int = 1,
     with b.if_(b.ABSOLUTE_POS == 0):
         if sums is None:
             sums = _lane_sums(b, acc, m, terms)
-        out[0] = b.cast(_reduced(sums, mean), dtype)
+        out[0] = b.cast(_reduced(b, sums, mean, smoothing), dtype)
     return b.kernel()
 
 
@@ -347,8 +357,8 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
     Args:
         dtypes, weight, smoothing: as `forward_kernel`.
         mode: ``none`` (grad has a value per row), ``sum`` (one value) or ``mean`` (one value,
-            divided by the summed target weights, 1 where that is 0: the ``total`` tensor's,
-            or the looped units' own sum).
+            divided by the summed target weights: the ``total`` tensor's, or the looped units'
+            own sum; 0 for ignored samples).
         looped: 0 (a unit per row), or `looped_kernel`'s `units`.
         plane: as `looped_kernel`'s.
 
@@ -386,12 +396,12 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
 def _row_backward(row: _Sample, grad: Any, denominator: Any | None, dx: Any, mode: str,
                   classes: Any, exps: Any, eps: Any, smoothing: bool) -> None:
     """Write the gradient of the sample's logits (module docstring); `denominator`: the
-    mean's summed target weights."""
+    mean's summed target weights (a kept sample's g over 0 is inf / NaN, an ignored one's 0)."""
     b, acc, w = row.b, row.acc, row.weight
     g = b.local(acc, b.cast(grad[row.r if mode == "none" else 0], acc))
     if denominator is not None:
-        total_w = b.local(acc, denominator)
-        b.set(g, g / b.select(total_w == 0, b.cast(1, acc), total_w))
+        b.set(g, b.select(row.keep == 0, b.cast(0, acc),
+                          g / _mean_weights(b, denominator, smoothing)))
     per_class = b.local(acc, row.keep * (eps / b.cast(classes, acc)))
     smooth_mass = b.local(acc, b.cast(classes, acc))
     if w is not None and smoothing:
@@ -502,8 +512,9 @@ def cross_entropy(backend: Any, logits: CubeTensor, target: CubeTensor,
     if reduction == "none":
         return loss
     units = _total_units(backend, m)
-    _launch(backend, _kernel(total_kernel, dtypes, mean, units, _planes(backend, units)), units,
-            m, loss.array, w_target.array, out.array, m)
+    _launch(backend, _kernel(total_kernel, dtypes, mean, smoothing, units,
+                             _planes(backend, units)), units, m, loss.array, w_target.array,
+            out.array, m)
     return out.derived((), ())
 
 

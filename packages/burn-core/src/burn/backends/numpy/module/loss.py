@@ -28,9 +28,11 @@ def _target_weights(keep: Array | None, safe: Array, weight: Array | None) -> Ar
     return picked if keep is None else picked * keep
 
 
-def _weight_sum(w_target: Array | None, m: int) -> Array | int:
-    """The sum of the samples' weights (`m` when each is 1)."""
-    return m if w_target is None else w_target.sum()
+def _mean_weights(w_target: Array | None, m: int, label_smoothing: float) -> Array | float:
+    """The mean's denominator: the sum of the samples' weights (`m` when each is 1), NaN where
+    it is 0 with smoothing (as the protocol's `_mean_weights`)."""
+    total = m if w_target is None else w_target.sum()
+    return np.nan if label_smoothing > 0 and total == 0 else total
 
 
 def cross_entropy(logits: Array, safe: Array, keep: Array | None, weight: Array | None,
@@ -74,7 +76,8 @@ def cross_entropy(logits: Array, safe: Array, keep: Array | None, weight: Array 
             loss[keep == 0] = 0  # ignored samples are skipped (as torch), whatever their logits
         if reduction != "none":
             total = loss.sum()
-            loss = np.asarray(total / _weight_sum(w_target, m) if reduction == "mean" else total)
+            loss = np.asarray(total / _mean_weights(w_target, m, label_smoothing)
+                              if reduction == "mean" else total)
     finally:
         QUIET_RESET(token)
     return loss.astype(logits.dtype, copy=False)
@@ -83,7 +86,9 @@ def cross_entropy(logits: Array, safe: Array, keep: Array | None, weight: Array 
 def cross_entropy_backward(logits: Array, safe: Array, keep: Array | None, weight: Array | None,
                            grad: Array, label_smoothing: float, reduction: str) -> Array:
     """Gradient of the logits of `cross_entropy` for the output gradient `grad` ([M] or 0-d):
-    g (mass softmax - q), q each sample's weighted, smoothed target distribution."""
+    g (mass softmax - q), q each sample's weighted, smoothed target distribution; the mean's
+    g is grad over `_mean_weights` for kept samples (inf / NaN where the weights sum to 0, as
+    torch), 0 for ignored ones."""
     token = QUIET_SET(QUIET_TOKEN)
     try:
         m, c = logits.shape
@@ -92,8 +97,10 @@ def cross_entropy_backward(logits: Array, safe: Array, keep: Array | None, weigh
         w = None if weight is None else weight.astype(p.dtype, copy=False)
         w_target = _target_weights(keep, safe, w)
         g = grad.astype(p.dtype, copy=False)
-        if reduction == "mean":  # nothing kept: zero gradients (as torch), not 0 / 0
-            g = g / (_weight_sum(w_target, m) or 1)
+        if reduction == "mean":
+            g = g / _mean_weights(w_target, m, label_smoothing)
+            if keep is not None:
+                g = np.where(keep == 0, 0, g)
         eps = label_smoothing  # g, hit, scale and spread: 0-d or [M], broadcast per row
         hit = g if w_target is None else g * w_target
         scale = hit * (1 - eps)
