@@ -50,6 +50,11 @@ class ValueRangeError(BurnError, ValueError):
     """An argument value outside what the op accepts (negative size, zero step, ...)."""
 
 
+class EmptyReductionError(ValueRangeError, BurnIndexError):
+    """A reduction without an identity (max, min, argmax, median) over an empty extent: a
+    ValueRangeError, and an IndexError as PyTorch raises for an empty dim."""
+
+
 class DivisionByZeroError(BurnError, ZeroDivisionError):
     """Integer division or remainder by zero (float division gives inf / nan instead)."""
 

@@ -394,6 +394,13 @@ def test_empty_tensors(name: str, device: burn.Device, grad_device: burn.Device,
     check_backward(burn_fn, torch_fn, args, grad_device, rng)
 
 
+#: torch's form of each extreme of `test_extremes_of_an_empty_dim_are_typed_errors`
+TORCH_EXTREMES: dict[str, Any] = {
+    "max_dim": lambda t: t.max(0), "max_dim_with_indices": lambda t: t.max(0),
+    "min_dim": lambda t: t.min(-2), "argmax": lambda t: t.argmax(0),
+    "median": lambda t: t.median(0)}
+
+
 @pytest.mark.parametrize(("op", "fn"), [
     pytest.param("max_dim", lambda x: x.max(0), marks=pytest.mark.op("max_dim"), id="max"),
     pytest.param("max_dim_with_indices", lambda x: x.max_dim_with_indices(0),
@@ -404,13 +411,19 @@ def test_empty_tensors(name: str, device: burn.Device, grad_device: burn.Device,
 ])
 def test_extremes_of_an_empty_dim_are_typed_errors(op: str, fn: Any,
                                                    device: burn.Device) -> None:
-    """max / min / argmax / median along an empty dim raise ValueRangeError naming the op,
-    shape and dim, where torch raises IndexError, at the call even under fusion; along a
-    non-empty dim of an empty tensor they give an empty result."""
+    """max / min / argmax / median along an empty dim raise EmptyReductionError naming the op,
+    shape and dim, at the call even under fusion: a ValueRangeError, and an IndexError as
+    torch raises (checked on torch too); along a non-empty dim of an empty tensor they give an
+    empty result."""
+    import torch
+
+    with pytest.raises(IndexError):
+        TORCH_EXTREMES[op](torch.zeros((0, 3)))
     x = burn.zeros((0, 3), device=device).exp()
-    with pytest.raises(burn.errors.ValueRangeError,
-                       match=rf"^{op.split('_dim')[0]}.*shape=\(0, 3\), dim=0"):
+    with pytest.raises(burn.errors.EmptyReductionError,
+                       match=rf"^{op.split('_dim')[0]}.*shape=\(0, 3\), dim=0") as caught:
         fn(x)
+    assert isinstance(caught.value, IndexError) and isinstance(caught.value, ValueError)
     out = fn(x.transpose(0, 1))  # [3, 0] along its dim of 3: empty
     for part in out if isinstance(out, tuple) else (out,):
         assert 0 in part.shape

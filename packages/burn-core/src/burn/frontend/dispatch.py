@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType
-from burn.errors import DTypeError, ValueRangeError
+from burn.errors import DTypeError, EmptyReductionError
 from burn.frontend.base import PREFIX, TensorBase, _new, _tensor_class
 from burn.frontend.validation import (
     Scalar,
@@ -236,13 +236,14 @@ def every_dim(dim: object) -> bool:
 
 
 def check_nonempty(name: str, x: TensorBase, dims: Iterable[int] | None = None) -> None:
-    """Raise ValueRangeError when reducing an empty extent (max / min / argmax of nothing),
-    naming the empty dim reduced (torch raises IndexError there)."""
+    """Raise EmptyReductionError (a ValueRangeError and an IndexError, as torch raises) when
+    reducing an empty extent (max / min / argmax of nothing), naming the empty dim reduced."""
     shape = x.shape
     if dims is None:
         if 0 in shape:
-            raise ValueRangeError(name, "cannot reduce an empty tensor", shape=shape)
+            raise EmptyReductionError(name, "cannot reduce an empty tensor", shape=shape)
         return
     for d in dims:
         if shape[d] == 0:
-            raise ValueRangeError(name, "cannot reduce an empty tensor", shape=shape, dim=d)
+            raise EmptyReductionError(name, "cannot reduce an empty tensor", shape=shape,
+                                      dim=d)

@@ -106,7 +106,7 @@ class ReductionMixin(TensorBase):
         a NaN (torch.median).
 
         Raises:
-            ValueRangeError: for an empty dim.
+            EmptyReductionError: for an empty dim (an IndexError, as torch raises).
         """
         return self.median_with_indices(dim)[0]
 
@@ -263,7 +263,8 @@ class ReductionMixin(TensorBase):
         max_dim; over all dims split evenly, as torch).
 
         Raises:
-            ValueRangeError: when reducing an empty extent.
+            EmptyReductionError: when reducing an empty extent (an IndexError and a
+                ValueRangeError).
         """
         return self._extreme("max", dim, keepdim)
 
@@ -272,7 +273,8 @@ class ReductionMixin(TensorBase):
         ties' gradients as `max`'s.
 
         Raises:
-            ValueRangeError: when reducing an empty extent.
+            EmptyReductionError: when reducing an empty extent (an IndexError and a
+                ValueRangeError).
         """
         return self._extreme("min", dim, keepdim)
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from burn.dtype import DType
-from burn.errors import ValueRangeError
+from burn.errors import EmptyReductionError
 from burn.ir import OPS
 from burn.ir.cube import cube_dtype
 
@@ -157,7 +157,7 @@ def _empty_rows(backend: Any, x: CubeTensor, op: str, spec: Reduction, shape: Sh
                 dtype: DType) -> CubeTensor:
     """The result of reducing empty rows into `shape`."""
     if spec.empty is None:
-        raise ValueRangeError(op, "cannot reduce an empty tensor", shape=x.shape)
+        raise EmptyReductionError(op, "cannot reduce an empty tensor", shape=x.shape)
     return full(backend, shape, spec.empty, dtype)
 
 
