@@ -398,18 +398,20 @@ def check_forward(burn_fn: Callable[..., Any], torch_fn: Callable[..., Any], arg
 
 def check_backward(burn_fn: Callable[..., Any], torch_fn: Callable[..., Any],
                    args: Sequence[Any], grad_device: burn.Device, rng: np.random.Generator,
-                   *, scale: float = 1.0) -> None:
+                   *, scale: float = 1.0, upstream: np.ndarray | None = None) -> None:
     """Compare the gradients of `(out * g).sum()` w.r.t. every float `T` argument with torch.
 
     `burn_fn` / `torch_fn` return one float tensor. Leaves are the contiguous bases of the `T`s
-    (a non-contiguous layout is a view of its leaf, taken inside the graph).
+    (a non-contiguous layout is a view of its leaf, taken inside the graph). `g` is `upstream`
+    (shaped like the output) or random normal values.
     """
     built = [build(a, grad_device, grad=True) for a in args]
     out_t = torch_fn(*[b[1] for b in built])
     out_b = burn_fn(*[b[0] for b in built])
     assert_same(out_b, out_t, phase="forward", what="forward output", scale=scale)
     out_dtype = TORCH_TO_BURN[out_t.dtype]
-    g = rng.standard_normal(tuple(out_t.shape)).astype(NUMPY_OF[out_dtype])
+    g = (rng.standard_normal(tuple(out_t.shape)) if upstream is None else upstream).astype(
+        NUMPY_OF[out_dtype])
     loss_t = (out_t * torch_tensor(g, out_dtype)).sum()
     loss_t.backward()
     grads = (out_b * burn_tensor(g, out_dtype, grad_device)).sum().backward()

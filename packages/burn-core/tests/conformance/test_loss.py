@@ -1,7 +1,8 @@
 """cross_entropy with class-index targets (the backend's `cross_entropy` op and its backward)
 against torch.nn.functional.cross_entropy: reductions, class weights, ignore_index, label
 smoothing, [N, C], [N, C, *] and [C] inputs, empty batches, non-finite and saturated logits,
-kept targets whose class weights sum to 0 (and class-probability targets with zero weights)."""
+kept targets whose class weights sum to 0, non-finite output gradients; with class-probability
+targets (weights, smoothing, empty inputs); and nll_loss against torch's over the same cases."""
 
 from __future__ import annotations
 
@@ -209,6 +210,189 @@ def test_cross_entropy_probabilities_zero_weights(name: str, dtype: str,
                            lambda *a, o=kw: tF.cross_entropy(*a, **o),
                            [T(logits, dtype), T(probs[::-1], dtype, grad=False),
                             T(weight, dtype, grad=False)], grad_device, rng)
+
+
+# Non-finite output gradients: torch never touches an ignored sample's gradient row, so it
+# stays 0 whatever the output gradient (NaN / inf for "sum" and "mean", or at the ignored
+# samples for "none"); kept rows take NaN / inf as the chain rule gives them.
+UPSTREAM_OPTIONS: list[dict[str, Any]] = [
+    {"reduction": "none"}, {"reduction": "sum"}, {}, {"weighted": True, "reduction": "none"},
+    {"weighted": True, "reduction": "sum", "ignore_index": 1},
+    {"label_smoothing": 0.2, "reduction": "sum"},
+    {"weighted": True, "label_smoothing": 0.2, "reduction": "none"},
+]
+
+
+def _upstreams(reduction: str) -> list[np.ndarray]:
+    """Output gradients of `_upstream_case`'s loss: NaN / inf at the ignored rows 1 and 3 and
+    NaN at the kept row 4 for "none", else NaN and inf."""
+    if reduction == "none":
+        return [np.array([0.5, np.nan, -1.0, np.inf, np.nan, 2.0])]
+    return [np.array(np.nan), np.array(np.inf)]
+
+
+def _upstream_case(rng: np.random.Generator, dtype: str, options: dict[str, Any]
+                   ) -> tuple[list[Any], dict[str, Any]]:
+    """Finite [6, 4] scores with rows 1 and 3 ignored (and their keyword options)."""
+    options = dict(options)
+    ignore = options.get("ignore_index", -100)
+    args: list[Any] = [T(rand(rng, (6, 4), dtype) * 3, dtype, "transposed"),
+                       T(np.array([3, ignore, 0, ignore, 2, 0 if ignore == 1 else 1]), "int64",
+                         grad=False)]
+    if options.pop("weighted", False):
+        args.append(T(rand(rng, (4,), dtype) + 2.5, dtype, grad=False))
+    return args, options
+
+
+@pytest.mark.parametrize("name,dtype", [op_param(op, d) for op in ("cross_entropy", "nll_loss")
+                                        for d in GRAD_DTYPES])
+def test_index_loss_nonfinite_output_gradient(name: str, dtype: str, grad_device: burn.Device,
+                                              rng: np.random.Generator) -> None:
+    for options in UPSTREAM_OPTIONS:
+        if name == "nll_loss" and "label_smoothing" in options:
+            continue
+        args, kw = _upstream_case(rng, dtype, options)
+        for g in _upstreams(kw.get("reduction", "mean")):
+            check_backward(lambda *a, o=kw: getattr(F, name)(*a, **o),
+                           lambda *a, o=kw: getattr(tF, name)(*a, **o), args, grad_device, rng,
+                           upstream=g)
+
+
+# nll_loss: a composite of burn ops over log-probabilities (not the backend's cross_entropy):
+# the same shapes, weights and ignore_index; ignored samples give 0 and zero gradient rows
+# whatever their values, kept targets whose class weights sum to 0 a NaN mean (+-inf for
+# weights of both signs) with NaN / +-inf gradients on kept rows, an all-ignored batch a NaN
+# mean with zero gradients, as torch.
+NLL_OPTIONS: list[dict[str, Any]] = [
+    {}, {"reduction": "sum"}, {"reduction": "none"}, {"weighted": True},
+    {"weighted": True, "reduction": "none"}, {"ignore_index": 2},
+    {"weighted": True, "reduction": "sum", "ignore_index": 1},
+]
+NLL_ZERO_SUM_CASES = [(rows, weight, {k: v for k, v in kw.items() if k != "label_smoothing"})
+                      for rows, weight, kw in ZERO_SUM_CASES if not kw["label_smoothing"]]
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("nll_loss", d, lay)
+                                               for d, lay in FORWARD])
+def test_nll_loss(name: str, dtype: str, layout: Layout, device: burn.Device,
+                  rng: np.random.Generator) -> None:
+    for xs, ts in SHAPES:
+        for options in NLL_OPTIONS:
+            args, kw = _case(rng, xs, ts, dtype, layout, options)
+            check_forward(lambda *a, o=kw: F.nll_loss(*a, **o),
+                          lambda *a, o=kw: tF.nll_loss(*a, **o), args, device, upcast=True)
+    for rows, weight, kw in NLL_ZERO_SUM_CASES:
+        check_forward(lambda *a, o=kw: F.nll_loss(*a, **o), lambda *a, o=kw: tF.nll_loss(*a, **o),
+                      _zero_sum_case(rows, weight, dtype, layout, rng), device, upcast=True)
+    for options in IGNORED_OPTIONS:
+        if "label_smoothing" not in options:
+            args, kw = _ignored_nonfinite_case(rng, dtype, layout, options)
+            check_forward(lambda *a, o=kw: F.nll_loss(*a, **o),
+                          lambda *a, o=kw: tF.nll_loss(*a, **o), args, device, upcast=True)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("nll_loss", d)
+                                        for d in (*GRAD_DTYPES, "float16")])
+def test_nll_loss_backward(name: str, dtype: str, grad_device: burn.Device,
+                           rng: np.random.Generator) -> None:
+    """Contiguous scores: torch's nll_loss backward refuses transposed ones ("grad_input must
+    be contiguous")."""
+    for xs, ts in SHAPES:
+        for options in NLL_OPTIONS:
+            args, kw = _case(rng, xs, ts, dtype, "contiguous", options)
+            check_backward(lambda *a, o=kw: F.nll_loss(*a, **o),
+                           lambda *a, o=kw: tF.nll_loss(*a, **o), args, grad_device, rng)
+    for rows, weight, kw in NLL_ZERO_SUM_CASES:
+        check_backward(lambda *a, o=kw: F.nll_loss(*a, **o),
+                       lambda *a, o=kw: tF.nll_loss(*a, **o),
+                       _zero_sum_case(rows, weight, dtype, "contiguous", rng), grad_device, rng)
+    for options in IGNORED_OPTIONS:
+        if "label_smoothing" not in options:
+            args, kw = _ignored_nonfinite_case(rng, dtype, "contiguous", options)
+            check_backward(lambda *a, o=kw: F.nll_loss(*a, **o),
+                           lambda *a, o=kw: tF.nll_loss(*a, **o), args, grad_device, rng)
+
+
+# Empty batches (no sample, or no position of a spatial dim): torch's mean is 0 / 0 (NaN), its
+# sum 0 and its "none" empty, with empty gradients; class-index and class-probability targets.
+EMPTY_SHAPES = [((0, 4), (0,)), ((2, 4, 0), (2, 0)), ((0, 0), (0,))]
+EMPTY_OPTIONS: list[dict[str, Any]] = [
+    {}, {"reduction": "sum"}, {"reduction": "none"}, {"weighted": True},
+    {"weighted": True, "reduction": "none"}, {"ignore_index": 0, "reduction": "sum"},
+]
+
+
+SMOOTHED_EMPTY_OPTIONS: list[dict[str, Any]] = [
+    {"label_smoothing": 0.2}, {"weighted": True, "label_smoothing": 0.2, "reduction": "sum"},
+    {"label_smoothing": 0.2, "reduction": "none"},
+]
+
+
+@pytest.mark.parametrize("name,dtype", [op_param(op, d) for op in ("cross_entropy", "nll_loss")
+                                        for d in GRAD_DTYPES])
+def test_index_loss_empty_batch(name: str, dtype: str, device: burn.Device,
+                                grad_device: burn.Device, rng: np.random.Generator) -> None:
+    """With no classes (C = 0) a smoothed sum is 0, where torch's is 0 * inf (NaN, read as 0
+    here; docs/differences.md)."""
+    smoothed = SMOOTHED_EMPTY_OPTIONS if name == "cross_entropy" else []
+    for xs, ts in EMPTY_SHAPES:
+        for options in [*EMPTY_OPTIONS, *smoothed]:
+            args, kw = _case(rng, xs, ts, dtype, "contiguous", options)
+            zero_nan = xs[1] == 0 and "label_smoothing" in kw and kw.get("reduction") == "sum"
+
+            def reference(*a: Any, o: dict[str, Any] = kw, fix: bool = zero_nan) -> Any:
+                out = getattr(tF, name)(*a, **o)
+                return out.nan_to_num(0.0) if fix else out
+
+            check_forward(lambda *a, o=kw: getattr(F, name)(*a, **o), reference, args, device)
+            check_backward(lambda *a, o=kw: getattr(F, name)(*a, **o), reference, args,
+                           grad_device, rng)
+
+
+# Class-probability targets (float, shaped like the input; [C] scores with [C] targets): the
+# weights scale each class's term, smoothing mixes the target with the uniform distribution,
+# the mean is over the samples (0 / 0, NaN, for an empty input, as torch); gradients of both
+# the scores and the targets.
+PROBABILITY_SHAPES = [(6, 4), (3, 4, 5), (5,), *[xs for xs, _ in EMPTY_SHAPES], (2, 0)]
+PROBABILITY_OPTIONS: list[dict[str, Any]] = [
+    {}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.3},
+    {"weighted": True}, {"weighted": True, "label_smoothing": 0.2, "reduction": "none"},
+    {"weighted": True, "label_smoothing": 0.1, "reduction": "sum"},
+]
+
+
+def _probability_case(rng: np.random.Generator, xs: tuple[int, ...], dtype: str,
+                      layout: Layout, options: dict[str, Any]
+                      ) -> tuple[list[Any], dict[str, Any]]:
+    """(logits, target probabilities[, weight]) shaped `xs`, and the keyword options."""
+    options = dict(options)
+    args: list[Any] = [T(rand(rng, xs, dtype) * 3, dtype, layout),
+                       T(rng.uniform(0, 1, xs), dtype)]
+    if options.pop("weighted", False):
+        args.append(T(rand(rng, (xs[1] if len(xs) > 1 else xs[0],), dtype) + 2.5, dtype,
+                      grad=False))
+    return args, options
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("cross_entropy", d, lay)
+                                               for d, lay in FORWARD])
+def test_cross_entropy_probabilities(name: str, dtype: str, layout: Layout,
+                                     device: burn.Device, rng: np.random.Generator) -> None:
+    for xs in PROBABILITY_SHAPES:
+        for options in PROBABILITY_OPTIONS:
+            args, kw = _probability_case(rng, xs, dtype, layout, options)
+            check_forward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                          lambda *a, o=kw: tF.cross_entropy(*a, **o), args, device, upcast=True)
+
+
+@pytest.mark.parametrize("name,dtype", [op_param("cross_entropy", d) for d in GRAD_DTYPES])
+def test_cross_entropy_probabilities_backward(name: str, dtype: str, grad_device: burn.Device,
+                                              rng: np.random.Generator) -> None:
+    for xs in PROBABILITY_SHAPES:
+        for options in PROBABILITY_OPTIONS:
+            args, kw = _probability_case(rng, xs, dtype, "transposed", options)
+            check_backward(lambda *a, o=kw: F.cross_entropy(*a, **o),
+                           lambda *a, o=kw: tF.cross_entropy(*a, **o), args, grad_device, rng)
 
 
 @pytest.mark.op("cross_entropy")

@@ -3,7 +3,8 @@
 walking rows ``u, u + units, ...`` (small "sum" / "mean", wgpu). Forward and logit
 gradients against torch (float64 autograd) for every reduction, with and without class
 weights, ignore_index and label smoothing, over non-contiguous logits, int32 / int64 targets,
-NaN / inf logits, all-ignored batches and bad targets, rows longer than the partials' lanes;
+NaN / inf logits, NaN / inf output gradients (ignored rows stay 0), all-ignored batches and
+bad targets, rows longer than the partials' lanes;
 the launches per call; on wgpu, a "sum" / "mean" of up to `GPU_CUBE_ROWS` rows in one cube
 (several rows a unit past `GPU_CUBE_UNITS` rows) where a unit's rows hold at most
 `GPU_CLASSES` logits, else the rows kernels with their totals in one cube (no unit adds up
@@ -157,6 +158,30 @@ def test_nan_inf_and_all_ignored(reduction: str, smoothing: float, weighted: boo
         loss, dx = _burn(bk, bk.upload(logits), targets, ww, smoothing, reduction, g)
         _check(loss, ref[0], np.float32, 1e-5)
         _check(dx, ref[1], np.float32, 1e-5)
+
+
+@pytest.mark.parametrize("reduction,smoothing,weighted", CASES)
+def test_nonfinite_output_gradient(reduction: str, smoothing: float, weighted: bool,
+                                   path: str) -> None:
+    """A NaN / inf output gradient leaves the ignored samples' (rows 0 and 3) gradient rows 0,
+    as torch (which never touches them), on each path and on the protocol's composite: NaN and
+    inf for "sum" / "mean", NaN / inf at the ignored rows and NaN at the kept row 4 for
+    "none"."""
+    bk = _backend(_device(path))
+    rng = np.random.default_rng(5)
+    x, t, w = _case(rng, 6, 5, np.float32)
+    ww = None if not weighted else w
+    upstreams = [np.array([np.nan, 1.0, -2.0, np.inf, np.nan, 0.5])] if reduction == "none" \
+        else [np.array(np.nan), np.array(np.inf)]
+    xt, tt, wt = bk.upload(x), bk.upload(t), None if ww is None else bk.upload(ww)
+    for g in (u.astype(np.float32) for u in upstreams):
+        ref = _torch(x, t, ww, smoothing, reduction, g)
+        dx = _burn(bk, xt, t, ww, smoothing, reduction, g)[1]
+        composite = Backend.cross_entropy_backward(bk, xt, tt, wt, bk.upload(g), IGNORE,
+                                                   smoothing, reduction)
+        for out in (dx, composite):
+            assert (host_array(out)[t == IGNORE] == 0).all()
+            _check(out, ref[1], np.float32, 1e-5)
 
 
 @pytest.mark.parametrize("reduction,smoothing", [("mean", 0.0), ("mean", 0.25), ("mean", 1.0),

@@ -849,17 +849,17 @@ class ModuleOps(ActivationOps):
                                ignore_index: int, label_smoothing: float, reduction: str) -> P:
         """Gradient of `cross_entropy`'s logits for the output gradient `grad` ([M] or 0-d):
         g (mass softmax(logits) - q), q the (weighted, smoothed) target distribution of each
-        sample and mass its sum. The mean's g is grad over `_mean_weights` for kept samples
-        (inf / NaN where the weights sum to 0, as torch), 0 for ignored ones (so nothing kept
-        gives zero gradients)."""
+        sample and mass its sum. g is 0 for ignored samples, whatever `grad` (NaN / inf
+        included: torch never touches them), and the mean's is grad over `_mean_weights` for
+        kept ones (inf / NaN where the weights sum to 0, as torch)."""
         m, c = self.shape(logits)
         safe, keep, w_target = self._class_targets(logits, target, weight, ignore_index)
         if reduction != "none":
             grad = self.float_expand(self.float_reshape(grad, (1,)), (m,))
         if reduction == "mean":
             weights = self.float_reshape(self._mean_weights(w_target, label_smoothing), (1,))
-            grad = self.float_mask_fill(self.float_div(grad, weights),
-                                        self.float_equal_elem(keep, 0.0), 0.0)
+            grad = self.float_div(grad, weights)
+        grad = self.float_mask_fill(grad, self.float_equal_elem(keep, 0.0), 0.0)
         eps = label_smoothing
         smooth_mass = float(c) if weight is None else self.float_sum(weight)
         mass = self.float_mul_scalar(w_target, 1 - eps)

@@ -94,25 +94,6 @@ def _check_indices(op: str, input: Tensor, target: Tensor, class_dim: int, n_cla
     return ignored, kept
 
 
-def _index_loss(op: str, logp: Tensor, target: Tensor, weight: Tensor | None,
-                ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
-    """Negative log-likelihood of class indices from log-probabilities (with smoothing)."""
-    class_dim, n_classes = _class_dim(op, logp, weight)
-    ignored, safe = _check_indices(op, logp, target, class_dim, n_classes, ignore_index)
-    keep = (~ignored).cast(logp.dtype)
-    nll = -logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
-    w_target = keep if weight is None else weight.select(0, safe.reshape(-1)).reshape(
-        target.shape) * keep
-    loss = nll * w_target
-    if label_smoothing > 0:
-        w = None if weight is None else _class_view(weight, logp.ndim, class_dim)
-        smooth = -(logp if w is None else logp * w).sum(class_dim) * keep
-        loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
-    if reduction == "mean":
-        return loss.sum() / w_target.sum()
-    return _reduce(op, loss, reduction)
-
-
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
                   ignore_index: int = -100, reduction: Reduction = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -126,7 +107,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
         weight: [C] class weights, or None.
         ignore_index: index targets to skip (class-index targets only).
         reduction: "mean" (weighted mean over non-ignored targets for indices; over samples
-            for probabilities), "sum" or "none".
+            for probabilities: NaN for an empty input), "sum" or "none".
         label_smoothing: in [0, 1]: mixes the target with the uniform distribution.
     Returns:
         the loss (per sample for "none").
@@ -146,21 +127,22 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
     if target.kind != burn.Kind.FLOAT or target.shape != input.shape:
         _check_target(op, input, target, class_dim)
         _check_reduction(op, reduction)
-        # one backend op on [M, C] rows (classes last) and [M] targets
+        # one backend op on [M, C] rows (classes last) and [M] targets; no classes have no
+        # uniform distribution to smooth towards (docs/differences.md)
         rows = input.reshape(1, n_classes) if input.ndim == 1 else input if input.ndim == 2 \
             else input.movedim(1, -1).reshape(-1, n_classes)
         loss = rows._wrap(rows._bk.cross_entropy(
             rows._prim, (target if target.ndim == 1 else target.reshape(-1))._prim,
             None if weight is None else weight._prim,
-            ignore_index, float(label_smoothing), reduction))
+            ignore_index, float(label_smoothing) if n_classes else 0.0, reduction))
         return loss.reshape(target.shape) if reduction == "none" else loss
     target = float_input(op, "target", target, input)
     w = None if weight is None else _class_view(weight, input.ndim, class_dim)
-    if label_smoothing > 0:  # class probabilities
+    if label_smoothing > 0 and n_classes:  # class probabilities (none: an empty input)
         target = target * (1 - label_smoothing) + label_smoothing / n_classes
     loss = _logits_entropy(input, target if w is None else target * w, class_dim)
-    if reduction == "mean":
-        return loss.sum() / max(input.numel() // n_classes, 1)
+    if reduction == "mean":  # over the samples; an empty input's 0 / 0 is NaN, as torch
+        return loss.sum() / (input.numel() // n_classes if input.numel() else 0)
     return _reduce(op, loss, reduction)
 
 
@@ -177,18 +159,33 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
              ignore_index: int = -100, reduction: Reduction = "mean") -> Tensor:
     """Negative log-likelihood of class indices (torch.nn.functional.nll_loss).
 
+    An ignored sample's loss is 0 and its gradient 0, whatever its log-probabilities or output
+    gradient (NaN / inf included), as torch; a kept sample's is ``-w[t] * input[t]``.
+
     Args:
         input: [N, C, *] or [C] log-probabilities.
         target: int class indices [N, *] (or []).
         weight: [C] class weights, or None.
         ignore_index: targets to skip.
-        reduction: "mean" (weighted mean over non-ignored targets), "sum" or "none".
+        reduction: "mean" (weighted mean over non-ignored targets: NaN where their weights
+            sum to 0 or none is kept, with inf / NaN gradients on kept samples), "sum" or
+            "none".
     Returns:
         the loss.
     Raises:
         ShapeError, DTypeError, BurnIndexError, ValueRangeError: as `cross_entropy`.
     """
-    return _index_loss("nll_loss", input, target, weight, ignore_index, reduction, 0.0)
+    op = "nll_loss"
+    class_dim, n_classes = _class_dim(op, input, weight)
+    ignored, safe = _check_indices(op, input, target, class_dim, n_classes, ignore_index)
+    keep = (~ignored).cast(input.dtype)
+    nll = -input.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
+    w_target = keep if weight is None else weight.select(0, safe.reshape(-1)).reshape(
+        target.shape) * keep
+    loss = (nll * w_target).mask_fill(ignored, 0.0)  # its backward zeroes ignored rows
+    if reduction == "mean":
+        return loss.sum() / w_target.sum()
+    return _reduce(op, loss, reduction)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,

@@ -9,8 +9,8 @@ logits, as torch), and ``w_t`` (the mean's denominator terms); "sum" and "mean" 
 with the backend's float sums (the mean's denominator: the summed ``w_t``, NaN where that is 0
 with smoothing, as the protocol's `_mean_weights`).
 Backward: ``dx = softmax * g * mass - onehot * g * w_t * (1 - eps) - g * keep * eps / C * w``
-with `g` the sample's output gradient (the mean's: over that denominator for a kept sample,
-inf / NaN where the ``w_t`` sum to 0, as torch; 0 for an ignored one) and
+with `g` the sample's output gradient (the mean's: over that denominator, inf / NaN where the
+``w_t`` sum to 0, as torch), 0 for an ignored sample whatever its output gradient, and
 ``mass = w_t * (1 - eps) + keep * eps / C * sum(w)``, as the protocol's default.
 Logits of at most `LOOPED_ELEMENTS` elements ("sum" and "mean") take one launch each way
 instead: a single unit walks every row, adding up the total (and the mean backward's ``w_t``
@@ -396,12 +396,13 @@ def backward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool,
 def _row_backward(row: _Sample, grad: Any, denominator: Any | None, dx: Any, mode: str,
                   classes: Any, exps: Any, eps: Any, smoothing: bool) -> None:
     """Write the gradient of the sample's logits (module docstring); `denominator`: the
-    mean's summed target weights (a kept sample's g over 0 is inf / NaN, an ignored one's 0)."""
+    mean's summed target weights (a kept sample's g over 0 is inf / NaN). An ignored sample's
+    g is 0, whatever its output gradient (NaN / inf included, as torch)."""
     b, acc, w = row.b, row.acc, row.weight
     g = b.local(acc, b.cast(grad[row.r if mode == "none" else 0], acc))
     if denominator is not None:
-        b.set(g, b.select(row.keep == 0, b.cast(0, acc),
-                          g / _mean_weights(b, denominator, smoothing)))
+        b.set(g, g / _mean_weights(b, denominator, smoothing))
+    b.set(g, b.select(row.keep == 0, b.cast(0, acc), g))
     per_class = b.local(acc, row.keep * (eps / b.cast(classes, acc)))
     smooth_mass = b.local(acc, b.cast(classes, acc))
     if w is not None and smoothing:

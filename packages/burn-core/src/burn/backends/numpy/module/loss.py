@@ -86,9 +86,9 @@ def cross_entropy(logits: Array, safe: Array, keep: Array | None, weight: Array 
 def cross_entropy_backward(logits: Array, safe: Array, keep: Array | None, weight: Array | None,
                            grad: Array, label_smoothing: float, reduction: str) -> Array:
     """Gradient of the logits of `cross_entropy` for the output gradient `grad` ([M] or 0-d):
-    g (mass softmax - q), q each sample's weighted, smoothed target distribution; the mean's
-    g is grad over `_mean_weights` for kept samples (inf / NaN where the weights sum to 0, as
-    torch), 0 for ignored ones."""
+    g (mass softmax - q), q each sample's weighted, smoothed target distribution; g is 0 for
+    ignored samples whatever `grad` (NaN / inf included, as torch), and the mean's is grad over
+    `_mean_weights` for kept ones (inf / NaN where the weights sum to 0, as torch)."""
     token = QUIET_SET(QUIET_TOKEN)
     try:
         m, c = logits.shape
@@ -99,8 +99,8 @@ def cross_entropy_backward(logits: Array, safe: Array, keep: Array | None, weigh
         g = grad.astype(p.dtype, copy=False)
         if reduction == "mean":
             g = g / _mean_weights(w_target, m, label_smoothing)
-            if keep is not None:
-                g = np.where(keep == 0, 0, g)
+        if keep is not None:
+            g = np.where(keep == 0, 0, g)
         eps = label_smoothing  # g, hit, scale and spread: 0-d or [M], broadcast per row
         hit = g if w_target is None else g * w_target
         scale = hit * (1 - eps)
