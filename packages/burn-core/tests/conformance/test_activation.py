@@ -146,11 +146,13 @@ def test_activation_extremes(name: str, device: burn.Device) -> None:
 @pytest.mark.op("gelu")
 def test_gelu_near_the_largest_floats(approximate: str, device: burn.Device) -> None:
     """GELU of values past half the largest float32 stays finite (x, not inf: the product with
-    x comes after the halving), as torch's."""
+    x comes after the halving), as torch's float64 GELU rounded to the dtype (torch's own
+    float32 exact GELU gives inf there, and NaN at inf, on some builds: 2.11's)."""
     data = np.array([3e38, 2e38, 1.7e38, -3e38, -2e38, 1e30, -1e30, np.inf, 4.0])
     for dtype in dict.fromkeys(("float32", held("float64", device))):
         check_forward(lambda x: bF.gelu(x, approximate=approximate),
-                      lambda x: tF.gelu(x, approximate=approximate), [T(data, dtype)], device)
+                      lambda x: tF.gelu(x.double(), approximate=approximate).to(x.dtype),
+                      [T(data, dtype)], device)
 
 
 @pytest.mark.parametrize("dtype,layout", [("float32", "contiguous"), ("float64", "transposed"),
