@@ -6,6 +6,7 @@ targets (weights, smoothing, empty inputs); and nll_loss against torch's over th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -272,23 +273,27 @@ NLL_ZERO_SUM_CASES = [(rows, weight, {k: v for k, v in kw.items() if k != "label
                       for rows, weight, kw in ZERO_SUM_CASES if not kw["label_smoothing"]]
 
 
+def _nll_cases(rng: np.random.Generator, dtype: str, layout: Layout
+               ) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    """The (arguments, options) of nll_loss's checks: `SHAPES` x `NLL_OPTIONS`, kept weights
+    summing to 0, and ignored samples holding NaN / inf scores."""
+    for xs, ts in SHAPES:
+        for options in NLL_OPTIONS:
+            yield _case(rng, xs, ts, dtype, layout, options)
+    for rows, weight, kw in NLL_ZERO_SUM_CASES:
+        yield _zero_sum_case(rows, weight, dtype, layout, rng), kw
+    for options in IGNORED_OPTIONS:
+        if "label_smoothing" not in options:
+            yield _ignored_nonfinite_case(rng, dtype, layout, options)
+
+
 @pytest.mark.parametrize("name,dtype,layout", [op_param("nll_loss", d, lay)
                                                for d, lay in FORWARD])
 def test_nll_loss(name: str, dtype: str, layout: Layout, device: burn.Device,
                   rng: np.random.Generator) -> None:
-    for xs, ts in SHAPES:
-        for options in NLL_OPTIONS:
-            args, kw = _case(rng, xs, ts, dtype, layout, options)
-            check_forward(lambda *a, o=kw: F.nll_loss(*a, **o),
-                          lambda *a, o=kw: tF.nll_loss(*a, **o), args, device, upcast=True)
-    for rows, weight, kw in NLL_ZERO_SUM_CASES:
-        check_forward(lambda *a, o=kw: F.nll_loss(*a, **o), lambda *a, o=kw: tF.nll_loss(*a, **o),
-                      _zero_sum_case(rows, weight, dtype, layout, rng), device, upcast=True)
-    for options in IGNORED_OPTIONS:
-        if "label_smoothing" not in options:
-            args, kw = _ignored_nonfinite_case(rng, dtype, layout, options)
-            check_forward(lambda *a, o=kw: F.nll_loss(*a, **o),
-                          lambda *a, o=kw: tF.nll_loss(*a, **o), args, device, upcast=True)
+    for args, kw in _nll_cases(rng, dtype, layout):
+        check_forward(lambda *a, o=kw: F.nll_loss(*a, **o),
+                      lambda *a, o=kw: tF.nll_loss(*a, **o), args, device, upcast=True)
 
 
 @pytest.mark.parametrize("name,dtype", [op_param("nll_loss", d)
@@ -297,20 +302,9 @@ def test_nll_loss_backward(name: str, dtype: str, grad_device: burn.Device,
                            rng: np.random.Generator) -> None:
     """Contiguous scores: torch's nll_loss backward refuses transposed ones ("grad_input must
     be contiguous")."""
-    for xs, ts in SHAPES:
-        for options in NLL_OPTIONS:
-            args, kw = _case(rng, xs, ts, dtype, "contiguous", options)
-            check_backward(lambda *a, o=kw: F.nll_loss(*a, **o),
-                           lambda *a, o=kw: tF.nll_loss(*a, **o), args, grad_device, rng)
-    for rows, weight, kw in NLL_ZERO_SUM_CASES:
+    for args, kw in _nll_cases(rng, dtype, "contiguous"):
         check_backward(lambda *a, o=kw: F.nll_loss(*a, **o),
-                       lambda *a, o=kw: tF.nll_loss(*a, **o),
-                       _zero_sum_case(rows, weight, dtype, "contiguous", rng), grad_device, rng)
-    for options in IGNORED_OPTIONS:
-        if "label_smoothing" not in options:
-            args, kw = _ignored_nonfinite_case(rng, dtype, "contiguous", options)
-            check_backward(lambda *a, o=kw: F.nll_loss(*a, **o),
-                           lambda *a, o=kw: tF.nll_loss(*a, **o), args, grad_device, rng)
+                       lambda *a, o=kw: tF.nll_loss(*a, **o), args, grad_device, rng)
 
 
 # Empty batches (no sample, or no position of a spatial dim): torch's mean is 0 / 0 (NaN), its
