@@ -80,3 +80,25 @@ def check(got: burn.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float 
     assert values.shape == expected.shape
     assert values.dtype == expected.dtype
     np.testing.assert_allclose(values, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def gradients_agree(fn: Callable[..., Any], base: str, *arrays: np.ndarray,
+                    rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """The loss `fn` and the gradients of its arguments on the fusion device with autodiff
+    (twice: planned, then from the plans) and on the inner backend with autodiff, against
+    torch autograd."""
+    theirs = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    tloss = fn(*theirs)
+    tloss.backward()
+    for dev in (f"{base}+fusion+autodiff", f"{base}+fusion+autodiff", f"{base}+autodiff"):
+        mine = [burn.tensor(a, device=dev).require_grad() for a in arrays]
+        loss = fn(*mine)
+        grads = loss.backward()
+        check(loss, tloss, rtol=rtol, atol=atol)
+        for got, want in zip(mine, theirs, strict=True):
+            grad = got.grad(grads)
+            if want.grad is None:
+                assert grad is None
+                continue
+            assert grad is not None
+            check(grad, want.grad, rtol=rtol, atol=atol)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from fusion_testing import DEVICES, check
+from fusion_testing import DEVICES, check, gradients_agree
 
 import burn
 import burn.functional as F
@@ -311,21 +311,7 @@ def test_gradients_through_fused_chains(base: str, name: str) -> None:
         "sum_dim_broadcast": lambda x, r, c: ((total(x * x, 1) * c).exp() * r).mean(),
         "matmul_relu": lambda x, r, c: relu(x.transpose(0, 1).matmul(c.expand((5, 3))) + 0.1).sum(),
     }[name]
-    dev = f"{base}+fusion+autodiff"
-    for _ in range(2):  # planned, then from the plans
-        ours = [burn.tensor(v, device=dev).require_grad() for v in (a, row, col)]
-        theirs = [torch.from_numpy(v.copy()).requires_grad_() for v in (a, row, col)]
-        loss, tloss = fn(*ours), fn(*theirs)
-        grads = loss.backward()
-        tloss.backward()
-        check(loss, tloss, rtol=1e-4, atol=1e-5)
-        for got, want in zip(ours, theirs, strict=True):
-            grad = got.grad(grads)
-            if want.grad is None:
-                assert grad is None
-                continue
-            assert grad is not None
-            check(grad, want.grad, rtol=1e-4, atol=1e-5)
+    gradients_agree(fn, base, a, row, col)
 
 
 def softmax(x: Any, dim: int) -> Any:

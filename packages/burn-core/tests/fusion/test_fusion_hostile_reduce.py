@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from fusion_testing import DEVICES, check
+from fusion_testing import DEVICES, check, gradients_agree
 
 import burn
 import burn.functional as F
@@ -140,28 +140,6 @@ def agree(fn: Callable[..., Any], base: str, *arrays: np.ndarray, rtol: float = 
         assert len(gots) == len(wants)
         for g, w in zip(gots, wants, strict=True):
             same(g, w, rtol, atol)
-
-
-def gradients_agree(fn: Callable[..., Any], base: str, *arrays: np.ndarray,
-                    rtol: float = 1e-4, atol: float = 1e-5) -> None:
-    """The loss `fn` and the gradients of its arguments on the fusion device with autodiff
-    (twice: planned, then from the plans) and on the inner backend with autodiff, against
-    torch autograd."""
-    theirs = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
-    tloss = fn(*theirs)
-    tloss.backward()
-    for dev in (f"{base}+fusion+autodiff", f"{base}+fusion+autodiff", f"{base}+autodiff"):
-        mine = [burn.tensor(a, device=dev).require_grad() for a in arrays]
-        loss = fn(*mine)
-        grads = loss.backward()
-        check(loss, tloss, rtol=rtol, atol=atol)
-        for got, want in zip(mine, theirs, strict=True):
-            grad = got.grad(grads)
-            if want.grad is None:
-                assert grad is None
-                continue
-            assert grad is not None
-            check(grad, want.grad, rtol=rtol, atol=atol)
 
 
 # --- 0-d, empty and size-1 dims, every dim ---
