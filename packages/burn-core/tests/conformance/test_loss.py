@@ -40,6 +40,15 @@ def _targets(rng: np.random.Generator, shape: tuple[int, ...], classes: int,
     return t
 
 
+def _weighted(rng: np.random.Generator, args: list[Any], options: dict[str, Any],
+              classes: int, dtype: str) -> tuple[list[Any], dict[str, Any]]:
+    """`args` with random class weights (`rand` + 2.5) appended where `options` asks for them
+    ("weighted", popped), and the remaining keyword options."""
+    if options.pop("weighted", False):
+        args.append(T(rand(rng, (classes,), dtype) + 2.5, dtype, grad=False))
+    return args, options
+
+
 def _case(rng: np.random.Generator, xs: tuple[int, ...], ts: tuple[int, ...], dtype: str,
           layout: str, options: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """The arguments (logits, target[, weight]) and keyword options of one call."""
@@ -48,9 +57,7 @@ def _case(rng: np.random.Generator, xs: tuple[int, ...], ts: tuple[int, ...], dt
     target = _targets(rng, ts, classes, options.get("ignore_index", -100))
     args: list[Any] = [T(rand(rng, xs, dtype) * 3, dtype, layout),  # type: ignore[arg-type]
                        T(target, "int64", grad=False)]
-    if options.pop("weighted", False):
-        args.append(T(rand(rng, (classes,), dtype) + 2.5, dtype, grad=False))
-    return args, options
+    return _weighted(rng, args, options, classes, dtype)
 
 
 @pytest.mark.parametrize("name,dtype,layout", [op_param("cross_entropy", d, lay)
@@ -113,9 +120,7 @@ def _ignored_nonfinite_case(rng: np.random.Generator, dtype: str, layout: Layout
     logits[5, 0], logits[5, 1] = -np.inf, np.inf
     target = np.array([3, ignore, ignore, ignore, 0 if ignore == 1 else 1, ignore])
     args: list[Any] = [T(logits, dtype, layout), T(target, "int64", grad=False)]
-    if options.pop("weighted", False):
-        args.append(T(rand(rng, (4,), dtype) + 2.5, dtype, grad=False))
-    return args, options
+    return _weighted(rng, args, options, 4, dtype)
 
 
 @pytest.mark.parametrize("name,dtype,layout", [op_param("cross_entropy", d, lay)
@@ -240,9 +245,7 @@ def _upstream_case(rng: np.random.Generator, dtype: str, options: dict[str, Any]
     args: list[Any] = [T(rand(rng, (6, 4), dtype) * 3, dtype, "transposed"),
                        T(np.array([3, ignore, 0, ignore, 2, 0 if ignore == 1 else 1]), "int64",
                          grad=False)]
-    if options.pop("weighted", False):
-        args.append(T(rand(rng, (4,), dtype) + 2.5, dtype, grad=False))
-    return args, options
+    return _weighted(rng, args, options, 4, dtype)
 
 
 @pytest.mark.parametrize("name,dtype", [op_param(op, d) for op in ("cross_entropy", "nll_loss")
@@ -362,10 +365,7 @@ def _probability_case(rng: np.random.Generator, xs: tuple[int, ...], dtype: str,
     options = dict(options)
     args: list[Any] = [T(rand(rng, xs, dtype) * 3, dtype, layout),
                        T(rng.uniform(0, 1, xs), dtype)]
-    if options.pop("weighted", False):
-        args.append(T(rand(rng, (xs[1] if len(xs) > 1 else xs[0],), dtype) + 2.5, dtype,
-                      grad=False))
-    return args, options
+    return _weighted(rng, args, options, xs[1] if len(xs) > 1 else xs[0], dtype)
 
 
 @pytest.mark.parametrize("name,dtype,layout", [op_param("cross_entropy", d, lay)
