@@ -225,3 +225,23 @@ def test_planned_launches_pass_scalars_of_every_dtype(name: str) -> None:
             want = np.array([value]).astype(dtype.numpy)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=repr(value))
+
+
+def test_runtime_counts_its_launches(rt: bc.Runtime) -> None:
+    """`Runtime.launches` counts checked and planned launches (a plan made is no launch; a
+    launch refused for its arguments is none either), and the results are the kernel's."""
+    kernel = axpy_kernel(f32)
+    host = np.arange(6, dtype=np.float32)
+    x, out = rt.upload(host), rt.allocate((6,), f32)
+    start = rt.launches
+    kernel.launch(rt, 1, 256, x, x, 2.0, out)
+    assert rt.launches == start + 1
+    launch = kernel.plan(rt, 1, 256, x, x, 1.0, out)
+    assert rt.launches == start + 1
+    for _ in range(3):
+        launch([x, x, 1.0, out])
+    assert rt.launches == start + 4
+    with pytest.raises(LaunchError, match="must be a f32 scalar"):
+        launch([x, x, "two", out])
+    assert rt.launches == start + 4
+    np.testing.assert_allclose(rt.download(out), 2 * host, rtol=1e-6)

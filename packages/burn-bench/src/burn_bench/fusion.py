@@ -116,16 +116,24 @@ def mlp_report(threads: int) -> str:
          *(Candidate(f"burn {spec}+autodiff step", fn, vs=torch_name)
            for spec, fn in steps.items())], min_time=0.3, rounds=7)
     cube = burn.Device("cpu").backend  # the inner backend of cpu+fusion too
+    runtime = cube.runtime  # type: ignore[attr-defined]
+    kernels = {}
+    for spec, step in steps.items():
+        before = runtime.launches
+        step()
+        kernels[spec] = runtime.launches - before
     unfused = cube_calls(steps["cpu"], cube)
     reset_stats()
     fused = cube_calls(steps["cpu+fusion"], cube)
     s = stats()
     extra = ", ".join(f"{name} +{n}" for name, n in sorted((fused - unfused).items())) or "none"
     return (report(f"{work.title}: training step (Adam), {threads} thread(s)", results)
+            + f"\nkernels launched per step (the cpu runtime's count; BLAS products are none): "
+            f"unfused {kernels['cpu']}, fused {kernels['cpu+fusion']}"
             + f"\nper step: unfused {unfused.total()} calls of the cpu backend's op-table ops "
             f"(kernels, BLAS products, views; not the Adam update's one launch); fused "
-            f"{fused.total()} (more than unfused: {extra}) + {s.kernels_launched} kernels "
-            f"of recorded ops ({s.ops_recorded} ops recorded, {s.ops_fused} of them in fused "
+            f"{fused.total()} (more than unfused: {extra}), {s.kernels_launched} kernels "
+            f"({s.ops_recorded} ops recorded, {s.ops_fused} of them in fused "
             f"kernels, {s.cache_hits} plan-cache hits, {s.plans} new kernels)")
 
 

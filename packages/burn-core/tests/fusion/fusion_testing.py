@@ -14,8 +14,9 @@ import torch
 import burn
 from burn.fusion import FusionTensor
 
-#: Cube backends with a fusion form here (wgpu runs on Mesa's CPU adapter where there is no GPU).
-DEVICES = [name for name in ("cpu", "wgpu")
+#: Cube backends with a fusion form here (wgpu runs on Mesa's CPU adapter where there is no GPU;
+#: cuda where CuPy finds a device).
+DEVICES = [name for name in ("cpu", "wgpu", "cuda")
            if any(b.name == name and b.available for b in burn.available_backends())]
 
 

@@ -20,6 +20,7 @@ runs at once.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from burn.backend.decorator import Decorator
@@ -80,6 +81,8 @@ class Fusion(Decorator):
             self.dtype = operator.attrgetter("dtype")  # type: ignore[method-assign,assignment]
         #: whether reductions along a dim other than the innermost fuse (`reduce.accepts`)
         self._columns = getattr(inner, "runtime_name", "cpu") != "cpu"
+        #: how an op runs at once on the inner backend (`at_once`)
+        self.run_inner = at_once(inner)
         #: protocol defaults the inner backend keeps, run on this backend.
         self.defaults = {n: getattr(Backend, n) for n, op in OPS.items()
                          if op.default and n not in self.recorded and op.device_at is None
@@ -100,11 +103,10 @@ class Fusion(Decorator):
     def _at_once(self, method: Any) -> Any:
         """`method` of the inner backend on the inner primitives of its arguments (pending
         ones run first); its results are the inner backend's, as an op run at once."""
-        value = self.value
+        value, run = self.value, self.run_inner
 
         def call(*args: Any) -> Any:
-            STATS.ops_eager += 1
-            return method(*[value(a) if type(a) is FusionTensor else a for a in args])
+            return run(method, [value(a) if type(a) is FusionTensor else a for a in args])
 
         call.__name__ = method.__name__
         return call
@@ -164,7 +166,6 @@ class Fusion(Decorator):
         """Run `op` at once on the inner backend (after the pending ops it reads); what it
         returns is the inner backend's. (Inner backends are thread-safe as plain devices are:
         the stream's lock is held only while pending ops run, in `value`.)"""
-        STATS.ops_eager += 1
         inner_args = list(args)
         for i in op.tensor_at:
             h = args[i]
@@ -172,7 +173,7 @@ class Fusion(Decorator):
                 inner_args[i] = h.value if h.value is not None else self.value(h)
         for i in op.list_at:
             inner_args[i] = [self.value(h) for h in args[i]]
-        return getattr(self.inner, op.name)(*inner_args)
+        return self.run_inner(getattr(self.inner, op.name), inner_args)
 
     def value(self, x: Any) -> Any:
         """The inner primitive of `x` (itself where it is one), running the pending ops first
@@ -224,19 +225,41 @@ def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(i for i, p in enumerate(op.params) if p.type in types)
 
 
+def at_once(inner: Backend) -> Callable[[Callable[..., Any], Any], Any]:
+    """How a fusion backend runs an inner-backend method at once on inner arguments: counted
+    in `FusionStats.ops_eager`, the kernels it launches (the inner burn-cube runtime's count)
+    in `kernels_launched`."""
+    runtime = getattr(inner, "runtime", None)
+    if runtime is None:  # (no kernels: numpy+fusion)
+        def run_uncounted(method: Callable[..., Any], args: Any) -> Any:
+            STATS.ops_eager += 1
+            return method(*args)
+
+        return run_uncounted
+
+    def run(method: Callable[..., Any], args: Any) -> Any:
+        STATS.ops_eager += 1
+        before = runtime.launches
+        result = method(*args)
+        STATS.kernels_launched += runtime.launches - before
+        return result
+
+    return run
+
+
 def _runner(fusion: Fusion, op: OpDef) -> Any:
     """`op`'s method on `fusion` for an op run at once: the inner backend's method on the
     arguments as they are where none is a `FusionTensor` (a creation op's device made the
     inner one), else `Fusion.eager` (the generic method for keyword calls)."""
     generic = getattr(Decorator, op.name)
     eager, inner, name, tensor_at = fusion.eager, fusion.inner, op.name, op.tensor_at
+    run = fusion.run_inner
     dev = op.device_at
     if dev is not None:  # a creation op (no tensor arguments)
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
                 return generic(fusion, *args, **kwargs)
-            STATS.ops_eager += 1
-            return getattr(inner, name)(*args[:dev], args[dev].inner(), *args[dev + 1:])
+            return run(getattr(inner, name), (*args[:dev], args[dev].inner(), *args[dev + 1:]))
     elif op.list_at:
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
@@ -250,8 +273,7 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
                 return generic(fusion, *args, **kwargs)
             if type(args[only]) is FusionTensor:
                 return eager(op, args)
-            STATS.ops_eager += 1
-            return getattr(inner, name)(*args)
+            return run(getattr(inner, name), args)
     else:
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
@@ -259,8 +281,7 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
             for i in tensor_at:
                 if type(args[i]) is FusionTensor:
                     return eager(op, args)
-            STATS.ops_eager += 1
-            return getattr(inner, name)(*args)
+            return run(getattr(inner, name), args)
 
     method.__name__ = op.name
     return method
@@ -277,7 +298,7 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
         return None
     generic = getattr(Decorator, op.name)
     name, results, inner, stream = op.name, fusion._results, fusion.inner, fusion.stream
-    record, lone = stream.record, stream.lone
+    record, lone, run = stream.record, stream.lone, fusion.run_inner
     first, second = tensor_at[0], tensor_at[-1]
     two = len(tensor_at) == 2
     # the compile-time arguments as `handle` appends them: one by index, more by one getter
@@ -303,8 +324,7 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
                 return record(op, args, tensor_at, [a, b] if two else [a], key, result)
         if type(a) is FusionTensor or type(b) is FusionTensor:
             return fusion.eager(op, args)
-        STATS.ops_eager += 1
-        return getattr(inner, name)(*args)
+        return run(getattr(inner, name), args)
 
     method.__name__ = name
     return method

@@ -6,7 +6,10 @@ along one dim `d` (`float_sum_dim`, `float_mean_dim`, `float_max_dim_with_indice
 `float_min_dim_with_indices`), the elementwise ops of shape `S` that feed them (fused on read)
 and the elementwise ops after them, of the reduced shape `R` (`S` with `d` of size 1) or of
 shape `S` reading the reduced values broadcast (fused on write): a softmax, a layer norm, a
-mean of squares, softmax's backward.
+mean of squares, softmax's backward. Whole-tensor reductions (`float_sum`, `float_max`,
+`float_min`; a mean is a sum and a division) are one row: the block's tensors are seen
+flattened in row-major order (`R` is 0-d), an input that cannot be (a permuted or broadcast
+one of more than one element) copied dense first.
 
 The kernel runs one unit per row (the elements of `S` that differ only along `d`) on the cpu
 runtime; on GPU runtimes a group of units per row walks its columns and combines the
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from burn.backends.cube.elementwise import broadcast_view
+from burn.backends.cube.layout import contiguous_copy
 from burn.backends.cube.reduction import collapse
 from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
@@ -45,33 +49,45 @@ from burn.ir.cube import cube_dtype
 
 #: Reductions the fuser takes, by op, and how they combine.
 REDUCTIONS = {"float_sum_dim": "sum", "float_mean_dim": "mean",
-              "float_max_dim_with_indices": "max", "float_min_dim_with_indices": "min"}
+              "float_max_dim_with_indices": "max", "float_min_dim_with_indices": "min",
+              "float_sum": "sum", "float_max": "max", "float_min": "min"}
+#: Those over the whole tensor (no dim).
+WHOLE = frozenset({"float_sum", "float_max", "float_min"})
 #: Those with an index result (recorded as two records: values, then indices).
 WITH_INDICES = frozenset(n for n in REDUCTIONS if n.endswith("_with_indices"))
 #: Units per cube (one row each).
 UNITS = 64
+#: Most elements of a whole-tensor reduction the fuser takes (one row: one unit on the cpu
+#: runtime, one cube on GPUs; larger ones run on the inner backend's reduction, which
+#: spreads them over threads and cubes).
+WHOLE_MOST = 1 << 18
 _KERNELS: dict[Any, Any] = {}
 
 
-def accepts(shape: tuple[int, ...], dim: int, columns: bool) -> bool:
+def accepts(shape: tuple[int, ...], dim: int | None, columns: bool) -> bool:
     """Whether the fuser takes a reduction of a tensor of `shape` along `dim`: a dim of two
     elements or more of a non-empty tensor (others run at once on the inner backend), and
-    with `columns` False only the innermost dim (the dims after it of size 1).
+    with `columns` False only the innermost dim (the dims after it of size 1); over the
+    whole tensor (`dim` None) 2 to `WHOLE_MOST` elements.
 
     Args:
         shape: the reduced tensor's shape.
-        dim: the reduced dim.
+        dim: the reduced dim (None: all of them).
         columns: whether reductions whose elements are not adjacent are fused. The cpu
             runtime's reduce kernel walks each row with one unit, which is about 2x (a
             [64, 256] sum over dim 0) to 6x ([256, 1024]) slower than its unfused column-sum
             kernel there, so the cpu leaves them to the inner backend.
     """
+    if dim is None:
+        return 2 <= math.prod(shape) <= WHOLE_MOST
     return (0 <= dim < len(shape) and shape[dim] >= 2 and 0 not in shape
             and (columns or all(size == 1 for size in shape[dim + 1:])))
 
 
-def reduced_dim(record: Pending) -> tuple[tuple[int, ...], int]:
-    """The input shape and dim of a reduction record."""
+def reduced_dim(record: Pending) -> tuple[tuple[int, ...], int | None]:
+    """The input shape and dim of a reduction record (None: the whole tensor)."""
+    if record.op.name in WHOLE:
+        return record.args[0].shape, None
     x, dim = record.args
     return x.shape, dim
 
@@ -86,6 +102,8 @@ class ReduceProgram:
         dim: `d`, the reduced dim.
         along: per kernel input, whether it varies along `d`.
         full: per written result, whether it has shape `S` (else `R`).
+        whole: for a whole-tensor reduction the reduced tensors' shape (then `shape` is
+            their element count, `dim` 0), else None.
         launchers: planned launches by the inputs' layouts.
     """
 
@@ -94,6 +112,7 @@ class ReduceProgram:
     dim: int
     along: tuple[bool, ...]
     full: tuple[bool, ...]
+    whole: tuple[int, ...] | None = None
     launchers: dict[Any, Callable[[list[Any], list[Any], list[Any]], None]] = field(
         default_factory=dict)
 
@@ -121,6 +140,8 @@ def run_reduce(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     if not program.live:
         return {}
     inputs = [values[block[i].args[p].id] for i, p in program.inputs]
+    if plan.whole is not None:
+        inputs = [_flat(inner, t, plan.whole) for t in inputs]
     numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
     outs = [inner.empty(block[i].out.shape, block[i].out.dtype) for i in program.written]
     layouts = tuple(_layout(t.array) for t in inputs)
@@ -153,13 +174,16 @@ def _reduce_program(block: list[Pending], needed: set[int]) -> ReduceProgram:
     """The block's `Program` and the layout facts its kernel needs."""
     shape, dim = reduced_dim(next(r for r in block if r.op.name in REDUCTIONS))
     program = _program(block, needed)
-    along = []
+    full = tuple(block[i].out.shape == shape for i in program.written)
+    if dim is None:  # one row of the elements in row-major order (`_flat`)
+        along = tuple(math.prod(block[i].args[p].shape) > 1 for i, p in program.inputs)
+        return ReduceProgram(program, (math.prod(shape),), 0, along, full, shape)
+    varies = []
     for i, p in program.inputs:
         own = block[i].args[p].shape
         at = dim - (len(shape) - len(own))
-        along.append(at >= 0 and own[at] == shape[dim])
-    full = tuple(block[i].out.shape == shape for i in program.written)
-    return ReduceProgram(program, shape, dim, tuple(along), full)
+        varies.append(at >= 0 and own[at] == shape[dim])
+    return ReduceProgram(program, shape, dim, tuple(varies), full)
 
 
 def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any],
@@ -171,7 +195,8 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     n = shape[dim]
     views = [broadcast_view(t, shape) for t in inputs]
     strides = [v.strides for v in views]
-    strides += [dense_strides(shape) if f else _padded(dense_strides(o.shape), o.shape)
+    # (a 0-d result of a whole-tensor reduction: its row's value, stride 0)
+    strides += [dense_strides(shape) if f else _padded(dense_strides(o.shape), o.shape) or (0,)
                 for o, f in zip(outs, plan.full, strict=True)]
     rows = tuple(1 if i == dim else s for i, s in enumerate(shape))
     row_shape, row_strides = collapse(rows, *strides)
@@ -224,6 +249,26 @@ def _scratch(ops: tuple[Any, ...], along: tuple[bool, ...], in_ids: tuple[int, .
             if DTYPES[in_ids[value] if role == "in" else ops[value][2]] is DType.float64:
                 wide = DType.float64
     return max(counts.values(), default=0), wide
+
+
+def _flat(inner: Any, t: Any, shape: tuple[int, ...]) -> Any:
+    """`t` broadcast to `shape` and seen as one dim of its elements in row-major order: a
+    view where one stride walks them (a single element: stride 0), else a dense copy.
+
+    Args:
+        inner: the backend (for the copy).
+        t: an input of a whole-tensor reduce block.
+        shape: the reduced tensors' shape.
+    """
+    n = math.prod(shape)
+    if math.prod(t.shape) == 1:
+        return t.view((n,), (0,), t.offset)
+    view = broadcast_view(t, shape)
+    dims, (steps,) = collapse(shape, view.strides)
+    if len(dims) > 1:
+        view = contiguous_copy(inner, view)
+        steps = (1,)
+    return view.view((n,), steps, view.offset)
 
 
 def _padded(strides: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -16,8 +16,11 @@ class FusionStats:
         ops_eager: ops no fuser takes, run at once on the inner backend.
         plans: fused kernels built (distinct op-sequence signatures).
         cache_hits: fused blocks whose kernel came from the plan cache.
-        kernels_launched: kernels the fusion streams launched (fused blocks and single ops
-            run by the inner backend's own kernel).
+        kernels_launched: kernels the fusion devices launched: the streams' (fused blocks
+            and single ops run by the inner backend's own kernel) and those of ops run at once
+            (the inner burn-cube runtime's count while they run). An optimizer's one-kernel
+            updates (`burn.backends.cube.optim_kernels`) run on the inner backend and are not
+            counted.
         ops_fused: recorded ops that ran inside a fused kernel of two ops or more.
         ops_dead: recorded ops skipped because nothing read their results.
         compile_s: seconds spent building and compiling new fused kernels.

@@ -450,7 +450,7 @@ def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor],
         return False
     if name in MATMULS:
         return matmul_accepts(handles[0].shape, handles[1].shape)
-    return reduce_accepts(handles[0].shape, args[1], columns)
+    return reduce_accepts(handles[0].shape, args[1] if len(args) > 1 else None, columns)
 
 
 def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pending]]]:

@@ -386,12 +386,17 @@ class Runtime(ABC):
 
     Args:
         index: Device index (see ``devices``).
+
+    Attributes:
+        launches: kernels launched on this runtime so far (planned launches included; a
+            kernel profiler's count, cheap enough to keep always).
     """
 
     name = ""
 
     def __init__(self, index: int = 0) -> None:
         self.index = index
+        self.launches = 0
 
     @classmethod
     def devices(cls) -> list[str]:

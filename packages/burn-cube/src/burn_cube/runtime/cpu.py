@@ -288,8 +288,8 @@ class Plan:
                 self.params.append((_BF16 if p.dtype.name == "bf16" else _NUMBER, 1))
         self.struct = struct.Struct("".join(fmt))
 
-    def launcher(self, compiled: CompiledC, kernel: KernelIR, cube_count: tuple[int, int, int],
-                 args: list[Any]) -> Callable[[Any], None]:
+    def launcher(self, runtime: Runtime, compiled: CompiledC, kernel: KernelIR,
+                 cube_count: tuple[int, int, int], args: list[Any]) -> Callable[[Any], None]:
         """`CpuRuntime.plan`: the block of ``args`` is made once; a launch writes only the
         data pointers and the scalars into it. Blocks (each with its status word) are taken
         from a free list and put back, so threads launching at once use their own."""
@@ -333,6 +333,7 @@ class Plan:
                     views[view][index] = value
                 else:
                     pack(block, value)
+            runtime.launches += 1
             function(block, status_ref)
             if status.value:
                 status.value = 0
@@ -555,6 +556,7 @@ class CpuRuntime(Runtime):
         if plan is None:
             plan = compiled.plan = Plan(kernel)
         status = ctypes.c_int32(0)
+        self.launches += 1
         compiled.function(plan.block(cube_count, args), ctypes.byref(status))
         if status.value:
             raise LaunchError(_OUT_OF_BOUNDS, kernel.name)
@@ -566,7 +568,7 @@ class CpuRuntime(Runtime):
         plan = compiled.plan
         if plan is None:
             plan = compiled.plan = Plan(kernel)
-        return plan.launcher(compiled, kernel, cube_count, args)
+        return plan.launcher(self, compiled, kernel, cube_count, args)
 
     def sync(self) -> None:
         """Launches are synchronous on the CPU."""

@@ -337,6 +337,7 @@ class WgpuRuntime(Runtime):
                   words: list[int]) -> None:
         """Record one dispatch into the open compute pass (submitted per batch)."""
         compute = self._pass_now()
+        self.launches += 1
         compute.set_pipeline(compiled.pipeline)
         compute.set_bind_group(0, self._bind_group(compiled, args, words))
         compute.dispatch_workgroups(*grid)
