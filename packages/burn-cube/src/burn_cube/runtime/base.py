@@ -393,10 +393,10 @@ class Runtime(ABC):
     """
 
     name = ""
+    launches = 0
 
     def __init__(self, index: int = 0) -> None:
         self.index = index
-        self.launches = 0
 
     @classmethod
     def devices(cls) -> list[str]:
