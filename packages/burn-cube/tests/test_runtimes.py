@@ -96,3 +96,20 @@ def test_host_mapped_memory_is_written_by_kernels(rt: bc.Runtime) -> None:
 def test_unknown_runtime() -> None:
     with pytest.raises(bc.errors.RuntimeUnavailableError):
         bc.runtime("tpu")
+
+
+def test_runtime_is_called_and_its_package_modules_import_by_dotted_name() -> None:
+    """``burn_cube.runtime(...)`` returns the device's shared runtime, and the package's
+    modules import as ``import burn_cube.runtime.cpu as m`` (the name once hid them)."""
+    import importlib
+    import inspect
+
+    import burn_cube.runtime.cpu as imported  # an ImportError while the function hid them
+
+    cpu_module = importlib.import_module("burn_cube.runtime.cpu")
+    assert imported is cpu_module
+    assert bc.runtime("cpu") is bc.runtime()
+    assert isinstance(bc.runtime("cpu"), cpu_module.CpuRuntime)
+    assert bc.runtime.DeviceArray is bc.DeviceArray
+    assert list(inspect.signature(bc.runtime).parameters) == ["name", "index"]
+    assert not hasattr(bc.runtime, "no_such_module")

@@ -3,7 +3,9 @@ device."""
 
 from __future__ import annotations
 
+import sys
 import threading
+from typing import Any
 
 from burn_cube.errors import DeviceIndexError, RuntimeUnavailableError
 from burn_cube.runtime.base import DeviceArray, Properties, Runtime
@@ -52,36 +54,53 @@ def devices(name: str) -> list[str]:
     return _runtime_class(name).devices()
 
 
-def runtime(name: str = "cpu", index: int | None = None) -> Runtime:
-    """The runtime of one device (created once per process and device).
+class RuntimeFactory:
+    """``burn_cube.runtime``: called, the runtime of one device; its other attributes are this
+    package's, so ``import burn_cube.runtime.cpu as m`` and ``burn_cube.runtime.DeviceArray``
+    work as they do for any package (a plain function here hid the package's modules)."""
 
-    Args:
-        name: ``cpu``, ``wgpu`` or ``cuda``, optionally with a device index: ``cuda:1``.
-        index: Device index (default 0): a CUDA device; a wgpu adapter of ``devices("wgpu")``
-            (0 is the default high-performance adapter); the cpu has only 0.
+    __slots__ = ()
 
-    Returns:
-        The runtime.
+    def __call__(self, name: str = "cpu", index: int | None = None) -> Runtime:
+        """The runtime of one device (created once per process and device).
 
-    Raises:
-        RuntimeUnavailableError: Its library or device is missing.
-        DeviceIndexError: The index is out of range (the message gives the device count).
-    """
-    base, index = _parse(name, index)
-    key = (base, index)
-    found = _INSTANCES.get(key)
-    if found is not None:
-        return found
-    with _CREATING:  # threads asking at once share one instance
-        if key not in _INSTANCES:
-            cls = _runtime_class(base)
-            if index != 0:
-                count = len(cls.devices())
-                if not 0 <= index < count:
-                    raise DeviceIndexError(f"runtime {base!r} has {count} device(s) (indices "
-                                           f"0..{count - 1}); index {index} is out of range")
-            _INSTANCES[key] = cls(index)
-        return _INSTANCES[key]
+        Args:
+            name: ``cpu``, ``wgpu`` or ``cuda``, optionally with a device index: ``cuda:1``.
+            index: Device index (default 0): a CUDA device; a wgpu adapter of
+                ``devices("wgpu")`` (0 is the default high-performance adapter); the cpu has
+                only 0.
+
+        Returns:
+            The runtime.
+
+        Raises:
+            RuntimeUnavailableError: Its library or device is missing.
+            DeviceIndexError: The index is out of range (the message gives the device count).
+        """
+        base, index = _parse(name, index)
+        key = (base, index)
+        found = _INSTANCES.get(key)
+        if found is not None:
+            return found
+        with _CREATING:  # threads asking at once share one instance
+            if key not in _INSTANCES:
+                cls = _runtime_class(base)
+                if index != 0:
+                    count = len(cls.devices())
+                    if not 0 <= index < count:
+                        raise DeviceIndexError(
+                            f"runtime {base!r} has {count} device(s) (indices "
+                            f"0..{count - 1}); index {index} is out of range")
+                _INSTANCES[key] = cls(index)
+            return _INSTANCES[key]
+
+    def __getattr__(self, name: str) -> Any:
+        """This package's attribute `name` (its imported modules among them)."""
+        return getattr(sys.modules[__name__], name)
+
+
+#: The runtime of one device: ``runtime("cuda:1")`` (`RuntimeFactory.__call__`).
+runtime = RuntimeFactory()
 
 
 def available() -> list[str]:
@@ -96,4 +115,5 @@ def available() -> list[str]:
     return out
 
 
-__all__ = ["DeviceArray", "Properties", "Runtime", "available", "devices", "runtime"]
+__all__ = ["DeviceArray", "Properties", "Runtime", "RuntimeFactory", "available", "devices",
+           "runtime"]
