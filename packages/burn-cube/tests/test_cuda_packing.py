@@ -179,23 +179,28 @@ def test_scalar_out_of_range_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize(("spans", "overlap"), [
-    ([(0, 100, False), (100, 200, True)], False),  # adjacent
-    ([(0, 100, False), (50, 150, True)], True),
-    ([(0, 100, False), (50, 150, False)], False),  # read-only overlap
-    ([(0, 1000, True), (300, 400, False), (600, 700, False)], True),  # inside a written one
-    ([(0, 1000, False), (300, 400, False), (600, 700, True)], True),  # written inside another
-    ([(600, 700, True), (0, 1000, False)], True),
-    ([(0, 10, True), (20, 30, True), (40, 50, False)], False),
+    ([(0, False), (1, True)], False),  # distinct storages, one written
+    ([(0, True), (1, True), (2, False)], False),
+    ([(0, False), (0, True)], True),  # one storage twice, written once
+    ([(0, True), (1, False), (0, False)], True),
+    ([(0, False), (1, False), (0, False)], False),  # read twice only
+    ([(3, True), (3, True)], False),  # an empty storage overlaps nothing
+    ([(1, False), (2, True), (1, True)], True),
 ])
-def test_overlap_sweep(spans: list[tuple[int, int, bool]], overlap: bool) -> None:
-    """`_overlap` against every pair of ranges."""
+def test_overlap_sweep(spans: list[tuple[int, bool]], overlap: bool) -> None:
+    """`_overlap` over storages named by number (3: an empty one): distinct storages are
+    allocations of their own and never overlap; one storage passed twice does where either
+    argument is written."""
     rt = _runtime()
+    storages = [_Storage(1 << 20, 64), _Storage(1 << 21, 64), _Storage(1 << 22, 64),
+                _Storage(1 << 23, 0)]
     packer = type("P", (), {})()
-    packer.spans = [(i, w) for i, (_, _, w) in enumerate(spans)]
-    args = [DeviceArray(rt, _Storage(lo, hi - lo), (hi - lo,), f32) for lo, hi, _ in spans]
+    packer.spans = [(i, w) for i, (_, w) in enumerate(spans)]
+    packer.tensors = [i for i, _ in packer.spans]
+    args = [DeviceArray(rt, storages[k], (storages[k].nbytes // 4,), f32) for k, _ in spans]
     assert cuda._overlap(packer, args) is overlap
-    pairs = any(a0 < b1 and b0 < a1 and (wa or wb) for i, (a0, a1, wa) in enumerate(spans)
-                for b0, b1, wb in spans[i + 1:])
+    pairs = any(a == b and storages[a].nbytes and (wa or wb)
+                for i, (a, wa) in enumerate(spans) for b, wb in spans[i + 1:])
     assert pairs is overlap
 
 

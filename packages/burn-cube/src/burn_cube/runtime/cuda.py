@@ -245,20 +245,21 @@ def _packer(compiled: CompiledCuda, kernel: KernelIR) -> _Packer:
 
 
 def _overlap(packer: _Packer, args: list[Any]) -> bool:
-    """Whether two tensor arguments share memory while the kernel writes one of them: each
-    storage's byte range against the earlier ones (kernels have few tensors; empty storages
-    overlap nothing)."""
-    seen: list[tuple[int, int, bool]] = []
-    for at, written in packer.spans:
-        array = args[at]
-        start = _address(array)
-        end = start + array.handle.nbytes
-        if end == start:
+    """Whether the kernel gets one non-empty storage twice while it writes it (views of it, or
+    the same array as two arguments). Every storage is an allocation of its own (the runtime
+    allocates or uploads each), so tensors of distinct storages never share memory; views of
+    one storage are taken to overlap (their elements may interleave)."""
+    handles = [args[at].handle for at in packer.tensors]
+    if len(set(map(id, handles))) == len(handles):  # (a launch's usual case: ~0.5 us less)
+        return False
+    seen: dict[int, bool] = {}
+    for handle, (_, written) in zip(handles, packer.spans, strict=True):
+        if not handle.nbytes:
             continue
-        for first, last, wrote in seen:
-            if start < last and first < end and (written or wrote):
-                return True
-        seen.append((start, end, written))
+        wrote = seen.get(id(handle))
+        if wrote is not None and (wrote or written):
+            return True
+        seen[id(handle)] = bool(wrote) or written
     return False
 
 
