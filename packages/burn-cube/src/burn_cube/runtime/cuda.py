@@ -259,7 +259,7 @@ def _overlap(packer: _Packer, args: list[Any]) -> bool:
         wrote = seen.get(id(handle))
         if wrote is not None and (wrote or written):
             return True
-        seen[id(handle)] = bool(wrote) or written
+        seen[id(handle)] = written
     return False
 
 
