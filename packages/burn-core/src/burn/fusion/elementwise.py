@@ -166,9 +166,11 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
     return dict(zip([block[i].out.id for i in program.written], outs, strict=False))  # equal
 
 
-def _program(block: list[Pending], needed: set[int]) -> Program:
+def _program(block: list[Pending], needed: set[int], inlined: bool = False) -> Program:
     """Work out how `block` runs: the ops that are needed or feed a needed one, the kernel's
-    inputs and numbers, and what it writes."""
+    inputs and numbers, and what it writes; `inlined`: the ops are emitted into another
+    kernel (a matmul's prologue), so one live op is a program too, not the inner backend's
+    own kernel."""
     want = set(needed)
     live: list[int] = []
     for i in reversed(range(len(block))):
@@ -177,7 +179,7 @@ def _program(block: list[Pending], needed: set[int]) -> Program:
             live.append(i)
             want.update(a.id for a in record.args if type(a) is TensorIR)
     live.reverse()
-    if len(live) <= 1:
+    if not live or (len(live) == 1 and not inlined):
         return Program(len(live), live[0] if live else None)
     inputs: list[tuple[int, int]] = []
     slot: dict[int, tuple[str, int]] = {}

@@ -1,18 +1,24 @@
 """The matmul fuser: a matmul and the elementwise ops of its result's shape after it (its
-epilogue: a bias, an activation, a residual add).
+epilogue: a bias, an activation, a residual add), and on GPU runtimes the elementwise ops
+before it that compute an operand (its prologue: a scale, an activation, a cast).
 
-A matmul block (`burn.fusion.stream`'s planner) starts with the matmul. Where the product runs
-on burn-cube kernels it runs as one kernel: the cube backends' tiled matmul with the epilogue's
-ops emitted in place of its store (`matmul_kernels.Epilogue`), each product element rounded to
-the matmul's dtype, then through the ops as the elementwise fuser computes them, reading the
-epilogue's other inputs (broadcast views) in place; only the results needed are written.
-Whether to fuse is decided once per block structure from the product's size and the strategy
-the matmul's autotuner chose for the shape (`_tile`): up to `FUSE_WORK` multiply-adds, a scalar
-tile or the naive kernel fuses (into that tile, or a small one) and a float32 line tile into
-`LINE_FALLBACK`'s scalar tile; a larger product, or a vendor library's (BLAS on the cpu
-runtime, cuBLAS), runs as the inner backend's, and the epilogue is then one fused elementwise
-block reading it (`elementwise.run_block`). Kernels are
-cached by the block's signature; numbers are runtime scalars.
+A matmul block (`burn.fusion.stream`'s planner) starts with the matmul, or with its prologue.
+Where the product runs on burn-cube kernels it runs as one kernel: the cube backends' tiled
+matmul with the epilogue's ops emitted in place of its store (`matmul_kernels.Epilogue`), each
+product element rounded to the matmul's dtype, then through the ops as the elementwise fuser
+computes them, reading the epilogue's other inputs (broadcast views) in place; only the
+results needed are written. A prologue's ops are emitted where the kernel stages the
+operand's elements (`matmul_kernels.Prologue`), reading the prologue's inputs in place; its
+results are recomputed by each cube that reads them and never written, so a prologue whose
+results are needed elsewhere, or a product of rank 4 or more (batch dims the kernel merges),
+runs its ops first as an elementwise block (`Split`). Whether to fuse is decided once per
+block structure from the product's size and the strategy the matmul's autotuner chose for the
+shape (`_tile`): up to `FUSE_WORK` multiply-adds, a scalar tile or the naive kernel fuses
+(into that tile, or a small one) and a float32 line tile into `LINE_FALLBACK`'s scalar tile; a
+larger product, or a vendor library's (BLAS on the cpu runtime, cuBLAS), runs as the inner
+backend's, and the epilogue is then one fused elementwise block reading it
+(`elementwise.run_block`). Kernels are cached by the block's signature; numbers are runtime
+scalars.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from typing import Any, NamedTuple, cast
 
 from burn.backends.cube.elementwise import broadcast_view
 from burn.backends.cube.matmul import LINE_FALLBACK, _tuned, batches_per_launch, kernel_views
-from burn.backends.cube.matmul_kernels import LINE_TILES, TILES, Tile, tiled_kernel
+from burn.backends.cube.matmul_kernels import LINE_TILES, TILES, Tile, _batch_offsets, tiled_kernel
 from burn.fusion.elementwise import Program, _program, opaque_math, run_block
 from burn.fusion.emit import DTYPES, Opaque, emit_op
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
+from burn.ir import TensorIR
 from burn.ir.cube import cube_dtype
 
 #: The matmuls the fuser takes.
@@ -120,53 +127,98 @@ class Epilogue:
             target[index] = values[j]
 
 
+class Split(NamedTuple):
+    """The plan of a matmul block with a prologue that one kernel does not compute: the
+    prologue as an elementwise block (`prologue`: its cell), then the rest of the block, from
+    the matmul at position `at` (`rest`: its cell)."""
+
+    at: int
+    prologue: Cell
+    rest: Cell
+
+
 def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
                cell: Cell) -> dict[int, Any]:
     """Compute the needed results of matmul block `block` on `inner` (a cube backend).
 
     Args:
         inner: the backend computing.
-        block: the matmul, then its epilogue's records, in stream order.
+        block: its prologue's records (elementwise ops computing an operand; GPU runtimes),
+            the matmul, then its epilogue's records, in stream order.
         values: inner primitives by tensor id (the block's inputs from outside it).
         needed: ids of results that must be written.
         cell: where the block's plan is kept (made here on the first run): the fused
-            kernel's, or `Unfused` (the epilogue's cell, run after the inner backend's
-            product).
+            kernel's, `Unfused` (the epilogue's cell, run after the inner backend's product)
+            or `Split`.
     Returns:
         The written results by tensor id.
     """
-    matmul = block[0]
-    lhs, rhs = (values[a.id] for a in matmul.args)
     plan = cell.plan
     if plan is None:
-        shape = cast(tuple[int, ...], matmul.out.shape)
-        tile = _tile(inner, lhs, rhs, shape)
-        fused = None if tile is None else _fused_plan(inner, block, needed, tile)
-        plan = cell.plan = Unfused(Cell(), tile is None) if fused is None else fused
-    elif type(plan) is not Unfused:
+        plan = cell.plan = _plan(inner, block, values, needed)
+    elif type(plan) is Fused:
         STATS.cache_hits += 1
+    if type(plan) is Split:
+        operands = {a.id for a in block[plan.at].args}
+        first = run_block(inner, block[:plan.at], values, needed | operands, plan.prologue)
+        values.update(first)
+        results = run_matmul(inner, block[plan.at:], values, needed, plan.rest)
+        results.update((tid, value) for tid, value in first.items() if tid in needed)
+        return results
     if type(plan) is Unfused:
+        lhs, rhs = (values[a.id] for a in block[0].args)
         return _unfused(inner, block, lhs, rhs, values, needed, plan.epilogue)
-    program, tile, kernels, epilogue = plan.program, plan.tile, plan.kernels, plan.epilogue
+    return _run_fused(inner, plan, block, values)
+
+
+def _plan(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int]
+          ) -> Fused | Unfused | Split:
+    """A matmul block's plan, worked out on its first run (module docstring)."""
+    at = next(i for i, r in enumerate(block) if r.op.name in MATMULS)
+    if at:
+        return _prologue_plan(inner, block, at, values, needed) or Split(at, Cell(), Cell())
+    lhs, rhs = (values[a.id] for a in block[0].args)
+    tile = _tile(inner, lhs, rhs, cast(tuple[int, ...], block[0].out.shape))
+    fused = None if tile is None or len(block) < 2 else _fused_plan(inner, block, needed, tile)
+    return Unfused(Cell(), tile is None) if fused is None else fused
+
+
+def _run_fused(inner: Any, plan: Fused, block: list[Pending], values: dict[int, Any]
+               ) -> dict[int, Any]:
+    """Run a block as its one fused kernel (`plan`)."""
+    program, tile, prologue, before = plan.program, plan.tile, plan.prologue, plan.before
+    matmul = block[plan.at]
     shape = program.shape
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
+    # the prologue's inputs seen with its operands' kernel shape; one of them gives a
+    # computed operand's shape (the kernel reads its values from the prologue)
+    ins = [broadcast_view(values[block[i].args[p].id], plan.view) for i, p in before.inputs]
+    lhs, rhs = (ins[0] if prologue is not None and prologue.computes(k) else values[a.id]
+                for k, a in enumerate(matmul.args))
     lv, rv, ov = kernel_views(lhs, rhs, outs[0])
-    kernel = kernels.get(len(ov.shape))
+    kernel = plan.kernels.get(len(ov.shape))
     if kernel is None:  # (batched: the rank of the views, batch dims merged as strides allow)
-        kernel = kernels[len(ov.shape)] = tiled_kernel(lhs.dtype, len(ov.shape), tile,
-                                                       epilogue)
-    ins = [broadcast_view(values[block[i].args[p].id], shape).array for i, p in plan.reads]
-    numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
-    if epilogue.opaque:
-        numbers += Opaque.VALUES
+        kernel = plan.kernels[len(ov.shape)] = tiled_kernel(lhs.dtype, len(ov.shape), tile,
+                                                            plan.epilogue, prologue)
+    rest = block[plan.at:]
+    args = [broadcast_view(values[rest[i].args[p].id], shape).array for i, p in plan.reads]
+    args += [o.array for o in outs[1:]]
+    args += [convert(rest[i].args[p]) for i, p, convert in program.numbers]
+    if plan.epilogue is not None and plan.epilogue.opaque:
+        args += Opaque.VALUES
+    if prologue is not None:
+        args += [t.array for t in ins]
+        args += [convert(block[i].args[p]) for i, p, convert in before.numbers]
+        if prologue.opaque:
+            args += Opaque.VALUES
     for cube_count, z0 in plan.launches:
         inner.launch_cubes_planned(kernel, cube_count, (tile.units_x, tile.units_y), lv.array,
-                                   rv.array, ov.array, z0, *ins,
-                                   *(o.array for o in outs[1:]), *numbers)
+                                   rv.array, ov.array, z0, *args)
     STATS.kernels_launched += len(plan.launches)
-    STATS.ops_fused += program.live
-    STATS.ops_dead += len(block) - program.live
-    return {block[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
+    live = program.live + before.live
+    STATS.ops_fused += live
+    STATS.ops_dead += len(block) - live
+    return {rest[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
 
 
 def _tile(inner: Any, lhs: Any, rhs: Any, shape: tuple[int, ...]) -> Tile | None:
@@ -182,17 +234,94 @@ def _tile(inner: Any, lhs: Any, rhs: Any, shape: tuple[int, ...]) -> Tile | None
     return TILES[LINE_FALLBACK] if name in LINE_TILES else None
 
 
+@dataclass(frozen=True)
+class Prologue:
+    """A block's prologue as the tiled kernel's `Prologue`: the elementwise ops computing
+    one or both operands, emitted where the kernel stages the operand's elements (each
+    element is computed by every cube reading it: the ops are recomputed, never written).
+
+    Args:
+        rank: the rank of the kernel's operand views (of the prologue's inputs).
+        in_ids: the dtype ids of its inputs.
+        ops: the program's ops.
+        computed: per operand (lhs, rhs), the op computing it, or None (read as it is).
+        opaque: whether float operands are hidden from the shader compiler (`emit.Opaque`:
+            WGSL); the kernel then takes `Opaque.VALUES` after the numbers.
+    """
+
+    rank: int
+    in_ids: tuple[int, ...]
+    ops: tuple[Any, ...]
+    computed: tuple[int | None, int | None]
+    opaque: bool
+    #: the parameters declared, while the kernel is built.
+    params: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def declare(self, b: Any) -> None:
+        """The prologue's inputs, its numbers and, where opaque, its `Opaque` switch."""
+        self.params["ins"] = [b.tensor(f"p_in{k}", cube_dtype("fusion", DTYPES[d]),
+                                       rank=self.rank, write=False)
+                              for k, d in enumerate(self.in_ids)]
+        self.params["numbers"] = {
+            (j, p): b.scalar(f"p_s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
+            for j, (_, args, _) in enumerate(self.ops)
+            for p, (role, value) in enumerate(args) if role == "num"}
+        self.params["hide"] = Opaque.declare(b, "p_keep") if self.opaque else None
+
+    def begin(self, b: Any, z: Any, out: Any) -> None:
+        """The inputs' storage offsets of batch `z`."""
+        self.params["bases"] = _batch_offsets(b, z, self.params["ins"], out, self.rank)
+
+    def computes(self, operand: int) -> bool:
+        """Whether the prologue computes operand 0 (lhs) or 1 (rhs)."""
+        return self.computed[operand] is not None
+
+    def load(self, b: Any, operand: int, row: Any, col: Any) -> Any:
+        """The ops computing `operand`'s element (`row`, `col`), from its inputs' elements."""
+        ins, numbers, bases = self.params["ins"], self.params["numbers"], self.params["bases"]
+        last = cast(int, self.computed[operand])
+        used = {last}
+        values: dict[int, Any] = {}
+        loaded: dict[int, Any] = {}
+        for j in range(last, -1, -1):  # the ops the operand depends on
+            if j in used:
+                used.update(value for role, value in self.ops[j][1] if role == "op")
+
+        def operand_of(j: int) -> Any:
+            def get(p: int, role: str, value: Any) -> Any:
+                if role == "num":
+                    return numbers[(j, p)]
+                if role == "op":
+                    return values[value]
+                if value not in loaded:
+                    t = ins[value]
+                    at = bases[value] + row * t.stride[self.rank - 2] + col * t.stride[
+                        self.rank - 1]
+                    loaded[value] = b.local(t.dtype, init=t[at])
+                return loaded[value]
+            return get
+
+        for j in sorted(used):
+            values[j] = emit_op(b, self.ops[j], operand_of(j), opaque=self.params["hide"])
+        return values[last]
+
+
 class Fused(NamedTuple):
     """The plan of a matmul block run as one kernel, worked out on its first run.
 
     Attributes:
-        program: the block's program (the matmul first).
+        program: the program of the matmul and its epilogue (the matmul first).
         tile: the kernel's tile.
         kernels: the tiled kernels with the epilogue by the rank of the kernel views
             (`kernel_views`).
         launches: per launch, its cube count and first batch (`z0`).
-        reads: per epilogue input, the (op position, argument position) reading it.
-        epilogue: the kernels' epilogue.
+        reads: per epilogue input, the (op position, argument position) reading it (from
+            the matmul).
+        epilogue: the kernels' epilogue, or None (the product alone, after a prologue).
+        at: the matmul's position in the block (after its prologue's records).
+        prologue: the kernels' prologue, or None.
+        before: the prologue's program (`elementwise._program`).
+        view: the shape the prologue's inputs are seen with (its operands' in the kernel).
     """
 
     program: Program
@@ -200,16 +329,25 @@ class Fused(NamedTuple):
     kernels: dict[int, Any]
     launches: tuple[tuple[tuple[int, int, int], int], ...]
     reads: tuple[tuple[int, int], ...]
-    epilogue: Epilogue
+    epilogue: Epilogue | None
+    at: int = 0
+    prologue: Prologue | None = None
+    before: Program = Program(0, None)
+    view: tuple[int, ...] = ()
 
 
 def _fused_plan(inner: Any, block: list[Pending], needed: set[int], tile: Tile
                 ) -> Fused | None:
-    """The block's plan where one kernel computes it: a live matmul and epilogue whose first
-    written result has the product's dtype and whose ops do not read the matmul's operands;
-    else None. On wgpu the epilogue hides float operands (`emit.Opaque`)."""
-    if len(block) < 2:
-        return None
+    """The plan of `block` (a matmul and its epilogue, or the matmul alone) where one kernel
+    computes it: a live matmul and epilogue whose first written result has the product's
+    dtype and whose ops do not read the matmul's operands; else None. On wgpu the epilogue
+    hides float operands (`emit.Opaque`)."""
+    matmul = block[0]
+    shape = cast(tuple[int, ...], matmul.out.shape)
+    if len(block) == 1:
+        product = Program(1, None, written=(0,), out_dtypes=(matmul.out.dtype,), shape=shape)
+        STATS.plans += 1
+        return Fused(product, tile, {}, _launches(inner, shape, tile), (), None)
     program = _program(block, needed)
     if program.single is not None or not program.ops or program.ops[0][0] not in MATMULS:
         return None
@@ -222,16 +360,50 @@ def _fused_plan(inner: Any, block: list[Pending], needed: set[int], tile: Tile
     slots = tuple(k for k in range(len(program.inputs)) if k not in operands)
     reads = tuple(program.inputs[k] for k in slots)
     in_ids = tuple(id(block[i].args[p].dtype) for i, p in reads)
-    shape = program.shape
     epilogue = Epilogue(len(shape), in_ids, slots, program.ops, program.outputs,
                         opaque_math(inner))
+    STATS.plans += 1
+    return Fused(program, tile, {}, _launches(inner, shape, tile), reads, epilogue)
+
+
+def _launches(inner: Any, shape: tuple[int, ...], tile: Tile
+              ) -> tuple[tuple[tuple[int, int, int], int], ...]:
+    """Per launch of a tiled product of `shape`: its cube count and first batch."""
     cx, cy = math.ceil(shape[-1] / tile.bn), math.ceil(shape[-2] / tile.bm)
     batches = math.prod(shape[:-2])
     per_launch = batches_per_launch(inner, cx * cy * tile.units)
-    launches = tuple(((cx, cy, min(per_launch, batches - z0)), z0)
-                     for z0 in range(0, batches, per_launch))
-    STATS.plans += 1
-    return Fused(program, tile, {}, launches, reads, epilogue)
+    return tuple(((cx, cy, min(per_launch, batches - z0)), z0)
+                 for z0 in range(0, batches, per_launch))
+
+
+def _prologue_plan(inner: Any, block: list[Pending], at: int, values: dict[int, Any],
+                   needed: set[int]) -> Fused | None:
+    """The plan of a block whose records before the matmul (at `at`) compute an operand,
+    where one kernel computes it all: a product of rank 2 or 3 the tiled kernel takes
+    (`_tile`, timed on a dense stand-in of the computed operand), a prologue with an input
+    whose results only the matmul reads (none written, none read by the epilogue), and an
+    epilogue `_fused_plan` takes; else None."""
+    matmul, before, rest = block[at], block[:at], block[at:]
+    shape = cast(tuple[int, ...], matmul.out.shape)
+    mine = {r.out.id for r in before}
+    if len(shape) > 3 or mine & needed or any(
+            type(a) is TensorIR and a.id in mine for r in rest[1:] for a in r.args):
+        return None
+    program = _program(before, {a.id for a in matmul.args if a.id in mine}, inlined=True)
+    if not program.inputs:
+        return None
+    lhs, rhs = (inner.empty(a.shape, a.dtype) if a.id in mine else values[a.id]
+                for a in matmul.args)
+    tile = _tile(inner, lhs, rhs, shape)
+    fused = None if tile is None else _fused_plan(inner, rest, needed, tile)
+    if fused is None:
+        return None
+    op_of = {before[i].out.id: j for i, j in zip(program.written, program.outputs, strict=True)}
+    computed = cast(tuple[int | None, int | None], tuple(op_of.get(a.id) for a in matmul.args))
+    in_ids = tuple(id(before[i].args[p].dtype) for i, p in program.inputs)
+    prologue = Prologue(len(shape), in_ids, program.ops, computed, opaque_math(inner))
+    return fused._replace(at=at, prologue=prologue, before=program,
+                          view=(*shape[:-2], *program.shape[-2:]))
 
 
 def _unfused(inner: Any, block: list[Pending], lhs: Any, rhs: Any, values: dict[int, Any],

@@ -11,8 +11,9 @@ nobody holds and nothing reads are never computed. Blocks are runs of consecutiv
 - reduce: reductions of one shape along one dim, with the elementwise ops of that shape before
   and between them and those of that shape or the reduced shape after them
   (`reduce.run_reduce`);
-- matmul: a matmul and the elementwise ops of its result's shape after it, its epilogue
-  (`matmul.run_matmul`).
+- matmul: a matmul and the elementwise ops of its result's shape after it, its epilogue, and
+  on GPU runtimes the elementwise block before it where that computes an operand, its
+  prologue (`matmul.run_matmul`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, cast
 from burn.dtype import DType
 from burn.fusion.elementwise import run_block, vectorizes_on_cpu
 from burn.fusion.handle import Cell, FusionTensor, Pending, block_key, new_tuple
-from burn.fusion.matmul import MATMULS, Unfused, run_matmul
+from burn.fusion.matmul import MATMULS, Split, Unfused, run_matmul
 from burn.fusion.matmul import accepts as matmul_accepts
 from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduced_dim, run_reduce
 from burn.fusion.reduce import accepts as reduce_accepts
@@ -276,9 +277,13 @@ class Stream:
                 handle = weak[tid]()
                 if handle is not None:
                     handle.value = value
-            if kind == "matmul" and type(cell.plan) is Unfused:
-                self._unfused_matmul(pending[start].key[0], "vendor" if cell.plan.vendor
-                                     else "alone" if end - start == 1 else "epilogue")
+            if kind == "matmul":
+                plan, first = cell.plan, start
+                if type(plan) is Split:  # (a prologue not fused: the product is its own)
+                    plan, first = plan.rest.plan, start + plan.at
+                if type(plan) is Unfused:
+                    self._unfused_matmul(pending[first].key[0], "vendor" if plan.vendor
+                                         else "alone" if end - first == 1 else "epilogue")
         if failure is not None:
             raise failure
 
@@ -480,8 +485,11 @@ def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pe
             kind, reduction, shapes = "reduce", here, (here[0], shape)
         elif name in MATMULS:
             alone = False
+            if kind is None and not cpu and blocks and _computes_operand(blocks[-1][1], record):
+                blocks[-1] = ("matmul", blocks[-1][1])  # its prologue
+            else:
+                blocks.append(("matmul", []))
             kind, shapes = "matmul", (shape,)
-            blocks.append((kind, []))
         else:
             call = cpu and not vectorizes_on_cpu(record.op, record.out.dtype)
             if shape not in shapes or alone or (call and kind is None):
@@ -490,3 +498,9 @@ def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pe
             alone = call and kind is None
         blocks[-1][1].append(record)
     return blocks
+
+
+def _computes_operand(block: list[Pending], matmul: Pending) -> bool:
+    """Whether an elementwise block computes an operand of `matmul` (then its prologue)."""
+    mine = {r.out.id for r in block}
+    return any(type(a) is TensorIR and a.id in mine for a in matmul.args)

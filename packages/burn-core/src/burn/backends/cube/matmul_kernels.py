@@ -10,7 +10,8 @@ place. Floats accumulate in float32 (float64 for float64), ints exactly modulo 2
 - `tiled_kernel`: a cube of `units_y x units_x` units computes a `bm x bn` output tile, each
   unit an `rm x rn` register block (rows `ty + i*units_y`, columns `tx + j*units_x`), staging
   `bm x bk` and `bk x bn` input tiles in shared memory; the cube's batch is `z0 + CUBE_POS_Z`.
-  An `Epilogue` (the fusion decorator's bias, activation, residual add) may replace its store.
+  An `Epilogue` (the fusion decorator's bias, activation, residual add) may replace its store,
+  and a `Prologue` (elementwise ops computing an operand) its loads of an operand.
 - `line_tiled_kernel` (float32): the same schedule on `Line[f32, 4]` columns, for GPUs: `rhs`
   and `out` read and written as 4-wide lines (`rn` counts lines per unit, columns
   `4 * (tx + j*units_x)` onwards), each unit accumulating `rm x rn` lines from a broadcast
@@ -102,20 +103,21 @@ def accumulator(dtype: DType) -> Any:
     return u32 if dtype is DType.int32 else i64
 
 
-def _batch_offsets(b: Any, z: Any, lhs: Any, rhs: Any, out: Any, rank: int) -> tuple[Any, Any]:
-    """Storage offsets of batch `z` (row-major over out's batch dims) in `lhs` and `rhs`."""
+def _batch_offsets(b: Any, z: Any, tensors: list[Any], out: Any, rank: int) -> list[Any]:
+    """Storage offsets of batch `z` (row-major over out's batch dims) in each of `tensors`
+    (views broadcast to out's batch dims)."""
     from burn_cube import u32
 
-    lo, ro = b.local(u32, lhs.offset), b.local(u32, rhs.offset)
+    offsets = [b.local(u32, t.offset) for t in tensors]
     if rank > 2:
         rest = b.local(u32, z)
         for dim in reversed(range(rank - 2)):
             coord = rest % out.shape[dim] if dim else rest
-            b.set(lo, lo + coord * lhs.stride[dim])
-            b.set(ro, ro + coord * rhs.stride[dim])
+            for offset, t in zip(offsets, tensors, strict=True):
+                b.set(offset, offset + coord * t.stride[dim])
             if dim:
                 b.set(rest, rest // out.shape[dim])
-    return lo, ro
+    return offsets
 
 
 def _declare(b: Any, dtype: DType, rank: int) -> tuple[Any, Any, Any]:
@@ -135,6 +137,24 @@ class Epilogue(Protocol):
     def store(self, b: Any, out: Any, index: Any, value: Any) -> None:
         """Compute from `value` (the accumulator of element `index` of the dense `out`) and
         store the results (into `out` and its own outputs)."""
+
+
+class Prologue(Protocol):
+    """Elementwise work a fused kernel does on the elements of an operand as it stages them,
+    computing the operand from the prologue's own inputs instead of reading it
+    (`burn.fusion.matmul`; hashable: kernels are cached by it)."""
+
+    def declare(self, b: Any) -> None:
+        """Declare its parameters (after the kernel's own and the epilogue's)."""
+
+    def begin(self, b: Any, z: Any, out: Any) -> None:
+        """Work out its inputs' storage offsets for the cube's batch `z` of `out`."""
+
+    def computes(self, operand: int) -> bool:
+        """Whether it computes operand 0 (lhs) or 1 (rhs)."""
+
+    def load(self, b: Any, operand: int, row: Any, col: Any) -> Any:
+        """The value of the operand's element (`row`, `col`) of the cube's batch."""
 
 
 def _store_tile(b: Any, out: Any, acc: list[list[Any]], tile: Tile, z: Any,
@@ -186,7 +206,7 @@ def naive_kernel(dtype: DType, rank: int) -> Any:
     m, k, n = lhs.shape[rank - 2], lhs.shape[rank - 1], rhs.shape[rank - 1]
     with b.if_(pos < out.len):
         col, rows = pos % n, pos // n
-        lo, ro = _batch_offsets(b, rows // m, lhs, rhs, out, rank)
+        lo, ro = _batch_offsets(b, rows // m, [lhs, rhs], out, rank)
         a = b.local(u32, lo + rows % m * lhs.stride[rank - 2])
         r = b.local(u32, ro + col * rhs.stride[rank - 1])
         acc = b.local(acc_t, 0)
@@ -199,7 +219,8 @@ def naive_kernel(dtype: DType, rank: int) -> Any:
 
 
 @cached_kernel
-def tiled_kernel(dtype: DType, rank: int, tile: Tile, epilogue: Epilogue | None = None) -> Any:
+def tiled_kernel(dtype: DType, rank: int, tile: Tile, epilogue: Epilogue | None = None,
+                 prologue: Prologue | None = None) -> Any:
     """A `tile.bm x tile.bn` output tile per cube, cubes laid out (column tiles, row tiles,
     batches from the scalar `z0`), `tile.units_x x tile.units_y` units per cube.
 
@@ -208,43 +229,53 @@ def tiled_kernel(dtype: DType, rank: int, tile: Tile, epilogue: Epilogue | None 
         rank: their rank (>= 2).
         tile: the configuration.
         epilogue: elementwise work fused into the store (its parameters follow `z0`).
+        prologue: elementwise work computing an operand as it is staged (its parameters
+            follow the epilogue's); the operand's tensor then only gives its shape.
     """
     from burn_cube import KernelBuilder, u32
 
-    name = "matmul_tiled" if epilogue is None else "matmul_tiled_epilogue"
+    name = "matmul_tiled" + ("_prologue" if prologue is not None else "") + (
+        "_epilogue" if epilogue is not None else "")
     b = KernelBuilder(name, cube_dim=(tile.units_x, tile.units_y))
     lhs, rhs, out = _declare(b, dtype, rank)
     z0 = b.scalar("z0", u32)
     if epilogue is not None:
         epilogue.declare(b)
+    if prologue is not None:
+        prologue.declare(b)
     acc_t = accumulator(dtype)
     a_tile = b.shared(acc_t, tile.bm * tile.bk, name="a_tile")
     b_tile = b.shared(acc_t, tile.bk * tile.bn, name="b_tile")
     m, k, n = lhs.shape[rank - 2], lhs.shape[rank - 1], rhs.shape[rank - 1]
     z = z0 + b.CUBE_POS_Z
-    lo, ro = _batch_offsets(b, z, lhs, rhs, out, rank)
+    lo, ro = _batch_offsets(b, z, [lhs, rhs], out, rank)
+    if prologue is not None:
+        prologue.begin(b, z, out)
     row0 = b.local(u32, b.CUBE_POS_Y * tile.bm)
     col0 = b.local(u32, b.CUBE_POS_X * tile.bn)
     tx, ty, unit = b.UNIT_POS_X, b.UNIT_POS_Y, b.UNIT_POS
     acc = [[b.local(acc_t, 0) for _ in range(tile.rn)] for _ in range(tile.rm)]
     a, w = [b.local(acc_t) for _ in range(tile.rm)], [b.local(acc_t) for _ in range(tile.rn)]
 
-    def stage(dst: Any, src: Any, base: Any, rows: int, cols: int, row0: Any, col0: Any,
-              nrows: Any, ncols: Any, strides: tuple[Any, Any]) -> None:
-        """`dst[r * cols + c] = src[row0 + r, col0 + c]` (0 outside) for the cube's tile."""
+    def stage(dst: Any, operand: int, src: Any, base: Any, rows: int, cols: int, row0: Any,
+              col0: Any, nrows: Any, ncols: Any) -> None:
+        """`dst[r * cols + c] = src[row0 + r, col0 + c]` (0 outside) for the cube's tile; the
+        prologue's value there where it computes `operand`."""
+        computed = prologue is not None and prologue.computes(operand)
+        strides = (src.stride[rank - 2], src.stride[rank - 1])
         for step in range(rows * cols // tile.units):
             e = unit + step * tile.units
             r, c = row0 + e // cols, col0 + e % cols
             value = b.local(acc_t, 0)
             with b.if_(b.and_(r < nrows, c < ncols)):
-                b.set(value, b.cast(src[base + r * strides[0] + c * strides[1]], acc_t))
+                element = (prologue.load(b, operand, r, c) if computed  # type: ignore[union-attr]
+                           else src[base + r * strides[0] + c * strides[1]])
+                b.set(value, b.cast(element, acc_t))
             dst[e] = value
 
     with b.for_range(0, k, tile.bk) as k0:
-        stage(a_tile, lhs, lo, tile.bm, tile.bk, row0, k0, m, k,
-              (lhs.stride[rank - 2], lhs.stride[rank - 1]))
-        stage(b_tile, rhs, ro, tile.bk, tile.bn, k0, col0, k, n,
-              (rhs.stride[rank - 2], rhs.stride[rank - 1]))
+        stage(a_tile, 0, lhs, lo, tile.bm, tile.bk, row0, k0, m, k)
+        stage(b_tile, 1, rhs, ro, tile.bk, tile.bn, k0, col0, k, n)
         b.sync_units()
         for kk in range(tile.bk):
             for i in range(tile.rm):
@@ -282,7 +313,7 @@ def line_tiled_kernel(rank: int, tile: Tile) -> Any:
     b_tile = b.shared(vec, tile.bk * lines, name="b_tile")
     m, k, n = lhs.shape[rank - 2], lhs.shape[rank - 1], rhs.shape[rank - 1]
     z = z0 + b.CUBE_POS_Z
-    lo, ro = _batch_offsets(b, z, lhs, rhs, out, rank)
+    lo, ro = _batch_offsets(b, z, [lhs, rhs], out, rank)
     row0 = b.local(u32, b.CUBE_POS_Y * tile.bm)
     col0 = b.local(u32, b.CUBE_POS_X * lines)
     tx, ty, unit = b.UNIT_POS_X, b.UNIT_POS_Y, b.UNIT_POS
