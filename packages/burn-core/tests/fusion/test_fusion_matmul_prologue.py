@@ -61,6 +61,10 @@ CASES: list[tuple[str, Fn, Fn, tuple[tuple[int, ...], ...]]] = [
      lambda a, b: torch.sigmoid(a * 0.5) @ b, ((3, 17, 19), (3, 19, 5))),
     ("broadcast rhs of a batch", lambda a, w: a @ (w * w), lambda a, w: a @ (w * w),
      ((3, 17, 19), (19, 5))),
+    ("a bool mask cast and applied", lambda x, w: ((x > 0).float() * x) @ w,
+     lambda x, w: ((x > 0).float() * x) @ w, ((20, 12), (12, 7))),
+    ("a strided slice", lambda x, w: F.relu(x[:, ::2] * 2.0) @ w,
+     lambda x, w: torch.relu(x[:, ::2] * 2.0) @ w, ((20, 24), (12, 7))),
 ]
 
 
@@ -154,3 +158,25 @@ def test_a_repeated_prologue_reuses_its_plan(base: str) -> None:
             assert s.kernels_launched == 1
         if step:
             assert s.plans == 0 and s.cache_hits >= 1
+
+
+@pytest.mark.parametrize("source", ["int32", "float16"])
+def test_a_prologue_casting_from_another_dtype(base: str, source: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operand cast from int32 or float16 in the prologue (the kernel is the product's
+    float32 one; its inputs keep their dtypes); both operands cast from one int32 input
+    (no input of the product's dtype to stand in for them) run the cast first."""
+    rng = np.random.default_rng(16)
+    xd = rng.integers(-5, 5, (20, 12)).astype(source) if source == "int32" else \
+        rng.standard_normal((20, 12)).astype(source)
+    (wd,) = data((12, 7), seed=16)
+    out, launches, names = run_counted(base, lambda x, w: x.float() @ w, [xd, wd],
+                                       monkeypatch)
+    check(out, torch.from_numpy(xd).float() @ torch.from_numpy(wd))
+    if base != "cpu":
+        assert launches == 1 and "prologue" in names[0], names
+    sq = rng.integers(-5, 5, (12, 12)).astype(np.int32)
+    out, launches, names = run_counted(base, lambda a: a.float() @ a.float(), [sq],
+                                       monkeypatch)
+    check(out, torch.from_numpy(sq).float() @ torch.from_numpy(sq).float())
+    assert not any("prologue" in n for n in names)

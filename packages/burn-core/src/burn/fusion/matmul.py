@@ -190,11 +190,14 @@ def _run_fused(inner: Any, plan: Fused, block: list[Pending], values: dict[int, 
     matmul = block[plan.at]
     shape = program.shape
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
-    # the prologue's inputs seen with its operands' kernel shape; one of them gives a
-    # computed operand's shape (the kernel reads its values from the prologue)
+    # the prologue's inputs seen with its operands' kernel shape
     ins = [broadcast_view(values[block[i].args[p].id], plan.view) for i, p in before.inputs]
-    lhs, rhs = (ins[0] if prologue is not None and prologue.computes(k) else values[a.id]
-                for k, a in enumerate(matmul.args))
+    operands = [values.get(a.id) for a in matmul.args]
+    if prologue is not None:  # a computed operand: a view of its shape and dtype, never read
+        kind, at = plan.carrier
+        carrier = _unread(ins[at] if kind == "in" else operands[at], plan.view)
+        operands = [carrier if prologue.computes(k) else t for k, t in enumerate(operands)]
+    lhs, rhs = operands
     lv, rv, ov = kernel_views(lhs, rhs, outs[0])
     kernel = plan.kernels.get(len(ov.shape))
     if kernel is None:  # (batched: the rank of the views, batch dims merged as strides allow)
@@ -219,6 +222,15 @@ def _run_fused(inner: Any, plan: Fused, block: list[Pending], values: dict[int, 
     STATS.ops_fused += live
     STATS.ops_dead += len(block) - live
     return {rest[i].out.id: o for i, o in zip(program.written, outs, strict=True)}
+
+
+def _unread(t: Any, shape: tuple[int, ...]) -> Any:
+    """A view of `t`'s storage with `shape` and zero strides: what a kernel takes for a
+    computed operand, whose shape it reads and whose values it does not."""
+    array = t.array
+    view = array.view_unchecked(shape, (0,) * len(shape), array.offset)
+    view.address = array.address
+    return type(t)(view, t.dtype)
 
 
 def _tile(inner: Any, lhs: Any, rhs: Any, shape: tuple[int, ...]) -> Tile | None:
@@ -322,6 +334,9 @@ class Fused(NamedTuple):
         prologue: the kernels' prologue, or None.
         before: the prologue's program (`elementwise._program`).
         view: the shape the prologue's inputs are seen with (its operands' in the kernel).
+        carrier: where a computed operand's stand-in comes from (`_unread`): ("in", k) the
+            prologue's input k, or ("operand", k) the matmul's other operand, k, both of the
+            product's dtype.
     """
 
     program: Program
@@ -334,6 +349,7 @@ class Fused(NamedTuple):
     prologue: Prologue | None = None
     before: Program = Program(0, None)
     view: tuple[int, ...] = ()
+    carrier: tuple[str, int] = ("in", 0)
 
 
 def _fused_plan(inner: Any, block: list[Pending], needed: set[int], tile: Tile
@@ -380,9 +396,10 @@ def _prologue_plan(inner: Any, block: list[Pending], at: int, values: dict[int, 
                    needed: set[int]) -> Fused | None:
     """The plan of a block whose records before the matmul (at `at`) compute an operand,
     where one kernel computes it all: a product of rank 2 or 3 the tiled kernel takes
-    (`_tile`, timed on a dense stand-in of the computed operand), a prologue with an input
-    whose results only the matmul reads (none written, none read by the epilogue), and an
-    epilogue `_fused_plan` takes; else None."""
+    (`_tile`, timed on a dense stand-in of the computed operand), a prologue whose results
+    only the matmul reads (none written, none read by the epilogue) with a tensor of the
+    product's dtype to stand in for a computed operand (an input, or the other operand), and
+    an epilogue `_fused_plan` takes; else None."""
     matmul, before, rest = block[at], block[:at], block[at:]
     shape = cast(tuple[int, ...], matmul.out.shape)
     mine = {r.out.id for r in before}
@@ -390,7 +407,11 @@ def _prologue_plan(inner: Any, block: list[Pending], at: int, values: dict[int, 
             type(a) is TensorIR and a.id in mine for r in rest[1:] for a in r.args):
         return None
     program = _program(before, {a.id for a in matmul.args if a.id in mine}, inlined=True)
-    if not program.inputs:
+    dtype = matmul.out.dtype
+    carrier = next((("in", k) for k, (i, p) in enumerate(program.inputs)
+                    if before[i].args[p].dtype is dtype), None) or next(
+        (("operand", k) for k, a in enumerate(matmul.args) if a.id not in mine), None)
+    if carrier is None:  # (both operands computed from inputs of other dtypes)
         return None
     lhs, rhs = (inner.empty(a.shape, a.dtype) if a.id in mine else values[a.id]
                 for a in matmul.args)
@@ -403,7 +424,7 @@ def _prologue_plan(inner: Any, block: list[Pending], at: int, values: dict[int, 
     in_ids = tuple(id(before[i].args[p].dtype) for i, p in program.inputs)
     prologue = Prologue(len(shape), in_ids, program.ops, computed, opaque_math(inner))
     return fused._replace(at=at, prologue=prologue, before=program,
-                          view=(*shape[:-2], *program.shape[-2:]))
+                          view=(*shape[:-2], *program.shape[-2:]), carrier=carrier)
 
 
 def _unfused(inner: Any, block: list[Pending], lhs: Any, rhs: Any, values: dict[int, Any],
