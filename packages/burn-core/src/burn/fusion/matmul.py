@@ -192,7 +192,7 @@ def _run_fused(inner: Any, plan: Fused, block: list[Pending], values: dict[int, 
     outs = [inner.empty(shape, dtype) for dtype in program.out_dtypes]
     # the prologue's inputs seen with its operands' kernel shape
     ins = [broadcast_view(values[block[i].args[p].id], plan.view) for i, p in before.inputs]
-    operands = [values.get(a.id) for a in matmul.args]
+    operands: list[Any] = [values.get(a.id) for a in matmul.args]  # (None: computed)
     if prologue is not None:  # a computed operand: a view of its shape and dtype, never read
         kind, at = plan.carrier
         carrier = _unread(ins[at] if kind == "in" else operands[at], plan.view)
