@@ -153,6 +153,9 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     Returns:
         The written results by tensor id.
     """
+    if not any(r.out.id in needed for r in block):  # nothing it computes is held or read
+        STATS.ops_dead += len(block)
+        return {}
     plan = cell.plan
     if plan is None:
         plan = cell.plan = _plan(inner, block, values, needed)

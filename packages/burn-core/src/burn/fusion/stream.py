@@ -369,9 +369,15 @@ class Stream:
             blocks.append((kind, start, start + len(block), Cell()))
             start += len(block)
         needed = {r.out.id for r, h in zip(pending, held, strict=True) if h}
+        live = set(needed)  # results held, and those a live record reads (a dead block's
+        for r in reversed(pending):  # inputs are not written for it)
+            if r.out.id in live:
+                live.update(a.id for a in r.args if type(a) is TensorIR)
         for b, (_, start, end, _) in enumerate(blocks):
             for r in pending[start:end]:
-                needed.update(a.id for a in r.args if type(a) is TensorIR and at.get(a.id, b) != b)
+                if r.out.id in live:
+                    needed.update(a.id for a in r.args
+                                  if type(a) is TensorIR and at.get(a.id, b) != b)
         unpaid = [self._share(blocks[0][0], pending[:blocks[0][2]], needed)]
         unpaid += [self._share(kind, pending[start:end], needed)
                    for kind, start, end, _ in blocks[1:] if kind == "matmul"]
