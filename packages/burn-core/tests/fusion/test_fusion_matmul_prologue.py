@@ -180,3 +180,37 @@ def test_a_prologue_casting_from_another_dtype(base: str, source: str,
                                        monkeypatch)
     check(out, torch.from_numpy(sq).float() @ torch.from_numpy(sq).float())
     assert not any("prologue" in n for n in names)
+
+
+def test_a_dead_product_beside_a_live_op(base: str) -> None:
+    """A product nobody holds, in a block with a live op of its shape that does not read it
+    (the planner puts it there): the live op's value is right, and a product after it reads
+    its operands (they are computed for it), through the runs that make ops run at once."""
+    from burn.fusion.stream import LONE
+
+    dev = f"{base}+fusion"
+    xd, wd, qd = data((16, 32), (32, 8), (16, 8), seed=17)
+    x, w, q = (burn.tensor(a, device=dev) for a in (xd, wd, qd))
+    tx, tw, tq = (torch.from_numpy(a) for a in (xd, wd, qd))
+    for _ in range(LONE + 2):
+        F.relu(x * 2.0) @ w  # dropped at once
+        check(q + 1.0, tq + 1.0)
+        check((x * 3.0) @ w, (tx * 3.0) @ tw)
+
+
+def test_a_dead_block_is_not_run(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ops whose results nobody holds, a product and the ops before and after it, launch
+    nothing at the next sync; the held result beside them is computed."""
+    dev = f"{base}+fusion"
+    xd, wd, qd = data((16, 32), (32, 8), (5, 3), seed=18)
+    x, w, q = (burn.tensor(a, device=dev) for a in (xd, wd, qd))
+    F.relu(x * 2.0 + 1.0).to_numpy()  # (the elementwise and product kernels are built)
+    (x @ w).to_numpy()
+    burn.Device(dev).backend.stream.forget()
+    counter = LaunchCounter(monkeypatch, base)
+    reset_stats()
+    (F.relu(x * 2.0 + 1.0) @ w) * 0.5
+    z = q * 2.0 + 1.0
+    check(z, torch.from_numpy(qd) * 2.0 + 1.0)
+    assert counter.take() == 1, counter.names
+    assert stats().ops_dead == 5

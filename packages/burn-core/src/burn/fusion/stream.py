@@ -369,9 +369,16 @@ class Stream:
             blocks.append((kind, start, start + len(block), Cell()))
             start += len(block)
         needed = {r.out.id for r, h in zip(pending, held, strict=True) if h}
-        live = set(needed)  # results held, and those a live record reads (a dead block's
-        for r in reversed(pending):  # inputs are not written for it)
-            if r.out.id in live:
+        # results held, and those a live record reads (a dead block's inputs are not written
+        # for it); a matmul block with a live record reads its product's operands whatever
+        # else in it is live, so all its records count as live
+        live, hot = set(needed), set()
+        for r in reversed(pending):
+            b = at[r.out.id]
+            if r.out.id in live or b in hot:
+                if blocks[b][0] == "matmul":
+                    hot.add(b)
+                live.add(r.out.id)
                 live.update(a.id for a in r.args if type(a) is TensorIR)
         for b, (_, start, end, _) in enumerate(blocks):
             for r in pending[start:end]:
