@@ -4,8 +4,10 @@ Recorded ops (`Pending`) name their tensors by id: an input already computed (a 
 handle, or an inner primitive, named by its `id` while it is kept) is kept by value
 (`values`), a pending result only by a weak reference to its handle. `flush` cuts the pending
 ops into blocks (`_blocks`, the planner), works out which results must be written (a live
-handle holds them, or a later block reads them) and runs each block through its fuser; results
-nobody holds and nothing reads are never computed. Blocks are runs of consecutive ops:
+handle holds them, or a live record of a later block reads them: liveness runs back through
+the whole flush) and runs each block through its fuser; results nobody holds and nothing live
+reads are never computed, and a block with none is not run. Blocks are runs of consecutive
+ops:
 
 - elementwise: results of one shape (`elementwise.run_block`);
 - reduce: reductions of one shape along one dim, with the elementwise ops of that shape before
