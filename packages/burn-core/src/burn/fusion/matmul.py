@@ -24,6 +24,7 @@ scalars.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
@@ -64,6 +65,33 @@ def accepts(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> bool:
     return len(lhs) >= 2 and len(rhs) >= 2 and 0 not in lhs and 0 not in rhs
 
 
+def _declare_numbers(b: Any, ops: tuple[Any, ...], prefix: str) -> dict[tuple[int, int], Any]:
+    """The kernel scalars of a program's numbers, by (op position, argument position)."""
+    return {(j, p): b.scalar(f"{prefix}{j}_{p}", cube_dtype("fusion", DTYPES[value]))
+            for j, (_, args, _) in enumerate(ops)
+            for p, (role, value) in enumerate(args) if role == "num"}
+
+
+def _operands(numbers: dict[tuple[int, int], Any], values: Any,
+              load: Callable[[int], Any]) -> Callable[[int], Any]:
+    """Per op position, `emit.emit_op`'s operand getter: a number's kernel scalar, an earlier
+    op's value (`values`), an input's element (`load` of its slot, once per slot)."""
+    loaded: dict[int, Any] = {}
+
+    def operand(j: int) -> Any:
+        def get(p: int, role: str, value: Any) -> Any:
+            if role == "num":
+                return numbers[(j, p)]
+            if role == "op":
+                return values[value]
+            if value not in loaded:
+                loaded[value] = load(value)
+            return loaded[value]
+        return get
+
+    return operand
+
+
 @dataclass(frozen=True)
 class Epilogue:
     """A block's epilogue as the tiled kernel's `Epilogue` (equal signatures, one kernel).
@@ -97,30 +125,19 @@ class Epilogue:
         self.params["outs"] = [b.tensor(f"e_out{i}", cube_dtype("fusion", DTYPES[self.ops[j][2]]),
                                         rank=self.rank, write=True)
                                for i, j in enumerate(self.outputs[1:])]
-        self.params["numbers"] = {
-            (j, p): b.scalar(f"e_s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
-            for j, (_, args, _) in enumerate(self.ops)
-            for p, (role, value) in enumerate(args) if role == "num"}
+        self.params["numbers"] = _declare_numbers(b, self.ops, "e_s")
         self.params["hide"] = Opaque.declare(b, "e_keep") if self.opaque else None
 
     def store(self, b: Any, out: Any, index: Any, value: Any) -> None:
         """The ops on product element `index` (dense), their written results stored."""
-        ins, numbers, hide = self.params["ins"], self.params["numbers"], self.params["hide"]
+        ins, hide = self.params["ins"], self.params["hide"]
         values = [b.local(out.dtype, init=b.cast(value, out.dtype))]
-        loaded: dict[int, Any] = {}
 
-        def operand(j: int) -> Any:
-            def get(p: int, role: str, value: Any) -> Any:
-                if role == "num":
-                    return numbers[(j, p)]
-                if role == "op":
-                    return values[value]
-                if value not in loaded:
-                    t = ins[value]
-                    loaded[value] = b.local(t.dtype, init=t[b.index_of(t, index)])
-                return loaded[value]
-            return get
+        def load(slot: int) -> Any:
+            t = ins[slot]
+            return b.local(t.dtype, init=t[b.index_of(t, index)])
 
+        operand = _operands(self.params["numbers"], values, load)
         for j in range(1, len(self.ops)):
             values.append(emit_op(b, self.ops[j], operand(j), opaque=hide))
         for target, j in zip([out, *self.params["outs"]], self.outputs, strict=True):
@@ -277,10 +294,7 @@ class Prologue:
         self.params["ins"] = [b.tensor(f"p_in{k}", cube_dtype("fusion", DTYPES[d]),
                                        rank=self.rank, write=False)
                               for k, d in enumerate(self.in_ids)]
-        self.params["numbers"] = {
-            (j, p): b.scalar(f"p_s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
-            for j, (_, args, _) in enumerate(self.ops)
-            for p, (role, value) in enumerate(args) if role == "num"}
+        self.params["numbers"] = _declare_numbers(b, self.ops, "p_s")
         self.params["hide"] = Opaque.declare(b, "p_keep") if self.opaque else None
 
     def begin(self, b: Any, z: Any, out: Any) -> None:
@@ -293,29 +307,20 @@ class Prologue:
 
     def load(self, b: Any, operand: int, row: Any, col: Any) -> Any:
         """The ops computing `operand`'s element (`row`, `col`), from its inputs' elements."""
-        ins, numbers, bases = self.params["ins"], self.params["numbers"], self.params["bases"]
+        ins, bases = self.params["ins"], self.params["bases"]
         last = cast(int, self.computed[operand])
         used = {last}
-        values: dict[int, Any] = {}
-        loaded: dict[int, Any] = {}
         for j in range(last, -1, -1):  # the ops the operand depends on
             if j in used:
                 used.update(value for role, value in self.ops[j][1] if role == "op")
+        values: dict[int, Any] = {}
 
-        def operand_of(j: int) -> Any:
-            def get(p: int, role: str, value: Any) -> Any:
-                if role == "num":
-                    return numbers[(j, p)]
-                if role == "op":
-                    return values[value]
-                if value not in loaded:
-                    t = ins[value]
-                    at = bases[value] + row * t.stride[self.rank - 2] + col * t.stride[
-                        self.rank - 1]
-                    loaded[value] = b.local(t.dtype, init=t[at])
-                return loaded[value]
-            return get
+        def load(k: int) -> Any:
+            t = ins[k]
+            at = bases[k] + row * t.stride[self.rank - 2] + col * t.stride[self.rank - 1]
+            return b.local(t.dtype, init=t[at])
 
+        operand_of = _operands(self.params["numbers"], values, load)
         for j in sorted(used):
             values[j] = emit_op(b, self.ops[j], operand_of(j), opaque=self.params["hide"])
         return values[last]
