@@ -86,6 +86,12 @@ CASES: list[tuple[str, Callable[[], object], type[BurnError], MemoryError | type
     ("stack of a tensor", lambda: burn.stack(burn.ones(2, 2)), DTypeError,  # type: ignore
      TypeError, "stack"),
     ("cat of ints", lambda: burn.cat([1, 2]), DTypeError, TypeError, "cat"),  # type: ignore
+    ("sum dim float", lambda: burn.ones(2, 3).sum(1.0), DTypeError, TypeError,  # type: ignore
+     "sum"),
+    ("mean dim bool", lambda: burn.ones(2, 3).mean(True), DTypeError, TypeError, "mean"),
+    ("sum dim past rank", lambda: burn.ones(2, 3).sum(2), BurnIndexError, IndexError, "sum"),
+    ("sum dim -3", lambda: burn.ones(2, 3).sum(-3), BurnIndexError, IndexError,
+     "sum"),
 ]
 
 

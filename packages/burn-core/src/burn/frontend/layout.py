@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 def _ints(op: str, args: Sequence[object]) -> tuple[int, ...]:
     """Varargs or one sequence of ints, as a tuple."""
-    if len(args) == 1 and isinstance(args[0], Sequence | np.ndarray):
+    if len(args) == 1 and (args[0].__class__ in (tuple, list)  # (before the ABC's check)
+                           or isinstance(args[0], Sequence | np.ndarray)):
         args = tuple(args[0])
     ints = []
     for a in args:

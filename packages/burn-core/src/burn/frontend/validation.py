@@ -81,7 +81,12 @@ def norm_dims(op: str, dims: int | Iterable[int], ndim: int, *, scalar: bool = F
     Raises:
         BurnIndexError: for a dim out of range or repeated.
     """
-    seq = (dims,) if isinstance(dims, int | np.integer) else tuple(dims)
+    if isinstance(dims, int | np.integer):
+        seq: tuple[Any, ...] = (dims,)
+    elif isinstance(dims, Iterable):
+        seq = tuple(dims)
+    else:  # (a float, None inside a call that takes dims)
+        raise DTypeError(op, "dims must be an int or a sequence of ints", dims=dims)
     out = tuple(norm_dim(op, d, ndim, scalar=scalar) for d in seq)
     if len(set(out)) != len(out):
         raise BurnIndexError(op, "dim repeated", dims=seq, ndim=ndim)
