@@ -219,10 +219,7 @@ def reduce(
         return out.reshape((1,) * x.ndim) if keepdim else out
     assert dim is not None  # (every_dim took None)
     shape = x.shape
-    if dim.__class__ is int and shape and -len(shape) <= dim < len(shape):  # (the usual call)
-        dims: tuple[int, ...] = (dim % len(shape),)
-    else:
-        dims = norm_dims(name, dim, len(shape), scalar=True)
+    dims = norm_dims(name, dim, len(shape), scalar=True)
     if not shape:
         return full(x)
     for d in dims:

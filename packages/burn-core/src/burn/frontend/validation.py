@@ -81,6 +81,8 @@ def norm_dims(op: str, dims: int | Iterable[int], ndim: int, *, scalar: bool = F
     Raises:
         BurnIndexError: for a dim out of range or repeated.
     """
+    if dims.__class__ is int:  # (the usual call: one dim, nothing to sort or repeat)
+        return (norm_dim(op, dims, ndim, scalar=scalar),)
     if isinstance(dims, int | np.integer):
         seq: tuple[Any, ...] = (dims,)
     elif isinstance(dims, Iterable):
