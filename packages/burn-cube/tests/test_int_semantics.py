@@ -104,6 +104,30 @@ def test_shift_amounts_outside_the_width(rt: bc.Runtime, op: str, name: str) -> 
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("name", ["i32", "i64", "i8"])
+@pytest.mark.parametrize("op", ["floordiv", "mod"])
+def test_signed_division_truncates(rt: bc.Runtime, op: str, name: str) -> None:
+    """Signed division truncates toward zero and the remainder takes the dividend's sign, as
+    C's (numpy's ``fix`` and ``fmod``), for every sign of either operand and the dtype's
+    extremes (non-zero divisors; NVIDIA's Vulkan driver got ``-7 % 5`` wrong)."""
+    dtype = dtype_named(name)
+    info = np.iinfo(dtype.numpy)
+    values = [0, 1, 4, 5, 7, -1, -4, -5, -7, -976, info.max, info.min] if dtype.bits > 8 else \
+        [0, 1, 4, 5, 7, -1, -4, -5, -7, info.max, info.min]
+    divisors = [1, -1, 2, -2, 5, -5, 7, -7]
+    pairs = [(x, y) for x in values for y in divisors if not (x == info.min and y == -1)]
+    x = np.array([p[0] for p in pairs], dtype.numpy)
+    y = np.array([p[1] for p in pairs], dtype.numpy)
+    got = _launch(rt, _binary(op, dtype), dtype, x, y)
+    if got is None:
+        return
+    quotients = [abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1) for a, b in pairs]
+    want = np.array(quotients if op == "floordiv" else
+                    [a - b * q for (a, b), q in zip(pairs, quotients, strict=True)], dtype.numpy)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("dst", INTS)
 @pytest.mark.parametrize("src", [f32, f64, f16], ids=str)
 def test_float_to_int_casts(rt: bc.Runtime, src: DType, dst: str) -> None:

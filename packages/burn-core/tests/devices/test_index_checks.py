@@ -71,12 +71,12 @@ def test_device_backend_reports_bad_indices_at_sync(deferring, op, run):
 
 
 def test_numpy_backend_checks_at_once_like_torch():
-    x = burn.tensor(np.arange(8.0, dtype=np.float32).reshape(4, 2))
+    x = burn.tensor(np.arange(8.0, dtype=np.float32).reshape(4, 2), device="numpy")
     with pytest.raises(BurnIndexError, match=r"select: index 9 out of range \[-4, 4\)"):
-        x.select(0, burn.tensor([0, 9]))
+        x.select(0, burn.tensor([0, 9], device="numpy"))
     with pytest.raises(IndexError):
         torch.arange(8.0).reshape(4, 2).index_select(0, torch.tensor([0, 9]))
-    got = x.select(0, burn.tensor([-1, 0])).to_numpy()
+    got = x.select(0, burn.tensor([-1, 0], device="numpy")).to_numpy()
     assert got.shape == (2, 2)
     np.testing.assert_array_equal(got, np.arange(8.0).reshape(4, 2)[[-1, 0]])
 

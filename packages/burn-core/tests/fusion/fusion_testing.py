@@ -103,3 +103,17 @@ def gradients_agree(fn: Callable[..., Any], base: str, *arrays: np.ndarray,
                 continue
             assert grad is not None
             check(grad, want.grad, rtol=rtol, atol=atol)
+
+
+def reference(base: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """torch's result, computed with subnormals flushed to zero where the device flushes them
+    (NVIDIA's Vulkan driver under wgpu: ``1 / (1 / 3e38)`` is inf there; docs/differences.md)."""
+    import burn_cube
+    from burn_cube.runtime.subnormals import flushes_subnormals
+
+    flush = flushes_subnormals(burn_cube.runtime(base)) and torch.set_flush_denormal(True)
+    try:
+        return compute()
+    finally:
+        if flush:
+            torch.set_flush_denormal(False)

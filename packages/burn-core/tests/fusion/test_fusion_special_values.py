@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from fusion_testing import DEVICES
+from fusion_testing import DEVICES, reference
 
 import burn
 from burn.fusion import stream
@@ -65,20 +65,6 @@ def test_elementwise_blocks_keep_special_values(base: str, name: str) -> None:
     got = fn(x, burn.tensor(Y, device=device))
     assert_same_specials(got, reference(base, lambda: fn(torch.from_numpy(X) * 1.0,
                                                          torch.from_numpy(Y))))
-
-
-def reference(base: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
-    """torch's result, computed with subnormals flushed to zero where the device flushes them
-    (NVIDIA's Vulkan driver under wgpu: ``1 / (1 / 3e38)`` is inf there; docs/differences.md)."""
-    import burn_cube
-    from burn_cube.runtime.subnormals import flushes_subnormals
-
-    flush = flushes_subnormals(burn_cube.runtime(base)) and torch.set_flush_denormal(True)
-    try:
-        return compute()
-    finally:
-        if flush:
-            torch.set_flush_denormal(False)
 
 
 @pytest.mark.parametrize("base", DEVICES)

@@ -104,6 +104,12 @@ def _ordered(op: str, dtype: str) -> str:
     return f"(({{a}} {op} {{b}}) & !({_either_nan(dtype)}))"
 
 
+#: Signed integer remainder (scalars and lines) from the truncating division, as WGSL's ``%``
+#: defines it: the dividend's sign, 0 for a zero divisor (``INT_MIN % -1`` wraps to 0).
+#: NVIDIA's Vulkan driver computes ``%`` of a negative i32 wrongly (``-7 % 5`` gave 4 and
+#: ``-540 % 5`` gave 1 on the H200), where its division truncates as it should.
+SIGNED_REMAINDER = "select({a} - {b} * ({a} / {b}), {t}(0), {b} == {t}(0))"
+
 OPS: dict[str, str | None] = {
     **POSITIONS,
     "plane_dim": "bc_plane_dim", "unit_pos_plane": "bc_plane_unit",
@@ -114,7 +120,7 @@ OPS: dict[str, str | None] = {
        for name, bits in (("inf", "0x7f800000"), ("ninf", "0xff800000"), ("nan", "0x7fc00000"))},
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
     **{f"div.{s}": _scaled_division(s) for s in ("f32", *(f"f32x{n}" for n in LINE_LANES))},
-    "mod": "({a} % {b})", "neg": "(-{a})",
+    "mod": "({a} % {b})", "mod.int": SIGNED_REMAINDER, "neg": "(-{a})",
     "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
     **{f"{name}.{s}": _ordered(op, s) for name, op in (("lt", "<"), ("le", "<="), ("gt", ">"),
                                                        ("ge", ">=")) for s in MATH_NAMES},
