@@ -227,9 +227,15 @@ def record_report(threads: int) -> str:
             "chain)")
 
 
+def _is_torch(x: Any) -> bool:
+    """Whether `x` is a torch tensor (by its type's module: torch is not imported here, and
+    burn tensors have torch's method names too)."""
+    return type(x).__module__.split(".", 1)[0] == "torch"
+
+
 def softmax_rows(x: Any) -> Any:
     """Softmax over the last dim from primitives (burn tensors and torch tensors alike)."""
-    if hasattr(x, "amax"):
+    if _is_torch(x):
         e = (x - x.amax(-1, keepdim=True)).exp()
         return e / e.sum(-1, keepdim=True)
     e = (x - x.max_dim(1)).exp()
@@ -239,7 +245,7 @@ def softmax_rows(x: Any) -> Any:
 def softmax_backward_rows(pair: tuple[Any, Any]) -> Any:
     """Softmax's backward from primitives: gradient `g` at softmax output `s`."""
     s, g = pair
-    if hasattr(s, "amax"):
+    if _is_torch(s):
         return s * (g - (g * s).sum(-1, keepdim=True))
     return s * (g - (g * s).sum_dim(1))
 
@@ -247,7 +253,7 @@ def softmax_backward_rows(pair: tuple[Any, Any]) -> Any:
 def layer_norm_rows(pair: tuple[Any, Any]) -> Any:
     """Layer norm over the last dim (weight, no bias) from primitives."""
     x, w = pair
-    if hasattr(x, "amax"):
+    if _is_torch(x):
         c = x - x.mean(-1, keepdim=True)
         return c / ((c * c).mean(-1, keepdim=True) + 1e-5).sqrt() * w
     c = x - x.mean_dim(1)

@@ -166,6 +166,8 @@ class ArithmeticMixin(TensorBase):
         """`1 / self`, as a float tensor."""
         return self._to_float()._same("recip")
 
+    reciprocal = recip
+
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules: 1-d operands are vectors, batch dims broadcast.
 
@@ -204,6 +206,45 @@ class ArithmeticMixin(TensorBase):
         return out
 
     __matmul__ = matmul
+
+    def mm(self, other: Tensor) -> Tensor:
+        """Product of two matrices (torch.mm): `matmul` of 2-d operands only; dtypes promote
+        as `matmul`'s (torch.mm refuses two dtypes).
+
+        Raises:
+            DTypeError: for an operand that is not a Tensor.
+            ShapeError: unless both are 2-d and self's columns match other's rows.
+        """
+        self._check_matrices("mm", other, 2)
+        return self.matmul(other)
+
+    def bmm(self, other: Tensor) -> Tensor:
+        """Batched matrix product (torch.bmm): `matmul` of two 3-d [batch, n, k] and
+        [batch, k, m] operands, batch sizes equal (no broadcasting, as torch); dtypes promote
+        as `matmul`'s.
+
+        Raises:
+            DTypeError: for an operand that is not a Tensor.
+            ShapeError: unless both are 3-d with equal batch sizes and matching inner dims.
+        """
+        self._check_matrices("bmm", other, 3)
+        return self.matmul(other)
+
+    def _check_matrices(self, op: str, other: object, ndim: int) -> None:
+        """Raise unless self and `other` are `ndim`-d tensors whose matrix product exists
+        without broadcasting."""
+        if not isinstance(other, TensorBase):
+            raise DTypeError(op, "operand must be a Tensor", lhs=self._dtype.value,
+                             rhs=type(other).__name__)
+        sa, sb = self.shape, other.shape
+        details = {"lhs": sa, "rhs": sb, "lhs_dtype": self._dtype.value,
+                   "rhs_dtype": other._dtype.value}
+        if len(sa) != ndim or len(sb) != ndim:
+            raise ShapeError(op, f"both operands must be {ndim}-d", **details)
+        if sa[:-2] != sb[:-2]:
+            raise ShapeError(op, "batch sizes differ", **details)
+        if sa[-1] != sb[-2]:
+            raise ShapeError(op, "inner dims differ", **details)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
         return other.matmul(self._tensor())
@@ -253,6 +294,8 @@ class ArithmeticMixin(TensorBase):
         # into the dtype as other host numbers are, int8 clamp(-300, 300) gave clamp(-44, 44))
         return x._same("clamp", *(None if b is None else _into_range(int(b), x._dtype)
                                   for b in (lo, hi)))
+
+    clip = clamp
 
     def clamp_min(self, min: float) -> Tensor:  # noqa: A002
         """Clamp from below."""

@@ -43,12 +43,14 @@ class ComparisonMixin(TensorBase):
 
     __slots__ = ()
 
-    equal = binary_op(EQUAL, doc="Elementwise `==`, as a bool tensor.")
-    not_equal = binary_op(NOT_EQUAL, doc="Elementwise `!=`, as a bool tensor.")
-    greater = __gt__ = binary_op(GREATER, doc="Elementwise `>`, as a bool tensor.")
-    greater_equal = __ge__ = binary_op(GREATER_EQUAL, doc="Elementwise `>=`, as a bool tensor.")
-    lower = __lt__ = binary_op(LOWER, doc="Elementwise `<`, as a bool tensor.")
-    lower_equal = __le__ = binary_op(LOWER_EQUAL, doc="Elementwise `<=`, as a bool tensor.")
+    # (eq, ne, gt, ge, lt, le: PyTorch's names)
+    equal = eq = binary_op(EQUAL, doc="Elementwise `==`, as a bool tensor.")
+    not_equal = ne = binary_op(NOT_EQUAL, doc="Elementwise `!=`, as a bool tensor.")
+    greater = gt = __gt__ = binary_op(GREATER, doc="Elementwise `>`, as a bool tensor.")
+    greater_equal = ge = __ge__ = binary_op(GREATER_EQUAL,
+                                            doc="Elementwise `>=`, as a bool tensor.")
+    lower = lt = __lt__ = binary_op(LOWER, doc="Elementwise `<`, as a bool tensor.")
+    lower_equal = le = __le__ = binary_op(LOWER_EQUAL, doc="Elementwise `<=`, as a bool tensor.")
 
     def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
         if not isinstance(other, _COMPARABLE):

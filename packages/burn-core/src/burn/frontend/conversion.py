@@ -122,6 +122,46 @@ class ConversionMixin(TensorBase):
         """Converted to bool (non-zero is true)."""
         return self._cast(DType.bool)
 
+    def double(self) -> Tensor:
+        """Converted to float64 (itself when float64).
+
+        Raises:
+            UnsupportedDTypeError: on a device without float64 (wgpu).
+        """
+        return self._convert("double", DType.float64)
+
+    def half(self) -> Tensor:
+        """Converted to float16 (itself when float16).
+
+        Raises:
+            UnsupportedDTypeError: on a device without float16.
+        """
+        return self._convert("half", DType.float16)
+
+    def long(self) -> Tensor:
+        """Converted to int64 (itself when int64; `int()`, Burn's int, is the same)."""
+        return self._convert("long", DType.int64)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """Converted to `other`'s dtype (itself when it has it already).
+
+        Raises:
+            DTypeError: for an `other` that is not a Tensor.
+            UnsupportedDTypeError: when this device lacks other's dtype.
+        """
+        if not isinstance(other, TensorBase):
+            raise DTypeError("type_as", "other must be a Tensor", dtype=self._dtype.value,
+                             other=type(other).__name__)
+        return self._convert("type_as", other._dtype)
+
+    def _convert(self, op: str, dtype: DType) -> Tensor:
+        """`_cast(dtype)`, an unsupported dtype's error naming `op`."""
+        if not self._bk.supports(dtype):
+            raise UnsupportedDTypeError(op, "dtype not supported on this device",
+                                        dtype=dtype.value, device=str(self._device),
+                                        shape=self.shape, input_dtype=self._dtype.value)
+        return self._cast(dtype)
+
     def to_device(self, device: Device | str) -> Tensor:
         """The tensor on `device`; moving between backends copies through host memory (and
         leaves the autodiff graph).

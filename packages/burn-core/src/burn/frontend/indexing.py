@@ -459,6 +459,16 @@ class IndexingMixin(TensorBase):
             x = x.expand(shape)
         return x._same("mask_where", m._prim, v._prim)
 
+    def where(self, condition: Tensor, other: Tensor | float) -> Tensor:
+        """Self where the bool `condition` is true, else `other` (tensor or scalar; all three
+        broadcast, self and other promote): torch's `x.where(condition, y)`,
+        `burn.where(condition, self, other)`.
+
+        Raises:
+            DTypeError: when `condition` is not a bool tensor.
+        """
+        return where(condition, self._tensor(), other)
+
     def mask_fill(self, mask: Tensor, value: float) -> Tensor:
         """Fill `value` (a scalar) where the bool `mask` (broadcasts to self) is true; the
         result keeps self's dtype (as torch: 2.5 fills an int tensor with 2).
@@ -583,7 +593,8 @@ def where(condition: Tensor, x: Tensor | float, y: Tensor | float) -> Tensor:
     """
     if not isinstance(condition, TensorBase) or condition._k != "bool_":
         raise DTypeError("where", "condition must be a bool tensor",
-                         condition=getattr(condition, "dtype", type(condition).__name__))
+                         condition=getattr(condition, "dtype", type(condition).__name__),
+                         shape=getattr(condition, "shape", None))
     tensors = [t for t in (x, y) if isinstance(t, TensorBase)]
     dtype = promote_tensors(tensors) if tensors else DType.bool
     for s in (x, y):

@@ -30,6 +30,17 @@ def _ints(op: str, args: Sequence[object]) -> tuple[int, ...]:
     return tuple(ints)
 
 
+def _shape_of(op: str, other: object) -> tuple[int, ...]:
+    """The shape of `other`, checked to be a Tensor (the `*_as` methods' argument).
+
+    Raises:
+        DTypeError: for anything else.
+    """
+    if not isinstance(other, TensorBase):
+        raise DTypeError(op, "other must be a Tensor", other=type(other).__name__)
+    return other.shape
+
+
 class LayoutMixin(TensorBase):
     """Shape-changing methods of `burn.Tensor`."""
 
@@ -59,13 +70,33 @@ class LayoutMixin(TensorBase):
 
     view = reshape
 
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """`reshape(other.shape)` (torch.Tensor.reshape_as).
+
+        Raises:
+            DTypeError: for an `other` that is not a Tensor.
+            ShapeError: when the element counts differ.
+        """
+        return self._reshape_as("reshape_as", other)
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """`view(other.shape)`, the same as `reshape_as` (tensors are values: see `clone`)."""
+        return self._reshape_as("view_as", other)
+
+    def _reshape_as(self, op: str, other: object) -> Tensor:
+        shape = _shape_of(op, other)
+        if math.prod(shape) != math.prod(self.shape):
+            raise ShapeError(op, "element counts differ", shape=self.shape, target=shape,
+                             dtype=self._dtype.value)
+        return self.reshape(shape)
+
     def swap_dims(self, dim0: int, dim1: int) -> Tensor:
         """Swap two dims (a 0-d tensor takes dim 0 / -1 and keeps its values, as torch)."""
         n = self.ndim
         d0, d1 = (norm_dim("swap_dims", d, n, scalar=True) for d in (dim0, dim1))
         return self._same("swap_dims", d0, d1) if n else self.clone()
 
-    transpose = swap_dims
+    transpose = swapaxes = swapdims = swap_dims
 
     def t(self) -> Tensor:
         """Swap the last two dims (Burn's `t` / `transpose()`); 0-d and 1-d tensors keep their
@@ -148,10 +179,22 @@ class LayoutMixin(TensorBase):
         Raises:
             ShapeError: when a size other than 1 would change.
         """
-        target = _ints("expand", shape)
+        return self._expand("expand", _ints("expand", shape))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        """`expand(other.shape)` (torch.Tensor.expand_as).
+
+        Raises:
+            DTypeError: for an `other` that is not a Tensor.
+            ShapeError: when self does not broadcast to other's shape.
+        """
+        return self._expand("expand_as", _shape_of("expand_as", other))
+
+    def _expand(self, op: str, target: tuple[int, ...]) -> Tensor:
+        """`expand` to `target`; errors name `op`."""
         old = self.shape
         if len(target) < len(old):
-            raise ShapeError("expand", "target has fewer dims", shape=old, target=target)
+            raise ShapeError(op, "target has fewer dims", shape=old, target=target)
         lead = len(target) - len(old)
         out = list(target)
         for i, size in enumerate(old):
@@ -159,10 +202,9 @@ class LayoutMixin(TensorBase):
             if t == -1:
                 out[lead + i] = size
             elif size not in (1, t):
-                raise ShapeError("expand", "only size-1 dims can grow", shape=old, target=target)
+                raise ShapeError(op, "only size-1 dims can grow", shape=old, target=target)
         if any(s < 0 for s in out):
-            raise ShapeError("expand", "-1 only allowed on existing dims", shape=old,
-                             target=target)
+            raise ShapeError(op, "-1 only allowed on existing dims", shape=old, target=target)
         return self._same("expand", tuple(out))
 
     def repeat_dim(self, dim: int, times: int) -> Tensor:

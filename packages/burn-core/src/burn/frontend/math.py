@@ -1,4 +1,4 @@
-"""Elementwise math: exp, log, trigonometry, rounding, nan / inf tests."""
+"""Elementwise math: exp, log, trigonometry, rounding, nan / inf tests, activations."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from burn.frontend.validation import require_kind
 if TYPE_CHECKING:
     from burn.backend.protocol import Backend
     from burn.frontend.tensor import Tensor
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 ATAN2 = BinaryOp("atan2", {"float_": "float_atan2"})
 
@@ -102,6 +104,77 @@ class MathMixin(TensorBase):
     is_inf = isinf = _test_op("is_inf")
     atan2 = binary_op(ATAN2, doc="Elementwise atan2(self, other), as a float tensor.")
     hypot = binary_op(HYPOT, doc="Elementwise sqrt(self**2 + other**2), as a float tensor.")
+
+    def rsqrt(self) -> Tensor:
+        """Elementwise 1 / sqrt(self) (int and bool inputs give float32, as torch)."""
+        return self._to_float().sqrt().recip()
+
+    def log2(self) -> Tensor:
+        """Elementwise base-2 logarithm, `log(self) / log(2)` (int and bool inputs give
+        float32, as torch)."""
+        return self._to_float().log() / _LN2
+
+    def log10(self) -> Tensor:
+        """Elementwise base-10 logarithm, `log(self) / log(10)` (int and bool inputs give
+        float32, as torch)."""
+        return self._to_float().log() / _LN10
+
+    def exp2(self) -> Tensor:
+        """Elementwise 2 ** self (int and bool inputs give float32, as torch)."""
+        return 2.0 ** self._to_float()
+
+    def expm1(self) -> Tensor:
+        """Elementwise exp(self) - 1, accurate near 0: `tanh(x / 2) * (exp(x) + 1)` where
+        |x| < 0.5 (as the elu kernels), `exp(x) - 1` elsewhere (int and bool inputs give
+        float32, as torch)."""
+        x = self._to_float()
+        small = x.clamp(-0.5, 0.5)  # the branch not taken stays finite: no 0 * inf gradient
+        near_zero = (small * 0.5).tanh() * (small.exp() + 1.0)
+        return (x.exp() - 1.0).mask_where(x.abs() < 0.5, near_zero)
+
+    def sigmoid(self) -> Tensor:
+        """Elementwise 1 / (1 + exp(-self)), `burn.functional.sigmoid` (int and bool inputs
+        give float32, as torch)."""
+        from burn.functional.activation import sigmoid
+
+        return sigmoid(self._to_float())
+
+    def relu(self) -> Tensor:
+        """Elementwise max(self, 0), `burn.functional.relu`; int tensors stay int (as torch).
+
+        Raises:
+            DTypeError: for bool tensors (as torch).
+        """
+        from burn.functional.activation import relu
+
+        require_kind("relu", self._dtype, Kind.FLOAT, Kind.INT)
+        x = self._tensor()
+        return relu(x) if x._k == "float_" else x.clamp(min=0)
+
+    def softmax(self, dim: int, dtype: DType | str | None = None) -> Tensor:
+        """exp(self) / sum(exp(self)) along `dim`, `burn.functional.softmax`.
+
+        Args:
+            dim: the dim to normalise along (negative counts from the end).
+            dtype: cast to this dtype first (torch's keyword), e.g. for int inputs.
+        Returns:
+            A float tensor of self's shape.
+        Raises:
+            DTypeError: for a non-float tensor without a float `dtype` (as torch).
+            BurnIndexError: for a dim out of range.
+        """
+        from burn.functional.activation import softmax
+
+        x = self._tensor()
+        return softmax(x if dtype is None else x.cast(dtype), dim)
+
+    def log_softmax(self, dim: int, dtype: DType | str | None = None) -> Tensor:
+        """log(softmax(self, dim)), computed stably, `burn.functional.log_softmax` (arguments
+        and errors as `softmax`)."""
+        from burn.functional.activation import log_softmax
+
+        x = self._tensor()
+        return log_softmax(x if dtype is None else x.cast(dtype), dim)
 
     def deg2rad(self) -> Tensor:
         """Degrees to radians (int and bool inputs give float32, as torch)."""

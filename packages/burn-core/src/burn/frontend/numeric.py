@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from burn.backend.distribution import Distribution
-from burn.dtype import Kind
+from burn.dtype import DType, Kind
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.validation import (
     as_scalar,
+    broadcast_shapes,
     check_device,
     finite_scalar,
     norm_dim,
@@ -28,8 +29,8 @@ DEFAULT_ATOL = 1e-8
 
 
 class NumericMixin(TensorBase):
-    """fmod, is_finite, contains_nan, is_close, all_close, max_pair, min_pair, max_abs,
-    categorical."""
+    """fmod, is_finite, contains_nan, is_close, all_close, max_pair, min_pair, maximum,
+    minimum, max_abs, categorical."""
 
     __slots__ = ()
 
@@ -73,6 +74,8 @@ class NumericMixin(TensorBase):
         t = self._tensor()
         return ~(t.is_nan() | t.is_inf())
 
+    isfinite = is_finite
+
     def contains_nan(self) -> Tensor:
         """Whether any element is nan, as a 0-d bool tensor (Burn: shape [1])."""
         return self._tensor().is_nan().any()
@@ -114,6 +117,45 @@ class NumericMixin(TensorBase):
         """Elementwise min as Burn: `other` where `other < self`, else self (see max_pair)."""
         x, y = self._operands("min_pair", other)
         return x.mask_where(y < x, y)
+
+    def maximum(self, other: Tensor) -> Tensor:
+        """Elementwise max of two tensors (broadcast, promoted), as torch.maximum: NaN where
+        either is NaN; on an autodiff device a tie's gradient is split evenly between both;
+        two bool tensors give their `or`.
+
+        Raises:
+            DTypeError: for an `other` that is not a Tensor (as torch).
+            ShapeError, DeviceError: for shapes that do not broadcast, or two devices.
+        """
+        return self._pick("maximum", other, larger=True)
+
+    def minimum(self, other: Tensor) -> Tensor:
+        """Elementwise min as torch.minimum (see `maximum`; two bool tensors give their
+        `and`)."""
+        return self._pick("minimum", other, larger=False)
+
+    def _pick(self, op: str, other: object, larger: bool) -> Tensor:
+        if not isinstance(other, TensorBase):
+            raise DTypeError(op, "other must be a Tensor", dtype=self._dtype.value,
+                             other=type(other).__name__)
+        check_device(op, self, other)
+        broadcast_shapes(op, self.shape, other.shape)
+        if promote_tensors((self, other)) is DType.bool:
+            a, b = self._tensor(), other._tensor()
+            return a | b if larger else a & b
+        x, y = self._operands(op, other)
+        take = x < y if larger else y < x
+        if x._k != "float_":
+            return x.mask_where(take, y)
+        out = x.mask_where(take | y.is_nan(), y)
+        if not x._bk.is_autodiff:
+            return out
+        # torch's gradient of a tie: half to each. A finite tie subtracts (x - y) / 2, +0.0
+        # forward; an infinite one (inf - inf is NaN) takes x / 2 + y / 2.
+        tie = x == y
+        finite = x.is_finite()
+        out = out - ((x - y) * 0.5).mask_fill(~(tie & finite), 0.0)
+        return out.mask_where(tie & ~finite, x * 0.5 + y * 0.5)
 
     def max_abs(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Largest absolute value over all elements or along `dim` (float and int tensors).

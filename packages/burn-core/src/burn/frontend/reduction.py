@@ -278,14 +278,54 @@ class ReductionMixin(TensorBase):
         """
         return self._extreme("min", dim, keepdim)
 
-    def _extreme(self, op: str, dim: Dims, keepdim: bool) -> Tensor:
+    def amax(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Largest value over all dims or over `dim` (int or tuple), as torch.amax: `max`'s
+        values, the gradient of a tie split evenly among its elements (also along `dim`,
+        where `max` gives it to the first).
+
+        Raises:
+            EmptyReductionError: when reducing an empty extent (as torch: also for dim=None).
+        """
+        return self._even_extreme("amax", "max", dim, keepdim)
+
+    def amin(self, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        """Smallest value over all dims or over `dim` (int or tuple), as torch.amin; ties'
+        gradients as `amax`'s.
+
+        Raises:
+            EmptyReductionError: when reducing an empty extent.
+        """
+        return self._even_extreme("amin", "min", dim, keepdim)
+
+    def _extreme(self, op: str, dim: Dims, keepdim: bool, name: str = "") -> Tensor:
+        """`op` ("max" / "min") over `dim`; errors name `name` (default `op`)."""
+        name = name or op
         dims = None if every_dim(dim) or not self.ndim else norm_dims(
-            op, cast("int | Iterable[int]", dim), self.ndim)
-        check_nonempty(op, self, dims)
+            name, cast("int | Iterable[int]", dim), self.ndim)
+        check_nonempty(name, self, dims)
         x = self._orderable()
-        out = reduce(x, op, dim, keepdim, lambda t: t._same(op),
+        out = reduce(x, name, dim, keepdim, lambda t: t._same(op),
                      lambda t, d: t._wrap(t._fn(f"{op}_dim_with_indices")(t._prim, d)[0]))
         return out._cast(self._dtype)
+
+    def _even_extreme(self, name: str, op: str, dim: Dims, keepdim: bool) -> Tensor:
+        """`_extreme(op, dim, keepdim)`, whose gradient, on an autodiff device, is split evenly
+        among the tied elements of each reduced extent (torch.amax / amin), or among the NaNs
+        of a line holding NaN (as the reduction over every dim; torch: NaN gradients). The
+        backend's reduction over every dim splits it already; along dims it goes to the
+        first, so the value is `m - sum(((m - x) where x ties m, else 0) * w)`, m the detached
+        extreme and w 1 / (count of ties): exactly m forward (m - x is +0.0 on ties; an
+        infinite m is taken out first, the sum is then m itself), gradient w on each tie."""
+        if not (self._bk.is_autodiff and self._k == "float_") or every_dim(dim) or not self.ndim:
+            return self._extreme(op, dim, keepdim, name)
+        dims = norm_dims(name, cast("int | Iterable[int]", dim), self.ndim)
+        x = self._tensor()
+        m = x._extreme(op, dims, True, name).detach()
+        tie = (x == m) | x.is_nan()  # (a NaN line's m is NaN)
+        weight = tie._cast(x._dtype) / tie.sum(dims, keepdim=True).clamp_min(1)
+        base = m.mask_fill(m.is_inf(), 0.0)
+        out = base - ((base - x).mask_fill(~tie, 0.0) * weight).sum(dims, keepdim=True)
+        return out if keepdim else out.squeeze(dims)
 
     def max_dim(self, dim: int) -> Tensor:
         """Largest value along one dim, kept with size 1."""

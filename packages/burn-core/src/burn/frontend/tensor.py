@@ -46,9 +46,13 @@ class Tensor(ArithmeticMixin, MathMixin, LayoutMixin, IndexingMixin, ComparisonM
         """Number of elements."""
         return math.prod(self.shape)
 
+    nelement = numel
+
     def rank(self) -> int:
-        """Number of dims (Burn's rank; `ndim`)."""
+        """Number of dims (Burn's rank; `ndim`, torch's `dim()` / `ndimension()`)."""
         return len(self.shape)
+
+    dim = ndimension = rank
 
     def dims(self) -> list[int]:
         """The shape as a list (Burn's dims)."""
