@@ -11,7 +11,13 @@ from burn.errors import DivisionByZeroError, DTypeError, ShapeError, ValueRangeE
 from burn.frontend.base import TensorBase
 from burn.frontend.dispatch import BinaryOp, Impl, binary, binary_op
 from burn.frontend.layout import cat
-from burn.frontend.validation import as_scalar, broadcast_shapes, check_device, norm_dim
+from burn.frontend.validation import (
+    as_scalar,
+    broadcast_shapes,
+    check_device,
+    norm_dim,
+    require_tensor,
+)
 
 if TYPE_CHECKING:
 
@@ -233,9 +239,7 @@ class ArithmeticMixin(TensorBase):
     def _check_matrices(self, op: str, other: object, ndim: int) -> None:
         """Raise unless self and `other` are `ndim`-d tensors whose matrix product exists
         without broadcasting."""
-        if not isinstance(other, TensorBase):
-            raise DTypeError(op, "operand must be a Tensor", lhs=self._dtype.value,
-                             rhs=type(other).__name__)
+        other = require_tensor(op, other, self._dtype)
         sa, sb = self.shape, other.shape
         details = {"lhs": sa, "rhs": sb, "lhs_dtype": self._dtype.value,
                    "rhs_dtype": other._dtype.value}

@@ -108,13 +108,15 @@ class TensorBase:
         """`<kind>_<op>(prim, *args)` wrapped with this tensor's dtype."""
         return self._wrap(self._fn(op)(self._prim, *args))
 
-    def _cast(self, dtype: DType) -> Tensor:
-        """This tensor converted to `dtype` (any kind to any kind); itself when already it."""
+    def _cast(self, dtype: DType, op: str = "cast") -> Tensor:
+        """This tensor converted to `dtype` (any kind to any kind); itself when already it.
+        An unsupported dtype's error names `op` (the method converting)."""
         if dtype is self._dtype:
             return self._tensor()
         if not self._bk.supports(dtype):
-            raise UnsupportedDTypeError("cast", "dtype not supported on this device",
-                                        dtype=dtype.value, device=str(self._device))
+            raise UnsupportedDTypeError(op, "dtype not supported on this device",
+                                        dtype=dtype.value, device=str(self._device),
+                                        shape=self.shape, input_dtype=self._dtype.value)
         return self._wrap(_CASTS[self._k, PREFIX[dtype]](self._bk, self._prim, dtype), dtype)
 
     def _to_float(self) -> Tensor:

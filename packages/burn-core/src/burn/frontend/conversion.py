@@ -11,6 +11,7 @@ from burn.device import Device, as_device
 from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType, as_dtype
 from burn.errors import DTypeError, ShapeError, UnsupportedDTypeError
 from burn.frontend.base import TensorBase, make
+from burn.frontend.validation import require_tensor
 
 if TYPE_CHECKING:
     from burn.frontend.tensor import Tensor
@@ -128,7 +129,7 @@ class ConversionMixin(TensorBase):
         Raises:
             UnsupportedDTypeError: on a device without float64 (wgpu).
         """
-        return self._convert("double", DType.float64)
+        return self._cast(DType.float64, "double")
 
     def half(self) -> Tensor:
         """Converted to float16 (itself when float16).
@@ -136,11 +137,11 @@ class ConversionMixin(TensorBase):
         Raises:
             UnsupportedDTypeError: on a device without float16.
         """
-        return self._convert("half", DType.float16)
+        return self._cast(DType.float16, "half")
 
     def long(self) -> Tensor:
         """Converted to int64 (itself when int64; `int()`, Burn's int, is the same)."""
-        return self._convert("long", DType.int64)
+        return self._cast(DType.int64, "long")
 
     def type_as(self, other: Tensor) -> Tensor:
         """Converted to `other`'s dtype (itself when it has it already).
@@ -149,18 +150,7 @@ class ConversionMixin(TensorBase):
             DTypeError: for an `other` that is not a Tensor.
             UnsupportedDTypeError: when this device lacks other's dtype.
         """
-        if not isinstance(other, TensorBase):
-            raise DTypeError("type_as", "other must be a Tensor", dtype=self._dtype.value,
-                             other=type(other).__name__)
-        return self._convert("type_as", other._dtype)
-
-    def _convert(self, op: str, dtype: DType) -> Tensor:
-        """`_cast(dtype)`, an unsupported dtype's error naming `op`."""
-        if not self._bk.supports(dtype):
-            raise UnsupportedDTypeError(op, "dtype not supported on this device",
-                                        dtype=dtype.value, device=str(self._device),
-                                        shape=self.shape, input_dtype=self._dtype.value)
-        return self._cast(dtype)
+        return self._cast(require_tensor("type_as", other, self._dtype)._dtype, "type_as")
 
     def to_device(self, device: Device | str) -> Tensor:
         """The tensor on `device`; moving between backends copies through host memory (and

@@ -11,7 +11,13 @@ import numpy as np
 from burn.dtype import DType
 from burn.errors import BurnIndexError, DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
-from burn.frontend.validation import check_device, norm_dim, norm_dims, promote_all
+from burn.frontend.validation import (
+    check_device,
+    norm_dim,
+    norm_dims,
+    promote_all,
+    require_tensor,
+)
 
 if TYPE_CHECKING:
     from burn.frontend.tensor import Tensor
@@ -28,17 +34,6 @@ def _ints(op: str, args: Sequence[object]) -> tuple[int, ...]:
             raise DTypeError(op, "expected ints", args=args)
         ints.append(int(a))
     return tuple(ints)
-
-
-def _shape_of(op: str, other: object) -> tuple[int, ...]:
-    """The shape of `other`, checked to be a Tensor (the `*_as` methods' argument).
-
-    Raises:
-        DTypeError: for anything else.
-    """
-    if not isinstance(other, TensorBase):
-        raise DTypeError(op, "other must be a Tensor", other=type(other).__name__)
-    return other.shape
 
 
 class LayoutMixin(TensorBase):
@@ -84,11 +79,11 @@ class LayoutMixin(TensorBase):
         return self._reshape_as("view_as", other)
 
     def _reshape_as(self, op: str, other: object) -> Tensor:
-        shape = _shape_of(op, other)
+        shape = require_tensor(op, other, self._dtype).shape
         if math.prod(shape) != math.prod(self.shape):
             raise ShapeError(op, "element counts differ", shape=self.shape, target=shape,
                              dtype=self._dtype.value)
-        return self.reshape(shape)
+        return self._same("reshape", shape)  # (a tensor's shape: nothing left to resolve)
 
     def swap_dims(self, dim0: int, dim1: int) -> Tensor:
         """Swap two dims (a 0-d tensor takes dim 0 / -1 and keeps its values, as torch)."""
@@ -188,7 +183,7 @@ class LayoutMixin(TensorBase):
             DTypeError: for an `other` that is not a Tensor.
             ShapeError: when self does not broadcast to other's shape.
         """
-        return self._expand("expand_as", _shape_of("expand_as", other))
+        return self._expand("expand_as", require_tensor("expand_as", other, self._dtype).shape)
 
     def _expand(self, op: str, target: tuple[int, ...]) -> Tensor:
         """`expand` to `target`; errors name `op`."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from burn.backend.distribution import Distribution
-from burn.dtype import DType, Kind
+from burn.dtype import Kind
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.validation import (
@@ -17,6 +17,7 @@ from burn.frontend.validation import (
     norm_dim,
     promote_tensors,
     require_kind,
+    require_tensor,
     scalar_dtype,
 )
 
@@ -135,15 +136,13 @@ class NumericMixin(TensorBase):
         return self._pick("minimum", other, larger=False)
 
     def _pick(self, op: str, other: object, larger: bool) -> Tensor:
-        if not isinstance(other, TensorBase):
-            raise DTypeError(op, "other must be a Tensor", dtype=self._dtype.value,
-                             other=type(other).__name__)
-        check_device(op, self, other)
+        other = require_tensor(op, other, self._dtype)
         broadcast_shapes(op, self.shape, other.shape)
-        if promote_tensors((self, other)) is DType.bool:
+        if self._k == "bool_" and other._k == "bool_":
+            check_device(op, self, other)
             a, b = self._tensor(), other._tensor()
             return a | b if larger else a & b
-        x, y = self._operands(op, other)
+        x, y = self._operands(op, other)  # (checks the devices)
         take = x < y if larger else y < x
         if x._k != "float_":
             return x.mask_where(take, y)

@@ -6,7 +6,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -19,9 +19,7 @@ from burn.errors import (
     ShapeError,
     ValueRangeError,
 )
-
-if TYPE_CHECKING:
-    from burn.frontend.base import TensorBase
+from burn.frontend.base import TensorBase
 
 Shape = tuple[int, ...]
 Scalar = int | float | bool
@@ -157,6 +155,24 @@ def check_device_arg(op: str, device: object) -> None:
     if not (device is None or isinstance(device, Device | str)):
         raise DeviceError(op, "device must be a burn.Device, a spec string or None",
                           device=repr(device))
+
+
+def require_tensor(op: str, value: object, dtype: DType) -> TensorBase:
+    """`value`, checked to be a Tensor: the argument of a method that takes no scalar.
+
+    Args:
+        op: the method, named by the error.
+        value: its argument.
+        dtype: the calling tensor's dtype, named by the error.
+    Returns:
+        `value`.
+    Raises:
+        DTypeError: for anything but a Tensor.
+    """
+    if not isinstance(value, TensorBase):
+        raise DTypeError(op, "other must be a Tensor", dtype=dtype.value,
+                         other=type(value).__name__)
+    return value
 
 
 def check_device(op: str, a: TensorBase, b: TensorBase) -> None:
