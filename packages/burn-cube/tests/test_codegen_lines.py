@@ -19,7 +19,7 @@ from burn_cube.errors import CompileError, LaunchError
 from burn_cube.ir import KernelBuilder
 from burn_cube.kernel import IRKernel
 from burn_cube.runtime.cpu import compile_flags, find_compiler
-from burn_cube.runtime.subnormals import flushes_subnormals
+from burn_cube.runtime.probes import flushes_subnormals
 
 RNG = np.random.default_rng(7)
 

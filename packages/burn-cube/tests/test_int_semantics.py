@@ -128,6 +128,36 @@ def test_signed_division_truncates(rt: bc.Runtime, op: str, name: str) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("name", ["i32", "i64", "i8", "u32", "u8"])
+@pytest.mark.parametrize("op", ["floordiv", "mod"])
+def test_zero_and_minus_one_divisors(rt: bc.Runtime, op: str, name: str) -> None:
+    """Every runtime gives the C target's results where C and CUDA leave them undefined (and
+    WGSL's ``/`` gives the dividend): 0 for a zero divisor, ``MIN / -1`` wrapping to MIN and
+    ``MIN % -1`` giving 0; a zero divisor beside non-zero ones in one launch."""
+    dtype = dtype_named(name)
+    info = np.iinfo(dtype.numpy)
+    values = [0, 1, 7, info.max, info.min] + ([-1, -7] if info.min else [])
+    pairs = [(x, 0) for x in values] + [(x, 3) for x in values]
+    if info.min:
+        pairs += [(x, -1) for x in values]
+    x = np.array([p[0] for p in pairs], dtype.numpy)
+    y = np.array([p[1] for p in pairs], dtype.numpy)
+    got = _launch(rt, _binary(op, dtype), dtype, x, y)
+    if got is None:
+        return
+
+    def expected(a: int, b: int) -> int:
+        if b == 0:
+            return 0
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+        wrapped = (q - info.min) % (info.max - info.min + 1) + info.min  # MIN / -1 wraps
+        return wrapped if op == "floordiv" else a - b * q
+
+    want = np.array([expected(a, b) for a, b in pairs], dtype.numpy)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("dst", INTS)
 @pytest.mark.parametrize("src", [f32, f64, f16], ids=str)
 def test_float_to_int_casts(rt: bc.Runtime, src: DType, dst: str) -> None:

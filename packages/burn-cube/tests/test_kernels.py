@@ -380,7 +380,7 @@ def test_iszero_holds_for_both_zeros_only(rt: bc.Runtime) -> None:
 def test_subnormal_probe_agrees_with_the_device_arithmetic(rt: bc.Runtime) -> None:
     """`flushes_subnormals` says what a kernel's float32 arithmetic does with subnormals; the
     cpu runtime keeps them (no -ffast-math), as numpy."""
-    from burn_cube.runtime.subnormals import flushes_subnormals
+    from burn_cube.runtime.probes import flushes_subnormals
 
     x = np.array([1e-40, -3e-42, 1e-45, 1.5e-38], np.float32)
     out = np.full(x.shape, np.nan, np.float32)

@@ -222,7 +222,7 @@ def flushes_subnormals(device: burn.Device) -> bool:
     if device.name not in ("cpu", "wgpu", "cuda"):
         return False
     import burn_cube
-    from burn_cube.runtime.subnormals import flushes_subnormals as probe
+    from burn_cube.runtime.probes import flushes_subnormals as probe
 
     return probe(burn_cube.runtime(device.name, device.index))
 

@@ -105,11 +105,20 @@ def gradients_agree(fn: Callable[..., Any], base: str, *arrays: np.ndarray,
             check(grad, want.grad, rtol=rtol, atol=atol)
 
 
+def folds_half_rounding(base: str) -> bool:
+    """Whether the runtime of device `base` folds float16 round trips inside a kernel (NVIDIA's
+    Vulkan driver under wgpu; docs/differences.md), probed once per runtime by burn-cube."""
+    import burn_cube
+    from burn_cube.runtime.probes import folds_half_rounding as probe
+
+    return probe(burn_cube.runtime(base))
+
+
 def reference(base: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
     """torch's result, computed with subnormals flushed to zero where the device flushes them
     (NVIDIA's Vulkan driver under wgpu: ``1 / (1 / 3e38)`` is inf there; docs/differences.md)."""
     import burn_cube
-    from burn_cube.runtime.subnormals import flushes_subnormals
+    from burn_cube.runtime.probes import flushes_subnormals
 
     flush = flushes_subnormals(burn_cube.runtime(base)) and torch.set_flush_denormal(True)
     try:

@@ -28,8 +28,9 @@ OPS: dict[str, str | None] = {
     "inf": "(({t})CUDART_INF)", "ninf": "(({t})-CUDART_INF)", "nan": "(({t})CUDART_NAN)",
     # the type given: 8-bit operands may be C ints (literals, quotients) beside their type's
     "min": "bc_min<{t}>({a}, {b})", "max": "bc_max<{t}>({a}, {b})",
-    "div.int": "({a} / {b})", "div.uint": "({a} / {b})",
-    "mod.int": "({a} % {b})", "mod.uint": "({a} % {b})", "abs.int": "abs({a})",
+    "div.int": "bc_div<{t}>({a}, {b})", "div.uint": "bc_div<{t}>({a}, {b})",
+    "mod.int": "bc_mod<{t}>({a}, {b})", "mod.uint": "bc_mod<{t}>({a}, {b})",
+    "abs.int": "abs({a})",
     # __half has no implicit float math: absolute value natively, pow through float
     "abs.f16": "__habs({a})", "isnan.f16": "__hisnan({a})", "isinf.f16": "(__hisinf({a}) != 0)",
     "iszero.f16": "__heq({a}, __float2half(0.0f))",
@@ -58,6 +59,14 @@ PRELUDE = """\
 #define CUDART_NAN __int_as_float(0x7fffffff)
 template <typename T> __device__ inline T bc_min(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ inline T bc_max(T a, T b) { return a > b ? a : b; }
+// Integer division and remainder as the C target's, where CUDA's are undefined: 0 for a zero
+// divisor; a -1 divisor negates (wrapping: MIN / -1 is MIN) and leaves remainder 0.
+template <typename T> __device__ inline bool bc_minus_one(T b) {
+    return (T)-1 < (T)0 && b == (T)-1; }
+template <typename T> __device__ inline T bc_div(T a, T b) {
+    return b == 0 ? (T)0 : bc_minus_one(b) ? (T)(0ull - (unsigned long long)a) : (T)(a / b); }
+template <typename T> __device__ inline T bc_mod(T a, T b) {
+    return b == 0 || bc_minus_one(b) ? (T)0 : (T)(a % b); }
 // 8-bit atomics (CUDA has none): a compare-and-swap of the aligned 32-bit word holding the
 // byte; OP 0 adds (wrapping), 1 keeps the minimum, 2 the maximum. Returns the old value.
 template <int OP, typename T> __device__ inline T bc_atomic8(T *p, T v) {

@@ -109,6 +109,9 @@ def _ordered(op: str, dtype: str) -> str:
 #: NVIDIA's Vulkan driver computes ``%`` of a negative i32 wrongly (``-7 % 5`` gave 4 and
 #: ``-540 % 5`` gave 1 on the H200), where its division truncates as it should.
 SIGNED_REMAINDER = "select({a} - {b} * ({a} / {b}), {t}(0), {b} == {t}(0))"
+#: Integer division and unsigned remainder: 0 for a zero divisor, as on the other targets
+#: (WGSL's ``/`` gives the dividend there). ``INT_MIN / -1`` is INT_MIN, as WGSL defines it.
+ZERO_DIVISOR = "select({a} %s {b}, {t}(0), {b} == {t}(0))"
 
 OPS: dict[str, str | None] = {
     **POSITIONS,
@@ -120,7 +123,9 @@ OPS: dict[str, str | None] = {
        for name, bits in (("inf", "0x7f800000"), ("ninf", "0xff800000"), ("nan", "0x7fc00000"))},
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
     **{f"div.{s}": _scaled_division(s) for s in ("f32", *(f"f32x{n}" for n in LINE_LANES))},
-    "mod": "({a} % {b})", "mod.int": SIGNED_REMAINDER, "neg": "(-{a})",
+    "div.int": ZERO_DIVISOR % "/", "div.uint": ZERO_DIVISOR % "/",
+    "mod": "({a} % {b})", "mod.int": SIGNED_REMAINDER, "mod.uint": ZERO_DIVISOR % "%",
+    "neg": "(-{a})",
     "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
     **{f"{name}.{s}": _ordered(op, s) for name, op in (("lt", "<"), ("le", "<="), ("gt", ">"),
                                                        ("ge", ">=")) for s in MATH_NAMES},
