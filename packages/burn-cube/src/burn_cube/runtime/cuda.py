@@ -31,6 +31,7 @@ import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from threading import get_ident
 from typing import Any
 
@@ -305,7 +306,7 @@ class CudaRuntime(Runtime):
         self._staging_address = 0
         self._staging_lock = threading.Lock()
 
-    @property
+    @cached_property
     def properties(self) -> Properties:
         return Properties("cuda", self.description, "cuda",
                           frozenset(("bool", "u8", "i8", "u32", "i32", "i64", "f16", "bf16",
