@@ -396,14 +396,14 @@ def test_half_precision_reductions(base: str, name: str) -> None:
     rng = np.random.default_rng(6)
     big_rows = (rng.standard_normal((4, 3000)) + 3.0).astype(np.float32)
     agree_half(lambda x: (cast(cast(x, name) * 1.0, "float32").sum(1, keepdim=True),
-                     cast((cast(x, name) * 1.0).mean(1), "float32"),
-                     cast((cast(x, name) ** 2).mean(1), "float32"),
-                     cast(softmax(cast(x, name) * 1.0, 1), "float32")),
-          base, big_rows, rtol=1e-2, atol=1e-6, fused_only=True)
+                          cast((cast(x, name) * 1.0).mean(1), "float32"),
+                          cast((cast(x, name) ** 2).mean(1), "float32"),
+                          cast(softmax(cast(x, name) * 1.0, 1), "float32")),
+               base, big_rows, rtol=1e-2, atol=1e-6, fused_only=True)
     scale = 20000.0 if name == "float16" else 1e30
     agree_half(lambda x: (cast((cast(x, name) * scale).sum(1, keepdim=True), "float32"),
-                     cast((cast(x, name) * scale).mean(1, keepdim=True), "float32")),
-          base, big_rows[:, :8], rtol=1e-2)
+                          cast((cast(x, name) * scale).mean(1, keepdim=True), "float32")),
+               base, big_rows[:, :8], rtol=1e-2)
     big = 1000.0 if name == "float16" else 100.0
     data = np.array([[0.0, 0.125, 0.25, 0.125], [0.5, 0.50390625, 0.1, 0.2]], np.float32)
 
@@ -417,11 +417,11 @@ def test_half_precision_reductions(base: str, name: str) -> None:
     agree_half(rounded, base, data, rtol=0, atol=0)
     eye, rhs = np.eye(2, dtype=np.float32), np.array([[0.125, 0.25], [0.5, 0.0]], np.float32)
     agree_half(lambda x, w: (cast((cast(x, name).matmul(cast(w, name)) + big - big) * 2.0,
-                             "float32"),
-                        cast((cast(x, name).matmul(cast(w, name)) + big - big).sum(
-                            1, keepdim=True), "float32")), base, eye, rhs, rtol=0, atol=0)
+                                  "float32"),
+                             cast((cast(x, name).matmul(cast(w, name)) + big - big).sum(
+                                 1, keepdim=True), "float32")), base, eye, rhs, rtol=0, atol=0)
     agree_half(lambda x, w, c: relu(cast(x, name).matmul(cast(w, name)) + c), base,
-          rand(rng, 4, 9), rand(rng, 9, 3), rand(rng, 3), rtol=1e-2, atol=1e-2)
+               rand(rng, 4, 9), rand(rng, 9, 3), rand(rng, 3), rtol=1e-2, atol=1e-2)
 
 
 @ALL
