@@ -158,6 +158,31 @@ def test_zero_and_minus_one_divisors(rt: bc.Runtime, op: str, name: str) -> None
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("size", [7, 1000])
+@pytest.mark.parametrize("src", [f32, f64], ids=str)
+def test_float_int_float_keeps_zero_positive(rt: bc.Runtime, src: DType, size: int) -> None:
+    """A float -> i32 -> float round trip in one kernel gives the integer's +0.0 for values
+    that truncate to 0 from below (gcc's -fno-trapping-math fold into ``trunc`` gave -0.0),
+    negated after it: vector and scalar paths (`size`), every sign checked bit for bit."""
+    b = KernelBuilder(f"round_trip_{src}", cube_dim=64)
+    x = b.tensor("x", src)
+    out = b.tensor("out", src, write=True)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < out.len):
+        out[i] = -b.cast(b.cast(x[i], dtype_named("i32")), src)
+    pattern = np.array([-0.5, -0.0, 0.0, -0.99, 0.75, -1.5, 2.5, -3.0e9, np.nan], src.numpy)
+    values = np.resize(pattern, size)
+    got = _launch(rt, b, src, values)
+    if got is None:
+        return
+    inside = (values >= -2.0**31) & (values < 2.0**31)
+    whole = np.where(inside, np.trunc(np.where(inside, values, 0)), -2.0**31)
+    want = -(whole.astype(np.int32).astype(src.numpy))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("dst", INTS)
 @pytest.mark.parametrize("src", [f32, f64, f16], ids=str)
 def test_float_to_int_casts(rt: bc.Runtime, src: DType, dst: str) -> None:

@@ -129,6 +129,18 @@ def test_strided_broadcast_and_permuted_views(base: str) -> None:
     same(got, want, atol=1e-5)
 
 
+def test_float_int_float_round_trip_keeps_zero_positive(base: str) -> None:
+    """A float -> int32 -> float chain fused into one kernel: values that truncate to 0 from
+    below give the integer's +0.0 (gcc folded the round trip into ``trunc``, -0.0), then the
+    chain goes on (negated, scaled) as torch's."""
+    data = np.resize(np.array([-0.5, -0.0, 0.0, -0.99, 0.75, -1.5, 2.5, 7.0], np.float32), 37)
+    for tail in (lambda v: -v, lambda v: v * -2.0, lambda v: v + 0.0):
+        got, want = both(lambda a, tail=tail: tail(
+            (a * 1.0).cast(burn.int32).cast(burn.float32) if isinstance(a, burn.Tensor)
+            else (a * 1.0).to(torch.int32).to(torch.float32)), base, data)
+        same(got, want, rtol=0, atol=0)
+
+
 def test_int_wrapping_division_and_mixed_dtypes(base: str) -> None:
     data = np.array([-7, -1, 0, 3, 9, 2**31 - 1, -2**31, 5], np.int32)
     divisor = np.array([3, -3, 2, -2, 7, -7, 1, -1], np.int32)

@@ -100,10 +100,13 @@ class Emitter:
                            self.kernel.name)
 
     def render(self, op: str, dtype: DType, result: DType, args: list[str]) -> str:
-        """Fill an op's template."""
+        """Fill an op's template (an integer -> float cast then goes through ``from_int``)."""
         names = dict(zip("abc", args, strict=False))
-        return self.template(op, dtype).format(
+        text = self.template(op, dtype).format(
             t=self.type(result), s=dtype.name, **names, **self.fields(dtype))
+        if op == "cast" and result.is_float and dtype.is_integer:
+            text = self.template("from_int", result).format(a=text, t=self.type(result))
+        return text
 
     def lane(self, value: str, k: int) -> str:
         """Lane ``k`` of a line value (targets with ``lane_wise``)."""

@@ -80,6 +80,14 @@ def calls_library(op: str, dtype_name: str) -> bool:
         and f"{op}.{dtype_name}" not in OPS
 
 
+#: An integer -> float cast's result plus +0.0: under -fno-trapping-math gcc turns
+#: ``(float)(int)x`` into ``truncf(x)``, which keeps the sign of a negative x that truncates to
+#: 0 (-0.5 gave -0.0 where the integer 0 converts to +0.0); adding +0.0 maps -0.0 to +0.0 and
+#: leaves every other value as it is. The zero is `PRELUDE`'s global, whose value gcc cannot
+#: assume (it folds a literal ``+ 0`` away: an integer's conversion is never -0.0); its load
+#: is hoisted out of loops, which still vectorize.
+FROM_INT = "({a} + bc_positive_zero)"
+
 OPS: dict[str, str | None] = {
     **{op: f"((uint32_t){template})" for op, template in POSITIONS.items()},
     "plane_dim": "1u", "unit_pos_plane": "0u", "plane_sum": "({a})", "plane_max": "({a})",
@@ -93,7 +101,8 @@ OPS: dict[str, str | None] = {
     "and": "({a} && {b})", "or": "({a} || {b})", "not": "(!{a})",
     "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})",
     **shift_ops(BITS_TYPE), **WRAP_8BIT, "invert": "(~{a})",
-    "opaque": "{a}", "cast": "(({t}){a})", "select": "({a} ? {b} : {c})",
+    "opaque": "{a}", "cast": "(({t}){a})", "from_int": FROM_INT,
+    "select": "({a} ? {b} : {c})",
     "load": "{a}", "store": "{a}", "load.bf16": "bc_bf16_load({a})",
     "store.bf16": "bc_bf16_store({a})",
     "min": "bc_min_{s}({a}, {b})", "max": "bc_max_{s}({a}, {b})",
@@ -293,6 +302,7 @@ PRELUDE = """\
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+float bc_positive_zero = 0.0f;
 """
 
 

@@ -28,6 +28,9 @@ OPS: dict[str, str | None] = {
     "inf": "(({t})CUDART_INF)", "ninf": "(({t})-CUDART_INF)", "nan": "(({t})CUDART_NAN)",
     # the type given: 8-bit operands may be C ints (literals, quotients) beside their type's
     "min": "bc_min<{t}>({a}, {b})", "max": "bc_max<{t}>({a}, {b})",
+    # an integer -> float cast as it is (C's `from_int` adds 0 against gcc's fold; __half takes
+    # no int operand)
+    "from_int": "{a}",
     "div.int": "bc_div<{t}>({a}, {b})", "div.uint": "bc_div<{t}>({a}, {b})",
     "mod.int": "bc_mod<{t}>({a}, {b})", "mod.uint": "bc_mod<{t}>({a}, {b})",
     "abs.int": "abs({a})",

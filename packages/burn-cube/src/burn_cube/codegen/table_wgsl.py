@@ -135,7 +135,7 @@ OPS: dict[str, str | None] = {
     **{f"{op}.{s}": shift for s, bits in (("u32", 32), ("i32", 32), ("i64", 64))
        for op, shift in _shifts(s, bits).items()},
     "invert": "(~{a})",
-    "cast": "{t}({a})", "select": "select({c}, {b}, {a})",
+    "cast": "{t}({a})", "from_int": "{a}", "select": "select({c}, {b}, {a})",
     **{f"opaque.{s}{x}": _opaque(f"{s}{x}") for s in ("f16", "f32", "f64")
        for x in ("", *(f"x{n}" for n in LINE_LANES))},
     "load": "{a}", "store": "{a}", "load.bool": "({a} != 0u)", "store.bool": "select(0u, 1u, {a})",
