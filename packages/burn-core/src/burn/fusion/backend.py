@@ -88,7 +88,7 @@ class Fusion(Decorator):
                          if op.default and n not in self.recorded and op.device_at is None
                          and getattr(cls, n, None) is getattr(Backend, n)}
         for name, positions in self.recorded.items():  # the hot path of recording
-            method = _recorder(self, OPS[name], *positions)
+            method = _method(self, OPS[name], positions)
             if method is not None:
                 setattr(self, name, method)
         for name, op in OPS.items():  # ops run at once: straight to the inner backend
@@ -117,10 +117,9 @@ class Fusion(Decorator):
         if positions is not None:
             tensor_at, casts, optional = positions
             handles = [args[i] for i in tensor_at]
-            # dtypes by id: members are singletons, and enum hashing runs Python code
             key: list[Any] = [name]
             for h in handles:
-                key += (h.shape, id(h.dtype))
+                key += (h.shape, h.dtype)
             if casts:
                 key += [args[i] for i in casts]
             if optional:
@@ -248,9 +247,13 @@ def at_once(inner: Backend) -> Callable[[Callable[..., Any], Any], Any]:
 
 
 def _runner(fusion: Fusion, op: OpDef) -> Any:
-    """`op`'s method on `fusion` for an op run at once: the inner backend's method on the
-    arguments as they are where none is a `FusionTensor` (a creation op's device made the
-    inner one), else `Fusion.eager` (the generic method for keyword calls)."""
+    """`op`'s method on `fusion` for an op run at once: `_method`'s for one or two tensors;
+    else the inner backend's method on the arguments as they are where none is a
+    `FusionTensor` (a creation op's device made the inner one), else `Fusion.eager` (the
+    generic method for keyword calls)."""
+    method = _method(fusion, op, None)
+    if method is not None:
+        return method
     generic = getattr(Decorator, op.name)
     eager, inner, name, tensor_at = fusion.eager, fusion.inner, op.name, op.tensor_at
     run = fusion.run_inner
@@ -265,15 +268,6 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
             if kwargs:
                 return generic(fusion, *args, **kwargs)
             return eager(op, args)
-    elif len(tensor_at) == 1:  # (the loop below costs ~0.15 us more an op)
-        only = tensor_at[0]
-
-        def method(*args: Any, **kwargs: Any) -> Any:
-            if kwargs:
-                return generic(fusion, *args, **kwargs)
-            if type(args[only]) is FusionTensor:
-                return eager(op, args)
-            return run(getattr(inner, name), args)
     else:
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
@@ -287,20 +281,32 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
     return method
 
 
-def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tuple[int, ...],
-              optional: tuple[int, ...]) -> Any:
-    """`op`'s method on `fusion` where it has one or two tensors: `Fusion.handle`'s recording
-    inlined (the same structures, so one cache), the inner backend's method at once where the
-    structure is not recorded (or is `Stream.lone` and nothing is pending) and no argument is
-    a `FusionTensor`, the generic method for keyword calls; None for other ops (they go
-    through `handle`)."""
-    if not 0 < len(tensor_at) <= 2 or op.list_at:
+class _NoKernels:
+    """The launch count of an inner backend without burn-cube kernels (numpy+fusion)."""
+
+    launches = 0
+
+
+def _method(fusion: Fusion, op: OpDef,
+            recorded: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None) -> Any:
+    """`op`'s method on `fusion` where it has one or two tensors and no list of them (None
+    for other ops): with `recorded` (`Fusion.recorded`'s positions), `Fusion.handle`'s
+    recording inlined (the same structures, so one cache); then, where the op is not
+    recorded (its structure is not, or is `Stream.lone` and nothing is pending) and no
+    argument is a `FusionTensor`, the inner backend's method at once, counted as `at_once`
+    counts (inlined: these are the ops of every step); else `Fusion.eager`; the generic
+    method for keyword calls."""
+    tensor_at = op.tensor_at
+    if not 0 < len(tensor_at) <= 2 or op.list_at or op.device_at is not None:
         return None
     generic = getattr(Decorator, op.name)
     name, results, inner, stream = op.name, fusion._results, fusion.inner, fusion.stream
-    record, lone, run = stream.record, stream.lone, fusion.run_inner
+    record, lone, eager = stream.record, stream.lone, fusion.eager
+    bound = getattr(inner, name)
+    runtime = getattr(inner, "runtime", None) or _NoKernels
     first, second = tensor_at[0], tensor_at[-1]
     two = len(tensor_at) == 2
+    _, casts, optional = recorded or ((), (), ())
     # the compile-time arguments as `handle` appends them: one by index, more by one getter
     # (a generic tuple of them cost ~0.6 us an op, measured)
     one_at = casts[0] if casts else 0
@@ -310,21 +316,27 @@ def _recorder(fusion: Fusion, op: OpDef, tensor_at: tuple[int, ...], casts: tupl
         if kwargs:
             return generic(fusion, *args, **kwargs)
         a, b = args[first], args[second]  # (one tensor: the same)
-        key: tuple[Any, ...] = (name, a.shape, id(a.dtype), b.shape, id(b.dtype)) if two \
-            else (name, a.shape, id(a.dtype))
-        if casts:
-            key += (args[one_at],) if pick is None else pick(args)
-        if optional:
-            key += tuple([args[i] is None for i in optional])
-        if stream.pending or key not in lone:  # (a lone structure was inferred when recorded)
-            result = results.get(key)
-            if result is None:
-                result = fusion._infer(op, args, [a, b] if two else [a], key)
-            if result:
-                return record(op, args, tensor_at, [a, b] if two else [a], key, result)
+        if recorded:
+            # (dtypes hash by identity, in C: `DType.__hash__`)
+            key: tuple[Any, ...] = (name, a.shape, a.dtype, b.shape, b.dtype) if two \
+                else (name, a.shape, a.dtype)
+            if casts:
+                key += (args[one_at],) if pick is None else pick(args)
+            if optional:
+                key += tuple([args[i] is None for i in optional])
+            if stream.pending or key not in lone:  # (a lone one was inferred when recorded)
+                result = results.get(key)
+                if result is None:
+                    result = fusion._infer(op, args, [a, b] if two else [a], key)
+                if result:
+                    return record(op, args, tensor_at, [a, b] if two else [a], key, result)
         if type(a) is FusionTensor or type(b) is FusionTensor:
-            return fusion.eager(op, args)
-        return run(getattr(inner, name), args)
+            return eager(op, args)
+        STATS.ops_eager += 1
+        before = runtime.launches
+        result = bound(*args)
+        STATS.kernels_launched += runtime.launches - before
+        return result
 
     method.__name__ = name
     return method
