@@ -141,6 +141,22 @@ def test_float_int_float_round_trip_keeps_zero_positive(base: str) -> None:
         same(got, want, rtol=0, atol=0)
 
 
+def test_negated_bool_casts_keep_negative_zero(base: str) -> None:
+    """A comparison cast to float, then negated or scaled by a negative number, in one kernel:
+    false gives -0.0 as in torch (on the H200, ptxas turned the select of the immediates -1.0
+    and -0.0 that NVVM folded ``-(c ? 1.0f : 0.0f)`` into into +0.0, and 1 / that into +inf)."""
+    data = np.resize(np.array([0.0, -0.0, -1.0, 0.5, -0.5, 2.0, np.nan, -np.inf], np.float32), 37)
+    for tail in (lambda v: -v, lambda v: v * -2.0, lambda v: 1.0 / -v):
+        got, want = both(lambda a, tail=tail: tail((a > 0.0).cast(burn.float32))
+                         if isinstance(a, burn.Tensor) else tail((a > 0.0).to(torch.float32)),
+                         base, data)
+        same(got, want, rtol=0, atol=0)
+    flags = np.resize(np.array([False, True, True, False]), 37)
+    got, want = both(lambda a: -((a == a).cast(burn.float32)) if isinstance(a, burn.Tensor)
+                     else -((a == a).to(torch.float32)), base, flags)
+    same(got, want, rtol=0, atol=0)
+
+
 def test_int_wrapping_division_and_mixed_dtypes(base: str) -> None:
     data = np.array([-7, -1, 0, 3, 9, 2**31 - 1, -2**31, 5], np.int32)
     divisor = np.array([3, -3, 2, -2, 7, -7, 1, -1], np.int32)

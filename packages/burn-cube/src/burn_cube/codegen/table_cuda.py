@@ -8,6 +8,8 @@ even on store and on casts to bf16), so it needs no bf16 arithmetic from the arc
 
 from __future__ import annotations
 
+import math
+
 from burn_cube.codegen import table_c
 from burn_cube.codegen.emitter import POSITIONS
 
@@ -55,11 +57,18 @@ for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float", "exp.f32",
     OPS.pop(_key)
 
 #: Included by kernels that use bf16.
+#: Float dtypes, whose zero literals read the prelude's `bc_zero`.
+FLOAT_NAMES = ("f16", "bf16", "f32", "f64")
+
 BF16_INCLUDE = "#include <cuda_bf16.h>"
 PRELUDE = """\
 #include <cuda_fp16.h>
 #define CUDART_INF __int_as_float(0x7f800000)
 #define CUDART_NAN __int_as_float(0x7fffffff)
+// Float zero literals read this (`literal`): ptxas (CUDA 13, sm_90) turned a select of the
+// immediates -1.0 and -0.0 into +0.0, a select NVVM made of -(b ? 1.0f : 0.0f); a zero it cannot
+// see keeps such selects between registers.
+__constant__ float bc_zero = 0.0f;
 template <typename T> __device__ inline T bc_min(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ inline T bc_max(T a, T b) { return a > b ? a : b; }
 // Integer division and remainder as the C target's, where CUDA's are undefined: 0 for a zero
@@ -131,4 +140,7 @@ def literal(value: int | float | bool, type_name: str, dtype_name: str) -> str:
     """
     if dtype_name == "i64" and int(value) not in table_c.MIN_LITERALS:
         return f"{int(value)}LL"
+    if dtype_name in FLOAT_NAMES and value == 0:  # (the prelude's `bc_zero`)
+        zero = "bc_zero" if type_name == "float" else f"(({type_name})bc_zero)"
+        return f"(-{zero})" if math.copysign(1.0, value) < 0 else zero
     return table_c.literal(value, type_name, dtype_name)
