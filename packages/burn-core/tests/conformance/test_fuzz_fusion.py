@@ -183,6 +183,14 @@ FLOAT_UNARY: dict[str, Unary] = {
 TRANSCENDENTAL = {n for n, (_, _, d, u) in FLOAT_UNARY.items() if u == MATH}
 #: Relative errors of wgpu's math functions past `MATH` (llvmpipe's atan, docs/differences.md).
 WGPU_MATH = {"atan": 3e-5}
+#: Absolute errors of wgpu's math functions by x, where WGSL bounds them absolutely (sin: 2^-11
+#: on [-pi, pi]; log: 2^-21 on [0.5, 2]) and drivers use that: NVIDIA's Vulkan driver on an
+#: H200 was 3.3e-7 off for sin of |x| <= 1, 9.9e-6 for |x| <= 100, 5.4e-4 at 8103, and 4.8e-8
+#: for log near 1 (docs/differences.md).
+WGPU_ABSOLUTE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "sin": lambda x: 2.0**-20 * x.abs().clamp(min=1.0),
+    "log": lambda x: torch.where((x >= 0.5) & (x <= 2.0), 2.0**-21, 0.0),
+}
 #: Ops computed as products, which a fused kernel may contract with a later add into an FMA.
 PRODUCTS = ("square", "pow_cube", "pow_m2", "pow_1_5")
 #: Scalars of binary steps.
@@ -381,6 +389,8 @@ class Program:
             err = _mul(slope(x, o), r.err)
             if self.wgpu_math:
                 rounding = max(rounding, WGPU_MATH.get(name, 0.0))
+                if name in WGPU_ABSOLUTE:
+                    err = err + WGPU_ABSOLUTE[name](x)
             if rounding:  # a zero of a math function is exact (tanh(-0.0), exp(-inf))
                 err = err + _rounding(rounding, o, o == 0)
         if name in TRANSCENDENTAL and self.wgpu_math:
