@@ -93,9 +93,9 @@ def _negated_flag(tail: str) -> bc.IRKernel:
 @pytest.mark.parametrize("tail", ["neg", "mul"])
 def test_negated_select_of_constants_keeps_negative_zero(rt: bc.Runtime, tail: str) -> None:
     """``-(x > 0 ? 1 : 0)`` and ``(x > 0 ? 1 : 0) * -2`` give -0.0 where the comparison is
-    false: on CUDA, NVVM folds them into a select of two immediates and ptxas (CUDA 13, sm_90)
-    turned its -0.0 into +0.0, so the CUDA target's float zero literals read a constant it
-    cannot see (`table_cuda.literal`). The values are checked on every runtime; the signs of
+    false: on CUDA, NVVM folded the negation into a select of two immediates and ptxas (CUDA 13,
+    sm_90) turned its -0.0 into +0.0, so the CUDA target's float zero literals read a constant
+    it cannot see (`table_cuda.literal`). The values are checked on every runtime; the signs of
     zeros on cpu and cuda: WGSL lets an implementation ignore the sign of a zero (NVIDIA's
     Vulkan driver does here; burn-core's fusion hides values from it: `burn.fusion.emit`)."""
     values = np.resize(np.array([0.0, -0.0, -1.0, 0.5, -3.0, 2.0, np.nan], np.float32), N)

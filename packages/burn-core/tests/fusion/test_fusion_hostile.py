@@ -143,8 +143,8 @@ def test_float_int_float_round_trip_keeps_zero_positive(base: str) -> None:
 
 def test_negated_bool_casts_keep_negative_zero(base: str) -> None:
     """A comparison cast to float, then negated or scaled by a negative number, in one kernel:
-    false gives -0.0 as in torch (on the H200, ptxas turned the select of the immediates -1.0
-    and -0.0 that NVVM folded ``-(c ? 1.0f : 0.0f)`` into into +0.0, and 1 / that into +inf)."""
+    false gives -0.0 as in torch (on the H200, NVVM folded ``-(c ? 1.0f : 0.0f)`` into a select
+    of the immediates -1.0 and -0.0, which ptxas ran as +0.0; 1 / that was +inf)."""
     data = np.resize(np.array([0.0, -0.0, -1.0, 0.5, -0.5, 2.0, np.nan, -np.inf], np.float32), 37)
     for tail in (lambda v: -v, lambda v: v * -2.0, lambda v: 1.0 / -v):
         got, want = both(lambda a, tail=tail: tail((a > 0.0).cast(burn.float32))

@@ -56,10 +56,10 @@ for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float", "exp.f32",
              "erf.f32"):
     OPS.pop(_key)
 
-#: Included by kernels that use bf16.
 #: Float dtypes, whose zero literals read the prelude's `bc_zero`.
 FLOAT_NAMES = ("f16", "bf16", "f32", "f64")
 
+#: Included by kernels that use bf16.
 BF16_INCLUDE = "#include <cuda_bf16.h>"
 PRELUDE = """\
 #include <cuda_fp16.h>
