@@ -64,3 +64,30 @@ def test_exp_special_values_and_range() -> None:
     x = np.linspace(-103, 88.7, 400_001).astype(np.float32)
     want = np.exp(x.astype(np.float64))
     assert _ulps(_apply("exp", x), want).max() <= 2
+
+
+@pytest.mark.parametrize("size", [8, 1000])
+def test_exp_overflow_then_add_is_ieee(size: int) -> None:
+    """exp then an add in one kernel: where exp overflows the sum is inf + y (NaN for -inf,
+    inf for -3e38), as with exp's result stored first; gcc contracted the helper's last
+    product with the add into an FMA, which never overflows (exp(100) + -inf was -inf).
+    Scalar and vector paths (`size`)."""
+    x = np.resize(np.array([88.72283, 88.72284, 89.0, 100.0, np.inf, np.nan, 88.0, 0.0],
+                           np.float32), size)
+    y = np.resize(np.array([-np.inf, -np.inf, -np.inf, -3e38, -np.inf, -np.inf, -3e38, -np.inf],
+                           np.float32), size)
+    b = KernelBuilder("c_exp_add", cube_dim=64)
+    src, other, out = b.tensor("x", bc.f32), b.tensor("y", bc.f32), b.tensor("out", bc.f32)
+    i = b.ABSOLUTE_POS
+    with b.if_(i < src.len):
+        out[i] = b.exp(src[i]) + other[i]
+    got = np.zeros_like(x)
+    b.kernel().launch(bc.runtime("cpu"), -(-size // 64), 64, x, y, got)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = (np.exp(x.astype(np.float64)).astype(np.float32) + y).astype(np.float32)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got) & (got > 0), np.isinf(want) & (want > 0))
+    np.testing.assert_array_equal(np.isinf(got) & (got < 0), np.isinf(want) & (want < 0))
+    finite = np.isfinite(want)
+    assert _ulps(got[finite], want[finite].astype(np.float64)).max() <= 2

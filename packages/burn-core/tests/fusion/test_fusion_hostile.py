@@ -157,6 +157,17 @@ def test_negated_bool_casts_keep_negative_zero(base: str) -> None:
     same(got, want, rtol=0, atol=0)
 
 
+def test_overflowed_exp_then_add(base: str) -> None:
+    """exp overflowing to inf, then an add, fused: inf + -inf is NaN and inf + -3e38 inf, as
+    in torch (the C target's exp ended in a product that gcc contracted with the add into an
+    FMA, which does not overflow: exp(100) + -inf was -inf)."""
+    x = np.resize(np.array([88.72283, 88.72284, 89.0, 100.0, np.inf, 88.0, 0.0], np.float32), 37)
+    y = np.resize(np.array([-np.inf, -np.inf, -3e38, -np.inf, -3e38, -3e38, -np.inf],
+                           np.float32), 37)
+    got, want = both(lambda a, b: (a * 1.0).exp() + b, base, x, y)
+    same(got, want)
+
+
 def test_int_wrapping_division_and_mixed_dtypes(base: str) -> None:
     data = np.array([-7, -1, 0, 3, 9, 2**31 - 1, -2**31, 5], np.int32)
     divisor = np.array([3, -3, 2, -2, 7, -7, 1, -1], np.int32)

@@ -177,7 +177,10 @@ static inline {T} bc_atomic_max_{s}({T} *p, {T} v) {{
 #: Branch-free f32 exp/tanh that the compiler can vectorize; libm's scalar calls cannot be
 #: without -ffast-math. IEEE special values are kept: NaN propagates, exp overflows to inf and
 #: underflows through denormals to 0. `bc_exp_f32` (Cephes polynomial, within 1.0 ulp of float64
-#: over [-103, 88.7]) scales by two powers of two (results down to the denormals); its
+#: over [-103, 88.7]) scales by two powers of two (results down to the denormals), and is inf
+#: past 88.72283 (the last float whose float32 exp is finite) by a select, not by the product's
+#: overflow: gcc contracts that product with an add after it into an FMA, which does not
+#: overflow (a fused exp(100) + -inf was -inf, not NaN); its
 #: polynomial is evaluated in Estrin's form (a shorter chain of dependent operations than
 #: Horner's). tanh is a rational function (fitted here, minimax relative error 8e-9 on [0, 9.1]):
 #: |x| clamped to 9.1 (where float32 tanh is 1.0; NaN stays), times an even numerator of degree 12
@@ -244,7 +247,8 @@ static inline float bc_exp_f32(float x) {
     float n;
     float p = bc_exp_reduced_f32(x, &n);
     int32_t k = (int32_t)n, k1 = k / 2;
-    return p * bc_pow2_f32(k1) * bc_pow2_f32(k - k1);
+    float e = p * bc_pow2_f32(k1) * bc_pow2_f32(k - k1);
+    return x > 88.72283f ? __builtin_inff() : e;
 }
 """
 #: Copies of staging buffers past the caches (`c.STREAM_BYTES`; both ends on cache lines): AVX's
