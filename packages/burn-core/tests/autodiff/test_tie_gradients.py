@@ -34,3 +34,18 @@ def test_full_extreme_splits_a_tie_gradient(op: str) -> None:
     got = x.grad(grads)
     assert got is not None and got.shape == tuple(xt.shape)
     np.testing.assert_allclose(got.to_numpy(), xt.grad.numpy())
+
+
+@pytest.mark.parametrize("device", ["numpy", "cpu", "cpu+fusion"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_full_extreme_with_an_infinite_gradient(op: str, device: str) -> None:
+    """The full max() / min() divided by 0 (an infinite gradient): the extreme's ties get inf,
+    the other elements 0 as in torch (a mask multiplied by the gradient made them NaN)."""
+    dev = burn.Device(device).autodiff()
+    x = burn.tensor(TIES.astype(np.float32), device=dev).require_grad()
+    xt = torch.tensor(TIES.astype(np.float32), requires_grad=True)
+    grads = (getattr(x, op)() / 0.0).backward()
+    (getattr(xt, op)() / 0.0).backward()
+    got = x.grad(grads)
+    assert got is not None and got.shape == tuple(xt.shape) and got.dtype == burn.float32
+    np.testing.assert_array_equal(got.to_numpy(), xt.grad.numpy())

@@ -94,7 +94,8 @@ class ReductionOps(OpsBase):
 
     def _extreme(self, x: T, op: str) -> T:
         """max / min over all elements; the grad is split evenly between ties (as torch), the
-        NaNs being the ties of a NaN result."""
+        NaNs being the ties of a NaN result; the other elements get 0 (selected, not multiplied
+        by 0: an infinite grad gives them 0, not NaN, as torch and Burn's scatter)."""
         inner = self.inner
         out = getattr(inner, op)(x.primitive)
         if x.node is None or not _MODE.enabled:
@@ -104,9 +105,10 @@ class ReductionOps(OpsBase):
             v, result = saved
             result = inner.float_expand(result, inner.shape(v))
             both_nan = inner.bool_and(inner.float_is_nan(v), inner.float_is_nan(result))
-            hit = inner.bool_into_float(inner.bool_or(inner.float_equal(v, result), both_nan),
-                                        inner.dtype(v))
-            return (inner.float_mul(hit, inner.float_div(g, inner.float_sum(hit))),)
+            ties = inner.bool_or(inner.float_equal(v, result), both_nan)
+            hit = inner.bool_into_float(ties, inner.dtype(v))
+            share = inner.float_mul(hit, inner.float_div(g, inner.float_sum(hit)))
+            return (inner.float_mask_fill(share, inner.bool_not(ties), 0.0),)
         return record(out, (x,), fn, (save(x), out))
 
     def float_max(self, x: T) -> T:
