@@ -487,8 +487,11 @@ class Program:
             unknown = unknown | (over(finite) > F32_MAX)
         if name == "var":
             unknown = unknown | (over(finite.square()) > F32_MAX)
-        if name == "prod":  # partial products too (3e38 * 3e38 * 0 is NaN or 0)
+        if name == "prod":  # partial products too (3e38 * 3e38 * 0 is NaN or 0), and they may
+            # underflow to 0 beside an inf (1e-30 * 1e-30 * inf is inf or NaN): order dependent
             unknown = unknown | (over(finite.clamp(min=1.0), "prod") > F32_MAX)
+            small = torch.where(finite > 0, finite.clamp(max=1.0), 1.0)
+            unknown = unknown | (over(torch.isinf(x), "any") & (over(small, "prod") < F32_TINY))
             self.grad_differs |= self.grad and not bool(torch.isfinite(x).all())
         if name in ("sum", "mean"):
             err = sum_err + n * ROUND * over(x.abs())
