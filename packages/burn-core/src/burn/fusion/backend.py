@@ -281,28 +281,20 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
     return method
 
 
-class _NoKernels:
-    """The launch count of an inner backend without burn-cube kernels (numpy+fusion)."""
-
-    launches = 0
-
-
 def _method(fusion: Fusion, op: OpDef,
             recorded: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None) -> Any:
     """`op`'s method on `fusion` where it has one or two tensors and no list of them (None
     for other ops): with `recorded` (`Fusion.recorded`'s positions), `Fusion.handle`'s
     recording inlined (the same structures, so one cache); then, where the op is not
     recorded (its structure is not, or is `Stream.lone` and nothing is pending) and no
-    argument is a `FusionTensor`, the inner backend's method at once, counted as `at_once`
-    counts (inlined: these are the ops of every step); else `Fusion.eager`; the generic
-    method for keyword calls."""
+    argument is a `FusionTensor`, the inner backend's method at once (`Fusion.run_inner`);
+    else `Fusion.eager`; the generic method for keyword calls."""
     tensor_at = op.tensor_at
     if not 0 < len(tensor_at) <= 2 or op.list_at or op.device_at is not None:
         return None
     generic = getattr(Decorator, op.name)
     name, results, inner, stream = op.name, fusion._results, fusion.inner, fusion.stream
-    record, lone, eager = stream.record, stream.lone, fusion.eager
-    runtime = getattr(inner, "runtime", None) or _NoKernels
+    record, lone, eager, run = stream.record, stream.lone, fusion.eager, fusion.run_inner
     first, second = tensor_at[0], tensor_at[-1]
     two = len(tensor_at) == 2
     _, casts, optional = recorded or ((), (), ())
@@ -331,11 +323,7 @@ def _method(fusion: Fusion, op: OpDef,
                     return record(op, args, tensor_at, [a, b] if two else [a], key, result)
         if type(a) is FusionTensor or type(b) is FusionTensor:
             return eager(op, args)
-        STATS.ops_eager += 1
-        before = runtime.launches
-        result = getattr(inner, name)(*args)  # (looked up: instrumented backends)
-        STATS.kernels_launched += runtime.launches - before
-        return result
+        return run(getattr(inner, name), args)
 
     method.__name__ = name
     return method
