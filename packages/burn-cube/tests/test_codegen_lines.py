@@ -417,3 +417,23 @@ def test_avx512_cpus_vectorize_at_512_bits(tmp_path: Path) -> None:
     x = np.zeros(1024, np.float32)
     assert "loop vectorized using 64 byte vectors" in _vectorized(
         tmp_path, gelu_line.source("c", 256, x, x))
+
+
+def test_fmod_on_lines_is_a_compile_error() -> None:
+    """fmod has no Line form (the WGSL and CUDA helpers run a long division on the bits of one
+    value: WGSL rejected `f32(vec4<f32>)`): building it raises a typed error naming it, so
+    burn-core's elementwise kernels fall back to one element per unit (their `CompileError`
+    path); on scalars it builds."""
+    for lanes in (4, 1):
+        b = KernelBuilder("fmod_lines", cube_dim=64)
+        x = b.tensor("x", f32, rank=1, line_size=lanes, write=False)
+        out = b.tensor("out", f32, rank=1, line_size=lanes, write=True)
+        i = b.ABSOLUTE_POS
+        with b.if_(i < x.shape[0]):
+            if lanes > 1:
+                with pytest.raises(CompileError, match=r"fmod\(\) is not supported on Line"):
+                    b.call_value("fmod", x[i], x[i])
+                continue
+            out[i] = b.call_value("fmod", x[i], x[i])
+        if lanes == 1:
+            assert "fmod" in generate(b.build(), "c")

@@ -14,13 +14,21 @@ from .reference import (
     FLOATS,
     GRAD_DTYPES,
     INTS,
+    NUMPY_OF,
     Domain,
     T,
+    burn_tensor,
     check_backward,
     check_forward,
+    dtype_of,
     held,
     op_param,
     rand,
+    to_numpy,
+    torch_numpy,
+    torch_tensor,
+    view_burn,
+    view_torch,
 )
 
 #: dividends at least 0.05 from every integer: x / +-2 stays away from integers in every dtype.
@@ -57,6 +65,38 @@ def test_fmod_forward(name: str, dtype: str, layout: str, device: burn.Device,
         special = T(np.array([5.5, -5.5, np.inf, 1.0, -0.0]), wide)
         divisor = T(np.array([np.inf, -np.inf, 2.0, 0.0, 3.0]), wide)
         check_forward(lambda a, b: a.fmod(b), torch.fmod, [special, divisor], device)
+
+
+@pytest.mark.parametrize("name,dtype,layout", [op_param("fmod", d, lay) for d in FLOATS
+                                               for lay in LAYOUTS])
+def test_fmod_is_exact(name: str, dtype: str, layout: str, device: burn.Device,
+                       rng: np.random.Generator) -> None:
+    """Float fmod is C's, exact for every quotient and dividend in every dtype, as torch's: the
+    composite `x - y * trunc(x / y)` it replaced rounded the quotient (in float16 a remainder
+    came out a whole divisor off) and lost zeros' signs (fmod(-4, 2) is -0.0). Bit for bit,
+    scalar divisors too (rounded to the tensor's dtype first, as torch)."""
+    dtype = dtype_of(held(dtype, device))
+    x = np.concatenate([rng.normal(size=60) * 50, [-4.0, -0.0, 0.0, 7.0, -7.5, 1e4, -3e4, 0.1]])
+    y = np.concatenate([rng.normal(size=60) * 3, [2.0, 1.0, -1.0, np.inf, -np.inf, 0.3, -7.0,
+                                                   0.0]])
+    x, y = x.astype(NUMPY_OF[dtype]), y.astype(NUMPY_OF[dtype])
+    a, b = burn_tensor(x, dtype, device), burn_tensor(y, dtype, device)
+    ta, tb = torch_tensor(x, dtype), torch_tensor(y, dtype)
+    for got, want in ((a.fmod(b), torch.fmod(ta, tb)), (a.fmod(0.3), torch.fmod(ta, 0.3)),
+                      (a.fmod(-2.5), torch.fmod(ta, -2.5))):
+        assert got.dtype == dtype and tuple(got.shape) == tuple(want.shape)
+        got_bits, want_bits = to_numpy(got).astype(np.float64), torch_numpy(want).astype(
+            np.float64)
+        np.testing.assert_array_equal(got_bits, want_bits)  # NaN at the same places
+        assert (np.signbit(got_bits) == np.signbit(want_bits))[~np.isnan(want_bits)].all(), \
+            "fmod: a zero's sign differs from torch's"
+    grid = view_torch(torch_tensor(x[:64].reshape(8, 8), dtype), layout)
+    row = y[:grid.shape[-1]]
+    want = torch.fmod(grid, torch_tensor(row, dtype))
+    got = view_burn(burn_tensor(x[:64].reshape(8, 8), dtype, device), layout).fmod(
+        burn_tensor(row, dtype, device))
+    np.testing.assert_array_equal(to_numpy(got).astype(np.float64),
+                                  torch_numpy(want).astype(np.float64))
 
 
 @pytest.mark.parametrize("name,dtype", [op_param("fmod", d) for d in GRAD_DTYPES])

@@ -78,6 +78,8 @@ def test_remainder_signs() -> None:
     b = np.array([2.0, -2.0, -2.0, 2.0, -3.0, 3.0], np.float32)
     check(B.float_remainder(a, b), torch.remainder(t(a), t(b)))
     check(B.float_remainder_scalar(a, -2.0), torch.remainder(t(a), -2.0))
+    check(B.float_fmod(a, b), torch.fmod(t(a), t(b)))
+    check(B.float_fmod_scalar(a, -2.0), torch.fmod(t(a), -2.0))
     ai = np.array([-7, -7, 7, 7, 0], np.int32)
     bi = np.array([2, -2, -2, 2, 5], np.int32)
     check(B.int_remainder(ai, bi), torch.remainder(t(ai), t(bi)))

@@ -94,6 +94,9 @@ class FloatOps(ABC):
     @abstractmethod
     def float_remainder(self, lhs: P, rhs: P) -> P:
         """Remainder with the sign of the divisor (Python / PyTorch `%`)."""
+    @abstractmethod
+    def float_fmod(self, lhs: P, rhs: P) -> P:
+        """C's fmod: the exact remainder of truncated division, with the dividend's sign."""
 
     @abstractmethod
     def float_add_scalar(self, lhs: P, rhs: float) -> P: ...
@@ -105,6 +108,8 @@ class FloatOps(ABC):
     def float_div_scalar(self, lhs: P, rhs: float) -> P: ...
     @abstractmethod
     def float_remainder_scalar(self, lhs: P, rhs: float) -> P: ...
+    @abstractmethod
+    def float_fmod_scalar(self, lhs: P, rhs: float) -> P: ...
     @abstractmethod
     def float_neg(self, x: P) -> P: ...
     @abstractmethod

@@ -9,6 +9,7 @@ from burn.backend.distribution import Distribution
 from burn.dtype import Kind
 from burn.errors import DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
+from burn.frontend.dispatch import BinaryOp, binary
 from burn.frontend.validation import (
     as_scalar,
     broadcast_shapes,
@@ -23,6 +24,8 @@ from burn.frontend.validation import (
 
 if TYPE_CHECKING:
     from burn.frontend.tensor import Tensor
+
+FMOD = BinaryOp("fmod", {"float_": "float_fmod"})
 
 #: is_close's default tolerances (Burn's and torch.isclose's).
 DEFAULT_RTOL = 1e-5
@@ -54,7 +57,8 @@ class NumericMixin(TensorBase):
 
     def fmod(self, other: Tensor | float) -> Tensor:
         """C's fmod: the remainder of division truncated towards zero, with the dividend's sign
-        (torch.fmod); float: `x - other * trunc(x / other)` as Burn, so `fmod(x, inf)` is x.
+        (torch.fmod), exact for floats (one op: `float_fmod`), so `fmod(x, inf)` is x and
+        `fmod(-4.0, 2.0)` is -0.0. A scalar `other` takes the tensor's dtype first, as torch.
 
         Raises:
             DTypeError: for bool operands.
@@ -66,9 +70,7 @@ class NumericMixin(TensorBase):
             r = x % y  # floor remainder: the divisor's sign
             wrong_sign = (r != 0) & ((r < 0) ^ (x < 0))
             return r.mask_where(wrong_sign, r - y)
-        q = (x / y).trunc()
-        prod = (y * q).mask_where((q == 0) & y.is_inf(), x * 0.0)
-        return x - prod
+        return binary(x, y, FMOD)
 
     def is_finite(self) -> Tensor:
         """Elementwise: neither nan nor +-inf (all true for int and bool tensors)."""

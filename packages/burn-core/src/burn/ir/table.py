@@ -173,6 +173,8 @@ for _suffix, _rhs, _shape in (("", "T", r.elementwise), ("_scalar", "scalar", r.
        cube=_float_remainder("lhs", "rhs"))
     op(f"remainder{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
        kinds=("int",), cube=_floor_mod("lhs", "rhs"))
+    op(f"fmod{_suffix}", f"lhs: T, rhs: {_rhs}", "T", _shape, family="arithmetic",
+       cube=("fmod", "lhs", "rhs"))
 op("neg", "x: T", "T", r.same, family="arithmetic", kinds=FI, cube=("neg", "x"))
 op("recip", "x: T", "T", r.same, family="arithmetic", cube=("div", 1.0, "x"))
 op("matmul", "lhs: T, rhs: T", "T", r.matmul, family="arithmetic", kinds=FI)

@@ -460,6 +460,8 @@ class Scope:
         if op == "fmod":  # C's fmod: the remainder of truncated division, exact
             need(2)
             a, b = self.unify(*args)
+            if a.dtype.lanes > 1:  # (a long division on the bits in WGSL and CUDA: per lane)
+                raise self.error(f"{op}() is not supported on Line values")
             dtype = a.dtype if a.dtype.is_float else line(f32, a.dtype.lanes)
             return ir.Op("fmod", (cast(a, dtype), cast(b, dtype)), dtype)
         if op in ("select", *ATOMICS, "plane_sum", "plane_max") and any(

@@ -53,6 +53,13 @@ class ArithmeticOps(OpsBase):
             lambda i, g, a, b: i.float_neg(i.float_mul(g, i.float_floor(i.float_div(a, b)))),
             "", "ab")
 
+    def float_fmod(self, lhs: T, rhs: T) -> T:
+        # fmod(a, b) = a - b trunc(a / b) (torch's gradient: trunc division for b)
+        return self._binary(
+            "float_fmod", lhs, rhs, _grad,
+            lambda i, g, a, b: i.float_neg(i.float_mul(g, i.float_trunc(i.float_div(a, b)))),
+            "", "ab")
+
     # --- one-input (memory-bound) ---
     def float_add_scalar(self, lhs: T, rhs: float) -> T:
         return self._elementwise(lhs, lambda p: self.inner.float_add_scalar(p, rhs),
@@ -72,6 +79,10 @@ class ArithmeticOps(OpsBase):
 
     def float_remainder_scalar(self, lhs: T, rhs: float) -> T:
         return self._elementwise(lhs, lambda p: self.inner.float_remainder_scalar(p, rhs),
+                                 _identity, Uses.NOTHING)
+
+    def float_fmod_scalar(self, lhs: T, rhs: float) -> T:
+        return self._elementwise(lhs, lambda p: self.inner.float_fmod_scalar(p, rhs),
                                  _identity, Uses.NOTHING)
 
     def float_neg(self, x: T) -> T:

@@ -201,6 +201,7 @@ BINARY: dict[str, tuple[Fn | dict[str, Fn], str, bool, str]] = {
     "mul": (np.multiply, "fi", True, "_scalar"),
     "div": ({"f": np.divide, "i": np.floor_divide}, "fi", True, "_scalar"),
     "remainder": ({"f": _float_remainder, "i": np.remainder}, "fi", True, "_scalar"),
+    "fmod": (np.fmod, "f", True, "_scalar"),
     "powf": (np.power, "f", True, "_scalar"),
     "powi": (_int_power, "i", True, "_scalar"),
     "atan2": (np.arctan2, "f", True, ""),
