@@ -155,6 +155,26 @@ def test_gelu_near_the_largest_floats(approximate: str, device: burn.Device) -> 
                       [T(data, dtype)], device)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.op("gelu")
+def test_erf_and_gelu_tails_keep_their_bounds(dtype: str, device: burn.Device) -> None:
+    """erf stays in [-1, 1] and the exact GELU of a negative x is never positive, through the
+    tails where float32 erf reaches +-1 (|x| in [3, 4.5], GELU's x in [-6.4, -4]), as torch's:
+    the float32 rational erf's quotient reached 1.0000002 there, so GELU of x near -5.6 came
+    out +3e-7 where torch gives -0.0; values within the forward tolerance of torch."""
+    dtype = held(dtype, device)
+    tail = np.linspace(3.0, 4.5, 30001)
+    erf, gelu = T(np.concatenate([tail, -tail]), dtype), T(-tail * np.sqrt(2.0), dtype)
+    got = to_numpy(burn_tensor(erf.data, erf.dtype, device).erf()).astype(np.float64)
+    assert got.shape == erf.data.shape and np.abs(got).max() <= 1.0, \
+        f"erf beyond +-1: {np.abs(got).max()}"
+    got = to_numpy(bF.gelu(burn_tensor(gelu.data, gelu.dtype, device))).astype(np.float64)
+    assert got.shape == gelu.data.shape and (got <= 0).all(), \
+        f"gelu of a negative x is positive: {got.max()} at {gelu.data[np.argmax(got)]}"
+    check_forward(lambda x: x.erf(), torch.erf, [erf], device)
+    check_forward(bF.gelu, tF.gelu, [gelu], device)
+
+
 @pytest.mark.parametrize("dtype,layout", [("float32", "contiguous"), ("float64", "transposed"),
                                           ("float16", "contiguous")])
 @pytest.mark.op("prelu")

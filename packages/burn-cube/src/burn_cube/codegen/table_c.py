@@ -191,8 +191,9 @@ static inline {T} bc_atomic_max_{s}({T} *p, {T} v) {{
 #: (Cephes': 1.33; torch's: 1), far inside float32's usual tolerances (rtol 1.3e-6: ~11 ulp).
 #: float32 erf as Eigen and XLA compute it (and the NumPy backend): x clamped to [-4, 4], where
 #: float32 erf is +-1 (NaN stays), times an odd numerator of degree 13 over an even denominator
-#: of degree 8, both in x^2 (coefficients from the highest degree down); a few ulp from the
-#: exact value, branch-free and vectorizable where libm's erff is a call per element.
+#: of degree 8, both in x^2 (coefficients from the highest degree down), capped to [-1, 1] (the
+#: quotient reached 1.0000002 near |x| = 3.9); a few ulp from the exact value, branch-free and
+#: vectorizable where libm's erff is a call per element.
 ERF_F32_NUMERATOR = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
                      -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
                      -1.60960333262415e-02)
@@ -219,7 +220,8 @@ def _horner(coefficients: tuple[float, ...], var: str) -> str:
 HELPERS_RATIONAL_F32 = f"""\
 static inline float bc_erf_f32(float x) {{
     float c = x > 4.0f ? 4.0f : (x < -4.0f ? -4.0f : x), z = c * c;
-    return {_horner(ERF_F32_NUMERATOR, "z")} * c / {_horner(ERF_F32_DENOMINATOR, "z")};
+    float r = {_horner(ERF_F32_NUMERATOR, "z")} * c / {_horner(ERF_F32_DENOMINATOR, "z")};
+    return r > 1.0f ? 1.0f : (r < -1.0f ? -1.0f : r);
 }}
 static inline float bc_tanh_f32(float x) {{
     float a = __builtin_fabsf(x), c = a > {TANH_F32_CLAMP}f ? {TANH_F32_CLAMP}f : a, z = c * c;

@@ -100,8 +100,12 @@ def _erf(b: Any, x: Any) -> Any:
     for c in ERF_F32_DENOMINATOR[1:]:
         q = q * x2 + c
     # +-1 exactly from |x| = 4 (erf rounds to it there): NVIDIA's Vulkan division left the
-    # quotient an ulp inside, so the exact GELU of -inf was -inf (torch NaN) and of -30 -4e-7
-    return b.select(x >= 4.0, 1.0, b.select(x <= -4.0, -1.0, p * xc / q))
+    # quotient an ulp inside, so the exact GELU of -inf was -inf (torch NaN) and of -30 -4e-7;
+    # and capped to [-1, 1] below (the quotient reached 1.0000002 near |x| = 3.9: the exact
+    # GELU of x in (-5.7, -5.1) came out positive)
+    r = b.local(x.dtype, p * xc / q)
+    r = b.select(r > 1.0, 1.0, b.select(r < -1.0, -1.0, r))
+    return b.select(x >= 4.0, 1.0, b.select(x <= -4.0, -1.0, r))
 
 
 def _gelu(b: Any, xs: list[Any]) -> Any:

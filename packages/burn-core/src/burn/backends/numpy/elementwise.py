@@ -96,7 +96,8 @@ def _erf32(x: Array) -> Array:
 
 
 def _erf32_block(x: Array, p: Array, scratch: list[Array]) -> None:
-    """erf of `x` into `p`, with three scratch buffers of x's size."""
+    """erf of `x` into `p`, with three scratch buffers of x's size; the quotient capped to
+    [-1, 1] (it reached 1.0000002 near |x| = 3.9, where float32 erf is +-1)."""
     xc, x2, q = scratch
     np.clip(x, np.float32(-4.0), np.float32(4.0), out=xc)
     np.multiply(xc, xc, out=x2)
@@ -110,6 +111,7 @@ def _erf32_block(x: Array, p: Array, scratch: list[Array]) -> None:
         q *= x2
         q += c
     p /= q
+    np.clip(p, np.float32(-1.0), np.float32(1.0), out=p)  # (NaN stays)
 
 
 # GELU's cdf through erfc in the form of PyTorch's vectorised CPU erf (Abramowitz & Stegun
