@@ -93,6 +93,27 @@ def test_math_functions_to_a_few_ulps(fn: str, dtype: str, layout: str,
     assert_relative(getattr(arg, fn)(), x, getattr(torch, fn), dtype, 3e-5 if driver else None)
 
 
+#: Where sinh and cosh overflow: float32 near 89.4 (e^x alone overflows past 88.72), float16
+#: near 11.8.
+OVERFLOW_ARGS = {"float32": [11.5, 20.0, 88.7, 89.0, 89.4, 89.41, 89.42, 90.0, 100.0],
+                 "float16": [9.5, 10.5, 11.0, 11.7, 11.77, 11.8, 12.0]}
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, marks=pytest.mark.op(f), id=f)
+                                for f in ("sinh", "cosh")])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_sinh_and_cosh_up_to_their_overflow(fn: str, dtype: str, device: burn.Device) -> None:
+    """sinh and cosh stay finite up to where their own value overflows, as torch's float64
+    rounded to the dtype (wgpu gave inf from sinh(89), which is 2.2e38: the driver's exp(x)
+    overflowed first); both signs. (llvmpipe's exp of a large argument is within 5e-6.)"""
+    with np.errstate(over="ignore"):
+        x = np.array([*OVERFLOW_ARGS[dtype], *(-v for v in OVERFLOW_ARGS[dtype])]).astype(
+            T(np.zeros(1), dtype).data.dtype).astype(np.float64)
+    rtol = 1e-5 if device.name == "wgpu" and dtype == "float32" else None
+    arg = burn.tensor(x, dtype=burn.DType(dtype), device=device)
+    assert_relative(getattr(arg, fn)(), x, getattr(torch, fn), dtype, rtol)
+
+
 @pytest.mark.op("median")
 @pytest.mark.parametrize("dim", [0, 1, -1])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])

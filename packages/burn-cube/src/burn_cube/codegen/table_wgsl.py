@@ -156,9 +156,9 @@ OPS: dict[str, str | None] = {
     "iszero.f16": "((bitcast<u32>(f32({a})) & 0x7fffffffu) == 0u)",
     "iszero.f64": "((bitcast<u64>({a}) & 0x7ffffffffffffffflu) == 0lu)",
     **{op: f"{op}({{a}})" for op in (
-        "exp", "exp2", "log", "log2", "sin", "cos", "tan", "cosh", "sqrt", "floor", "ceil",
+        "exp", "exp2", "log", "log2", "sin", "cos", "tan", "sqrt", "floor", "ceil",
         "round", "trunc")},
-    "tanh": _zero_kept("tanh({a})"), "sinh": "bc_sinh_{s}({a})",
+    "tanh": _zero_kept("tanh({a})"), "sinh": "bc_sinh_{s}({a})", "cosh": "bc_cosh_{s}({a})",
     "log1p": "bc_log1p_{s}({a})",
     **{f"atan.{s}": _nan_outside(_zero_kept("atan({a})"), s, "0x7f800000")
        for s in MATH_NAMES},
@@ -185,7 +185,9 @@ OPS: dict[str, str | None] = {
 #: power (infinite powers are even), else NaN.
 #: Below |x| = 0.5 erf and sinh are their Taylor series (within 3e-8 there): A&S's absolute
 #: error made erf(1e-7) 6e-8, and the driver's sinh, a difference of exponentials, gave
-#: sinh(1e-30) = 3e-8 (llvmpipe).
+#: sinh(1e-30) = 3e-8 (llvmpipe). Past |x| = 10 sinh and cosh are +-e^|x| / 2 as
+#: (e^(|x|/2) / 2) e^(|x|/2) (the other exponential is below half an ulp there): the drivers'
+#: exp(x) overflowed first, so sinh(89) was inf where it is 2.2e38.
 #: log1p: 2 atanh(x / (2 + x)) by its series below |x| = 0.25 (within 1e-9 there), where
 #: log(1 + x) loses the low bits of x (log1p(1e-7) was 1.19e-7); log(1 + x) above.
 #: f32 tanh: the Cephes polynomial below 0.625, else from one ``exp`` (the Vulkan driver's
@@ -263,7 +265,19 @@ fn bc_sinh_{s}(x: {T}) -> {T} {{
     let z = x * x;
     let series = x * ({T}(1.0) + z * ({T}(1.0 / 6.0) + z * ({T}(1.0 / 120.0)
                  + z * {T}(1.0 / 5040.0))));
-    return select(sinh(x), series, abs(x) < {T}(0.5));
+    return select(select(sinh(x), bc_half_exp_{s}(x), abs(x) > {T}(10.0)), series,
+                  abs(x) < {T}(0.5));
+}}
+""",
+    "bc_cosh_": """\
+fn bc_cosh_{s}(x: {T}) -> {T} {{
+    return select(cosh(x), abs(bc_half_exp_{s}(x)), abs(x) > {T}(10.0));
+}}
+""",
+    "bc_half_exp_": """\
+fn bc_half_exp_{s}(x: {T}) -> {T} {{
+    let h = exp(abs(x) * {T}(0.5));
+    return select(-(h * {T}(0.5)) * h, (h * {T}(0.5)) * h, x >= {T}(0.0));
 }}
 """,
     "bc_log1p_": """\

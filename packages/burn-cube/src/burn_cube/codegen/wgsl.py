@@ -119,10 +119,11 @@ class WgslEmitter(Emitter):
         for b in k.shared:
             head.append(f"var<workgroup> s_{b.name}: array<{self.element_type(b)}, {b.size}>;")
         code = "\n".join(body)
-        for prefix, helper in table_wgsl.HELPERS.items():
+        for prefix, helper in table_wgsl.HELPERS.items():  # (a helper's callees come later)
             for name, wgsl_type in self.types.items():
                 if f"{prefix}{name}(" in code:
                     head.append(helper.format(s=name, T=wgsl_type))
+                    code += head[-1]
         params = ["@builtin(workgroup_id) bc_wid: vec3<u32>",
                   "@builtin(num_workgroups) bc_nwg: vec3<u32>",
                   "@builtin(local_invocation_index) bc_unit: u32"]
