@@ -106,6 +106,38 @@ def test_deflated_checkpoint_of_real_weights_loads(tmp_path):
     np.testing.assert_array_equal(arrays["w"], weights.numpy())
 
 
+def _patch_central_entry(path: Path, entry: str, offset: int, value: int) -> None:
+    """Overwrite the 2-byte field at `offset` of `entry`'s central directory record (8: its
+    flags, 10: its compression method), as a damaged or hostile file would hold it."""
+    raw = bytearray(path.read_bytes())
+    at = raw.find(b"PK\x01\x02")
+    while at >= 0:
+        name_length = struct.unpack_from("<H", raw, at + 28)[0]
+        if raw[at + 46:at + 46 + name_length].decode() == entry:
+            struct.pack_into("<H", raw, at + offset, value)
+            path.write_bytes(bytes(raw))
+            return
+        at = raw.find(b"PK\x01\x02", at + 4)
+    raise AssertionError(f"no central record for {entry}")
+
+
+@pytest.mark.parametrize(("field", "value"), [(8, 1), (10, zipfile.ZIP_DEFLATED),
+                                              (10, zipfile.ZIP_BZIP2), (10, zipfile.ZIP_LZMA)],
+                         ids=["encrypted", "deflated", "bzip2", "lzma"])
+def test_damaged_zip_entries_are_typed_errors(tmp_path, field, value):
+    """An entry flagged encrypted (zipfile raised RuntimeError) or whose stored bytes are read
+    as a compressed stream (zlib.error, OSError, LZMAError) is a CorruptRecordError naming the
+    file; a missing file stays FileNotFoundError."""
+    path = tmp_path / "damaged.pt"
+    torch.save({"w": torch.arange(64.0)}, path)
+    with zipfile.ZipFile(path) as zf:
+        storage = next(n for n in zf.namelist() if "/data/" in n)
+    _patch_central_entry(path, storage, field, value)
+    _rejected(path, "unreadable torch checkpoint")
+    with pytest.raises(FileNotFoundError):
+        record.read_pytorch(tmp_path / "missing.pt")
+
+
 def test_self_containing_dict_is_a_typed_error(tmp_path):
     path = tmp_path / "cycle.pt"
     # d = {}; d["a"] = d

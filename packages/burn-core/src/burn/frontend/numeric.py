@@ -1,5 +1,5 @@
-"""Burn's numeric composites: fmod, finiteness and closeness tests, pairwise max / min, max_abs,
-categorical sampling."""
+"""Burn's numeric ops: fmod (one backend op for floats, a composite for ints), and the
+composites: finiteness and closeness tests, pairwise max / min, max_abs, categorical sampling."""
 
 from __future__ import annotations
 

@@ -4,9 +4,11 @@ without running pickle code, and adapt torch naming / layout conventions to burn
 from __future__ import annotations
 
 import io
+import lzma
 import os
 import pickle
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,19 +59,23 @@ def read_pytorch(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
             more data than it holds.
     """
     name = os.fspath(path)
-    try:
-        if zipfile.is_zipfile(name):
-            with zipfile.ZipFile(name) as zf:
-                return _read_zip(zf, name)
-        with open(name, "rb") as f:
+    with open(name, "rb") as f:  # (a missing or unreadable file raises here, as open does)
+        try:
+            if zipfile.is_zipfile(f):
+                with zipfile.ZipFile(f) as zf:
+                    return _read_zip(zf, name)
+            f.seek(0)
             return _read_legacy(BoundedReader(f, os.fstat(f.fileno()).st_size), name)
-    except RecordError:
-        raise
-    except (zipfile.BadZipFile, pickle.UnpicklingError, ValueError, TypeError, KeyError,
-            EOFError, AttributeError, IndexError, OverflowError, MemoryError, RecursionError,
-            NotImplementedError) as e:
-        raise CorruptRecordError("load_pytorch", f"{name}: unreadable torch checkpoint",
-                                 error=f"{type(e).__name__}: {str(e)[:500]}") from None
+        except RecordError:
+            raise
+        except (zipfile.BadZipFile, pickle.UnpicklingError, ValueError, TypeError, KeyError,
+                EOFError, AttributeError, IndexError, OverflowError, MemoryError,
+                RecursionError, NotImplementedError, RuntimeError, OSError, zlib.error,
+                lzma.LZMAError) as e:
+            # (zipfile: RuntimeError for an entry flagged encrypted; OSError, zlib.error and
+            # LZMAError from an entry's damaged compressed stream)
+            raise CorruptRecordError("load_pytorch", f"{name}: unreadable torch checkpoint",
+                                     error=f"{type(e).__name__}: {str(e)[:500]}") from None
 
 
 def _read_entry(zf: zipfile.ZipFile, entry: str, nbytes: int | None = None) -> bytes:
