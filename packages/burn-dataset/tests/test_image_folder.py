@@ -113,3 +113,18 @@ def test_corrupt_image_names_file(folder):
         ds.get_many([index["0.png"], index["truncated.jpg"]])
     with pytest.raises(DatasetUnavailableError, match="image folder not found"):
         ImageFolderDataset.classification(root / "missing")
+
+
+def test_decompression_bomb_is_a_corrupt_file(folder):
+    """An image whose header declares more than twice pillow's pixel limit (a decompression
+    bomb: a few bytes declaring 16 G pixels) is a CorruptFileError naming it, as pillow's
+    DecompressionBombError escaped before."""
+    root, _ = folder
+    _save(root / "cat" / "bomb.bmp", np.zeros((8, 6, 3), np.uint8))
+    bomb = bytearray((root / "cat" / "bomb.bmp").read_bytes())
+    bomb[18:26] = (1 << 17).to_bytes(4, "little") * 2  # the info header's width and height
+    (root / "cat" / "bomb.bmp").write_bytes(bytes(bomb))
+    ds = ImageFolderDataset.classification(root)
+    index = {p.name: i for i, (p, _) in enumerate(ds.items)}
+    with pytest.raises(CorruptFileError, match=r"bomb\.bmp: cannot decode image.*decompression"):
+        ds[index["bomb.bmp"]]

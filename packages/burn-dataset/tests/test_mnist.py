@@ -59,6 +59,12 @@ def test_idx_errors(tmp_path):
     (tmp_path / "z.idx.gz").write_bytes(gzip.compress(good)[:50])
     with pytest.raises(CorruptFileError, match=r"z\.idx\.gz: not a valid gzip file"):
         read_idx(tmp_path / "z.idx.gz")
+    # a damaged deflate stream inside a valid gzip header (zlib.error escaped before)
+    packed = bytearray(gzip.compress(good))
+    packed[10] = 0xFF  # the first block header: block type 3, which does not exist
+    (tmp_path / "d.idx.gz").write_bytes(bytes(packed))
+    with pytest.raises(CorruptFileError, match=r"d\.idx\.gz: not a valid gzip file"):
+        read_idx(tmp_path / "d.idx.gz")
 
 
 @pytest.mark.parametrize("gz", [False, True])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     try:
         return gzip.decompress(path.read_bytes())
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:  # (zlib.error: a damaged deflate stream)
         raise CorruptFileError(f"{path}: not a valid gzip file: {e}") from e
 
 

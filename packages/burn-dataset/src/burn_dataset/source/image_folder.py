@@ -88,12 +88,15 @@ def decode_image(path: Path, mode: str | None = "RGB") -> np.ndarray:
             file's mode.
 
     Raises:
-        CorruptFileError: the file is not a decodable image (names it).
+        CorruptFileError: the file is not a decodable image, or declares more than twice
+            pillow's `Image.MAX_IMAGE_PIXELS` (a decompression bomb: pillow refuses it) (names
+            it).
     """
     try:
         with Image.open(path) as img:
             arr = np.asarray(img.convert(mode) if mode else img)
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError,
+            Image.DecompressionBombError) as e:
         raise CorruptFileError(f"{path}: cannot decode image: {e}") from e
     if arr.dtype != np.uint8:
         raise CorruptFileError(f"{path}: {arr.dtype} pixels are not 8-bit; pass a mode")
