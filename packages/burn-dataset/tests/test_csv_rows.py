@@ -98,6 +98,19 @@ def test_extra_field(tmp_path):
     assert "extra fields (found 4 of 3)" in str(err)
 
 
+def test_invalid_utf8_is_a_corrupt_file(tmp_path):
+    """Bytes that are not UTF-8 in a text column: a CorruptFileError naming the file, as
+    pandas' read_csv refuses it (UnicodeDecodeError); the diagnosis of the failed read,
+    which reads the lines as text too, raised polars' ComputeError before."""
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"a,b,c\n1,0.5,s1\n2,0.7,caf\xe9\n3,0.1,s3\n")
+    with pytest.raises(UnicodeDecodeError):
+        pd.read_csv(path)
+    ds = DataframeDataset.from_csv(path)
+    with pytest.raises(CorruptFileError, match=r"latin1\.csv: cannot read rows .*utf-8"):
+        [ds[i] for i in range(len(ds))]
+
+
 @pytest.mark.parametrize("lazy", [True, False])
 def test_empty_cells_are_nulls_as_in_pandas(tmp_path, lazy):
     rows = _rows(50)

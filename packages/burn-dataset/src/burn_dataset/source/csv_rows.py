@@ -42,7 +42,8 @@ class CsvFile:
     def layout(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(first line, field count) of each data record, from one polars pass over the
         file's physical lines; None when the options are not modeled (see `_MODELED`) and
-        the record count disagrees with polars'."""
+        the record count disagrees with polars', or when polars cannot read the lines as
+        text (invalid UTF-8: the read fails as a CorruptFileError then, undiagnosed)."""
         opts = self.options
         sep, quote = opts.get("separator", ","), opts.get("quote_char", '"')
         lines = pl.scan_csv(self.path, has_header=False, separator="\x1f", quote_char=None,
@@ -64,9 +65,12 @@ class CsvFile:
                  .agg(pl.col("line").first(), pl.col(_TEXT).fill_null("").str.join("\n")))
         if opts.get("comment_prefix"):
             table = table.filter(~pl.col(_TEXT).str.starts_with(opts["comment_prefix"]))
-        records = table.select(
-            "line", (outside.str.count_matches(sep, literal=True) + 1).alias("fields")
-        ).collect()
+        try:
+            records = table.select(
+                "line", (outside.str.count_matches(sep, literal=True) + 1).alias("fields")
+            ).collect()
+        except pl.exceptions.PolarsError:
+            return None
         drop = opts.get("skip_rows", 0) + (1 if opts.get("has_header", True) else 0)
         drop_after = opts.get("skip_rows_after_header", 0)
         records = records.slice(drop + drop_after)
