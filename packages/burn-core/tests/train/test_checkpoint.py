@@ -154,3 +154,32 @@ def test_damaged_latest_pointer_is_no_checkpoint(tmp_path):
     (tmp_path / checkpoint_module.LATEST).write_bytes(b"\xff{")
     assert ckpt.latest() is None
     assert [p.name for p in ckpt.checkpoints()] == ["epoch-0001"]
+
+
+@pytest.mark.parametrize(("name", "damage"), [
+    ("state.json", lambda raw: raw[:len(raw) // 2]),
+    ("state.json", lambda raw: b"\xff" + raw),
+    ("state.json", lambda raw: raw.replace(b'"iteration"', b'"iterati0n"')),
+    ("optimizer.npz", lambda raw: raw[:len(raw) // 2]),
+    ("model.bpk", lambda raw: raw[:len(raw) // 2]),
+], ids=["truncated-state", "state-not-utf8", "scheduler-key", "truncated-optimizer",
+        "truncated-model"])
+def test_damaged_checkpoint_files_are_typed_errors_and_restore_nothing(tmp_path, name, damage):
+    """A damaged file of a complete checkpoint raises CorruptRecordError naming it (raw
+    JSONDecodeError, UnicodeDecodeError, BadZipFile, KeyError escaped before), and the model,
+    optimizer and scheduler keep the state they had."""
+    ckpt = Checkpointer(directory=tmp_path)
+    _save(ckpt, 1, seed=1)
+    path = tmp_path / "epoch-0001"
+    (path / name).write_bytes(damage((path / name).read_bytes()))
+    burn.seed(7)
+    model, opt = Linear(3, 2), optim.AdamConfig().init()
+    scheduler = LinearLrScheduler(0.1, 0.01, 8)
+    scheduler.step()
+    before = {k: p.to_numpy() for k, p in model.named_tensors()}
+    state_before = opt.state_dict(), scheduler.state_dict()
+    with pytest.raises(burn.record.CorruptRecordError, match=name.replace(".", r"\.")):
+        ckpt.load(path, model, opt, scheduler)
+    for key, value in model.named_tensors():
+        np.testing.assert_array_equal(value.to_numpy(), before[key])
+    assert (opt.state_dict(), scheduler.state_dict()) == state_before

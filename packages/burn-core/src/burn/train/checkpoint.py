@@ -27,6 +27,7 @@ import re
 import secrets
 import shutil
 import zipfile
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -213,13 +214,25 @@ class Checkpointer:
             The stored state: "epoch", "batch", "extra", ...
         Raises:
             FileNotFoundError: when `path` holds no checkpoint.
+            CorruptRecordError: for a damaged state, optimizer or model file (`record.load`);
+                nothing is restored then (the optimizer's and scheduler's states are put
+                back).
         """
         directory = resolve_checkpoint(path)
-        state = json.loads((directory / STATE_FILE).read_text())
-        record.load(model, directory / MODEL_FILE)
-        optimizer.load_state_dict(read_optimizer(state["optimizer"],
-                                                 directory / OPTIMIZER_FILE))
-        scheduler.load_state_dict(state["scheduler"])
+        state = read_state(directory / STATE_FILE)
+        optimizer_state = read_optimizer(state["optimizer"], directory / OPTIMIZER_FILE)
+        before = optimizer.state_dict(), scheduler.state_dict()
+        try:
+            optimizer.load_state_dict(optimizer_state)
+            try:
+                scheduler.load_state_dict(state["scheduler"])
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise _damaged(directory / STATE_FILE, e) from None
+            record.load(model, directory / MODEL_FILE)
+        except BaseException:
+            optimizer.load_state_dict(before[0])
+            scheduler.load_state_dict(before[1])
+            raise
         if self._best is not None and state.get("best") is not None:
             self._best.load_state_dict(state["best"])
         return state
@@ -347,10 +360,44 @@ def write_optimizer(state_dict: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**state_dict, "params": params}
 
 
+def read_state(path: Path) -> dict[str, Any]:
+    """A checkpoint's `state.json`: a JSON object with its "optimizer" part (holding its
+    "params") and "scheduler".
+
+    Raises:
+        CorruptRecordError: for a file that is not that (damaged or foreign).
+    """
+    try:
+        state = json.loads(path.read_bytes())
+    except ValueError as e:  # (invalid JSON or UTF-8)
+        raise _damaged(path, e) from None
+    if not (isinstance(state, dict) and isinstance(state.get("optimizer"), dict)
+            and isinstance(state["optimizer"].get("params"), dict) and "scheduler" in state):
+        raise CorruptRecordError("load_checkpoint", f"{path}: damaged checkpoint state",
+                                 error="not a checkpoint's state object")
+    return state
+
+
 def read_optimizer(meta: dict[str, Any], path: Path) -> dict[str, Any]:
-    """The optimizer state dict from `write_optimizer`'s JSON part and `.npz` file."""
-    with np.load(path) as arrays:
-        params = {param: {key: arrays[v["array"]] if isinstance(v, dict) else v
-                          for key, v in entries.items()}
-                  for param, entries in meta["params"].items()}
+    """The optimizer state dict from `write_optimizer`'s JSON part and `.npz` file.
+
+    Raises:
+        CorruptRecordError: for a damaged `.npz` file, or one that does not hold the arrays
+            `meta` names (pickled objects are refused, as `np.load` does).
+    """
+    try:
+        with np.load(path) as arrays:
+            params = {param: {key: arrays[v["array"]] if isinstance(v, dict) else v
+                              for key, v in entries.items()}
+                      for param, entries in meta["params"].items()}
+    except FileNotFoundError:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError,
+            zipfile.BadZipFile, zlib.error) as e:
+        raise _damaged(path, e) from None
     return {**meta, "params": params}
+
+
+def _damaged(path: Path, error: Exception) -> CorruptRecordError:
+    return CorruptRecordError("load_checkpoint", f"{path}: damaged checkpoint file",
+                              error=f"{type(error).__name__}: {str(error)[:300]}")
