@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from burn.record import CorruptRecordError
 from burn_rl.agents.dqn import DqnAgent, DqnConfig
 from burn_rl.agents.ppo import PpoAgent, PpoConfig
 from burn_rl.environment import make
@@ -80,3 +81,31 @@ def test_observation_that_does_not_fit_the_network() -> None:
         agent.forward(np.zeros((2, 3), np.float32))
     with pytest.raises(ObservationShapeError, match=r"got=\(4,\)"):
         agent.action(np.zeros(4, np.float32), deterministic=True)
+
+
+@pytest.mark.parametrize(("name", "damage"), [
+    ("state.json", lambda raw: raw[:len(raw) // 2]),
+    ("state.json", lambda raw: b"\xff" + raw),
+    ("state.json", lambda raw: raw.replace(b'"env_steps"', b'"env_stepz"')),
+    ("buffer.npz", lambda raw: raw[:len(raw) // 2]),
+    ("optimizer.npz", lambda raw: raw[:len(raw) // 2]),
+], ids=["truncated-state", "state-not-utf8", "state-key", "truncated-buffer",
+        "truncated-optimizer"])
+def test_damaged_dqn_checkpoint_is_a_typed_error(tmp_path: Path, name: str, damage) -> None:
+    """A damaged file of an agent's checkpoint raises a typed error naming it (CheckpointError;
+    CorruptRecordError for the optimizer file): JSONDecodeError, UnicodeDecodeError, KeyError
+    and BadZipFile escaped before; the damaged state or buffer leaves the networks as they
+    were (read before anything is loaded)."""
+    config = DqnConfig(hidden=(8,), batch_size=8, learning_starts=20, train_frequency=2)
+    agent = DqnAgent(make("CartPole-v1"), config, "numpy", seed=1)
+    agent.learn(40, log_interval=100)
+    agent.save(tmp_path / "ckpt")
+    path = tmp_path / "ckpt" / name
+    path.write_bytes(damage(path.read_bytes()))
+    fresh = DqnAgent(make("CartPole-v1"), config, "numpy", seed=2)
+    obs = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    before = fresh.forward(obs)
+    with pytest.raises((CheckpointError, CorruptRecordError), match=name.replace(".", r"\.")):
+        fresh.load(tmp_path / "ckpt")
+    if name != "state.json" or b"env_stepz" not in path.read_bytes():
+        np.testing.assert_array_equal(fresh.forward(obs), before)

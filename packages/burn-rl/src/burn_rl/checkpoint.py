@@ -11,12 +11,17 @@ import json
 import os
 import secrets
 import shutil
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from burn import record
+from burn.errors import BurnError
 from burn.nn import Module
 from burn.optim import Optimizer
 from burn.train.checkpoint import read_optimizer, write_optimizer
@@ -80,25 +85,51 @@ def load_checkpoint(directory: str | os.PathLike[str], *, kind: str,
     Returns:
         (the saved `state`, the buffer state dict or None).
     Raises:
-        CheckpointError: when the directory is not a complete checkpoint of `kind`.
+        CheckpointError: when the directory is not a complete checkpoint of `kind`, or its
+            state or buffer file is damaged (both read before anything is loaded).
+        CorruptRecordError: for a damaged network or optimizer file.
     """
     path = Path(directory)
     if not (path / STATE_FILE).is_file():
         raise CheckpointError("load_checkpoint", "no complete checkpoint", path=str(path))
-    with open(path / STATE_FILE) as f:
-        meta = json.load(f)
+    with damaged_file(path / STATE_FILE):
+        meta = json.loads((path / STATE_FILE).read_bytes())
+        if not isinstance(meta, dict) or not isinstance(meta.get("state"), dict):
+            raise ValueError("not an agent checkpoint's state object")
     if meta.get("kind") != kind:
         raise CheckpointError("load_checkpoint", "checkpoint of another agent", path=str(path),
                               saved=meta.get("kind"), expected=kind)
-    for name, module in modules.items():
-        record.load(module, path / f"{name}.bpk")
-    optimizer.load_state_dict(read_optimizer(meta["optimizer"], path / OPTIMIZER_FILE))
+    with damaged_file(path / STATE_FILE):
+        saved = meta["optimizer"]
+    optimizer_state = read_optimizer(saved, path / OPTIMIZER_FILE)
     buffer = None
     if "buffer" in meta:
-        with np.load(path / BUFFER_FILE) as arrays:
+        with damaged_file(path / BUFFER_FILE), np.load(path / BUFFER_FILE) as arrays:
             buffer = {**meta["buffer"],
                       "arrays": {k[len("array_"):]: arrays[k] for k in arrays.files
                                  if k.startswith("array_")}}
             if "priorities" in arrays.files:
                 buffer["priorities"] = arrays["priorities"]
+    for name, module in modules.items():
+        record.load(module, path / f"{name}.bpk")
+    optimizer.load_state_dict(optimizer_state)
     return meta["state"], buffer
+
+
+@contextmanager
+def damaged_file(path: Path) -> Iterator[None]:
+    """Run the block reading (or applying) checkpoint file `path`: what a damaged or foreign
+    file raises (invalid JSON or UTF-8, a damaged zip, a missing key, a value of the wrong
+    type) becomes a CheckpointError naming it; burn's typed errors pass.
+
+    Raises:
+        CheckpointError: for such a file.
+    """
+    try:
+        yield
+    except BurnError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, OSError,
+            NotImplementedError, zipfile.BadZipFile, zlib.error) as e:
+        raise CheckpointError("load_checkpoint", "damaged checkpoint file", path=str(path),
+                              error=f"{type(e).__name__}: {str(e)[:300]}") from None

@@ -393,7 +393,7 @@ def read_optimizer(meta: dict[str, Any], path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise
     except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError,
-            zipfile.BadZipFile, zlib.error) as e:
+            NotImplementedError, zipfile.BadZipFile, zlib.error) as e:
         raise _damaged(path, e) from None
     return {**meta, "params": params}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from burn.optim.grads import to_grads_params
 from burn.train.progress import ProgressDisplay
 from burn_rl.agents.base import flat_observation_shape, training_device
 from burn_rl.buffer import NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer
-from burn_rl.checkpoint import load_checkpoint, save_checkpoint
+from burn_rl.checkpoint import STATE_FILE, damaged_file, load_checkpoint, save_checkpoint
 from burn_rl.environment import Environment, StepResult
 from burn_rl.errors import ActionSpaceError
 from burn_rl.exploration import LinearSchedule, Schedule, epsilon_greedy
@@ -300,7 +301,8 @@ class DqnAgent:
         state, buffer = load_checkpoint(directory, kind=self.kind,
                                         modules={"q": self.q, "target": self.target},
                                         optimizer=self.optimizer)
-        if buffer is not None:
-            self.buffer.load_state_dict(buffer)
-        self.env_steps, self.updates = int(state["env_steps"]), int(state["updates"])
-        self.rng.bit_generator.state = state["rng"]
+        with damaged_file(Path(directory) / STATE_FILE):
+            if buffer is not None:
+                self.buffer.load_state_dict(buffer)
+            self.env_steps, self.updates = int(state["env_steps"]), int(state["updates"])
+            self.rng.bit_generator.state = state["rng"]

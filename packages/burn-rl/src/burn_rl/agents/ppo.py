@@ -7,6 +7,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from burn.optim import AdamConfig, clip_grad_norm_
 from burn.optim.grads import to_grads_params
 from burn.train.progress import ProgressDisplay
 from burn_rl.agents.base import flat_observation_shape, training_device
-from burn_rl.checkpoint import load_checkpoint, save_checkpoint
+from burn_rl.checkpoint import STATE_FILE, damaged_file, load_checkpoint, save_checkpoint
 from burn_rl.environment import Environment
 from burn_rl.errors import ActionSpaceError
 from burn_rl.metrics import EpisodeTracker, RlLog, RlMetrics
@@ -387,7 +388,8 @@ class PpoAgent:
         """
         state, _ = load_checkpoint(directory, kind=self.kind, modules={"model": self.model},
                                    optimizer=self.optimizer)
-        self.env_steps = int(state["env_steps"])
-        self.rng.bit_generator.state = state["rng"]
-        self.obs_rms.load_state_dict(state["obs_rms"])
-        self.ret_rms.load_state_dict(state["ret_rms"])
+        with damaged_file(Path(directory) / STATE_FILE):
+            self.env_steps = int(state["env_steps"])
+            self.rng.bit_generator.state = state["rng"]
+            self.obs_rms.load_state_dict(state["obs_rms"])
+            self.ret_rms.load_state_dict(state["ret_rms"])
