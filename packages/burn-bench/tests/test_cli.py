@@ -164,11 +164,14 @@ def test_benchmarks_toml_maps_burns_list_to_suites() -> None:
     ('[profile.p]\nbenches=["matmul"]\n', ConfigError, "missing or bad key"),
     ('[profile.p]\nbenches=["matmul"]\nbackends=["numpy"]\ndtypes=["float32"]\nsize=0\n'
      'rounds=1\nmin_time=0.1\n', ConfigError, "must be > 0"),
-    ("[burn\n", ConfigError, "cannot read")])
-def test_bad_benchmarks_toml_names_the_file(tmp_path: Path, text: str, error: type[Exception],
-                                            message: str) -> None:
+    ("[burn\n", ConfigError, "cannot read"),
+    ('[burn]\nbenches = ["caf\xe9"]\n'.encode("latin-1"), ConfigError, "cannot read")])
+def test_bad_benchmarks_toml_names_the_file(tmp_path: Path, text: str | bytes,
+                                            error: type[Exception], message: str) -> None:
+    """Bad names, keys and values, TOML syntax, and bytes that are not UTF-8 (a latin-1
+    file: UnicodeDecodeError escaped before)."""
     path = tmp_path / config.FILE
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(error, match=message) as info:
         config.read(path)
     assert str(path) in str(info.value)

@@ -51,7 +51,7 @@ def read(path: Path) -> dict[str, Any]:
     """
     try:
         doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # (TOMLDecodeError, or bytes that are not UTF-8)
         raise ConfigError(f"{path}: cannot read benchmarks.toml ({exc})") from exc
     for name in doc.get("burn", {}).get("benches", []):
         suite(name, str(path))
