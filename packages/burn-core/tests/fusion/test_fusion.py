@@ -16,7 +16,7 @@ import burn
 import burn.functional as F
 from burn.errors import DTypeError, ShapeError
 from burn.fusion import FusionTensor, reset_stats, stats
-from burn.fusion.stream import CPU_FUSE_WORK, GPU_FUSE_WORK, LONE
+from burn.fusion.stream import CPU_FUSE_WORK, GPU_FUSE_WORK, LONE, LONE_SHARED
 
 pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
 torch.set_num_threads(1)
@@ -389,6 +389,31 @@ def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
     assert pending(w) and pending(y)
     check(y, tx - 0.5)
     check(w, tx + 2.0)
+
+
+def test_an_op_that_fused_once_then_always_runs_alone_runs_at_once(base: str) -> None:
+    """A structure that led a block that pays, then is flushed alone `LONE_SHARED` times in a
+    row, runs at once from then on (what it fused with runs at once by then: recorded, it
+    only added its recording and a flush at every step); leading a block that pays in between
+    starts the count again. Values equal torch's throughout."""
+    dev = f"{base}+fusion"
+    burn.Device(dev).backend.stream.forget()
+    data = np.linspace(-3, 3, CPU_FUSE_WORK // 4, dtype=np.float32).reshape(-1, 128)
+    x, tx = burn.tensor(data, device=dev), torch.from_numpy(data)
+
+    def fused_chain() -> None:  # `x * 2.0` leads a block that pays (as in the test above)
+        check((x * 2.0).exp().add(1.0).sqrt().tanh(), (tx * 2.0).exp().add(1.0).sqrt().tanh())
+
+    fused_chain()
+    for _ in range(LONE_SHARED - 1):
+        y = x * 2.0
+        assert pending(y)
+        check(y, tx * 2.0)
+    fused_chain()  # the count starts again
+    for step in range(LONE_SHARED + 1):
+        y = x * 2.0
+        assert pending(y) == (step < LONE_SHARED), step
+        check(y, tx * 2.0)
 
 
 @pytest.mark.parametrize("small", [True, False])

@@ -48,6 +48,11 @@ MAX_PLANS = 4096
 #: recording and a flush to its one kernel; likewise a matmul run as the inner backend's
 #: product without an epilogue runs at once from then on (`Stream._unfused_matmul`).
 LONE = 3
+#: Times in a row a structure in `Stream.shared` (it led a block that paid) is flushed alone,
+#: with no block that pays in between, before it runs at once all the same: what it fused
+#: with runs at once by then (a relu that was the prologue of a product later run at once:
+#: recorded, then flushed alone, at every step of an MLP on the cpu, 5% of the step).
+LONE_SHARED = 2 * LONE
 #: On the cpu runtime, where a launch costs about what recording an op and a flush do, an
 #: elementwise block pays for its recording (`Stream._pays`) where the intermediate results
 #: it keeps out of memory (its live ops but one, times its result's elements) reach
@@ -70,10 +75,11 @@ CPU_FUSE_WORK = 1 << 17
 GPU_FUSE_OPS = 3
 GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
-#: and the structures that lead a block that does not pay (`Stream._pays`): the op that
-#: started the stream, and the products of later matmul blocks.
+#: and the structures that lead a block that does not pay (`Stream._pays`), then those that
+#: lead one that pays (`Stream.shared`): the op that started the stream, and the products
+#: of later matmul blocks.
 FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...],
-                  tuple[tuple[Any, ...], ...]]
+                  tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...]]
 
 
 class Stream:
@@ -252,7 +258,9 @@ class Stream:
             if len(self.plans) >= MAX_PLANS:
                 self.plans.clear()
             plan = self.plans[signature] = self._plan(pending, held)
-        blocks, written, unpaid = plan
+        blocks, written, unpaid, paid = plan
+        for structure in paid:
+            self._shared(structure)
         for structure in unpaid:
             if structure[0] in MATMULS:  # (a product always leads its block)
                 self._unfused_matmul(structure, "alone")
@@ -297,9 +305,7 @@ class Stream:
         structure's result is () in `results`): recorded, it only adds its recording and a
         flush to its one kernel."""
         if how == "epilogue":
-            if len(self.shared) >= MAX_PLANS:
-                self.shared.clear()
-            self.shared.add(structure)
+            self._shared(structure)
             return
         if how == "alone" and not self._lone_again(structure):
             return
@@ -346,16 +352,17 @@ class Stream:
 
     def _lone_again(self, structure: tuple[Any, ...]) -> bool:
         """Count one more time `structure` ran alone; True at its `LONE`th (the count then
-        dropped), never for a structure in `shared`."""
-        if structure in self.shared:
-            return False
+        dropped); for a structure in `shared`, at its `LONE_SHARED`th since it last led a
+        block that pays (it leaves `shared` then: what it fused with runs at once now)."""
+        shared = structure in self.shared
         times = self.alone.get(structure, 0) + 1
-        if times < LONE:
+        if times < (LONE_SHARED if shared else LONE):
             if len(self.alone) >= MAX_PLANS:
                 self.alone.clear()
             self.alone[structure] = times
             return False
         self.alone.pop(structure, None)
+        self.shared.discard(structure)
         return True
 
     def _plan(self, pending: list[Pending], held: tuple[bool, ...]) -> FlushPlan:
@@ -387,26 +394,28 @@ class Stream:
                 if r.out.id in live:
                     needed.update(a.id for a in r.args
                                   if type(a) is TensorIR and at.get(a.id, b) != b)
-        unpaid = [self._share(blocks[0][0], pending[:blocks[0][2]], needed)]
-        unpaid += [self._share(kind, pending[start:end], needed)
-                   for kind, start, end, _ in blocks[1:] if kind == "matmul"]
+        leaders = [self._leader(blocks[0][0], pending[:blocks[0][2]], needed)]
+        leaders += [self._leader(kind, pending[start:end], needed)
+                    for kind, start, end, _ in blocks[1:] if kind == "matmul"]
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
         shared = [(kind, start, end, self.cells.setdefault(
             block_key(kind, pending[start:end], needed), cell))
             for kind, start, end, cell in blocks]
         return (tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed),
-                tuple(structure for structure in unpaid if structure is not None))
+                tuple(lead[0] for lead in leaders if lead is not None and not lead[1]),
+                tuple(lead[0] for lead in leaders if lead is not None and lead[1]))
 
-    def _share(self, kind: str | None, block: list[Pending], needed: set[int]
-               ) -> tuple[Any, ...] | None:
-        """Note the structure of `block`'s first record (the op that started the stream, or a
-        later block's product) in `shared` where it is one of two or more live ops of the
-        block (needed, or read by a live op of the block) and the block pays (`_pays`).
+    def _leader(self, kind: str | None, block: list[Pending], needed: set[int]
+                ) -> tuple[tuple[Any, ...], bool] | None:
+        """The structure of `block`'s first record (the op that started the stream, or a
+        later block's product) where it is one of two or more live ops of the block (needed,
+        or read by a live op of the block), and whether the block pays (`_pays`).
 
         Returns:
-            That structure where it is live but its block does not pay (each run of the plan
-            counts as a flush alone), else None.
+            (structure, pays), or None where the first record is not such a live op. Each
+            run of the plan notes a structure that pays in `shared` (`_shared`), and counts
+            one that does not as a flush alone.
         """
         want, live = set(needed), set()
         for r in reversed(block):
@@ -415,14 +424,16 @@ class Stream:
                 want.update(a.id for a in r.args if type(a) is TensorIR)
         if len(live) < 2 or block[0].out.id not in live:
             return None
-        structure = block[0].key[0]
         widest = max(math.prod(cast(tuple[int, ...], r.out.shape)) for r in block)
-        if not self._pays(kind, len(live), widest):
-            return structure
+        return block[0].key[0], self._pays(kind, len(live), widest)
+
+    def _shared(self, structure: tuple[Any, ...]) -> None:
+        """Note that `structure` led a block that pays: in `shared`, its flushes alone counted
+        from zero again (`LONE_SHARED`)."""
         if len(self.shared) >= MAX_PLANS:
             self.shared.clear()
         self.shared.add(structure)
-        return None
+        self.alone.pop(structure, None)
 
     def _pays(self, kind: str | None, live: int, elements: int) -> bool:
         """Whether a block of `kind` computing `live` ops whose largest result has `elements`
