@@ -55,6 +55,11 @@ OPS: dict[str, str | None] = {
 for _key in ("atomic_add.int", "atomic_add.uint", "atomic_add.float", "exp.f32", "tanh.f32",
              "erf.f32"):
     OPS.pop(_key)
+# exp overflows by a select, not by the product that ends CUDA's expf / exp: NVRTC contracted
+# that product with an add after it into an FMA, which does not overflow (a fused
+# exp(88.72284) + -inf was -inf and exp(89) - 3e38 1.5e38, where torch gives NaN and inf)
+OPS["exp.f32"] = "bc_exp({a}, 88.72283f)"
+OPS["exp.f64"] = "bc_exp({a}, 709.782712893384)"
 
 #: Float dtypes, whose zero literals read the prelude's `bc_zero`.
 FLOAT_NAMES = ("f16", "bf16", "f32", "f64")
@@ -94,6 +99,9 @@ template <int OP, typename T> __device__ inline T bc_atomic8(T *p, T v) {
     } while (seen != old);
     return (T)((old >> shift) & 0xffu);
 }
+// exp, inf past `last` (the last argument whose exp is finite) by a select (`OPS["exp.f32"]`).
+template <typename T> __device__ inline T bc_exp(T x, T last) {
+    return x > last ? (T)CUDART_INF : exp(x); }
 // C's fmodf, exact for every quotient and for subnormals (the H200's fmodf gave NaN for
 // subnormal divisors): the long division of the significands on their bits (musl's fmodf).
 __device__ inline float bc_fmodf(float x, float y) {
