@@ -25,7 +25,7 @@ from burn.frontend.validation import (
 if TYPE_CHECKING:
     from burn.frontend.tensor import Tensor
 
-FMOD = BinaryOp("fmod", {"float_": "float_fmod"})
+FMOD = BinaryOp("fmod", {"float_": "float_fmod"}, {"float_": "float_fmod_scalar"})
 
 #: is_close's default tolerances (Burn's and torch.isclose's).
 DEFAULT_RTOL = 1e-5
@@ -70,7 +70,7 @@ class NumericMixin(TensorBase):
             r = x % y  # floor remainder: the divisor's sign
             wrong_sign = (r != 0) & ((r < 0) ^ (x < 0))
             return r.mask_where(wrong_sign, r - y)
-        return binary(x, y, FMOD)
+        return binary(x, y if isinstance(other, TensorBase) else other, FMOD)
 
     def is_finite(self) -> Tensor:
         """Elementwise: neither nan nor +-inf (all true for int and bool tensors)."""
