@@ -78,9 +78,13 @@ def save_checkpoint(directory: str | os.PathLike[str], *, kind: str,
 
 
 def load_checkpoint(directory: str | os.PathLike[str], *, kind: str,
-                    modules: dict[str, Module], optimizer: Optimizer
+                    modules: dict[str, Module], optimizer: Optimizer,
+                    state_keys: tuple[str, ...] = ()
                     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Load a checkpoint written by `save_checkpoint` into `modules` and `optimizer`.
+
+    Args:
+        state_keys: the entries the saved `state` must hold (checked before anything loads).
 
     Returns:
         (the saved `state`, the buffer state dict or None).
@@ -101,6 +105,9 @@ def load_checkpoint(directory: str | os.PathLike[str], *, kind: str,
                               saved=meta.get("kind"), expected=kind)
     with damaged_file(path / STATE_FILE):
         saved = meta["optimizer"]
+        missing = [key for key in state_keys if key not in meta["state"]]
+        if missing:
+            raise KeyError(f"state entries {missing} missing")
     optimizer_state = read_optimizer(saved, path / OPTIMIZER_FILE)
     buffer = None
     if "buffer" in meta:

@@ -300,7 +300,8 @@ class DqnAgent:
         """
         state, buffer = load_checkpoint(directory, kind=self.kind,
                                         modules={"q": self.q, "target": self.target},
-                                        optimizer=self.optimizer)
+                                        optimizer=self.optimizer,
+                                        state_keys=("env_steps", "updates", "rng"))
         with damaged_file(Path(directory) / STATE_FILE):
             if buffer is not None:
                 self.buffer.load_state_dict(buffer)

@@ -387,7 +387,8 @@ class PpoAgent:
             CheckpointError: when it is missing, incomplete, or does not fit this agent.
         """
         state, _ = load_checkpoint(directory, kind=self.kind, modules={"model": self.model},
-                                   optimizer=self.optimizer)
+                                   optimizer=self.optimizer,
+                                   state_keys=("env_steps", "rng", "obs_rms", "ret_rms"))
         with damaged_file(Path(directory) / STATE_FILE):
             self.env_steps = int(state["env_steps"])
             self.rng.bit_generator.state = state["rng"]
