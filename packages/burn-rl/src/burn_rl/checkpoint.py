@@ -11,8 +11,6 @@ import json
 import os
 import secrets
 import shutil
-import zipfile
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +22,7 @@ from burn import record
 from burn.errors import BurnError
 from burn.nn import Module
 from burn.optim import Optimizer
-from burn.train.checkpoint import read_optimizer, write_optimizer
+from burn.train.checkpoint import DAMAGED_FILE_ERRORS, read_optimizer, write_optimizer
 from burn_rl.errors import CheckpointError
 
 STATE_FILE = "state.json"
@@ -100,10 +98,9 @@ def load_checkpoint(directory: str | os.PathLike[str], *, kind: str,
         meta = json.loads((path / STATE_FILE).read_bytes())
         if not isinstance(meta, dict) or not isinstance(meta.get("state"), dict):
             raise ValueError("not an agent checkpoint's state object")
-    if meta.get("kind") != kind:
-        raise CheckpointError("load_checkpoint", "checkpoint of another agent", path=str(path),
-                              saved=meta.get("kind"), expected=kind)
-    with damaged_file(path / STATE_FILE):
+        if meta.get("kind") != kind:
+            raise CheckpointError("load_checkpoint", "checkpoint of another agent",
+                                  path=str(path), saved=meta.get("kind"), expected=kind)
         saved = meta["optimizer"]
         missing = [key for key in state_keys if key not in meta["state"]]
         if missing:
@@ -136,7 +133,6 @@ def damaged_file(path: Path) -> Iterator[None]:
         yield
     except BurnError:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, OSError,
-            NotImplementedError, zipfile.BadZipFile, zlib.error) as e:
+    except DAMAGED_FILE_ERRORS as e:
         raise CheckpointError("load_checkpoint", "damaged checkpoint file", path=str(path),
                               error=f"{type(e).__name__}: {str(e)[:300]}") from None

@@ -360,6 +360,12 @@ def write_optimizer(state_dict: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**state_dict, "params": params}
 
 
+#: What reading a damaged or foreign checkpoint file raises: invalid JSON or UTF-8, a damaged
+#: zip or compressed stream, a missing key, a value of the wrong type.
+DAMAGED_FILE_ERRORS = (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError,
+                       IndexError, NotImplementedError, zipfile.BadZipFile, zlib.error)
+
+
 def read_state(path: Path) -> dict[str, Any]:
     """A checkpoint's `state.json`: a JSON object with its "optimizer" part (holding its
     "params") and "scheduler".
@@ -373,8 +379,7 @@ def read_state(path: Path) -> dict[str, Any]:
         raise _damaged(path, e) from None
     if not (isinstance(state, dict) and isinstance(state.get("optimizer"), dict)
             and isinstance(state["optimizer"].get("params"), dict) and "scheduler" in state):
-        raise CorruptRecordError("load_checkpoint", f"{path}: damaged checkpoint state",
-                                 error="not a checkpoint's state object")
+        raise _damaged(path, ValueError("not a checkpoint's state object"))
     return state
 
 
@@ -392,8 +397,7 @@ def read_optimizer(meta: dict[str, Any], path: Path) -> dict[str, Any]:
                       for param, entries in meta["params"].items()}
     except FileNotFoundError:
         raise
-    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError,
-            NotImplementedError, zipfile.BadZipFile, zlib.error) as e:
+    except DAMAGED_FILE_ERRORS as e:
         raise _damaged(path, e) from None
     return {**meta, "params": params}
 
