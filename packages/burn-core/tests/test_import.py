@@ -159,6 +159,16 @@ def test_lazy_names_resolve_on_access():
     assert loaded["burn.nn"] and loaded["burn.train"]
 
 
+def test_fusion_and_autodiff_are_reached_from_burn_before_any_device_uses_them():
+    # `burn.fusion.stats()` before any fusion device is made (nothing imported burn.fusion)
+    out = subprocess.run([sys.executable, "-c", (
+        "import burn, sys\nassert 'burn.fusion' not in sys.modules\n"
+        "s = burn.fusion.stats()\nprint(type(s).__name__, s.streams, s.kernels_launched)\n"
+        "print(burn.autodiff.no_grad is burn.no_grad)")], capture_output=True, text=True,
+        check=True)
+    assert out.stdout.split() == ["FusionStats", "0", "0", "True"]
+
+
 def test_float_tensors_do_not_load_ml_dtypes():
     loaded = _loaded_after(
         "import burn\nt = burn.tensor([1.5, 2.0]) * burn.ones(2, dtype=burn.float16)\n"

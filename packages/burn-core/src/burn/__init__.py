@@ -31,7 +31,18 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:
     from typing import Any
 
-    from burn import data, functional, linalg, lr_scheduler, nn, optim, record, train
+    from burn import (
+        autodiff,
+        data,
+        functional,
+        fusion,
+        linalg,
+        lr_scheduler,
+        nn,
+        optim,
+        record,
+        train,
+    )
     from burn.autodiff import Gradients, is_grad_enabled, no_grad
     from burn.backend.registry import register_backend, register_decorator
     from burn.frontend import (
@@ -80,7 +91,8 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str | None]] = {
     **{name: ("burn.frontend", name) for name in _FRONTEND},
     **{name: (f"burn.{name}", None) for name in (
-        "data", "functional", "linalg", "lr_scheduler", "nn", "optim", "record", "train")},
+        "autodiff", "data", "functional", "fusion", "linalg", "lr_scheduler", "nn", "optim",
+        "record", "train")},
     **{name: ("burn.autodiff", name) for name in ("Gradients", "is_grad_enabled", "no_grad")},
     **{name: ("burn.backend.registry", name)
        for name in ("register_backend", "register_decorator")},
@@ -113,9 +125,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "DType", "Device", "Gradients", "Kind", "Tensor", "arange", "available_backends", "data",
-    "linalg",
-    "lr_scheduler", "nn", "optim", "record", "train",
+    "DType", "Device", "Gradients", "Kind", "Tensor", "arange", "autodiff", "available_backends",
+    "data", "fusion", "linalg", "lr_scheduler", "nn", "optim", "record", "train",
     "bernoulli", "bfloat16", "bool_", "cat", "default_device", "empty", "empty_like", "errors",
     "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like",
     "functional", "int8", "int32", "int64", "is_grad_enabled", "logsumexp", "no_grad", "normal",
