@@ -199,6 +199,32 @@ def test_prelu_backward(dtype: str, grad_device: burn.Device, rng: np.random.Gen
 RELU_SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 2.5, -2.5, 7.0]
 
 
+#: Inputs where tanh and sigmoid saturate (their float32 and float64 results are +-1, 0 or 1).
+SATURATED = [-1e4, -100.0, -40.0, -20.0, 20.0, 40.0, 100.0, 1e4, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("name", [op_param("tanh"), op_param("sigmoid")])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_saturated_gradients_keep_the_sign_of_zero(name: str, dtype: str,
+                                                   grad_device: burn.Device) -> None:
+    """Where tanh or sigmoid saturates, the gradient is torch's zero with its sign: grad times
+    1 - y^2 (1 - y), +0.0 at y = +-1 (1), so the incoming gradient's sign (-(y^2 - 1) gave
+    the opposite one)."""
+    dtype = held(dtype, grad_device)
+    x = T(np.array([SATURATED, SATURATED[::-1]]), dtype)
+    g = np.tile(np.array([1.5, -2.0], dtype=np.float32), (2, len(SATURATED) // 2))
+    built = build(x, grad_device, grad=True)
+    fb = {"tanh": lambda t: t.tanh(), "sigmoid": bF.sigmoid}[name]
+    out_b, out_t = fb(built[0]), getattr(torch, name)(built[1])
+    (out_t * torch_tensor(g.astype(NUMPY_OF[x.dtype]), x.dtype)).sum().backward()
+    grads = (out_b * burn_tensor(g.astype(NUMPY_OF[x.dtype]), x.dtype, grad_device)).sum()\
+        .backward()
+    got, want = built[2].grad(grads), built[3].grad
+    assert_same(got, want, phase="backward", what=f"{name} grad")
+    assert (torch_numpy(want) == 0).sum() >= len(SATURATED)  # the inputs do saturate
+    np.testing.assert_array_equal(np.signbit(to_numpy(got)), np.signbit(torch_numpy(want)))
+
+
 @pytest.mark.op("relu_backward")
 @pytest.mark.parametrize("dtype,layout", [("float32", "contiguous"), ("float64", "transposed"),
                                           ("float32", "strided"), ("float16", "contiguous"),

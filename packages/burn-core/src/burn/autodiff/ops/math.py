@@ -30,10 +30,16 @@ def _sq(i: Any, v: P) -> P:
     return i.float_mul(v, v)
 
 
+def _one_minus(i: Any, v: P) -> P:
+    """1 - v, +0.0 at v = 1 as torch's (-(v - 1) was -0.0 there: the infinite gradients of
+    asin, acos and atanh at +-1 took the wrong sign, and the zero gradients of saturated
+    tanh, sigmoid and tanh-GELU the opposite sign of torch's)."""
+    return i.float_add_scalar(i.float_neg(v), 1.0)
+
+
 def _one_minus_sq(i: Any, v: P) -> P:
-    """1 - v^2, +0.0 at v = +-1 (-(v^2 - 1) was -0.0 there: the infinite gradients of asin,
-    acos and atanh at +-1 took the wrong sign)."""
-    return i.float_add_scalar(i.float_neg(_sq(i, v)), 1.0)
+    """1 - v^2 (`_one_minus`)."""
+    return _one_minus(i, _sq(i, v))
 
 
 def _zero(i: Any, g: P, _: P) -> P:
@@ -52,7 +58,7 @@ _RULES: dict[str, tuple[Uses, ElementwiseRule]] = {
     "tan": (Uses.OUTPUT, _times(lambda i, out: i.float_add_scalar(_sq(i, out), 1.0))),
     "sinh": (Uses.INPUT, _times(lambda i, x: i.float_cosh(x))),
     "cosh": (Uses.INPUT, _times(lambda i, x: i.float_sinh(x))),
-    "tanh": (Uses.OUTPUT, _times(lambda i, out: i.float_neg(i.float_sub_scalar(_sq(i, out), 1.0)))),
+    "tanh": (Uses.OUTPUT, _times(_one_minus_sq)),
     "asin": (Uses.INPUT, lambda i, g, x: i.float_div(g, i.float_sqrt(_one_minus_sq(i, x)))),
     "acos": (Uses.INPUT, lambda i, g, x: i.float_neg(i.float_div(
         g, i.float_sqrt(_one_minus_sq(i, x))))),
@@ -169,12 +175,12 @@ def _gelu_tanh_rule(i: Any, g: P, x: P) -> P:
         i.float_mul_scalar(x2, c), 1.0)), k))
     left = i.float_mul_scalar(i.float_add_scalar(t, 1.0), 0.5)
     slope = i.float_mul_scalar(i.float_add_scalar(i.float_mul_scalar(x2, 3 * c), 1.0), 0.5 * k)
-    right = i.float_mul(i.float_mul(x, i.float_neg(i.float_sub_scalar(_sq(i, t), 1.0))), slope)
+    right = i.float_mul(i.float_mul(x, _one_minus_sq(i, t)), slope)
     return i.float_mul(g, i.float_add(left, right))
 
 
 def _sigmoid_rule(i: Any, g: P, s: P) -> P:
-    return i.float_mul(g, i.float_mul(s, i.float_neg(i.float_sub_scalar(s, 1.0))))
+    return i.float_mul(g, i.float_mul(s, _one_minus(i, s)))
 
 
 for _name, (_uses, _rule) in _RULES.items():
