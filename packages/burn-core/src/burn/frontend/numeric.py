@@ -3,7 +3,7 @@ composites: finiteness and closeness tests, pairwise max / min, max_abs, categor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from burn.backend.distribution import Distribution
 from burn.dtype import Kind
@@ -39,19 +39,26 @@ class NumericMixin(TensorBase):
     __slots__ = ()
 
     def _operands(self, op: str, other: object) -> tuple[Tensor, Tensor]:
-        """(self, other) promoted to one float or int dtype (`other`: tensor or scalar).
+        """(self, other) promoted to one float or int dtype (`other`: tensor or scalar, the
+        scalar as a 0-d tensor).
 
         Raises:
             DTypeError: for bool operands or a non-scalar `other`.
             DeviceError: for tensors on different devices.
         """
+        x, y = self._promoted(op, other)
+        return x, y if isinstance(y, TensorBase) else x._full((), y, x._dtype)
+
+    def _promoted(self, op: str, other: object) -> tuple[Tensor, Tensor | int | float]:
+        """`_operands` with a scalar `other` left a Python scalar (the tensor promoted)."""
         if isinstance(other, TensorBase):
             check_device(op, self, other)
             dtype = promote_tensors((self, other))
-            y = other._cast(dtype)
+            y: Tensor | int | float = other._cast(dtype)
         else:
-            dtype = scalar_dtype(op, self._dtype, as_scalar(other))
-            y = self._full((), as_scalar(other), dtype)
+            scalar = as_scalar(other)
+            dtype = scalar_dtype(op, self._dtype, scalar)  # (a Python number past it)
+            y = cast("int | float", scalar)
         require_kind(op, dtype, Kind.FLOAT, Kind.INT)
         return self._cast(dtype), y
 
@@ -64,13 +71,15 @@ class NumericMixin(TensorBase):
             DTypeError: for bool operands.
             DivisionByZeroError: for an int zero divisor.
         """
-        x, y = self._operands("fmod", other)
+        x, y = self._promoted("fmod", other)
         if x._k == "int_":
+            if not isinstance(y, TensorBase):
+                y = x._full((), y, x._dtype)
             x._bk.check_nonzero("fmod", y._prim)  # the error names fmod, not %
             r = x % y  # floor remainder: the divisor's sign
             wrong_sign = (r != 0) & ((r < 0) ^ (x < 0))
             return r.mask_where(wrong_sign, r - y)
-        return binary(x, y if isinstance(other, TensorBase) else other, FMOD)
+        return binary(x, y, FMOD)
 
     def is_finite(self) -> Tensor:
         """Elementwise: neither nan nor +-inf (all true for int and bool tensors)."""
