@@ -402,6 +402,10 @@ GRAD_CASES: list[tuple[str, list[np.ndarray], Callable[..., Any], Callable[..., 
     ("maximum infinite ties", [np.array([INF, -INF, 1.0], np.float32),
                                np.array([INF, -INF, 2.0], np.float32)],
      lambda x, y: x.maximum(y), lambda x, y: x.maximum(y)),
+    ("maximum minimum nan", [np.array([NAN, 1.0, NAN, -INF, 2.0], np.float32),
+                             np.array([3.0, NAN, NAN, NAN, 2.0], np.float32)],
+     lambda x, y: x.maximum(y) * 2.0 + x.minimum(y),
+     lambda x, y: x.maximum(y) * 2.0 + x.minimum(y)),
     ("rsqrt log2 expm1 exp2", [np.abs(F2) + 0.1],
      lambda x: x.rsqrt() + x.log2() + x.log10() + x.expm1() + x.exp2(),
      lambda x: x.rsqrt() + x.log2() + x.log10() + x.expm1() + x.exp2()),
@@ -512,7 +516,8 @@ def test_unsupported_dtype_names_the_method(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize("device_name", GRAD_DEVICES)
 def test_nan_gradients_documented_differences(device_name: str) -> None:
     """docs/differences.md: a line holding NaN splits amax's gradient between its NaNs (torch:
-    NaN everywhere); maximum gives the gradient to the NaN operand (torch: to both)."""
+    NaN everywhere); maximum, as torch, gives the whole gradient to both operands where either
+    is NaN."""
     dev = burn.Device(device_name)
     x = burn.tensor([[1.0, NAN, 2.0, NAN], [1.0, 2.0, 2.0, 0.0]], device=dev).require_grad()
     out = x.amax(1)
@@ -524,4 +529,4 @@ def test_nan_gradients_documented_differences(device_name: str) -> None:
     grads = a.maximum(b).sum().backward()
     ga, gb = a.grad(grads), b.grad(grads)
     assert ga is not None and gb is not None
-    assert ga.tolist() == [0.0, 1.0] and gb.tolist() == [1.0, 0.0]
+    assert ga.tolist() == [1.0, 1.0] and gb.tolist() == [1.0, 1.0]

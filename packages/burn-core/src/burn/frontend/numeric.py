@@ -132,8 +132,8 @@ class NumericMixin(TensorBase):
 
     def maximum(self, other: Tensor) -> Tensor:
         """Elementwise max of two tensors (broadcast, promoted), as torch.maximum: NaN where
-        either is NaN; on an autodiff device a tie's gradient is split evenly between both;
-        two bool tensors give their `or`.
+        either is NaN; on an autodiff device a tie's gradient is split evenly between both,
+        and where either is NaN both get the whole gradient; two bool tensors give their `or`.
 
         Raises:
             DTypeError: for an `other` that is not a Tensor (as torch).
@@ -165,7 +165,9 @@ class NumericMixin(TensorBase):
         tie = x == y
         finite = x.is_finite()
         out = out - ((x - y) * 0.5).mask_fill(~(tie & finite), 0.0)
-        return out.mask_where(tie & ~finite, x * 0.5 + y * 0.5)
+        out = out.mask_where(tie & ~finite, x * 0.5 + y * 0.5)
+        # and where either is NaN, the whole gradient to both (x + y is NaN there too)
+        return out.mask_where(x.is_nan() | y.is_nan(), x + y)
 
     def max_abs(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Largest absolute value over all elements or along `dim` (float and int tensors).
