@@ -199,6 +199,42 @@ def test_prelu_backward(dtype: str, grad_device: burn.Device, rng: np.random.Gen
 RELU_SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 2.5, -2.5, 7.0]
 
 
+#: hardtanh's and relu6's kinks, NaN and values either side.
+KINKS = [-1.0, 1.0, 0.0, 6.0, -0.0, 0.5, -1.5, 1.5, 6.5, np.nan, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("name", [op_param("hardtanh"), op_param("relu6")])
+def test_clamping_activations_at_their_bounds_and_nan(name: str,
+                                                      grad_device: burn.Device) -> None:
+    """hardtanh and relu6 as torch's: gradient 0 at and past the bounds, 1 inside and at NaN
+    (torch's hardtanh_backward keeps the gradient where x is neither <= min nor >= max)."""
+    x = T(np.array([KINKS]), "float32")
+    g = np.resize(np.array([1.5, -2.0, 0.25], dtype=np.float32), (1, len(KINKS)))
+    built = build(x, grad_device, grad=True)
+    fb, ft = {"hardtanh": (bF.hardtanh, tF.hardtanh), "relu6": (bF.relu6, tF.relu6)}[name]
+    out_b, out_t = fb(built[0]), ft(built[1])
+    assert_same(out_b, out_t)
+    (out_t * torch_tensor(g, x.dtype)).sum().backward()
+    grads = (out_b * burn_tensor(g, x.dtype, grad_device)).sum().backward()
+    assert_same(built[2].grad(grads), built[3].grad, phase="backward", what=f"{name} grad")
+
+
+@pytest.mark.parametrize("name", [op_param("softplus"), op_param("log_sigmoid"),
+                                  op_param("mish")])
+def test_nan_inputs_have_nan_gradients(name: str, grad_device: burn.Device) -> None:
+    """softplus and the activations built on it give a NaN input a NaN gradient, as torch
+    (the cap of exp's argument at the threshold is a fill, not a clamp, whose gradient is 0
+    at NaN); the other elements' gradients are torch's."""
+    x = T(np.array([[np.nan, 1.0, -1.0, 25.0, -25.0, np.nan]]), "float32")
+    built = build(x, grad_device, grad=True)
+    fb, ft = {"softplus": (bF.softplus, tF.softplus), "log_sigmoid": (bF.log_sigmoid,
+              tF.logsigmoid), "mish": (bF.mish, tF.mish)}[name]
+    ft(built[1]).sum().backward()
+    got = built[2].grad(fb(built[0]).sum().backward())
+    assert_same(got, built[3].grad, phase="backward", what=f"{name} grad")
+    assert np.isnan(to_numpy(got)).tolist() == [[True, False, False, False, False, True]]
+
+
 #: Inputs where tanh and sigmoid saturate (their float32 and float64 results are +-1, 0 or 1).
 SATURATED = [-1e4, -100.0, -40.0, -20.0, 20.0, 40.0, 100.0, 1e4, np.inf, -np.inf]
 

@@ -617,7 +617,9 @@ class ActivationOps(TensorOps):
 
     def softplus(self, x: P, beta: float, threshold: float) -> P:
         """log(1 + exp(beta x)) / beta, linear above `threshold` (as torch); float16 / bfloat16
-        in float32 (exp(beta x) overflowed float16 from x = 11.1: inf below the threshold)."""
+        in float32 (exp(beta x) overflowed float16 from x = 11.1: inf below the threshold).
+        The exp's argument is capped by a fill above the threshold, not a clamp, so a NaN x
+        has a NaN gradient, as torch's (clamp's gradient is 0 at NaN)."""
         low = self._low_precision(x)
         if low is not None:
             wide = self.softplus(self.float_cast(x, DType.float32), beta, threshold)
@@ -625,7 +627,7 @@ class ActivationOps(TensorOps):
         bx = self.float_mul_scalar(x, beta)
         above = self.float_greater_elem(bx, threshold)
         soft = self.float_div_scalar(
-            self.float_log1p(self.float_exp(self.float_clamp(bx, None, threshold))), beta)
+            self.float_log1p(self.float_exp(self.float_mask_fill(bx, above, threshold))), beta)
         return self.float_mask_where(soft, above, x)
 
     def log_sigmoid(self, x: P) -> P:

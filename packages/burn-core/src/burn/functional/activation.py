@@ -129,7 +129,8 @@ def tanh(x: Tensor) -> Tensor:
 
 
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """clamp(x, min_val, max_val), with torch's gradient: 1 strictly inside the bounds, else 0.
+    """clamp(x, min_val, max_val), with torch's gradient: 1 strictly inside the bounds and at
+    NaN, 0 at and past them.
 
     Raises:
         ValueRangeError: when min_val > max_val.
@@ -138,14 +139,13 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
         raise ValueRangeError("hardtanh", "min_val must not exceed max_val", min_val=min_val,
                               max_val=max_val)
     x = float_input("hardtanh", "x", x)
-    clamped = x.clamp(min_val, max_val)
-    # torch's gradient is 0 at the bounds too (clamp's is 1 there): the bounds' values come
-    # detached
-    return clamped.mask_where((x <= min_val) | (x >= max_val), clamped.detach())
+    # x itself where it is inside (or NaN: torch passes the gradient there, clamp's is 0), the
+    # bounds' values detached at and past them (clamp's gradient is 1 at the bounds)
+    return x.mask_where((x <= min_val) | (x >= max_val), x.clamp(min_val, max_val).detach())
 
 
 def relu6(x: Tensor) -> Tensor:
-    """min(max(x, 0), 6), with hardtanh's gradient (0 at 0 and 6)."""
+    """min(max(x, 0), 6), with hardtanh's gradient (0 at and past 0 and 6, 1 at NaN)."""
     return hardtanh(float_input("relu6", "x", x), 0.0, 6.0)
 
 
