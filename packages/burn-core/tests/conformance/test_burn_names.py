@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import burn
-from burn.errors import ShapeError
+from burn.errors import ShapeError, ValueRangeError
 
 from .reference import GRAD_DTYPES, T, check_backward, check_forward, distinct, op_param, rand
 
@@ -57,6 +57,8 @@ NAMES: dict[str, tuple[Callable[..., Any], Callable[..., Any], int, bool, bool]]
     "max_abs_dims": (lambda x: (x + 50).max_abs_dims([0]),  # shifted: no ties of |x|
                      lambda x: (x + 50).abs().amax(0, keepdim=True), 1, False, True),
     "t": (lambda x: x.t(), lambda x: x.t(), 1, False, True),
+    "transpose": (lambda x: x.reshape(3, 2, 2).transpose(),
+                  lambda x: x.reshape(3, 2, 2).transpose(-2, -1), 1, False, True),
     "slice_dim": (lambda x: x.slice_dim(1, slice(-1, 0, -2)), lambda x: x[:, [3, 1]], 1, False,
                   True),
     "select_dim": (lambda x: x.select_dim(-2, -1), lambda x: x[-1], 1, False, True),
@@ -87,6 +89,14 @@ def test_burn_name_backward(name: str, dtype: str, grad_device: burn.Device,
 
 
 @pytest.mark.op("rank")
+def test_transpose_takes_both_dims_or_neither(device: burn.Device) -> None:
+    x = burn.zeros(2, 3, 4, device=device)
+    assert x.transpose().shape == (2, 4, 3) and x.transpose(0, 2).shape == (4, 3, 2)
+    assert burn.zeros(3, device=device).transpose().shape == (3,)
+    with pytest.raises(ValueRangeError, match="transpose"):
+        x.transpose(1)
+
+
 def test_rank_dims(device: burn.Device) -> None:
     x = burn.zeros(2, 3, 4, device=device)
     assert (x.rank(), x.dims()) == (3, [2, 3, 4])

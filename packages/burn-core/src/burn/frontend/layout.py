@@ -91,7 +91,21 @@ class LayoutMixin(TensorBase):
         d0, d1 = (norm_dim("swap_dims", d, n, scalar=True) for d in (dim0, dim1))
         return self._same("swap_dims", d0, d1) if n else self.clone()
 
-    transpose = swapaxes = swapdims = swap_dims
+    swapaxes = swapdims = swap_dims
+
+    def transpose(self, dim0: int | None = None, dim1: int | None = None) -> Tensor:
+        """Without dims, Burn's `transpose()`: the last two dims swapped (`t`); with both,
+        torch's `transpose(dim0, dim1)` (`swap_dims`).
+
+        Raises:
+            ValueRangeError: for one dim without the other.
+        """
+        if dim0 is None and dim1 is None:
+            return self.t()
+        if dim0 is None or dim1 is None:
+            raise ValueRangeError("transpose", "give both dims or neither", dim0=dim0,
+                                  dim1=dim1)
+        return self.swap_dims(dim0, dim1)
 
     def t(self) -> Tensor:
         """Swap the last two dims (Burn's `t` / `transpose()`); 0-d and 1-d tensors keep their
