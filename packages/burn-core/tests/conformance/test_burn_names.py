@@ -57,8 +57,6 @@ NAMES: dict[str, tuple[Callable[..., Any], Callable[..., Any], int, bool, bool]]
     "max_abs_dims": (lambda x: (x + 50).max_abs_dims([0]),  # shifted: no ties of |x|
                      lambda x: (x + 50).abs().amax(0, keepdim=True), 1, False, True),
     "t": (lambda x: x.t(), lambda x: x.t(), 1, False, True),
-    "transpose": (lambda x: x.reshape(3, 2, 2).transpose(),
-                  lambda x: x.reshape(3, 2, 2).transpose(-2, -1), 1, False, True),
     "slice_dim": (lambda x: x.slice_dim(1, slice(-1, 0, -2)), lambda x: x[:, [3, 1]], 1, False,
                   True),
     "select_dim": (lambda x: x.select_dim(-2, -1), lambda x: x[-1], 1, False, True),
@@ -88,15 +86,19 @@ def test_burn_name_backward(name: str, dtype: str, grad_device: burn.Device,
     check_backward(fb, ft, args, grad_device, rng)
 
 
-@pytest.mark.op("rank")
-def test_transpose_takes_both_dims_or_neither(device: burn.Device) -> None:
-    x = burn.zeros(2, 3, 4, device=device)
-    assert x.transpose().shape == (2, 4, 3) and x.transpose(0, 2).shape == (4, 3, 2)
+@pytest.mark.op("t")
+def test_transpose_takes_both_dims_or_neither(device: burn.Device,
+                                              rng: np.random.Generator) -> None:
+    """transpose() is Burn's (the last two dims, as `t`); transpose(d0, d1) torch's."""
+    x = T(distinct(rng, (2, 3, 4), "float32"), "float32", "transposed")
+    check_forward(lambda t: t.transpose(), lambda t: t.transpose(-2, -1), [x], device)
+    check_forward(lambda t: t.transpose(0, 2), lambda t: t.transpose(0, 2), [x], device)
     assert burn.zeros(3, device=device).transpose().shape == (3,)
     with pytest.raises(ValueRangeError, match="transpose"):
-        x.transpose(1)
+        burn.zeros(2, 3, device=device).transpose(1)
 
 
+@pytest.mark.op("rank")
 def test_rank_dims(device: burn.Device) -> None:
     x = burn.zeros(2, 3, 4, device=device)
     assert (x.rank(), x.dims()) == (3, [2, 3, 4])
