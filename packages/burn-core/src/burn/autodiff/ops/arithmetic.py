@@ -47,17 +47,18 @@ class ArithmeticOps(OpsBase):
             "b", "ab")
 
     def float_remainder(self, lhs: T, rhs: T) -> T:
-        # a % b = a - b floor(a / b)
-        return self._binary(
-            "float_remainder", lhs, rhs, _grad,
-            lambda i, g, a, b: i.float_neg(i.float_mul(g, i.float_floor(i.float_div(a, b)))),
-            "", "ab")
+        return self._modulo("float_remainder", "float_floor", lhs, rhs)  # a - b floor(a / b)
 
     def float_fmod(self, lhs: T, rhs: T) -> T:
-        # fmod(a, b) = a - b trunc(a / b) (torch's gradient: trunc division for b)
+        return self._modulo("float_fmod", "float_trunc", lhs, rhs)  # a - b trunc(a / b)
+
+    def _modulo(self, op: str, rounding: str, lhs: T, rhs: T) -> T:
+        """`op`, a - b round(a / b) with `rounding` (an inner backend method): the gradient
+        passes to a, and is -g round(a / b) for b (as torch's)."""
         return self._binary(
-            "float_fmod", lhs, rhs, _grad,
-            lambda i, g, a, b: i.float_neg(i.float_mul(g, i.float_trunc(i.float_div(a, b)))),
+            op, lhs, rhs, _grad,
+            lambda i, g, a, b: i.float_neg(i.float_mul(g, getattr(i, rounding)(
+                i.float_div(a, b)))),
             "", "ab")
 
     # --- one-input (memory-bound) ---
