@@ -14,7 +14,8 @@ numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidat
   bool cast and a product: one fused kernel against three) on cpu and cpu+fusion against
   PyTorch;
 - the cost of recording: 64 chained scalar multiplications of 64 elements, then a sync, per op,
-  on cpu, cpu+fusion, and cpu+fusion with every op recorded (`record_report`);
+  on cpu and cpu+fusion (every op recorded), and with a sync after each op (run at once;
+  `record_report`);
 - softmax, its backward ``s * (g - sum(g * s))`` and layer norm over rows, at the
   transformer-encoder suite's H200 shapes (`ROWS`: attention scores [32 * 8 * 256, 256],
   activations [32 * 256, 512]), on the devices of ``BURN_BENCH_FUSION_ROWS`` (comma-separated;
@@ -186,45 +187,44 @@ def mask_report(threads: int) -> str:
 
 
 def record_report(threads: int) -> str:
-    """What recording costs per op: a chain of scalar multiplications, then a sync, on cpu, on
-    cpu+fusion as it runs (its thrifty rule finds that blocks of tiny ops do not pay on the
-    cpu, so after `LONE` flushes they run at once: fusion's pass-through cost), and on
-    cpu+fusion with that rule off, every op recorded and the chain one launch (as on GPUs)."""
+    """What recording costs per op: a chain of scalar multiplications, then a sync, on cpu (a
+    launch each) and cpu+fusion (every op recorded, one launch for the chain); and what an op
+    run at once costs on each, the chain synced after every op (on cpu+fusion a structure
+    flushed alone `LONE` times runs at once: fusion's pass-through cost)."""
     import burn
-    from burn.fusion import Fusion
     from burn_bench.timing import Candidate, Measurement, measure_interleaved
 
     data = np.ones(64, np.float32)
 
-    def chain(x: Any) -> Any:
+    def chain(x: Any, device: str | None = None) -> Any:
         for _ in range(CHAIN):
             x = x * 1.0001
+            if device is not None:
+                burn.sync(device)
         return x
 
+    def synced_each(x: Any, device: str) -> Callable[[], Any]:
+        return lambda: chain(x, device)
+
+    specs = ("cpu", "cpu+fusion")
     candidates = [Candidate(spec, _synced(_bound(chain, burn.tensor(data, device=spec)), spec))
-                  for spec in ("cpu", "cpu+fusion")]
-    plain, passed = measure_interleaved(candidates, min_time=0.3, rounds=7)
-    fused = burn.Device("cpu+fusion").backend
-    assert isinstance(fused, Fusion)
-    stream = fused.stream
-    thrifty, stream.thrifty = stream.thrifty, False
-    stream.forget()
-    try:
-        recorded, = measure_interleaved(
-            [Candidate("recorded", _synced(_bound(chain, burn.tensor(data, device="cpu+fusion")),
-                                           "cpu+fusion"))], min_time=0.3, rounds=7)
-    finally:
-        stream.thrifty = thrifty
-        stream.forget()
+                  for spec in specs]
+    # (as 1 x 64: an op structure of its own, so that running at once does not spread to
+    # the recorded chain's, as it would in a loop doing both)
+    candidates += [Candidate(f"{spec} at once",
+                             synced_each(burn.tensor(data[None], device=spec), spec))
+                   for spec in specs]
+    plain, recorded, plain_once, passed = measure_interleaved(candidates, min_time=0.3,
+                                                              rounds=7)
 
     def per_op(result: Measurement) -> str:
         return f"{result.seconds / CHAIN * 1e6:.2f} / {result.median / CHAIN * 1e6:.2f} us"
 
     return (f"## recording, {CHAIN} chained x * c on 64 x float32 then sync, {threads} "
             f"thread(s)\nper op (min / median): cpu {per_op(plain)} (a launch each), "
-            f"cpu+fusion {per_op(passed)} (run at once: tiny blocks do not pay on the cpu), "
-            f"cpu+fusion recorded {per_op(recorded)} (every op deferred, one launch for the "
-            "chain)")
+            f"cpu+fusion {per_op(recorded)} (every op deferred, one launch for the chain); "
+            f"a sync after each op: cpu {per_op(plain_once)}, cpu+fusion {per_op(passed)} "
+            "(run at once after `LONE` flushes alone)")
 
 
 def _is_torch(x: Any) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 import burn
+from burn.fusion import stream
 
 
 @pytest.fixture
@@ -18,3 +19,10 @@ def empty_stream(base: str) -> None:
     stream: Any = burn.Device(f"{base}+fusion").backend.stream
     stream.alone.clear()
     stream.lone.clear()
+
+
+@pytest.fixture
+def fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fuse short blocks however often they run: on GPU runtimes too (`GPU_FUSE_WORK` at 0;
+    on the cpu runtime every block pays)."""
+    monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)

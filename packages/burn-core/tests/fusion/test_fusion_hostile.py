@@ -2,7 +2,7 @@
 broadcast and permuted views, int wrapping and division by negatives, saturated floats,
 bfloat16 rounding between fused ops, changing shapes under one plan, gradients, call-site
 errors and tensors whose fused kernel failed. Every block is fused however short
-(`CPU_FUSE_WORK`, `GPU_FUSE_WORK` at 0)."""
+(`fuse_small_blocks`)."""
 
 from __future__ import annotations
 
@@ -19,19 +19,13 @@ import burn.functional as F
 from burn.errors import BurnIndexError, DeviceError, DTypeError, ShapeError, UnsupportedDTypeError
 from burn.fusion import stream
 
-pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
+pytestmark = [pytest.mark.parametrize("base", DEVICES),
+              pytest.mark.usefixtures("empty_stream", "fuse_small_blocks")]
 torch.set_num_threads(1)
 
 #: float32 special values: NaN, infinities, signed zeros, near-overflow, subnormal, ordinary
 SPECIAL = np.array([1.5, np.nan, -np.inf, np.inf, -0.0, 0.0, -2.0, 3e38, -3e38, 1e-40, 88.8,
                     -104.0], np.float32)
-
-
-@pytest.fixture(autouse=True)
-def _fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fuse these short blocks however often they run (`CPU_FUSE_WORK`, `GPU_FUSE_WORK`)."""
-    monkeypatch.setattr(stream, "CPU_FUSE_WORK", 0)
-    monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)
 
 
 def same(got: burn.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6) -> None:

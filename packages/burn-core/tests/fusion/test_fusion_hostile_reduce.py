@@ -6,7 +6,7 @@ rounding, int and bool sums, several written results and later reads of pending 
 reduced values broadcast the other way, changing row lengths under one plan, the stream's
 length bound cutting a chain, and gradients through fused reductions and epilogues. Each
 case runs on the fusion device and on its inner backend unfused (they must agree with torch
-both); every block is fused however short (`CPU_FUSE_WORK`, `GPU_FUSE_WORK` at 0). wgpu
+both); every block is fused however short (`fuse_small_blocks`). wgpu
 (llvmpipe here: slow) runs a representative subset. (`test_fusion_hostile.py` holds the
 elementwise sweep.)"""
 
@@ -26,19 +26,12 @@ import burn.functional as F
 from burn.errors import BurnIndexError, UnsupportedDTypeError, ValueRangeError
 from burn.fusion import stream
 
-pytestmark = pytest.mark.usefixtures("empty_stream")
+pytestmark = pytest.mark.usefixtures("empty_stream", "fuse_small_blocks")
 torch.set_num_threads(1)
 
 #: Every fusion device, and the cpu alone (wgpu on llvmpipe compiles and runs slowly).
 ALL = pytest.mark.parametrize("base", DEVICES)
 CPU = pytest.mark.parametrize("base", [d for d in DEVICES if d == "cpu"])
-
-
-@pytest.fixture(autouse=True)
-def _fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fuse these short blocks however often they run (`CPU_FUSE_WORK`, `GPU_FUSE_WORK`)."""
-    monkeypatch.setattr(stream, "CPU_FUSE_WORK", 0)
-    monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)
 
 
 def rand(rng: np.random.Generator, *shape: int) -> np.ndarray:

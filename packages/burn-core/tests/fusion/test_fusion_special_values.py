@@ -14,9 +14,8 @@ import torch
 from fusion_testing import DEVICES, reference
 
 import burn
-from burn.fusion import stream
 
-pytestmark = [pytest.mark.usefixtures("empty_stream")]
+pytestmark = [pytest.mark.usefixtures("empty_stream", "fuse_small_blocks")]
 
 X = np.array([1.5, np.inf, -np.inf, np.nan, -0.0, 0.0, -2.0, 3e38, 1.5e-38], np.float32)
 Y = np.array([np.inf, 2.0, -np.inf, 1.0, 0.0, -0.0, 3.0, 3e38, 2e-38], np.float32)
@@ -47,13 +46,6 @@ def assert_same_specials(got: burn.Tensor, want: torch.Tensor) -> None:
     np.testing.assert_allclose(values, expected, rtol=1e-4, atol=0, equal_nan=True)
     zero = expected == 0
     np.testing.assert_array_equal(np.signbit(values[zero]), np.signbit(expected[zero]))
-
-
-@pytest.fixture(autouse=True)
-def _fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fuse these short blocks however often they run (`CPU_FUSE_WORK`, `GPU_FUSE_WORK`)."""
-    monkeypatch.setattr(stream, "CPU_FUSE_WORK", 0)
-    monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)
 
 
 @pytest.mark.parametrize("base", DEVICES)
