@@ -649,11 +649,12 @@ def check_program(device: burn.Device, steps: list[Step], shapes: list[tuple[int
 @pytest.fixture(autouse=True)
 def _fuse_small_blocks(device: burn.Device, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a fusion device, fuse blocks of any size: the fused kernels are under test, and the
-    size from which a block of fewer than `GPU_FUSE_OPS` ops pays on GPU runtimes
-    (`GPU_FUSE_WORK`) is beyond these programs' (on the cpu runtime every block pays)."""
+    size from which a block of fewer than `FUSE_OPS` ops pays (`CPU_FUSE_WORK` on the cpu,
+    `GPU_FUSE_WORK` on GPU runtimes) is beyond these programs'."""
     if "fusion" in device.decorators:
         from burn.fusion import stream
 
+        monkeypatch.setattr(stream, "CPU_FUSE_WORK", 0)
         monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import burn
-from burn.fusion import stream
+from burn.fusion import stream as fusion_stream
 
 
 @pytest.fixture
@@ -23,6 +23,6 @@ def empty_stream(base: str) -> None:
 
 @pytest.fixture
 def fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fuse short blocks however often they run: on GPU runtimes too (`GPU_FUSE_WORK` at 0;
-    on the cpu runtime every block pays)."""
-    monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)
+    """Fuse short blocks however often they run (`CPU_FUSE_WORK`, `GPU_FUSE_WORK` at 0)."""
+    monkeypatch.setattr(fusion_stream, "CPU_FUSE_WORK", 0)
+    monkeypatch.setattr(fusion_stream, "GPU_FUSE_WORK", 0)

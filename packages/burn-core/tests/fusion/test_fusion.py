@@ -16,7 +16,7 @@ import burn
 import burn.functional as F
 from burn.errors import DTypeError, ShapeError
 from burn.fusion import FusionTensor, reset_stats, stats
-from burn.fusion.stream import GPU_FUSE_WORK, LONE, LONE_SHARED
+from burn.fusion.stream import CPU_FUSE_WORK, GPU_FUSE_WORK, LONE, LONE_SHARED
 
 pytestmark = [pytest.mark.parametrize("base", DEVICES), pytest.mark.usefixtures("empty_stream")]
 torch.set_num_threads(1)
@@ -370,8 +370,8 @@ def test_a_small_chain_stays_one_kernel_over_a_loop(base: str, shape: tuple[int,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A chain of `FUSE_OPS` live ops or more pays for its recording however small its
     tensors: over a loop longer than `LONE_SHARED` flushes, the tanh-GELU chain and a
-    three-op chain stay one kernel each, with one plan each and cache hits after (no op is
-    peeled off to run at once). Values equal torch's at every step."""
+    three-op chain stay one kernel each, from the plan cache (no new kernel, no op peeled off
+    to run at once). Values equal torch's at every step."""
     dev = f"{base}+fusion"
     burn.Device(dev).backend.stream.forget()
     data = np.linspace(-4, 4, math.prod(shape), dtype=np.float32).reshape(shape)
@@ -442,26 +442,26 @@ def test_an_op_that_fused_once_then_always_runs_alone_runs_at_once(base: str) ->
 
 
 @pytest.mark.parametrize("small", [True, False])
-def test_a_small_block_of_two_ops_runs_unfused_on_gpus(base: str, small: bool) -> None:
-    """On GPU runtimes a block of two ops that keeps fewer intermediate elements out of memory
-    than `GPU_FUSE_WORK` does not pay for its recording: from its `LONE`th flush its first op
-    runs at once (the next one is then flushed alone, and runs at once in turn); a larger
-    block stays fused. On the cpu runtime every block pays, however small (a launch there
-    costs about what recording an op and a flush do). Values equal torch's either way."""
+def test_a_small_block_runs_unfused(base: str, small: bool) -> None:
+    """A block of two ops (fewer than `FUSE_OPS`) that keeps fewer intermediate elements out
+    of memory than its runtime's threshold (`CPU_FUSE_WORK` on the cpu, `GPU_FUSE_WORK` on
+    GPU runtimes) does not pay for its recording: from its `LONE`th flush its first op runs
+    at once (the next one is then flushed alone, and runs at once in turn); a larger block
+    stays fused. Values equal torch's either way."""
     dev = f"{base}+fusion"
     burn.Device(dev).backend.stream.forget()  # what earlier tests taught it of these ops
-    rows = 8 if small else 2 * GPU_FUSE_WORK // 256
+    threshold = CPU_FUSE_WORK if base == "cpu" else GPU_FUSE_WORK
+    rows = 8 if small else 2 * threshold // 256
     data = np.linspace(-3, 3, rows * 256, dtype=np.float32).reshape(rows, 256)
     bias = np.linspace(1, -1, 256, dtype=np.float32)
     x, b = burn.tensor(data, device=dev), burn.tensor(bias, device=dev)
     tx, tb = torch.from_numpy(data), torch.from_numpy(bias)
-    unfused = small and base != "cpu"
     for step in range(2 * LONE + 1):
         y = F.relu(x + b)
-        assert pending(y) == (not unfused or step < 2 * LONE)
+        assert pending(y) == (not small or step < 2 * LONE)
         reset_stats()
         check(y, torch.relu(tx + tb))
-        assert stats().ops_fused == (2 if not unfused or step < LONE else 0)
+        assert stats().ops_fused == (2 if not small or step < LONE else 0)
 
 
 def test_autodiff_over_fusion_matches_torch(base: str) -> None:

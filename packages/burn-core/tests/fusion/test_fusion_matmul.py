@@ -169,7 +169,7 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
 def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
     """A product the inner backend runs without an epilogue (BLAS on the cpu at once; on GPUs
     `LONE` times) is then run at once, not recorded, even with other ops pending; one that
-    had an epilogue that pays (two ops after the product on GPUs: `stream.GPU_FUSE_OPS`)
+    had an epilogue that pays (two ops after the product on GPUs: `stream.FUSE_OPS`)
     stays recorded (values as torch's throughout)."""
     from burn.fusion.stream import LONE
 
@@ -219,11 +219,11 @@ def test_a_product_past_fuse_work_runs_alone_then_its_epilogue(
 def test_a_small_product_with_only_a_bias_runs_unfused_on_gpus(
         base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """On GPU runtimes a small product with only its bias after it (two live ops) does not
-    pay for its recording (`stream.GPU_FUSE_OPS`): from its `LONE`th flush the product and
+    pay for its recording (`stream.FUSE_OPS`): from its `LONE`th flush the product and
     the add run as two launches; with a relu and a scale after the bias (four ops) the block
     stays one kernel. On the cpu the product is BLAS's (not a kernel launch) and the bias
     alone runs at once; the add, relu and scale after the other product are one kernel at
-    every step (every block pays on the cpu runtime). Values equal torch's throughout."""
+    every step (three live ops pay, `stream.FUSE_OPS`). Values equal torch's throughout."""
     from burn.fusion.stream import LONE
 
     dev = f"{base}+fusion"

@@ -53,22 +53,26 @@ LONE = 3
 #: with runs at once by then (a relu that was the prologue of a product later run at once:
 #: recorded, then flushed alone, at every step of an MLP on the cpu, 5% of the step).
 LONE_SHARED = 2 * LONE
-#: Which blocks pay for their recording (`Stream._pays`). On the cpu runtime, where a launch
-#: costs about what recording an op and a flush do, every block of two live ops or more: a
-#: chain is one kernel however small its tensors, and a loop keeps that plan. (Measured, 1
-#: thread: add + relu over 64 x 256 floats 16 us fused against 10 us an op at a time, over
-#: 512 x 256 29 against 43 us; a chain of 64 scalar products over 64 floats 3.1 us an op
-#: recorded or run; the 784-256-10 MLP Adam step 620 us whether its add + relu fuse or not.)
-#: On GPU runtimes a block (a matmul with its epilogue too) pays where it computes
-#: `GPU_FUSE_OPS` live ops or more (each a launch saved), or keeps `GPU_FUSE_WORK`
-#: intermediate elements out of memory (its live ops but one, times its largest result's
-#: elements: work that keeps the GPU busy longer than the host takes to record it); else its
-#: first op's structure counts as a flush alone (`LONE`). (Measured on the H200's host: an op
-#: recorded about 3.5 us, a flush and launch of an elementwise block 16 us, an op run at once
-#: 8-10 us: a block of two small ops costs more fused. In a 784-256-10 MLP step the second
-#: layer's product with its bias and the relu backward with the bias-gradient sum run at once
-#: from the fourth step; the first layer's product, bias and relu stay one kernel.)
-GPU_FUSE_OPS = 3
+#: Which blocks pay for their recording (`Stream._pays`): on every runtime a block computing
+#: `FUSE_OPS` live ops or more (each a launch saved), so a chain is one kernel however small
+#: its tensors and a loop keeps that plan; a shorter one where it keeps enough intermediate
+#: elements out of memory (its live ops but one, times its largest result's elements):
+#: `CPU_FUSE_WORK` on the cpu runtime, where a launch costs about what recording an op and a
+#: flush do (there reduce blocks and products with an epilogue always pay), `GPU_FUSE_WORK`
+#: on GPU runtimes (work that keeps the GPU busy longer than the host takes to record it).
+#: Else the block's first op's structure counts as a flush alone (`LONE`). (Measured on the
+#: cpu, 1 thread, fused against one kernel an op: add + relu over 64 x 256 floats 16 us
+#: against 10 us, over 512 x 256 29 against 43 us; 3 ops over 64 x 256 18 against 14 us; a
+#: chain of 64 scalar products over 64 floats 3.1 us an op recorded as run, 3.7 us run at
+#: once under fusion; the MLP step of the mlp suite alone 620 us with its add + relu fused or
+#: not, but 3-4% slower fused when timed interleaved with an unfused step, as burn-bench
+#: does. On the H200's host: an op recorded about 3.5 us, a flush and launch of an
+#: elementwise block 16 us, an op run at once 8-10 us: a block of two small ops costs more
+#: fused. In a 784-256-10 MLP step there the second layer's product with its bias and the
+#: relu backward with the bias-gradient sum run at once from the fourth step; the first
+#: layer's product, bias and relu stay one kernel.)
+FUSE_OPS = 3
+CPU_FUSE_WORK = 1 << 17
 GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
 #: and the structures that lead a block that does not pay (`Stream._pays`), then those that
@@ -112,9 +116,9 @@ class Stream:
         self.lone: set[tuple[Any, ...]] = set()
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
-        #: whether this is the cpu runtime: every block pays for its recording there
-        #: (`_pays`; GPU runtimes' by `GPU_FUSE_OPS` and `GPU_FUSE_WORK`), and a product
-        #: takes no prologue (`_blocks`).
+        #: whether this is the cpu runtime: its short blocks pay for their recording by
+        #: `CPU_FUSE_WORK` (`_pays`; GPU runtimes' by `GPU_FUSE_WORK`), and a product takes
+        #: no prologue (`_blocks`).
         self.cpu = getattr(inner, "runtime_name", None) == "cpu"
         STATS.streams += 1
 
@@ -391,8 +395,8 @@ class Stream:
                 if r.out.id in live:
                     needed.update(a.id for a in r.args
                                   if type(a) is TensorIR and at.get(a.id, b) != b)
-        leaders = [self._leader(pending[:blocks[0][2]], needed)]
-        leaders += [self._leader(pending[start:end], needed)
+        leaders = [self._leader(blocks[0][0], pending[:blocks[0][2]], needed)]
+        leaders += [self._leader(kind, pending[start:end], needed)
                     for kind, start, end, _ in blocks[1:] if kind == "matmul"]
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
@@ -403,7 +407,7 @@ class Stream:
                 tuple(lead[0] for lead in leaders if lead is not None and not lead[1]),
                 tuple(lead[0] for lead in leaders if lead is not None and lead[1]))
 
-    def _leader(self, block: list[Pending], needed: set[int]
+    def _leader(self, kind: str | None, block: list[Pending], needed: set[int]
                 ) -> tuple[tuple[Any, ...], bool] | None:
         """The structure of `block`'s first record (the op that started the stream, or a
         later block's product) where it is one of two or more live ops of the block (needed,
@@ -422,7 +426,7 @@ class Stream:
         if len(live) < 2 or block[0].out.id not in live:
             return None
         widest = max(math.prod(cast(tuple[int, ...], r.out.shape)) for r in block)
-        return block[0].key[0], self._pays(len(live), widest)
+        return block[0].key[0], self._pays(kind, len(live), widest)
 
     def _shared(self, structure: tuple[Any, ...]) -> None:
         """Note that `structure` led a block that pays: in `shared`, its flushes alone counted
@@ -432,12 +436,17 @@ class Stream:
         self.shared.add(structure)
         self.alone.pop(structure, None)
 
-    def _pays(self, live: int, elements: int) -> bool:
-        """Whether a block computing `live` ops (two or more) whose largest result
-        has `elements` elements gains more than its recording costs: on the cpu runtime
-        always; on GPU runtimes from `GPU_FUSE_OPS` live ops, or keeping `GPU_FUSE_WORK`
-        intermediate elements out of memory."""
-        return self.cpu or live >= GPU_FUSE_OPS or (live - 1) * elements >= GPU_FUSE_WORK
+    def _pays(self, kind: str | None, live: int, elements: int) -> bool:
+        """Whether a block of `kind` computing `live` ops (two or more) whose largest result
+        has `elements` elements gains more than its recording costs: from `FUSE_OPS` live
+        ops, or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate elements
+        out of memory; on the cpu runtime every reduce block and product."""
+        if live >= FUSE_OPS:
+            return True
+        kept = (live - 1) * elements
+        if self.cpu:
+            return kind is not None or kept >= CPU_FUSE_WORK
+        return kept >= GPU_FUSE_WORK
 
 
 def _fail(block: list[Pending], weak: dict[int, weakref.ref[FusionTensor]], exc: Exception,
