@@ -214,8 +214,10 @@ class Fusion(Decorator):
         return self.inner.exported(self.value(x))
 
     def sync(self) -> None:
-        with self.stream.lock:
-            self.stream.flush()
+        stream = self.stream
+        with stream.lock:
+            if stream.pending:  # (a sync with nothing pending costs what the inner one does)
+                stream.flush()
             self.inner.sync()
 
 
