@@ -153,6 +153,31 @@ def test_binary_backward(name: str, dtype: str, grad_device: burn.Device,
     check_backward(lambda x: method(x, 1.5), lambda x: ft(x, 1.5), [a], grad_device, rng)
 
 
+
+@pytest.mark.parametrize("dtype", GRAD_DTYPES)
+@pytest.mark.op("remainder")
+def test_remainder_backward_at_exact_quotients_and_infinities(
+        dtype: str, grad_device: burn.Device, rng: np.random.Generator) -> None:
+    """The divisor's gradient is -g q, q the quotient of the exact remainder (torch's floor
+    division): where a / b rounds up to an integer (1 / 0.1), near multiples of b either
+    side, over infinite divisors of either sign (-1 for a finite a of the other sign), for
+    infinite dividends (NaN), zero dividends and zero divisors; broadcast. Against torch."""
+    np_dtype = np.float32 if dtype == "float32" else np.float64
+    inf = np.inf
+    a = [1.0, 1.0, -1.0, 3.0, 0.3, -7.0, 7.0, -7.0, 7.0, 0.0, -0.0, inf, -inf, 5.0, -5.0]
+    b = [0.1, -0.1, 0.1, 0.1, 0.1, inf, -inf, -inf, inf, inf, -inf, 1.5, -3.0, 0.0, 0.0]
+    divisors = rng.uniform(0.05, 3.0, 24).astype(np_dtype) * rng.choice([-1, 1], 24)
+    multiples = (divisors * rng.integers(-40, 40, 24)).astype(np_dtype)
+    nudged = np.nextafter(multiples, rng.choice([-inf, inf], 24)).astype(np_dtype)
+    lhs = np.concatenate([np.array(a, np_dtype), multiples, nudged])
+    rhs = np.concatenate([np.array(b, np_dtype), divisors, divisors])
+    check_backward(lambda x, y: x.remainder(y), torch.remainder,
+                   [T(lhs, dtype), T(rhs, dtype)], grad_device, rng)
+    column = rhs[:15].reshape(15, 1)  # (15, 1) against (1, 4): every pair broadcast
+    row = np.array([[1.0, -7.0, inf, 0.3]], np_dtype)
+    check_backward(lambda x, y: x.remainder(y), torch.remainder,
+                   [T(row, dtype), T(column, dtype)], grad_device, rng)
+
 PROMOTIONS = [
     ("int64", "float32"), ("float32", "float64"), ("int32", "int64"), ("float16", "float32"),
     ("bfloat16", "float64"), ("int8", "int32"), ("uint8", "int64"), ("bool", "int32"),

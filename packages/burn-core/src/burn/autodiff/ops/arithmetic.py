@@ -47,19 +47,18 @@ class ArithmeticOps(OpsBase):
             "b", "ab")
 
     def float_remainder(self, lhs: T, rhs: T) -> T:
-        return self._modulo("float_remainder", "float_floor", lhs, rhs)  # a - b floor(a / b)
+        return self._modulo("float_remainder", _floor_quotient, lhs, rhs)  # a - b q
 
     def float_fmod(self, lhs: T, rhs: T) -> T:
-        return self._modulo("float_fmod", "float_trunc", lhs, rhs)  # a - b trunc(a / b)
+        return self._modulo("float_fmod", lambda i, a, b: i.float_trunc(i.float_div(a, b)),
+                            lhs, rhs)  # a - b trunc(a / b)
 
-    def _modulo(self, op: str, rounding: str, lhs: T, rhs: T) -> T:
-        """`op`, a - b round(a / b) with `rounding` (an inner backend method): the gradient
-        passes to a, and is -g round(a / b) for b (as torch's)."""
+    def _modulo(self, op: str, quotient: Any, lhs: T, rhs: T) -> T:
+        """`op`, a - b q with q = `quotient(inner, a, b)`: the gradient passes to a, and is
+        -g q for b (as torch's)."""
         return self._binary(
             op, lhs, rhs, _grad,
-            lambda i, g, a, b: i.float_neg(i.float_mul(g, getattr(i, rounding)(
-                i.float_div(a, b)))),
-            "", "ab")
+            lambda i, g, a, b: i.float_neg(i.float_mul(g, quotient(i, a, b))), "", "ab")
 
     # --- one-input (memory-bound) ---
     def float_add_scalar(self, lhs: T, rhs: float) -> T:
@@ -164,6 +163,25 @@ class ArithmeticOps(OpsBase):
             return gl, gr
         return record(out, (lhs, rhs), fn,
                       (save(lhs) if need_r else None, save(rhs) if need_l else None))
+
+
+def _floor_quotient(i: Any, a: P, b: P) -> P:
+    """The quotient q of the exact remainder a - b q, as torch's floor division: from
+    fmod (a - fmod(a, b)) / b, one less where fmod is nonzero and its sign is not b's, rounded
+    to an integer; +-0 with the sign of a / b where that is 0; a / b where b is 0; NaN where a
+    is infinite. (floor(a / b) is one more where a / b rounds up to an integer, 1 / 0.1 in
+    float32, and -0 rather than -1 for a finite a over an infinite b of the other sign.)"""
+    mod = i.float_fmod(a, b)
+    div = i.float_div(i.float_sub(a, mod), b)
+    other_sign = i.bool_and(i.bool_not(i.float_equal_elem(mod, 0.0)),
+                            i.bool_xor(i.float_lower_elem(b, 0.0), i.float_lower_elem(mod, 0.0)))
+    div = i.float_mask_where(div, other_sign, i.float_sub_scalar(div, 1.0))
+    q = i.float_floor(div)
+    q = i.float_mask_where(q, i.float_greater_elem(i.float_sub(div, q), 0.5),
+                           i.float_add_scalar(q, 1.0))
+    exact = i.float_div(a, b)
+    q = i.float_mask_where(q, i.float_equal_elem(div, 0.0), i.float_mul_scalar(exact, 0.0))
+    return i.float_mask_where(q, i.float_equal_elem(b, 0.0), exact)
 
 
 def _identity(inner: Any, g: P, _: P) -> P:
