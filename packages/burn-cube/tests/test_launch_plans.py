@@ -145,6 +145,42 @@ def test_pool_keeps_at_most_pool_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert rt.memory_stats()["bytes_free_in_pool"] == 0
 
 
+def test_a_full_pool_drops_the_shapes_kept_least_recently(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a dead buffer would pass `POOL_BYTES`, the buffers of the shapes kept least
+    recently make room for it (a program whose shapes change pools its new ones instead of
+    keeping the old for good); the pool never passes its limit, and a shape that fills it
+    alone is not dropped for itself."""
+    monkeypatch.setattr(cpu_runtime, "POOL_BYTES", 1000)
+    rt = cpu_runtime.CpuRuntime()
+    old = [rt.empty((50,), f32) for _ in range(3)]  # 200 bytes each
+    older = rt.empty((60,), f32)  # 240 bytes, kept first
+    older_handle = weakref.ref(older.handle)
+    old_handles = [weakref.ref(a.handle) for a in old]
+    del older, old
+    assert rt.memory_stats()["bytes_free_in_pool"] == 840
+    new = [rt.empty((100,), f32) for _ in range(2)]  # 400 bytes each: a new phase's shape
+    new_handles = [weakref.ref(a.handle) for a in new]
+    del new
+    # room for both: the 240 bytes kept first went, then two of the 50s (least recent first)
+    assert rt.memory_stats()["bytes_free_in_pool"] == 1000
+    assert older_handle() is None and sum(h() is not None for h in old_handles) == 1
+    taken = [rt.empty((100,), f32) for _ in range(2)]
+    assert {id(a.handle) for a in taken} == {id(h()) for h in new_handles}
+    assert rt.memory_stats()["bytes_free_in_pool"] == 200  # one 50 is left
+    kept = rt.empty((50,), f32)
+    assert any(kept.handle is h() for h in old_handles)
+    full = [rt.empty((125,), f32) for _ in range(2)]  # 500 bytes each: fills the pool
+    del kept, full
+    assert rt.memory_stats()["bytes_free_in_pool"] == 1000
+    third = rt.empty((125,), f32)
+    spare = rt.empty((125,), f32)
+    extra = rt.empty((125,), f32)  # a fresh one: the pool is empty now
+    del third, spare
+    del extra  # the pool holds 1000 bytes of this shape: not dropped for itself
+    assert rt.memory_stats()["bytes_free_in_pool"] == 1000
+
+
 def test_buffers_are_reused_once_nothing_else_holds_them() -> None:
     """A buffer still held when its array dies (by a dying view of it, which lets go of its
     base first, or by an export) is handed out again once nothing else holds it."""

@@ -182,7 +182,10 @@ _refcount = sys.getrefcount
 class BufferPool:
     """Buffers of dead arrays kept by shape and dtype for a runtime's `empty` to hand out
     again, with their addresses, up to `limit` bytes (work is in order on one queue, so a
-    buffer whose last readers are queued may be rewritten by work queued after them).
+    buffer whose last readers are queued may be rewritten by work queued after them). Where a
+    buffer would pass the limit, the buffers of the shapes kept least recently make room for
+    it: a program whose shapes change (another phase, batch size or sequence length) pools
+    its new shapes instead of keeping the old ones for good.
 
     Args:
         limit: The most bytes kept.
@@ -199,6 +202,9 @@ class BufferPool:
         #: bytes kept, and buffers handed out again.
         self.bytes = 0
         self.reused = 0
+        #: (shape, dtype name) -> when a buffer of it was last kept (a count of `keep`s).
+        self.kept_at: dict[tuple[tuple[int, ...], str], int] = {}
+        self.keeps = 0
 
     def take(self, shape: tuple[int, ...], dtype: DType) -> tuple[Any, int | None] | None:
         """A free (buffer, address) of that shape and dtype, or None."""
@@ -244,24 +250,52 @@ class BufferPool:
 
     def keep(self, shape: tuple[int, ...], dtype: DType, buffer: Any, address: int | None,
              held: bool = False) -> None:
-        """Keep a dead array's buffer while the pool has room; `held`: something else still
-        holds it (`take` hands it out once nothing does)."""
+        """Keep a dead array's buffer, where the pool is full making room by dropping the
+        buffers of the shapes kept least recently; `held`: something else still holds it
+        (`take` hands it out once nothing does)."""
         nbytes = buffer.nbytes
-        if nbytes and self.bytes + nbytes <= self.limit:
-            pool = self.held if held else self.free
-            key = (shape, dtype.name)
-            entries = pool.get(key)
-            if entries is None:
-                entries = pool.setdefault(key, [])
-            elif held and len(entries) >= _HELD_PER_KEY:
-                return
-            entries.append((buffer, address))
-            self.bytes += nbytes
+        if not nbytes:
+            return
+        key = (shape, dtype.name)
+        if self.bytes + nbytes > self.limit and not self._room(nbytes, key):
+            return
+        pool = self.held if held else self.free
+        entries = pool.get(key)
+        if entries is None:
+            entries = pool.setdefault(key, [])
+        elif held and len(entries) >= _HELD_PER_KEY:
+            return
+        entries.append((buffer, address))
+        self.bytes += nbytes
+        self.kept_at[key] = self.keeps = self.keeps + 1
+
+    def _room(self, nbytes: int, keep: tuple[tuple[int, ...], str]) -> bool:
+        """Whether `nbytes` more fit once the buffers of the shapes kept least recently (not
+        `keep`'s, the shape being kept) are dropped as needed."""
+        if nbytes > self.limit:
+            return False
+        for key in sorted(self.kept_at, key=self.kept_at.__getitem__):
+            if key == keep:
+                continue
+            for pool in (self.free, self.held):
+                entries = pool.get(key)
+                while entries and self.bytes + nbytes > self.limit:
+                    try:
+                        buffer = entries.pop()[0]
+                    except IndexError:  # another thread took the last one
+                        break
+                    self.bytes -= buffer.nbytes
+            if not self.free.get(key) and not self.held.get(key):
+                self.kept_at.pop(key, None)
+            if self.bytes + nbytes <= self.limit:
+                return True
+        return False
 
     def clear(self) -> None:
         """Drop every kept buffer (the allocator underneath gets them back)."""
         self.free.clear()
         self.held.clear()
+        self.kept_at.clear()
         self.bytes = 0
 
 
