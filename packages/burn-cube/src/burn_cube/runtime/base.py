@@ -257,14 +257,14 @@ class BufferPool:
         if not nbytes:
             return
         key = (shape, dtype.name)
-        if self.bytes + nbytes > self.limit and not self._room(nbytes, key):
-            return
         pool = self.held if held else self.free
         entries = pool.get(key)
+        if held and entries is not None and len(entries) >= _HELD_PER_KEY:
+            return
+        if self.bytes + nbytes > self.limit and not self._room(nbytes, key):
+            return
         if entries is None:
             entries = pool.setdefault(key, [])
-        elif held and len(entries) >= _HELD_PER_KEY:
-            return
         entries.append((buffer, address))
         self.bytes += nbytes
         self.kept_at[key] = self.keeps = self.keeps + 1
