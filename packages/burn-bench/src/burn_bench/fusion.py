@@ -34,6 +34,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -203,16 +204,13 @@ def record_report(threads: int) -> str:
                 burn.sync(device)
         return x
 
-    def synced_each(x: Any, device: str) -> Callable[[], Any]:
-        return lambda: chain(x, device)
-
     specs = ("cpu", "cpu+fusion")
     candidates = [Candidate(spec, _synced(_bound(chain, burn.tensor(data, device=spec)), spec))
                   for spec in specs]
     # (as 1 x 64: an op structure of its own, so that running at once does not spread to
     # the recorded chain's, as it would in a loop doing both)
-    candidates += [Candidate(f"{spec} at once",
-                             synced_each(burn.tensor(data[None], device=spec), spec))
+    candidates += [Candidate(f"{spec} at once", _bound(partial(chain, device=spec),
+                                                       burn.tensor(data[None], device=spec)))
                    for spec in specs]
     plain, recorded, plain_once, passed = measure_interleaved(candidates, min_time=0.3,
                                                               rounds=7)
@@ -291,8 +289,6 @@ def functional_rows(name: str, arg: Any) -> Any:
 
 def rows_report(base: str) -> str:
     """Softmax and layer norm over `ROWS` on `base`, unfused and fused, against PyTorch."""
-    from functools import partial
-
     import torch
 
     import burn
