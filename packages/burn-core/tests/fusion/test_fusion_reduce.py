@@ -71,13 +71,8 @@ def test_softmax_from_primitives_is_one_kernel(base: str, dim: int,
     data = (rng.standard_normal((5, 7, 33)) * 4).astype(np.float32)
     reset_stats()
     (got,), launches, (unfused,) = run(base, monkeypatch, lambda x: softmax(x, dim), data)
-    if base == "cpu" and dim != 2:
-        # the cpu leaves reductions along other dims than the innermost to the inner backend's
-        # column kernels (reduce.accepts): max and sum there, sub+exp fused, then div (5
-        # launches unfused)
-        assert launches == 4
-    else:
-        assert launches == 1 and stats().ops_fused == 5  # the brief's bound is 2
+    # along a leading dim the cpu runs rows in lockstep (reduce.LANES), GPUs spread units
+    assert launches == 1 and stats().ops_fused == 5  # the brief's bound is 2
     check(got, torch.softmax(torch.from_numpy(data), dim))
     np.testing.assert_allclose(got.to_numpy(), unfused.to_numpy(), rtol=1e-6, atol=1e-7)
 
@@ -275,6 +270,46 @@ def test_dtypes_and_views(base: str, dtype: str) -> None:
                                rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize(("shape", "dim"), [((64, 256), 0), ((600, 300), 0),
+                                          ((5, 7, 33), 1), ((3, 70, 5), 1), ((2, 3), 0)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_reductions_over_leading_dims(base: str, shape: tuple[int, ...], dim: int, dtype: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Softmax, a layer norm, max / min (a NaN wins, a -inf column) and a mean of squares along
+    a dim before the innermost, each one kernel: on the cpu rows in lockstep (`reduce.LANES`
+    of a run, the run's last unit overlapping the one before where `LANES` does not divide
+    it, as for 300 columns; a broadcast input at the same element for every row), on GPUs
+    units spread."""
+    if not burn.Device(base).backend.supports(getattr(burn, dtype)):  # float64 on WGSL
+        pytest.skip(f"{base} has no {dtype} (test_dtypes_and_views checks the error)")
+    rng = np.random.default_rng(9)
+    data = (rng.standard_normal(shape) * 3).astype(dtype)
+    data.flat[5] = np.nan
+    data[(slice(None),) * dim + (slice(None), 1)] = -np.inf  # a column of -inf
+    scale = rng.standard_normal(shape[dim + 1:]).astype(dtype)  # broadcast over dim's rows
+    t, ts = torch.from_numpy(data), torch.from_numpy(scale)
+    tol = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14), "float16": (2e-3, 2e-3)}[dtype]
+    cases: list[tuple[Callable[..., Any], Any]] = [
+        (lambda x, w: softmax(x * w, dim), torch.softmax(t * ts, dim)),
+        (lambda x, w: (x - x.mean_dim(dim)) / ((x - x.mean_dim(dim)) ** 2).mean_dim(dim).sqrt(),
+         (t - t.mean(dim, keepdim=True)) / ((t - t.mean(dim, keepdim=True)) ** 2).mean(
+             dim, keepdim=True).sqrt()),
+        (lambda x, w: (x * 2.0).max_dim(dim) - (x * w).min_dim(dim),
+         (t * 2.0).amax(dim, keepdim=True) - (t * ts).amin(dim, keepdim=True)),
+        (lambda x, w: (x * w * x).mean_dim(dim) + 1.0, (t * ts * t).mean(dim, keepdim=True) + 1.0),
+    ]
+    if dtype == "float16":  # torch's float16 sums accumulate in float32 too, rounded per op
+        cases = cases[2:]
+    for fn, want in cases:
+        (got,), launches, (unfused,) = run(base, monkeypatch, fn, data, scale)
+        monkeypatch.undo()
+        assert launches == 1
+        check(got, want, *tol)
+        np.testing.assert_allclose(got.to_numpy().astype(np.float64),
+                                   unfused.to_numpy().astype(np.float64), rtol=tol[0] * 10,
+                                   atol=tol[1] * 10, equal_nan=True)
+
+
 def test_expanded_inputs_whose_row_view_is_their_storage(base: str) -> None:
     """A [5] tensor expanded to [12, 5] and reduced over dim 0: its row view is the whole
     storage, so launches pass storages laid out as the plan's examples."""
@@ -301,8 +336,7 @@ def test_max_and_min_with_indices(base: str) -> None:
     check(lo, tlo)
     np.testing.assert_array_equal(i.to_numpy(), ti.numpy())
     np.testing.assert_array_equal(j.to_numpy(), tj.numpy())
-    # one kernel per reduction (the cpu's dim-0 min runs at once on the inner backend:
-    # reduce.accepts; its kernel is counted by the runtime's count)
+    # one kernel per reduction (with indices, the cpu's dim-0 min walks each row with a unit)
     assert stats().kernels_launched == 2
     wide = np.tile(data, (1, 5))  # rows long enough for the interleaved partials
     wide[1, 17] = np.inf

@@ -79,8 +79,6 @@ class Fusion(Decorator):
             # getters: the frontend and Autodiff ask for them per op)
             self.shape = operator.attrgetter("shape")  # type: ignore[method-assign,assignment]
             self.dtype = operator.attrgetter("dtype")  # type: ignore[method-assign,assignment]
-        #: whether reductions along a dim other than the innermost fuse (`reduce.accepts`)
-        self._columns = getattr(inner, "runtime_name", "cpu") != "cpu"
         #: how an op runs at once on the inner backend (`at_once`)
         self.run_inner = at_once(inner)
         #: protocol defaults the inner backend keeps, run on this backend.
@@ -146,7 +144,7 @@ class Fusion(Decorator):
         casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
         result: tuple[Any, ...] = ()
         if fusable([*(h.dtype for h in handles), *casts]) and \
-                accepts(op, args, handles, self._columns):
+                accepts(op, args, handles):
             names = [op.params[i].name for i in op.tensor_at]
             scalars = {p.name: a for p, a in zip(op.params, args, strict=True)
                        if not p.is_tensor}

@@ -64,24 +64,25 @@ WHOLE_MOST = 1 << 18
 _KERNELS: dict[Any, Any] = {}
 
 
-def accepts(shape: tuple[int, ...], dim: int | None, columns: bool) -> bool:
+def accepts(shape: tuple[int, ...], dim: int | None) -> bool:
     """Whether the fuser takes a reduction of a tensor of `shape` along `dim`: a dim of two
-    elements or more of a non-empty tensor (others run at once on the inner backend), and
-    with `columns` False only the innermost dim (the dims after it of size 1); over the
-    whole tensor (`dim` None) 2 to `WHOLE_MOST` elements.
+    elements or more of a non-empty tensor (others run at once on the inner backend); over
+    the whole tensor (`dim` None) 2 to `WHOLE_MOST` elements.
 
     Args:
         shape: the reduced tensor's shape.
         dim: the reduced dim (None: all of them).
-        columns: whether reductions whose elements are not adjacent are fused. The cpu
-            runtime's reduce kernel walks each row with one unit, which is about 2x (a
-            [64, 256] sum over dim 0) to 6x ([256, 1024]) slower than its unfused column-sum
-            kernel there, so the cpu leaves them to the inner backend.
     """
     if dim is None:
         return 2 <= math.prod(shape) <= WHOLE_MOST
-    return (0 <= dim < len(shape) and shape[dim] >= 2 and 0 not in shape
-            and (columns or all(size == 1 for size in shape[dim + 1:])))
+    return 0 <= dim < len(shape) and shape[dim] >= 2 and 0 not in shape
+
+
+def over_columns(block: list[Pending]) -> bool:
+    """Whether reduce block `block` reduces along a dim whose elements are not adjacent (a
+    dim with dims of more than one element after it)."""
+    shape, dim = reduced_dim(next(r for r in block if r.op.name in REDUCTIONS))
+    return dim is not None and math.prod(shape[dim + 1:]) > 1
 
 
 def reduced_dim(record: Pending) -> tuple[tuple[int, ...], int | None]:
@@ -207,29 +208,40 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     program = plan.program
     in_ids = tuple(id(t.dtype) for t in inputs)
     cpu = inner.runtime.name == "cpu"
+    count = math.prod(rows)
     group = reduce_gpu.group_for(n)
     read = steps[:sum(plan.along)]  # the varying inputs' steps along `d`
-    spread = reduce_gpu.UNITS // group if read and 1 not in read else 1
-    schedule = None if cpu else (
-        group, spread == 1 and reduce_gpu.planes(inner.runtime.properties, group),
-        reduce_gpu.chunks(n, group), spread)
+    strided = bool(read) and 1 not in read
+    # on the cpu, rows read strided in lockstep where adjacent rows start at adjacent
+    # elements of every tensor (or at the same one), `LANES` of a run of them at a time
+    run = row_shape[-1]
+    apart = tuple(st[-1] for st in row_strides)
+    lanes = min(LANES, run) if cpu and strided and set(apart) <= {0, 1} and lanes_fit(
+        program.ops, _levels(program.ops, plan.along)) else 1
+    schedule: Any = ((lanes, tuple(a == 1 for a in apart)) if lanes > 1 else None) if cpu else (
+        group, not strided and reduce_gpu.planes(inner.runtime.properties, group),
+        reduce_gpu.chunks(n, group), reduce_gpu.UNITS // group if strided else 1)
     opaque = opaque_math(inner)
     signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
                  program.ops, program.outputs, opaque, schedule)
     kernel = _kernel(signature)
-    count = math.prod(rows)
-    fixed = [*(s for s in steps if s != 1), n, count]  # steps of 1 are compiled in
+    # what the kernel counts: rows, or units of rows in lockstep (which take the runs'
+    # length); steps of 1 are compiled in
+    items = count if lanes == 1 else count // run * -(-run // lanes)
+    fixed = [*(s for s in steps if s != 1), n, items, *([run] if lanes > 1 else [])]
     per_pass, wide = _scratch(program.ops, plan.along, in_ids)
     size = max(1, count * per_pass * n)
-    scratch = [inner.empty((size,), wide)] if cpu else []
-    units, per_cube = (UNITS, UNITS) if cpu else (reduce_gpu.UNITS, reduce_gpu.UNITS // group)
+    rows_kept = cpu and lanes == 1  # (the scratch rows of `_Rows.level`)
+    scratch = [inner.empty((size,), wide)] if rows_kept else []
+    units, per_cube = (1, 1) if lanes > 1 else (UNITS, UNITS) if cpu else (
+        reduce_gpu.UNITS, reduce_gpu.UNITS // group)
     keep = list(Opaque.VALUES) if opaque else []  # `Opaque`'s scalars
-    launch = kernel.plan(inner.runtime, (max(1, -(-count // per_cube)), 1, 1), units, *arrays,
+    launch = kernel.plan(inner.runtime, (max(1, -(-items // per_cube)), 1, 1), units, *arrays,
                          *(t.array for t in scratch), *fixed, *numbers, *keep)
     STATS.compile_s += time.perf_counter() - start
 
     def launcher(ins: list[Any], nums: list[Any], written: list[Any]) -> None:
-        rows = [inner.empty((size,), wide).array] if cpu else []
+        rows = [inner.empty((size,), wide).array] if rows_kept else []
         launch([*ins, *written, *rows, *fixed, *nums, *keep])
 
     return launcher
@@ -238,11 +250,14 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
 def _scratch(ops: tuple[Any, ...], along: tuple[bool, ...], in_ids: tuple[int, ...]
              ) -> tuple[int, DType]:
     """The scratch rows the cpu kernel needs per row (the most reductions of one pass) and
-    their dtype (float64 where a reduction reads float64, else float32)."""
+    their dtype (float64 where a reduction reads float64 or a value of shape `R` is one,
+    else float32)."""
     levels = _levels(ops, along)
     counts: dict[int, int] = {}
     wide = DType.float32
     for j, (kind, at) in enumerate(levels):
+        if kind != "elem" and DTYPES[ops[j][2]] is DType.float64:
+            wide = DType.float64
         if kind == "reduce":
             counts[at] = counts.get(at, 0) + 1
             role, value = ops[j][1][0]
@@ -310,27 +325,34 @@ def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
     `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
     `S`), ops, written op indices, whether float operands are hidden from the compiler
-    (`emit.Opaque`), the GPU schedule: None on the cpu runtime, else units per row, whether
-    partials combine by planes, the columns per unit held in registers or None, and the
-    distance between a row's units, `reduce_gpu`)."""
+    (`emit.Opaque`), the schedule: on the cpu runtime None (a unit per row) or the rows a unit
+    takes in lockstep (`LANES`), on GPU runtimes units per row, whether partials combine by
+    planes, the columns per unit held in registers or None, and the distance between a row's
+    units, `reduce_gpu`)."""
     from burn_cube import KernelBuilder, bool_, u32
 
     rank, in_ids, along, unit, ops, written, opaque, schedule = signature
-    cpu = schedule is None
+    cpu = schedule is None or len(schedule) == 2
+    lanes, adjacent = schedule if cpu and schedule is not None else (1, ())
     levels = _levels(ops, along)
     per_pass, wide = _scratch(ops, along, in_ids)
+    # (a unit of rows in lockstep is a cube of its own: the cpu runtime's threads take cubes)
     b = KernelBuilder(kernel_name("fused_reduce", ops),
-                      cube_dim=UNITS if cpu else reduce_gpu.UNITS)
+                      cube_dim=1 if lanes > 1 else UNITS if cpu else reduce_gpu.UNITS)
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", DTYPES[d]), rank=rank, write=False)
            for k, d in enumerate(in_ids)]
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
                      write=True) for i, j in enumerate(written)]
-    scratch = b.tensor("scratch", cube_dtype("fusion", wide), write=True) if cpu else None
+    # the scratch rows: each row's in a tensor; rows in lockstep keep theirs in the cube's
+    # array (`lane_slots`), which no tensor can alias, so their loops need no overlap checks
+    scratch = b.tensor("scratch", cube_dtype("fusion", wide), write=True) if cpu and lanes == 1 \
+        else b.shared(cube_dtype("fusion", wide), lane_slots(levels)[1] * lanes) if cpu else None
     stepped = [*(("in", k) for k, a in enumerate(along) if a),
                *(("out", i) for i, j in enumerate(written) if levels[j][0] == "elem")]
     steps = {t: (None if one else b.scalar(f"step_{t[0]}{t[1]}", u32))
              for t, one in zip(stepped, unit, strict=True)}
-    n, count = b.scalar("n", u32), b.scalar("rows", u32)
+    n, count = b.scalar("n", u32), b.scalar("rows" if lanes == 1 else "units", u32)
+    runs = [b.scalar("run", u32)] if lanes > 1 else []  # the runs' length (rows in lockstep)
     numbers = {(j, p): b.scalar(f"s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
                for j, (_, args, _) in enumerate(ops)
                for p, (role, value) in enumerate(args) if role == "num"}
@@ -340,7 +362,16 @@ def _build(signature: Any) -> Any:
     rows.tensors = {**{("in", k): t for k, t in enumerate(ins)},
                     **{("out", i): t for i, t in enumerate(outs)}}
     rows.steps, rows.in_ids = steps, in_ids
-    if cpu:
+    if lanes > 1:  # each unit `lanes` rows of a run of `run`, the run's last unit its last
+        # `lanes` (computing again rows of the unit before it, into the same values)
+        pos, run = b.ABSOLUTE_POS, runs[0]
+        with b.if_(pos < count):
+            per_run = b.local(u32, (run + (lanes - 1)) // lanes)
+            first = b.local(u32, (pos // per_run) * run
+                            + b.min((pos % per_run) * lanes, run - lanes))
+            rows.scratch = scratch
+            rows.run_lanes(first, lanes, adjacent, n)
+    elif cpu:
         pos = b.ABSOLUTE_POS
         with b.if_(pos < count):
             rows.scratch, rows.per_pass = scratch, per_pass
@@ -359,6 +390,34 @@ def _build(signature: Any) -> Any:
         rows.lead = b.local(bool_, b.and_(rows.valid, rows.lane == 0))
         rows.run(b.local(u32, b.select(rows.valid, row, 0)), n)
     return b.kernel()
+
+
+#: Rows a unit of the cpu runtime takes in lockstep where their elements are not adjacent
+#: (a reduction over a leading dim: `_Rows.run_lanes`), and the elements summed plainly
+#: before they are added to a row's total.
+LANES, SUM_BLOCK = 4096, 256
+def lane_slots(levels: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
+    """The scratch rows of a unit of the cpu runtime's rows in lockstep (`_Rows.run_lanes`,
+    one element per row in each): per op of shape `R` one, its row values; per reduction
+    two (its total and block sum, or its extreme and last NaN).
+
+    Returns:
+        op index -> its first scratch row, and the scratch rows in all.
+    """
+    slots: dict[int, int] = {}
+    count = 0
+    for j, (kind, _) in enumerate(levels):
+        if kind != "elem":
+            slots[j] = count
+            count += 2 if kind == "reduce" else 1
+    return slots, count
+
+
+def lanes_fit(ops: tuple[Any, ...], levels: list[tuple[str, int]]) -> bool:
+    """Whether a block's rows can run in lockstep (`_Rows.run_lanes`): its values of shape
+    `R` are floats (the scratch rows hold them) and no reduction computes indices."""
+    return all(DTYPES[ops[j][2]].is_float for j, (kind, _) in enumerate(levels)
+               if kind != "elem")
 
 
 #: Interleaved partial accumulators per row pass (adjacent elements in adjacent partials:
@@ -404,10 +463,39 @@ class _Rows:
         self.chunk: int | None = None
         #: hides float operands from the compiler (WGSL kernels)
         self.opaque: Opaque | None = None
+        #: the cpu runtime's rows in lockstep (`run_lanes`): how many, where the first's
+        #: tensors start and which tensors' rows start at adjacent elements, where each op's
+        #: values (a reduction's two accumulators) start in the scratch rows, and the
+        #: reductions being accumulated (their row values not final yet)
+        self.lane_count = 1
+        self.first_bases: dict[tuple[str, int], Any] = {}
+        self.adjacent: tuple[bool, ...] = ()
+        self.slots: dict[int, int] = {}
+        self.accumulating: set[int] = set()
 
     def run(self, row: Any, n: Any) -> None:
         """The body for row `row` of `n` elements: where its tensors start, its inputs that
         do not vary along `d`, then the levels' passes."""
+        self._start(row)
+        for level in range(max(at for _, at in self.levels) + 1):
+            self.level(level, n)
+
+    def run_lanes(self, first: Any, lanes: int, adjacent: tuple[bool, ...], n: Any) -> None:
+        """The body for rows `first` to `first + lanes - 1` (each of `n` elements) in
+        lockstep: each loop over the rows' elements has an inner loop over the rows, which
+        start at adjacent elements of the tensors `adjacent` marks (inputs, then results)
+        and at the same element of the others, so it is a vector loop as an elementwise
+        kernel's. The rows' values and accumulators lie in the scratch rows (`lane_slots`)
+        of the cube's array."""
+        self._start(first)
+        self.first_bases, self.adjacent, self.lane_count = self.bases, adjacent, lanes
+        self.slots = {j: at * lanes for j, at in lane_slots(self.levels)[0].items()}
+        for level in range(max(at for _, at in self.levels) + 1):
+            self._lanes_level(level, n)
+
+    def _start(self, row: Any) -> None:
+        """Make `row` the unit's row: where its tensors start, its inputs that do not vary
+        along `d`, no row values yet."""
         b, tensors = self.b, self.tensors
         u32 = b.ABSOLUTE_POS.dtype
         self.row = row
@@ -415,8 +503,30 @@ class _Rows:
         self.rowwise = {k: b.local(tensors[("in", k)].dtype,
                                    init=tensors[("in", k)][self.bases[("in", k)]])
                         for k, a in enumerate(self.along) if not a}
-        for level in range(max(at for _, at in self.levels) + 1):
-            self.level(level, n)
+        self.row_values = {}
+
+    def _use(self, lane: Any) -> None:
+        """Make row `first + lane` of `run_lanes` the one values are computed for: where its
+        tensors start, its inputs that do not vary along `d`, its row values."""
+        tensors = self.tensors
+        self.bases = {t: base + lane if step else base for (t, base), step in
+                      zip(self.first_bases.items(), self.adjacent, strict=True)}
+        self.rowwise = {k: tensors[("in", k)][self.bases[("in", k)]]
+                        for k, a in enumerate(self.along) if not a}
+        self.row_values = {j: self._slot(j, lane) for j in self.slots
+                           if self.levels[j][0] != "reduce" or j not in self.accumulating}
+
+    def _slot(self, j: int, lane: Any) -> Any:
+        """Op `j`'s value for row `first + lane` in the scratch rows, in its dtype."""
+        value = self.scratch[self.slots[j] + lane]
+        kind = cube_dtype("fusion", DTYPES[self.ops[j][2]])
+        return value if kind == value.dtype else self.b.cast(value, kind)
+
+    def _store(self, j: int, lane: Any, value: Any, second: bool = False) -> None:
+        """Keep `value` as op `j`'s (or its second accumulator) for row `first + lane`."""
+        at = self.slots[j] + (self.lane_count if second else 0) + lane
+        self.scratch[at] = value if value.dtype == self.scratch.dtype \
+            else self.b.cast(value, self.scratch.dtype)
 
     def at(self, tensor: tuple[str, int], k: Any) -> Any:
         """The storage index of element `k` of the row of a tensor that steps along `d`."""
@@ -455,18 +565,28 @@ class _Rows:
                     with self.b.if_(self.lead):
                         self.tensors[("out", i)][self.bases[("out", i)]] = value
 
+    def _row_ops(self, level: int) -> None:
+        """The row's values of `level` (ops of shape `R`), written where needed."""
+        for j, (kind, at) in enumerate(self.levels):
+            if kind == "row" and at == level:
+                self.row_values[j] = self.value(j, {}, None)
+                self.write(j, self.row_values[j])
+
+    def _pass_ops(self, level: int) -> tuple[list[int], list[int]]:
+        """The reductions the pass of `level` accumulates (those of `level + 1`) and the
+        per-element results of `level` it writes."""
+        levels = self.levels
+        return ([j for j, (kind, at) in enumerate(levels)
+                 if kind == "reduce" and at == level + 1],
+                [j for j, (kind, at) in enumerate(levels)
+                 if kind == "elem" and at == level and j in self.written])
+
     def level(self, level: int, n: Any) -> None:
         """The row values of `level`, then the pass accumulating the reductions of
         `level + 1` and writing the per-element results of `level`."""
         b, levels = self.b, self.levels
-        for j, (kind, at) in enumerate(levels):
-            if kind == "row" and at == level:
-                self.row_values[j] = self.value(j, {}, None)
-                self.write(j, self.row_values[j])
-        reductions = [j for j, (kind, at) in enumerate(levels)
-                      if kind == "reduce" and at == level + 1]
-        shown = [j for j, (kind, at) in enumerate(levels)
-                 if kind == "elem" and at == level and j in self.written]
+        self._row_ops(level)
+        reductions, shown = self._pass_ops(level)
         if not reductions and not shown:
             return
         stored, self.stored = self.stored, {}
@@ -524,6 +644,87 @@ class _Rows:
         for total, j in zip(totals, reductions, strict=True):
             self.row_values[j] = total
             self.write(j, total)
+
+    def _lanes_level(self, level: int, n: Any) -> None:
+        """`level` for the rows of `run_lanes`: their row values, then the loop over the
+        elements accumulating every row's reductions (sums by blocks of `SUM_BLOCK`
+        elements added to the total: its rounding error grows with the blocks, not the
+        row) and writing every row's per-element results, then the reductions' values."""
+        b = self.b
+        rows = self.lane_count
+        with b.for_range(0, rows) as lane:
+            self._use(lane)
+            for j, (kind, at) in enumerate(self.levels):
+                if kind == "row" and at == level:
+                    value = self.row_values[j] = b.local(
+                        cube_dtype("fusion", DTYPES[self.ops[j][2]]), self.value(j, {}, None))
+                    self._store(j, lane, value)
+                    self.write(j, value)
+        reductions, shown = self._pass_ops(level)
+        if not reductions and not shown:
+            return
+        live = _closure(self.ops, self.levels, [self.ops[j][1][0] for j in reductions], shown,
+                        {})
+        self.accumulating = set(reductions)
+
+        def element(k: Any) -> dict[int, Any]:
+            elem: dict[int, Any] = {}
+            for j in live:
+                elem[j] = self.value(j, elem, k)
+            return elem
+
+        sums = [j for j in reductions if REDUCTIONS[self.ops[j][0]] in ("sum", "mean")]
+        extremes = [j for j in reductions if j not in sums]
+        zero = b.const(0, b.ABSOLUTE_POS.dtype)
+        with b.for_range(0, rows) as lane:  # totals 0; max / min from the first element
+            self._use(lane)
+            first = element(zero) if extremes else {}
+            for j in sums:
+                self._store(j, lane, b.const(0, self.scratch.dtype))
+            for j in extremes:
+                v = self.value(j, first, zero)
+                self._store(j, lane, v)
+                self._store(j, lane, b.select(b.isnan(v), v, b.cast(0, v.dtype)), True)
+        with b.for_range(0, n, SUM_BLOCK) as block:
+            with b.for_range(0, rows) as lane:
+                for j in sums:
+                    self._store(j, lane, b.const(0, self.scratch.dtype), True)
+            with b.for_range(block, b.min(block + SUM_BLOCK, n)) as k, \
+                    b.for_range(0, rows) as lane:
+                self._use(lane)
+                elem = element(k)
+                for j in reductions:
+                    v = self.value(j, elem, k)
+                    if j in sums:
+                        part = self.scratch[self.slots[j] + rows + lane]
+                        self._store(j, lane, part + b.cast(v, part.dtype), True)
+                        continue
+                    best = self.scratch[self.slots[j] + lane]
+                    v = b.cast(v, best.dtype)
+                    better = v > best if REDUCTIONS[self.ops[j][0]] == "max" else v < best
+                    self._store(j, lane, b.select(better, v, best))
+                    nan = self.scratch[self.slots[j] + rows + lane]
+                    self._store(j, lane, b.select(b.isnan(v), v, nan), True)
+                for j in shown:
+                    self.write(j, elem[j], k)
+            with b.for_range(0, rows) as lane:
+                for j in sums:
+                    total = self.scratch[self.slots[j] + lane]
+                    self._store(j, lane, total + self.scratch[self.slots[j] + rows + lane])
+        self.accumulating = set()
+        with b.for_range(0, rows) as lane:  # the reductions' values, as row values
+            self._use(lane)
+            for j in reductions:
+                value = self.scratch[self.slots[j] + lane]
+                if j in extremes:  # a NaN anywhere wins
+                    nan = self.scratch[self.slots[j] + rows + lane]
+                    value = b.select(b.isnan(nan), nan, value)
+                elif REDUCTIONS[self.ops[j][0]] == "mean":
+                    value = value / b.cast(n, value.dtype)
+                out = b.local(cube_dtype("fusion", DTYPES[self.ops[j][2]]),
+                              init=b.cast(value, cube_dtype("fusion", DTYPES[self.ops[j][2]])))
+                self._store(j, lane, out)
+                self.write(j, out)
 
     def _held_pass(self, reductions: list[int], shown: list[int],
                    element: Callable[[Any], dict[int, Any]], start: Any, n: Any) -> list[_Acc]:
