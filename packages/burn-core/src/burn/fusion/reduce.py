@@ -37,6 +37,7 @@ from typing import Any
 from burn.backends.cube.elementwise import broadcast_view
 from burn.backends.cube.layout import contiguous_copy
 from burn.backends.cube.reduction import collapse
+from burn.backends.cube.reduction_kernels import COLUMN_BLOCK, kahan_add
 from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
 from burn.fusion import reduce_gpu
@@ -214,10 +215,12 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     strided = bool(read) and 1 not in read
     # on the cpu, rows read strided in lockstep where adjacent rows start at adjacent
     # elements of every tensor (or at the same one), `LANES` of a run of them at a time
+    per_pass, wide = _scratch(program.ops, plan.along, in_ids)
+    levels = _levels(program.ops, plan.along)
     run = row_shape[-1]
     apart = tuple(st[-1] for st in row_strides)
-    lanes = min(LANES, run) if cpu and strided and set(apart) <= {0, 1} and lanes_fit(
-        program.ops, _levels(program.ops, plan.along)) else 1
+    lanes = min(LANES, run, LANE_BYTES // (lane_slots(levels)[1] * wide.itemsize)) \
+        if cpu and strided and set(apart) <= {0, 1} and lanes_fit(program.ops, levels) else 1
     schedule: Any = ((lanes, tuple(a == 1 for a in apart)) if lanes > 1 else None) if cpu else (
         group, not strided and reduce_gpu.planes(inner.runtime.properties, group),
         reduce_gpu.chunks(n, group), reduce_gpu.UNITS // group if strided else 1)
@@ -229,7 +232,6 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     # length); steps of 1 are compiled in
     items = count if lanes == 1 else count // run * -(-run // lanes)
     fixed = [*(s for s in steps if s != 1), n, items, *([run] if lanes > 1 else [])]
-    per_pass, wide = _scratch(program.ops, plan.along, in_ids)
     size = max(1, count * per_pass * n)
     rows_kept = cpu and lanes == 1  # (the scratch rows of `_Rows.level`)
     scratch = [inner.empty((size,), wide)] if rows_kept else []
@@ -392,14 +394,19 @@ def _build(signature: Any) -> Any:
     return b.kernel()
 
 
-#: Rows a unit of the cpu runtime takes in lockstep where their elements are not adjacent
-#: (a reduction over a leading dim: `_Rows.run_lanes`), and the elements summed plainly
-#: before they are added to a row's total.
-LANES, SUM_BLOCK = 4096, 256
+#: Most rows a unit of the cpu runtime takes in lockstep where their elements are not
+#: adjacent (a reduction over a leading dim: `_Rows.run_lanes`), and the most bytes of their
+#: scratch rows (an array on the stack). (Fewer rows a unit read shorter runs of each tensor
+#: per element: a block of the transformer suite's backward, 7 elementwise ops and their
+#: sum over dim 0 of [16, 64, 512], took 760 us with 256 rows a unit, 460 us with 4096; its
+#: ops unfused, then the sum, 440 us; cpu runtime, 1 thread.)
+LANES, LANE_BYTES = 4096, 1 << 16
+
+
 def lane_slots(levels: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
     """The scratch rows of a unit of the cpu runtime's rows in lockstep (`_Rows.run_lanes`,
     one element per row in each): per op of shape `R` one, its row values; per reduction
-    two (its total and block sum, or its extreme and last NaN).
+    three (its total, block sum and Kahan carry, or its extreme and last NaN).
 
     Returns:
         op index -> its first scratch row, and the scratch rows in all.
@@ -409,7 +416,7 @@ def lane_slots(levels: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
     for j, (kind, _) in enumerate(levels):
         if kind != "elem":
             slots[j] = count
-            count += 2 if kind == "reduce" else 1
+            count += 3 if kind == "reduce" else 1
     return slots, count
 
 
@@ -513,18 +520,23 @@ class _Rows:
                       zip(self.first_bases.items(), self.adjacent, strict=True)}
         self.rowwise = {k: tensors[("in", k)][self.bases[("in", k)]]
                         for k, a in enumerate(self.along) if not a}
-        self.row_values = {j: self._slot(j, lane) for j in self.slots
+        self.row_values = {j: self._load(self._cell(j, lane),
+                                         cube_dtype("fusion", DTYPES[self.ops[j][2]]))
+                           for j in self.slots
                            if self.levels[j][0] != "reduce" or j not in self.accumulating}
 
-    def _slot(self, j: int, lane: Any) -> Any:
-        """Op `j`'s value for row `first + lane` in the scratch rows, in its dtype."""
-        value = self.scratch[self.slots[j] + lane]
-        kind = cube_dtype("fusion", DTYPES[self.ops[j][2]])
-        return value if kind == value.dtype else self.b.cast(value, kind)
+    def _cell(self, j: int, lane: Any, which: int = 0) -> Any:
+        """Where op `j`'s value for row `first + lane` lies in the scratch rows (`which`: a
+        reduction's second or third one, `lane_slots`)."""
+        return self.slots[j] + which * self.lane_count + lane
 
-    def _store(self, j: int, lane: Any, value: Any, second: bool = False) -> None:
-        """Keep `value` as op `j`'s (or its second accumulator) for row `first + lane`."""
-        at = self.slots[j] + (self.lane_count if second else 0) + lane
+    def _load(self, at: Any, kind: Any) -> Any:
+        """The scratch value at `at` as `kind` (a burn-cube dtype)."""
+        value = self.scratch[at]
+        return value if value.dtype == kind else self.b.cast(value, kind)
+
+    def _keep(self, at: Any, value: Any) -> None:
+        """Store `value` at `at` in the scratch rows (in their dtype)."""
         self.scratch[at] = value if value.dtype == self.scratch.dtype \
             else self.b.cast(value, self.scratch.dtype)
 
@@ -647,9 +659,11 @@ class _Rows:
 
     def _lanes_level(self, level: int, n: Any) -> None:
         """`level` for the rows of `run_lanes`: their row values, then the loop over the
-        elements accumulating every row's reductions (sums by blocks of `SUM_BLOCK`
-        elements added to the total: its rounding error grows with the blocks, not the
-        row) and writing every row's per-element results, then the reductions' values."""
+        elements accumulating every row's reductions and writing every row's per-element
+        results, then the reductions' values. Sums are as the inner backend's column sums
+        (`reduction_kernels.column_sum_kernel`): blocks of `COLUMN_BLOCK` elements summed
+        plainly, Kahan-added to the total (the same values where it sums whole groups of
+        `COLUMNS` rows; it sums the rest element by element)."""
         b = self.b
         rows = self.lane_count
         with b.for_range(0, rows) as lane:
@@ -658,7 +672,7 @@ class _Rows:
                 if kind == "row" and at == level:
                     value = self.row_values[j] = b.local(
                         cube_dtype("fusion", DTYPES[self.ops[j][2]]), self.value(j, {}, None))
-                    self._store(j, lane, value)
+                    self._keep(self._cell(j, lane), value)
                     self.write(j, value)
         reductions, shown = self._pass_ops(level)
         if not reductions and not shown:
@@ -673,58 +687,71 @@ class _Rows:
                 elem[j] = self.value(j, elem, k)
             return elem
 
-        sums = [j for j in reductions if REDUCTIONS[self.ops[j][0]] in ("sum", "mean")]
+        sums = {j: self._sum_dtype(j) for j in reductions
+                if REDUCTIONS[self.ops[j][0]] in ("sum", "mean")}
         extremes = [j for j in reductions if j not in sums]
         zero = b.const(0, b.ABSOLUTE_POS.dtype)
-        with b.for_range(0, rows) as lane:  # totals 0; max / min from the first element
+        with b.for_range(0, rows) as lane:  # sums 0; max / min from the first element
             self._use(lane)
             first = element(zero) if extremes else {}
             for j in sums:
-                self._store(j, lane, b.const(0, self.scratch.dtype))
+                for which in (0, 2):  # the total and its carry
+                    self._keep(self._cell(j, lane, which), b.const(0, self.scratch.dtype))
             for j in extremes:
                 v = self.value(j, first, zero)
-                self._store(j, lane, v)
-                self._store(j, lane, b.select(b.isnan(v), v, b.cast(0, v.dtype)), True)
-        with b.for_range(0, n, SUM_BLOCK) as block:
+                self._keep(self._cell(j, lane), v)
+                self._keep(self._cell(j, lane, 1), b.select(b.isnan(v), v, b.cast(0, v.dtype)))
+        with b.for_range(0, n, COLUMN_BLOCK) as block:
             with b.for_range(0, rows) as lane:
                 for j in sums:
-                    self._store(j, lane, b.const(0, self.scratch.dtype), True)
-            with b.for_range(block, b.min(block + SUM_BLOCK, n)) as k, \
+                    self._keep(self._cell(j, lane, 1), b.const(0, self.scratch.dtype))
+            with b.for_range(block, b.min(block + COLUMN_BLOCK, n)) as k, \
                     b.for_range(0, rows) as lane:
                 self._use(lane)
                 elem = element(k)
                 for j in reductions:
                     v = self.value(j, elem, k)
-                    if j in sums:
-                        part = self.scratch[self.slots[j] + rows + lane]
-                        self._store(j, lane, part + b.cast(v, part.dtype), True)
+                    if j in sums:  # the block's plain sum
+                        part = self._load(self._cell(j, lane, 1), sums[j])
+                        self._keep(self._cell(j, lane, 1), part + b.cast(v, sums[j]))
                         continue
-                    best = self.scratch[self.slots[j] + lane]
+                    best = self.scratch[self._cell(j, lane)]
                     v = b.cast(v, best.dtype)
                     better = v > best if REDUCTIONS[self.ops[j][0]] == "max" else v < best
-                    self._store(j, lane, b.select(better, v, best))
-                    nan = self.scratch[self.slots[j] + rows + lane]
-                    self._store(j, lane, b.select(b.isnan(v), v, nan), True)
+                    self._keep(self._cell(j, lane), b.select(better, v, best))
+                    nan = self.scratch[self._cell(j, lane, 1)]
+                    self._keep(self._cell(j, lane, 1), b.select(b.isnan(v), v, nan))
                 for j in shown:
                     self.write(j, elem[j], k)
             with b.for_range(0, rows) as lane:
-                for j in sums:
-                    total = self.scratch[self.slots[j] + lane]
-                    self._store(j, lane, total + self.scratch[self.slots[j] + rows + lane])
+                for j, kind in sums.items():
+                    total = b.local(kind, self._load(self._cell(j, lane), kind))
+                    carry = b.local(kind, self._load(self._cell(j, lane, 2), kind))
+                    kahan_add(b, total, carry, self._load(self._cell(j, lane, 1), kind))
+                    self._keep(self._cell(j, lane), total)
+                    self._keep(self._cell(j, lane, 2), carry)
         self.accumulating = set()
         with b.for_range(0, rows) as lane:  # the reductions' values, as row values
             self._use(lane)
             for j in reductions:
-                value = self.scratch[self.slots[j] + lane]
-                if j in extremes:  # a NaN anywhere wins
-                    nan = self.scratch[self.slots[j] + rows + lane]
+                value = self.scratch[self._cell(j, lane)]
+                if j in sums:
+                    value = self._load(self._cell(j, lane), sums[j])
+                    if REDUCTIONS[self.ops[j][0]] == "mean":
+                        value = value / b.cast(n, sums[j])
+                else:  # a NaN anywhere wins
+                    nan = self.scratch[self._cell(j, lane, 1)]
                     value = b.select(b.isnan(nan), nan, value)
-                elif REDUCTIONS[self.ops[j][0]] == "mean":
-                    value = value / b.cast(n, value.dtype)
-                out = b.local(cube_dtype("fusion", DTYPES[self.ops[j][2]]),
-                              init=b.cast(value, cube_dtype("fusion", DTYPES[self.ops[j][2]])))
-                self._store(j, lane, out)
+                kind = cube_dtype("fusion", DTYPES[self.ops[j][2]])
+                out = b.local(kind, init=b.cast(value, kind))
+                self._keep(self._cell(j, lane), out)
                 self.write(j, out)
+
+    def _sum_dtype(self, j: int) -> Any:
+        """The accumulator dtype of sum (or mean) `j`: float64 for float64, else float32."""
+        role, at = self.ops[j][1][0]
+        dtype = DTYPES[self.in_ids[at] if role == "in" else self.ops[at][2]]
+        return cube_dtype("fusion", DType.float64 if dtype is DType.float64 else DType.float32)
 
     def _held_pass(self, reductions: list[int], shown: list[int],
                    element: Callable[[Any], dict[int, Any]], start: Any, n: Any) -> list[_Acc]:

@@ -135,7 +135,7 @@ class _Row:
                 self.b.sync_units()
 
 
-def _kahan_add(b: Any, acc: Any, carry: Any, v: Any) -> None:
+def kahan_add(b: Any, acc: Any, carry: Any, v: Any) -> None:
     """``acc += v`` with Kahan compensation in `carry` (dropped once `acc` is not finite, so
     infinities and NaN propagate as in a plain sum)."""
     y = b.local(acc.dtype, v - carry)
@@ -166,7 +166,7 @@ class _Acc:
         b = self.b
         v = b.local(self.value.dtype, v)
         if self.carry is not None:
-            _kahan_add(b, self.value, self.carry, v)
+            kahan_add(b, self.value, self.carry, v)
         elif self.index is not None:
             take = b.local(bool_, _better(b, self.op, v, self.value))
             b.set(self.value, b.select(take, v, self.value))
@@ -180,7 +180,7 @@ class _Acc:
 
         b = self.b
         if self.carry is not None and other.carry is not None:
-            _kahan_add(b, self.value, self.carry, other.value - other.carry)
+            kahan_add(b, self.value, self.carry, other.value - other.carry)
         elif self.index is not None and other.index is not None:
             take = b.local(bool_, _better(b, self.op, other.value, self.value) | (
                 _same(b, other.value, self.value) & (other.index < self.index)))
