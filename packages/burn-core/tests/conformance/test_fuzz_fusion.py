@@ -492,7 +492,11 @@ class Program:
             unknown = unknown | (over(finite.clamp(min=1.0), "prod") > F32_MAX)
             small = torch.where(finite > 0, finite.clamp(max=1.0), 1.0)
             unknown = unknown | (over(torch.isinf(x), "any") & (over(small, "prod") < F32_TINY))
-            self.grad_differs |= self.grad and not bool(torch.isfinite(x).all())
+            # (the gradients are the other elements' products, PyTorch's the product over the
+            # element: inf where it overflows; docs/differences.md)
+            self.grad_differs |= self.grad and not (bool(torch.isfinite(x).all())
+                                                    and bool((over(finite, "prod")
+                                                              <= F32_MAX).all()))
         if name in ("sum", "mean"):
             err = sum_err + n * ROUND * over(x.abs())
             err = err / max(n, 1) if name == "mean" else err
@@ -510,6 +514,9 @@ class Program:
             return got, _finish(out, torch.zeros(()), unknown | (sum_err > 0))
         elif name == "logsumexp":
             err = max_err + MATH * (o.abs() + n)
+            # (the gradient is the softmax, PyTorch's exp(x - result) with the result rounded:
+            # off by its rounding relative to 1; docs/differences.md)
+            self.grad_differs |= self.grad and bool((o.abs() * EPS32 > 1e-5).any())
         else:  # softmax
             err = o * (2 * max_err + (n + 2) * MATH) + (n + 2) * MATH * F32_TINY
         return got, _finish(out, err, unknown, inexact)
