@@ -491,14 +491,23 @@ def test_autodiff_over_fusion_matches_torch(base: str) -> None:
 
 def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Kernels of the fourth step and of a step after the stream settled (`LONE_SHARED`
+    steps more): fewer fused at the fourth; in steady state fewer on GPU runtimes, as many on
+    the cpu, where the two-op blocks of this MLP (add + relu, relu backward + bias sum) run
+    at once once the stream finds their recording costs more than it saves."""
     from burn import nn
+    from burn.fusion.stream import LONE_SHARED
     from burn.optim import AdamConfig
 
     rng = np.random.default_rng(4)
     xd = rng.standard_normal((16, 20)).astype(np.float32)
     yd = rng.integers(0, 5, 16)
-    losses, launches = {}, {}
+    losses: dict[str, list[float]] = {}
+    launches: dict[str, list[int]] = {}
     for spec in (base, f"{base}+fusion"):
+        fused = burn.Device(spec).backend
+        if hasattr(fused, "stream"):  # (what earlier tests taught it)
+            fused.stream.forget()
         dev = burn.Device(spec).autodiff()
         burn.seed(0, dev)
         model = nn.Sequential(nn.Linear(20, 32, device=dev), nn.Relu(),
@@ -506,19 +515,18 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
         optim = AdamConfig().init()
         x, y = burn.tensor(xd, device=dev), burn.tensor(yd, device=dev)
         counter = LaunchCounter(monkeypatch, base)
-        run = []
-        for _ in range(3):
+        run, counts = [], []
+        for _ in range(LONE_SHARED + 5):
             loss = F.cross_entropy(model(x), y)
             optim.step(1e-2, model, loss.backward())
             run.append(loss.item())
-        counter.take()
-        loss = F.cross_entropy(model(x), y)
-        optim.step(1e-2, model, loss.backward())
-        run.append(loss.item())
-        losses[spec], launches[spec] = run, counter.take()
+            counts.append(counter.take())
+        losses[spec], launches[spec] = run, [counts[3], counts[-1]]
         monkeypatch.undo()
+    (fourth, steady), (fused_fourth, fused_steady) = launches[base], launches[f"{base}+fusion"]
     with capsys.disabled():
-        print(f"\nMLP 20-32-5 Adam step on {base}: {launches[base]} kernels unfused, "
-              f"{launches[base + '+fusion']} fused")
-    assert launches[f"{base}+fusion"] < launches[base]
+        print(f"\nMLP 20-32-5 Adam step on {base}: {fourth} kernels unfused, {fused_fourth} "
+              f"fused (4th step); {steady} and {fused_steady} once settled")
+    assert fused_fourth < fourth
+    assert fused_steady <= steady if base == "cpu" else fused_steady < steady
     np.testing.assert_allclose(losses[f"{base}+fusion"], losses[base], rtol=1e-5)
