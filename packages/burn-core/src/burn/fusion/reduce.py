@@ -577,12 +577,17 @@ class _Rows:
                     with self.b.if_(self.lead):
                         self.tensors[("out", i)][self.bases[("out", i)]] = value
 
-    def _row_ops(self, level: int) -> None:
-        """The row's values of `level` (ops of shape `R`), written where needed."""
+    def _row_ops(self, level: int, lane: Any = None) -> None:
+        """The row's values of `level` (ops of shape `R`), written where needed; for the row
+        `lane` of `run_lanes`, also kept in its scratch rows for the passes after."""
         for j, (kind, at) in enumerate(self.levels):
             if kind == "row" and at == level:
-                self.row_values[j] = self.value(j, {}, None)
-                self.write(j, self.row_values[j])
+                value = self.value(j, {}, None)
+                if lane is not None:
+                    value = self.b.local(cube_dtype("fusion", DTYPES[self.ops[j][2]]), value)
+                    self._keep(self._cell(j, lane), value)
+                self.row_values[j] = value
+                self.write(j, value)
 
     def _pass_ops(self, level: int) -> tuple[list[int], list[int]]:
         """The reductions the pass of `level` accumulates (those of `level + 1`) and the
@@ -668,12 +673,7 @@ class _Rows:
         rows = self.lane_count
         with b.for_range(0, rows) as lane:
             self._use(lane)
-            for j, (kind, at) in enumerate(self.levels):
-                if kind == "row" and at == level:
-                    value = self.row_values[j] = b.local(
-                        cube_dtype("fusion", DTYPES[self.ops[j][2]]), self.value(j, {}, None))
-                    self._keep(self._cell(j, lane), value)
-                    self.write(j, value)
+            self._row_ops(level, lane)
         reductions, shown = self._pass_ops(level)
         if not reductions and not shown:
             return
@@ -734,14 +734,13 @@ class _Rows:
         with b.for_range(0, rows) as lane:  # the reductions' values, as row values
             self._use(lane)
             for j in reductions:
-                value = self.scratch[self._cell(j, lane)]
                 if j in sums:
                     value = self._load(self._cell(j, lane), sums[j])
                     if REDUCTIONS[self.ops[j][0]] == "mean":
                         value = value / b.cast(n, sums[j])
                 else:  # a NaN anywhere wins
                     nan = self.scratch[self._cell(j, lane, 1)]
-                    value = b.select(b.isnan(nan), nan, value)
+                    value = b.select(b.isnan(nan), nan, self.scratch[self._cell(j, lane)])
                 kind = cube_dtype("fusion", DTYPES[self.ops[j][2]])
                 out = b.local(kind, init=b.cast(value, kind))
                 self._keep(self._cell(j, lane), out)
