@@ -24,15 +24,23 @@ def _hypot(b: Backend, x: Any, y: Any) -> Any:
     """sqrt(x^2 + y^2) as m sqrt(1 + (n / m)^2) (m, n the larger and smaller of |x|, |y|), so
     that the squares neither underflow nor overflow (hypot(1e-30, 5e-31) was 0 in float32,
     hypot(1e30, 1e30) inf); NaN where either is NaN, inf where either is infinite (even with
-    a NaN, as torch)."""
+    a NaN, as torch). Where one operand is infinite and the other finite, both
+    gradients are 0 (torch: the infinite one's NaN)."""
     ax, ay = b.float_abs(x), b.float_abs(y)
     swap = b.float_lower(ax, ay)
     larger, smaller = b.float_mask_where(ax, swap, ay), b.float_mask_where(ay, swap, ax)
+    x_inf, y_inf = b.float_is_inf(x), b.float_is_inf(y)
+    nan = b.bool_or(b.float_is_nan(x), b.float_is_nan(y))
+    # (one operand infinite, the other finite: its result is filled in below, and 1 in the
+    # larger's place keeps inf * 0 out of the gradient, so the finite operand's is 0, as
+    # torch's)
+    larger = b.float_mask_fill(larger, b.bool_and(b.bool_xor(x_inf, y_inf), b.bool_not(nan)),
+                               1.0)
     ratio = b.float_div(smaller, larger)
     h = b.float_mul(larger, b.float_sqrt(b.float_add_scalar(b.float_mul(ratio, ratio), 1.0)))
     h = b.float_mask_fill(h, b.float_equal_elem(larger, 0.0), 0.0)
-    h = b.float_mask_fill(h, b.bool_or(b.float_is_nan(x), b.float_is_nan(y)), math.nan)
-    return b.float_mask_fill(h, b.bool_or(b.float_is_inf(x), b.float_is_inf(y)), math.inf)
+    h = b.float_mask_fill(h, nan, math.nan)
+    return b.float_mask_fill(h, b.bool_or(x_inf, y_inf), math.inf)
 
 
 HYPOT = BinaryOp("hypot", {"float_": _hypot})
