@@ -140,8 +140,26 @@ def test_kl_div(reduction: str, log_target: bool) -> None:
     target[0, 1] = 0.0  # 0 * log 0 = 0
     if log_target:
         target = np.log(target + 1e-3)
-    check(L.kl_div, TF.kl_div, [logp, target], grad_of=(0,), reduction=reduction,
+    check(L.kl_div, TF.kl_div, [logp, target], grad_of=(0, 1), reduction=reduction,
           log_target=log_target)
+
+
+def test_kl_div_zero_and_negative_targets() -> None:
+    """A target of 0 adds 0 with a NaN target gradient, a negative one NaN, as torch's
+    xlogy(target, target) - target * input."""
+    logp = np.array([[-1.0, -0.5, -2.0, -np.inf]], np.float32)
+    target = np.array([[0.0, 0.5, -0.25, 0.0]], np.float32)
+    out = L.kl_div(*(burn.tensor(a, device=DEV) for a in (logp, target)), reduction="none")
+    tout = TF.kl_div(*(torch.tensor(a) for a in (logp, target)), reduction="none")
+    assert out.shape == tuple(tout.shape) and out.dtype == burn.float32
+    np.testing.assert_array_equal(out.to_numpy(), tout.numpy())
+    xs = [burn.tensor(a[:, :2], device=DEV).require_grad() for a in (logp, target)]
+    txs = [torch.tensor(a[:, :2], requires_grad=True) for a in (logp, target)]
+    grads = L.kl_div(*xs, reduction="sum").backward()
+    TF.kl_div(*txs, reduction="sum").backward()
+    for x, tx in zip(xs, txs, strict=True):
+        assert x.grad(grads).shape == tuple(tx.grad.shape)
+        np.testing.assert_array_equal(x.grad(grads).to_numpy(), tx.grad.numpy())
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)

@@ -319,7 +319,8 @@ def kl_div(input: Tensor, target: Tensor, *,
 
     Args:
         input: log-probabilities.
-        target: probabilities (log-probabilities when `log_target`), same shape.
+        target: probabilities (log-probabilities when `log_target`), same shape; a target
+            of 0 adds 0 (its gradient is NaN, as torch's), a negative one NaN.
         reduction: "mean" (over all values), "batchmean" (sum / batch size, the true KL),
             "sum" or "none".
         log_target: whether `target` holds log-probabilities.
@@ -332,9 +333,9 @@ def kl_div(input: Tensor, target: Tensor, *,
     _same_shape(op, input, target)
     if log_target:
         loss = target.exp() * (target - input)
-    else:  # 0 * log 0 = 0
-        positive = target > 0
-        loss = target * (burn.where(positive, target, burn.ones_like(target)).log() - input)
+    else:  # target log target (0 at a target of 0, NaN below it) - target input, as torch
+        entropy = burn.where(target == 0, burn.zeros_like(target), target * target.log())
+        loss = entropy - target * input
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.ndim else 1)
     return _reduce(op, loss, reduction)
