@@ -362,6 +362,24 @@ def test_dead_results_and_plan_cache(base: str) -> None:
     assert s.plans <= 1 and s.cache_hits >= 2
 
 
+@pytest.mark.parametrize("reduce", ["sum", "sum_dim0", "max_dim1"])
+def test_a_dead_reduction_of_a_strided_view(base: str, reduce: str) -> None:
+    """A block whose reduction nobody reads and whose live ops are elementwise, over a view
+    read with a step (it divided by the zero scratch rows of the cpu's lockstep schedule, found
+    by the fuzz's seed 4901): the elementwise results as torch's."""
+    data = np.random.default_rng(11).standard_normal((3, 74)).astype(np.float32) * 3
+    x = burn.tensor(data, device=f"{base}+fusion")[:, ::2]
+    squares = x * x
+    dropped = {"sum": lambda: squares.sum(), "sum_dim0": lambda: squares.sum_dim(0),
+               "max_dim1": lambda: squares.max_dim(1)}[reduce]()
+    del dropped
+    a = x.trunc()
+    c = (a * a).trunc()
+    t = torch.from_numpy(data)[:, ::2]
+    check(a, t.trunc())
+    check(c, t.trunc().square().trunc())
+
+
 def test_reductions_the_fuser_leaves_alone(base: str) -> None:
     """Dims of one element, empty tensors and int tensors run on the inner backend."""
     dev = f"{base}+fusion"

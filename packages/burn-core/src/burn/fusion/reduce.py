@@ -421,10 +421,11 @@ def lane_slots(levels: list[tuple[str, int]]) -> tuple[dict[int, int], int]:
 
 
 def lanes_fit(ops: tuple[Any, ...], levels: list[tuple[str, int]]) -> bool:
-    """Whether a block's rows can run in lockstep (`_Rows.run_lanes`): its values of shape
-    `R` are floats (the scratch rows hold them) and no reduction computes indices."""
-    return all(DTYPES[ops[j][2]].is_float for j, (kind, _) in enumerate(levels)
-               if kind != "elem")
+    """Whether a block's rows can run in lockstep (`_Rows.run_lanes`): it has values of shape
+    `R` (a block whose reductions are all dead has none: its live ops are elementwise), all
+    floats (the scratch rows hold them; no reduction computes indices)."""
+    kept = [DTYPES[ops[j][2]].is_float for j, (kind, _) in enumerate(levels) if kind != "elem"]
+    return bool(kept) and all(kept)
 
 
 #: Interleaved partial accumulators per row pass (adjacent elements in adjacent partials:
