@@ -226,7 +226,7 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
         reduce_gpu.chunks(n, group), reduce_gpu.UNITS // group if strided else 1)
     opaque = opaque_math(inner)
     signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
-                 program.ops, program.outputs, opaque, schedule)
+                 program.ops, program.outputs, opaque, cpu, schedule)
     kernel = _kernel(signature)
     # what the kernel counts: rows, or units of rows in lockstep (which take the runs'
     # length); steps of 1 are compiled in
@@ -262,10 +262,15 @@ def _scratch(ops: tuple[Any, ...], along: tuple[bool, ...], in_ids: tuple[int, .
             wide = DType.float64
         if kind == "reduce":
             counts[at] = counts.get(at, 0) + 1
-            role, value = ops[j][1][0]
-            if DTYPES[in_ids[value] if role == "in" else ops[value][2]] is DType.float64:
+            if _operand_dtype(ops, in_ids, j) is DType.float64:
                 wide = DType.float64
     return max(counts.values(), default=0), wide
+
+
+def _operand_dtype(ops: tuple[Any, ...], in_ids: tuple[int, ...], j: int) -> DType:
+    """The dtype reduction `j` of `ops` reads (an input's, or an op's result's)."""
+    role, at = ops[j][1][0]
+    return DTYPES[in_ids[at] if role == "in" else ops[at][2]]
 
 
 def _flat(inner: Any, t: Any, shape: tuple[int, ...]) -> Any:
@@ -327,14 +332,14 @@ def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
     `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
     `S`), ops, written op indices, whether float operands are hidden from the compiler
-    (`emit.Opaque`), the schedule: on the cpu runtime None (a unit per row) or the rows a unit
-    takes in lockstep (`LANES`), on GPU runtimes units per row, whether partials combine by
+    (`emit.Opaque`), whether it is the cpu runtime's, the schedule: on the cpu runtime None (a
+    unit per row) or the rows a unit takes in lockstep (`LANES`) and which tensors' adjacent
+    rows start at adjacent elements, on GPU runtimes units per row, whether partials combine by
     planes, the columns per unit held in registers or None, and the distance between a row's
     units, `reduce_gpu`)."""
     from burn_cube import KernelBuilder, bool_, u32
 
-    rank, in_ids, along, unit, ops, written, opaque, schedule = signature
-    cpu = schedule is None or len(schedule) == 2
+    rank, in_ids, along, unit, ops, written, opaque, cpu, schedule = signature
     lanes, adjacent = schedule if cpu and schedule is not None else (1, ())
     levels = _levels(ops, along)
     per_pass, wide = _scratch(ops, along, in_ids)
@@ -749,9 +754,8 @@ class _Rows:
 
     def _sum_dtype(self, j: int) -> Any:
         """The accumulator dtype of sum (or mean) `j`: float64 for float64, else float32."""
-        role, at = self.ops[j][1][0]
-        dtype = DTYPES[self.in_ids[at] if role == "in" else self.ops[at][2]]
-        return cube_dtype("fusion", DType.float64 if dtype is DType.float64 else DType.float32)
+        wide = _operand_dtype(self.ops, self.in_ids, j) is DType.float64
+        return cube_dtype("fusion", DType.float64 if wide else DType.float32)
 
     def _held_pass(self, reductions: list[int], shown: list[int],
                    element: Callable[[Any], dict[int, Any]], start: Any, n: Any) -> list[_Acc]:
