@@ -194,7 +194,14 @@ def as_device(device: Device | str | None) -> Device:
         return default_device()
     if isinstance(device, Device):
         return device
-    return Device(device)
+    return _device_of_spec(device) if isinstance(device, str) else Device(device)
+
+
+@cache
+def _device_of_spec(spec: str) -> Device:
+    """One `Device` per spec string, so that tensors made from the same spec share their device
+    object (the frontend's hot paths compare devices by identity first)."""
+    return Device(spec)
 
 
 def sync(device: Device | str | None = None) -> None:

@@ -49,6 +49,21 @@ def test_devices_pickle_and_copy():
         assert other == d and other.is_autodiff and other.decorators == d.decorators
 
 
+def test_one_device_object_per_spec_string():
+    """Tensors made from the same spec string share one Device object (the frontend's hot
+    paths compare devices by identity first); equal Device objects made apart still mix."""
+    from burn.device import as_device
+
+    assert as_device("numpy+autodiff") is as_device("numpy+autodiff")
+    a = burn.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3), device="numpy")
+    b = burn.tensor(np.ones(3, np.float32), device="numpy")
+    assert a.device is b.device
+    c = burn.tensor(np.ones(3, np.float32), device=burn.Device("numpy"))
+    for out in (a + b, a + c, a @ c.reshape((3, 1))):
+        assert out.device == burn.Device("numpy")
+    np.testing.assert_array_equal((a + c).to_numpy(), a.to_numpy() + 1.0)
+
+
 def test_builders_compose_decorators():
     d = burn.Device("numpy")
     assert str(d.autodiff()) == "numpy+autodiff" and d.autodiff().autodiff() == d.autodiff()

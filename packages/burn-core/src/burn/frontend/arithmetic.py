@@ -185,7 +185,8 @@ class ArithmeticMixin(TensorBase):
             raise DTypeError("matmul", "operand must be a Tensor", rhs=type(other).__name__)
         sa, sb = self._shape or self.shape, other._shape or other.shape
         if (len(sa) == 2 == len(sb) and sa[1] == sb[0] and other._dtype is self._dtype
-                and other._device is self._device):  # two matrices: the hot path
+                and (other._device is self._device or other._device == self._device)):
+            # two matrices: the hot path
             out = self._wrap(self._fn("matmul")(self._prim, other._prim))
             out._shape = (sa[0], sb[1])
             return out

@@ -158,7 +158,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
         if other.__class__ is tensor_cls or isinstance(other, TensorBase):
             impl = tensor_impls.get(k)
             if (impl.__class__ is str and other._dtype is self._dtype  # type: ignore
-                    and other._device is self._device):  # type: ignore[attr-defined]
+                    and (other._device is self._device  # type: ignore[attr-defined]
+                         or other._device == self._device)):  # type: ignore[attr-defined]
                 bk = self._bk
                 sa = self._shape or self.shape  # cached shapes first: the hot path
                 sb = other._shape or other.shape  # type: ignore[attr-defined]
