@@ -209,6 +209,45 @@ def test_whole_tensor_reductions_of_views_and_special_values(base: str) -> None:
     check(got, (torch.from_numpy(half).float() * 0.5).mean().half())
 
 
+#: Reduce blocks a loop runs again and again: (name, function, torch's, data shape, whether
+#: the block still pays from its `LONE`th flush on the cpu runtime, on GPU runtimes).
+REPEATED_CASES = [
+    ("mean_of_squares_rows", lambda x: (x * x).mean_dim(1),
+     lambda t: (t * t).mean(1, keepdim=True), (64, 48), False, False),
+    ("small_mse_whole", lambda x: ((x - 1.0) ** 2).mean(), lambda t: ((t - 1.0) ** 2).mean(),
+     (24, 33), False, True),
+    ("softmax_rows", lambda x: softmax(x, 1), lambda t: softmax(t, 1), (128, 128), True, True),
+]
+
+
+@pytest.mark.parametrize("case", REPEATED_CASES, ids=[c[0] for c in REPEATED_CASES])
+def test_short_cpu_reduce_blocks_run_unfused(base: str, monkeypatch: pytest.MonkeyPatch,
+                                             case: tuple[Any, ...]) -> None:
+    """A reduce block along rows or of the whole tensor pays on the cpu runtime only from
+    `FUSE_OPS` live ops keeping `CPU_ROWS_WORK` / `CPU_FUSE_WORK` elements out of memory
+    (else from its `LONE`th flush its ops run at once one after the other, until it launches
+    what the unfused backend does); softmax from primitives over 128 x 128 stays one kernel.
+    Values equal torch's at every step."""
+    from burn.fusion.stream import LONE
+
+    _, fn, torch_fn, shape, pays_cpu, pays_gpu = case
+    data = np.random.default_rng(13).standard_normal(shape).astype(np.float32)
+    want = torch_fn(torch.from_numpy(data))
+    plain, fused = burn.tensor(data, device=base), burn.tensor(data, device=f"{base}+fusion")
+    counter = LaunchCounter(monkeypatch, base)
+    for _ in range(2):  # (the second: its launch plans made)
+        counter.take()
+        fn(plain).to_numpy()
+    unfused = counter.take()
+    counts = []
+    for _ in range(4 * LONE):  # (each op of a block that does not pay leads it in turn)
+        check(fn(fused), want, rtol=1e-5, atol=1e-6)
+        counts.append(counter.take())
+    pays = pays_cpu if base == "cpu" else pays_gpu
+    assert counts[:LONE] == [1] * LONE and unfused > 1
+    assert counts[-1] == (1 if pays else unfused), counts
+
+
 def test_whole_tensor_reductions_the_fuser_leaves_alone(base: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Empty and one-element tensors, ints and tensors over `WHOLE_MOST` elements run on the

@@ -79,11 +79,14 @@ def accepts(shape: tuple[int, ...], dim: int | None) -> bool:
     return 0 <= dim < len(shape) and shape[dim] >= 2 and 0 not in shape
 
 
-def over_columns(block: list[Pending]) -> bool:
-    """Whether reduce block `block` reduces along a dim whose elements are not adjacent (a
-    dim with dims of more than one element after it)."""
+def reduce_layout(block: list[Pending]) -> str:
+    """How reduce block `block` reads its rows: "whole" (a reduction of every element),
+    "columns" (along a dim whose elements are not adjacent: dims of more than one element
+    after it) or "rows" (along the innermost dim, or one with only size-1 dims after it)."""
     shape, dim = reduced_dim(next(r for r in block if r.op.name in REDUCTIONS))
-    return dim is not None and math.prod(shape[dim + 1:]) > 1
+    if dim is None:
+        return "whole"
+    return "columns" if math.prod(shape[dim + 1:]) > 1 else "rows"
 
 
 def reduced_dim(record: Pending) -> tuple[tuple[int, ...], int | None]:
@@ -283,8 +286,11 @@ def _flat(inner: Any, t: Any, shape: tuple[int, ...]) -> Any:
         shape: the reduced tensors' shape.
     """
     n = math.prod(shape)
-    if math.prod(t.shape) == 1:
-        return t.view((n,), (0,), t.offset)
+    array = t.array
+    if t.size == n and (array.base is None or t.is_contiguous):  # dense: the common case
+        return t.flat()
+    if t.size == 1 or (array.base is not None and not any(array.strides)):
+        return t.view((n,), (0,), t.offset)  # one element, or one seen everywhere
     view = broadcast_view(t, shape)
     dims, (steps,) = collapse(shape, view.strides)
     if len(dims) > 1:

@@ -30,7 +30,7 @@ from burn.fusion.elementwise import run_block, vectorizes_on_cpu
 from burn.fusion.handle import Cell, FusionTensor, Pending, block_key, new_tuple
 from burn.fusion.matmul import MATMULS, Split, Unfused, run_matmul
 from burn.fusion.matmul import accepts as matmul_accepts
-from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, over_columns, reduced_dim, run_reduce
+from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduce_layout, reduced_dim, run_reduce
 from burn.fusion.reduce import accepts as reduce_accepts
 from burn.fusion.stats import STATS
 from burn.ir import OPS, OpDef, TensorIR, new_id
@@ -58,11 +58,18 @@ LONE_SHARED = 2 * LONE
 #: its tensors and a loop keeps that plan; a shorter one where it keeps enough intermediate
 #: elements out of memory (its live ops but one, times its largest result's elements):
 #: `CPU_FUSE_WORK` on the cpu runtime, where a launch costs about what recording an op and a
-#: flush do (there reduce blocks along the innermost dim and products with an epilogue
-#: always pay; a relu backward and the bias gradient's sum over the batch, over 64 x 256
-#: floats: its kernel 7.3 us against 7.8 for the two, but its recording and flush 15-20 us
-#: more), `GPU_FUSE_WORK` on GPU runtimes (work that keeps the GPU busy longer than the host
-#: takes to record it).
+#: flush do (there products with an epilogue always pay; a relu backward and the bias
+#: gradient's sum over the batch, over 64 x 256 floats: its kernel 7.3 us against 7.8 for the
+#: two, but its recording and flush 15-20 us more), `GPU_FUSE_WORK` on GPU runtimes (work
+#: that keeps the GPU busy longer than the host takes to record it).
+#: On the cpu runtime a reduce block along the innermost dim ("rows") or of the whole tensor
+#: pays only from `FUSE_OPS` live ops keeping `CPU_ROWS_WORK` / `CPU_FUSE_WORK` elements out
+#: of memory: its kernel stages the reduced values in scratch rows as large as its input, and
+#: a whole-tensor one is one row on one thread. (Measured, 1 thread, fused against unfused:
+#: (x * x).mean_dim(1) 24 / 13 us over 32 x 32, 94 / 75 us over 512 x 512, 344 / 274 us over
+#: 1024 x 1024; x.exp().sum() 29 / 17 us over 128 x 128, 167 / 158 over 512 x 512;
+#: ((x - 1) ** 2).mean() 47 / 37 us over 128 x 128, 94 / 128 over 512 x 512; softmax from
+#: primitives 38 / 33 us over 32 x 32, 58 / 76 over 128 x 128.)
 #: Else the block's first op's structure counts as a flush alone (`LONE`). (Measured on the
 #: cpu, 1 thread, fused against one kernel an op: add + relu over 64 x 256 floats 16 us
 #: against 10 us, over 512 x 256 29 against 43 us; 3 ops over 64 x 256 18 against 14 us; a
@@ -76,6 +83,7 @@ LONE_SHARED = 2 * LONE
 #: layer's product, bias and relu stay one kernel.)
 FUSE_OPS = 3
 CPU_FUSE_WORK = 1 << 17
+CPU_ROWS_WORK = 1 << 14
 GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
 #: and the structures that lead a block that does not pay (`Stream._pays`), then those that
@@ -429,8 +437,8 @@ class Stream:
         if len(live) < 2 or block[0].out.id not in live:
             return None
         widest = max(math.prod(cast(tuple[int, ...], r.out.shape)) for r in block)
-        if kind == "reduce" and self.cpu and over_columns(block):
-            kind = "columns"
+        if kind == "reduce" and self.cpu:
+            kind = reduce_layout(block)
         return block[0].key[0], self._pays(kind, len(live), widest)
 
     def _shared(self, structure: tuple[Any, ...]) -> None:
@@ -442,14 +450,19 @@ class Stream:
         self.alone.pop(structure, None)
 
     def _pays(self, kind: str | None, live: int, elements: int) -> bool:
-        """Whether a block of `kind` ("columns": a reduce block along a dim whose elements
-        are not adjacent, on the cpu runtime) computing `live` ops (two or more) whose largest
-        result has `elements` elements gains more than its recording costs: from `FUSE_OPS`
-        live ops, or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate
-        elements out of memory; on the cpu runtime every other reduce block and product."""
+        """Whether a block of `kind` (None: elementwise; on the cpu runtime a reduce block's
+        `reduce.reduce_layout`) computing `live` ops (two or more) whose largest result has
+        `elements` elements gains more than its recording costs: from `FUSE_OPS` live ops,
+        or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate elements out
+        of memory; on the cpu runtime every product, and a reduce block along rows or of the
+        whole tensor only from `FUSE_OPS` live ops keeping `CPU_ROWS_WORK` / `CPU_FUSE_WORK`
+        elements out of memory."""
+        kept = (live - 1) * elements
+        if self.cpu and kind in ("rows", "whole"):
+            return live >= FUSE_OPS and kept >= (CPU_ROWS_WORK if kind == "rows"
+                                                 else CPU_FUSE_WORK)
         if live >= FUSE_OPS:
             return True
-        kept = (live - 1) * elements
         if self.cpu:
             return kind not in (None, "columns") or kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
