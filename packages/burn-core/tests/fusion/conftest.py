@@ -24,8 +24,7 @@ def empty_stream(base: str) -> None:
 @pytest.fixture
 def fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fuse short blocks however often they run (`CPU_FUSE_WORK`, `CPU_ROWS_WORK`,
-    `GPU_FUSE_WORK` at 0; a cpu reduce block along rows or of the whole tensor still needs
-    `FUSE_OPS` live ops from its `LONE`th flush)."""
+    `GPU_FUSE_WORK` at 0)."""
     monkeypatch.setattr(fusion_stream, "CPU_FUSE_WORK", 0)
     monkeypatch.setattr(fusion_stream, "CPU_ROWS_WORK", 0)
     monkeypatch.setattr(fusion_stream, "GPU_FUSE_WORK", 0)

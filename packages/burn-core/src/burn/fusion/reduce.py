@@ -228,13 +228,14 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
         group, not strided and reduce_gpu.planes(inner.runtime.properties, group),
         reduce_gpu.chunks(n, group), reduce_gpu.UNITS // group if strided else 1)
     opaque = opaque_math(inner)
-    signature = (len(row_shape), in_ids, plan.along, tuple(step == 1 for step in steps),
+    signature = (len(row_shape), in_ids, plan.along,
+                 tuple(step if step in (0, 1) else None for step in steps),
                  program.ops, program.outputs, opaque, cpu, schedule)
     kernel = _kernel(signature)
     # what the kernel counts: rows, or units of rows in lockstep (which take the runs'
-    # length); steps of 1 are compiled in
+    # length); steps of 0 and 1 are compiled in (an expanded input's 0: its loop vectorizes)
     items = count if lanes == 1 else count // run * -(-run // lanes)
-    fixed = [*(s for s in steps if s != 1), n, items, *([run] if lanes > 1 else [])]
+    fixed = [*(s for s in steps if s not in (0, 1)), n, items, *([run] if lanes > 1 else [])]
     size = max(1, count * per_pass * n)
     rows_kept = cpu and lanes == 1  # (the scratch rows of `_Rows.level`)
     scratch = [inner.empty((size,), wide)] if rows_kept else []
@@ -336,13 +337,13 @@ def _levels(ops: tuple[Any, ...], along: tuple[bool, ...]) -> list[tuple[str, in
 
 def _build(signature: Any) -> Any:
     """The kernel of a reduce signature: (rank, input dtype ids, which inputs vary along
-    `d`, which steps along `d` are 1 (inputs that vary, then the written results of shape
-    `S`), ops, written op indices, whether float operands are hidden from the compiler
-    (`emit.Opaque`), whether it is the cpu runtime's, the schedule: on the cpu runtime None (a
-    unit per row) or the rows a unit takes in lockstep (`LANES`) and which tensors' adjacent
-    rows start at adjacent elements, on GPU runtimes units per row, whether partials combine by
-    planes, the columns per unit held in registers or None, and the distance between a row's
-    units, `reduce_gpu`)."""
+    `d`, the steps along `d` compiled in (0 or 1; None: a launch argument; inputs that vary,
+    then the written results of shape `S`), ops, written op indices, whether float operands
+    are hidden from the compiler (`emit.Opaque`), whether it is the cpu runtime's, the
+    schedule: on the cpu runtime None (a unit per row) or the rows a unit takes in lockstep
+    (`LANES`) and which tensors' adjacent rows start at adjacent elements, on GPU runtimes
+    units per row, whether partials combine by planes, the columns per unit held in
+    registers or None, and the distance between a row's units, `reduce_gpu`)."""
     from burn_cube import KernelBuilder, bool_, u32
 
     rank, in_ids, along, unit, ops, written, opaque, cpu, schedule = signature
@@ -362,8 +363,8 @@ def _build(signature: Any) -> Any:
         else b.shared(cube_dtype("fusion", wide), lane_slots(levels)[1] * lanes) if cpu else None
     stepped = [*(("in", k) for k, a in enumerate(along) if a),
                *(("out", i) for i, j in enumerate(written) if levels[j][0] == "elem")]
-    steps = {t: (None if one else b.scalar(f"step_{t[0]}{t[1]}", u32))
-             for t, one in zip(stepped, unit, strict=True)}
+    steps = {t: (None if step == 1 else 0 if step == 0 else b.scalar(f"step_{t[0]}{t[1]}", u32))
+             for t, step in zip(stepped, unit, strict=True)}
     n, count = b.scalar("n", u32), b.scalar("rows" if lanes == 1 else "units", u32)
     runs = [b.scalar("run", u32)] if lanes > 1 else []  # the runs' length (rows in lockstep)
     numbers = {(j, p): b.scalar(f"s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
@@ -555,7 +556,9 @@ class _Rows:
     def at(self, tensor: tuple[str, int], k: Any) -> Any:
         """The storage index of element `k` of the row of a tensor that steps along `d`."""
         step = self.steps[tensor]
-        return self.bases[tensor] + (k if step is None else k * step)
+        if step is None:
+            return self.bases[tensor] + k
+        return self.bases[tensor] if type(step) is int else self.bases[tensor] + k * step
 
     def value(self, j: int, elem: dict[int, Any], k: Any) -> Any:
         """Op `j`'s value (per element `k` where it is per element) from its operands."""

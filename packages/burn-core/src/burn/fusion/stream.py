@@ -62,14 +62,15 @@ LONE_SHARED = 2 * LONE
 #: gradient's sum over the batch, over 64 x 256 floats: its kernel 7.3 us against 7.8 for the
 #: two, but its recording and flush 15-20 us more), `GPU_FUSE_WORK` on GPU runtimes (work
 #: that keeps the GPU busy longer than the host takes to record it).
-#: On the cpu runtime a reduce block along the innermost dim ("rows") or of the whole tensor
-#: pays only from `FUSE_OPS` live ops keeping `CPU_ROWS_WORK` / `CPU_FUSE_WORK` elements out
-#: of memory: its kernel stages the reduced values in scratch rows as large as its input, and
-#: a whole-tensor one is one row on one thread. (Measured, 1 thread, fused against unfused:
-#: (x * x).mean_dim(1) 24 / 13 us over 32 x 32, 94 / 75 us over 512 x 512, 344 / 274 us over
-#: 1024 x 1024; x.exp().sum() 29 / 17 us over 128 x 128, 167 / 158 over 512 x 512;
-#: ((x - 1) ** 2).mean() 47 / 37 us over 128 x 128, 94 / 128 over 512 x 512; softmax from
-#: primitives 38 / 33 us over 32 x 32, 58 / 76 over 128 x 128.)
+#: On the cpu runtime a reduce block along the innermost dim ("rows") of two live ops pays
+#: only from `CPU_ROWS_WORK` kept elements (its kernel stages the reduced values in scratch
+#: rows as large as its input, so it saves no memory traffic; no size measured gains), and
+#: one of the whole tensor only from `CPU_FUSE_WORK`, however many ops it has (its row runs
+#: on one thread; the flush costs more than the launches it saves below that). (Measured,
+#: 1 thread, fused against unfused: (x * x).mean_dim(1) 24 / 13 us over 32 x 32, 94 / 75 us
+#: over 512 x 512, 344 / 274 us over 1024 x 1024; x.exp().sum() 29 / 17 us over 128 x 128,
+#: 167 / 158 over 512 x 512; ((x - 1) ** 2).mean() 47 / 37 us over 128 x 128, 94 / 128 over
+#: 512 x 512; the autodiff op suite's (a @ b).exp().sum() step over 128 x 128 192 / 155 us.)
 #: Else the block's first op's structure counts as a flush alone (`LONE`). (Measured on the
 #: cpu, 1 thread, fused against one kernel an op: add + relu over 64 x 256 floats 16 us
 #: against 10 us, over 512 x 256 29 against 43 us; 3 ops over 64 x 256 18 against 14 us; a
@@ -83,7 +84,7 @@ LONE_SHARED = 2 * LONE
 #: layer's product, bias and relu stay one kernel.)
 FUSE_OPS = 3
 CPU_FUSE_WORK = 1 << 17
-CPU_ROWS_WORK = 1 << 14
+CPU_ROWS_WORK = 1 << 22
 GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
 #: and the structures that lead a block that does not pay (`Stream._pays`), then those that
@@ -454,16 +455,17 @@ class Stream:
         `reduce.reduce_layout`) computing `live` ops (two or more) whose largest result has
         `elements` elements gains more than its recording costs: from `FUSE_OPS` live ops,
         or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate elements out
-        of memory; on the cpu runtime every product, and a reduce block along rows or of the
-        whole tensor only from `FUSE_OPS` live ops keeping `CPU_ROWS_WORK` / `CPU_FUSE_WORK`
-        elements out of memory."""
+        of memory; on the cpu runtime every product, a reduce block along rows of two ops only
+        from `CPU_ROWS_WORK` and one of the whole tensor only from `CPU_FUSE_WORK` kept
+        elements, however many ops it has."""
         kept = (live - 1) * elements
-        if self.cpu and kind in ("rows", "whole"):
-            return live >= FUSE_OPS and kept >= (CPU_ROWS_WORK if kind == "rows"
-                                                 else CPU_FUSE_WORK)
+        if self.cpu and kind == "whole":
+            return kept >= CPU_FUSE_WORK
         if live >= FUSE_OPS:
             return True
         if self.cpu:
+            if kind == "rows":
+                return kept >= CPU_ROWS_WORK
             return kind not in (None, "columns") or kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
 
