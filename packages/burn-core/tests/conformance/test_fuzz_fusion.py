@@ -662,7 +662,6 @@ def _fuse_small_blocks(device: burn.Device, monkeypatch: pytest.MonkeyPatch) -> 
         from burn.fusion import stream
 
         monkeypatch.setattr(stream, "CPU_FUSE_WORK", 0)
-        monkeypatch.setattr(stream, "CPU_ROWS_WORK", 0)
         monkeypatch.setattr(stream, "GPU_FUSE_WORK", 0)
 
 

@@ -23,8 +23,6 @@ def empty_stream(base: str) -> None:
 
 @pytest.fixture
 def fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fuse short blocks however often they run (`CPU_FUSE_WORK`, `CPU_ROWS_WORK`,
-    `GPU_FUSE_WORK` at 0)."""
+    """Fuse short blocks however often they run (`CPU_FUSE_WORK`, `GPU_FUSE_WORK` at 0)."""
     monkeypatch.setattr(fusion_stream, "CPU_FUSE_WORK", 0)
-    monkeypatch.setattr(fusion_stream, "CPU_ROWS_WORK", 0)
     monkeypatch.setattr(fusion_stream, "GPU_FUSE_WORK", 0)

@@ -184,6 +184,27 @@ def test_whole_tensor_reductions_fuse(base: str, monkeypatch: pytest.MonkeyPatch
     np.testing.assert_allclose(got.to_numpy(), unfused.to_numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("columns", [3, 100, 5000, 9000])
+def test_row_lengths_around_the_cube_scratch(base: str, monkeypatch: pytest.MonkeyPatch,
+                                            columns: int) -> None:
+    """Rows whose scratch fits the cube's array (`reduce.ROW_SCRATCH_BYTES`: 8192 float32s,
+    4096 float64s a pass on the cpu runtime) and longer ones (a tensor of every row's):
+    softmax and layer norm from primitives, a sum of squares, one kernel each, as torch
+    (float64 where the device has it)."""
+    for dtype in (np.float32, np.float64) if base != "wgpu" else (np.float32,):
+        rng = np.random.default_rng(15)
+        xd = (rng.standard_normal((5, columns)) * 4).astype(dtype)
+        w, b = np.ones(columns, dtype), np.zeros(columns, dtype)
+        tx, tw, tb = (torch.from_numpy(v) for v in (xd, w, b))
+        for fn, want in ((lambda x: softmax(x, 1), softmax(tx, 1)),
+                         (lambda x: (x * x).sum_dim(1), (tx * tx).sum(1, keepdim=True)),
+                         (lambda x, w, b: layer_norm(x, w, b), layer_norm(tx, tw, tb))):
+            args = (xd, w, b)[:fn.__code__.co_argcount]
+            (got,), launches, _ = run(base, monkeypatch, fn, *args)
+            assert launches == 1 and got.dtype == burn.DType(np.dtype(dtype).name)
+            check(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_inputs_expanded_along_the_reduced_dim(base: str, monkeypatch: pytest.MonkeyPatch
                                                ) -> None:
     """An input expanded along the reduced dim (stride 0 there, as a sum's gradient is) is
@@ -256,11 +277,12 @@ REPEATED_CASES = [
 @pytest.mark.parametrize("case", REPEATED_CASES, ids=[c[0] for c in REPEATED_CASES])
 def test_short_cpu_reduce_blocks_run_unfused(base: str, monkeypatch: pytest.MonkeyPatch,
                                              case: tuple[Any, ...]) -> None:
-    """On the cpu runtime a reduce block along rows of two ops pays only from `CPU_ROWS_WORK`
-    kept elements, one of the whole tensor only from `CPU_FUSE_WORK`, however many ops (else
-    from its `LONE`th flush its ops run at once one after the other, until it launches what
-    the unfused backend does); a block of `FUSE_OPS` live ops along rows (softmax from
-    primitives) stays one kernel however small. Values equal torch's at every step."""
+    """A reduce block of two ops pays from `CPU_FUSE_WORK` / `GPU_FUSE_WORK` kept elements,
+    and on the cpu runtime one of the whole tensor only from `CPU_FUSE_WORK`, however many
+    ops (else from its `LONE`th flush its ops run at once one after the other, until it
+    launches what the unfused backend does); a block of `FUSE_OPS` live ops along rows
+    (softmax from primitives) stays one kernel however small. Values equal torch's at every
+    step."""
     from burn.fusion.stream import LONE
 
     _, fn, torch_fn, shape, pays_cpu, pays_gpu = case

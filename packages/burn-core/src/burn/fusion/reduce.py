@@ -224,7 +224,8 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     apart = tuple(st[-1] for st in row_strides)
     lanes = min(LANES, run, LANE_BYTES // (lane_slots(levels)[1] * wide.itemsize)) \
         if cpu and strided and set(apart) <= {0, 1} and lanes_fit(program.ops, levels) else 1
-    schedule: Any = ((lanes, tuple(a == 1 for a in apart)) if lanes > 1 else None) if cpu else (
+    schedule: Any = ((lanes, tuple(a == 1 for a in apart)) if lanes > 1
+                     else _row_scratch(n, per_pass, wide)) if cpu else (
         group, not strided and reduce_gpu.planes(inner.runtime.properties, group),
         reduce_gpu.chunks(n, group), reduce_gpu.UNITS // group if strided else 1)
     opaque = opaque_math(inner)
@@ -237,7 +238,7 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     items = count if lanes == 1 else count // run * -(-run // lanes)
     fixed = [*(s for s in steps if s not in (0, 1)), n, items, *([run] if lanes > 1 else [])]
     size = max(1, count * per_pass * n)
-    rows_kept = cpu and lanes == 1  # (the scratch rows of `_Rows.level`)
+    rows_kept = cpu and lanes == 1 and schedule is None  # (`_Rows.level`'s, in a tensor)
     scratch = [inner.empty((size,), wide)] if rows_kept else []
     units, per_cube = (1, 1) if lanes > 1 else (UNITS, UNITS) if cpu else (
         reduce_gpu.UNITS, reduce_gpu.UNITS // group)
@@ -251,6 +252,25 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
         launch([*ins, *written, *rows, *fixed, *nums, *keep])
 
     return launcher
+
+
+#: Most bytes of the scratch rows of one row of the cpu runtime's kernel kept in the cube's
+#: array (on the stack, in L1; the cube's units take their rows one after the other): longer
+#: rows keep theirs in a tensor of every row's, as large as the input. (Measured, 1 thread,
+#: fused, a tensor of rows against the cube's array, min of 3 processes: (x * x).mean_dim(1)
+#: 93 / 70 us over 512 x 512, 308 / 222 us over 1024 x 1024; layer norm from primitives
+#: 218 / 182 and 755 / 647 us; softmax from primitives 373 / 358 and 1606 / 1387 us.)
+ROW_SCRATCH_BYTES = 1 << 15
+
+
+def _row_scratch(n: int, per_pass: int, wide: DType) -> int | None:
+    """The length of a row's scratch rows in the cube's array for rows of `n` elements
+    (`n` to a power of two, so that row lengths share kernels), or None where `per_pass`
+    rows of it in `wide` exceed `ROW_SCRATCH_BYTES` (or none are needed)."""
+    length = 1 << max(0, n - 1).bit_length()
+    if not per_pass or per_pass * length * wide.itemsize > ROW_SCRATCH_BYTES:
+        return None
+    return length
 
 
 def _scratch(ops: tuple[Any, ...], along: tuple[bool, ...], in_ids: tuple[int, ...]
@@ -340,14 +360,16 @@ def _build(signature: Any) -> Any:
     `d`, the steps along `d` compiled in (0 or 1; None: a launch argument; inputs that vary,
     then the written results of shape `S`), ops, written op indices, whether float operands
     are hidden from the compiler (`emit.Opaque`), whether it is the cpu runtime's, the
-    schedule: on the cpu runtime None (a unit per row) or the rows a unit takes in lockstep
-    (`LANES`) and which tensors' adjacent rows start at adjacent elements, on GPU runtimes
-    units per row, whether partials combine by planes, the columns per unit held in
-    registers or None, and the distance between a row's units, `reduce_gpu`)."""
+    schedule: on the cpu runtime None (a unit per row, its scratch rows in a tensor), the
+    length of a row's scratch rows in the cube's array (`_row_scratch`) or the rows a unit
+    takes in lockstep (`LANES`) and which tensors' adjacent rows start at adjacent elements,
+    on GPU runtimes units per row, whether partials combine by planes, the columns per unit
+    held in registers or None, and the distance between a row's units, `reduce_gpu`)."""
     from burn_cube import KernelBuilder, bool_, u32
 
     rank, in_ids, along, unit, ops, written, opaque, cpu, schedule = signature
-    lanes, adjacent = schedule if cpu and schedule is not None else (1, ())
+    lanes, adjacent = schedule if cpu and type(schedule) is tuple else (1, ())
+    row_scratch = schedule if cpu and type(schedule) is int else None
     levels = _levels(ops, along)
     per_pass, wide = _scratch(ops, along, in_ids)
     # (a unit of rows in lockstep is a cube of its own: the cpu runtime's threads take cubes)
@@ -357,10 +379,14 @@ def _build(signature: Any) -> Any:
            for k, d in enumerate(in_ids)]
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
                      write=True) for i, j in enumerate(written)]
-    # the scratch rows: each row's in a tensor; rows in lockstep keep theirs in the cube's
-    # array (`lane_slots`), which no tensor can alias, so their loops need no overlap checks
-    scratch = b.tensor("scratch", cube_dtype("fusion", wide), write=True) if cpu and lanes == 1 \
-        else b.shared(cube_dtype("fusion", wide), lane_slots(levels)[1] * lanes) if cpu else None
+    # the scratch rows: a row's in the cube's array where they fit (`_row_scratch`: the
+    # cube's units take their rows one after the other), else each row's in a tensor; rows in
+    # lockstep keep theirs in the cube's array (`lane_slots`); no tensor can alias the cube's
+    # array, so loops over it need no overlap checks
+    kind = cube_dtype("fusion", wide)
+    scratch = None if not cpu else b.shared(kind, per_pass * row_scratch) if row_scratch else \
+        b.tensor("scratch", kind, write=True) if lanes == 1 else \
+        b.shared(kind, lane_slots(levels)[1] * lanes)
     stepped = [*(("in", k) for k, a in enumerate(along) if a),
                *(("out", i) for i, j in enumerate(written) if levels[j][0] == "elem")]
     steps = {t: (None if step == 1 else 0 if step == 0 else b.scalar(f"step_{t[0]}{t[1]}", u32))
@@ -389,6 +415,7 @@ def _build(signature: Any) -> Any:
         pos = b.ABSOLUTE_POS
         with b.if_(pos < count):
             rows.scratch, rows.per_pass = scratch, per_pass
+            rows.shared_rows = row_scratch is not None
             rows.run(pos, n)
     else:  # a group of units per row; rows past the last read row 0 and write nothing
         group, rows.plane, rows.chunks, rows.spread = schedule
@@ -461,9 +488,11 @@ class _Rows:
         self.row_values: dict[int, Any] = {}
         #: per-element ops the last pass stored in the scratch rows (where their rows start)
         self.stored: dict[int, Any] = {}
-        #: the cpu runtime's scratch rows (`per_pass` per row), the unit's row, input dtypes.
+        #: the cpu runtime's scratch rows (`per_pass` per row; the unit's own in the cube's
+        #: array where `shared_rows`), the unit's row, input dtypes.
         self.scratch: Any = None
         self.per_pass = 0
+        self.shared_rows = False
         self.row: Any = None
         self.in_ids: tuple[int, ...] = ()
         #: GPU runtimes (`reduce_gpu`): units per row, the unit's place among them, whether
@@ -661,8 +690,9 @@ class _Rows:
             rows = {j: (self.tensors[at], self.bases[at]) for j in reductions
                     if (at := self.ops[j][1][0]) in self.tensors and self.steps.get(at, 0) is None}
             staged = [j for j in reductions if j not in rows]
+            first = 0 if self.shared_rows else self.row * self.per_pass
             for r, j in enumerate(staged):
-                rows[j] = (scratch, b.local(u32, (self.row * self.per_pass + r) * n))
+                rows[j] = (scratch, b.local(u32, (first + r) * n))
             if staged or shown:
                 with b.for_range(0, n) as k:
                     elem = element(k)

@@ -62,29 +62,15 @@ LONE_SHARED = 2 * LONE
 #: gradient's sum over the batch, over 64 x 256 floats: its kernel 7.3 us against 7.8 for the
 #: two, but its recording and flush 15-20 us more), `GPU_FUSE_WORK` on GPU runtimes (work
 #: that keeps the GPU busy longer than the host takes to record it).
-#: On the cpu runtime a reduce block along the innermost dim ("rows") of two live ops pays
-#: only from `CPU_ROWS_WORK` kept elements (its kernel stages the reduced values in scratch
-#: rows as large as its input, so it saves no memory traffic; no size measured gains), and
-#: one of the whole tensor only from `CPU_FUSE_WORK`, however many ops it has (its row runs
-#: on one thread; the flush costs more than the launches it saves below that). (Measured,
-#: 1 thread, fused against unfused: (x * x).mean_dim(1) 24 / 13 us over 32 x 32, 94 / 75 us
-#: over 512 x 512, 344 / 274 us over 1024 x 1024; x.exp().sum() 29 / 17 us over 128 x 128,
-#: 167 / 158 over 512 x 512; ((x - 1) ** 2).mean() 47 / 37 us over 128 x 128, 94 / 128 over
-#: 512 x 512; the autodiff op suite's (a @ b).exp().sum() step over 128 x 128 192 / 155 us.)
-#: Else the block's first op's structure counts as a flush alone (`LONE`). (Measured on the
-#: cpu, 1 thread, fused against one kernel an op: add + relu over 64 x 256 floats 16 us
-#: against 10 us, over 512 x 256 29 against 43 us; 3 ops over 64 x 256 18 against 14 us; a
-#: chain of 64 scalar products over 64 floats 3.1 us an op recorded as run, 3.7 us run at
-#: once under fusion; the MLP step of the mlp suite alone 620 us with its add + relu fused or
-#: not, but 3-4% slower fused when timed interleaved with an unfused step, as burn-bench
-#: does. On the H200's host: an op recorded about 3.5 us, a flush and launch of an
-#: elementwise block 16 us, an op run at once 8-10 us: a block of two small ops costs more
-#: fused. In a 784-256-10 MLP step there the second layer's product with its bias and the
-#: relu backward with the bias-gradient sum run at once from the fourth step; the first
-#: layer's product, bias and relu stay one kernel.)
+#: On the cpu runtime a reduce block of the whole tensor pays only from `CPU_FUSE_WORK`,
+#: however many ops it has: its row runs on one thread, and below that its flush costs more
+#: than the launches it saves. (Measured, 1 thread, fused against unfused:
+#: x.exp().sum() 29 / 17 us over 128 x 128, 167 / 158 over 512 x 512; ((x - 1) ** 2).mean()
+#: 47 / 37 us over 128 x 128, 94 / 128 over 512 x 512; the autodiff op suite's
+#: (a @ b).exp().sum() step over 128 x 128 192 / 155 us; a reduce block along rows of two ops,
+#: (x * x).mean_dim(1), 22 / 13 us over 128 x 128, 70 / 80 over 512 x 512.)
 FUSE_OPS = 3
 CPU_FUSE_WORK = 1 << 17
-CPU_ROWS_WORK = 1 << 22
 GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
 #: and the structures that lead a block that does not pay (`Stream._pays`), then those that
@@ -455,18 +441,15 @@ class Stream:
         `reduce.reduce_layout`) computing `live` ops (two or more) whose largest result has
         `elements` elements gains more than its recording costs: from `FUSE_OPS` live ops,
         or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate elements out
-        of memory; on the cpu runtime every product, a reduce block along rows of two ops only
-        from `CPU_ROWS_WORK` and one of the whole tensor only from `CPU_FUSE_WORK` kept
-        elements, however many ops it has."""
+        of memory; on the cpu runtime every product, and a reduce block of the whole tensor
+        only from `CPU_FUSE_WORK` kept elements, however many ops it has."""
         kept = (live - 1) * elements
         if self.cpu and kind == "whole":
             return kept >= CPU_FUSE_WORK
         if live >= FUSE_OPS:
             return True
         if self.cpu:
-            if kind == "rows":
-                return kept >= CPU_ROWS_WORK
-            return kind not in (None, "columns") or kept >= CPU_FUSE_WORK
+            return kind not in (None, "columns", "rows") or kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
 
 
