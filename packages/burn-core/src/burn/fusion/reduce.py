@@ -690,9 +690,9 @@ class _Rows:
             rows = {j: (self.tensors[at], self.bases[at]) for j in reductions
                     if (at := self.ops[j][1][0]) in self.tensors and self.steps.get(at, 0) is None}
             staged = [j for j in reductions if j not in rows]
-            first = 0 if self.shared_rows else self.row * self.per_pass
+            own = 0 if self.shared_rows else self.row * self.per_pass  # the row's first
             for r, j in enumerate(staged):
-                rows[j] = (scratch, b.local(u32, (first + r) * n))
+                rows[j] = (scratch, b.local(u32, (own + r) * n))
             if staged or shown:
                 with b.for_range(0, n) as k:
                     elem = element(k)
