@@ -238,7 +238,7 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     items = count if lanes == 1 else count // run * -(-run // lanes)
     fixed = [*(s for s in steps if s not in (0, 1)), n, items, *([run] if lanes > 1 else [])]
     size = max(1, count * per_pass * n)
-    rows_kept = cpu and lanes == 1 and schedule is None  # (`_Rows.level`'s, in a tensor)
+    rows_kept = cpu and schedule is None  # (`_Rows.level`'s, in a tensor)
     scratch = [inner.empty((size,), wide)] if rows_kept else []
     units, per_cube = (1, 1) if lanes > 1 else (UNITS, UNITS) if cpu else (
         reduce_gpu.UNITS, reduce_gpu.UNITS // group)
@@ -384,9 +384,13 @@ def _build(signature: Any) -> Any:
     # lockstep keep theirs in the cube's array (`lane_slots`); no tensor can alias the cube's
     # array, so loops over it need no overlap checks
     kind = cube_dtype("fusion", wide)
-    scratch = None if not cpu else b.shared(kind, per_pass * row_scratch) if row_scratch else \
-        b.tensor("scratch", kind, write=True) if lanes == 1 else \
-        b.shared(kind, lane_slots(levels)[1] * lanes)
+    scratch = None
+    if cpu and row_scratch:
+        scratch = b.shared(kind, per_pass * row_scratch)
+    elif cpu and lanes == 1:
+        scratch = b.tensor("scratch", kind, write=True)
+    elif cpu:
+        scratch = b.shared(kind, lane_slots(levels)[1] * lanes)
     stepped = [*(("in", k) for k, a in enumerate(along) if a),
                *(("out", i) for i, j in enumerate(written) if levels[j][0] == "elem")]
     steps = {t: (None if step == 1 else 0 if step == 0 else b.scalar(f"step_{t[0]}{t[1]}", u32))

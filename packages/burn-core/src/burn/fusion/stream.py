@@ -460,7 +460,7 @@ class Stream:
         if live >= FUSE_OPS:
             return True
         if self.cpu:
-            return kind not in (None, "columns", "rows") or kept >= CPU_FUSE_WORK
+            return kind == "matmul" or kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
 
 
