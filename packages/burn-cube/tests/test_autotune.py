@@ -10,7 +10,7 @@ import numpy as np
 from test_kernels import gelu_tanh
 
 import burn_cube as bc
-from burn_cube.autotune import MAX_ROUNDS, QUEUED, Autotuner, bucket
+from burn_cube.autotune import MAX_QUEUED, MAX_ROUNDS, QUEUED, QUEUED_SECONDS, Autotuner, bucket
 
 
 def test_bucket() -> None:
@@ -68,6 +68,28 @@ def test_tuner_with_sync_times_queued_runs(tmp_path: Path) -> None:
     assert tuner.tune("k", "dev", 10, ["device_bound", "host_bound"], run, sync) == "host_bound"
     queued_round = [*["device_bound"] * QUEUED, "sync", *["host_bound"] * QUEUED, "sync"]
     assert events == ["device_bound", "host_bound", "sync", *queued_round * 2]
+
+
+def test_tuner_queues_more_runs_of_short_candidates(tmp_path: Path) -> None:
+    """A candidate whose runs take less than `QUEUED_SECONDS` / `QUEUED` is timed over more
+    queued runs from its second timing on (as many as fill `QUEUED_SECONDS`, at most
+    `MAX_QUEUED`), so one sync's latency weighs less on each run; a long one keeps `QUEUED`."""
+    seconds = {"short": QUEUED_SECONDS / 20, "long": 2 * QUEUED_SECONDS}
+    per_sync: dict[str, list[int]] = {name: [] for name in seconds}
+    pending: list[str] = []
+
+    def sync() -> None:
+        for name in seconds:
+            per_sync[name].append(pending.count(name))
+        time.sleep(sum(seconds[name] for name in pending))
+        pending.clear()
+
+    tuner = Autotuner(tmp_path / "tune.json", repeats=3, seconds=0.0)
+    assert tuner.tune("k", "dev", 10, ["short", "long"], pending.append, sync) == "short"
+    short = [n for n in per_sync["short"] if n]
+    assert short[:2] == [1, QUEUED]  # the warm-up, then the first timing
+    assert all(QUEUED < n <= MAX_QUEUED for n in short[2:]) and len(short) == 4
+    assert [n for n in per_sync["long"] if n] == [1, QUEUED, QUEUED, QUEUED]
 
 
 def test_autotune_decorator(rt: bc.Runtime) -> None:

@@ -119,7 +119,7 @@ def _host(t: CubeTensor) -> np.ndarray:
 #: every runner each device has (the autotuner sees fewer on cpu: `mm.candidates`).
 STRATEGIES = {"cpu": ["blas", "gemm", *TILES, *LINE_TILES, "naive"],
               "wgpu": [*TILES, *LINE_TILES, "naive"],
-              "cuda": ["cublas", *TILES, *LINE_TILES, "naive"]}
+              "cuda": ["cublas", "cublas_dense", *TILES, *LINE_TILES, "naive"]}
 RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
 
 
@@ -128,7 +128,8 @@ RUNS = [(d, s) for d in DEVICES for s in STRATEGIES[d]]
 def test_every_strategy_reads_views_in_place(device: str, strategy: str, case: str) -> None:
     """Each runner on float32 and int32, straight from the backend (no autotuning)."""
     backend = _backend(device)
-    dtypes = {"cublas": ("float32", "bfloat16", "float16"), "gemm": ("float32", "float64")
+    dtypes = {"cublas": ("float32", "bfloat16", "float16"),
+              "cublas_dense": ("float32", "bfloat16", "float16"), "gemm": ("float32", "float64")
               }.get(strategy, ("float32", "int32"))
     for dtype in dtypes:
         a, b, ta, tb = _operands(device, case, dtype)
@@ -207,7 +208,7 @@ def test_edge_values(device: str, strategy: str) -> None:
     b = np.array([[1.0, 0.0], [0.0, 1.0], [-np.inf, 2.0]], np.float32)
     got = mm.matmul(backend, backend.upload(a), backend.upload(b), strategy)
     np.testing.assert_array_equal(_host(got), (torch.from_numpy(a) @ torch.from_numpy(b)).numpy())
-    if strategy in ("cublas", "gemm"):  # floats only
+    if strategy in ("cublas", "cublas_dense", "gemm"):  # floats only
         return
     big = np.full((2, 3), 2**30, np.int32)
     got = mm.matmul(backend, backend.upload(big), backend.upload(big.T.copy()), strategy)
@@ -399,7 +400,7 @@ def test_candidates_per_runtime() -> None:
         lines = LINE_TILES if dtype is DType.float32 else {}
         tiles = [name for name, t in {**lines, **TILES}.items()
                  if t.shared_elements() * item <= 16384]
-        host = ["cublas"] if dtype.is_float else []
+        host = ["cublas", "cublas_dense"] if dtype.is_float else []
         assert mm.candidates(cuda, dtype, 1 << 30) == [*host, *tiles, "naive"]
     assert "tile128x128x16" not in mm.candidates(cuda, DType.float64, 1 << 30)
 
@@ -436,6 +437,9 @@ def test_cublas_multiplies_split_heads_in_one_call(monkeypatch: pytest.MonkeyPat
     assert _prim(a).strides == (60, 4, 12, 1)  # a view, not a copy
     _check(mm.matmul(backend, _prim(a), _prim(b), "cublas"), ta, tb, "float32")
     assert calls == ["gemmBatchedEx"]
+    calls.clear()  # `cublas_dense`: dense copies of both, one strided batched call
+    _check(mm.matmul(backend, _prim(a), _prim(b), "cublas_dense"), ta, tb, "float32")
+    assert calls == ["gemmStridedBatchedEx"]
 
 
 def test_the_tuned_choice_depends_on_the_operands_layouts() -> None:

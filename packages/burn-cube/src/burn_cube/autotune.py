@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -67,7 +68,9 @@ class Autotuner:
             sync: Waits for the device's queued work. Given, a timing is `QUEUED` runs queued
                 back to back, then one sync, per run: what a launch costs in a busy queue (the
                 device's time for big work, the host's for small), where a synchronized run
-                adds the host's work and the launch latency to each.
+                adds the host's work and the launch latency to each. A candidate whose runs
+                take less than `QUEUED_SECONDS` is then timed over as many runs as fill it
+                (up to `MAX_QUEUED`), so the sync's latency does not blur close candidates.
 
         Every candidate runs once first (a warm-up: compiles), then the candidates are timed
         in rounds (`repeats` or more, see `seconds`), each round timing each candidate once,
@@ -86,10 +89,12 @@ class Autotuner:
         if sync is not None:
             sync()
         timings = [float("inf")] * len(candidates)
+        queued = [QUEUED] * len(candidates)
         start = time.perf_counter()
         for rounds in range(1, MAX_ROUNDS + 1):
             for i, candidate in enumerate(candidates):
-                timings[i] = min(timings[i], _timed(candidate, run, sync))
+                timings[i] = min(timings[i], _timed(candidate, run, sync, queued[i]))
+                queued[i] = _queued_runs(timings[i])
             if rounds >= self.repeats and time.perf_counter() - start >= self.seconds:
                 break
         winner = candidates[min(range(len(candidates)), key=timings.__getitem__)]
@@ -100,22 +105,34 @@ class Autotuner:
 
 #: Most timing rounds of one tuning.
 MAX_ROUNDS = 50
-#: Runs queued back to back in one timing of a tuner given `sync`.
+#: Runs queued back to back in one timing of a tuner given `sync`, at least.
 QUEUED = 3
+#: Seconds of queued runs one timing covers where its candidate's runs are short: more runs,
+#: up to `MAX_QUEUED`. (On an H100, three queued cuBLAS products of 95 us timed 143-183 us a
+#: run and a tile of 159 us 168-179 us: the sync's latency over three runs let the tile win.)
+QUEUED_SECONDS = 0.002
+MAX_QUEUED = 64
 
 
-def _timed(candidate: Any, run: Callable[[Any], None], sync: Callable[[], None] | None
-           ) -> float:
+def _queued_runs(seconds: float) -> int:
+    """Runs one timing queues for a candidate whose best run took `seconds`."""
+    if seconds * QUEUED >= QUEUED_SECONDS:
+        return QUEUED
+    return min(MAX_QUEUED, math.ceil(QUEUED_SECONDS / max(seconds, 1e-9)))
+
+
+def _timed(candidate: Any, run: Callable[[Any], None], sync: Callable[[], None] | None,
+           queued: int = QUEUED) -> float:
     """Seconds of one run of `candidate`: one synchronized run, or with `sync` the mean of
-    `QUEUED` queued runs and one sync."""
+    `queued` queued runs and one sync."""
     start = time.perf_counter()
     if sync is None:
         run(candidate)
         return time.perf_counter() - start
-    for _ in range(QUEUED):
+    for _ in range(queued):
         run(candidate)
     sync()
-    return (time.perf_counter() - start) / QUEUED
+    return (time.perf_counter() - start) / queued
 
 
 @functools.cache

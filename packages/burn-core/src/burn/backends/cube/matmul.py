@@ -8,10 +8,11 @@ without whole lines runs `LINE_FALLBACK` instead), BLAS through numpy on the cpu
 float64 kernel (`gemm`: `burn_cube.runtime.gemm`, raced against BLAS) and cuBLAS on cuda
 (floats, on the device pointers: `gemmStridedBatchedEx`, or `gemmBatchedEx` over pointer
 arrays for batches of two strides; float16 / bfloat16 / float32 accumulating in float32,
-float64 in float64). Which one runs is timed once per (dtype, device, power-of-two
-bucket of batch, m, k and n) by burn-cube's `Autotuner` and remembered on disk. Inputs are read
-in place whatever their strides (transposed, sliced, stride-0 broadcast batches); the result
-is a new dense tensor.
+float64 in float64; `cublas_dense` copies an operand whose batch dims merge into no single
+stride first, then makes one strided batched call: faster for some attention products).
+Which one runs is timed once per (dtype, device, power-of-two bucket of batch, m, k and n) by
+burn-cube's `Autotuner` and remembered on disk. Inputs are read in place whatever their
+strides (transposed, sliced, stride-0 broadcast batches); the result is a new dense tensor.
 
 TF32: `settings.allow_tf32 = True` lets cuBLAS multiply float32 matrices on tensor cores with
 TF32 inputs (10-bit mantissas, float32 accumulation), as `torch.backends.cuda.matmul.allow_tf32`
@@ -38,6 +39,7 @@ from burn_cube.runtime import gemm as cpu_gemm
 from . import blas_pair
 from .creation import full
 from .elementwise import broadcast_view
+from .layout import contiguous
 from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
 from .tensor import CubeTensor, Shape, host_view, whole_lines
 
@@ -472,8 +474,25 @@ def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> 
     return out
 
 
+def run_cublas_dense(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape
+                     ) -> CubeTensor:
+    """`run_cublas` on dense copies of the operands whose batch dims merge into no single
+    stride (attention heads split from [b, s, h * d]): one strided batched call after a copy
+    each, instead of a call on arrays of matrix pointers."""
+    return run_cublas(backend, _one_batch_stride(backend, lhs),
+                      _one_batch_stride(backend, rhs), shape)
+
+
+def _one_batch_stride(backend: Any, t: CubeTensor) -> CubeTensor:
+    """`t` itself where its batch dims (all but the last two) merge into one stride, else a
+    dense copy."""
+    if len(t.shape) <= 3 or len(_coalesced([t.shape[:-2]], [t.strides[:-2]])[0]) <= 1:
+        return t
+    return contiguous(backend, t)
+
+
 RUNNERS: dict[str, Runner] = {"naive": run_naive, "blas": run_blas, "gemm": run_gemm,
-                              "cublas": run_cublas,
+                              "cublas": run_cublas, "cublas_dense": run_cublas_dense,
                               **{name: tiled_runner(name) for name in (*TILES, *LINE_TILES)}}
 
 
@@ -502,7 +521,7 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
     lines = LINE_TILES if dtype is DType.float32 else {}
     tiles = [name for name, t in {**lines, **TILES}.items()
              if t.units <= props.max_cube_dim and t.shared_elements() * item <= SHARED_BYTES]
-    host = ["cublas"] if props.name == "cuda" and dtype.is_float else []
+    host = ["cublas", "cublas_dense"] if props.name == "cuda" and dtype.is_float else []
     return [*host, *tiles, "naive"]
 
 
