@@ -108,8 +108,10 @@ MAX_ROUNDS = 50
 #: Runs queued back to back in one timing of a tuner given `sync`, at least.
 QUEUED = 3
 #: Seconds of queued runs one timing covers where its candidate's runs are short: more runs,
-#: up to `MAX_QUEUED`. (On an H100, three queued cuBLAS products of 95 us timed 143-183 us a
-#: run and a tile of 159 us 168-179 us: the sync's latency over three runs let the tile win.)
+#: up to `MAX_QUEUED`. (On an H100, the attention scores' product timed 114 us a run on
+#: cuBLAS after dense copies and 159 us on a tile, 20 runs queued; three queued runs gave
+#: 143-223 us and 173-185 us: close enough for the tile to win inside a training step. With
+#: 9-13 queued runs: 157-166 and 161-166 us, and the tuner took cuBLAS.)
 QUEUED_SECONDS = 0.002
 MAX_QUEUED = 64
 
