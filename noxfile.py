@@ -224,8 +224,8 @@ def build(session: nox.Session) -> None:
 def bench_smoke(session: nox.Session) -> None:
     """burn-bench's tests: every op suite at tiny sizes against torch and numpy, the command
     line, results schema, benchmarks.toml, asv module, claims report and the training steps
-    (in CI, with the cube backend `cpu`; `burn-bench run --profile full` runs the full
-    suites)."""
-    install(session, TORCH, "pytest", "-e", "packages/burn-core", "-e", "packages/burn-cube",
-                    "-e", "packages/burn-bench[claims]")
+    (in CI, with the cube backend `cpu`, and `wgpu` for the fusion suite's GPU-device
+    report; `burn-bench run --profile full` runs the full suites)."""
+    install(session, TORCH, "pytest", "-e", "packages/burn-core",
+            "-e", "packages/burn-cube[wgpu]", "-e", "packages/burn-bench[claims]")
     session.run("pytest", "packages/burn-bench/tests", "-p", "no:cacheprovider")

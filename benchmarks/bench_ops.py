@@ -16,7 +16,7 @@ from burn_bench import config
 from burn_bench.ops import BUILDERS
 from burn_bench.runner import same_threads
 from burn_bench.suites import unavailable_reason
-from burn_bench.training import WORKLOADS, burn_step_fn, torch_step_fn
+from burn_bench.training import CPU_WORKLOADS, WORKLOADS, burn_step_fn, torch_step_fn
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = config.profile(config.read(ROOT / config.FILE), "asv", ROOT / config.FILE)
@@ -66,7 +66,7 @@ class TimeTrainStep:
     """One training step (forward, cross_entropy, backward, Adam) of burn-bench's training
     workloads, burn on numpy+autodiff against the same PyTorch model, on one thread."""
 
-    params = (sorted(WORKLOADS), ["burn", "torch"])
+    params = (list(CPU_WORKLOADS), ["burn", "torch"])
     param_names = ("workload", "candidate")
     timeout = 180  # seconds: the encoder's calibration passed asv's default 60 s under load
 

@@ -26,3 +26,26 @@ def test_cube_calls_counts_the_ops_a_step_runs_and_removes_its_counters() -> Non
     assert calls["float_into_data"] == 2
     assert not [name for name in vars(cube) if name.startswith("float_")]
     assert cube_calls(lambda: None, cube).total() == 0
+
+
+@pytest.mark.parametrize("base", ["cpu", "wgpu"])
+def test_gelu_report_runs_on_the_base_device_against_torch_there(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GELU-chain table of a base device: burn unfused and fused on it, torch's chain,
+    F.gelu and copies on torch's device of that kind (the CPU here: no CUDA), NumPy's chain
+    only on the cpu; the summary gives the fused chain's share of the copy's bandwidth."""
+    import burn_bench.timing as timing
+    from burn_bench.fusion import gelu_report
+
+    if not any(b.name == base and b.available for b in burn.available_backends()):
+        pytest.fail(f"the {base} backend is not available here")
+    quick = timing.measure_interleaved
+    monkeypatch.setattr(timing, "measure_interleaved",
+                        lambda candidates, **kw: quick(candidates, min_time=0.001, rounds=1))
+    text = gelu_report(1000, 1, base)
+    assert f"1000 x float32, {base} (torch on cpu)" in text
+    for row in ("torch copy_", "torch F.gelu(tanh)", "torch eager chain", f"burn {base} chain",
+                f"burn {base}+fusion chain"):
+        assert row in text
+    assert ("numpy chain" in text) == (base == "cpu")
+    assert "of its bandwidth (medians)" in text.splitlines()[-1]

@@ -7,10 +7,18 @@ import math
 import pytest
 
 from burn_bench.timing import Candidate, measure_interleaved, report
-from burn_bench.training import WORKLOADS, burn_step_fn, main, torch_step_fn
+from burn_bench.training import (
+    CPU_WORKLOADS,
+    LARGE_ENCODER,
+    WORKLOADS,
+    burn_step_fn,
+    main,
+    measure,
+    torch_step_fn,
+)
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+@pytest.mark.parametrize("name", CPU_WORKLOADS)
 def test_steps_train_both_models(name: str) -> None:
     """Both steps of every workload run and lower the loss of their fixed batch, from the same
     starting loss scale (log of the class count for a fresh classifier)."""
@@ -64,3 +72,55 @@ def test_steps_run_on_the_backends_asked_for(capsys: pytest.CaptureFixture[str])
     assert "torch eager step" in text
     assert "burn cpu+autodiff step" not in text
     assert "autodiff+autodiff" not in text
+
+
+def test_large_encoder_is_the_gpu_target_model_in_both_libraries() -> None:
+    """The GPU workload (not trained here: seconds a step on a CPU) builds burn's and torch's
+    encoder of the same size: 6 layers of d_model 512, 8 heads, d_ff 2048 (burn keeps q, k and
+    v projections apart where torch packs them: equal parameter totals)."""
+    import numpy as np
+
+    import burn
+
+    work = WORKLOADS["transformer-encoder-large"]
+    assert not work.cpu_sized and "transformer-encoder-large" not in CPU_WORKLOADS
+    assert work.input_shape == (32, 256, LARGE_ENCODER.d_model)
+    ours = [int(np.prod(p.shape)) for _, p in
+            work.burn_model(burn.Device("numpy")).named_parameters()]
+    reference = work.torch_model()
+    layer = reference.encoder.layers[0]
+    assert len(reference.encoder.layers) == 6 and layer.self_attn.num_heads == 8
+    assert (layer.linear1.in_features, layer.linear1.out_features) == (512, 2048)
+    assert sum(ours) == sum(p.numel() for p in reference.parameters()) == 18_919_434
+
+
+def test_each_backend_is_compared_with_torch_on_its_kind_of_device(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU backend's step is timed against torch on CUDA, a host backend's against torch on
+    the CPU: one torch candidate per torch device, each burn row's ratio against its own."""
+    import burn_bench.training as training
+
+    made: list[str] = []
+
+    def fake_torch_step(work: object, device: str = "cpu") -> object:
+        made.append(device)
+        return lambda: 0.0
+
+    monkeypatch.setattr(training, "torch_step_fn", fake_torch_step)
+    monkeypatch.setattr(training, "burn_step_fn", lambda work, spec: lambda: 0.0)
+    monkeypatch.setattr("burn_bench.ops.torch_device",
+                        lambda torch, spec: "cuda" if spec.startswith("cuda") else "cpu")
+    seen: dict[str, str | None] = {}
+
+    def fake_measure(candidates: list[Candidate], **kwargs: object) -> list[object]:
+        seen.update({c.name: c.vs for c in candidates})
+        return []
+
+    monkeypatch.setattr("burn_bench.timing.measure_interleaved", fake_measure)
+    monkeypatch.setattr("burn_bench.timing.report", lambda title, results: title)
+    measure("mlp", 1, ["numpy", "cuda", "cuda+fusion"])
+    assert made == ["cpu", "cuda"]
+    assert seen == {"torch eager step": None, "torch eager step on cuda": None,
+                    "burn numpy+autodiff step": "torch eager step",
+                    "burn cuda+autodiff step": "torch eager step on cuda",
+                    "burn cuda+fusion+autodiff step": "torch eager step on cuda"}

@@ -1,12 +1,13 @@
 """Fusion: the cube cpu backend with and without the fusion decorator, against NumPy and PyTorch.
 
-Three measurements, each thread count in its own process (OMP/OpenBLAS/MKL threads set before
+The measurements, each thread count in its own process (OMP/OpenBLAS/MKL threads set before
 numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidates interleaved:
 
 - a tanh-GELU chain over `--size` float32 elements (9 elementwise ops): burn cpu (one kernel per
   op), burn cpu+fusion (one kernel), the same chain in NumPy and in PyTorch eager, PyTorch's
   `F.gelu(approximate="tanh")`, and copies as the memory-bound floor (`copy_` into a kept
-  tensor; `clone`, which also allocates);
+  tensor; `clone`, which also allocates); on a GPU device of the rows report too (below; over
+  `GPU_SIZE` elements, against torch on CUDA, in the 1-thread process);
 - the MLP 784-256-10 Adam training step of the `mlp` suite on cpu+autodiff and
   cpu+fusion+autodiff against PyTorch eager, with the inner-backend calls and fused kernels
   per step;
@@ -41,6 +42,8 @@ import numpy as np
 
 THREADS = (1, 2)
 SIZE = 1 << 24
+#: elements of the GELU chain on a GPU of the rows devices (the H200 target's 64M floats)
+GPU_SIZE = 1 << 26
 CHAIN = 64
 MASK_SIZE = 1 << 18
 #: (rows, row length) of the softmax and layer-norm rows report.
@@ -74,33 +77,51 @@ def _synced(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
     return call
 
 
-def gelu_report(size: int, threads: int) -> str:
-    """The GELU-chain table."""
+def gelu_report(size: int, threads: int, base: str = "cpu") -> str:
+    """The GELU-chain table on `base` ("cpu", or a GPU backend against torch on CUDA where
+    torch has it; NumPy's chain on the cpu only)."""
     import torch
 
     import burn
     from burn_bench.timing import Candidate, measure_interleaved, report
 
+    where = "cuda" if base != "cpu" and torch.cuda.is_available() else "cpu"
+
+    def torch_call(fn: Callable[[], Any]) -> Callable[[], Any]:
+        if where == "cpu":
+            return fn
+
+        def call() -> Any:
+            out = fn()
+            torch.cuda.synchronize()
+            return out
+        return call
+
     data = np.random.default_rng(0).standard_normal(size).astype(np.float32)
-    t, dst = torch.from_numpy(data), torch.empty(size)
+    t = torch.from_numpy(data).to(where)
+    dst = torch.empty(size, device=where)
     copy = "torch copy_ (into a kept tensor)"
-    candidates = [Candidate(copy, lambda: dst.copy_(t)),
-                  Candidate("torch clone", t.clone, vs=copy),
-                  Candidate("torch F.gelu(tanh)", lambda: torch.nn.functional.gelu(
-                      t, approximate="tanh"), vs=copy),
-                  Candidate("torch eager chain", lambda: gelu_chain(t), vs=copy),
-                  Candidate("numpy chain", lambda: gelu_chain(data), vs=copy)]
-    for spec in ("cpu", "cpu+fusion"):
+    candidates = [Candidate(copy, torch_call(lambda: dst.copy_(t))),
+                  Candidate("torch clone", torch_call(t.clone), vs=copy),
+                  Candidate("torch F.gelu(tanh)", torch_call(lambda: torch.nn.functional.gelu(
+                      t, approximate="tanh")), vs=copy),
+                  Candidate("torch eager chain", torch_call(lambda: gelu_chain(t)), vs=copy)]
+    if base == "cpu":
+        candidates.append(Candidate("numpy chain", lambda: gelu_chain(data), vs=copy))
+    for spec in (base, f"{base}+fusion"):
         candidates.append(Candidate(f"burn {spec} chain", _synced(
             _bound(gelu_chain, burn.tensor(data, device=spec)), spec), vs=copy))
     results = measure_interleaved(candidates, min_time=0.3, rounds=7)
     by_name = {r.name: r.median for r in results}
-    fused = by_name["burn cpu+fusion chain"]
-    return (report(f"tanh-GELU chain, {size} x float32, {threads} thread(s)", results)
-            + f"\nfused vs: numpy chain {by_name['numpy chain'] / fused:.2f}x faster, "
-            f"torch F.gelu {by_name['torch F.gelu(tanh)'] / fused:.2f}x, "
-            f"unfused {by_name['burn cpu chain'] / fused:.2f}x; it takes "
-            f"{fused / by_name[copy]:.2f}x the copy's time (medians)")
+    fused = by_name[f"burn {base}+fusion chain"]
+    against = (f"numpy chain {by_name['numpy chain'] / fused:.2f}x faster, "
+               if base == "cpu" else "")
+    return (report(f"tanh-GELU chain, {size} x float32, {base} (torch on {where}), "
+                   f"{threads} thread(s)", results)
+            + f"\nfused vs: {against}torch F.gelu {by_name['torch F.gelu(tanh)'] / fused:.2f}x, "
+            f"unfused {by_name[f'burn {base} chain'] / fused:.2f}x; it takes "
+            f"{fused / by_name[copy]:.2f}x the copy's time, {by_name[copy] / fused:.0%} of its "
+            f"bandwidth (medians)")
 
 
 def mlp_report(threads: int) -> str:
@@ -336,8 +357,10 @@ def measure(size: int, threads: int) -> str:
     import torch
 
     torch.set_num_threads(threads)
-    rows = [rows_report(base) for base in rows_devices()] if threads == THREADS[0] else []
-    return "\n\n".join((gelu_report(size, threads), mlp_report(threads),
+    bases = rows_devices() if threads == THREADS[0] else []
+    rows = [rows_report(base) for base in bases]
+    gpu_gelu = [gelu_report(GPU_SIZE, threads, base) for base in bases if base != "cpu"]
+    return "\n\n".join((gelu_report(size, threads), *gpu_gelu, mlp_report(threads),
                         mask_report(threads), record_report(threads), *rows))
 
 

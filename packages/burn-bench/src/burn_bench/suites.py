@@ -32,12 +32,15 @@ _REPORTS: dict[str, tuple[str, str, str | None]] = {
     "lenet": ("burn_bench.training", "LeNet-5 training step", "lenet"),
     "transformer-encoder": ("burn_bench.training", "2-layer encoder training step",
                             "transformer-encoder"),
+    "transformer-encoder-large": ("burn_bench.training", "6-layer d-512 encoder training "
+                                  "step (the GPU target's; slow on a CPU)",
+                                  "transformer-encoder-large"),
     "dataloader": ("burn_bench.loader", "image folder loader epochs (needs pillow)", None),
     "load-record": ("burn_bench.record", "105M-parameter module save / load", None),
     "vision": ("burn_bench.vision", "burn-vision ops against OpenCV (needs opencv)", None),
     "dqn-step": ("burn_bench.dqn", "DQN update cadence (needs burn-rl, gymnasium)", None),
     "fusion": ("burn_bench.fusion", "with and without fusion: tanh-GELU chain, MLP step (cpu); "
-               "softmax / layer-norm rows (cuda where present)", None),
+               "GELU chain and softmax / layer-norm rows on cuda where present", None),
     "startup": ("burn_bench.startup", "fresh-process import burn (and first op) vs numpy, torch",
                 None),
 }

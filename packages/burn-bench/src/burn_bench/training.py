@@ -1,12 +1,16 @@
-"""Training steps of real models, burn (NumPy backend with autodiff) against PyTorch eager.
+"""Training steps of real models, burn (each backend under autodiff) against PyTorch eager.
 
-Suites: `mlp` (784-256-10, batch 64), `lenet` (LeNet-5 on 1x28x28, batch 64) and
-`transformer-encoder` (2 layers, d_model 128, 4 heads, d_ff 512, GELU, seq 64, batch 16). One
-step is forward, `cross_entropy`, backward and an Adam update (torch's epsilon 1e-8, dropout 0).
+Suites: `mlp` (784-256-10, batch 64), `lenet` (LeNet-5 on 1x28x28, batch 64),
+`transformer-encoder` (2 layers, d_model 128, 4 heads, d_ff 512, GELU, seq 64, batch 16) and
+`transformer-encoder-large` (6 layers, d_model 512, 8 heads, d_ff 2048, GELU, seq 256, batch
+32: the GPU target's encoder; seconds a step on a CPU). One step is forward, `cross_entropy`,
+backward and an Adam update (torch's epsilon 1e-8, dropout 0), float32.
 Each thread count runs in its own process (OMP/OpenBLAS/MKL threads set before numpy and torch
 start, `torch.set_num_threads` alike) and times torch and burn interleaved in that process. The
 1-thread figures are the stable ones: at 2 threads the two libraries' pools compete on a 2-core
-machine.
+machine. PyTorch runs on the kind of device of the burn backends it is compared with
+(`ops.torch_device`): a GPU backend's step against torch on CUDA where torch has it, a host
+backend's against torch on the CPU, one torch step per device in the same run.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,13 +35,16 @@ EPSILON = 1e-8
 
 @dataclass(frozen=True)
 class Workload:
-    """One model's step: its title, input shape, class count, and the two model builders."""
+    """One model's step: its title, input shape, class count, the two model builders, and
+    whether a step takes well under a second on a CPU (the asv history and the test suite
+    train those; the others are GPU workloads)."""
 
     title: str
     input_shape: tuple[int, ...]
     classes: int
     burn_model: Callable[[Any], Any]
     torch_model: Callable[[], Any]
+    cpu_sized: bool = True
 
 
 def _burn_mlp(device: Any) -> Any:
@@ -71,14 +79,31 @@ def _torch_lenet() -> Any:
         nn.ReLU(), nn.Linear(84, 10))
 
 
-def _burn_encoder(device: Any) -> Any:
+@dataclass(frozen=True)
+class EncoderShape:
+    """A transformer encoder classifier's sizes: model width, heads, feed-forward width and
+    layers."""
+
+    d_model: int
+    heads: int
+    d_ff: int
+    layers: int
+
+
+SMALL_ENCODER = EncoderShape(128, 4, 512, 2)
+#: the encoder of the GPU target: 6 layers of d_model 512
+LARGE_ENCODER = EncoderShape(512, 8, 2048, 6)
+
+
+def _burn_encoder(shape: EncoderShape, device: Any) -> Any:
     from burn import nn
 
     class Encoder(nn.Module):
         def __init__(self) -> None:
-            self.encoder = nn.TransformerEncoder(128, 4, 512, 2, dropout=0.0,
-                                                 activation="gelu", device=device)
-            self.head = nn.Linear(128, 10, device=device)
+            self.encoder = nn.TransformerEncoder(shape.d_model, shape.heads, shape.d_ff,
+                                                 shape.layers, dropout=0.0, activation="gelu",
+                                                 device=device)
+            self.head = nn.Linear(shape.d_model, 10, device=device)
 
         def forward(self, x: Any) -> Any:
             return self.head(self.encoder(x)).reshape([-1, 10])
@@ -86,16 +111,16 @@ def _burn_encoder(device: Any) -> Any:
     return Encoder()
 
 
-def _torch_encoder() -> Any:
+def _torch_encoder(shape: EncoderShape) -> Any:
     from torch import nn
 
     class Encoder(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu",
-                                               batch_first=True)
-            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-            self.head = nn.Linear(128, 10)
+            layer = nn.TransformerEncoderLayer(shape.d_model, shape.heads, shape.d_ff,
+                                               dropout=0.0, activation="gelu", batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, shape.layers, enable_nested_tensor=False)
+            self.head = nn.Linear(shape.d_model, 10)
 
         def forward(self, x: Any) -> Any:
             return self.head(self.encoder(x)).reshape(-1, 10)
@@ -109,8 +134,15 @@ WORKLOADS = {
                       _torch_lenet),
     "transformer-encoder": Workload(
         "TransformerEncoder 2 layers, d 128, 4 heads, d_ff 512, GELU, batch 16 x seq 64",
-        (16, 64, 128), 10, _burn_encoder, _torch_encoder),
+        (16, 64, 128), 10, partial(_burn_encoder, SMALL_ENCODER),
+        partial(_torch_encoder, SMALL_ENCODER)),
+    "transformer-encoder-large": Workload(
+        "TransformerEncoder 6 layers, d 512, 8 heads, d_ff 2048, GELU, batch 32 x seq 256",
+        (32, 256, 512), 10, partial(_burn_encoder, LARGE_ENCODER),
+        partial(_torch_encoder, LARGE_ENCODER), cpu_sized=False),
 }
+#: the workloads small enough for CPU runs
+CPU_WORKLOADS = tuple(sorted(name for name, work in WORKLOADS.items() if work.cpu_sized))
 
 
 def _data(work: Workload) -> tuple[np.ndarray, np.ndarray]:
@@ -120,14 +152,15 @@ def _data(work: Workload) -> tuple[np.ndarray, np.ndarray]:
     return x, rng.integers(0, work.classes, rows)
 
 
-def torch_step_fn(work: Workload) -> Callable[[], float]:
-    """A closure running one torch training step of `work`; it returns the loss."""
+def torch_step_fn(work: Workload, device: str = "cpu") -> Callable[[], float]:
+    """A closure running one torch training step of `work` on torch `device` ("cpu",
+    "cuda"); it returns the loss (its `item()` waits for the device)."""
     import torch
 
     torch.manual_seed(0)
-    model = work.torch_model()
+    model = work.torch_model().to(device)
     optim = torch.optim.Adam(model.parameters(), lr=LR, eps=EPSILON)
-    x, y = (torch.from_numpy(a) for a in _data(work))
+    x, y = (torch.from_numpy(a).to(device) for a in _data(work))
     return torch_classifier_step(model, optim, x, y)
 
 
@@ -176,20 +209,31 @@ def cpu_backends() -> list[str]:
     return [b.name for b in burn.available_backends() if b.available and b.name in CPU_BACKENDS]
 
 
+def torch_candidate(device: str) -> str:
+    """The name of the torch step on torch `device` in a report: "torch eager step" on the
+    CPU (the name of the CPU-only reports before), "torch eager step on cuda" on a GPU."""
+    return "torch eager step" if device == "cpu" else f"torch eager step on {device}"
+
+
 def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
     """The report of workload `name` at `threads` threads (in this process), on `backends`
-    (device specs, each run under autodiff; None: `cpu_backends()`)."""
+    (device specs, each run under autodiff; None: `cpu_backends()`), each burn step against
+    the torch step on its kind of device (`ops.torch_device`)."""
     import torch
 
     import burn
+    from burn_bench.ops import torch_device
     from burn_bench.timing import Candidate, measure_interleaved, report
 
     torch.set_num_threads(threads)
     work = WORKLOADS[name]
+    specs = backends or cpu_backends()
+    devices = {spec: torch_device(torch, spec) for spec in specs}
     results = measure_interleaved([
-        Candidate("torch eager step", torch_step_fn(work)),
-        *(Candidate(f"burn {burn.Device(backend).autodiff()} step", burn_step_fn(work, backend),
-                    vs="torch eager step") for backend in backends or cpu_backends()),
+        *(Candidate(torch_candidate(where), torch_step_fn(work, where))
+          for where in dict.fromkeys(devices.values())),
+        *(Candidate(f"burn {burn.Device(spec).autodiff()} step", burn_step_fn(work, spec),
+                    vs=torch_candidate(devices[spec])) for spec in specs),
     ], min_time=0.3, rounds=7)
     return report(f"{work.title}: training step (Adam), {threads} thread(s)", results)
 
