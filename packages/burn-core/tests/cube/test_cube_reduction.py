@@ -472,3 +472,46 @@ def test_collapse() -> None:
     assert red.collapse((2, 3), (1, 2)) == ((2, 3), ((1, 2),))
     assert red.collapse((1, 1), (5, 7)) == ((1,), ((1,),))
     assert red.collapse((4, 5), (0, 0), (5, 1)) == ((20,), ((0,), (1,)))
+
+
+def test_cpu_row_kernels_weigh_their_units_by_row_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cpu runtime spreads a launch over its threads by units times `unit_work`: every row
+    kernel (reductions, softmax, layer norm, cross entropy, the fused reduce) names its row
+    length there, so a few long rows (a [64, 1031] sum) use the threads like many short ones;
+    results against torch."""
+    from burn_cube.runtime.cpu import CpuRuntime
+
+    planned: dict[str, str | None] = {}
+    plan = CpuRuntime.plan
+
+    def recording(self: Any, compiled: Any, kernel: Any, *args: Any) -> Any:
+        planned[kernel.name] = kernel.unit_work
+        return plan(self, compiled, kernel, *args)
+
+    monkeypatch.setattr(CpuRuntime, "plan", recording)
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((64, 1031)).astype(np.float32)  # (a layout no other test plans)
+    weight = rng.standard_normal(1031).astype(np.float32)
+    target = rng.integers(0, 1031, 64)
+    x, w, t = torch.from_numpy(data), torch.from_numpy(weight), torch.from_numpy(target)
+    for spec in ("cpu", "cpu+fusion"):
+        bx, bw = burn.tensor(data, device=spec), burn.tensor(weight, device=spec)
+        bt = burn.tensor(target, device=spec)
+        results = {
+            "sum": (bx.sum(1), x.sum(1)),
+            "softmax": (F.softmax(bx, 1), torch.softmax(x, 1)),
+            "layer norm": (F.layer_norm(bx, 1031, bw), torch.nn.functional.layer_norm(
+                x, (1031,), w)),
+            "cross entropy": (F.cross_entropy(bx, bt), torch.nn.functional.cross_entropy(x, t)),
+            "mean of squares": ((bx * bx).mean_dim(1).squeeze(1), (x * x).mean(1)),
+        }
+        for name, (ours, theirs) in results.items():
+            assert tuple(ours.shape) == tuple(theirs.shape), name
+            np.testing.assert_allclose(ours.to_numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5,
+                                       err_msg=name)
+    rows = {name: work for name, work in planned.items()
+            if name.startswith(("reduce_", "softmax", "layer_norm", "cross_entropy_rows",
+                                "fused_reduce"))}
+    assert {"reduce_sum", "softmax_rows_cpu", "layer_norm_rows_cpu", "cross_entropy_rows"} \
+        <= rows.keys() and any(name.startswith("fused_reduce") for name in rows), planned
+    assert all(work in ("n", "classes") for work in rows.values()), rows

@@ -195,6 +195,8 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
           outs: list[Any]) -> Callable[[list[Any], list[Any], list[Any]], None]:
     """The launcher of `plan`'s kernel over arguments laid out as these: every tensor as a
     view of the rows' shape (collapsed where every layout allows) and its step along `d`."""
+    from burn_cube.codegen.c import PARALLEL_UNITS
+
     start = time.perf_counter()
     shape, dim = plan.shape, plan.dim
     n = shape[dim]
@@ -224,6 +226,8 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     apart = tuple(st[-1] for st in row_strides)
     lanes = min(LANES, run, LANE_BYTES // (lane_slots(levels)[1] * wide.itemsize)) \
         if cpu and strided and set(apart) <= {0, 1} and lanes_fit(program.ops, levels) else 1
+    if lanes > 1 and count * n >= PARALLEL_UNITS:  # (spread over threads: a unit a thread
+        lanes = min(lanes, -(-run // inner.runtime.threads))  # at least)
     schedule: Any = ((lanes, tuple(a == 1 for a in apart)) if lanes > 1
                      else _row_scratch(n, per_pass, wide)) if cpu else (
         group, not strided and reduce_gpu.planes(inner.runtime.properties, group),
@@ -236,7 +240,8 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     # what the kernel counts: rows, or units of rows in lockstep (which take the runs'
     # length); steps of 0 and 1 are compiled in (an expanded input's 0: its loop vectorizes)
     items = count if lanes == 1 else count // run * -(-run // lanes)
-    fixed = [*(s for s in steps if s not in (0, 1)), n, items, *([run] if lanes > 1 else [])]
+    fixed = [*(s for s in steps if s not in (0, 1)), n, items,
+             *([run, min(n * lanes, U32_MAX)] if lanes > 1 else [])]
     size = max(1, count * per_pass * n)
     rows_kept = cpu and schedule is None  # (`_Rows.level`'s, in a tensor)
     scratch = [inner.empty((size,), wide)] if rows_kept else []
@@ -373,8 +378,10 @@ def _build(signature: Any) -> Any:
     levels = _levels(ops, along)
     per_pass, wide = _scratch(ops, along, in_ids)
     # (a unit of rows in lockstep is a cube of its own: the cpu runtime's threads take cubes)
+    # (on the cpu runtime a unit's work is its rows' elements: long rows spread over threads)
     b = KernelBuilder(kernel_name("fused_reduce", ops),
-                      cube_dim=1 if lanes > 1 else UNITS if cpu else reduce_gpu.UNITS)
+                      cube_dim=1 if lanes > 1 else UNITS if cpu else reduce_gpu.UNITS,
+                      unit_work=None if not cpu else "work" if lanes > 1 else "n")
     ins = [b.tensor(f"in{k}", cube_dtype("fusion", DTYPES[d]), rank=rank, write=False)
            for k, d in enumerate(in_ids)]
     outs = [b.tensor(f"out{i}", cube_dtype("fusion", DTYPES[ops[j][2]]), rank=rank,
@@ -396,7 +403,8 @@ def _build(signature: Any) -> Any:
     steps = {t: (None if step == 1 else 0 if step == 0 else b.scalar(f"step_{t[0]}{t[1]}", u32))
              for t, step in zip(stepped, unit, strict=True)}
     n, count = b.scalar("n", u32), b.scalar("rows" if lanes == 1 else "units", u32)
-    runs = [b.scalar("run", u32)] if lanes > 1 else []  # the runs' length (rows in lockstep)
+    # the runs' length (rows in lockstep), and a unit's elements (its rows' in all)
+    runs = [b.scalar("run", u32), b.scalar("work", u32)] if lanes > 1 else []
     numbers = {(j, p): b.scalar(f"s{j}_{p}", cube_dtype("fusion", DTYPES[value]))
                for j, (_, args, _) in enumerate(ops)
                for p, (role, value) in enumerate(args) if role == "num"}
@@ -444,6 +452,7 @@ def _build(signature: Any) -> Any:
 #: sum over dim 0 of [16, 64, 512], took 760 us with 256 rows a unit, 460 us with 4096; its
 #: ops unfused, then the sum, 440 us; cpu runtime, 1 thread.)
 LANES, LANE_BYTES = 4096, 1 << 16
+U32_MAX = 2**32 - 1
 
 
 def lane_slots(levels: list[tuple[str, int]]) -> tuple[dict[int, int], int]:

@@ -614,14 +614,18 @@ class CEmitter(Emitter):
     def entry(self) -> None:
         """``bc_kernel``: small launches run ``bc_run`` over every cube on the calling thread
         (no OpenMP call: entering a parallel region with a false ``if`` cost ~0.3 us a
-        launch); others split the cubes over the OpenMP team as ``schedule(static)`` does,
-        one contiguous range a thread."""
-        self.out += ["", "int omp_get_num_threads(void);", "int omp_get_thread_num(void);", "",
+        launch), as do launches of one cube, or on a team of one thread, where the kernel
+        weighs its units' work (``unit_work``: a single long row); others split the cubes
+        over the OpenMP team as ``schedule(static)`` does, one contiguous range a thread."""
+        weighed = self.kernel.unit_work is not None
+        self.out += ["", "int omp_get_num_threads(void);", "int omp_get_thread_num(void);",
+                     *(["int omp_get_max_threads(void);"] if weighed else []), "",
                      "void bc_kernel(const int64_t *bc_blob, int32_t *bc_status) {"]
         self.depth = 1
         self.declarations(() if self.kernel.unit_work is None else (self.kernel.unit_work,))
         self.line("int bc_oob = 0;")
-        self.line(f"if ({self.launch_work()} < {PARALLEL_UNITS}) {{")
+        alone = " || bc_cubes < 2 || omp_get_max_threads() < 2" if weighed else ""
+        self.line(f"if ({self.launch_work()} < {PARALLEL_UNITS}{alone}) {{")
         self.line(f"{self.indent_unit}bc_run(bc_blob, 0, bc_cubes, &bc_oob);")
         self.line("} else {")
         self.depth += 1

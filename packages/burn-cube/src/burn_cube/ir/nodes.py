@@ -295,10 +295,14 @@ class KernelIR:
     unit_work: str | None = None
 
     def interface(self) -> dict[str, Any]:
-        """What launching needs (JSON-serializable): name, params, tensor ranks and writes."""
-        return {"name": self.name, "cube_dim": list(self.cube_dim),
+        """What launching needs (JSON-serializable): name, params, tensor ranks and writes,
+        and ``unit_work`` where the kernel names one."""
+        data = {"name": self.name, "cube_dim": list(self.cube_dim),
                 "params": [[p.name, p.dtype.name, p.tensor] for p in self.params],
                 "tensors": {b.name: [b.rank, b.written] for b in self.tensors}}
+        if self.unit_work is not None:
+            data["unit_work"] = self.unit_work
+        return data
 
     @classmethod
     def from_interface(cls, data: dict[str, Any]) -> KernelIR:
@@ -307,7 +311,8 @@ class KernelIR:
         buffers = {p.name: Buffer(p.name, p.dtype, rank=data["tensors"][p.name][0],
                                   written=data["tensors"][p.name][1])
                    for p in params if p.tensor}
-        return cls(data["name"], params, buffers, {}, [], tuple(data["cube_dim"]))
+        return cls(data["name"], params, buffers, {}, [], tuple(data["cube_dim"]),
+                   unit_work=data.get("unit_work"))
 
     def structural_hash(self) -> str:
         """A hash of everything that defines the kernel (not source lines or externals): equal

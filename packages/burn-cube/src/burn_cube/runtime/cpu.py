@@ -47,7 +47,7 @@ from burn_cube.runtime.base import (
     direct_range,
     scalar_converter,
 )
-from burn_cube.runtime.openmp import brief_spinning, link_flags, private_openmp
+from burn_cube.runtime.openmp import brief_spinning, link_flags, private_openmp, team_size
 from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-fwrapv",
@@ -80,20 +80,23 @@ ALIGNMENT = 64
 ALIGNED_BYTES = 1 << 16
 
 
-def line_aligned_empty(shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-    """An uninitialised C-contiguous array, starting on a cache line where it is large.
+def line_aligned_empty(shape: tuple[int, ...], dtype: DType, zeros: bool = False) -> np.ndarray:
+    """An uninitialised (or, with `zeros`, zeroed) C-contiguous array, starting on a cache
+    line where it is large.
 
     Args:
         shape: its shape.
         dtype: its element type.
+        zeros: fill it with zeros (numpy's zeroed allocation: untouched pages stay lazy).
 
     Returns:
         The array (a view of a slightly larger byte buffer where aligned).
     """
     nbytes = math.prod(shape) * dtype.numpy.itemsize
+    make = np.zeros if zeros else np.empty
     if nbytes < ALIGNED_BYTES:
-        return np.empty(shape, dtype.numpy)
-    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+        return make(shape, dtype.numpy)
+    raw = make(nbytes + ALIGNMENT, np.uint8)
     skip = -raw.ctypes.data % ALIGNMENT
     return raw[skip:skip + nbytes].view(dtype.numpy).reshape(shape)
 
@@ -433,10 +436,17 @@ class CpuRuntime(Runtime):
     def properties(self) -> Properties:
         return self._properties
 
+    @functools.cached_property
+    def threads(self) -> int:
+        """The threads a launch's cubes spread over (its OpenMP team: `openmp.team_size`);
+        kernels that take their work in few large units split it at least this many ways."""
+        return team_size(private_openmp(find_compiler()))
+
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         refuse_past_memory(shape, dtype)
         self._allocated += 1
-        return DeviceArray(self, np.zeros(shape, dtype.numpy), tuple(shape), dtype)
+        return DeviceArray(self, line_aligned_empty(shape, dtype, zeros=True), tuple(shape),
+                           dtype)
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         """A pooled buffer of that shape and dtype if one is free, else a new one."""

@@ -97,6 +97,16 @@ def private_openmp(compiler: str) -> Path | None:
     return folder
 
 
+def team_size(folder: Path | None) -> int:
+    """Threads of the kernels' OpenMP parallel regions: the private copy's
+    ``omp_get_max_threads()`` (in `folder`, loaded), else as libgomp reads it, the leading
+    ``OMP_NUM_THREADS`` where valid, else the CPU count."""
+    if folder is not None:
+        return max(1, int(ctypes.CDLL(str(folder / SONAME)).omp_get_max_threads()))
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) > 0 else os.cpu_count() or 1
+
+
 def _copy(compiler: str) -> Path | None:
     """The folder of `compiler`'s private copy, made where missing. Which copy (or none) is
     recorded in the cache per compiler binary: finding its libgomp runs the compiler."""

@@ -166,8 +166,11 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         dtype = from_numpy(data.dtype, "from_data")
         cube = cube_dtype("from_data", dtype)
         try:
-            if self.runtime_name == "cpu":
-                arr = np.array(data, dtype=cube.numpy, order="C", copy=True)
+            if self.runtime_name == "cpu":  # (on a cache line where large, as kernels' outputs)
+                from burn_cube.runtime.cpu import line_aligned_empty
+
+                arr = line_aligned_empty(data.shape, cube)
+                np.copyto(arr, data, casting="unsafe")
                 return CubeTensor(self._array(self.runtime, arr, arr.shape, cube), dtype)
             return CubeTensor(self.runtime.upload(np.array(data, cube.numpy, order="C")), dtype)
         except Exception as exc:

@@ -163,7 +163,7 @@ def forward_kernel(dtypes: tuple[Any, Any, Any], weight: bool, smoothing: bool) 
     from burn_cube import KernelBuilder
 
     dtype, acc, target_dtype = dtypes
-    b = KernelBuilder("cross_entropy_rows")
+    b = KernelBuilder("cross_entropy_rows", unit_work="classes")
     logits, target, w, flags, exps = _inputs(b, dtypes, weight)
     loss = b.tensor("loss", dtype, write=True)
     w_target = b.tensor("w_target", dtype, write=True)

@@ -88,7 +88,7 @@ def forward_kernel(dtypes: tuple[Any, Any], weight: bool, bias: bool) -> Any:
     from burn_cube import KernelBuilder, u32
 
     dtype, acc = dtypes
-    b = KernelBuilder("layer_norm_rows_cpu")
+    b = KernelBuilder("layer_norm_rows_cpu", unit_work="n")
     x = b.tensor("x", dtype, write=False)
     w = b.tensor("weight", dtype, write=False) if weight else None
     sh = b.tensor("bias", dtype, write=False) if bias else None
@@ -131,7 +131,7 @@ def backward_kernel(dtypes: tuple[Any, Any], weight: bool) -> Any:
     from burn_cube import KernelBuilder, u32
 
     dtype, acc = dtypes
-    b = KernelBuilder("layer_norm_rows_cpu_backward")
+    b = KernelBuilder("layer_norm_rows_cpu_backward", unit_work="n")
     x = b.tensor("x", dtype, write=False)
     w = b.tensor("weight", dtype, write=False) if weight else None
     mean, rstd, grad = (b.tensor(name, dtype, write=False) for name in ("mean", "rstd", "grad"))

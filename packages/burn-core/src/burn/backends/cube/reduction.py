@@ -280,13 +280,14 @@ def _column_sums(backend: Any, x: CubeTensor, n: int, step: int,
                  mean: bool) -> Callable[[list[Any]], None]:
     """The planned launch of cpu float sums of rows starting at adjacent elements (`x`: rank
     1, stride 1), `COLUMNS` rows per unit, into dense `out` (it takes `x`'s array, `n`, `step`
-    and `out`'s array)."""
-    units = SWEEP_MIN
-    kernel = column_sum_kernel(tuple(cube_dtype("sum", d) for d in dtypes), units, mean)
+    and `out`'s array), in a cube per thread at least (the threads share cubes)."""
     groups = math.ceil(x.shape[0] / COLUMNS)
-    return kernel.plan(  # type: ignore[no-any-return]
-        backend.runtime, (math.ceil(groups / units), 1, 1), units, x.array, n, step,
-        out.view((out.size,), (1,)).array)
+    units = max(1, min(SWEEP_MIN, -(-groups // backend.runtime.threads)))
+    kernel = column_sum_kernel(tuple(cube_dtype("sum", d) for d in dtypes), units, mean)
+    work = min(n * COLUMNS, 2**32 - 1)
+    launch = kernel.plan(backend.runtime, (math.ceil(groups / units), 1, 1), units, x.array, n,
+                         step, out.view((out.size,), (1,)).array, work)
+    return lambda values: launch([*values, work])
 
 
 def softmax(backend: Any, x: CubeTensor, dim: int, log: bool) -> CubeTensor:

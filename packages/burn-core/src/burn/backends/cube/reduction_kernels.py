@@ -312,7 +312,8 @@ def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, sched
 
     in_dtype, acc_dtype, out_dtype = dtypes
     cube = schedule in ("tree", "plane")
-    b = KernelBuilder(f"reduce_{op}", cube_dim=TREE_DIM if cube else units)
+    b = KernelBuilder(f"reduce_{op}", cube_dim=TREE_DIM if cube else units,
+                      unit_work="step" if flat else "n")
     x = b.tensor("x", in_dtype, rank=rank, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
     out = b.tensor("out", out_dtype, rank=1, write=True) if outputs[0] else None
@@ -366,16 +367,18 @@ def column_sum_kernel(dtypes: tuple[Any, ...], units: int, mean: bool) -> Any:
 
     Returns:
         A kernel taking ``x`` (rank 1: row `r` starts at ``x[r]``), ``n, step`` (u32: elements
-        per row, and their distance), and ``out`` (dense rank 1, one element per row), launched
-        on ``ceil(rows / COLUMNS)`` units.
+        per row, and their distance), ``out`` (dense rank 1, one element per row) and ``work``
+        (u32: a unit's elements, ``n * COLUMNS``, which the cpu runtime spreads its threads
+        by), launched on ``ceil(rows / COLUMNS)`` units.
     """
     from burn_cube import KernelBuilder, u32
 
     in_dtype, acc_dtype, out_dtype = dtypes
-    b = KernelBuilder("reduce_sum_columns", cube_dim=units)
+    b = KernelBuilder("reduce_sum_columns", cube_dim=units, unit_work="work")
     x = b.tensor("x", in_dtype, rank=1, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
     out = b.tensor("out", out_dtype, rank=1, write=True)
+    b.scalar("work", u32)
     u = b.ABSOLUTE_POS
     groups = b.local(u32, out.len // COLUMNS)
 
@@ -423,7 +426,8 @@ def softmax_kernel(dtypes: tuple[Any, Any], rank: int, schedule: str, units: int
 
     dtype, acc_dtype = dtypes
     cube = schedule in ("tree", "plane")
-    b = KernelBuilder("log_softmax" if log else "softmax", cube_dim=TREE_DIM if cube else units)
+    b = KernelBuilder("log_softmax" if log else "softmax", cube_dim=TREE_DIM if cube else units,
+                      unit_work="n")
     x = b.tensor("x", dtype, rank=rank, write=False)
     n, step = b.scalar("n", u32), b.scalar("step", u32)
     out = b.tensor("out", dtype, rank=rank, write=True)

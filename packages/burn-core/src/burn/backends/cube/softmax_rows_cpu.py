@@ -46,7 +46,7 @@ def kernel(dtype: Any) -> Any:
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("softmax_rows_cpu")
+    b = KernelBuilder("softmax_rows_cpu", unit_work="n")
     x = b.tensor("x", dtype, write=False)
     out = b.tensor("out", dtype, write=True)
     m, n = b.scalar("m", u32), b.scalar("n", u32)
@@ -74,7 +74,7 @@ def backward_kernel(dtype: Any) -> Any:
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("softmax_rows_cpu_backward")
+    b = KernelBuilder("softmax_rows_cpu_backward", unit_work="n")
     out = b.tensor("out", dtype, write=False)
     grad = b.tensor("grad", dtype, write=False)
     dx = b.tensor("dx", dtype, write=True)
