@@ -303,6 +303,46 @@ def test_short_cpu_reduce_blocks_run_unfused(base: str, monkeypatch: pytest.Monk
     assert counts[-1] == (1 if pays else unfused), counts
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cpu_whole_tensor_blocks_pay_on_one_thread_from_three_ops(
+        base: str, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    """On the cpu runtime a whole-tensor reduce block runs on one thread, so in a loop it
+    stays one kernel only on a one-thread team, from `FUSE_OPS` live ops and twice
+    `CPU_FUSE_WORK` kept elements (an MSE over 2**17 floats); a sum of squares (two ops), or
+    either on two threads, leaves its reduction to the inner backend (which spreads it over
+    the team) from its `LONE`th flush, in no more launches than unfused. Values equal
+    torch's at every step."""
+    from burn.fusion.stream import LONE
+
+    if base != "cpu":
+        pytest.skip("the cpu runtime's rule (GPU runtimes' whole rows spread over cubes)")
+    runtime = burn.Device(base).backend.runtime  # (the fusion device's inner runtime)
+    monkeypatch.setattr(runtime, "threads", threads)
+    burn.Device(f"{base}+fusion").backend.stream.forget()  # (plans decided which blocks pay)
+    rng = np.random.default_rng(17)
+    x, y = (rng.standard_normal(1 << 17).astype(np.float32) for _ in range(2))
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    counter = LaunchCounter(monkeypatch, base)
+    for fn, pays in ((lambda a, b: ((a - b) ** 2).mean(), threads == 1),
+                     (lambda a, b: (a * b).sum(), False)):
+        plain = [burn.tensor(v, device=base) for v in (x, y)]
+        fused = [burn.tensor(v, device=f"{base}+fusion") for v in (x, y)]
+        counter.take()
+        fn(*plain).to_numpy()
+        unfused = counter.take()
+        counts = []
+        for _ in range(2 * LONE):
+            got = fn(*fused)
+            assert got.shape == () and got.dtype == burn.float32
+            check(got, fn(tx, ty), rtol=1e-4)
+            counts.append(counter.take())
+        assert unfused > 1
+        if pays:
+            assert counts[-1] == 1, counts
+        else:
+            assert 1 < counts[-1] <= unfused, (counts, unfused)
+
+
 def test_whole_tensor_reductions_the_fuser_leaves_alone(base: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Empty and one-element tensors, ints and tensors over `WHOLE_MOST` elements run on the

@@ -73,13 +73,17 @@ LONE_SHARED = 2 * LONE
 #: fused. In a 784-256-10 MLP step there the second layer's product with its bias and the
 #: relu backward with the bias-gradient sum run at once from the fourth step; the first
 #: layer's product, bias and relu stay one kernel.)
-#: On the cpu runtime a reduce block of the whole tensor pays only from `CPU_FUSE_WORK`,
-#: however many ops it has: its row runs on one thread, and below that its flush costs more
-#: than the launches it saves. (Measured, 1 thread, fused against unfused:
-#: x.exp().sum() 29 / 17 us over 128 x 128, 167 / 158 over 512 x 512; ((x - 1) ** 2).mean()
-#: 47 / 37 us over 128 x 128, 94 / 128 over 512 x 512; the autodiff op suite's
-#: (a @ b).exp().sum() step over 128 x 128 192 / 155 us; a reduce block along rows of two ops,
-#: (x * x).mean_dim(1), 22 / 13 us over 128 x 128, 70 / 80 over 512 x 512.)
+#: On the cpu runtime a reduce block of the whole tensor pays only where the kernels' team
+#: is one thread, from `FUSE_OPS` live ops and twice `CPU_FUSE_WORK` kept elements: its row runs
+#: on one thread (the unfused reduction spreads over the team), a block of fewer ops saves
+#: less than its single row costs, and below that its flush costs more than the launches it
+#: saves. (Measured, 1 thread, fused against unfused: x.exp().sum() 29 / 17 us over 128 x
+#: 128, 167 / 158 over 512 x 512; (x * x).sum() 55 / 40 us over 2**17 floats, 116 / 91 over
+#: 2**18; ((x - 1) ** 2).mean() 47 / 37 us over 128 x 128, 94 / 128 over 512 x 512;
+#: ((x - y) ** 2).mean() 54 / 44 us over 2**16 floats, 85 / 103 over 2**17; the
+#: autodiff op suite's (a @ b).exp().sum() step over 128 x 128 192 / 155 us; a reduce block
+#: along rows of two ops, (x * x).mean_dim(1), 22 / 13 us over 128 x 128, 70 / 80 over 512 x
+#: 512. 2 threads: ((x - y) ** 2).mean() 85 / 49 us over 2**17 floats, 197 / 98 over 2**18.)
 FUSE_OPS = 3
 CPU_FUSE_WORK = 1 << 17
 GPU_FUSE_WORK = 1 << 20
@@ -453,10 +457,12 @@ class Stream:
         `elements` elements gains more than its recording costs: from `FUSE_OPS` live ops,
         or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate elements out
         of memory; on the cpu runtime every product, and a reduce block of the whole tensor
-        only from `CPU_FUSE_WORK` kept elements, however many ops it has."""
+        only on a one-thread team, from `FUSE_OPS` live ops and twice `CPU_FUSE_WORK` kept
+        elements."""
         kept = (live - 1) * elements
         if self.cpu and kind == "whole":
-            return kept >= CPU_FUSE_WORK
+            return self.inner.runtime.threads == 1 and live >= FUSE_OPS \
+                and kept >= 2 * CPU_FUSE_WORK
         if live >= FUSE_OPS:
             return True
         if self.cpu:
