@@ -304,26 +304,27 @@ def test_short_cpu_reduce_blocks_run_unfused(base: str, monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_cpu_whole_tensor_blocks_pay_on_one_thread_from_three_ops(
+def test_whole_tensor_blocks_in_a_loop_pay_from_three_ops_on_one_cpu_thread(
         base: str, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
     """On the cpu runtime a whole-tensor reduce block runs on one thread, so in a loop it
     stays one kernel only on a one-thread team, from `FUSE_OPS` live ops and twice
-    `CPU_FUSE_WORK` kept elements (an MSE over 2**17 floats); a sum of squares (two ops), or
-    either on two threads, leaves its reduction to the inner backend (which spreads it over
-    the team) from its `LONE`th flush, in no more launches than unfused. Values equal
-    torch's at every step."""
+    `CPU_FUSE_WORK` kept elements (an MSE over 2**17 floats); a sum of products (two ops),
+    or either on two threads, leaves its reduction to the inner backend (which spreads it
+    over the team) from its `LONE`th flush, in no more launches than unfused. GPU runtimes
+    spread a whole row over a cube, whatever the host's threads: the MSE stays one kernel,
+    the sum of products (below `GPU_FUSE_WORK`) does not. Values equal torch's at every
+    step."""
     from burn.fusion.stream import LONE
 
-    if base != "cpu":
-        pytest.skip("the cpu runtime's rule (GPU runtimes' whole rows spread over cubes)")
-    runtime = burn.Device(base).backend.runtime  # (the fusion device's inner runtime)
-    monkeypatch.setattr(runtime, "threads", threads)
+    cpu = base == "cpu"
+    if cpu:
+        monkeypatch.setattr(burn.Device(base).backend.runtime, "threads", threads)
     burn.Device(f"{base}+fusion").backend.stream.forget()  # (plans decided which blocks pay)
     rng = np.random.default_rng(17)
     x, y = (rng.standard_normal(1 << 17).astype(np.float32) for _ in range(2))
     tx, ty = torch.from_numpy(x), torch.from_numpy(y)
     counter = LaunchCounter(monkeypatch, base)
-    for fn, pays in ((lambda a, b: ((a - b) ** 2).mean(), threads == 1),
+    for fn, pays in ((lambda a, b: ((a - b) ** 2).mean(), threads == 1 or not cpu),
                      (lambda a, b: (a * b).sum(), False)):
         plain = [burn.tensor(v, device=base) for v in (x, y)]
         fused = [burn.tensor(v, device=f"{base}+fusion") for v in (x, y)]
