@@ -59,15 +59,17 @@ def upload_view(bk: Any, a: np.ndarray, layout: str = "contiguous") -> CubeTenso
 
 
 def record_launches(monkeypatch: pytest.MonkeyPatch, bk: Any) -> Launched:
-    """Record every kernel `bk`'s backend class launches from now on, planned or not (the
-    launches still run)."""
+    """Record every kernel `bk`'s backend class launches from now on, planned or not, by
+    units or by cubes (the launches still run); the kernel's arguments after the launch
+    geometry."""
     launched: Launched = {}
-    for method in ("launch", "launch_planned"):
+    for method, geometry in (("launch", 1), ("launch_planned", 1), ("launch_cubes_planned", 2)):
         real = getattr(type(bk), method)
 
-        def record(self: Any, kernel: Any, units: int, *args: Any, real: Any = real) -> None:
-            launched[id(kernel)] = (kernel, args)
-            real(self, kernel, units, *args)
+        def record(self: Any, kernel: Any, *args: Any, real: Any = real,
+                   geometry: int = geometry) -> None:
+            launched[id(kernel)] = (kernel, args[geometry:])
+            real(self, kernel, *args)
 
         monkeypatch.setattr(type(bk), method, record)
     return launched

@@ -46,7 +46,7 @@ from burn.fusion.emit import DTYPES, Opaque, emit_op, kernel_name
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import TensorIR
-from burn.ir.cube import cube_dtype
+from burn.ir.cube import cube_dtype, unit_work
 
 #: Reductions the fuser takes, by op, and how they combine.
 REDUCTIONS = {"float_sum_dim": "sum", "float_mean_dim": "mean",
@@ -241,7 +241,7 @@ def _plan(inner: Any, plan: ReduceProgram, inputs: list[Any], numbers: list[Any]
     # length); steps of 0 and 1 are compiled in (an expanded input's 0: its loop vectorizes)
     items = count if lanes == 1 else count // run * -(-run // lanes)
     fixed = [*(s for s in steps if s not in (0, 1)), n, items,
-             *([run, min(n * lanes, U32_MAX)] if lanes > 1 else [])]
+             *([run, unit_work(n * lanes)] if lanes > 1 else [])]
     size = max(1, count * per_pass * n)
     rows_kept = cpu and schedule is None  # (`_Rows.level`'s, in a tensor)
     scratch = [inner.empty((size,), wide)] if rows_kept else []
@@ -452,7 +452,6 @@ def _build(signature: Any) -> Any:
 #: sum over dim 0 of [16, 64, 512], took 760 us with 256 rows a unit, 460 us with 4096; its
 #: ops unfused, then the sum, 440 us; cpu runtime, 1 thread.)
 LANES, LANE_BYTES = 4096, 1 << 16
-U32_MAX = 2**32 - 1
 
 
 def lane_slots(levels: list[tuple[str, int]]) -> tuple[dict[int, int], int]:

@@ -117,6 +117,13 @@ def _build(op: OpDef, dtypes: tuple[DType, ...], rank: int,
     return b.kernel()
 
 
+def unit_work(elements: int) -> int:
+    """A unit's elements as the u32 scalar a kernel names in ``KernelBuilder(unit_work=...)``
+    (the cpu runtime spreads a launch over its threads by its units times that), clamped to
+    the u32 range."""
+    return min(elements, 2**32 - 1)
+
+
 def row_index(b: Any, t: Any, rank: int, col: Any, row: Any = None) -> Any:
     """Storage index of column `col` of row `row` (default ``CUBE_POS_Y``) of `t` (rows: the
     leading dimensions, row-major).

@@ -27,7 +27,7 @@ import numpy as np
 from burn.dtype import DType
 from burn.errors import EmptyReductionError
 from burn.ir import OPS
-from burn.ir.cube import cube_dtype
+from burn.ir.cube import cube_dtype, unit_work
 
 from . import layer_norm_rows, loss_rows, norm_rows_cpu, softmax_rows_cpu
 from .creation import full
@@ -284,7 +284,7 @@ def _column_sums(backend: Any, x: CubeTensor, n: int, step: int,
     groups = math.ceil(x.shape[0] / COLUMNS)
     units = max(1, min(SWEEP_MIN, -(-groups // backend.runtime.threads)))
     kernel = column_sum_kernel(tuple(cube_dtype("sum", d) for d in dtypes), units, mean)
-    work = min(n * COLUMNS, 2**32 - 1)
+    work = unit_work(n * COLUMNS)
     launch = kernel.plan(backend.runtime, (math.ceil(groups / units), 1, 1), units, x.array, n,
                          step, out.view((out.size,), (1,)).array, work)
     return lambda values: launch([*values, work])

@@ -38,6 +38,7 @@ from burn.backends.numpy.module.conv import (
 )
 from burn.dtype import DType
 from burn.errors import ShapeError
+from burn.ir.cube import unit_work
 
 from ..creation import full
 from ..layout import copy_into
@@ -174,7 +175,7 @@ class CubeConvOps:
                 rows_kernel = im2col_rows_kernel(x.dtype, cols.dtype, len(kernel), unit,
                                                  any(options.padding), ones)
                 self.launch_planned(rows_kernel, n * (rows + ones), x.array, cols.array,
-                                    *spacing, *geometry)
+                                    *spacing, *geometry, unit_work(math.prod(out)))
             return cols
         groups = cols.shape[1] - rows  # rows of ones
         units = n * (rows + groups) * math.prod(out)
@@ -382,8 +383,9 @@ class CubeConvOps:
         if buffer.size:
             im2col = im2col_batch_last_kernel(work, len(kernel), options.stride[-1] == 1,
                                               any(options.padding), bool(ones))
-            self.launch_planned(im2col, rows + ones, xt.array, buffer.array,
-                                *_geometry(kernel, options, out))
+            self.launch_cubes_planned(im2col, (rows + ones, 1, 1), 1, xt.array, buffer.array,
+                                      *_geometry(kernel, options, out),
+                                      unit_work(length * n))
         return buffer.view((n, rows + ones, length), (1, length * n, n))
 
     def _col2im_batch_last(self: Any, m: CubeTensor, shape: Shape, windows: Sequence[int],
@@ -397,8 +399,9 @@ class CubeConvOps:
         if out.size:
             col2im = col2im_batch_last_kernel(m.dtype, len(kernel), options.stride[-1] == 1,
                                               any(options.padding))
-            self.launch_planned(col2im, c, m.view((m.size,), (1,)).array, out.array,
-                                *_geometry(kernel, options, windows))
+            self.launch_cubes_planned(col2im, (c, 1, 1), 1, m.view((m.size,), (1,)).array,
+                                      out.array, *_geometry(kernel, options, windows),
+                                      unit_work(math.prod(kernel) * math.prod(windows) * n))
         return self._from_batch_last(out, shape, dtype)
 
     def _from_batch_last(self: Any, t: CubeTensor, shape: Shape, dtype: DType) -> CubeTensor:

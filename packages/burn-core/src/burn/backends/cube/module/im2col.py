@@ -131,15 +131,17 @@ def im2col_rows_kernel(src: DType, dst: DType, nd: int, unit: bool, padded: bool
     sample's row of ones after its `rows` (columns `[N, rows + 1, L]` of one group).
 
     Launch args: x (any strides, rank nd+2), cols (`[N, rows, L]`), `group_rows`, `skip`, per
-    dim `k s p d o`.
+    dim `k s p d o`, then `work` (L: a unit's elements, which the cpu runtime spreads its
+    threads by).
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("conv_im2col_rows")
+    b = KernelBuilder("conv_im2col_rows", unit_work="work")
     x = b.tensor("x", cube_dtype("conv", src), rank=nd + 2, write=False)
     cols = b.tensor("cols", cube_dtype("conv", dst), rank=3, write=True)
     group_rows, skip = b.scalar("group_rows", u32), b.scalar("skip", u32)
     geo = declare_geometry(b, nd)
+    b.scalar("work", u32)
     kernel = [g["k"] for g in geo]
     last, width = geo[-1], geo[-1]["o"]
     flag = cube_dtype("conv", DType.bool)
@@ -208,14 +210,16 @@ def im2col_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool,
     1 (`unit`), so short window rows still copy long runs. Without `padded` every window is
     inside x. With `ones`, one more unit fills the row of ones after the `rows`.
 
-    Launch args: x (dense `[C, *S, N]`), cols (dense, rank 1), per dim `k s p d o`.
+    Launch args: x (dense `[C, *S, N]`), cols (dense, rank 1), per dim `k s p d o`, then `work`
+    (a unit's elements, L*N). A cube per unit: the cpu runtime's threads share cubes.
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("conv_im2col_batch_last")
+    b = KernelBuilder("conv_im2col_batch_last", cube_dim=1, unit_work="work")
     x = b.tensor("x", cube_dtype("conv", dtype), rank=nd + 2, write=False)
     cols = b.tensor("cols", cube_dtype("conv", dtype), rank=1, write=True)
     geo = declare_geometry(b, nd)
+    b.scalar("work", u32)
     kernel = [g["k"] for g in geo]
     last, width = geo[-1], geo[-1]["o"]
     n = x.shape[nd + 1]
@@ -282,14 +286,17 @@ def col2im_batch_last_kernel(dtype: DType, nd: int, unit: bool, padded: bool) ->
     each of its column rows into it, tap by tap, over the windows inside (runs of N samples,
     merged over a row of windows when the last window stride is 1: `unit`).
 
-    Launch args: cols (dense, rank 1), out (dense `[C, *S, N]`), per dim `k s p d o`.
+    Launch args: cols (dense, rank 1), out (dense `[C, *S, N]`), per dim `k s p d o`, then
+    `work` (a unit's elements: its column rows', K*L*N). A cube per unit: the cpu runtime's
+    threads share cubes.
     """
     from burn_cube import KernelBuilder, u32
 
-    b = KernelBuilder("conv_col2im_batch_last")
+    b = KernelBuilder("conv_col2im_batch_last", cube_dim=1, unit_work="work")
     cols = b.tensor("cols", cube_dtype("conv", dtype), rank=1, write=False)
     out = b.tensor("out", cube_dtype("conv", dtype), rank=nd + 2, write=True)
     geo = declare_geometry(b, nd)
+    b.scalar("work", u32)
     last, width = geo[-1], geo[-1]["o"]
     n = out.shape[nd + 1]
     pos = b.ABSOLUTE_POS
