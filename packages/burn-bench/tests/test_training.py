@@ -110,6 +110,7 @@ def test_each_backend_is_compared_with_torch_on_its_kind_of_device(
     monkeypatch.setattr(training, "burn_step_fn", lambda work, spec: lambda: 0.0)
     monkeypatch.setattr("burn_bench.ops.torch_device",
                         lambda torch, spec: "cuda" if spec.startswith("cuda") else "cpu")
+    monkeypatch.setattr("burn_bench.suites.unavailable_reason", lambda spec: None)
     seen: dict[str, str | None] = {}
 
     def fake_measure(candidates: list[Candidate], **kwargs: object) -> list[object]:
@@ -124,3 +125,38 @@ def test_each_backend_is_compared_with_torch_on_its_kind_of_device(
                     "burn numpy+autodiff step": "torch eager step",
                     "burn cuda+autodiff step": "torch eager step on cuda",
                     "burn cuda+fusion+autodiff step": "torch eager step on cuda"}
+
+
+def test_backends_this_machine_lacks_are_listed_not_raised(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend that cannot be made here (cuda without a GPU or CuPy) is listed under the
+    table with its reason; the other rows still run."""
+    import burn_bench.training as training
+
+    monkeypatch.setattr(training, "torch_step_fn", lambda work, device="cpu": lambda: 0.0)
+    monkeypatch.setattr(training, "burn_step_fn", lambda work, spec: lambda: 0.0)
+    monkeypatch.setattr("burn_bench.suites.unavailable_reason",
+                        lambda spec: "no GPU here" if spec.startswith("cuda") else None)
+    seen: list[str] = []
+
+    def fake_measure(candidates: list[Candidate], **kwargs: object) -> list[object]:
+        seen.extend(c.name for c in candidates)
+        return []
+
+    monkeypatch.setattr("burn_bench.timing.measure_interleaved", fake_measure)
+    monkeypatch.setattr("burn_bench.timing.report", lambda title, results: title)
+    text = measure("mlp", 1, ["numpy", "cuda+fusion"])
+    assert seen == ["torch eager step", "burn numpy+autodiff step"]
+    assert text.splitlines()[-1] == "burn cuda+fusion: unavailable (no GPU here)"
+
+
+def test_the_command_line_prints_a_report_as_text(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report's brackets (an install hint such as burn-cube[cuda]) print as written."""
+    from burn_bench import cli
+
+    monkeypatch.setattr(cli, "run_grid", lambda *a, **k: {
+        "reports": {"mlp-train-step": "burn cuda: unavailable (pip install 'burn-cube[cuda]')"},
+        "rows": []})
+    cli.main(["run", "--benches", "mlp-train-step", "--no-save"])
+    assert "pip install 'burn-cube[cuda]'" in capsys.readouterr().out

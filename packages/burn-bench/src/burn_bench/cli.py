@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import burn
@@ -168,7 +169,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                    min_time=s.min_time, threads=s.threads, shapes=s.shapes,
                    report_backends=args.backends)
     for name, text in doc["reports"].items():
-        console.print(f"[bold]{name}[/bold]\n{text}\n", markup=True, highlight=False)
+        console.print(f"[bold]{name}[/bold]\n{escape(text)}\n", markup=True, highlight=False)
     if doc["rows"]:
         console.print(results_table(doc, s.compare))
     if args.json:

@@ -218,16 +218,20 @@ def torch_candidate(device: str) -> str:
 def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
     """The report of workload `name` at `threads` threads (in this process), on `backends`
     (device specs, each run under autodiff; None: `cpu_backends()`), each burn step against
-    the torch step on its kind of device (`ops.torch_device`)."""
+    the torch step on its kind of device (`ops.torch_device`); backends this machine lacks
+    are listed as unavailable, with the reason, under the table."""
     import torch
 
     import burn
     from burn_bench.ops import torch_device
+    from burn_bench.suites import unavailable_reason
     from burn_bench.timing import Candidate, measure_interleaved, report
 
     torch.set_num_threads(threads)
     work = WORKLOADS[name]
-    specs = backends or cpu_backends()
+    missing = {spec: reason for spec in backends or cpu_backends()
+               if (reason := unavailable_reason(spec)) is not None}
+    specs = [spec for spec in backends or cpu_backends() if spec not in missing]
     devices = {spec: torch_device(torch, spec) for spec in specs}
     results = measure_interleaved([
         *(Candidate(torch_candidate(where), torch_step_fn(work, where))
@@ -235,7 +239,9 @@ def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
         *(Candidate(f"burn {burn.Device(spec).autodiff()} step", burn_step_fn(work, spec),
                     vs=torch_candidate(devices[spec])) for spec in specs),
     ], min_time=0.3, rounds=7)
-    return report(f"{work.title}: training step (Adam), {threads} thread(s)", results)
+    title = f"{work.title}: training step (Adam), {threads} thread(s)"
+    return "\n".join([report(title, results), *(f"burn {spec}: unavailable ({reason})"
+                                                 for spec, reason in missing.items())])
 
 
 def run_workload(name: str, backends: list[str] | None = None) -> str:
