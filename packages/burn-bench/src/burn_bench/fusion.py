@@ -77,26 +77,32 @@ def _synced(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
     return call
 
 
+def _torch_synced(fn: Callable[[], Any], where: str) -> Callable[[], Any]:
+    """`fn` (a torch call), then a wait for CUDA where it runs there (`where`: "cpu" or
+    "cuda")."""
+    if where == "cpu":
+        return fn
+    import torch
+
+    def call() -> Any:
+        out = fn()
+        torch.cuda.synchronize()
+        return out
+
+    return call
+
+
 def gelu_report(size: int, threads: int, base: str = "cpu") -> str:
     """The GELU-chain table on `base` ("cpu", or a GPU backend against torch on CUDA where
     torch has it; NumPy's chain on the cpu only)."""
     import torch
 
     import burn
+    from burn_bench.ops import torch_device
     from burn_bench.timing import Candidate, measure_interleaved, report
 
-    where = "cuda" if base != "cpu" and torch.cuda.is_available() else "cpu"
-
-    def torch_call(fn: Callable[[], Any]) -> Callable[[], Any]:
-        if where == "cpu":
-            return fn
-
-        def call() -> Any:
-            out = fn()
-            torch.cuda.synchronize()
-            return out
-        return call
-
+    where = torch_device(torch, base)
+    torch_call = partial(_torch_synced, where=where)
     data = np.random.default_rng(0).standard_normal(size).astype(np.float32)
     t = torch.from_numpy(data).to(where)
     dst = torch.empty(size, device=where)
@@ -318,12 +324,7 @@ def rows_report(base: str) -> str:
     where = "cuda" if base.startswith("cuda") and torch.cuda.is_available() else "cpu"
 
     def torch_call(arg: Any, name: str) -> Callable[[], Any]:
-        def call() -> Any:
-            out = functional_rows(name, arg)
-            if where == "cuda":
-                torch.cuda.synchronize()
-            return out
-        return call
+        return _torch_synced(partial(functional_rows, name, arg), where)
 
     rng = np.random.default_rng(0)
     tables = []

@@ -229,9 +229,9 @@ def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
 
     torch.set_num_threads(threads)
     work = WORKLOADS[name]
-    missing = {spec: reason for spec in backends or cpu_backends()
-               if (reason := unavailable_reason(spec)) is not None}
-    specs = [spec for spec in backends or cpu_backends() if spec not in missing]
+    asked = backends or cpu_backends()
+    missing = {spec: reason for spec in asked if (reason := unavailable_reason(spec)) is not None}
+    specs = [spec for spec in asked if spec not in missing]
     devices = {spec: torch_device(torch, spec) for spec in specs}
     results = measure_interleaved([
         *(Candidate(torch_candidate(where), torch_step_fn(work, where))
