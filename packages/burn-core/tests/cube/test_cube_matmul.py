@@ -228,6 +228,7 @@ def test_edge_values(device: str, strategy: str) -> None:
 GEMM_EDGES = [
     (203, 600, 90, _tr, lambda x: x), (97, 600, 300, _tr, lambda x: x),
     (64, 784, 256, lambda x: x, _tr), (256, 64, 784, _tr, lambda x: x),
+    (64, 784, 256, lambda x: x, lambda x: x),  # b packed by each strip's first tile
     (13, 600, 70, lambda x: x, lambda x: x), (200, 300, 90, _tr, _tr),
     (1, 1, 1, lambda x: x, lambda x: x), (9, 33, 1, lambda x: x.flip(0), lambda x: x.flip(1)),
     (40, 7, 33, lambda x: x[:, :], lambda x: x[:1].expand(7, 33)),
