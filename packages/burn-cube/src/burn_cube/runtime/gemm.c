@@ -5,8 +5,9 @@
  * one element of a times NV vectors of a row of b per step of k) over blocks of KC steps of k.
  * b is packed per strip of NR columns into a k-major panel on the stack (zero-padded past the
  * matrix edge; one L1-sized buffer reused by every strip of a thread), which stays in L1
- * while the kernel walks all rows of a. A whole strip of row-contiguous b is packed by the
- * strip's first tile, which reads b in place and stores each row it loads into the panel:
+ * while the kernel walks all rows of a. Where a thread runs few strips of rows (FEW_STRIPS), a
+ * whole strip of row-contiguous b is packed by the strip's first tile, which reads b in place
+ * and stores each row it loads into the panel:
  * [64, 784] @ [784, 256] took 172 us packing first, 154 packing in the first tile (1 thread,
  * AVX-512; the copy alone was about 22 us). a is read in place where its rows are contiguous
  * (row pointers), else packed into k-major strips of MR rows first (a column-major a, the
@@ -50,6 +51,9 @@
 #endif
 #define NV 2
 #define GEMM_THREAD_WORK (1 << 21)
+/* a thread's strips of rows up to which a strip of b is packed by its first tile (more share
+ * the packing's cost; its first tile's strided reads of b then cost more than they hide) */
+#define FEW_STRIPS 16
 /* few outputs of long rows (a convolution's weight gradient: im2col columns times the output
  * gradient) run as dot products, in blocks of DOT_KC steps */
 #define DOT_OUTPUTS 4096
@@ -197,7 +201,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
                 int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;          \
                 /* a whole strip of row-contiguous b is packed by its first tile as it reads \
                  * it (the copy hides behind that tile's multiply-adds), others beforehand */ \
-                int in_first = bcs == 1 && nr == nr_full && r1 > r0;                         \
+                int in_first = bcs == 1 && nr == nr_full && r1 > r0 && r1 - r0 <= FEW_STRIPS; \
                 if (!in_first)                                                                \
                     pack_b_##T(b, brs, bcs, n, j0, pc, kc, bs);                               \
                 for (int64_t s = r0; s < r1; s++) {                                           \
