@@ -353,6 +353,25 @@ def test_bad_indices_raise_at_into_data_and_memory_stats(device: burn.Device) ->
     assert backend.int_into_data(bad).tolist() == [0, 1]  # the bad entry reads as 0
 
 
+def test_into_data_reads_pending_checks_after_its_own_download(
+        device: burn.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a result with checks pending waits for the device once: the download waits for
+    every queued kernel, so the flags (host memory on cpu and cuda) are read without a sync
+    of their own; a failed check still raises instead of returning the values."""
+    x = _on(device, np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    runtime = device.backend.runtime
+    syncs: list[int] = []
+    real_sync = runtime.sync
+    monkeypatch.setattr(runtime, "sync", lambda: syncs.append(1) or real_sync())
+    out = x.gather(1, _on(device, [[3, -1]]))
+    assert out.to_numpy().tolist() == [[3.0, 3.0]]
+    assert syncs == []
+    bad = x.gather(1, _on(device, [[0, 4]]))
+    with pytest.raises(BurnIndexError, match=r"gather: index 4 out of range \[-4, 4\)"):
+        bad.to_numpy()
+    assert syncs == []
+
+
 @pytest.mark.parametrize("export", [np.asarray, lambda t: np.from_dlpack(t), torch.from_dlpack],
                          ids=["array", "numpy-dlpack", "torch-dlpack"])
 def test_bad_indices_raise_at_zero_copy_export(device: burn.Device,

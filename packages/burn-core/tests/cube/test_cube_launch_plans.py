@@ -175,3 +175,27 @@ def test_reductions_softmax_and_copies_are_planned_per_layout(name: str) -> None
     # three-pass kernel
     assert counts["softmax"] == (2 if name == "cpu" else 0)
     assert counts["softmax_rows_cpu"] == (1 if name == "cpu" else 0)
+
+
+#: GPU runtimes (the cpu fills host memory without a kernel).
+FILLING = ["wgpu", *(["cuda"] if CudaBackend.unavailable_reason() is None else [])]
+
+
+@pytest.mark.parametrize("name", FILLING)
+def test_fills_run_one_plan_per_size_with_each_value(name: str) -> None:
+    """`full` (a backward's seed of ones, every zeros) launches its kernel through a plan per
+    dtype and size: each call passes its own value (edges included) and gets it."""
+    be: Any = burn.Device(name).backend
+    be.plans.clear()
+    cases = [("float32", [1.5, -0.0, float("nan"), float("inf"), -3e38]),
+             ("int32", [7, -(2**31), 2**31 - 1, 0]), ("bool", [True, False])]
+    for dtype, values in cases:
+        for value in values:
+            got = burn.full([3, 5], value, dtype=dtype, device=name)
+            want = torch.full((3, 5), value, dtype=getattr(torch, dtype))
+            data = got.to_numpy()
+            assert data.shape == (3, 5) and data.dtype == want.numpy().dtype
+            np.testing.assert_array_equal(data, want.numpy())
+            if dtype == "float32":  # the sign of zero too
+                np.testing.assert_array_equal(np.signbit(data), np.signbit(want.numpy()))
+    assert len(plans_of(be, "fill")) == len(cases)

@@ -99,11 +99,14 @@ class PendingChecks:
         self.errors.append(error)
         return self.flags, self.base + len(self.errors) - 1
 
-    def raise_pending(self) -> None:
+    def raise_pending(self, synced: bool = False) -> None:
         """Read the used flags (in place in host memory after a sync, else one download) and
         raise the first failure; their slots are not handed out again before the buffer is
         cleared.
 
+        Args:
+            synced: the runtime's queued kernels are known to be done (a download just waited
+                for them): host-memory flags are read without another sync.
         Raises:
             BurnError: the error of the first failed check since the last sync point.
         """
@@ -112,7 +115,8 @@ class PendingChecks:
         errors, self.errors = self.errors, []
         start, self.base = self.base, self.base + len(errors)
         if self.host_bytes is not None:  # host memory: read in place once kernels are done
-            self.backend.runtime.sync()
+            if not synced:
+                self.backend.runtime.sync()
             raw = self.host_bytes[4 * start:4 * self.base]
             # (a copy: clearing may follow; no numpy call on the path without errors)
             set_ = np.frombuffer(raw, np.int32).copy() if int.from_bytes(raw, "little") else ()
@@ -130,7 +134,7 @@ class PendingChecks:
         if self.host_bytes is not None:
             self.host_bytes[:] = bytes(len(self.host_bytes))
         elif self.flags is not None:
-            self.backend.launch(fill_kernel(DType.int32), CAPACITY, 0, self.flags.array)
+            self.backend.launch_planned(fill_kernel(DType.int32), CAPACITY, 0, self.flags.array)
 
 
 def pending(backend: Any) -> PendingChecks:
@@ -209,8 +213,14 @@ class CubeCheckOps:
         return dict(self.runtime.memory_stats())
 
     def float_into_data(self: Any, x: CubeTensor) -> np.ndarray:
-        """A host copy of `x`, after raising any failed pending check."""
-        pending(self).raise_pending()
-        return into_data(self, x)
+        """A host copy of `x`, unless a pending check failed (raised instead). The copy comes
+        first: a download waits for every kernel queued before it, so the checks' flags are
+        read without a sync of their own (one wait for the device, not two, per `item()`)."""
+        checks = pending(self)
+        if not checks.errors:
+            return into_data(self, x)
+        data = into_data(self, x)
+        checks.raise_pending(synced=True)
+        return data
 
     int_into_data = bool_into_data = float_into_data

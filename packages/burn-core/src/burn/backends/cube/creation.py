@@ -40,7 +40,7 @@ def full(backend: Any, shape: Shape, value: Any, dtype: DType) -> CubeTensor:
         if backend.runtime_name == "cpu":  # host memory
             host_view(out.array).fill(host)
         else:
-            backend.launch(fill_kernel(dtype), out.size, host, out.flat().array)
+            backend.launch_planned(fill_kernel(dtype), out.size, host, out.flat().array)
     return out
 
 
