@@ -245,3 +245,32 @@ def test_a_small_product_with_only_a_bias_runs_unfused_on_gpus(
     check(x @ w + b, tx @ tw + tb)
     assert stats().ops_recorded == 2
 
+
+
+def test_a_line_tile_product_past_line_fuse_work_keeps_its_lines(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the autotuner chose a float32 line tile, a product of more than
+    `LINE_FUSE_WORK` multiply-adds runs on that tile alone and its epilogue as one elementwise
+    kernel (fused, it would run on the scalar `LINE_FALLBACK` tile: twice as slow as the
+    lines for the MLP's first layer on llvmpipe); a smaller one stays one kernel. On the cpu
+    the products are the vendor's (BLAS or the gemm, no launch) at both sizes, and the
+    epilogue one kernel."""
+    import burn.fusion.matmul as fused_matmul
+
+    dev = f"{base}+fusion"
+    xd, wd, bd = data((16, 12), (12, 8), (8,), seed=9)
+    gpu = base != "cpu"
+    if gpu:
+        monkeypatch.setattr(fused_matmul, "_tuned", lambda *args: "line64x64x16")
+    monkeypatch.setattr(fused_matmul, "LINE_FUSE_WORK", 16 * 12 * 8 - 1)
+    small_x = data((4, 12), seed=10)[0]  # 384 multiply-adds: within
+    for a, kernels in ((xd, 2 if gpu else 1), (small_x, 1)):
+        fused: Any = burn.Device(dev).backend
+        fused._results.clear()
+        fused.stream.forget()
+        x, w, b = (burn.tensor(v, device=dev) for v in (a, wd, bd))
+        F.relu(x.matmul(w) + b).to_numpy()  # the product's autotuning is not counted
+        counter = LaunchCounter(monkeypatch, base)
+        y = F.relu(x.matmul(w) + b)
+        check(y, torch.relu(torch.from_numpy(a) @ torch.from_numpy(wd) + torch.from_numpy(bd)))
+        assert counter.take() == kernels, (a.shape, counter.names)

@@ -14,8 +14,9 @@ results are needed elsewhere, or a product of rank 4 or more (batch dims the ker
 runs its ops first as an elementwise block (`Split`). Whether to fuse is decided once per
 block structure from the product's size and the strategy the matmul's autotuner chose for the
 shape (`_tile`): up to `FUSE_WORK` multiply-adds, a scalar tile or the naive kernel fuses
-(into that tile, or a small one) and a float32 line tile into `LINE_FALLBACK`'s scalar tile; a
-larger product, or a vendor library's (BLAS on the cpu runtime, cuBLAS), runs as the inner
+(into that tile, or a small one), and up to `LINE_FUSE_WORK` a float32 line tile into
+`LINE_FALLBACK`'s scalar tile (which loses the lines); a larger product, or a vendor
+library's (BLAS on the cpu runtime, cuBLAS), runs as the inner
 backend's, and the epilogue is then one fused elementwise block reading it
 (`elementwise.run_block`). Kernels are cached by the block's signature; numbers are runtime
 scalars.
@@ -48,6 +49,12 @@ SMALL_TILE = TILES["tile32x32x16"]
 #: scores [32, 8, 256, 64] @ [.., 64, 256] in 265 us against 85 us for the tile alone, and
 #: the elementwise pass over the product costs about 35 us.)
 FUSE_WORK = 1 << 24
+#: Most multiply-adds of a product whose tuned kernel is a float32 line tile fused with its
+#: epilogue into `LINE_FALLBACK`'s scalar tile: past it, the line tile runs alone and the
+#: epilogue as an elementwise block. (wgpu on llvmpipe, linear + bias + relu synced, unfused
+#: against fused: [64, 128] @ [128, 128] 1.34 against 1.32 ms, [64, 256] @ [256, 256] 1.96
+#: against 3.29 ms, the MLP's [64, 784] @ [784, 256] 4.08 against 8.50 ms.)
+LINE_FUSE_WORK = 1 << 20
 
 
 class Unfused(NamedTuple):
@@ -256,14 +263,15 @@ def _unread(t: Any, shape: tuple[int, ...]) -> Any:
 def _tile(inner: Any, lhs: Any, rhs: Any, shape: tuple[int, ...]) -> Tile | None:
     """The tile a fused kernel of this product takes, or None where the product is worth
     more on its own (module docstring)."""
-    if math.prod(shape) * lhs.shape[-1] > FUSE_WORK:
+    work = math.prod(shape) * lhs.shape[-1]
+    if work > FUSE_WORK:
         return None
     name = _tuned(inner, lhs, rhs, shape)
     if name in TILES:
         return TILES[name]
     if name == "naive":
         return SMALL_TILE
-    return TILES[LINE_FALLBACK] if name in LINE_TILES else None
+    return TILES[LINE_FALLBACK] if name in LINE_TILES and work <= LINE_FUSE_WORK else None
 
 
 @dataclass(frozen=True)
