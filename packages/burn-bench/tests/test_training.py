@@ -10,10 +10,13 @@ from burn_bench.timing import Candidate, measure_interleaved, report
 from burn_bench.training import (
     CPU_WORKLOADS,
     LARGE_ENCODER,
+    PARTS,
     WORKLOADS,
+    burn_parts_fn,
     burn_step_fn,
     main,
     measure,
+    parts_report,
     torch_step_fn,
 )
 
@@ -160,3 +163,49 @@ def test_the_command_line_prints_a_report_as_text(capsys: pytest.CaptureFixture[
         "rows": []})
     cli.main(["run", "--benches", "mlp-train-step", "--no-save"])
     assert "pip install 'burn-cube[cuda]'" in capsys.readouterr().out
+
+
+def test_a_step_timed_in_parts_returns_each_part() -> None:
+    """A step timed in parts returns the seconds of each of `PARTS`, every one of them
+    taking time (the forward and backward run kernels, the update one, `item()` a read)."""
+    parts = burn_parts_fn(WORKLOADS["mlp"], "cpu")
+    for _ in range(3):
+        seconds = parts()
+        assert len(seconds) == len(PARTS) and all(s > 0 for s in seconds)
+
+
+def test_parts_report_rows_fusion_counters_and_missing_backends(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One row per backend with a min / median cell per part and for the whole step, the
+    fusion device's counters per step (its MLP step runs every op at once in steady state: 20
+    ops, no flush), and a backend this machine lacks listed with its reason."""
+    from burn_bench import suites
+
+    real = suites.unavailable_reason
+    monkeypatch.setattr(suites, "unavailable_reason",
+                        lambda spec: "no GPU here" if spec.startswith("cuda") else real(spec))
+    text = parts_report("mlp", 1, ["cpu", "cpu+fusion", "cuda"], steps=4)
+    lines = text.splitlines()
+    assert lines[0].startswith("## MLP 784-256-10") and "min / median of 4 steps" in lines[0]
+    assert lines[1].split() == ["backend", *PARTS, "step"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:4]}
+    assert set(rows) == {"cpu+autodiff", "cpu+fusion+autodiff"}
+    for cells in rows.values():
+        numbers = [float(c) for c in cells if c != "/"]
+        assert len(numbers) == 2 * (len(PARTS) + 1)
+        mins, medians = numbers[0::2], numbers[1::2]
+        assert all(0 < low <= mid for low, mid in zip(mins, medians, strict=True))
+        assert mins[-1] >= sum(mins[:-1]) * 0.999  # a step's parts add up to it
+    fusion = lines[4]
+    assert fusion.startswith("fusion per step, cpu+fusion:")
+    counts = [float(w) for w in fusion.split(":")[1].replace(",", " ").split()
+              if w.replace(".", "").isdigit()]
+    assert counts[1] > 0 and counts[3] > 0  # ops run at once, kernels launched
+    assert lines[-1] == "burn cuda: unavailable (no GPU here)"
+
+
+def test_the_command_line_prints_parts_without_torch(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    main(["mlp", "--threads", "1", "--backends", "cpu", "--parts", "--steps", "2"])
+    text = capsys.readouterr().out
+    assert "step parts" in text and "cpu+autodiff" in text and "torch" not in text

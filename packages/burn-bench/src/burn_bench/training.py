@@ -19,6 +19,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -182,15 +183,9 @@ def torch_classifier_step(model: Any, optim: Any, x: Any, y: Any) -> Callable[[]
 def burn_step_fn(work: Workload, backend: str = "numpy") -> Callable[[], float]:
     """A closure running one burn training step of `work` on `backend`+autodiff (after one
     warm-up step: kernels compiled, matmul strategies tuned); it returns the loss."""
-    import burn
     import burn.functional as F
-    from burn.optim import AdamConfig
 
-    device = burn.Device(backend).autodiff()
-    burn.seed(0, device)  # the initial weights of every backend from one seed
-    model = work.burn_model(device)
-    optim = AdamConfig(epsilon=EPSILON).init()
-    x, y = (burn.tensor(a, device=device) for a in _data(work))
+    model, optim, x, y = _burn_training(work, backend)
 
     def step() -> float:
         loss = F.cross_entropy(model(x), y)
@@ -199,6 +194,87 @@ def burn_step_fn(work: Workload, backend: str = "numpy") -> Callable[[], float]:
 
     step()
     return step
+
+
+def burn_parts_fn(work: Workload, backend: str) -> Callable[[], tuple[float, ...]]:
+    """`burn_step_fn`'s step, returning the seconds of its `PARTS` instead of the loss."""
+    import burn.functional as F
+
+    model, optim, x, y = _burn_training(work, backend)
+    clock = time.perf_counter
+
+    def step() -> tuple[float, ...]:
+        start = clock()
+        loss = F.cross_entropy(model(x), y)
+        forward = clock()
+        grads = loss.backward()
+        backward = clock()
+        optim.step(LR, model, grads)
+        updated = clock()
+        loss.item()
+        return forward - start, backward - forward, updated - backward, clock() - updated
+
+    step()
+    return step
+
+
+def _burn_training(work: Workload, backend: str) -> tuple[Any, Any, Any, Any]:
+    """`work`'s model on `backend`+autodiff (weights from one seed on every backend), an Adam
+    optimizer, and the inputs and targets there."""
+    import burn
+    from burn.optim import AdamConfig
+
+    device = burn.Device(backend).autodiff()
+    burn.seed(0, device)  # the initial weights of every backend from one seed
+    model = work.burn_model(device)
+    x, y = (burn.tensor(a, device=device) for a in _data(work))
+    return model, AdamConfig(epsilon=EPSILON).init(), x, y
+
+
+#: The parts of a burn step `parts_report` times: forward with the loss, backward, the Adam
+#: update, and the loss's `item()` (which waits for the device's queued work).
+PARTS = ("forward", "backward", "optimizer", "item")
+
+
+def parts_report(name: str, threads: int, backends: list[str], steps: int = 300) -> str:
+    """Where workload `name`'s burn step spends its time on each of `backends` (device specs,
+    under autodiff; `threads`, the report's title: this process's thread count as its
+    environment set it, as `run_workload` does): each part's min and median over
+    `steps` steps, the backends interleaved step by step, and for a fusion device its fusion
+    counters per step (over `steps` more steps of it alone); backends this machine lacks are
+    listed with the reason."""
+    import burn
+    from burn.fusion import reset_stats, stats
+    from burn_bench.suites import unavailable_reason
+
+    work = WORKLOADS[name]
+    missing = {spec: reason for spec in backends
+               if (reason := unavailable_reason(spec)) is not None}
+    fns = {spec: burn_parts_fn(work, spec) for spec in backends if spec not in missing}
+    times: dict[str, list[tuple[float, ...]]] = {spec: [] for spec in fns}
+    for _ in range(steps):
+        for spec, fn in fns.items():
+            parts = fn()
+            times[spec].append((*parts, sum(parts)))
+    header = "".join(f"{part:>20}" for part in (*PARTS, "step"))
+    lines = [f"## {work.title}: step parts, {threads} thread(s), min / median of {steps} "
+             "steps (us)", f"{'backend':<28}{header}"]
+    for spec, rows in times.items():
+        columns = np.asarray(rows) * 1e6
+        cells = "".join(f"{np.min(c):9.1f} / {np.median(c):8.1f}" for c in columns.T)
+        lines.append(f"{str(burn.Device(spec).autodiff()):<28}{cells}")
+    for spec, fn in fns.items():
+        if "fusion" in burn.Device(spec).decorators:
+            reset_stats()
+            for _ in range(steps):
+                fn()
+            done = stats()
+            lines.append(f"fusion per step, {spec}: {done.ops_recorded / steps:.1f} ops "
+                         f"recorded, {done.ops_eager / steps:.1f} run at once, "
+                         f"{done.flushes / steps:.1f} flushes, "
+                         f"{done.kernels_launched / steps:.1f} kernels")
+    lines += [f"burn {spec}: unavailable ({reason})" for spec, reason in missing.items()]
+    return "\n".join(lines)
 
 
 def cpu_backends() -> list[str]:
@@ -262,15 +338,22 @@ def run_workload(name: str, backends: list[str] | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m burn_bench.training NAME --threads N [--backends a,b]`: one report, in this
-    process."""
+    """`python -m burn_bench.training NAME --threads N [--backends a,b] [--parts]`: one
+    report, in this process (`--parts`: `parts_report` instead of the steps against torch)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", choices=sorted(WORKLOADS))
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--backends", help="comma-separated device specs (default: the CPU "
                         "backends)")
+    parser.add_argument("--parts", action="store_true", help="time each part of burn's step "
+                        "(forward, backward, optimizer, item) per backend, no torch")
+    parser.add_argument("--steps", type=int, default=300, help="steps timed with --parts")
     args = parser.parse_args(argv)
-    print(measure(args.name, args.threads, args.backends.split(",") if args.backends else None))
+    backends = args.backends.split(",") if args.backends else None
+    if args.parts:
+        print(parts_report(args.name, args.threads, backends or cpu_backends(), args.steps))
+        return
+    print(measure(args.name, args.threads, backends))
 
 
 if __name__ == "__main__":
