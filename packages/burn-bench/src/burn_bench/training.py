@@ -245,12 +245,10 @@ def parts_report(name: str, threads: int, backends: list[str], steps: int = 300)
     listed with the reason."""
     import burn
     from burn.fusion import reset_stats, stats
-    from burn_bench.suites import unavailable_reason
 
     work = WORKLOADS[name]
-    missing = {spec: reason for spec in backends
-               if (reason := unavailable_reason(spec)) is not None}
-    fns = {spec: burn_parts_fn(work, spec) for spec in backends if spec not in missing}
+    specs, missing = _available(backends)
+    fns = {spec: burn_parts_fn(work, spec) for spec in specs}
     times: dict[str, list[tuple[float, ...]]] = {spec: [] for spec in fns}
     for _ in range(steps):
         for spec, fn in fns.items():
@@ -273,8 +271,18 @@ def parts_report(name: str, threads: int, backends: list[str], steps: int = 300)
                          f"recorded, {done.ops_eager / steps:.1f} run at once, "
                          f"{done.flushes / steps:.1f} flushes, "
                          f"{done.kernels_launched / steps:.1f} kernels")
-    lines += [f"burn {spec}: unavailable ({reason})" for spec, reason in missing.items()]
-    return "\n".join(lines)
+    return "\n".join([*lines, *missing])
+
+
+def _available(backends: list[str]) -> tuple[list[str], list[str]]:
+    """`backends` this machine runs, and a line for each other one naming the reason
+    (`suites.unavailable_reason`), listed under a report."""
+    from burn_bench.suites import unavailable_reason
+
+    reasons = {spec: unavailable_reason(spec) for spec in backends}
+    return ([spec for spec, reason in reasons.items() if reason is None],
+            [f"burn {spec}: unavailable ({reason})" for spec, reason in reasons.items()
+             if reason is not None])
 
 
 def cpu_backends() -> list[str]:
@@ -300,14 +308,11 @@ def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
 
     import burn
     from burn_bench.ops import torch_device
-    from burn_bench.suites import unavailable_reason
     from burn_bench.timing import Candidate, measure_interleaved, report
 
     torch.set_num_threads(threads)
     work = WORKLOADS[name]
-    asked = backends or cpu_backends()
-    missing = {spec: reason for spec in asked if (reason := unavailable_reason(spec)) is not None}
-    specs = [spec for spec in asked if spec not in missing]
+    specs, missing = _available(backends or cpu_backends())
     devices = {spec: torch_device(torch, spec) for spec in specs}
     results = measure_interleaved([
         *(Candidate(torch_candidate(where), torch_step_fn(work, where))
@@ -316,8 +321,7 @@ def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
                     vs=torch_candidate(devices[spec])) for spec in specs),
     ], min_time=0.3, rounds=7)
     title = f"{work.title}: training step (Adam), {threads} thread(s)"
-    return "\n".join([report(title, results), *(f"burn {spec}: unavailable ({reason})"
-                                                 for spec, reason in missing.items())])
+    return "\n".join([report(title, results), *missing])
 
 
 def run_workload(name: str, backends: list[str] | None = None) -> str:

@@ -216,11 +216,8 @@ class CubeCheckOps:
         """A host copy of `x`, unless a pending check failed (raised instead). The copy comes
         first: a download waits for every kernel queued before it, so the checks' flags are
         read without a sync of their own (one wait for the device, not two, per `item()`)."""
-        checks = pending(self)
-        if not checks.errors:
-            return into_data(self, x)
         data = into_data(self, x)
-        checks.raise_pending(synced=True)
+        pending(self).raise_pending(synced=True)
         return data
 
     int_into_data = bool_into_data = float_into_data
