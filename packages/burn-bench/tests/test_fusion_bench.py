@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import burn
-from burn_bench.fusion import cube_calls
+from burn_bench.fusion import BACK_TO_BACK, cube_calls
 
 
 def test_cube_calls_counts_the_ops_a_step_runs_and_removes_its_counters() -> None:
@@ -48,4 +48,29 @@ def test_gelu_report_runs_on_the_base_device_against_torch_there(
                 f"burn {base}+fusion chain"):
         assert row in text
     assert ("numpy chain" in text) == (base == "cpu")
-    assert "of its bandwidth (medians)" in text.splitlines()[-1]
+    # a GPU device also queues calls before one wait (burn.flush between them)
+    queued = (f"torch copy_ (into a kept tensor), {BACK_TO_BACK} queued",
+              f"burn {base}+fusion chain, {BACK_TO_BACK} queued")
+    assert all((row in text) == (base != "cpu") for row in queued)
+    summary = text.splitlines()[-1]
+    assert "of its bandwidth (medians)" in summary
+    assert ("calls queued before one wait" in summary) == (base != "cpu")
+
+
+def test_a_candidate_of_several_calls_is_timed_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Candidate.calls`: the batch means are divided by the calls one `fn` call makes."""
+    import burn_bench.timing as timing
+
+    clock = [0.0]
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+
+    def tick(seconds: float) -> None:
+        clock[0] += seconds
+
+    one, four = timing.measure_interleaved(
+        [timing.Candidate("one", lambda: tick(1.0)),
+         timing.Candidate("four", lambda: tick(4.0), vs="one", calls=4)],
+        min_time=0.001, rounds=3)
+    assert (one.seconds, one.median, one.worst) == (1.0, 1.0, 1.0)
+    assert (four.seconds, four.median, four.worst) == (1.0, 1.0, 1.0)
+    assert four.ratio_to(one) == 1.0

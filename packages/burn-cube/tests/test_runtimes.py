@@ -93,6 +93,34 @@ def test_host_mapped_memory_is_written_by_kernels(rt: bc.Runtime) -> None:
     np.testing.assert_array_equal(rt.download(array), expected)
 
 
+def test_flush_starts_launches_without_waiting(rt: bc.Runtime) -> None:
+    """`flush()`: wgpu submits the launches it encoded (one submit, no wait); on the cpu
+    (launches run as they are made) and cuda (its stream queues them) nothing is left to
+    start. The results are the kernel's either way."""
+    b = bc.KernelBuilder("double")
+    x = b.tensor("x", bc.f32, rank=1, write=True)
+    pos = b.ABSOLUTE_POS
+    with b.if_(pos < x.len):
+        x[pos] = x[pos] * 2.0
+    kernel = b.kernel()
+    data = np.arange(-3, 5, dtype=np.float32)
+    array = rt.upload(data)
+    launches = 0
+    # (wgpu submits the first launches after a wait at once, later ones in growing batches)
+    while launches < 8 and (launches < 2 or getattr(rt, "_encoder", None) is None):
+        kernel.launch(rt, (1, 1, 1), 256, array)
+        launches += 1
+    before = rt.memory_stats().get("submits")
+    rt.flush()
+    if rt.name == "wgpu":
+        assert rt.memory_stats()["submits"] == before + 1
+        rt.flush()  # nothing encoded since: nothing submitted
+        assert rt.memory_stats()["submits"] == before + 1
+    got = rt.download(array)
+    assert got.shape == data.shape and got.dtype == data.dtype
+    np.testing.assert_array_equal(got, data * 2.0**launches)
+
+
 def test_unknown_runtime() -> None:
     with pytest.raises(bc.errors.RuntimeUnavailableError):
         bc.runtime("tpu")

@@ -7,7 +7,8 @@ numpy, torch and the cpu runtime start; `torch.set_num_threads` alike), candidat
   op), burn cpu+fusion (one kernel), the same chain in NumPy and in PyTorch eager, PyTorch's
   `F.gelu(approximate="tanh")`, and copies as the memory-bound floor (`copy_` into a kept
   tensor; `clone`, which also allocates); on a GPU device of the rows report too (below; over
-  `GPU_SIZE` elements, against torch on CUDA, in the 1-thread process);
+  `GPU_SIZE` elements, against torch on CUDA, in the 1-thread process), each call waited for,
+  and `BACK_TO_BACK` calls queued before one wait (burn's flushed by `burn.flush`);
 - the MLP 784-256-10 Adam training step of the `mlp` suite on cpu+autodiff and
   cpu+fusion+autodiff against PyTorch eager, with the inner-backend calls and fused kernels
   per step;
@@ -44,6 +45,8 @@ THREADS = (1, 2)
 SIZE = 1 << 24
 #: elements of the GELU chain on a GPU of the rows devices (the H200 target's 64M floats)
 GPU_SIZE = 1 << 26
+#: calls queued before one wait in the GPU GELU report's back-to-back rows
+BACK_TO_BACK = 8
 CHAIN = 64
 MASK_SIZE = 1 << 18
 #: (rows, row length) of the softmax and layer-norm rows report.
@@ -92,9 +95,35 @@ def _torch_synced(fn: Callable[[], Any], where: str) -> Callable[[], Any]:
     return call
 
 
+def _back_to_back(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
+    """`BACK_TO_BACK` calls of `fn` (a burn call), each result kept and its work started
+    (`burn.flush`: a fusion device launches the chain's kernel) before the next call records,
+    then one wait: the device's throughput, the host's work overlapping the device's."""
+    import burn
+
+    def call() -> Any:
+        kept = []
+        for _ in range(BACK_TO_BACK):
+            kept.append(fn())
+            burn.flush(device)
+        burn.sync(device)
+        return kept
+
+    return call
+
+
+def _torch_back_to_back(fn: Callable[[], Any], where: str) -> Callable[[], Any]:
+    """`BACK_TO_BACK` calls of `fn` (a torch call), then one wait where it runs on CUDA
+    (`where`: "cpu" or "cuda")."""
+    return _torch_synced(lambda: [fn() for _ in range(BACK_TO_BACK)], where)
+
+
 def gelu_report(size: int, threads: int, base: str = "cpu") -> str:
     """The GELU-chain table on `base` ("cpu", or a GPU backend against torch on CUDA where
-    torch has it; NumPy's chain on the cpu only)."""
+    torch has it; NumPy's chain on the cpu only). Each call waits for its result; on a GPU
+    also `BACK_TO_BACK` calls queued before one wait (`_back_to_back`), timed per call: the
+    bandwidth with the host's recording and launches hidden behind the device's work, as a
+    training loop that does not read its results each step sees it."""
     import torch
 
     import burn
@@ -117,17 +146,31 @@ def gelu_report(size: int, threads: int, base: str = "cpu") -> str:
     for spec in (base, f"{base}+fusion"):
         candidates.append(Candidate(f"burn {spec} chain", _synced(
             _bound(gelu_chain, burn.tensor(data, device=spec)), spec), vs=copy))
+    queued = f"{copy}, {BACK_TO_BACK} queued"
+    queued_fused = f"burn {base}+fusion chain, {BACK_TO_BACK} queued"
+    if base != "cpu":
+        candidates += [
+            Candidate(queued, _torch_back_to_back(lambda: dst.copy_(t), where),
+                      calls=BACK_TO_BACK),
+            Candidate(queued_fused, _back_to_back(_bound(gelu_chain, burn.tensor(
+                data, device=f"{base}+fusion")), f"{base}+fusion"), vs=queued,
+                calls=BACK_TO_BACK)]
     results = measure_interleaved(candidates, min_time=0.3, rounds=7)
     by_name = {r.name: r.median for r in results}
     fused = by_name[f"burn {base}+fusion chain"]
     against = (f"numpy chain {by_name['numpy chain'] / fused:.2f}x faster, "
                if base == "cpu" else "")
-    return (report(f"tanh-GELU chain, {size} x float32, {base} (torch on {where}), "
-                   f"{threads} thread(s)", results)
-            + f"\nfused vs: {against}torch F.gelu {by_name['torch F.gelu(tanh)'] / fused:.2f}x, "
-            f"unfused {by_name[f'burn {base} chain'] / fused:.2f}x; it takes "
-            f"{fused / by_name[copy]:.2f}x the copy's time, {by_name[copy] / fused:.0%} of its "
-            f"bandwidth (medians)")
+    lines = (report(f"tanh-GELU chain, {size} x float32, {base} (torch on {where}), "
+                    f"{threads} thread(s)", results)
+             + f"\nfused vs: {against}torch F.gelu "
+             f"{by_name['torch F.gelu(tanh)'] / fused:.2f}x, "
+             f"unfused {by_name[f'burn {base} chain'] / fused:.2f}x; each call waited for: it "
+             f"takes {fused / by_name[copy]:.2f}x the copy's time, {by_name[copy] / fused:.0%} "
+             f"of its bandwidth (medians)")
+    if base != "cpu":
+        lines += (f"; {BACK_TO_BACK} calls queued before one wait: "
+                  f"{by_name[queued] / by_name[queued_fused]:.0%} of the copy's bandwidth")
+    return lines
 
 
 def mlp_report(threads: int) -> str:

@@ -34,11 +34,13 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One thing to time: a label, the call, and the candidate it is compared with."""
+    """One thing to time: a label, the call, the candidate it is compared with, and how many
+    calls of the thing timed one `fn` call makes (its times are per such call)."""
 
     name: str
     fn: Callable[[], object]
     vs: str | None = None
+    calls: int = 1
 
 
 def measure(name: str, fn: Callable[[], object], *, vs: str | None = None,
@@ -77,7 +79,7 @@ def measure_interleaved(candidates: list[Candidate], *, min_time: float = 0.2,
     for r in range(rounds):
         for k in range(len(candidates)):
             i = (r + k) % len(candidates)
-            means[i].append(_batch_mean(candidates[i].fn, numbers[i]))
+            means[i].append(_batch_mean(candidates[i].fn, numbers[i]) / candidates[i].calls)
     return [Measurement(c.name, min(m), c.vs, statistics.median(m), max(m))
             for c, m in zip(candidates, means, strict=True)]
 

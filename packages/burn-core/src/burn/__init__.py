@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from burn import errors
-from burn.device import Device, available_backends, default_device, set_default_device, sync
+from burn.device import (
+    Device,
+    available_backends,
+    default_device,
+    flush,
+    set_default_device,
+    sync,
+)
 from burn.dtype import (
     DType,
     Kind,
@@ -128,9 +135,10 @@ __all__ = [
     "DType", "Device", "Gradients", "Kind", "Tensor", "arange", "autodiff", "available_backends",
     "data", "fusion", "linalg", "lr_scheduler", "nn", "optim", "record", "train",
     "bernoulli", "bfloat16", "bool_", "cat", "default_device", "empty", "empty_like", "errors",
-    "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like",
-    "functional", "int8", "int32", "int64", "is_grad_enabled", "logsumexp", "no_grad", "normal",
-    "one_hot", "ones", "ones_like", "profile", "register_backend", "register_decorator",
+    "eye", "flush", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full",
+    "full_like", "functional", "int8", "int32", "int64", "is_grad_enabled", "logsumexp",
+    "no_grad", "normal", "one_hot", "ones", "ones_like", "profile", "register_backend",
+    "register_decorator",
     "rand", "randint", "randn", "seed", "set_default_device", "stack", "sync", "tensor", "uint8",
     "uniform", "where", "zeros", "zeros_like", "blackman_window", "cartesian_grid", "diag_mask",
     "hamming_window", "hann_window", "tril_mask", "triu_mask",

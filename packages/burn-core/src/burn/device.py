@@ -214,6 +214,20 @@ def sync(device: Device | str | None = None) -> None:
     as_device(device).backend.sync()
 
 
+def flush(device: Device | str | None = None) -> None:
+    """Start the queued work of `device` (the default device when None) without waiting for
+    it: a fusion device runs its recorded ops (their kernels launched, as at a sync point), a
+    wgpu device submits the launches it encoded. The host goes on while the device computes,
+    so a loop can queue its next step meanwhile; `sync` waits. Errors the device defers (an
+    index out of range found on the device) raise at the next `sync` or read, not here.
+
+    Raises:
+        DeviceError: for a bad device argument; an error of a fused kernel that failed to
+            build or launch.
+    """
+    as_device(device).backend.flush()
+
+
 def device_arg(spec: str) -> Device:
     """An argparse ``type=`` for a ``--device`` option: the `Device` of a spec such as
     ``numpy`` or ``numpy+autodiff``.

@@ -77,6 +77,9 @@ class InnerHooks(Backend):
     def sync(self) -> None:
         self.inner.sync()
 
+    def flush(self) -> None:
+        self.inner.flush()
+
     def memory_stats(self) -> dict[str, int]:
         return self.inner.memory_stats()
 

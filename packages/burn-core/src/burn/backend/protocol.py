@@ -1030,6 +1030,9 @@ class Backend(ModuleOps):
     def sync(self) -> None:
         """Wait for queued work to finish (no-op for eager host backends)."""
 
+    def flush(self) -> None:
+        """Start queued work without waiting for it (no-op for eager host backends)."""
+
     def memory_stats(self) -> dict[str, int]:
         """Bytes in use / reserved by the backend's allocator, where it tracks them."""
         return {}

@@ -218,6 +218,12 @@ class Fusion(Decorator):
             self.stream.flush()
         self.inner.sync()
 
+    def flush(self) -> None:
+        # (the pending ops' kernels launched, their results' handles computed, no wait)
+        if self.stream.pending:
+            self.stream.flush()
+        self.inner.flush()
+
 
 def _positions(op: OpDef, types: tuple[str, ...]) -> tuple[int, ...]:
     """The positions of `op`'s parameters of `types`."""

@@ -335,6 +335,6 @@ _module("attention", "q: F, k: F, v: F, mask: B?, scale: float?, is_causal: bool
         r.attention, default=True)
 
 #: Backend methods that are not ops: introspection and hooks.
-HOOKS = frozenset({"shape", "dtype", "device_of", "detach_values", "seed", "sync",
+HOOKS = frozenset({"shape", "dtype", "device_of", "detach_values", "seed", "sync", "flush",
                    "memory_stats", "supports", "check_indices", "check_nonzero",
                    "unavailable_reason", "exported"})

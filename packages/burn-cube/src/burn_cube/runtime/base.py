@@ -573,6 +573,11 @@ class Runtime(ABC):
     def sync(self) -> None:
         """Wait for all submitted work."""
 
+    def flush(self) -> None:
+        """Start the launches queued on the host without waiting for them (a no-op where a
+        launch starts when it is made: the cpu runtime runs it, CUDA's stream queues it)."""
+        return None
+
     @abstractmethod
     def memory_stats(self) -> dict[str, int]:
         """Allocator statistics (bytes in use, reserved, ...)."""

@@ -393,6 +393,11 @@ class WgpuRuntime(Runtime):
             self._free[size].append(buffer)
 
     @_locked
+    def flush(self) -> None:
+        """Submit the encoded launches to the queue without waiting for them."""
+        self._flush()
+
+    @_locked
     def sync(self) -> None:
         """Submit pending work and wait for it (a 4-byte read-back acts as the fence)."""
         if self._fence is None:

@@ -207,6 +207,10 @@ class CubeCheckOps:
         self.runtime.sync()
         pending(self).raise_pending()
 
+    def flush(self: Any) -> None:
+        """Start the launches the runtime queued, without waiting (checks raise at `sync`)."""
+        self.runtime.flush()
+
     def memory_stats(self: Any) -> dict[str, int]:
         """The runtime's memory figures (a sync point for pending checks)."""
         pending(self).raise_pending()
