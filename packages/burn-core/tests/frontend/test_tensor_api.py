@@ -353,3 +353,37 @@ def test_autodiff_api() -> None:
     assert isinstance(burn.Gradients(), burn.Gradients)
     with pytest.raises(burn.errors.AutodiffError):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool"])
+@pytest.mark.parametrize("op", ["add", "mul", "and", "or", "xor"])
+@pytest.mark.parametrize("scalar", [3, 0.5, -0.0, 70000.0, True])
+def test_commutative_ops_with_the_scalar_on_the_left_match_torch(dtype: str, op: str,
+                                                                   scalar: object) -> None:
+    """`s + x`, `s * x`, `s & x`, ... (the reflected form of a commutative op is the op
+    itself): torch's dtype, shape and values, or an error where torch raises one; one
+    backend op, as for `x op s`."""
+    import operator
+
+    fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
+          "or": operator.or_, "xor": operator.xor}[op]
+    data = np.array([[-2.5, 0.0, 1.0], [3.0, -0.0, 7.0]]).astype(
+        {"float32": np.float32, "float16": np.float16, "int32": np.int32, "bool": np.bool_}[dtype])
+    t = torch.from_numpy(data)
+    device = burn.Device("numpy").profile()
+    x = burn.tensor(data, device=device)
+    try:
+        want = fn(scalar, t)
+    except (TypeError, RuntimeError):
+        with pytest.raises(burn.errors.BurnError):
+            fn(scalar, x)
+        return
+    with burn.profile() as prof:
+        got = fn(scalar, x)
+    assert got.shape == tuple(want.shape) and got.dtype.value == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.to_numpy(), want.numpy())
+    assert np.array_equal(np.signbit(got.to_numpy().astype(np.float64)),
+                          np.signbit(want.numpy().astype(np.float64)))
+    with burn.profile() as forward:
+        fn(x, scalar)
+    assert [r.record.name for r in prof.records] == [r.record.name for r in forward.records]

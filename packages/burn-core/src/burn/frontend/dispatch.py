@@ -146,7 +146,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
 
     The method has the hot path inline: a tensor of the same dtype and device, or a Python
     scalar of the tensor's kind, with a direct backend op, goes straight to the backend;
-    everything else goes through `binary`.
+    everything else goes through `binary`. The reflected method of a commutative op is the
+    op's own (its operands swapped give the same values, dtype and shape).
     """
     tensor_impls, scalar_impls, out_bool, name = op.tensor, op.scalar, op.out_bool, op.name
     narrow = _NARROW_RANGE if name in _WIDE_SCALAR_OPS else {}  # dtypes to check scalars of
@@ -187,7 +188,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
     def reflected_method(self: TensorBase, other: object) -> Tensor:
         return binary(self, other, op, True)
 
-    fn = reflected_method if reflected else method
+    # (a commutative op's reflected form is the op itself: `0.5 * x` takes the hot path)
+    fn = reflected_method if reflected and not op.commutative else method
     fn.__doc__ = doc or f"Elementwise `{name}` with a tensor or scalar (broadcasts)."
     return fn
 

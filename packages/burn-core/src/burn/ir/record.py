@@ -19,12 +19,9 @@ from burn.ir.opdef import OpDef
 from burn.ir.rules import Shape
 from burn.ir.table import OPS
 
-_ids = itertools.count(1)
-
-
-def new_id() -> int:
-    """A fresh tensor id (unique in this process)."""
-    return next(_ids)
+#: A fresh tensor id (unique in this process): the counter's own ``__next__``, called with no
+#: Python frame (a fusion stream takes one per recorded op).
+new_id: Callable[[], int] = itertools.count(1).__next__
 
 
 class TensorIR(NamedTuple):
