@@ -102,6 +102,8 @@ class Program:
         ops: the ops part of the kernel's signature (see `Signature`).
         outputs: the written ops' indices among the computed ones.
         launchers: planned launches by the inputs' layouts.
+        opaque: the values a launch passes after the numbers (`Opaque.VALUES` where the
+            inner backend hides float operands from the compiler, `opaque_math`).
     """
 
     live: int
@@ -116,6 +118,7 @@ class Program:
     ops: tuple[Any, ...] = ()
     outputs: tuple[int, ...] = ()
     launchers: dict[Any, Callable[[Any], None]] = field(default_factory=dict)
+    opaque: tuple[Any, ...] = ()
 
 
 def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int],
@@ -144,21 +147,22 @@ def run_block(inner: Any, block: list[Pending], values: dict[int, Any], needed: 
         return {out.id: result}
     if not program.live:
         return {}
-    inputs = [values[block[i].args[p].id] for i, p in program.inputs]
     shape = program.shape
     outs = [inner.alloc(shape, dtype, cube) for dtype, cube in program.allocs]
     if program.size:
-        arrays = [t.array for t in inputs]
-        layouts = tuple([_layout(a) for a in arrays])
+        # (the inputs' arrays in one pass; the tensors themselves only to plan a launch)
+        arrays = [values[block[i].args[p].id].array for i, p in program.inputs]
+        layouts = tuple([a.shape if a.base is None else _layout(a) for a in arrays])
         launcher = program.launchers.get(layouts)
         numbers = [convert(block[i].args[p]) for i, p, convert in program.numbers]
         if launcher is None:
+            inputs = [values[block[i].args[p].id] for i, p in program.inputs]
             launcher = program.launchers[layouts] = _plan(inner, program, inputs, numbers, outs)
+            program.opaque = Opaque.VALUES if opaque_math(inner) else ()
         else:
             STATS.cache_hits += 1
         arrays += numbers
-        if opaque_math(inner):
-            arrays += Opaque.VALUES
+        arrays += program.opaque
         arrays += [o.array for o in outs]
         launcher(arrays)
         STATS.kernels_launched += 1

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
+from collections.abc import Iterable
 from typing import Any, cast
 
 from burn.dtype import DType
@@ -273,8 +274,8 @@ class Stream:
                 self.plans.clear()
             plan = self.plans[signature] = self._plan(pending, held)
         blocks, written, unpaid, paid = plan
-        for structure in paid:
-            self._shared(structure)
+        if paid:
+            self._shared(paid)
         for structure in unpaid:
             if structure[0] in MATMULS:  # (a product always leads its block)
                 self._unfused_matmul(structure, "alone")
@@ -319,7 +320,7 @@ class Stream:
         structure's result is () in `results`): recorded, it only adds its recording and a
         flush to its one kernel."""
         if how == "epilogue":
-            self._shared(structure)
+            self._shared((structure,))
             return
         if how == "alone" and not self._lone_again(structure):
             return
@@ -443,13 +444,15 @@ class Stream:
             kind = reduce_layout(block)
         return block[0].key[0], self._pays(kind, len(live), widest)
 
-    def _shared(self, structure: tuple[Any, ...]) -> None:
-        """Note that `structure` led a block that pays: in `shared`, its flushes alone counted
-        from zero again (`LONE_SHARED`)."""
+    def _shared(self, structures: Iterable[tuple[Any, ...]]) -> None:
+        """Note that each of `structures` led a block that pays: in `shared`, its flushes
+        alone counted from zero again (`LONE_SHARED`)."""
         if len(self.shared) >= MAX_PLANS:
             self.shared.clear()
-        self.shared.add(structure)
-        self.alone.pop(structure, None)
+        shared, alone = self.shared, self.alone
+        for structure in structures:
+            shared.add(structure)
+            alone.pop(structure, None)
 
     def _pays(self, kind: str | None, live: int, elements: int) -> bool:
         """Whether a block of `kind` (None: elementwise; on the cpu runtime a reduce block's
