@@ -324,17 +324,25 @@ def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
     return "\n".join([report(title, results), *missing])
 
 
+#: The environment variables that size the thread pools of OpenMP (the cpu runtime's kernels,
+#: torch), OpenBLAS (numpy) and MKL, read once when each starts.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """This process's environment with every `THREAD_VARS` at `threads`."""
+    return {**os.environ, **dict.fromkeys(THREAD_VARS, str(threads))}
+
+
 def run_workload(name: str, backends: list[str] | None = None) -> str:
     """Measure workload `name` at 1 and 2 threads, each in a fresh process, on `backends`
     (None: `cpu_backends()`); both reports."""
     reports = []
     chosen = ["--backends", ",".join(backends)] if backends else []
     for threads in THREADS:
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-               "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         done = subprocess.run([sys.executable, "-m", "burn_bench.training", name, "--threads",
-                               str(threads), *chosen], env=env, capture_output=True, text=True,
-                              check=False)
+                               str(threads), *chosen], env=thread_env(threads),
+                              capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"{name} bench at {threads} thread(s) failed:\n{done.stderr}")
         reports.append(done.stdout.strip())
@@ -343,7 +351,14 @@ def run_workload(name: str, backends: list[str] | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """`python -m burn_bench.training NAME --threads N [--backends a,b] [--parts]`: one
-    report, in this process (`--parts`: `parts_report` instead of the steps against torch)."""
+    report (`--parts`: `parts_report` instead of the steps against torch), in this process
+    where its `THREAD_VARS` are N already, else in a child process with them set (pools are
+    sized when they start: a report titled 1 thread would time burn's cpu kernels on every
+    core otherwise).
+
+    Raises:
+        SystemExit: with the child's exit status, where one ran the report and failed.
+    """
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", choices=sorted(WORKLOADS))
     parser.add_argument("--threads", type=int, required=True)
@@ -353,6 +368,16 @@ def main(argv: list[str] | None = None) -> None:
                         "(forward, backward, optimizer, item) per backend, no torch")
     parser.add_argument("--steps", type=int, default=300, help="steps timed with --parts")
     args = parser.parse_args(argv)
+    if any(os.environ.get(var) != str(args.threads) for var in THREAD_VARS):
+        done = subprocess.run([sys.executable, "-m", "burn_bench.training",
+                               *(sys.argv[1:] if argv is None else argv)],
+                              env=thread_env(args.threads), capture_output=True, text=True,
+                              check=False)
+        print(done.stdout, end="")
+        print(done.stderr, end="", file=sys.stderr)
+        if done.returncode:
+            raise SystemExit(done.returncode)
+        return
     backends = args.backends.split(",") if args.backends else None
     if args.parts:
         print(parts_report(args.name, args.threads, backends or cpu_backends(), args.steps))
