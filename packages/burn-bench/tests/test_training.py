@@ -209,35 +209,3 @@ def test_the_command_line_prints_parts_without_torch(capsys: pytest.CaptureFixtu
     main(["mlp", "--threads", "1", "--backends", "cpu", "--parts", "--steps", "2"])
     text = capsys.readouterr().out
     assert "step parts" in text and "cpu+autodiff" in text and "torch" not in text
-
-
-def test_the_command_line_sizes_the_thread_pools_it_reports(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """`--threads N` where the process's OpenMP / OpenBLAS / MKL variables are not N: the
-    report runs in a child process with them at N (its output and exit status passed on);
-    where they are N it runs here."""
-    import subprocess
-
-    from burn_bench import training
-
-    runs: list[tuple[list[str], dict[str, str]]] = []
-
-    def child(cmd: list[str], env: dict[str, str], **kwargs: object
-              ) -> subprocess.CompletedProcess[str]:
-        runs.append((cmd, env))
-        return subprocess.CompletedProcess(cmd, 3, "the child's report\n", "")
-
-    monkeypatch.setattr(training.subprocess, "run", child)
-    for var in training.THREAD_VARS:
-        monkeypatch.setenv(var, "2")
-    argv = ["mlp", "--threads", "1", "--backends", "numpy", "--parts", "--steps", "2"]
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 3 and capsys.readouterr().out == "the child's report\n"
-    (cmd, env), = runs
-    assert cmd[1:] == ["-m", "burn_bench.training", *argv]
-    assert all(env[var] == "1" for var in training.THREAD_VARS)
-    for var in training.THREAD_VARS:
-        monkeypatch.setenv(var, "1")
-    main(argv)  # in this process: no child
-    assert len(runs) == 1 and "numpy+autodiff" in capsys.readouterr().out

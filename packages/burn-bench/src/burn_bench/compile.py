@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from burn_bench.threads import thread_env
+
 #: the disk caches of the compilers below burn-cube (CuPy's NVRTC cubins, Mesa's and NVIDIA's
 #: shader caches): each round's processes get their own, empty at first like burn-cube's
 DRIVER_CACHES = ("CUPY_CACHE_DIR", "MESA_SHADER_CACHE_DIR", "__GL_SHADER_DISK_CACHE_PATH")
@@ -172,8 +174,7 @@ def _spawn(candidate: str, backend: str, case: Case, folder: str, threads: int
     """Run `child` in a new process over the round's model file and caches in `folder`;
     returns its figures with `to_first_step` (launch to the end of the first step, wall
     clock)."""
-    env = {**os.environ, "BURN_CUBE_CACHE_DIR": folder, "OMP_NUM_THREADS": str(threads),
-           "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+    env = {**thread_env(threads), "BURN_CUBE_CACHE_DIR": folder,
            **{var: os.path.join(folder, var.strip("_").lower()) for var in DRIVER_CACHES}}
     model_file = os.path.join(folder, "bench_model.py")
     launched = time.time()

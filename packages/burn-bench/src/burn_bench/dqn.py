@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from burn_bench.threads import rerun_with_threads, run_each
+
 ENV_ID = "CartPole-v1"
 HIDDEN = (120, 84)
 LR, GAMMA, BATCH, BUFFER = 2.5e-4, 0.99, 128, 10_000
 TRAIN_FREQUENCY, TARGET_UPDATE, EPSILON, WARMUP = 10, 500, 0.05, 1_000
-THREADS = (1, 2)
 
 
 def torch_cadence_fn() -> Callable[[], None]:
@@ -135,24 +133,19 @@ def measure(threads: int) -> str:
 
 def run() -> str:
     """Measure at 1 and 2 threads, each in a fresh process; return both reports."""
-    reports = []
-    for threads in THREADS:
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-               "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-        done = subprocess.run([sys.executable, "-m", "burn_bench.dqn", "--threads",
-                               str(threads)], env=env, capture_output=True, text=True,
-                              check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"dqn-step bench at {threads} thread(s) failed:\n{done.stderr}")
-        reports.append(done.stdout.strip())
-    return "\n\n".join(reports)
+    return run_each("burn_bench.dqn", [], "dqn-step bench")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m burn_bench.dqn --threads N`: one thread count's report (in this process)."""
+    """`python -m burn_bench.dqn --threads N`: one thread count's report, in this process
+    where its thread variables are N, else in a child with them set
+    (`threads.rerun_with_threads`)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threads", type=int, required=True)
-    print(measure(parser.parse_args(argv).threads))
+    threads = parser.parse_args(argv).threads
+    if rerun_with_threads("burn_bench.dqn", argv, threads):
+        return
+    print(measure(threads))
 
 
 if __name__ == "__main__":

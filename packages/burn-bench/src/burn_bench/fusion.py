@@ -32,8 +32,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -41,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-THREADS = (1, 2)
+from burn_bench.threads import THREADS, rerun_with_threads, run_each
+
 SIZE = 1 << 24
 #: elements of the GELU chain on a GPU of the rows devices (the H200 target's 64M floats)
 GPU_SIZE = 1 << 26
@@ -410,25 +409,19 @@ def measure(size: int, threads: int) -> str:
 
 def run(size: int = SIZE) -> str:
     """Measure at 1 and 2 threads, each in a fresh process; the reports."""
-    reports = []
-    for threads in THREADS:
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-               "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-        done = subprocess.run([sys.executable, "-m", "burn_bench.fusion", "--threads",
-                               str(threads), "--size", str(size)], env=env,
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"fusion bench at {threads} thread(s) failed:\n{done.stderr}")
-        reports.append(done.stdout.strip())
-    return "\n\n".join(reports)
+    return run_each("burn_bench.fusion", ["--size", str(size)], "fusion bench")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m burn_bench.fusion --threads N [--size N]`: the reports, in this process."""
+    """`python -m burn_bench.fusion --threads N [--size N]`: the reports, in this process
+    where its thread variables are N, else in a child with them set
+    (`threads.rerun_with_threads`)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--size", type=int, default=SIZE)
     args = parser.parse_args(argv)
+    if rerun_with_threads("burn_bench.fusion", argv, args.threads):
+        return
     print(measure(args.size, args.threads))
 
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+from burn_bench.threads import thread_env
 from burn_bench.timing import Measurement, report
 
 #: (candidate, snippet, candidate it is compared with)
@@ -40,8 +41,7 @@ NO_SITE = ("python -c pass", "import numpy", "import burn", "burn: import, first
 
 def _launch(snippet: str, threads: int, site: bool, base_env: dict[str, str]) -> float:
     """Seconds from launching a fresh interpreter running `snippet` to its exit."""
-    env = {**base_env, **{v: str(threads) for v in
-                          ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+    env = thread_env(threads, base_env)
     flags = []
     if not site:
         flags = ["-S"]

@@ -16,9 +16,6 @@ backend's against torch on the CPU, one torch step per device in the same run.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-THREADS = (1, 2)
+from burn_bench.threads import rerun_with_threads, run_each
+
 #: Backends compared with torch, where available (each under autodiff).
 CPU_BACKENDS = ("numpy", "cpu")
 LR = 1e-3
@@ -324,41 +322,19 @@ def measure(name: str, threads: int, backends: list[str] | None = None) -> str:
     return "\n".join([report(title, results), *missing])
 
 
-#: The environment variables that size the thread pools of OpenMP (the cpu runtime's kernels,
-#: torch), OpenBLAS (numpy) and MKL, read once when each starts.
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def thread_env(threads: int) -> dict[str, str]:
-    """This process's environment with every `THREAD_VARS` at `threads`."""
-    return {**os.environ, **dict.fromkeys(THREAD_VARS, str(threads))}
-
-
 def run_workload(name: str, backends: list[str] | None = None) -> str:
     """Measure workload `name` at 1 and 2 threads, each in a fresh process, on `backends`
     (None: `cpu_backends()`); both reports."""
-    reports = []
     chosen = ["--backends", ",".join(backends)] if backends else []
-    for threads in THREADS:
-        done = subprocess.run([sys.executable, "-m", "burn_bench.training", name, "--threads",
-                               str(threads), *chosen], env=thread_env(threads),
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"{name} bench at {threads} thread(s) failed:\n{done.stderr}")
-        reports.append(done.stdout.strip())
-    return "\n\n".join(reports)
+    return run_each("burn_bench.training", [name, *chosen], f"{name} bench")
 
 
 def main(argv: list[str] | None = None) -> None:
     """`python -m burn_bench.training NAME --threads N [--backends a,b] [--parts]`: one
     report (`--parts`: `parts_report` instead of the steps against torch), in this process
-    where its `THREAD_VARS` are N already, else in a child process with them set (pools are
-    sized when they start: a report titled 1 thread would time burn's cpu kernels on every
-    core otherwise).
-
-    Raises:
-        SystemExit: with the child's exit status, where one ran the report and failed.
-    """
+    where its thread variables are N already, else in a child with them set
+    (`threads.rerun_with_threads`: a report titled 1 thread would time burn's cpu kernels on
+    every core otherwise)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", choices=sorted(WORKLOADS))
     parser.add_argument("--threads", type=int, required=True)
@@ -368,15 +344,7 @@ def main(argv: list[str] | None = None) -> None:
                         "(forward, backward, optimizer, item) per backend, no torch")
     parser.add_argument("--steps", type=int, default=300, help="steps timed with --parts")
     args = parser.parse_args(argv)
-    if any(os.environ.get(var) != str(args.threads) for var in THREAD_VARS):
-        done = subprocess.run([sys.executable, "-m", "burn_bench.training",
-                               *(sys.argv[1:] if argv is None else argv)],
-                              env=thread_env(args.threads), capture_output=True, text=True,
-                              check=False)
-        print(done.stdout, end="")
-        print(done.stderr, end="", file=sys.stderr)
-        if done.returncode:
-            raise SystemExit(done.returncode)
+    if rerun_with_threads("burn_bench.training", argv, args.threads):
         return
     backends = args.backends.split(",") if args.backends else None
     if args.parts:
