@@ -293,8 +293,8 @@ def _method(fusion: Fusion, op: OpDef,
     for other ops): with `recorded` (`Fusion.recorded`'s positions), `Fusion.handle`'s
     recording inlined (the same structures, so one cache); then, where the op is not
     recorded (its structure is not, or is `Stream.lone` and nothing is pending) and no
-    argument is a `FusionTensor`, the inner backend's method at once (`Fusion.run_inner`);
-    else `Fusion.eager`; the generic method for keyword calls."""
+    argument is a `FusionTensor`, the inner backend's method at once, counted as
+    `at_once` counts (inline); else `Fusion.eager`; the generic method for keyword calls."""
     tensor_at = op.tensor_at
     if not 0 < len(tensor_at) <= 2 or op.list_at or op.device_at is not None:
         return None
