@@ -274,6 +274,25 @@ def test_system_and_speed_metrics(monkeypatch) -> None:
     assert 0 < busy < total
 
 
+@pytest.mark.parametrize("start, end, expected", [
+    ((50.0, 100.0), (75.0, 150.0), 50.0),
+    # busy = total - idle in floats: an idle interval can come out a hair below the start
+    ((1e6 + 0.1, 4e6), (1e6 + 0.1 - 2**-30, 4e6 + 1.0), 0.0),
+    ((10.0, 100.0), (30.0 + 1e-12, 110.0), 100.0),
+    ((10.0, 100.0), (10.0, 100.0), float("nan")),
+    ((float("nan"), float("nan")), (float("nan"), float("nan")), float("nan")),
+])
+def test_cpu_use_stays_a_percentage(monkeypatch, start, end, expected) -> None:
+    readings = iter([start, end])
+    monkeypatch.setattr(system, "cpu_times", lambda: next(readings))
+    value = CpuUseMetric().value()
+    assert isinstance(value, float)
+    if np.isnan(expected):
+        assert np.isnan(value)
+    else:
+        assert 0.0 <= value <= 100.0 and value == pytest.approx(expected, abs=1e-6)
+
+
 def test_checkpoints_pruned_best_kept(tmp_path) -> None:
     train, valid = regression_loaders()
     # "max" of a decreasing loss: epoch 1 is the best and must survive pruning

@@ -72,9 +72,17 @@ class CpuUseMetric(Metric):
         """Nothing to do: the value is read from the CPU counters."""
 
     def value(self) -> float:
+        """Busy share of the CPU seconds since `reset`, clamped to [0, 100].
+
+        Returns:
+            The percentage, or nan when no CPU time has passed or the counters are unknown. The
+            clamp absorbs the rounding of the float counters' differences (busy is total - idle).
+        """
         busy, total = cpu_times()
         d_total = total - self._start[1]
-        return 100.0 * (busy - self._start[0]) / d_total if d_total > 0 else float("nan")
+        if not d_total > 0:
+            return float("nan")
+        return min(max(100.0 * (busy - self._start[0]) / d_total, 0.0), 100.0)
 
 
 class MemoryUseMetric(MeanMetric):
