@@ -233,6 +233,9 @@ GEMM_EDGES = [
     (1, 1, 1, lambda x: x, lambda x: x), (9, 33, 1, lambda x: x.flip(0), lambda x: x.flip(1)),
     (40, 7, 33, lambda x: x[:, :], lambda x: x[:1].expand(7, 33)),
     (130, 520, 100, lambda x: x, _tr),
+    # the c^T path at edges of its scratch's square copy blocks (16): 37 x 90 outputs, and
+    # a lhs of rows in reverse (a negative row stride)
+    (37, 300, 90, lambda x: x, _tr), (21, 70, 50, lambda x: x.flip(0), _tr),
     # few outputs of long rows, rhs column-major: dot products over two blocks of depth
     (6, 3000, 7, lambda x: x, _tr), (3, 1100, 9, lambda x: x, _tr),
 ]
@@ -253,7 +256,7 @@ def test_cpu_gemm_kernel_with_more_threads_than_cores(dtype: str) -> None:
     its own packed strips."""
     with threadpool_limits(limits=8, user_api="openmp"):
         for _ in range(16):
-            for index in (0, 1, 5):
+            for index in (0, 1, 2, 5):
                 _check_gemm_edge(index, dtype)
 
 

@@ -62,7 +62,8 @@ def gemm(runtime: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         b: [k, n].
         out: [m, n], C-contiguous, not overlapping a or b.
     Raises:
-        LaunchError: the kernel's packing buffer for `a` could not be allocated.
+        LaunchError: the kernel's packing buffer for `a`, or the scratch of a product run
+            transposed, could not be allocated.
     """
     item = a.itemsize
     (m, k), n = a.shape, b.shape[1]
@@ -70,4 +71,4 @@ def gemm(runtime: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         m, n, k, a.ctypes.data, a.strides[0] // item, a.strides[1] // item,
         b.ctypes.data, b.strides[0] // item, b.strides[1] // item, out.ctypes.data, n)
     if status:
-        raise LaunchError("out of host memory for the product's packing buffer", "gemm")
+        raise LaunchError("out of host memory for the product's packing or scratch buffer", "gemm")
