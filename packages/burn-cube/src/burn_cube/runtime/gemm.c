@@ -11,7 +11,8 @@
  * [64, 784] @ [784, 256] took 172 us packing first, 154 packing in the first tile (1 thread,
  * AVX-512; the copy alone was about 22 us). a is read in place where its rows are contiguous
  * (row pointers), else packed into k-major strips of MR rows first (a column-major a, the
- * weight gradient's x^T, copies MR contiguous elements a step). The kernel is specialized on
+ * weight gradient's x^T, copies MR contiguous elements a step, across PACK_GROUP strips at
+ * each step so that its columns are read a few cache lines at a time). The kernel is specialized on
  * its row count, so the last strip of rows runs only the rows it has.
  * A row-contiguous a times a column-contiguous b with fewer rows than columns runs as
  * c^T = b^T a^T, so that the smaller operand is the one transposed in packing, into a
@@ -57,6 +58,10 @@
 /* a thread's strips of rows up to which a strip of b is packed by its first tile (more share
  * the packing's cost; its first tile's strided reads of b then cost more than they hide) */
 #define FEW_STRIPS 16
+/* full strips of a column-major a packed a step at a time: PACK_GROUP strips read 2 cache lines
+ * of each of its columns (the weight gradient's x^T [512, 1024] @ [1024, 128] took 1003 us
+ * packed a strip at a time, 842 by 4 strips, 868 by 8, 972 by all; torch 871; 1 thread) */
+#define PACK_GROUP 4
 /* few outputs of long rows (a convolution's weight gradient: im2col columns times the output
  * gradient) run as dot products, in blocks of DOT_KC steps */
 #define DOT_OUTPUTS 4096
@@ -173,6 +178,30 @@ static void pack_a_##T(const T* a, int64_t ars, int64_t acs, int64_t mr, int64_t
         for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = at[i * ars + p * acs];             \
 }                                                                                             \
                                                                                               \
+/* a's strips s0.. s1 of MR rows (the last may have fewer), steps pc.. pc + kc, each k-major  \
+ * at dst + s * MR * kcmax (pack_a_T); a column-major a (ars == 1) is read a step at a time    \
+ * across PACK_GROUP full strips, along its contiguous columns */                              \
+static void pack_a_strips_##T(const T* a, int64_t ars, int64_t acs, int64_t m, int64_t s0,   \
+                              int64_t s1, int64_t pc, int64_t kc, int64_t kcmax,              \
+                              T* restrict dst) {                                              \
+    if (ars == 1) {                                                                           \
+        int64_t full = m / MR < s1 ? m / MR : s1;                                             \
+        for (int64_t g = s0; g < full; g += PACK_GROUP) {                                     \
+            int64_t g1 = full - g < PACK_GROUP ? full : g + PACK_GROUP;                       \
+            for (int64_t p = 0; p < kc; p++) {                                                \
+                const T* step = a + (pc + p) * acs;                                           \
+                for (int64_t s = g; s < g1; s++)                                              \
+                    memcpy(dst + s * MR * kcmax + p * MR, step + s * MR, MR * sizeof(T));     \
+            }                                                                                 \
+        }                                                                                     \
+        s0 = full > s0 ? full : s0;                                                           \
+    }                                                                                         \
+    for (int64_t s = s0; s < s1; s++) {                                                       \
+        int64_t i0 = s * MR;                                                                  \
+        pack_a_##T(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, dst + s * MR * kcmax); \
+    }                                                                                         \
+}                                                                                             \
+                                                                                              \
 static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,    \
                     const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                \
     const int64_t nr_full = NR_##T;                                                           \
@@ -196,10 +225,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
         for (int64_t pc = 0; pc < k; pc += KC) {                                              \
             int64_t kc = k - pc < KC ? k - pc : KC;                                           \
             if (pack_a) {                                                                     \
-                for (int64_t s = s0; s < s1; s++) {                                           \
-                    int64_t i0 = s * MR;                                                      \
-                    pack_a_##T(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, ap + s * MR * kcmax); \
-                }                                                                             \
+                pack_a_strips_##T(a, ars, acs, m, s0, s1, pc, kc, kcmax, ap);                 \
                 if (!by_rows) { _Pragma("omp barrier") }                                      \
             }                                                                                 \
             for (int64_t js = c0; js < c1; js++) {                                            \
