@@ -260,6 +260,47 @@ def test_cpu_gemm_kernel_with_more_threads_than_cores(dtype: str) -> None:
                 _check_gemm_edge(index, dtype)
 
 
+#: (lhs data, rhs data, lhs view, rhs view): batches of small products past 2M multiply-adds
+#: in all, which the cpu kernel runs on OpenMP threads across the batch: attention's scores
+#: and values from heads split off [batch, seq, heads * dim], a rhs broadcast over the
+#: batch (stride 0) and a column-major lhs in each matrix (the c^T and packed paths).
+GEMM_BATCHES = [
+    ((16, 64, 128), (16, 64, 128), lambda x: x.reshape(16, 64, 4, 32).permute(0, 2, 1, 3),
+     lambda x: x.reshape(16, 64, 4, 32).permute(0, 2, 3, 1)),
+    ((16, 4, 64, 64), (16, 64, 128), lambda x: x,
+     lambda x: x.reshape(16, 64, 4, 32).permute(0, 2, 1, 3)),
+    ((9, 1, 40, 70), (5, 70, 33), lambda x: x.expand(9, 5, 40, 70), lambda x: x),
+    ((30, 41, 70), (30, 41, 90), _tr, lambda x: x),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("index", range(len(GEMM_BATCHES)))
+def test_cpu_gemm_kernel_runs_batches_across_threads(index: int, dtype: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batched products on the cpu runtime's own kernel (never BLAS), against torch, with 8
+    OpenMP threads on this machine's cores several times and on one."""
+    def no_blas(*args: Any) -> Any:
+        raise AssertionError("a float batch went to BLAS")
+
+    monkeypatch.setattr(mm, "run_blas", no_blas)
+    sa, sb, va, vb = GEMM_BATCHES[index]
+    rng = np.random.default_rng(index)
+    host = [torch.from_numpy(rng.standard_normal(s)).to(getattr(torch, dtype)) for s in (sa, sb)]
+    a, b = va(burn.tensor(host[0].numpy(), device="cpu")), vb(burn.tensor(host[1].numpy(),
+                                                                          device="cpu"))
+    ta, tb = va(host[0]), vb(host[1])
+    want = _expected(ta, tb)
+    for threads, repeats in ((8, 8), (1, 1)):
+        with threadpool_limits(limits=threads, user_api="openmp"):
+            for _ in range(repeats):
+                got = mm.matmul(_backend("cpu"), _prim(a), _prim(b), "gemm")
+                assert tuple(got.shape) == want.shape and got.dtype == getattr(burn, dtype)
+                np.testing.assert_allclose(
+                    _host(got), want, rtol=1e-5 if dtype == "float32" else 1e-12,
+                    atol=1e-4 if dtype == "float32" else 1e-11)
+
+
 def _check_gemm_edge(index: int, dtype: str) -> None:
     """`GEMM_EDGES[index]` by the cpu runtime's own kernel against torch."""
     m, k, n, va, vb = GEMM_EDGES[index]

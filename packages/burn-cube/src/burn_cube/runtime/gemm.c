@@ -26,6 +26,8 @@
  * never writes where another still reads), else of columns (a packed by all threads between
  * barriers). Few outputs of long rows, both operands contiguous along k, run as dot products
  * (`dots`).
+ * A batch of products of one layout (attention's heads) runs the products on OpenMP threads
+ * across the batch where each is below GEMM_THREAD_WORK (`bc_gemm_batched_T`).
  * No fast-math: NaN and infinities propagate as in any sum of products (zero padding only
  * feeds elements of c that are never stored).
  */
@@ -332,6 +334,28 @@ int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_
         return status;                                                                        \
     }                                                                                         \
     return gemm_##T(m, n, k, a, ars, acs, b, brs, bcs, c, ldc);                               \
+}                                                                                             \
+                                                                                              \
+/* c + i * m * ldc = (a + aoff[i]) @ (b + boff[i]) for i < batch (element offsets, one layout \
+ * for every matrix of a and one for b): products below GEMM_THREAD_WORK multiply-adds on    \
+ * OpenMP threads across the batch (from GEMM_THREAD_WORK in all), larger ones one after     \
+ * another, each on the threads; returns bc_gemm_T's status (1 where a buffer failed) */     \
+int bc_gemm_batched_##T(int64_t batch, const int64_t* aoff, const int64_t* boff, int64_t m,  \
+                        int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,          \
+                        const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {           \
+    double work = (double)m * n * k;                                                          \
+    int status = 0;                                                                           \
+    if (work < GEMM_THREAD_WORK && work * batch >= GEMM_THREAD_WORK) {                        \
+        _Pragma("omp parallel for schedule(static) reduction(|: status)")                     \
+        for (int64_t i = 0; i < batch; i++)                                                   \
+            status |= bc_gemm_##T(m, n, k, a + aoff[i], ars, acs, b + boff[i], brs, bcs,      \
+                                  c + i * m * ldc, ldc);                                      \
+        return status;                                                                        \
+    }                                                                                         \
+    for (int64_t i = 0; i < batch && status == 0; i++)                                       \
+        status = bc_gemm_##T(m, n, k, a + aoff[i], ars, acs, b + boff[i], brs, bcs,           \
+                             c + i * m * ldc, ldc);                                           \
+    return status;                                                                            \
 }
 
 DEFINE_GEMM(float)
