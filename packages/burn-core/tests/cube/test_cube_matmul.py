@@ -271,6 +271,8 @@ GEMM_BATCHES = [
      lambda x: x.reshape(16, 64, 4, 32).permute(0, 2, 1, 3)),
     ((9, 1, 40, 70), (5, 70, 33), lambda x: x.expand(9, 5, 40, 70), lambda x: x),
     ((30, 41, 70), (30, 41, 90), _tr, lambda x: x),
+    # batches in reverse (negative offsets) times every other matrix of a batch
+    ((40, 40, 30), (80, 30, 50), lambda x: x.flip(0), lambda x: x[::2]),
 ]
 
 
