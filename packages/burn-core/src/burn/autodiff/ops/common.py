@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,13 +47,24 @@ def save(x: AutodiffTensor | None) -> Any:
 
 
 def unbroadcast(inner: Backend, grad: P, shape: Shape) -> P:
-    """`grad` summed over the dims broadcasting added to `shape`, then reshaped to it."""
+    """`grad` summed over the dims broadcasting added to `shape`, then reshaped to it.
+
+    Leading dims that are all summed merge into one first (a bias's gradient over [batch, seq,
+    d] is one reduction of [batch * seq, d] over its rows, not one per dim)."""
     gshape = inner.shape(grad)
     if gshape == shape:
         return grad
     lead = len(gshape) - len(shape)
-    for d, n in enumerate(gshape):
-        if n != 1 and (d < lead or shape[d - lead] == 1):
+    summed = [n != 1 and (d < lead or shape[d - lead] == 1) for d, n in enumerate(gshape)]
+    prefix = 0
+    while prefix < len(gshape) and (summed[prefix] or gshape[prefix] == 1):
+        prefix += 1
+    if sum(summed[:prefix]) > 1:
+        grad = inner.float_reshape(grad, (math.prod(gshape[:prefix]), *gshape[prefix:]))
+        grad = inner.float_sum_dim(grad, 0)
+        summed = [False, *summed[prefix:]]
+    for d, reduce in enumerate(summed):
+        if reduce:
             grad = inner.float_sum_dim(grad, d)
     return inner.float_reshape(grad, shape)
 
