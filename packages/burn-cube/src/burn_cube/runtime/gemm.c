@@ -12,8 +12,8 @@
  * AVX-512; the copy alone was about 22 us). a is read in place where its rows are contiguous
  * (row pointers), else packed into k-major strips of MR rows first (a column-major a, the
  * weight gradient's x^T, copies MR contiguous elements a step, across PACK_GROUP strips at
- * each step so that its columns are read a few cache lines at a time). The kernel is specialized on
- * its row count, so the last strip of rows runs only the rows it has.
+ * each step so that its columns are read a few cache lines at a time). The kernel is
+ * specialized on its row count, so the last strip of rows runs only the rows it has.
  * A row-contiguous a times a column-contiguous b with fewer rows than columns runs as
  * c^T = b^T a^T, so that the smaller operand is the one transposed in packing, into a
  * row-major scratch copied into c by square blocks at the end (the kernel's tiles stored
@@ -93,7 +93,7 @@
     default: kernel(MR, __VA_ARGS__); break;                                                  \
     }
 
-#define DEFINE_GEMM(T)                                                                          \
+#define DEFINE_GEMM(T)                                                                        \
 typedef T vec_##T __attribute__((vector_size(VBYTES)));                                       \
 enum { W_##T = VBYTES / sizeof(T), NR_##T = NV * (VBYTES / sizeof(T)) };                      \
                                                                                               \
@@ -103,10 +103,10 @@ enum { W_##T = VBYTES / sizeof(T), NR_##T = NV * (VBYTES / sizeof(T)) };        
 static inline __attribute__((always_inline)) void                                             \
 tile_##T(int rows, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,                  \
          const T* restrict b, int64_t ldb, T* restrict c, int64_t ldc, int64_t nr, int add,   \
-         T* restrict pack) {                                                          \
+         T* restrict pack) {                                                                  \
     vec_##T acc[MR][NV];                                                                      \
     for (int i = 0; i < rows; i++)                                                            \
-        for (int j = 0; j < NV; j++) acc[i][j] = (vec_##T){0};                               \
+        for (int j = 0; j < NV; j++) acc[i][j] = (vec_##T){0};                                \
     for (int64_t p = 0; p < kc; p++) {                                                        \
         vec_##T bv[NV];                                                                       \
         for (int j = 0; j < NV; j++) memcpy(&bv[j], b + p * ldb + j * W_##T, VBYTES);         \
@@ -117,7 +117,7 @@ tile_##T(int rows, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,    
             for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];                             \
         }                                                                                     \
     }                                                                                         \
-    if (nr == NR_##T) {                                                                      \
+    if (nr == NR_##T) {                                                                       \
         for (int i = 0; i < rows; i++)                                                        \
             for (int j = 0; j < NV; j++) {                                                    \
                 T* row = c + i * ldc + j * W_##T;                                             \
@@ -139,7 +139,7 @@ tile_##T(int rows, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,    
         }                                                                                     \
 }                                                                                             \
                                                                                               \
-/* tile_T specialized on the row count, and on whether it packs b as it goes */              \
+/* tile_T specialized on the row count, and on whether it packs b as it goes */               \
 static void micro_##T(int64_t mr, int64_t kc, const T* a, int64_t lda, int64_t ka,            \
                       const T* b, int64_t ldb, T* c, int64_t ldc, int64_t nr, int add,        \
                       T* pack) {                                                              \
@@ -153,7 +153,7 @@ static void micro_##T(int64_t mr, int64_t kc, const T* a, int64_t lda, int64_t k
 /* b's strip of NR columns from j0, steps pc.. pc + kc, k-major and zero-padded, into dst */  \
 static void pack_b_##T(const T* b, int64_t brs, int64_t bcs, int64_t n, int64_t j0,           \
                        int64_t pc, int64_t kc, T* restrict dst) {                             \
-    int64_t nr = n - j0 < NR_##T ? n - j0 : NR_##T;                                          \
+    int64_t nr = n - j0 < NR_##T ? n - j0 : NR_##T;                                           \
     if (bcs == 1) {                                                                           \
         for (int64_t p = 0; p < kc; p++) {                                                    \
             memcpy(dst + p * NR_##T, b + (pc + p) * brs + j0, nr * sizeof(T));                \
@@ -181,9 +181,9 @@ static void pack_a_##T(const T* a, int64_t ars, int64_t acs, int64_t mr, int64_t
 }                                                                                             \
                                                                                               \
 /* a's strips s0.. s1 of MR rows (the last may have fewer), steps pc.. pc + kc, each k-major  \
- * at dst + s * MR * kcmax (pack_a_T); a column-major a (ars == 1) is read a step at a time    \
- * across PACK_GROUP full strips, along its contiguous columns */                              \
-static void pack_a_strips_##T(const T* a, int64_t ars, int64_t acs, int64_t m, int64_t s0,   \
+ * at dst + s * MR * kcmax (pack_a_T); a column-major a (ars == 1) is read a step at a time   \
+ * across PACK_GROUP full strips, along its contiguous columns */                             \
+static void pack_a_strips_##T(const T* a, int64_t ars, int64_t acs, int64_t m, int64_t s0,    \
                               int64_t s1, int64_t pc, int64_t kc, int64_t kcmax,              \
                               T* restrict dst) {                                              \
     if (ars == 1) {                                                                           \
@@ -207,14 +207,14 @@ static void pack_a_strips_##T(const T* a, int64_t ars, int64_t acs, int64_t m, i
 static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,    \
                     const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                \
     const int64_t nr_full = NR_##T;                                                           \
-    int64_t nstrips = (n + nr_full - 1) / nr_full, mstrips = (m + MR - 1) / MR;              \
+    int64_t nstrips = (n + nr_full - 1) / nr_full, mstrips = (m + MR - 1) / MR;               \
     int64_t kcmax = k < KC ? k : KC;                                                          \
     int pack_a = acs != 1;                                                                    \
     T* ap = pack_a ? aligned_alloc(64, (size_t)(mstrips * MR * kcmax * sizeof(T) + 64) / 64 * 64) \
                    : NULL;                                                                    \
     if (pack_a && ap == NULL)                                                                 \
         return 1;                                                                             \
-    int threaded = (double)m * n * k >= GEMM_THREAD_WORK, by_rows = m > n;                   \
+    int threaded = (double)m * n * k >= GEMM_THREAD_WORK, by_rows = m > n;                    \
     _Pragma("omp parallel if (threaded)")                                                     \
     {                                                                                         \
         int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();                         \
@@ -232,7 +232,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
             }                                                                                 \
             for (int64_t js = c0; js < c1; js++) {                                            \
                 int64_t j0 = js * nr_full, nr = n - j0 < nr_full ? n - j0 : nr_full;          \
-                /* a whole strip of row-contiguous b is packed by its first tile as it reads \
+                /* a whole strip of row-contiguous b is packed by its first tile as it reads  \
                  * it (the copy hides behind that tile's multiply-adds), others beforehand */ \
                 int in_first = bcs == 1 && nr == nr_full && r1 > r0 && r1 - r0 <= FEW_STRIPS; \
                 if (!in_first)                                                                \
@@ -257,12 +257,12 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     return 0;                                                                                 \
 }                                                                                             \
                                                                                               \
-/* c = a @ b as dot products of a's rows with b's columns, both contiguous along k, in      \
+/* c = a @ b as dot products of a's rows with b's columns, both contiguous along k, in        \
  * blocks of DOT_KC steps (a's block stays in cache while b's columns stream once), DOT_COLS  \
- * columns of b at a time (each load of a feeds DOT_COLS products); column groups on OpenMP  \
+ * columns of b at a time (each load of a feeds DOT_COLS products); column groups on OpenMP   \
  * threads from GEMM_THREAD_WORK multiply-adds */                                             \
-static void dots_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, const T* b,   \
-                     int64_t bcs, T* c, int64_t ldc) {                                         \
+static void dots_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, const T* b,    \
+                     int64_t bcs, T* c, int64_t ldc) {                                        \
     int threaded = (double)m * n * k >= GEMM_THREAD_WORK;                                     \
     int64_t groups = (n + DOT_COLS - 1) / DOT_COLS;                                           \
     for (int64_t pc = 0; pc < k; pc += DOT_KC) {                                              \
@@ -300,8 +300,8 @@ static void dots_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, c
     }                                                                                         \
 }                                                                                             \
                                                                                               \
-/* c[j, i] = t[i, j] for t [rows, cols] row-major into c (row stride ldc), in square blocks  \
- * (both sides stay in cache), on OpenMP threads where `threaded` */                           \
+/* c[j, i] = t[i, j] for t [rows, cols] row-major into c (row stride ldc), in square blocks   \
+ * (both sides stay in cache), on OpenMP threads where `threaded` */                          \
 static void transpose_##T(const T* restrict t, int64_t rows, int64_t cols, T* restrict c,     \
                           int64_t ldc, int threaded) {                                        \
     _Pragma("omp parallel for schedule(static) if (threaded)")                                \
@@ -314,8 +314,8 @@ static void transpose_##T(const T* restrict t, int64_t rows, int64_t cols, T* re
         }                                                                                     \
 }                                                                                             \
                                                                                               \
-/* c = a @ b; returns 1 where a's packing buffer or the scratch of a transposed product   \
- * cannot be allocated, else 0 */                                                            \
+/* c = a @ b; returns 1 where a's packing buffer or the scratch of a transposed product       \
+ * cannot be allocated, else 0 */                                                             \
 int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,        \
                 const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                    \
     if (acs == 1 && brs == 1 && m * n <= DOT_OUTPUTS && k >= DOT_DEPTH) {                     \
@@ -323,13 +323,13 @@ int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_
         return 0;                                                                             \
     }                                                                                         \
     if (bcs != 1 && brs == 1 && acs == 1 && m < n) {                                          \
-        /* c^T = b^T a^T into a row-major scratch [n, m], then transposed into c */          \
+        /* c^T = b^T a^T into a row-major scratch [n, m], then transposed into c */           \
         T* ct = aligned_alloc(64, ((size_t)m * n * sizeof(T) + 63) / 64 * 64);                \
         if (ct == NULL)                                                                       \
             return 1;                                                                         \
         int status = gemm_##T(n, m, k, b, bcs, brs, a, acs, ars, ct, m);                      \
         if (status == 0)                                                                      \
-            transpose_##T(ct, n, m, c, ldc, (double)m * n * k >= GEMM_THREAD_WORK);          \
+            transpose_##T(ct, n, m, c, ldc, (double)m * n * k >= GEMM_THREAD_WORK);           \
         free(ct);                                                                             \
         return status;                                                                        \
     }                                                                                         \
@@ -337,12 +337,12 @@ int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_
 }                                                                                             \
                                                                                               \
 /* c + i * m * ldc = (a + aoff[i]) @ (b + boff[i]) for i < batch (element offsets, one layout \
- * for every matrix of a and one for b): products below GEMM_THREAD_WORK multiply-adds on    \
- * OpenMP threads across the batch (from GEMM_THREAD_WORK in all), larger ones one after     \
- * another, each on the threads; returns bc_gemm_T's status (1 where a buffer failed) */     \
-int bc_gemm_batched_##T(int64_t batch, const int64_t* aoff, const int64_t* boff, int64_t m,  \
-                        int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,          \
-                        const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {           \
+ * for every matrix of a and one for b): products below GEMM_THREAD_WORK multiply-adds on     \
+ * OpenMP threads across the batch (from GEMM_THREAD_WORK in all), larger ones one after      \
+ * another, each on the threads; returns bc_gemm_T's status (1 where a buffer failed) */      \
+int bc_gemm_batched_##T(int64_t batch, const int64_t* aoff, const int64_t* boff, int64_t m,   \
+                        int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,           \
+                        const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {            \
     double work = (double)m * n * k;                                                          \
     int status = 0;                                                                           \
     if (work < GEMM_THREAD_WORK && work * batch >= GEMM_THREAD_WORK) {                        \
@@ -352,7 +352,7 @@ int bc_gemm_batched_##T(int64_t batch, const int64_t* aoff, const int64_t* boff,
                                   c + i * m * ldc, ldc);                                      \
         return status;                                                                        \
     }                                                                                         \
-    for (int64_t i = 0; i < batch && status == 0; i++)                                       \
+    for (int64_t i = 0; i < batch && status == 0; i++)                                        \
         status = bc_gemm_##T(m, n, k, a + aoff[i], ars, acs, b + boff[i], brs, bcs,           \
                              c + i * m * ldc, ldc);                                           \
     return status;                                                                            \
