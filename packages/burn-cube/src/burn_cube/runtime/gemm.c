@@ -353,7 +353,7 @@ int bc_gemm_batched_##T(int64_t batch, const int64_t* aoff, const int64_t* boff,
         return status;                                                                        \
     }                                                                                         \
     /* (not one loop under `if (across)`: nested in that inactive region, each product's own  \
-     * region took 7-10% longer, 4 x [512, 512] @ [512, 512] at 2 threads) */               \
+     * region took 7-10% longer, 4 x [512, 512] @ [512, 512] at 2 threads) */                 \
     for (int64_t i = 0; i < batch && status == 0; i++)                                        \
         status = bc_gemm_##T(m, n, k, a + aoff[i], ars, acs, b + boff[i], brs, bcs,           \
                              c + i * m * ldc, ldc);                                           \
