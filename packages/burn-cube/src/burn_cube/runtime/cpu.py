@@ -230,6 +230,11 @@ def _pointer(array: DeviceArray) -> int:
     return address
 
 
+def element_address(array: DeviceArray) -> int:
+    """Address of an array's first element (its storage's, `_pointer`, past its offset)."""
+    return _pointer(array) + array.offset * array.dtype.numpy.itemsize
+
+
 @functools.lru_cache(maxsize=256)
 def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     out, acc = [], 1

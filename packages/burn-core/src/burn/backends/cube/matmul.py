@@ -228,25 +228,26 @@ def run_blas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> Cu
 
 
 def run_gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
-    """The cpu runtime's own float32 / float64 kernel (`burn_cube.runtime.gemm`) on zero-copy
-    host views: one matrix product (a contiguous batched lhs times a matrix flattened into
-    one), or a batch of them (broadcast operands read in place, small products on the
-    runtime's threads across the batch); other dtypes run on BLAS."""
-    a, b = _operand(lhs.array), _operand(rhs.array)
-    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
-        a = a.reshape(-1, a.shape[-1])
-    if not cpu_gemm.supports(a.dtype):
+    """The cpu runtime's own float32 / float64 kernel (`burn_cube.runtime.gemm`) on the
+    operands' arrays in place: one matrix product (a contiguous batched lhs times a matrix
+    flattened into one), or a batch of them (broadcast operands read in place, small
+    products on the runtime's threads across the batch); other dtypes run on BLAS."""
+    if lhs.dtype not in _CPU_GEMM:
         return run_blas(backend, lhs, rhs, shape)
     out = backend.empty(shape, lhs.dtype)
+    a, b, c, runtime = lhs.array, rhs.array, out.array, backend.runtime
     try:
-        if a.ndim == 2 and b.ndim == 2:
-            cpu_gemm.gemm(backend.runtime, a, b,
-                          out.array.handle.reshape(a.shape[0], b.shape[1]))
+        if len(shape) == 2:
+            cpu_gemm.gemm(runtime, a, b, c)
+        elif len(rhs.shape) == 2 and lhs.is_contiguous:
+            k, n = rhs.shape
+            rows = lhs.size // k
+            cpu_gemm.gemm(runtime, a.view_unchecked((rows, k), (k, 1), a.offset), b,
+                          c.view_unchecked((rows, n), (n, 1), 0))
         else:
             batch = shape[:-2]
-            cpu_gemm.gemm_batched(backend.runtime, np.broadcast_to(a, (*batch, *a.shape[-2:])),
-                                  np.broadcast_to(b, (*batch, *b.shape[-2:])),
-                                  out.array.handle.reshape(shape))
+            cpu_gemm.gemm_batched(runtime, broadcast_view(lhs, (*batch, *lhs.shape[-2:])).array,
+                                  broadcast_view(rhs, (*batch, *rhs.shape[-2:])).array, c)
     except LaunchError as exc:
         raise backend._allocation_error("matmul", shape, lhs.dtype, MemoryError(str(exc))
                                         ) from exc
