@@ -238,6 +238,12 @@ GEMM_EDGES = [
     (37, 300, 90, lambda x: x, _tr), (21, 70, 50, lambda x: x.flip(0), _tr),
     # few outputs of long rows, rhs column-major: dot products over two blocks of depth
     (6, 3000, 7, lambda x: x, _tr), (3, 1100, 9, lambda x: x, _tr),
+    # strips of at most one vector (all columns, the last strip), float32's and float64's
+    (64, 256, 10, lambda x: x, lambda x: x), (19, 40, 16, _tr, lambda x: x),
+    (45, 70, 8 + 32, lambda x: x, lambda x: x), (45, 70, 17 + 32, lambda x: x, _tr),
+    # a transposed rhs just below and at the depth of the c^T path (64)
+    (64, 10, 256, lambda x: x, _tr), (37, 63, 90, lambda x: x, _tr),
+    (37, 64, 90, lambda x: x, _tr),
 ]
 
 

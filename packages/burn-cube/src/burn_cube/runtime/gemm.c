@@ -14,11 +14,12 @@
  * weight gradient's x^T, copies MR contiguous elements a step, across PACK_GROUP strips at
  * each step so that its columns are read a few cache lines at a time). The kernel is
  * specialized on its row count, so the last strip of rows runs only the rows it has.
- * A row-contiguous a times a column-contiguous b with fewer rows than columns runs as
- * c^T = b^T a^T, so that the smaller operand is the one transposed in packing, into a
- * row-major scratch copied into c by square blocks at the end (the kernel's tiles stored
- * transposed, element by element at every block of depth, took 40 of the 210 us of
- * [64, 784] @ [784, 256]^T; the scratch and the copy 178 us, 1 thread, AVX-512).
+ * A row-contiguous a times a column-contiguous b with fewer rows than columns, of depth
+ * TRANSPOSE_DEPTH or more, runs as c^T = b^T a^T, so that the smaller operand is the one
+ * transposed in packing, into a row-major scratch copied into c by square blocks at the end
+ * (the kernel's tiles stored transposed, element by element at every block of depth, took
+ * 40 of the 210 us of [64, 784] @ [784, 256]^T; the scratch and the copy 178 us, 1 thread,
+ * AVX-512).
  * From GEMM_THREAD_WORK multiply-adds the product runs on OpenMP threads (one parallel region
  * a product), each thread on its own range of strips of rows where c has more rows than
  * columns (packing its own strips of a, and every strip of b into its own panel; a packed
@@ -72,6 +73,10 @@
 #define DOT_COLS 4
 /* side of the square blocks a transposed product's scratch is copied into c by */
 #define TRANSPOSE_BLOCK 16
+/* least depth of a product run as c^T = b^T a^T: below it the scratch and its copy cost more
+ * than the strided packing of b they save ([64, k] @ [k, 256]^T took 11.9 / 5.8 us at k 10,
+ * 24.3 / 22.0 at 64, 66.0 / 81.0 at 256 transposed / not; 1 thread, AVX-512) */
+#define TRANSPOSE_DEPTH 64
 
 /* calls kernel(R, ...) with the row count mr (1 <= mr <= MR) as a constant: one
  * specialization of the kernel per count */
@@ -97,11 +102,11 @@
 typedef T vec_##T __attribute__((vector_size(VBYTES)));                                       \
 enum { W_##T = VBYTES / sizeof(T), NR_##T = NV * (VBYTES / sizeof(T)) };                      \
                                                                                               \
-/* c tile (transposed when tr) = or += a[rows x kc] b[kc x NR]: a's row i at a + i * lda, its \
- * step p at p * ka; b's row p at b + p * ldb (a packed panel, or b in place with pack the    \
- * panel to fill as its rows are read), nr of its columns kept */                             \
+/* c tile = or += a[rows x kc] b[kc x nv vectors]: a's row i at a + i * lda, its step p at    \
+ * p * ka; b's row p at b + p * ldb (a packed panel, or b in place with pack the panel to     \
+ * fill as its rows are read, nv then NV), nr of its columns kept */                          \
 static inline __attribute__((always_inline)) void                                             \
-tile_##T(int rows, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,                  \
+tile_##T(int rows, int nv, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,          \
          const T* restrict b, int64_t ldb, T* restrict c, int64_t ldc, int64_t nr, int add,   \
          T* restrict pack) {                                                                  \
     vec_##T acc[MR][NV];                                                                      \
@@ -109,12 +114,12 @@ tile_##T(int rows, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,    
         for (int j = 0; j < NV; j++) acc[i][j] = (vec_##T){0};                                \
     for (int64_t p = 0; p < kc; p++) {                                                        \
         vec_##T bv[NV];                                                                       \
-        for (int j = 0; j < NV; j++) memcpy(&bv[j], b + p * ldb + j * W_##T, VBYTES);         \
+        for (int j = 0; j < nv; j++) memcpy(&bv[j], b + p * ldb + j * W_##T, VBYTES);         \
         if (pack)                                                                             \
             for (int j = 0; j < NV; j++) memcpy(pack + p * NR_##T + j * W_##T, &bv[j], VBYTES); \
         for (int i = 0; i < rows; i++) {                                                      \
             T av = a[i * lda + p * ka];                                                       \
-            for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];                             \
+            for (int j = 0; j < nv; j++) acc[i][j] += av * bv[j];                             \
         }                                                                                     \
     }                                                                                         \
     if (nr == NR_##T) {                                                                       \
@@ -139,14 +144,18 @@ tile_##T(int rows, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,    
         }                                                                                     \
 }                                                                                             \
                                                                                               \
-/* tile_T specialized on the row count, and on whether it packs b as it goes */               \
+/* tile_T specialized on the row count, on whether it packs b as it goes, and on a strip of   \
+ * at most one vector (nv 1: half the multiply-adds of a narrow product's; [64, 256] @        \
+ * [256, 10] took 8.6 us at NV vectors, 6.5 at one, 1 thread, AVX-512) */                     \
 static void micro_##T(int64_t mr, int64_t kc, const T* a, int64_t lda, int64_t ka,            \
                       const T* b, int64_t ldb, T* c, int64_t ldc, int64_t nr, int add,        \
                       T* pack) {                                                              \
-    if (pack) {                                                                               \
-        BY_ROWS(tile_##T, mr, kc, a, lda, ka, b, ldb, c, ldc, nr, add, pack)                  \
+    if (nr <= W_##T) {                                                                        \
+        BY_ROWS(tile_##T, mr, 1, kc, a, lda, ka, b, ldb, c, ldc, nr, add, NULL)               \
+    } else if (pack) {                                                                        \
+        BY_ROWS(tile_##T, mr, NV, kc, a, lda, ka, b, ldb, c, ldc, nr, add, pack)              \
     } else {                                                                                  \
-        BY_ROWS(tile_##T, mr, kc, a, lda, ka, b, ldb, c, ldc, nr, add, NULL)                  \
+        BY_ROWS(tile_##T, mr, NV, kc, a, lda, ka, b, ldb, c, ldc, nr, add, NULL)              \
     }                                                                                         \
 }                                                                                             \
                                                                                               \
@@ -322,7 +331,7 @@ int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_
         dots_##T(m, n, k, a, ars, b, bcs, c, ldc);                                            \
         return 0;                                                                             \
     }                                                                                         \
-    if (bcs != 1 && brs == 1 && acs == 1 && m < n) {                                          \
+    if (bcs != 1 && brs == 1 && acs == 1 && m < n && k >= TRANSPOSE_DEPTH) {                 \
         /* c^T = b^T a^T into a row-major scratch [n, m], then transposed into c */           \
         T* ct = aligned_alloc(64, ((size_t)m * n * sizeof(T) + 63) / 64 * 64);                \
         if (ct == NULL)                                                                       \
