@@ -157,6 +157,8 @@ class Fusion(Decorator):
         if len(self._results) >= MAX_RESULTS:
             self._results.clear()
         self._results[key] = result
+        if not result:
+            self.stream.run_at_once(key)
         return result
 
     def eager(self, op: OpDef, args: tuple[Any, ...]) -> Any:
@@ -265,10 +267,17 @@ def _runner(fusion: Fusion, op: OpDef) -> Any:
     run = fusion.run_inner
     dev = op.device_at
     if dev is not None:  # a creation op (no tensor arguments)
+        last: list[tuple[Any, Any]] = [(None, None)]  # the last device argument, its inner
+
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
                 return generic(fusion, *args, **kwargs)
-            return run(getattr(inner, name), (*args[:dev], args[dev].inner(), *args[dev + 1:]))
+            device = args[dev]
+            seen, inner_device = last[0]
+            if seen is not device:  # (a device does not change: `inner` once per object)
+                inner_device = device.inner()
+                last[0] = device, inner_device
+            return run(getattr(inner, name), (*args[:dev], inner_device, *args[dev + 1:]))
     elif op.list_at:
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs:

@@ -325,6 +325,7 @@ class Stream:
         if how == "alone" and not self._lone_again(structure):
             return
         self.results[structure] = ()
+        self.run_at_once(structure)
 
     def forget(self) -> None:
         """Drop what the stream learned of lone ops (`LONE`) and of products run at once
@@ -361,9 +362,15 @@ class Stream:
         from its `LONE`th on, it runs at once where it would start the stream, unless it
         started one in which it shared a block that pays (`shared`)."""
         if self._lone_again(structure):
-            if len(self.lone) >= MAX_PLANS:
-                self.lone.clear()
-            self.lone.add(structure)
+            self.run_at_once(structure)
+
+    def run_at_once(self, structure: tuple[Any, ...]) -> None:
+        """Run ops of `structure` at once where no op is pending (`lone`): a lone one, or one
+        never recorded (its result () in `results`; in `lone` too, so that the recorder's
+        first test settles it)."""
+        if len(self.lone) >= MAX_PLANS:
+            self.lone.clear()
+        self.lone.add(structure)
 
     def _lone_again(self, structure: tuple[Any, ...]) -> bool:
         """Count one more time `structure` ran alone; True at its `LONE`th (the count then
