@@ -279,6 +279,8 @@ GEMM_BATCHES = [
     ((30, 41, 70), (30, 41, 90), _tr, lambda x: x),
     # batches in reverse (negative offsets) times every other matrix of a batch
     ((40, 40, 30), (80, 30, 50), lambda x: x.flip(0), lambda x: x[::2]),
+    # a contiguous batch from an offset times a matrix: flattened into one product
+    ((5, 7, 30), (30, 11), lambda x: x[1:], lambda x: x),
 ]
 
 
