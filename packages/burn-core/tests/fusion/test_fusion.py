@@ -393,8 +393,9 @@ def test_a_small_chain_stays_one_kernel_over_a_loop(base: str, shape: tuple[int,
 
 def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
     """A structure flushed alone `LONE` times, never starting a stream in which it shared a
-    block with another op, runs at once where nothing is pending (its values unchanged); one
-    that shared a block stays recorded, and the first is recorded after a pending op."""
+    block with another op, runs at once where it reads no pending result, even with other ops
+    pending (its values unchanged); one that shared a block stays recorded, and the first is
+    recorded where it reads a pending result."""
     dev = f"{base}+fusion"
     data = np.linspace(-3, 3, 4096, dtype=np.float32).reshape(-1, 128)
     x = burn.tensor(data, device=dev)
@@ -409,11 +410,37 @@ def test_an_op_always_flushed_alone_runs_at_once(base: str) -> None:
         check(x * 3.0, tx * 3.0)
     s = stats()
     assert s.ops_recorded == LONE + (LONE + 2)  # `x - 0.5` until its LONEth flush, `x * 3.0`
-    w = x + 2.0  # pending: `x - 0.5` after it is recorded (it may fuse with what is pending)
-    y = x - 0.5
-    assert pending(w) and pending(y)
+    w = x + 2.0  # pending
+    y = x - 0.5  # at once all the same: it reads only computed values
+    z = w - 0.5  # recorded: it reads a pending result (its structure is `x - 0.5`'s)
+    assert pending(w) and not pending(y) and pending(z)
     check(y, tx - 0.5)
+    check(z, tx + 1.5)
     check(w, tx + 2.0)
+
+
+def test_a_later_block_that_does_not_pay_runs_at_once(base: str) -> None:
+    """A later block of a flush whose first op reads no pending result counts as a flush
+    alone for that op where the block does not pay: after `LONE` such flushes the op runs at
+    once, other ops pending or not, and so in turn does the next one (a plain SGD update,
+    one block of two ops per param, behind a chain that pays); values equal torch's."""
+    dev = f"{base}+fusion"
+    burn.Device(dev).backend.stream.forget()
+    rng = np.random.default_rng(11)
+    host = [rng.standard_normal(n).astype(np.float32) for n in (29, 37, 53, 37, 53)]
+    h, p1, p2, g1, g2 = (burn.tensor(v, device=dev) for v in host)
+    th, tp1, tp2, tg1, tg2 = (torch.from_numpy(v) for v in host)
+    for step in range(2 * LONE + 1):
+        reset_stats()
+        head = (h * 2.0).exp().add(1.0)  # pending first: a chain of three ops pays
+        new1, new2 = p1 - 0.5 * g1, p2 - 0.5 * g2  # blocks of two small ops: they do not
+        check(head, (th * 2.0).exp().add(1.0))
+        check(new1, tp1 - 0.5 * tg1)
+        check(new2, tp2 - 0.5 * tg2)
+        # the chain and both updates; the products by 0.5 at once from the LONEth flush,
+        # then the subtractions (each then a block of its own) LONE flushes later
+        want = 7 if step < LONE else 5 if step < 2 * LONE else 3
+        assert stats().ops_recorded == want, (step, stats().ops_recorded)
 
 
 def test_an_op_that_fused_once_then_always_runs_alone_runs_at_once(base: str) -> None:

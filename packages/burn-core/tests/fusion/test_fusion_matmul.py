@@ -170,7 +170,8 @@ def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
     """A product the inner backend runs without an epilogue (BLAS on the cpu at once; on GPUs
     `LONE` times) is then run at once, not recorded, even with other ops pending; one that
     had an epilogue that pays (two ops after the product on GPUs: `stream.FUSE_OPS`)
-    stays recorded (values as torch's throughout)."""
+    stays recorded (values as torch's throughout; on the cpu the epilogue reading a BLAS
+    product does not pay, and its first op runs at once after `LONE` flushes)."""
     from burn.fusion.stream import LONE
 
     dev = f"{base}+fusion"
@@ -179,18 +180,21 @@ def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
     ta, tb, tc = (torch.from_numpy(v) for v in (ad, bd, cd))
     for step in range(LONE + 2):
         reset_stats()
-        other = a * 2.0  # pending while the products are asked for
+        # pending while the products are asked for (a chain of three ops: it pays, so it
+        # stays recorded)
+        other = (a * 2.0).exp().add(1.0)
         alone = a @ b  # never an epilogue
         fused = F.relu(a @ c) * 2.0  # an epilogue: stays recorded
         check(alone, ta @ tb)
         check(fused, torch.relu(ta @ tc) * 2.0)
-        check(other, ta * 2.0)
+        check(other, (ta * 2.0).exp().add(1.0))
         recorded = stats().ops_recorded
-        if base == "cpu":  # BLAS products run at once from their first run: a * 2.0, the
-            # epilogue
-            assert recorded == (5 if step == 0 else 3), (step, recorded)
-        else:  # a * 2.0, a @ c and its epilogue; a @ b until it ran alone LONE times
-            assert recorded == (5 if step < LONE else 4), (step, recorded)
+        if base == "cpu":  # BLAS products run at once from their first run: the chain, the
+            # epilogue (a block of two ops reading the product, too small to pay: its relu,
+            # reading no pending result, runs at once after `LONE` such flushes, from step 1)
+            assert recorded == (7 if step == 0 else 5 if step <= LONE else 4), (step, recorded)
+        else:  # the chain, a @ c and its epilogue; a @ b until it ran alone LONE times
+            assert recorded == (7 if step < LONE else 6), (step, recorded)
 
 
 def test_a_product_past_fuse_work_runs_alone_then_its_epilogue(

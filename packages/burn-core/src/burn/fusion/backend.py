@@ -124,7 +124,8 @@ class Fusion(Decorator):
                 key += [args[i] is None for i in optional]
             structure = tuple(key)
             stream = self.stream
-            if stream.pending or structure not in stream.lone:
+            if structure not in stream.lone or (stream.pending and any(
+                    type(h) is FusionTensor and h.value is None for h in handles)):
                 result = self._results.get(structure)
                 if result is None:
                     result = self._infer(op, args, handles, structure)
@@ -301,7 +302,7 @@ def _method(fusion: Fusion, op: OpDef,
     """`op`'s method on `fusion` where it has one or two tensors and no list of them (None
     for other ops): with `recorded` (`Fusion.recorded`'s positions), `Fusion.handle`'s
     recording inlined (the same structures, so one cache); then, where the op is not
-    recorded (its structure is not, or is `Stream.lone` and nothing is pending) and no
+    recorded (its structure is not, or is `Stream.lone` and reads no pending result) and no
     argument is a `FusionTensor`, the inner backend's method at once, counted as
     `at_once` counts (inline); else `Fusion.eager`; the generic method for keyword calls."""
     tensor_at = op.tensor_at
@@ -332,7 +333,11 @@ def _method(fusion: Fusion, op: OpDef,
                 key += (args[one_at],) if pick is None else pick(args)
             if optional:
                 key += tuple([args[i] is None for i in optional])
-            if stream.pending or key not in lone:  # (a lone one was inferred when recorded)
+            # (a lone one runs at once unless it reads a pending result; it was inferred
+            # when recorded)
+            if key not in lone or (stream.pending and (
+                    (type(a) is FusionTensor and a.value is None)
+                    or (type(b) is FusionTensor and b.value is None))):
                 result = results.get(key)
                 if result is None:
                     result = fusion._infer(op, args, [a, b] if two else [a], key)
