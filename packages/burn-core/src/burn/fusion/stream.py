@@ -347,7 +347,7 @@ class Stream:
                  values: dict[int, Any]) -> None:
         """A flush of one op (no matmul): the inner backend's own kernel where `handle`
         (its result's, if still held) needs it, without a plan; from its structure's `LONE`th
-        such flush on, it runs at once where it would start the stream."""
+        such flush on, it runs at once where it reads no pending result."""
         if handle is None:
             STATS.ops_dead += 1
             return
@@ -362,16 +362,16 @@ class Stream:
         self._alone(record.key[0])
 
     def _alone(self, structure: tuple[Any, ...]) -> None:
-        """Count a flush that `structure` started alone (or in a block that does not pay);
-        from its `LONE`th on, it runs at once where it would start the stream, unless it
-        started one in which it shared a block that pays (`shared`)."""
+        """Count a flush that `structure` led alone (or leading a block that does not pay);
+        from its `LONE`th on, it runs at once where it reads no pending result, unless it
+        led a block that pays (`shared`: `LONE_SHARED` then)."""
         if self._lone_again(structure):
             self.run_at_once(structure)
 
     def run_at_once(self, structure: tuple[Any, ...]) -> None:
-        """Run ops of `structure` at once where no op is pending (`lone`): a lone one, or one
-        never recorded (its result () in `results`; in `lone` too, so that the recorder's
-        first test settles it)."""
+        """Run ops of `structure` at once where they read no pending result (`lone`): a lone
+        one, or one never recorded (its result () in `results`; in `lone` too, so that the
+        recorder's first test settles it)."""
         if len(self.lone) >= MAX_PLANS:
             self.lone.clear()
         self.lone.add(structure)
