@@ -15,6 +15,12 @@ The launch index (``<key>.index.json``) maps a kernel's identity (its source tex
 the toolchain and burn-cube's own code) straight to an artifact key, with the fingerprints of
 the globals the kernel read, so a later process can load the artifact without lowering the
 kernel or generating code. An unreadable or malformed index entry is a miss (rewritten later).
+
+The cache is bounded (`max_bytes`: 1 GiB, or ``$BURN_CUBE_CACHE_MAX_BYTES``): a process that
+writes an entry scans the directory now and then (`PRUNE_EVERY`, in a thread) and removes the
+entries used least recently (`prune`) until they fit in `PRUNE_TO` of the bound; a hit marks
+its entry used (the digest's, or the index entry's, mtime). An entry removed while another
+process reads it is a miss there, rebuilt.
 """
 
 from __future__ import annotations
@@ -26,9 +32,106 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
+
+#: The bound on the cache's disk space by default (bytes as allocated: a small file takes a
+#: whole block), and the share of it pruning leaves.
+MAX_BYTES = 1 << 30
+PRUNE_TO = 0.75
+#: Seconds between two scans of a cache directory for pruning, by any process (the mtime of
+#: its ``.pruned`` marker says when the last began).
+PRUNE_EVERY = 600.0
+#: Cache entries' files (``<key>.so``, ``.sha256``, ``.index.json``, ``.cubin``, ``.ptx``),
+#: and temporary files left by a writer killed mid-write (removed after `STALE_TEMP` seconds).
+_ENTRY = re.compile(r"([0-9a-f]{40})\.[a-z.0-9]+")
+_TEMP = re.compile(r"\..+\.tmp")
+STALE_TEMP = 86400.0
+
+
+def max_bytes() -> int:
+    """The cache's bound in bytes: ``$BURN_CUBE_CACHE_MAX_BYTES`` (an integer; 0: unbounded),
+    else `MAX_BYTES` (also where the variable is not a non-negative integer: warned)."""
+    text = os.environ.get("BURN_CUBE_CACHE_MAX_BYTES")
+    if text is None:
+        return MAX_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        warnings.warn(f"burn-cube: BURN_CUBE_CACHE_MAX_BYTES={text!r} is not a byte count; "
+                      f"bounding the compile cache at {MAX_BYTES} bytes", RuntimeWarning,
+                      stacklevel=2)
+        return MAX_BYTES
+    return value
+
+
+def prune(root: Path, limit: int, keep: float = PRUNE_TO) -> int:
+    """Remove the entries of cache directory ``root`` used least recently (an entry's files
+    go together; its last use is its newest file's mtime) until they take at most ``keep``
+    times ``limit`` bytes, where they take more than ``limit``; and temporary files older than
+    `STALE_TEMP`. Files another process removes meanwhile are skipped.
+
+    Args:
+        root: the cache directory.
+        limit: the bound in bytes (as allocated on disk).
+        keep: the share of ``limit`` left after pruning.
+    Returns:
+        The bytes freed.
+    """
+    groups: dict[str, tuple[float, int, list[Path]]] = {}
+    total = freed = 0
+    now = time.time()
+    with os.scandir(root) as scan:
+        for item in scan:
+            try:
+                if not item.is_file(follow_symlinks=False):
+                    continue
+                stat = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            size = stat.st_blocks * 512 or stat.st_size
+            match = _ENTRY.fullmatch(item.name)
+            if match is None:
+                if _TEMP.fullmatch(item.name) and now - stat.st_mtime > STALE_TEMP \
+                        and _remove(Path(item.path)):
+                    freed += size
+                continue
+            total += size
+            used, held, paths = groups.get(match[1], (0.0, 0, []))
+            paths.append(Path(item.path))
+            groups[match[1]] = (max(used, stat.st_mtime), held + size, paths)
+    if total <= limit:
+        return freed
+    for _, held, paths in sorted(groups.values(), key=lambda group: group[0]):
+        if total <= keep * limit:
+            break
+        for path in paths:
+            _remove(path)
+        freed += held
+        total -= held
+    return freed
+
+
+def _prune_quietly(root: Path, limit: int) -> None:
+    """`prune`, its errors ignored (a directory made unreadable meanwhile)."""
+    try:
+        prune(root, limit)
+    except OSError:
+        pass
+
+
+def _remove(path: Path) -> bool:
+    """Remove ``path``; whether it was there to remove."""
+    try:
+        path.unlink()
+    except OSError:
+        return False
+    return True
 
 
 def cache_dir() -> Path:
@@ -172,6 +275,36 @@ class DiskCache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or cache_dir()
+        #: when this process last looked whether the directory is due for pruning, and the
+        #: thread of its last scan.
+        self._looked = -PRUNE_EVERY
+        self.pruning: threading.Thread | None = None
+
+    def prune_when_due(self) -> None:
+        """`prune` the directory to `max_bytes`, in a thread of its own (a scan of a large
+        cache takes seconds), when no process began a scan of it in the last `PRUNE_EVERY`
+        seconds (called after a write; errors of the scan are ignored: a cache that cannot
+        be pruned still serves)."""
+        now = time.monotonic()
+        limit = max_bytes()
+        if not limit or now - self._looked < PRUNE_EVERY:
+            return
+        self._looked = now
+        marker = self.root / ".pruned"
+        try:
+            if time.time() - marker.stat().st_mtime < PRUNE_EVERY:
+                return
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return
+        try:
+            marker.touch()  # (other processes skip their scan meanwhile)
+        except OSError:
+            return
+        self.pruning = threading.Thread(target=_prune_quietly, args=(self.root, limit),
+                                        name="burn-cube-cache-prune", daemon=True)
+        self.pruning.start()
 
     def get(self, key: str, suffix: str, target: str = "") -> Path | None:
         """The verified artifact for ``key``, or None (missing; or corrupt, or built for another
@@ -195,6 +328,7 @@ class DiskCache:
             return _rebuild(path, "corrupt")
         if fields[1] != fingerprint(target):
             return _rebuild(path, "built for another target")
+        _used(digest)
         return path
 
     def put(self, key: str, suffix: str, produced: Path, target: str = "") -> Path:
@@ -213,13 +347,15 @@ class DiskCache:
         digest = _digest(produced)
         os.replace(produced, path)
         atomic_write(self.root / f"{key}.sha256", f"{digest} {fingerprint(target)}\n".encode())
+        self.prune_when_due()
         return path
 
     def get_index(self, key: str) -> dict[str, Any] | None:
         """The launch-index entry for ``key``: ``{"artifact": <hex key>, "externals": {str:
         str}, "interface": {...}}``; None when missing, unreadable or of another shape."""
+        path = self.root / f"{key}.index.json"
         try:
-            entry = json.loads((self.root / f"{key}.index.json").read_bytes())
+            entry = json.loads(path.read_bytes())
         except (OSError, ValueError, RecursionError):
             return None
         if not (isinstance(entry, dict) and isinstance(entry.get("artifact"), str)
@@ -229,8 +365,19 @@ class DiskCache:
                         for k, v in entry["externals"].items())
                 and isinstance(entry.get("interface"), dict)):
             return None
+        _used(path)
         return entry
 
     def put_index(self, key: str, entry: dict[str, Any]) -> None:
         """Write a launch-index entry atomically."""
         atomic_write(self.root / f"{key}.index.json", json.dumps(entry).encode())
+        self.prune_when_due()
+
+
+def _used(path: Path) -> None:
+    """Mark the entry of ``path`` used now (its mtime: `prune` keeps recent entries); an
+    entry removed meanwhile stays a hit for this process."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass

@@ -530,12 +530,19 @@ class CpuRuntime(Runtime):
 
     def _load(self, key: str, name: str, target: str, symbol: str = "bc_kernel"
               ) -> CompiledC | None:
-        """The loaded library of cache entry ``key`` (None when the entry is missing, or not
-        built for ``target``)."""
+        """The loaded library of cache entry ``key`` (None when the entry is missing, not
+        built for ``target``, or pruned by another process as it loads)."""
         if key in self._compiled:
             return self._compiled[key]
         path = self.disk.get(key, ".so", target)
-        return None if path is None else self._open(key, name, path, symbol)
+        if path is None:
+            return None
+        try:
+            return self._open(key, name, path, symbol)
+        except CompileError:
+            if path.exists():
+                raise
+            return None
 
     def _open(self, key: str, name: str, path: Path, symbol: str = "bc_kernel") -> CompiledC:
         try:

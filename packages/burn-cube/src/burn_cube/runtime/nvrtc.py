@@ -70,7 +70,10 @@ def compile_image(source: str, capability: int, name: str,
     suffix = ".cubin" if cubin else ".ptx"
     hit = disk.get(key, suffix, arch)
     if hit is not None:
-        return hit.read_bytes()
+        try:
+            return hit.read_bytes()
+        except FileNotFoundError:  # pruned by another process meanwhile: a miss
+            pass
     image = _compile(source, arch, cubin, name)
     fd, name_on_disk = tempfile.mkstemp(dir=disk.root, prefix=f".{key}.", suffix=".tmp")
     produced = Path(name_on_disk)
