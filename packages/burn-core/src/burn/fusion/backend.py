@@ -30,6 +30,7 @@ from burn.fusion.elementwise import fusable
 from burn.fusion.handle import FusionTensor
 from burn.fusion.stats import STATS
 from burn.fusion.stream import Stream, accepts, planned_ops
+from burn.fusion.view import VIEWS
 from burn.ir import OPS, OpDef, TensorIR
 
 #: Most inferred results a fusion backend keeps (all are dropped when full).
@@ -112,7 +113,8 @@ class Fusion(Decorator):
     def handle(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         name = op.name
         positions = self.recorded.get(name)
-        if positions is not None:
+        if positions is not None and (name not in VIEWS or (
+                type(args[0]) is FusionTensor and args[0].value is None)):
             tensor_at, casts, optional = positions
             handles = [args[i] for i in tensor_at]
             key: list[Any] = [name]
@@ -152,7 +154,8 @@ class Fusion(Decorator):
             result = op.infer(dict(zip(names, (h.shape for h in handles), strict=True)),
                               dict(zip(names, (h.dtype for h in handles), strict=True)),
                               scalars)[0]
-            if None not in result[0]:  # as the unfused op would, at once (its user name)
+            if None not in result[0] and op.name not in VIEWS:  # as the unfused op would,
+                # at once (its user name; a view allocates nothing)
                 name = op.name.removeprefix(f"{op.kind.value}_") if op.kind else op.name
                 check_alloc(name, cast(tuple[int, ...], result[0]), result[1])
         if len(self._results) >= MAX_RESULTS:
@@ -302,7 +305,8 @@ def _method(fusion: Fusion, op: OpDef,
     """`op`'s method on `fusion` where it has one or two tensors and no list of them (None
     for other ops): with `recorded` (`Fusion.recorded`'s positions), `Fusion.handle`'s
     recording inlined (the same structures, so one cache); then, where the op is not
-    recorded (its structure is not, or is `Stream.lone` and reads no pending result) and no
+    recorded (its structure is not, or is `Stream.lone` and reads no pending result, or it
+    is a view, `view.VIEWS`, of a computed tensor) and no
     argument is a `FusionTensor`, the inner backend's method at once, counted as
     `at_once` counts (inline); else `Fusion.eager`; the generic method for keyword calls."""
     tensor_at = op.tensor_at
@@ -321,11 +325,13 @@ def _method(fusion: Fusion, op: OpDef,
     # (`at_once`'s counting inlined: the call it saves was ~0.2 us an op in a training step)
     stats, runtime = STATS, getattr(inner, "runtime", None)
 
+    view = name in VIEWS  # (recorded only where it reads a pending result)
+
     def method(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return generic(fusion, *args, **kwargs)
         a, b = args[first], args[second]  # (one tensor: the same)
-        if recorded:
+        if recorded and (not view or (type(a) is FusionTensor and a.value is None)):
             # (dtypes hash by identity, in C: `DType.__hash__`)
             key: tuple[Any, ...] = (name, a.shape, a.dtype, b.shape, b.dtype) if two \
                 else (name, a.shape, a.dtype)

@@ -15,7 +15,9 @@ ops:
   (`reduce.run_reduce`);
 - matmul: a matmul and the elementwise ops of its result's shape after it, its epilogue, and
   on GPU runtimes the elementwise block before it where that computes an operand, its
-  prologue (`matmul.run_matmul`).
+  prologue (`matmul.run_matmul`);
+- view: a reshape, expand, swap_dims or permute reading a pending result, alone
+  (`view.run_view`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from burn.fusion.matmul import accepts as matmul_accepts
 from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduce_layout, reduced_dim, run_reduce
 from burn.fusion.reduce import accepts as reduce_accepts
 from burn.fusion.stats import STATS
+from burn.fusion.view import VIEWS, run_view
 from burn.ir import OPS, OpDef, TensorIR, new_id
 
 _ref = weakref.ref
@@ -290,7 +293,8 @@ class Stream:
         failed: set[int] = set()  # results of failed blocks and of blocks reading them
         for kind, start, end, cell in blocks:
             block = pending[start:end]
-            run = run_block if kind is None else run_matmul if kind == "matmul" else run_reduce
+            run = run_block if kind is None else run_matmul if kind == "matmul" \
+                else run_view if kind == "view" else run_reduce
             if failure is not None and any(type(a) is TensorIR and a.id in failed
                                            for r in block for a in r.args):
                 _fail(block, weak, failure, failed)
@@ -501,23 +505,23 @@ def _fail(block: list[Pending], weak: dict[int, weakref.ref[FusionTensor]], exc:
 
 
 #: Ops other than elementwise ones that the planner takes (their inner backend must have them).
-PLANNED = (*REDUCTIONS, *MATMULS)
+PLANNED = (*REDUCTIONS, *MATMULS, *VIEWS)
 
 
 def planned_ops(backend: type) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[()]]]:
-    """The reductions and matmuls a fusion backend records over `backend` (a cube backend
-    class), as `Fusion.recorded` holds them: the positions of their tensors and of their
-    compile-time arguments (the reduced dim)."""
+    """The reductions, matmuls and views a fusion backend records over `backend` (a cube
+    backend class), as `Fusion.recorded` holds them: the positions of their tensors and of
+    their compile-time arguments (the reduced dim; a view's shape, dims or axes, tuples)."""
     return {name: (OPS[name].tensor_at,
-                   tuple(i for i, p in enumerate(OPS[name].params) if p.type == "int"), ())
-            for name in PLANNED if hasattr(backend, name)}
+                   tuple(i for i, p in enumerate(OPS[name].params) if not p.is_tensor), ())
+            for name in PLANNED if name in OPS and hasattr(backend, name)}
 
 
 def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor]) -> bool:
     """Whether the planner takes this call of a recorded op (elementwise ops always;
     reductions and matmuls of floats where their fusers do)."""
     name = op.name
-    if name not in REDUCTIONS and name not in MATMULS:
+    if name not in REDUCTIONS and name not in MATMULS:  # (elementwise ops and views)
         return True
     if not all(h.dtype.is_float for h in handles):
         return False
@@ -528,10 +532,11 @@ def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor]) -> bo
 
 def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pending]]]:
     """The planner: the pending ops cut into blocks (module docstring), each with its kind
-    (None: elementwise, "reduce" or "matmul"). With `cpu` (the cpu runtime), an elementwise op
-    the C target leaves as a library call (`vectorizes_on_cpu`) is an elementwise block of its
-    own, run by the inner backend's kernel, so the ops around it stay vectorized (reduce
-    kernels' loops are not vectorized: it joins them on read and on write)."""
+    (None: elementwise, "reduce", "matmul" or "view": `view.VIEWS`, one record a block).
+    With `cpu` (the cpu runtime), an elementwise op the C target leaves as a library call
+    (`vectorizes_on_cpu`) is an elementwise block of its own, run by the inner backend's
+    kernel, so the ops around it stay vectorized (reduce kernels' loops are not vectorized:
+    it joins them on read and on write)."""
     blocks: list[tuple[str | None, list[Pending]]] = []
     kind: str | None = None
     shapes: tuple[Any, ...] = ()  # the shapes the current block takes
@@ -540,7 +545,10 @@ def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pe
     for record in pending:
         name = record.op.name
         shape = record.out.shape
-        if name in REDUCTIONS:
+        if name in VIEWS:  # a block of its own, which nothing joins
+            kind, shapes, alone = "view", (), False
+            blocks.append((kind, []))
+        elif name in REDUCTIONS:
             alone = False
             here = reduced_dim(record)
             if kind == "reduce" and here == reduction:
