@@ -226,21 +226,25 @@ def test_broadcast_rows(base: str, rows: int, cols: int,
     check(y, torch.nn.functional.silu(tx + tb) * 0.5 - tx, rtol=1e-5, atol=1e-6)
 
 
-def test_gpu_blocks_past_the_grid_go_by_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gpu_blocks_past_the_grid_go_by_rows(base: str, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
     """On a GPU runtime whose x grid a broadcast block would exceed by element (a limit of 64
-    cubes here: 70 rows of 4096 need 280 at 4 positions a unit), the block goes by rows."""
+    cubes here: 70 rows of 4096 need 280 at 4 positions a unit), the block goes by rows (on
+    `base`, or for `cpu`, which has no grid, on a GPU runtime of this machine)."""
     import dataclasses
 
-    if "wgpu" not in DEVICES:
-        pytest.fail("no wgpu adapter: the GPU schedule is not tested")
-    rt: Any = burn.Device("wgpu").backend.runtime
+    gpu = base if base != "cpu" else next((d for d in DEVICES if d != "cpu"), None)
+    if gpu is None:
+        pytest.fail("no GPU runtime (wgpu adapter or CUDA device): the GPU schedule is not "
+                    "tested")
+    rt: Any = burn.Device(gpu).backend.runtime
     small = dataclasses.replace(rt.properties, max_cube_count=(64, 65535, 65535))
     monkeypatch.setitem(rt.__dict__, "properties", small)  # the cached property's value
     rng = np.random.default_rng(6)
     xd = rng.standard_normal((70, 4096)).astype(np.float32)
     bd = rng.standard_normal((4096,)).astype(np.float32)
-    x = burn.tensor(xd, device="wgpu+fusion")
-    b = burn.tensor(bd, device="wgpu+fusion")
+    x = burn.tensor(xd, device=f"{gpu}+fusion")
+    b = burn.tensor(bd, device=f"{gpu}+fusion")
     y = F.relu(x + b) * 2.0
     tx, tb = torch.from_numpy(xd), torch.from_numpy(bd)
     check(y, torch.relu(tx + tb) * 2.0)
