@@ -6,7 +6,7 @@ import functools
 import math
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,6 +317,25 @@ class PooledArray(DeviceArray):
             runtime.buffers.keep(self.shape, self.dtype, handle, self.address, held)
         except Exception:  # noqa: S110 - at interpreter exit the module may be torn down
             pass
+
+
+def batch_offsets(batch: tuple[int, ...], strides: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """The element offset of every matrix of each operand from its first one's, batch
+    indices in row-major order (what batched products read their matrices by: the cpu gemm's
+    batch, cuBLAS's pointer arrays).
+
+    Args:
+        batch: the batch dims.
+        strides: per operand, its element strides over those dims (0 where broadcast).
+    Returns:
+        [operands, prod(batch)] int64 offsets.
+    """
+    offsets = np.zeros((len(strides), *batch), np.int64)
+    for dim, size in enumerate(batch):
+        step = np.arange(size, dtype=np.int64).reshape((size,) + (1,) * (len(batch) - 1 - dim))
+        for operand, stride in zip(offsets, strides, strict=True):
+            operand += step * stride[dim]
+    return offsets.reshape(len(strides), -1)
 
 
 def gather_view(storage: np.ndarray, view: DeviceArray) -> np.ndarray:

@@ -12,10 +12,8 @@ import math
 from importlib import resources
 from typing import Any
 
-import numpy as np
-
 from burn_cube.errors import LaunchError
-from burn_cube.runtime.base import DeviceArray
+from burn_cube.runtime.base import DeviceArray, batch_offsets
 from burn_cube.runtime.cpu import element_address
 
 #: element dtype name -> the library's type name (its functions bc_gemm_<name> and
@@ -95,21 +93,11 @@ def gemm_batched(runtime: Any, a: DeviceArray, b: DeviceArray, out: DeviceArray)
     (m, k), n = a.shape[-2:], b.shape[-1]
     batch = out.shape[:-2]
     sa, sb = a.strides, b.strides
-    a_offsets, b_offsets = _offsets(batch, sa[:-2]), _offsets(batch, sb[:-2])  # (held)
+    offsets = batch_offsets(batch, (sa[:-2], sb[:-2]))  # (held: the kernel reads them)
     _check(_functions(runtime)[a.dtype.name][1](
-        math.prod(batch), a_offsets.ctypes.data, b_offsets.ctypes.data, m, n, k,
+        math.prod(batch), offsets[0].ctypes.data, offsets[1].ctypes.data, m, n, k,
         element_address(a), sa[-2], sa[-1], element_address(b), sb[-2], sb[-1],
         element_address(out), n))
-
-
-def _offsets(batch: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
-    """The element offset of each matrix from the first one's, for batch dims `batch` at
-    element `strides`, in C order of the batch (int64)."""
-    offsets = np.zeros(batch, np.int64)
-    for dim, (size, stride) in enumerate(zip(batch, strides, strict=True)):
-        step = np.arange(size, dtype=np.int64) * stride
-        offsets += step.reshape((size,) + (1,) * (len(batch) - 1 - dim))
-    return offsets.reshape(-1)
 
 
 def _check(status: int) -> None:

@@ -35,6 +35,7 @@ from burn.errors import DeviceError, DTypeError
 from burn.ir.rules import matmul as matmul_shape
 from burn_cube.errors import LaunchError
 from burn_cube.runtime import gemm as cpu_gemm
+from burn_cube.runtime.base import batch_offsets
 
 from . import blas_pair
 from .creation import full
@@ -366,19 +367,6 @@ def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeT
                 handle, b[0], a[0], n, m, k, alpha, pb, dtype, b[1], sb, pa, dtype, a[1], sa,
                 beta, pc, dtype, n, sc, math.prod(batch), compute, _GEMM_DEFAULT)
     return out
-
-
-def batch_offsets(batch: Shape, strides: list[Shape]) -> np.ndarray:
-    """The element offset of every matrix of each operand, batch indices in row-major order.
-
-    Args:
-        batch: the batch dims.
-        strides: per operand, its element strides over those dims.
-    Returns:
-        [operands, prod(batch)] int64 offsets.
-    """
-    grid = np.indices(batch).reshape(len(batch), math.prod(batch))  # () -> one matrix
-    return np.stack([np.asarray(s, np.int64) @ grid for s in strides])
 
 
 def _gemm_batched_ex() -> Callable[..., int] | None:
