@@ -275,9 +275,7 @@ class DiskCache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or cache_dir()
-        #: when this process last looked whether the directory is due for pruning, and the
-        #: thread of its last scan.
-        self._looked = -PRUNE_EVERY
+        #: the thread of this cache's last scan for pruning.
         self.pruning: threading.Thread | None = None
 
     def prune_when_due(self) -> None:
@@ -285,11 +283,9 @@ class DiskCache:
         cache takes seconds), when no process began a scan of it in the last `PRUNE_EVERY`
         seconds (called after a write; errors of the scan are ignored: a cache that cannot
         be pruned still serves)."""
-        now = time.monotonic()
         limit = max_bytes()
-        if not limit or now - self._looked < PRUNE_EVERY:
+        if not limit:
             return
-        self._looked = now
         marker = self.root / ".pruned"
         try:
             if time.time() - marker.stat().st_mtime < PRUNE_EVERY:
