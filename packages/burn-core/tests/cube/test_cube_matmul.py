@@ -440,7 +440,9 @@ def test_candidates_per_runtime() -> None:
     cpu, wgpu = _backend("cpu"), _backend("wgpu")
     assert mm.candidates(cpu, DType.float32, mm.CPU_GEMM_TUNE_WORK * 2) == ["blas"]
     for dtype in (DType.float32, DType.float64):
-        assert mm.candidates(cpu, dtype, 1 << 20) == ["blas", "gemm"]
+        assert mm.candidates(cpu, dtype, 1 << 10) == ["gemm"]
+        assert mm.candidates(cpu, dtype, mm.CPU_GEMM_ONLY_WORK) == ["gemm"]
+        assert mm.candidates(cpu, dtype, mm.CPU_GEMM_ONLY_WORK * 2) == ["blas", "gemm"]
         assert mm.candidates(cpu, dtype, mm.CPU_GEMM_TUNE_WORK) == ["blas", "gemm"]
     for dtype in (DType.float16, DType.bfloat16):
         assert mm.candidates(cpu, dtype, 1 << 20) == ["blas"]

@@ -56,6 +56,16 @@ SHARED_BYTES = 16384
 CPU_INT_TILES = ("tile64x64x16", "tile32x32x16")
 CPU_TUNE_WORK = 1 << 24
 CPU_GEMM_TUNE_WORK = 1 << 28
+#: float32 / float64 products of up to `CPU_GEMM_ONLY_WORK` multiply-adds (of the shape
+#: bucket) run on the cpu runtime's own kernel without a race. Timed alone, BLAS wins the
+#: smallest by up to 2x ([64, 2] @ [2, 64]: 3.2 us against 6.0), but inside a program its
+#: calls cost 2-3x their time alone and slow the kernels around them (OpenBLAS's code and
+#: buffers in the caches, its result copied into the runtime's memory; at 2 threads its
+#: threads against the OpenMP team): the MLP step's three small products on BLAS took 58 us
+#: against 50 on the kernel, and the whole step 1046 against 961 us at 1 thread, 991 against
+#: 738 us at 2 (LeNet: 4.70 against 4.33 ms, 4.13 against 3.56 ms; min of 12 interleaved
+#: rounds, AVX-512, 2 cores).
+CPU_GEMM_ONLY_WORK = 1 << 20
 #: The scalar tile a line tile's runner takes when rhs or out cannot be read as whole lines.
 LINE_FALLBACK = "tile64x64x16"
 
@@ -511,7 +521,8 @@ def candidates(backend: Any, dtype: DType, work: int) -> list[str]:
     if only is not None:
         return [only]
     if props.name == "cpu" and dtype in _CPU_GEMM:
-        return ["blas", "gemm"] if work <= CPU_GEMM_TUNE_WORK else ["blas"]
+        return ["gemm"] if work <= CPU_GEMM_ONLY_WORK else ["blas", "gemm"] \
+            if work <= CPU_GEMM_TUNE_WORK else ["blas"]
     if props.name == "cpu":
         return ["blas", *CPU_INT_TILES] if work <= CPU_TUNE_WORK else [CPU_INT_TILES[0]]
     item = accumulator(dtype).numpy.itemsize
