@@ -21,8 +21,10 @@ does; off by default (full float32 products). Only the cuda runtime's cuBLAS pat
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -144,6 +146,8 @@ def kernel_views(lhs: CubeTensor, rhs: CubeTensor, out: CubeTensor
     batch = out.shape[:-2]
     if not batch:  # matrices (the most frequent): the kernels of rank 2 read them as they are
         return lhs, rhs, out
+    if len(batch) == 1 and lhs.shape[:-2] == batch and rhs.shape[:-2] == batch:
+        return lhs, rhs, out  # one batch dim, no broadcast: as they are
     views = (broadcast_view(lhs, (*batch, *lhs.shape[-2:])),
              broadcast_view(rhs, (*batch, *rhs.shape[-2:])), out)
     if len(batch) == 1:  # nothing to merge (checked first, it is cheap)
@@ -322,8 +326,9 @@ def _gemm_operand(t: CubeTensor) -> tuple[int, int] | None:
     return None
 
 
+@functools.cache
 def _cublas() -> Any:
-    """CuPy's cuBLAS bindings (the module moved between CuPy versions)."""
+    """CuPy's cuBLAS bindings (the module moved between CuPy versions), found once."""
     try:
         from cupy_backends.cuda.libs import cublas
     except ImportError:  # pragma: no cover - depends on the CuPy version
@@ -343,20 +348,14 @@ def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeT
     if a is None or b is None:
         return None
     m, k, n = lv.shape[-2], lv.shape[-1], rv.shape[-1]
-    dtype = _CUDA_DTYPES[lhs.dtype]
-    wide = np.float64 if lhs.dtype is DType.float64 else np.float32
-    compute = (_COMPUTE_64F if wide is np.float64 else
-               _COMPUTE_32F_FAST_TF32 if settings.allow_tf32 and lhs.dtype is DType.float32
-               else _COMPUTE_32F)
-    alpha, beta = _SCALAR_POINTERS[wide]
-    item = lhs.dtype.numpy.itemsize
-    pa, pb, pc = ((t.array if t.array.base is None else t.array.base).handle.data.ptr
-                  + t.array.offset * item for t in (lv, rv, ov))
+    dtype, compute, alpha, beta, item = _gemm_types(lhs.dtype, settings.allow_tf32)
+    pa, pb, pc = [(t.array if t.array.base is None else t.array.base).handle.data.ptr
+                  + t.array.offset * item for t in (lv, rv, ov)]
     batch = ov.shape[:-2]
     strides = [t.array.strides[:-2] for t in (lv, rv, ov)]
     cublas, rt = _cublas(), backend.runtime
     with rt.device, rt.stream:
-        handle = _handle(cublas)
+        handle = _handle(cublas, rt.device)
         if len(batch) > 1:  # batch strides that merge into no single run (heads split from
             # [b, s, h * d]): one call on arrays of matrix pointers, made on the device
             gemm_batched = _gemm_batched_ex()
@@ -372,11 +371,22 @@ def _gemm(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeT
                 raise DeviceError("matmul", "cublasGemmBatchedEx failed", status=status,
                                   lhs=lhs.shape, rhs=rhs.shape, dtype=lhs.dtype.value)
         else:
-            sa, sb, sc = (st[0] if st else 0 for st in strides)  # one run, or one matrix
+            sa, sb, sc = [st[0] if st else 0 for st in strides]  # one run, or one matrix
             cublas.gemmStridedBatchedEx(
                 handle, b[0], a[0], n, m, k, alpha, pb, dtype, b[1], sb, pa, dtype, a[1], sa,
                 beta, pc, dtype, n, sc, math.prod(batch), compute, _GEMM_DEFAULT)
     return out
+
+
+@functools.cache
+def _gemm_types(dtype: DType, tf32: bool) -> tuple[int, int, int, int, int]:
+    """cuBLAS's arguments for products of `dtype` (`tf32`: TF32 allowed): its data type, the
+    compute type, the pointers to alpha and beta, and the element size in bytes."""
+    wide = np.float64 if dtype is DType.float64 else np.float32
+    compute = (_COMPUTE_64F if wide is np.float64 else
+               _COMPUTE_32F_FAST_TF32 if tf32 and dtype is DType.float32 else _COMPUTE_32F)
+    alpha, beta = _SCALAR_POINTERS[wide]
+    return _CUDA_DTYPES[dtype], compute, alpha, beta, dtype.numpy.itemsize
 
 
 def _gemm_batched_ex() -> Callable[..., int] | None:
@@ -448,12 +458,17 @@ _POINTER_LAYOUTS = 64
 _ADD_BASES: Any = None
 
 
-def _handle(cublas: Any) -> int:
-    """CuPy's cuBLAS handle of the current device and thread, given a `WORKSPACE_BYTES`
-    workspace the first time it is seen."""
+def _handle(cublas: Any, device: Any) -> int:
+    """CuPy's cuBLAS handle of `device` (the current one) and this thread, given a
+    `WORKSPACE_BYTES` workspace the first time it is seen; kept per thread and device (asking
+    CuPy took ~4 us a product on the H200's host)."""
+    handles = _THREAD_HANDLES.__dict__
+    handle = handles.get(device.id)
+    if handle is not None:
+        return handle
     import cupy
 
-    handle = int(cupy.cuda.device.get_cublas_handle())
+    handle = handles[device.id] = int(cupy.cuda.device.get_cublas_handle())
     if WORKSPACE_BYTES and handle not in _WORKSPACES and hasattr(cublas, "setWorkspace"):
         memory = cupy.cuda.alloc(WORKSPACE_BYTES)
         cublas.setWorkspace(handle, memory.ptr, WORKSPACE_BYTES)
@@ -461,15 +476,19 @@ def _handle(cublas: Any) -> int:
     return handle
 
 
+#: This thread's cuBLAS handles by device id (`_handle`).
+_THREAD_HANDLES = threading.local()
+
+
 def run_cublas(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
     """cuBLAS on the device buffers, on the runtime's stream: `_gemm` in place where the
     layouts allow, else cupy.matmul (bfloat16, which CuPy lacks, then multiplies float32
     copies and rounds the product back, as the NumPy backend computes it)."""
-    import cupy
-
     out = _gemm(backend, lhs, rhs, shape)
     if out is not None:
         return out
+    import cupy
+
     if lhs.dtype is DType.bfloat16:
         wide = run_cublas(backend, backend.float_cast(lhs, DType.float32),
                           backend.float_cast(rhs, DType.float32), shape)
@@ -553,8 +572,12 @@ def matmul(backend: Any, lhs: CubeTensor, rhs: CubeTensor, strategy: str | None 
         raise DTypeError("matmul", "needs two float or two int tensors of one dtype",
                          lhs=dtype.value, rhs=rhs.dtype.value)
     shape: Shape
-    if len(ls) == 2 and len(rs) == 2 and ls[1] == rs[0]:  # the common case, checked cheaply
-        shape = (ls[0], rs[1])
+    # the common cases checked cheaply: matrices, a batch times a matrix (a linear layer on
+    # [b, s, d]), batches of one shape (attention); others by the op table's rule
+    if len(rs) == 2 and len(ls) >= 2 and ls[-1] == rs[0]:
+        shape = (*ls[:-1], rs[1])
+    elif len(ls) == len(rs) > 2 and ls[-1] == rs[-2] and ls[:-2] == rs[:-2]:
+        shape = (*ls[:-1], rs[-1])
     else:
         shape = matmul_shape("matmul", {"lhs": ls, "rhs": rs}, {})[0]  # type: ignore[assignment]
     if 0 in shape:
