@@ -214,3 +214,27 @@ def test_a_dead_block_is_not_run(base: str, monkeypatch: pytest.MonkeyPatch) -> 
     check(z, torch.from_numpy(qd) * 2.0 + 1.0)
     assert counter.take() == 1, counter.names
     assert stats().ops_dead == 5
+
+
+def test_a_written_prologue_is_a_block_of_its_own(base: str) -> None:
+    """A prologue whose result something holds is planned as its own elementwise block, and
+    pays for its recording by itself: two small ops that save one launch run at once from
+    their `LONE`th flushes on (on every runtime), while the product and its epilogue after
+    them stay one fused kernel on GPU runtimes; values as torch's at every step."""
+    from burn.fusion.handle import FusionTensor
+    from burn.fusion.stream import LONE
+
+    dev = f"{base}+fusion"
+    xd, wd = data((33, 47), (47, 29), seed=19)
+    x, w = (burn.tensor(a, device=dev) for a in (xd, wd))
+    tx, tw = torch.from_numpy(xd), torch.from_numpy(wd)
+    for _ in range(2 * LONE + 1):
+        reset_stats()
+        r = F.relu(x * 2.0)
+        pending = type(r._prim) is FusionTensor and r._prim.value is None
+        out = F.relu(r @ w) * 0.5
+        check(out, torch.relu(torch.relu(tx * 2.0) @ tw) * 0.5)
+        check(r, torch.relu(tx * 2.0))
+    assert not pending  # (the last step's prologue ran at once)
+    if base != "cpu":
+        assert stats().ops_fused == 3  # the product, its relu and its scale: one kernel

@@ -14,8 +14,9 @@ ops:
   and between them and those of that shape or the reduced shape after them
   (`reduce.run_reduce`);
 - matmul: a matmul and the elementwise ops of its result's shape after it, its epilogue, and
-  on GPU runtimes the elementwise block before it where that computes an operand, its
-  prologue (`matmul.run_matmul`);
+  on GPU runtimes the elementwise block before it where that computes an operand and has no
+  result to write, its prologue (`matmul.run_matmul`; a prologue with one stays an
+  elementwise block: `_written_prologues`);
 - view: a reshape, expand, swap_dims or permute reading a pending result, alone
   (`view.run_view`).
 """
@@ -398,32 +399,13 @@ class Stream:
     def _plan(self, pending: list[Pending], held: tuple[bool, ...]) -> FlushPlan:
         """How `pending` runs: its blocks as (kind, start, end, cell) and the positions of
         the results to write (held by a handle, or read by a later block). Blocks of one
-        structure share a cell across flush plans (`cells`)."""
-        blocks: list[tuple[str | None, int, int, Cell]] = []
-        at: dict[int, int] = {}  # the block of each result by id
-        start = 0
-        for kind, block in _blocks(pending, self.cpu):
-            for r in block:
-                at[r.out.id] = len(blocks)
-            blocks.append((kind, start, start + len(block), Cell()))
-            start += len(block)
-        needed = {r.out.id for r, h in zip(pending, held, strict=True) if h}
-        # results held, and those a live record reads (a dead block's inputs are not written
-        # for it); a matmul block with a live record reads its product's operands whatever
-        # else in it is live, so all its records count as live
-        live, hot = set(needed), set()
-        for r in reversed(pending):
-            b = at[r.out.id]
-            if r.out.id in live or b in hot:
-                if blocks[b][0] == "matmul":
-                    hot.add(b)
-                live.add(r.out.id)
-                live.update(a.id for a in r.args if type(a) is TensorIR)
-        for b, (_, start, end, _) in enumerate(blocks):
-            for r in pending[start:end]:
-                if r.out.id in live:
-                    needed.update(a.id for a in r.args
-                                  if type(a) is TensorIR and at.get(a.id, b) != b)
+        structure share a cell across flush plans (`cells`). On GPU runtimes a prologue
+        with a result to write is a block of its own (`_written_prologues`)."""
+        cut = _blocks(pending, self.cpu)
+        blocks, needed = _needed(pending, cut, held)
+        split = None if self.cpu else _written_prologues(cut, needed)
+        if split is not None:
+            blocks, needed = _needed(pending, split, held)
         leaders = [self._leader(blocks[0][0], pending[:blocks[0][2]], needed)]
         leaders += [self._leader(kind, pending[start:end], needed)
                     for kind, start, end, _ in blocks[1:]
@@ -491,6 +473,57 @@ class Stream:
         if self.cpu:
             return kind == "matmul" or kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
+
+
+def _needed(pending: list[Pending], cut: list[tuple[str | None, list[Pending]]],
+            held: tuple[bool, ...]) -> tuple[list[tuple[str | None, int, int, Cell]], set[int]]:
+    """The blocks of `cut` (the planner's, consecutive) as (kind, start, end, new cell), and
+    the ids of the results to write: those `held` by a handle, and those a live record of a
+    later block reads (a dead block's inputs are not written for it; a matmul block with a
+    live record reads its product's operands whatever else in it is live, so all its records
+    count as live)."""
+    blocks: list[tuple[str | None, int, int, Cell]] = []
+    at: dict[int, int] = {}  # the block of each result by id
+    start = 0
+    for kind, block in cut:
+        for r in block:
+            at[r.out.id] = len(blocks)
+        blocks.append((kind, start, start + len(block), Cell()))
+        start += len(block)
+    needed = {r.out.id for r, h in zip(pending, held, strict=True) if h}
+    live, hot = set(needed), set()
+    for r in reversed(pending):
+        b = at[r.out.id]
+        if r.out.id in live or b in hot:
+            if blocks[b][0] == "matmul":
+                hot.add(b)
+            live.add(r.out.id)
+            live.update(a.id for a in r.args if type(a) is TensorIR)
+    for b, (_, start, end, _) in enumerate(blocks):
+        for r in pending[start:end]:
+            if r.out.id in live:
+                needed.update(a.id for a in r.args
+                              if type(a) is TensorIR and at.get(a.id, b) != b)
+    return blocks, needed
+
+
+def _written_prologues(cut: list[tuple[str | None, list[Pending]]], needed: set[int]
+                       ) -> list[tuple[str | None, list[Pending]]] | None:
+    """`cut` with each matmul block whose prologue has a result to write (held, or read by a
+    later block: the kernel recomputes a prologue per cube and never writes it) cut into the
+    prologue's elementwise block and the rest; None where there is none. The two then pay
+    for their recording each by itself (`Stream._pays`): a written prologue saves only its
+    own launches, as its block alone would (a small MLP's bias and relu before its second
+    layer's product, recorded and flushed as one such block at every step, cost the H100's
+    host more than the two launches they saved)."""
+    split: list[tuple[str | None, list[Pending]]] = []
+    for kind, block in cut:
+        at = next((i for i, r in enumerate(block) if r.op.name in MATMULS), 0)
+        if kind == "matmul" and at and any(r.out.id in needed for r in block[:at]):
+            split += [(None, block[:at]), ("matmul", block[at:])]
+        else:
+            split.append((kind, block))
+    return split if len(split) > len(cut) else None
 
 
 def _fail(block: list[Pending], weak: dict[int, weakref.ref[FusionTensor]], exc: Exception,
