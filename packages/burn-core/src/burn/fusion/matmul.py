@@ -12,13 +12,13 @@ operand's elements (`matmul_kernels.Prologue`), reading the prologue's inputs in
 results are recomputed by each cube that reads them and never written, so a prologue whose
 results are needed elsewhere is planned as an elementwise block of its own
 (`stream._written_prologues`), and one the epilogue reads, or before a product of rank 4 or
-more (batch dims the kernel merges), runs its ops first as an elementwise block (`Split`). Whether to fuse is decided once per
-block structure from the product's size and the strategy the matmul's autotuner chose for the
-shape (`_tile`): up to `FUSE_WORK` multiply-adds, a scalar tile or the naive kernel fuses
-(into that tile, or a small one), and up to `LINE_FUSE_WORK` a float32 line tile into
-`LINE_FALLBACK`'s scalar tile (which loses the lines); a larger product, or a vendor
-library's (BLAS on the cpu runtime, cuBLAS), runs as the inner
-backend's, and the epilogue is then one fused elementwise block reading it
+more (batch dims the kernel merges), runs its ops first as an elementwise block (`Split`).
+Whether to fuse is decided once per block structure from the product's size and the strategy
+the matmul's autotuner chose for the shape (`_tile`): up to `FUSE_WORK` multiply-adds, a
+scalar tile or the naive kernel fuses (into that tile, or a small one), and up to
+`LINE_FUSE_WORK` a float32 line tile into `LINE_FALLBACK`'s scalar tile (which loses the
+lines); a larger product, or a vendor library's (BLAS on the cpu runtime, cuBLAS), runs as
+the inner backend's, and the epilogue is then one fused elementwise block reading it
 (`elementwise.run_block`). Kernels are cached by the block's signature; numbers are runtime
 scalars.
 """
