@@ -188,11 +188,9 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         STATS.cache_hits += 1
     if type(plan) is Split:
         operands = {a.id for a in block[plan.at].args}
-        first = run_block(inner, block[:plan.at], values, needed | operands, plan.prologue)
-        values.update(first)
-        results = run_matmul(inner, block[plan.at:], values, needed, plan.rest)
-        results.update((tid, value) for tid, value in first.items() if tid in needed)
-        return results
+        values.update(run_block(inner, block[:plan.at], values, needed | operands,
+                                plan.prologue))
+        return run_matmul(inner, block[plan.at:], values, needed, plan.rest)
     if type(plan) is Unfused:
         lhs, rhs = (values[a.id] for a in block[0].args)
         return _unfused(inner, block, lhs, rhs, values, needed, plan.epilogue)
@@ -414,13 +412,14 @@ def _prologue_plan(inner: Any, block: list[Pending], at: int, values: dict[int, 
     """The plan of a block whose records before the matmul (at `at`) compute an operand,
     where one kernel computes it all: a product of rank 2 or 3 the tiled kernel takes
     (`_tile`, timed on a dense stand-in of the computed operand), a prologue whose results
-    only the matmul reads (none written, none read by the epilogue) with a tensor of the
-    product's dtype to stand in for a computed operand (an input, or the other operand), and
-    an epilogue `_fused_plan` takes; else None."""
+    only the matmul reads (none read by the epilogue; none is written: the planner makes a
+    prologue with a result to write a block of its own, `stream._written_prologues`) with a
+    tensor of the product's dtype to stand in for a computed operand (an input, or the other
+    operand), and an epilogue `_fused_plan` takes; else None."""
     matmul, before, rest = block[at], block[:at], block[at:]
     shape = cast(tuple[int, ...], matmul.out.shape)
     mine = {r.out.id for r in before}
-    if len(shape) > 3 or mine & needed or any(
+    if len(shape) > 3 or any(
             type(a) is TensorIR and a.id in mine for r in rest[1:] for a in r.args):
         return None
     program = _program(before, {a.id for a in matmul.args if a.id in mine}, inlined=True)
