@@ -99,6 +99,24 @@ def test_cross_entropy_special_logits(name: str, dtype: str, grad_device: burn.D
                       [T(logits, dtype), T(target, "int64")], grad_device)
 
 
+@pytest.mark.parametrize("name,dtype", [op_param("cross_entropy", d)
+                                        for d in ("float32", "float64")])
+def test_cross_entropy_large_logits(name: str, dtype: str, grad_device: burn.Device) -> None:
+    """Logits far larger than the loss (rows offset by 1e7 / 1e8 / 1e15): the loss is
+    max - x[target] + log(sum of exp(x - max)), never x[target] subtracted from the row's
+    log-sum-exp (1e8 + log 2 rounds to 1e8 in float32, which lost the loss), with and without
+    label smoothing."""
+    offset = 1e15 if dtype == "float64" else 1e8
+    logits = np.array([[offset, offset, -offset, 0.0], [1e7, 1e7, 0.0, 1e7 - 2.0],
+                       [1000.0, 1001.0, 1002.0, 999.5], [-offset, -offset, -offset, -offset]],
+                      dtype)
+    target = np.array([0, 3, 0, 2])
+    for kw in ({"reduction": "none"}, {"reduction": "none", "label_smoothing": 0.2}, {}):
+        check_forward(lambda a, t, o=kw: F.cross_entropy(a, t, **o),
+                      lambda a, t, o=kw: tF.cross_entropy(a, t, **o),
+                      [T(logits, dtype), T(target, "int64", grad=False)], grad_device)
+
+
 # Ignored rows hold nan / +-inf logits, kept rows are finite: torch skips ignored samples, so
 # the loss is finite (and their "none" losses 0); their gradient rows stay what the log-softmax
 # backward gives (nan for nan / +inf logits, 0 for -inf), as torch.

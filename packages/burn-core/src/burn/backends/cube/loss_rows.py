@@ -179,11 +179,13 @@ def _loss(row: _Sample, classes: Any, exps: Any, eps: Any, smoothing: bool) -> A
     """The sample's loss in the accumulator dtype (module docstring)."""
     b, acc = row.b, row.acc
     peak, total = row.stats(classes, exps)
-    lse = b.local(acc, peak + b.log(total))
-    value = b.local(acc, -(row.x(row.safe) - lse) * row.w_target)
+    # log p_k = (x_k - max) - log(sum): the max is not added back first (1e8 - (1e8 + log 2)
+    # is 0 in float32, as logits far larger than the loss would lose it)
+    log_total = b.local(acc, b.log(total))
+    value = b.local(acc, (log_total - (row.x(row.safe) - peak)) * row.w_target)
     if smoothing:
         def term(k: Any) -> tuple[Any]:
-            logp = row.x(k) - lse
+            logp = (row.x(k) - peak) - log_total
             return (logp if row.weight is None else logp * row.w(k),)
 
         spread = _lane_sums(b, acc, classes, term)[0]
