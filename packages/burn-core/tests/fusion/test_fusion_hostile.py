@@ -242,6 +242,34 @@ def test_saturated_rows_through_reductions(base: str) -> None:
             check(ours[1], theirs[1])
 
 
+@pytest.mark.parametrize("count", [40, 100, 140])
+def test_blocks_reading_more_tensors_than_a_kernel_binds(base: str, count: int) -> None:
+    """Sums of `count` tensors (past wgpu's 31 storage buffers a kernel and cuda's
+    `MAX_TENSORS`; 140 past the stream's bound of 128 records) as an elementwise block, as a
+    reduction's prologue, as a product's prologue and as its epilogue: the planner cuts
+    such blocks (`stream._bounded`) and every result is torch's."""
+    rng = np.random.default_rng(count)
+    arrays = [rng.standard_normal((8, 6)).astype(np.float32) for _ in range(count)]
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+
+    def total(xs: list[Any]) -> Any:
+        out = xs[0] * 1.0
+        for x in xs[1:]:
+            out = out + x
+        return out
+
+    dev = f"{base}+fusion"
+    ours = [burn.tensor(a, device=dev) for a in arrays]
+    theirs = [torch.from_numpy(a) for a in arrays]
+    bw, tw = burn.tensor(w, device=dev), torch.from_numpy(w)
+    for _ in range(2):  # planned, then from the plans
+        check(total(ours), total(theirs), rtol=1e-5, atol=1e-4)
+        check(total(ours).sum_dim(1), total(theirs).sum(1, keepdim=True), rtol=1e-5, atol=1e-3)
+        check(total(ours) @ bw, total(theirs) @ tw, rtol=1e-4, atol=1e-3)
+        check(total([ours[0] @ bw] + [x[:, :5] for x in ours[1:]]),
+              total([theirs[0] @ tw] + [x[:, :5] for x in theirs[1:]]), rtol=1e-5, atol=1e-4)
+
+
 def test_gelu_of_values_past_half_the_float_range(base: str) -> None:
     """x cdf(x) is halved before the product: the exact and tanh GELU of +-3e38 and 2e38
     are finite (they overflowed to inf on the cpu runtime), and their gradient under

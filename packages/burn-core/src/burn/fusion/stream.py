@@ -142,6 +142,9 @@ class Stream:
         #: `CPU_FUSE_WORK` (`_pays`; GPU runtimes' by `GPU_FUSE_WORK`), and a product takes
         #: no prologue (`_blocks`).
         self.cpu = getattr(inner, "runtime_name", None) == "cpu"
+        #: most tensors a kernel of the runtime binds (0: no limit; `_bounded`)
+        runtime = getattr(inner, "runtime", None)
+        self.max_tensors: int = runtime.properties.max_tensors if runtime is not None else 0
         STATS.streams += 1
 
     def record(self, op: OpDef, args: tuple[Any, ...], tensor_at: tuple[int, ...],
@@ -400,12 +403,13 @@ class Stream:
         """How `pending` runs: its blocks as (kind, start, end, cell) and the positions of
         the results to write (held by a handle, or read by a later block). Blocks of one
         structure share a cell across flush plans (`cells`). On GPU runtimes a prologue
-        with a result to write is a block of its own (`_written_prologues`)."""
+        with a result to write is a block of its own (`_written_prologues`), and no block
+        binds more tensors than a kernel takes (`_bounded`)."""
         cut = _blocks(pending, self.cpu)
         blocks, needed = _needed(pending, cut, held)
-        split = None if self.cpu else _written_prologues(cut, needed)
-        if split is not None:
-            blocks, needed = _needed(pending, split, held)
+        while (split := self._refined(cut, needed)) is not None:
+            cut = split
+            blocks, needed = _needed(pending, cut, held)
         leaders = [self._leader(blocks[0][0], pending[:blocks[0][2]], needed)]
         leaders += [self._leader(kind, pending[start:end], needed)
                     for kind, start, end, _ in blocks[1:]
@@ -418,6 +422,17 @@ class Stream:
         return (tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed),
                 tuple(lead[0] for lead in leaders if lead is not None and not lead[1]),
                 tuple(lead[0] for lead in leaders if lead is not None and lead[1]))
+
+    def _refined(self, cut: list[tuple[str | None, list[Pending]]], needed: set[int]
+                 ) -> list[tuple[str | None, list[Pending]]] | None:
+        """`cut` with more blocks where the GPU runtimes need them (`_written_prologues`,
+        then `_bounded`), or None where it stands as it is."""
+        if self.cpu:
+            return None
+        split = _written_prologues(cut, needed)
+        if split is None and self.max_tensors:
+            split = _bounded(cut, needed, self.max_tensors)
+        return split
 
     def _leader(self, kind: str | None, block: list[Pending], needed: set[int]
                 ) -> tuple[tuple[Any, ...], bool] | None:
@@ -521,6 +536,26 @@ def _written_prologues(cut: list[tuple[str | None, list[Pending]]], needed: set[
         at = next((i for i, r in enumerate(block) if r.op.name in MATMULS), 0)
         if kind == "matmul" and at and any(r.out.id in needed for r in block[:at]):
             split += [(None, block[:at]), ("matmul", block[at:])]
+        else:
+            split.append((kind, block))
+    return split if len(split) > len(cut) else None
+
+
+def _bounded(cut: list[tuple[str | None, list[Pending]]], needed: set[int], limit: int
+             ) -> list[tuple[str | None, list[Pending]]] | None:
+    """`cut` with each block of several records that would bind more than `limit` tensors
+    (its inputs from outside it and its results to write; a reduce or matmul kernel's own
+    scratch besides) cut in halves, planned again by `_blocks` (GPU runtimes); None where
+    every block fits. (wgpu binds a storage buffer a tensor: a sum of 31 tensors was one
+    kernel of 33 bindings, which llvmpipe's limit of 32 refused.)"""
+    split: list[tuple[str | None, list[Pending]]] = []
+    for kind, block in cut:
+        mine = {r.out.id for r in block}
+        inputs = {a.id for r in block for a in r.args if type(a) is TensorIR and a.id not in mine}
+        bound = len(inputs) + sum(r.out.id in needed for r in block) + (kind is not None)
+        if len(block) > 1 and bound > limit:
+            half = len(block) // 2
+            split += _blocks(block[:half], False) + _blocks(block[half:], False)
         else:
             split.append((kind, block))
     return split if len(split) > len(cut) else None

@@ -29,6 +29,7 @@ class Properties:
         max_cube_dim: Most units per cube.
         max_cube_count: Most cubes per dimension.
         plane_size: Units per plane (subgroup); 0 when plane ops are unavailable.
+        max_tensors: Most tensor parameters one kernel may take; 0 when there is no limit.
     """
 
     name: str
@@ -38,6 +39,7 @@ class Properties:
     max_cube_dim: int
     max_cube_count: tuple[int, int, int]
     plane_size: int
+    max_tensors: int = 0
 
 
 class DeviceArray:

@@ -63,6 +63,11 @@ POOL_BYTES = 2 * 2**30
 #: `item()`, twice a training step with a pending index check).
 PINNED_BYTES = 1 << 16
 
+#: Most tensor parameters one kernel takes (`Properties.max_tensors`): a tensor is an 8-byte
+#: address and 4-byte words of metadata (two, and a shape and a stride a dim: `_Packer`), 80
+#: bytes at rank 8, and a launch's parameters must fit 4 KiB (before CUDA 12.1 and Volta).
+MAX_TENSORS = 48
+
 #: numpy dtype whose bits stand in for one CuPy lacks.
 _BITS = {bf16.numpy: np.dtype(np.uint16)}
 
@@ -311,7 +316,8 @@ class CudaRuntime(Runtime):
         return Properties("cuda", self.description, "cuda",
                           frozenset(("bool", "u8", "i8", "u32", "i32", "i64", "f16", "bf16",
                                      "f32", "f64")),
-                          self.max_threads, self.max_grid, 32)  # type: ignore[arg-type]
+                          self.max_threads, self.max_grid, 32,  # type: ignore[arg-type]
+                          MAX_TENSORS)
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         with self.device, self.stream:

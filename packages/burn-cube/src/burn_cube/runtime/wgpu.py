@@ -200,7 +200,9 @@ class WgpuRuntime(Runtime):
         return Properties("wgpu", self.description, "wgsl", frozenset(dtypes),
                           self.limits["max-compute-invocations-per-workgroup"],
                           (per_dim * per_dim, per_dim, per_dim),
-                          32 if "subgroup" in self.features else 0)
+                          32 if "subgroup" in self.features else 0,
+                          # (a storage buffer each, and one for the `bc_info` words)
+                          self.limits["max-storage-buffers-per-shader-stage"] - 1)
 
     # ------------------------------------------------------------------------------ buffers
     def _buffer(self, nbytes: int) -> Any:
