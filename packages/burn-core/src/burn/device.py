@@ -143,13 +143,27 @@ def _inner_of(device: Device) -> Device:
     return Device(device._spec(device.decorators[:-1]))
 
 
-@cache
+#: The backend of each (name, index, decorators), built once; the lock makes threads using a
+#: device for the first time at once share one backend (one fusion stream a device).
+_backends: dict[tuple[str, int, tuple[str, ...]], Backend] = {}
+_backends_lock = threading.RLock()
+
+
 def _backend_for(name: str, index: int, decorators: tuple[str, ...]) -> Backend:
+    key = (name, index, decorators)
+    backend = _backends.get(key)
+    if backend is not None:
+        return backend
     from burn.backend.registry import build_backend, decorator_factory
 
-    if decorators:
-        return decorator_factory(decorators[-1])(_backend_for(name, index, decorators[:-1]))
-    return build_backend(name, index)
+    with _backends_lock:  # (re-entered for the inner backend of a decorator)
+        backend = _backends.get(key)
+        if backend is None:
+            backend = (decorator_factory(decorators[-1])(
+                _backend_for(name, index, decorators[:-1])) if decorators
+                else build_backend(name, index))
+            _backends[key] = backend
+        return backend
 
 
 def available_backends() -> list[BackendInfo]:

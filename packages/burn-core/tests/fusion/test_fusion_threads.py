@@ -4,6 +4,7 @@ the values of each one's own ops."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -61,3 +62,41 @@ def test_threads_share_a_device(base: str, fused: bool, switch_often: None) -> N
     for t in threads:
         t.join()
     assert not failures, "\n".join(failures[:3])
+
+
+#: Threads using one device for the first time at once: each builds or finds its backend, runs
+#: a chain and a product, and the process prints how many backends they got and what failed.
+FIRST_USE = """
+import sys, threading, numpy as np, burn
+sys.setswitchinterval(1e-6)
+spec, count = sys.argv[1], 8
+barrier = threading.Barrier(count)
+backends, failures = [], []
+def work(k):
+    x, w = np.full((3, 4), k - 3.5, np.float32), np.ones((4, 2), np.float32)
+    barrier.wait()
+    try:
+        device = burn.Device(spec)
+        backends.append(device.backend)
+        got = ((burn.tensor(x, device=device) * 2.0 + 1.0).relu()
+               @ burn.tensor(w, device=device)).to_numpy()
+        if not np.array_equal(got, np.maximum(x * 2.0 + 1.0, 0.0) @ w):
+            failures.append(k)
+    except Exception as exc:
+        failures.append(repr(exc))
+threads = [threading.Thread(target=work, args=(k,)) for k in range(count)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(len({id(b) for b in backends}), failures)
+"""
+
+
+def test_first_use_from_threads_shares_one_backend(base: str, fused: bool) -> None:
+    """Eight threads using a device for the first time at once share one backend (under
+    fusion one stream: two built at once left a tensor recorded on one to be flushed by the
+    other, and reading it failed) and get numpy's values."""
+    spec = f"{base}+fusion+autodiff" if fused else f"{base}+autodiff"
+    proc = subprocess.run([sys.executable, "-c", FIRST_USE, spec], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "[]"]
