@@ -270,6 +270,41 @@ def test_blocks_reading_more_tensors_than_a_kernel_binds(base: str, count: int) 
               total([theirs[0] @ tw] + [x[:, :5] for x in theirs[1:]]), rtol=1e-5, atol=1e-4)
 
 
+def _writes_through_exports(device: str | None) -> list[np.ndarray]:
+    """Ops reading a tensor before and after its memory is exported (numpy, then DLPack),
+    with writes through the exports in between; torch's tensors where `device` is None."""
+    def make() -> Any:
+        ones = np.ones((2, 3), np.float32)
+        return torch.from_numpy(ones) if device is None else burn.tensor(ones, device=device)
+
+    def exported(t: Any) -> Any:
+        return t.numpy() if device is None else np.asarray(t)
+
+    w = make()
+    before = w + 1.0  # recorded, then the write
+    view = exported(w)
+    view[:] = 50.0
+    after = w * 2.0  # recorded after the export, then another write
+    view[:] = 7.0
+    v = make()
+    scaled = (v * 3.0).exp()
+    torch.from_dlpack(v).add_(10.0)
+    return [before.numpy(), after.numpy(), (w - 0.0).numpy(), scaled.numpy()]
+
+
+def test_writes_through_an_export_do_not_reach_ops_called_before_them(base: str) -> None:
+    """np.asarray / DLPack share a cpu tensor's memory: an op called before a write through
+    them reads the tensor as it was (pending or not), as torch's eager ops and the plain
+    device (where the export is a copy, the writes reach nothing)."""
+    got = _writes_through_exports(f"{base}+fusion")
+    plain = _writes_through_exports(base)
+    for ours, eager in zip(got, plain, strict=True):
+        np.testing.assert_array_equal(ours, eager)
+    if base == "cpu":
+        for ours, theirs in zip(got, _writes_through_exports(None), strict=True):
+            np.testing.assert_array_equal(ours, theirs)
+
+
 def test_gelu_of_values_past_half_the_float_range(base: str) -> None:
     """x cdf(x) is halved before the product: the exact and tanh GELU of +-3e38 and 2e38
     are finite (they overflowed to inf on the cpu runtime), and their gradient under

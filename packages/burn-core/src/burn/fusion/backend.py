@@ -215,7 +215,17 @@ class Fusion(Decorator):
         self.inner.check_nonzero(op, self.value(divisor))
 
     def exported(self, x: Any) -> Any:
-        return self.inner.exported(self.value(x))
+        """The inner backend's export of `x`, a sync point: the pending ops run first (those
+        reading `x` read it as it is now, not as a write through the export leaves it), and
+        from now on an op recorded with `x` as input runs with the stream at once
+        (`Stream.export`)."""
+        value = self.value(x)
+        stream = self.stream
+        with stream.lock:
+            if stream.pending:
+                stream.flush()
+            stream.export(value)
+        return self.inner.exported(value)
 
     def sync(self) -> None:
         # (nothing pending: the inner sync alone, as cheap as the plain device's; an op

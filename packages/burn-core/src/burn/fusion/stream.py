@@ -138,6 +138,8 @@ class Stream:
         self.lone: set[tuple[Any, ...]] = set()
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
+        #: inner primitives whose memory was exported (`export`), weakly, by id.
+        self.exported: dict[int, weakref.ref[Any]] = {}
         #: whether this is the cpu runtime: its short blocks pay for their recording by
         #: `CPU_FUSE_WORK` (`_pays`; GPU runtimes' by `GPU_FUSE_WORK`), and a product takes
         #: no prologue (`_blocks`).
@@ -168,6 +170,7 @@ class Stream:
             n = len(pending)
             ir = list(args)
             wiring = []  # a pending input as its distance back, a computed one as -1 - its order
+            exported, shared = self.exported, False
             # (zip's strict check costs ~0.2 us a call; one handle per position by construction)
             for i, h in zip(tensor_at, inputs, strict=False):
                 if type(h) is FusionTensor:
@@ -184,6 +187,8 @@ class Stream:
                     ir[i] = new_tuple(TensorIR, (tid, h.shape, h.dtype))
                 self.values[tid] = value
                 wiring.append(-1 - external.setdefault(tid, len(external)))
+                if exported and (ref := exported.get(id(value))) is not None:
+                    shared = shared or ref() is value
             handle = FusionTensor(new_id(), result[0], result[1], self.device)
             out = handle.ir
             tid = out.id
@@ -196,11 +201,21 @@ class Stream:
                 indices = self.record(op, args, tensor_at, inputs, (*structure, "indices"),
                                       (result[0], DType.int64))
                 return handle, indices
-            if n + 1 >= MAX_PENDING:
+            if shared:  # (it reads an exported tensor now, as an eager op would)
+                self.flush()
+            elif n + 1 >= MAX_PENDING:
                 self._flush_head()
             return handle
         finally:
             lock.release()
+
+    def export(self, value: Any) -> None:
+        """Note that the memory of `value` (an inner primitive) was exported: an array
+        library may write it at any time, so an op recorded reading it runs with the
+        stream at once (`record`), reading it as an op run at once would."""
+        if len(self.exported) >= MAX_PLANS:
+            self.exported = {k: r for k, r in self.exported.items() if r() is not None}
+        self.exported[id(value)] = _ref(value)
 
     def flush(self) -> None:
         """Run every pending op whose result is needed; handles still held get their values.
