@@ -487,9 +487,14 @@ def _elsewhere(d: burn.Device) -> str:
 #: name -> (error type, message pattern, the bad call on a device); each is known from shapes,
 #: dtypes and devices alone, so it raises at the call, before any sync, under fusion too.
 BAD_CALLS: dict[str, tuple[type[Exception], str, Any]] = {
-    "add": (burn.errors.ShapeError, r"^add: shapes cannot be broadcast.*\(2, 3\), \(4, 3\)",
+    "add": (burn.errors.ShapeError,
+            r"^add: shapes cannot be broadcast.*\(2, 3\), \(4, 3\).*'float32', 'float32'",
             lambda d: _ones(d, (2, 3)).exp() * 2 + _ones(d, (4, 3))),
-    "matmul": (burn.errors.ShapeError, r"^matmul: inner dims differ.*lhs=\(2, 3\), rhs=\(4, 5\)",
+    "sub-broadcast": (burn.errors.ShapeError,
+            r"^sub: shapes cannot be broadcast.*\(2, 3\), \(4, 3\).*'float32', 'int64'",
+            lambda d: _ones(d, (2, 3)).exp() - _ones(d, (4, 3), burn.int64)),
+    "matmul": (burn.errors.ShapeError, r"^matmul: inner dims differ.*lhs=\(2, 3\), rhs=\(4, 5\)"
+               r".*lhs_dtype=float32, rhs_dtype=float32",
                lambda d: _ones(d, (2, 3)).exp() @ _ones(d, (4, 5))),
     "bitwise_and": (burn.errors.DTypeError, r"^bitwise_and: .*lhs=int32, rhs=float32",
                     lambda d: _ones(d, (2,), burn.int32) & _ones(d, (2,))),

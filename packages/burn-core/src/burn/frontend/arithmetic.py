@@ -195,15 +195,18 @@ class ArithmeticMixin(TensorBase):
         a, b = self._cast(dtype), other._cast(dtype)
         sa, sb = a.shape, b.shape
         if not sa or not sb:
-            raise ShapeError("matmul", "both operands must be at least 1-d", lhs=sa, rhs=sb)
+            raise ShapeError("matmul", "both operands must be at least 1-d", lhs=sa, rhs=sb,
+                             lhs_dtype=self._dtype.value, rhs_dtype=other._dtype.value)
         if len(sa) == 1:
             a = a.reshape((1, sa[0]))
         if len(sb) == 1:
             b = b.reshape((sb[0], 1))
         ka, kb = a.shape[-1], b.shape[-2]
         if ka != kb:
-            raise ShapeError("matmul", "inner dims differ", lhs=sa, rhs=sb)
-        broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+            raise ShapeError("matmul", "inner dims differ", lhs=sa, rhs=sb,
+                             lhs_dtype=self._dtype.value, rhs_dtype=other._dtype.value)
+        broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2],
+                         dtypes=(self._dtype, other._dtype))
         out = a._wrap(a._fn("matmul")(a._prim, b._prim))
         if len(sa) == 1 or len(sb) == 1:
             shape = out.shape

@@ -91,7 +91,7 @@ def _binary_tensors(x: TensorBase, y: TensorBase, op: BinaryOp, reflected: bool)
     promoted = promote_tensors((x, y))
     dtype = _lift(op, promoted, x._dtype, y._dtype)
     a, b = x._cast(dtype), y._cast(dtype)
-    broadcast_shapes(op.name, a.shape, b.shape)
+    broadcast_shapes(op.name, a.shape, b.shape, dtypes=(x._dtype, y._dtype))
     out = a._wrap(_call(op.tensor[a._k], a._bk, a._prim, b._prim),
                   DType.bool if op.out_bool else None)
     return _bool_back(op, promoted, out)
@@ -164,7 +164,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
                 bk = self._bk
                 sa = self._shape or self.shape  # cached shapes first: the hot path
                 sb = other._shape or other.shape  # type: ignore[attr-defined]
-                shape = sa if sa == sb else broadcast_shapes(name, sa, sb)
+                shape = sa if sa == sb else broadcast_shapes(name, sa, sb,
+                                                             dtypes=(self._dtype, self._dtype))
                 out = getattr(bk, impl)(self._prim, other._prim)  # type: ignore
             else:
                 return binary(self, other, op)

@@ -454,7 +454,8 @@ class IndexingMixin(TensorBase):
         check_device("mask_where", self, value)
         dtype = promote(self._dtype, value._dtype)
         x, v = self._cast(dtype), value._cast(dtype)
-        shape = broadcast_shapes("mask_where", x.shape, m.shape, v.shape)
+        shape = broadcast_shapes("mask_where", x.shape, m.shape, v.shape,
+                                 dtypes=(x._dtype, m._dtype, v._dtype))
         if x.shape != shape:
             x = x.expand(shape)
         return x._same("mask_where", m._prim, v._prim)
@@ -601,7 +602,8 @@ def where(condition: Tensor, x: Tensor | float, y: Tensor | float) -> Tensor:
         if not isinstance(s, TensorBase):
             dtype = scalar_dtype("where", dtype, as_scalar(s))
     xt, yt = (condition._value(s, dtype, "where") for s in (x, y))
-    shape = broadcast_shapes("where", condition.shape, xt.shape, yt.shape)
+    shape = broadcast_shapes("where", condition.shape, xt.shape, yt.shape,
+                             dtypes=(condition._dtype, xt._dtype, yt._dtype))
     return yt.expand(shape).mask_where(condition, xt)
 
 

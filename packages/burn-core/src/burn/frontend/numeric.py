@@ -148,7 +148,7 @@ class NumericMixin(TensorBase):
 
     def _pick(self, op: str, other: object, larger: bool) -> Tensor:
         other = require_tensor(op, other, self._dtype)
-        broadcast_shapes(op, self.shape, other.shape)
+        broadcast_shapes(op, self.shape, other.shape, dtypes=(self._dtype, other._dtype))
         if self._k == "bool_" and other._k == "bool_":
             check_device(op, self, other)
             a, b = self._tensor(), other._tensor()

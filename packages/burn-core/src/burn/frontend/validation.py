@@ -25,12 +25,13 @@ Shape = tuple[int, ...]
 Scalar = int | float | bool
 
 
-def broadcast_shapes(op: str, *shapes: Shape) -> Shape:
+def broadcast_shapes(op: str, *shapes: Shape, dtypes: Iterable[DType] = ()) -> Shape:
     """The NumPy broadcast of `shapes`.
 
     Args:
         op: op name for the error message.
         shapes: shapes to broadcast together.
+        dtypes: the operands' dtypes, named in the error message.
     Returns:
         The broadcast shape.
     Raises:
@@ -42,8 +43,10 @@ def broadcast_shapes(op: str, *shapes: Shape) -> Shape:
         for i, size in enumerate(shape, ndim - len(shape)):
             if size != out[i]:
                 if out[i] != 1 and size != 1:
+                    named = [d.value for d in dtypes]
                     raise ShapeError(op, "shapes cannot be broadcast together",
-                                     shapes=[tuple(s) for s in shapes])
+                                     shapes=[tuple(s) for s in shapes],
+                                     **({"dtypes": named} if named else {}))
                 if out[i] == 1:
                     out[i] = size
     return tuple(out)
