@@ -174,8 +174,10 @@ class LayoutMixin(TensorBase):
         n = self.ndim
         if len(axes) != n:
             raise ShapeError("permute", "need one entry per dim", shape=self.shape, dims=axes)
-        norm_dims("permute", axes, n)  # rejects repeats
-        return self._same("permute", tuple(norm_dim("permute", d, n) for d in axes))
+        if sorted(axes) != list(range(n)):  # negative, repeated or out-of-range dims
+            norm_dims("permute", axes, n)  # rejects repeats
+            axes = tuple([norm_dim("permute", d, n) for d in axes])
+        return self._same("permute", axes)
 
     def flip(self, dims: int | Sequence[int]) -> Tensor:
         """Reverse the order of elements along `dims`."""
