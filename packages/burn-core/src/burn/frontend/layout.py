@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
 def _ints(op: str, args: Sequence[object]) -> tuple[int, ...]:
     """Varargs or one sequence of ints, as a tuple."""
+    # (the frequent cases without copies: one tuple of ints, or ints as varargs)
+    if len(args) == 1 and args[0].__class__ is tuple and all(
+            a.__class__ is int for a in args[0]):
+        return args[0]  # type: ignore[return-value]
+    if args.__class__ is tuple and all(a.__class__ is int for a in args):
+        return args  # type: ignore[return-value]
     if len(args) == 1 and (args[0].__class__ in (tuple, list)  # (before the ABC's check)
                            or isinstance(args[0], Sequence | np.ndarray)):
         args = tuple(args[0])
