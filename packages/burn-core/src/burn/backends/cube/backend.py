@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import types
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -50,12 +51,14 @@ _HELD_AS_IS: dict[np.dtype, tuple[DType, Any]] = {}
 
 
 def _layout_method(name: str, kind: str) -> Any:
+    """The layout function `name` as the method `<kind>_<name>` (a copy of the function
+    under that name: no call in between, ~0.15 us an op)."""
     fn = layout.LAYOUT[name]
-
-    def method(self: CubeBackend, *args: Any) -> Any:
-        return fn(self, *args)
-
-    method.__name__ = method.__qualname__ = f"{kind}_{name}"
+    method = types.FunctionType(fn.__code__, fn.__globals__, f"{kind}_{name}", fn.__defaults__,
+                                fn.__closure__)
+    method.__qualname__ = method.__name__
+    method.__kwdefaults__ = fn.__kwdefaults__
+    method.__doc__ = fn.__doc__
     return method
 
 
