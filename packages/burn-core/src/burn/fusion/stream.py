@@ -250,8 +250,7 @@ class Stream:
             self.flush()
             return
         head, tail = pending[:-last], pending[-last:]
-        mine = {r.out.id for r in tail}
-        read = {a.id for r in tail for a in r.args if type(a) is TensorIR and a.id not in mine}
+        read = _read_from_outside(tail)
         self.pending, self.weak, self.values = [], {}, {}
         self.position.clear()
         self.external.clear()
@@ -565,15 +564,20 @@ def _bounded(cut: list[tuple[str | None, list[Pending]]], needed: set[int], limi
     kernel of 33 bindings, which llvmpipe's limit of 32 refused.)"""
     split: list[tuple[str | None, list[Pending]]] = []
     for kind, block in cut:
-        mine = {r.out.id for r in block}
-        inputs = {a.id for r in block for a in r.args if type(a) is TensorIR and a.id not in mine}
-        bound = len(inputs) + sum(r.out.id in needed for r in block) + (kind is not None)
+        bound = len(_read_from_outside(block)) + sum(r.out.id in needed for r in block) \
+            + (kind is not None)
         if len(block) > 1 and bound > limit:
             half = len(block) // 2
             split += _blocks(block[:half], False) + _blocks(block[half:], False)
         else:
             split.append((kind, block))
     return split if len(split) > len(cut) else None
+
+
+def _read_from_outside(block: list[Pending]) -> set[int]:
+    """The ids of the tensors `block`'s records read that none of them computes."""
+    mine = {r.out.id for r in block}
+    return {a.id for r in block for a in r.args if type(a) is TensorIR and a.id not in mine}
 
 
 def _fail(block: list[Pending], weak: dict[int, weakref.ref[FusionTensor]], exc: Exception,
