@@ -291,3 +291,74 @@ def test_step_with_handmade_grads_off_autodiff(device: burn.Device) -> None:
     np.testing.assert_allclose(weight.to_numpy(), [1.0 - 0.1 * 0.6, -2.0 - 0.1 * 0.3],
                                rtol=1e-6)
     assert weight.dtype == burn.float32 and weight.device == device
+
+
+#: The backends of `DEVICES` and a fusion device over the cpu one (the update kernels read
+#: the values its stream computed).
+EDGE_DEVICES = [*DEVICES, "cpu+fusion"]
+
+
+@pytest.mark.parametrize("spec", EDGE_DEVICES)
+@pytest.mark.parametrize("name", CASES)
+def test_zero_dim_param_matches_torch(spec: str, name: str) -> None:
+    """A learnable scalar (a 0-d Param, such as a temperature) steps as torch's does (the
+    update kernels index tensors of rank >= 1, and numpy makes scalars of 0-d arithmetic)."""
+    config, torch_cls, kwargs, lr = CASES[name]
+    device = burn.Device(spec).autodiff()
+    param = Param(burn.tensor(np.float32(1.5), device=device))
+    reference = torch.nn.Parameter(torch.tensor(1.5))
+    optim, torch_optim = config.init(), torch_cls([reference], lr=lr, **kwargs)
+    for step in range(3):
+        optim.step(lr, [param], (param * param * (step + 1.0)).backward())
+        torch_optim.zero_grad()
+        (reference * reference * (step + 1.0)).backward()
+        torch_optim.step()
+        got = param.to_numpy()
+        assert got.shape == () and got.dtype == np.float32, f"{name} step {step}"
+        np.testing.assert_allclose(got, reference.detach().numpy(), rtol=2e-5, atol=2e-6,
+                                   err_msg=f"{name} step {step}")
+
+
+class Tied(Module):
+    """One Dense reached by two paths (`a` and `b`): a tied weight."""
+
+    def __init__(self, dense: Dense) -> None:
+        self.a = dense
+        self.b = dense
+
+
+@pytest.mark.parametrize("spec", EDGE_DEVICES)
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "rmsprop_centered_momentum",
+                                  "adagrad"])
+def test_tied_param_is_updated_once_a_step(spec: str, name: str) -> None:
+    """A Param two paths reach comes once from `named_parameters` and `parameters` (torch's
+    dedup), so a stateful optimizer advances its state once a step; a list naming it twice
+    too. `state_dict` keeps both paths."""
+    config, torch_cls, kwargs, lr = CASES[name]
+    device = burn.Device(spec).autodiff()
+    weight, bias = INIT["hidden.weight"], INIT["hidden.bias"]
+    model = Tied(Dense(weight, bias, device))
+    listed = Dense(weight, bias, device)
+    assert [path for path, _ in model.named_parameters()] == ["a.weight", "a.bias"]
+    assert len(list(model.named_parameters(remove_duplicate=False))) == 4
+    assert set(model.state_dict()) == {"a.weight", "a.bias", "b.weight", "b.bias"}
+    assert model.num_params() == weight.size + bias.size
+    w = torch.nn.Parameter(torch.tensor(weight))
+    b = torch.nn.Parameter(torch.tensor(bias))
+    torch_optim = torch_cls([w, b], lr=lr, **kwargs)
+    optims = config.init(), config.init()
+    x = burn.tensor(X, device=device)
+    for step in range(3):
+        loss = (model.a(x) * model.b(x)).mean()
+        optims[0].step(lr, model, loss.backward())
+        params = [listed.weight, listed.bias, listed.weight]
+        optims[1].step(lr, params, (listed(x) * listed(x)).mean().backward())
+        torch_optim.zero_grad()
+        h = torch.tensor(X) @ w.T + b
+        (h * h).mean().backward()
+        torch_optim.step()
+        for got in (model.a.weight, listed.weight):
+            np.testing.assert_allclose(got.to_numpy(), w.detach().numpy(), rtol=2e-5,
+                                       atol=2e-6, err_msg=f"{name} step {step}")
+        np.testing.assert_allclose(model.b.bias.to_numpy(), b.detach().numpy(), rtol=2e-5,
+                                   atol=2e-6, err_msg=f"{name} step {step}")

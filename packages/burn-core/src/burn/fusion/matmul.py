@@ -197,10 +197,22 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
     return _run_fused(inner, plan, block, values)
 
 
+def product_at(block: list[Pending]) -> int:
+    """The position of the product in `block` (a matmul block: after its prologue, if any;
+    0 where there is none).
+
+    Args:
+        block: the records of the block in stream order.
+    Returns:
+        The position.
+    """
+    return next((i for i, r in enumerate(block) if r.op.name in MATMULS), 0)
+
+
 def _plan(inner: Any, block: list[Pending], values: dict[int, Any], needed: set[int]
           ) -> Fused | Unfused | Split:
     """A matmul block's plan, worked out on its first run (module docstring)."""
-    at = next(i for i, r in enumerate(block) if r.op.name in MATMULS)
+    at = product_at(block)
     if at:
         return _prologue_plan(inner, block, at, values, needed) or Split(at, Cell(), Cell())
     lhs, rhs = (values[a.id] for a in block[0].args)

@@ -32,7 +32,7 @@ from typing import Any, cast
 from burn.dtype import DType
 from burn.fusion.elementwise import run_block, vectorizes_on_cpu
 from burn.fusion.handle import Cell, FusionTensor, Pending, block_key, new_tuple
-from burn.fusion.matmul import MATMULS, Split, Unfused, run_matmul
+from burn.fusion.matmul import MATMULS, Split, Unfused, product_at, run_matmul
 from burn.fusion.matmul import accepts as matmul_accepts
 from burn.fusion.reduce import REDUCTIONS, WITH_INDICES, reduce_layout, reduced_dim, run_reduce
 from burn.fusion.reduce import accepts as reduce_accepts
@@ -547,8 +547,8 @@ def _written_prologues(cut: list[tuple[str | None, list[Pending]]], needed: set[
     host more than the two launches they saved)."""
     split: list[tuple[str | None, list[Pending]]] = []
     for kind, block in cut:
-        at = next((i for i, r in enumerate(block) if r.op.name in MATMULS), 0)
-        if kind == "matmul" and at and any(r.out.id in needed for r in block[:at]):
+        at = product_at(block) if kind == "matmul" else 0
+        if at and any(r.out.id in needed for r in block[:at]):
             split += [(None, block[:at]), ("matmul", block[at:])]
         else:
             split.append((kind, block))

@@ -52,6 +52,23 @@ def _collect(module: Module, prefix: str, found: list[tuple[str, Param]]) -> Non
             found.append((path, item))
 
 
+def first_of_each(named: list[tuple[str, Param]]) -> list[tuple[str, Param]]:
+    """`named` with each Param (by identity) once, at its first entry.
+
+    Args:
+        named: (path, param) pairs.
+    Returns:
+        The pairs kept, in order.
+    """
+    seen: set[int] = set()
+    first = []
+    for path, param in named:
+        if id(param) not in seen:
+            seen.add(id(param))
+            first.append((path, param))
+    return first
+
+
 def _device_hint(module: Module, err: DeviceError, inputs: list[Any]) -> DeviceError:
     """`err`, or (when plain inputs meet an autodiff model, or autodiff inputs a model on their
     inner device, as after `Learner.fit`) a DeviceError saying what to call."""
@@ -123,14 +140,25 @@ class Module:
         _collect(self, prefix, found)
         return iter(found)
 
-    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Param]]:
-        """Every Param (Buffers excluded) with its dotted path, e.g. `encoder.layers.0.weight`."""
+    def named_parameters(self, prefix: str = "", remove_duplicate: bool = True
+                         ) -> Iterator[tuple[str, Param]]:
+        """Every Param (Buffers excluded) with its dotted path, e.g. `encoder.layers.0.weight`.
+
+        Args:
+            prefix: prepended to every path.
+            remove_duplicate: a Param reached by several paths (tied weights, one module
+                under two names) comes once, under its first path, as in torch; False gives
+                every path (`named_tensors` and `state_dict` always do).
+        Returns:
+            An iterator over (path, param).
+        """
         found: list[tuple[str, Param]] = []
         _collect(self, prefix, found)
-        return iter([(path, p) for path, p in found if not isinstance(p, Buffer)])
+        params = [(path, p) for path, p in found if not isinstance(p, Buffer)]
+        return iter(first_of_each(params) if remove_duplicate else params)
 
     def parameters(self) -> list[Param]:
-        """Every Param (Buffers excluded)."""
+        """Every Param (Buffers excluded), each once (tied weights: `named_parameters`)."""
         return [p for _, p in self.named_parameters()]
 
     def num_params(self) -> int:

@@ -85,7 +85,13 @@ class TensorOps:
 
 
 class NumpyOps(TensorOps):
-    """The same arithmetic on numpy arrays, overwriting buffers the optimizer owns."""
+    """The same arithmetic on numpy arrays, overwriting buffers the optimizer owns. Results
+    are arrays, 0-d ones too (numpy makes a scalar of a 0-d array's `a * s`, which no later
+    step could write into)."""
+
+    @staticmethod
+    def mul(a: Buf, s: float) -> Buf:
+        return np.multiply(a, s, out=np.empty_like(a))
 
     @staticmethod
     def mul_(a: Buf, s: float) -> Buf:
@@ -117,11 +123,11 @@ class NumpyOps(TensorOps):
 
     @staticmethod
     def square(a: Buf) -> Buf:
-        return np.square(a)
+        return np.square(a, out=np.empty_like(a))
 
     @staticmethod
     def sqrt(a: Buf) -> Buf:
-        return np.sqrt(a)
+        return np.sqrt(a, out=np.empty_like(a))
 
     @staticmethod
     def owned(a: Buf) -> Buf:

@@ -8,13 +8,15 @@ from burn.autodiff import Gradients
 from burn.dtype import Kind
 from burn.frontend.tensor import Tensor
 from burn.nn import Module, Param
+from burn.nn.module import first_of_each
 
 #: What optimizers, accumulators and `GradientsParams.from_grads` accept: a module or its params.
 Params = Module | Iterable[Param]
 
 
 def named_params(params: Params) -> list[tuple[str, Param]]:
-    """(path, param) pairs: dotted paths for a Module, list positions ("0", "1", ...) otherwise.
+    """(path, param) pairs: dotted paths for a Module, list positions ("0", "1", ...) otherwise;
+    each Param once, at its first path or position (a tied weight is updated once a step).
 
     Args:
         params: a module, or an iterable of Params.
@@ -23,7 +25,7 @@ def named_params(params: Params) -> list[tuple[str, Param]]:
     """
     if isinstance(params, Module):
         return list(params.named_parameters())
-    return [(str(i), p) for i, p in enumerate(params)]
+    return first_of_each([(str(i), p) for i, p in enumerate(params)])
 
 
 class GradientsParams(dict[int, Tensor]):

@@ -58,6 +58,11 @@
 #endif
 #define NV 2
 #define GEMM_THREAD_WORK (1 << 21)
+
+/* whether an m x k by k x n product runs on OpenMP threads (GEMM_THREAD_WORK multiply-adds) */
+static inline int gemm_threaded(int64_t m, int64_t n, int64_t k) {
+    return (double)m * n * k >= GEMM_THREAD_WORK;
+}
 /* a thread's strips of rows up to which a strip of b is packed by its first tile (more share
  * the packing's cost; its first tile's strided reads of b then cost more than they hide) */
 #define FEW_STRIPS 16
@@ -223,7 +228,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
                    : NULL;                                                                    \
     if (pack_a && ap == NULL)                                                                 \
         return 1;                                                                             \
-    int threaded = (double)m * n * k >= GEMM_THREAD_WORK, by_rows = m > n;                    \
+    int threaded = gemm_threaded(m, n, k), by_rows = m > n;                                   \
     _Pragma("omp parallel if (threaded)")                                                     \
     {                                                                                         \
         int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();                         \
@@ -272,7 +277,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
  * threads from GEMM_THREAD_WORK multiply-adds */                                             \
 static void dots_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, const T* b,    \
                      int64_t bcs, T* c, int64_t ldc) {                                        \
-    int threaded = (double)m * n * k >= GEMM_THREAD_WORK;                                     \
+    int threaded = gemm_threaded(m, n, k);                                                    \
     int64_t groups = (n + DOT_COLS - 1) / DOT_COLS;                                           \
     for (int64_t pc = 0; pc < k; pc += DOT_KC) {                                              \
         int64_t kc = k - pc < DOT_KC ? k - pc : DOT_KC, kv = kc / (2 * W_##T) * (2 * W_##T);  \
@@ -338,7 +343,7 @@ int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_
             return 1;                                                                         \
         int status = gemm_##T(n, m, k, b, bcs, brs, a, acs, ars, ct, m);                      \
         if (status == 0)                                                                      \
-            transpose_##T(ct, n, m, c, ldc, (double)m * n * k >= GEMM_THREAD_WORK);           \
+            transpose_##T(ct, n, m, c, ldc, gemm_threaded(m, n, k));                          \
         free(ct);                                                                             \
         return status;                                                                        \
     }                                                                                         \

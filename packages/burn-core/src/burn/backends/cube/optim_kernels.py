@@ -380,8 +380,10 @@ def _run(members: list[Member], keys: tuple[str, ...], kernel: Kernel,
                 out = p if i in over else bk.empty(p.shape, p.dtype)
                 results[i] = param._wrap(out)
                 if p.size:
-                    launched.append((len(p.shape), (units, values, [
-                        p.array, g.array, *buffers, out.array])))
+                    arrays = [p.array, g.array, *buffers, out.array]
+                    if not p.shape:  # (a 0-d param: the kernels index tensors of rank >= 1)
+                        arrays = [a.view((1,), (1,), a.offset) for a in arrays]
+                    launched.append((max(1, len(p.shape)), (units, values, arrays)))
                     units += -(-p.size // chunk)
             if launched:
                 _launch(bk, kernel(dtype, tuple(r for r, _ in launched),
