@@ -202,6 +202,25 @@ def test_attributes_and_conversion() -> None:
     assert burn.Tensor([1, 2]).dtype == burn.int64
 
 
+@pytest.mark.parametrize("spec", ["numpy+autodiff", "cpu+autodiff", "cpu+fusion+autodiff"])
+def test_pickle_keeps_requires_grad_of_a_leaf(spec: str) -> None:
+    """A pickled leaf that requires grad comes back requiring grad, as torch's; a result of
+    ops (not a leaf) and a plain tensor come back as tensors that do not."""
+    leaf = burn.tensor(XN, device=spec).require_grad()
+    reference = torch.tensor(XN, requires_grad=True)
+    restored = pickle.loads(pickle.dumps(leaf))
+    back = pickle.loads(pickle.dumps(reference))
+    assert restored.shape == leaf.shape and restored.dtype == leaf.dtype
+    assert restored.device == leaf.device
+    assert restored.is_require_grad() == back.requires_grad is True
+    np.testing.assert_array_equal(restored.to_numpy(), XN)
+    grad = restored.grad((restored * restored).sum().backward())
+    assert grad is not None
+    np.testing.assert_allclose(grad.to_numpy(), 2 * XN, rtol=1e-6)
+    assert not pickle.loads(pickle.dumps(leaf * 2)).is_require_grad()
+    assert not pickle.loads(pickle.dumps(leaf.detach())).is_require_grad()
+
+
 def test_creation() -> None:
     assert burn.tensor([1, 2]).dtype == burn.int64
     assert burn.tensor([1.0]).dtype == burn.float32

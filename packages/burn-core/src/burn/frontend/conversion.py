@@ -182,9 +182,26 @@ class ConversionMixin(TensorBase):
     __str__ = __repr__
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if self.is_require_grad():  # type: ignore[attr-defined]
+            return _unpickled_leaf, (self.to_numpy(), self._dtype, str(self._device))
         from burn.frontend.creation import tensor
 
         return tensor, (self.to_numpy(), self._dtype, str(self._device))
+
+
+def _unpickled_leaf(array: np.ndarray, dtype: DType, device: str) -> Tensor:
+    """A pickled leaf that required grad: the tensor again, requiring grad (as torch's).
+
+    Args:
+        array: its values.
+        dtype: its dtype.
+        device: its device spec (an autodiff device).
+    Returns:
+        The tensor.
+    """
+    from burn.frontend.creation import tensor
+
+    return tensor(array, dtype, device).require_grad()
 
 
 def _python(arr: np.ndarray, dtype: DType) -> Any:
