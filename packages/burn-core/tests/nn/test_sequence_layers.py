@@ -251,6 +251,31 @@ def test_mha_matches_torch(masks: str, cross: bool) -> None:
     _check_grads(pairs, grads)
 
 
+def test_mha_half_precision_whose_raw_scores_overflow() -> None:
+    """float16 MHA with identity projections over rows of +-40: q k^T per head (64 dims) is
+    +-102400, past float16's range, while the scaled scores (+-12800) fit, as torch's."""
+    module, ref, pairs = _mha(d=128, heads=2)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.eye(128).repeat(3, 1))
+        ref.out_proj.weight.copy_(torch.eye(128))
+        for bias in (ref.in_proj_bias, ref.out_proj.bias):
+            bias.zero_()
+    _load(module, pairs)
+    module = module.map(lambda _, p: p.cast(burn.float16))
+    ref = ref.half()
+    x = np.full((1, 3, 128), 40.0, np.float32)
+    x[0, 1] *= -1
+    x[0, 2] *= np.where(np.arange(128) % 2 == 0, 1.0, -0.5).astype(np.float32)
+    out = module(*(burn.tensor(x, device=D).cast(burn.float16),) * 3)
+    out_t, weights_t = ref(*(torch.tensor(x).half(),) * 3, average_attn_weights=False)
+    for ours, theirs in ((out.context, out_t), (out.weights, weights_t)):
+        assert ours.shape == tuple(theirs.shape) and ours.dtype == burn.float16
+        values = ours.cast(burn.float32).to_numpy()
+        assert np.isfinite(values).all()
+        np.testing.assert_allclose(values, theirs.float().detach().numpy(), rtol=2e-3,
+                                   atol=2e-3)
+
+
 def test_mha_without_bias_matches_torch() -> None:
     module, ref, pairs = _mha(bias=False)
     x, x_t = _pair(2, 3, 8, seed=1)

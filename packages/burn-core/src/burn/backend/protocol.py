@@ -927,11 +927,16 @@ class ModuleOps(ActivationOps):
         1/sqrt(E); `is_causal` masks keys after each query (top-left aligned, as torch). A query
         whose every key is masked gives 0 with a zero gradient (PyTorch's SDPA), where softmax
         over its row of -inf would give NaN: the row keeps its scores and its output is zeroed.
+        float16 / bfloat16 queries are scaled before the product, as torch's: q k^T itself
+        overflowed float16 where the scaled scores fit (64 dims of 40: 102400).
         """
-        e = self.shape(q)[-1]
+        factor = 1 / math.sqrt(self.shape(q)[-1]) if scale is None else scale
+        if self._low_precision(q) is not None:
+            q = self.float_mul_scalar(q, factor)
         scores = self.float_matmul(q, self.float_swap_dims(k, -2 % len(self.shape(k)),
                                                             -1 % len(self.shape(k))))
-        scores = self.float_mul_scalar(scores, 1 / math.sqrt(e) if scale is None else scale)
+        if self._low_precision(q) is None:
+            scores = self.float_mul_scalar(scores, factor)
         lq, lk = self.shape(scores)[-2:]
         causal = self.bool_from_data(np.triu(np.ones((lq, lk), dtype=bool), k=1),
                                      self.device_of(q)) if is_causal else None

@@ -201,7 +201,11 @@ class MultiHeadAttention(Module):
         return x.reshape(x.shape[0], x.shape[1], self.n_heads, self.d_k).swap_dims(1, 2)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> MhaOutput:
-        scores = (q @ k.swap_dims(-1, -2)) * (1.0 / math.sqrt(self.d_k))
+        factor = 1.0 / math.sqrt(self.d_k)
+        if q.dtype in (DType.float16, DType.bfloat16):  # (q k^T itself overflows float16)
+            scores = (q * factor) @ k.swap_dims(-1, -2)
+        else:
+            scores = (q @ k.swap_dims(-1, -2)) * factor
         if mask is not None:
             scores = scores.mask_fill(mask, _lowest(scores.dtype))
         weights = self.dropout(F.softmax(scores, dim=-1))

@@ -17,12 +17,21 @@ from burn.nn.module import Buffer, Module
 from burn.nn.param import Param
 
 
+def _accumulated(x: Tensor) -> Tensor:
+    """`x` in float32 where it is float16 / bfloat16 (torch's accumulate type: squares of
+    float16 values overflowed from 256), else `x`."""
+    return x.float() if x.dtype in (burn.float16, burn.bfloat16) else x
+
+
 def _normalize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
-    """(x - mean) / sqrt(var + eps) over `dims` (biased var), with the mean and var (dims kept)."""
-    mean = x.mean(dims, keepdim=True)
-    centered = x - mean
+    """(x - mean) / sqrt(var + eps) over `dims` (biased var), with the mean and var (dims kept),
+    computed in float32 for float16 / bfloat16 `x` (`_accumulated`): the result in x's dtype,
+    the mean and var in float32."""
+    wide = _accumulated(x)
+    mean = wide.mean(dims, keepdim=True)
+    centered = wide - mean
     var = (centered * centered).mean(dims, keepdim=True)
-    return centered / (var + eps).sqrt(), mean, var
+    return (centered / (var + eps).sqrt()).cast(x.dtype), mean, var
 
 
 def _per_channel(t: Tensor, ndim: int) -> Tensor:
@@ -122,8 +131,10 @@ class BatchNorm(Module):
         if n == 0:
             return
         assert m is not None
-        self.running_mean.set_(self.running_mean.value() * (1 - m) + mean * m)
-        self.running_var.set_(self.running_var.value() * (1 - m) + unbiased_var * m)
+        for running, batch in ((self.running_mean, mean), (self.running_var, unbiased_var)):
+            # (in the batch statistics' dtype, float32 for a float16 layer: torch's)
+            old = running.value()
+            running.set_((old.cast(batch.dtype) * (1 - m) + batch * m).cast(old.dtype))
 
     def extra_repr(self) -> str:
         stats = "" if self.track_running_stats else ", track_running_stats=False"
@@ -278,8 +289,9 @@ class RmsNorm(Module):
         """
         check_input("RmsNorm", x, f"[..., d_model={self.d_model}]", dim=-1, size=self.d_model)
         check_float_input("RmsNorm", x, self.weight)
-        rms = ((x * x).mean(-1, keepdim=True) + self.eps).sqrt()
-        return x / rms * self.weight
+        wide = _accumulated(x)
+        rms = ((wide * wide).mean(-1, keepdim=True) + self.eps).sqrt()
+        return (wide / rms).cast(x.dtype) * self.weight
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
