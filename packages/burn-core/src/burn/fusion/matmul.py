@@ -458,10 +458,13 @@ def _prologue_plan(inner: Any, block: list[Pending], at: int, values: dict[int, 
 def _unfused(inner: Any, block: list[Pending], lhs: Any, rhs: Any, values: dict[int, Any],
              needed: set[int], epilogue_cell: Cell) -> dict[int, Any]:
     """The product of `lhs` and `rhs` by the inner backend's matmul (BLAS on the cpu), then
-    the epilogue as one fused elementwise block reading it."""
+    the epilogue as one fused elementwise block reading it. The product's kernels are counted
+    as the runtime launched them (none for a BLAS product), as when it runs at once."""
     matmul, epilogue = block[0], block[1:]
+    runtime = inner.runtime
+    before = runtime.launches
     product = inner.float_matmul(lhs, rhs)
-    STATS.kernels_launched += 1
+    STATS.kernels_launched += runtime.launches - before
     values[matmul.out.id] = product
     results = run_block(inner, epilogue, values, needed, epilogue_cell) if epilogue else {}
     if matmul.out.id in needed:
