@@ -447,6 +447,37 @@ def test_a_later_block_that_does_not_pay_runs_at_once(base: str) -> None:
         assert stats().ops_recorded == want, (step, stats().ops_recorded)
 
 
+def test_a_lone_op_starting_a_chain_that_pays_is_recorded_again(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ops made lone by a short loop (a block of two ops that does not pay, flushed alone) are
+    recorded again once what they compute at once starts a block that pays: a longer chain
+    they start is one kernel again within two runs (each run takes back the lone op whose
+    result the block read), and stays one kernel; the short loop, run in between, then keeps
+    its ops recorded (they lead a block that pays each time). Values equal torch's."""
+    dev = f"{base}+fusion"
+    burn.Device(dev).backend.stream.forget()
+    data = np.linspace(-3, 3, 4096, dtype=np.float32)
+    x, tx = burn.tensor(data, device=dev), torch.from_numpy(data)
+    counter = LaunchCounter(monkeypatch, base)
+
+    def chain() -> int:
+        check((x * 1.5 + 0.25).tanh() * 1.5 + 0.25, (tx * 1.5 + 0.25).tanh() * 1.5 + 0.25)
+        return counter.take()
+
+    def short() -> int:
+        check(x * 1.5 + 0.25, tx * 1.5 + 0.25)
+        return counter.take()
+
+    assert chain() == 1
+    # its product (which led the chain's block: `LONE_SHARED` flushes), then its sum become lone
+    for _ in range(LONE_SHARED + LONE):
+        short()
+    assert not pending(x * 1.5) and not pending(x + 0.25)
+    counter.take()
+    assert [chain() for _ in range(5)] == [3, 2, 1, 1, 1]
+    assert [(short(), chain()) for _ in range(2 * LONE_SHARED)] == [(1, 1)] * 2 * LONE_SHARED
+
+
 def test_an_op_that_fused_once_then_always_runs_alone_runs_at_once(base: str) -> None:
     """A structure that led a block that pays, then is flushed alone `LONE_SHARED` times in a
     row, runs at once from then on (what it fused with runs at once by then: recorded, it

@@ -28,8 +28,9 @@ from burn.backend.protocol import Backend
 from burn.frontend.validation import check_alloc
 from burn.fusion.elementwise import fusable
 from burn.fusion.handle import FusionTensor
+from burn.fusion.matmul import MATMULS
 from burn.fusion.stats import STATS
-from burn.fusion.stream import Stream, accepts, planned_ops
+from burn.fusion.stream import MAX_PLANS, Stream, accepts, planned_ops
 from burn.fusion.view import VIEWS
 from burn.ir import OPS, OpDef, TensorIR
 
@@ -133,6 +134,10 @@ class Fusion(Decorator):
                     result = self._infer(op, args, handles, structure)
                 if result:
                     return stream.record(op, args, tensor_at, handles, structure, result)
+            elif name not in MATMULS and name not in VIEWS:  # (a lone op: `Stream.made`)
+                out = self.eager(op, args)
+                stream.note_made(out, structure)
+                return out
         default = self.defaults.get(name)
         if default is not None:
             return default(self, *args)
@@ -336,6 +341,9 @@ def _method(fusion: Fusion, op: OpDef,
     stats, runtime = STATS, getattr(inner, "runtime", None)
 
     view = name in VIEWS  # (recorded only where it reads a pending result)
+    # a lone op run at once notes what it computed (`Stream.made`: `_reconsider` records it
+    # again where that starts a block that pays); products run at once by their own rule
+    made = stream.made if recorded and not view and name not in MATMULS else None
 
     def method(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -367,6 +375,10 @@ def _method(fusion: Fusion, op: OpDef,
         before = runtime.launches
         result = getattr(inner, name)(*args)
         stats.kernels_launched += runtime.launches - before
+        if made is not None:
+            if len(made) >= MAX_PLANS:
+                made.clear()
+            made[id(result)] = key
         return result
 
     method.__name__ = name

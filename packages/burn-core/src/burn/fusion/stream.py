@@ -99,9 +99,12 @@ GPU_FUSE_WORK = 1 << 20
 #: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
 #: and the structures that lead a block that does not pay (`Stream._pays`), then those that
 #: lead one that pays (`Stream.shared`): the op that started the stream, the products of
-#: later matmul blocks, and the first records of later blocks that read no pending result.
+#: later matmul blocks, and the first records of later blocks that read no pending result;
+#: last, the (record, argument) positions of the computed tensors those leaders of blocks
+#: that pay read (`Stream._reconsider`).
 FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...],
-                  tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...]]
+                  tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...],
+                  tuple[tuple[int, int], ...]]
 
 
 class Stream:
@@ -136,6 +139,9 @@ class Stream:
         self.alone: dict[tuple[Any, ...], int] = {}
         self.shared: set[tuple[Any, ...]] = set()
         self.lone: set[tuple[Any, ...]] = set()
+        #: the structure of the lone op that computed each inner primitive, by the
+        #: primitive's id (the recorders note it as they run one at once; `_reconsider`)
+        self.made: dict[int, tuple[Any, ...]] = {}
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
         #: inner primitives whose memory was exported (`export`), weakly, by id.
@@ -298,9 +304,11 @@ class Stream:
             if len(self.plans) >= MAX_PLANS:
                 self.plans.clear()
             plan = self.plans[signature] = self._plan(pending, held)
-        blocks, written, unpaid, paid = plan
+        blocks, written, unpaid, paid, feeders = plan
         if paid:
             self._shared(paid)
+        if feeders and self.made:
+            self._reconsider(pending, feeders)
         for structure in unpaid:
             if structure[0] in MATMULS:  # (a product always leads its block)
                 self._unfused_matmul(structure, "alone")
@@ -364,6 +372,7 @@ class Stream:
             self.alone.clear()
             self.shared.clear()
             self.lone.clear()
+            self.made.clear()
 
     def _run_one(self, record: Pending, handle: FusionTensor | None,
                  values: dict[int, Any]) -> None:
@@ -424,8 +433,9 @@ class Stream:
         while (split := self._refined(cut, needed)) is not None:
             cut = split
             blocks, needed = _needed(pending, cut, held)
-        leaders = [self._leader(blocks[0][0], pending[:blocks[0][2]], needed)]
-        leaders += [self._leader(kind, pending[start:end], needed)
+        # (the record each leads with: the stream's first, then later blocks' first)
+        leaders = [(0, self._leader(blocks[0][0], pending[:blocks[0][2]], needed))]
+        leaders += [(start, self._leader(kind, pending[start:end], needed))
                     for kind, start, end, _ in blocks[1:]
                     if kind == "matmul" or all(w < 0 for w in pending[start].key[1])]
         if len(self.cells) >= MAX_PLANS:
@@ -433,9 +443,13 @@ class Stream:
         shared = [(kind, start, end, self.cells.setdefault(
             block_key(kind, pending[start:end], needed), cell))
             for kind, start, end, cell in blocks]
+        paying = [start for start, lead in leaders if lead is not None and lead[1]]
         return (tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed),
-                tuple(lead[0] for lead in leaders if lead is not None and not lead[1]),
-                tuple(lead[0] for lead in leaders if lead is not None and lead[1]))
+                tuple(lead[0] for _, lead in leaders if lead is not None and not lead[1]),
+                tuple(lead[0] for _, lead in leaders if lead is not None and lead[1]),
+                tuple((i, p) for i in paying for p, w in zip(pending[i].op.tensor_at,
+                                                              pending[i].key[1], strict=True)
+                      if w < 0))
 
     def _refined(self, cut: list[tuple[str | None, list[Pending]]], needed: set[int]
                  ) -> list[tuple[str | None, list[Pending]]] | None:
@@ -484,6 +498,33 @@ class Stream:
         for structure in structures:
             shared.add(structure)
             alone.pop(structure, None)
+
+    def note_made(self, value: Any, structure: tuple[Any, ...]) -> None:
+        """Note that a lone op of `structure`, run at once, computed `value` (`made`; the
+        `_method` recorders inline this)."""
+        if len(self.made) >= MAX_PLANS:
+            self.made.clear()
+        self.made[id(value)] = structure
+
+    def _reconsider(self, pending: list[Pending], feeders: tuple[tuple[int, int], ...]
+                    ) -> None:
+        """Record again the lone structures whose op, run at once, computed a tensor that
+        the leader of a block that pays reads (`feeders`: its positions): the op starts that
+        block from its next run (it leaves `lone` for `shared`, so `LONE_SHARED` flushes
+        alone make it lone again). A lone structure stays lone otherwise, so an op that ran
+        alone elsewhere (a short loop) would keep a longer chain it starts cut for good.
+
+        Args:
+            pending: the records of the flush.
+            feeders: (record, argument) positions of the computed tensors read.
+        """
+        made, lone, results = self.made, self.lone, self.results
+        for i, p in feeders:
+            structure = made.pop(pending[i].args[p].id, None)
+            if structure is not None and structure in lone and results.get(structure):
+                lone.discard(structure)
+                self.alone.pop(structure, None)
+                self.shared.add(structure)
 
     def _pays(self, kind: str | None, live: int, elements: int) -> bool:
         """Whether a block of `kind` (None: elementwise; on the cpu runtime a reduce block's
