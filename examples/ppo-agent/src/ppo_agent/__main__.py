@@ -40,7 +40,9 @@ def run(env_id: str, steps: int, seed: int, artifact_dir: Path, eval_episodes: i
                "eval_std": result.std, "threshold": threshold,
                "solved": float(result.mean >= threshold),
                "wall_seconds": time.perf_counter() - start}
-    (artifact_dir / "result.json").write_text(json.dumps(figures, indent=2))
+    partial = artifact_dir / "result.json.tmp"  # (replaced whole: never a half-written file)
+    partial.write_text(json.dumps(figures, indent=2))
+    partial.replace(artifact_dir / "result.json")
     return figures
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -349,6 +350,22 @@ def test_early_stopping(tmp_path) -> None:
     summary = learner(regressor(), tmp_path, lr=0.0, early_stopping=stopper).fit(
         train, valid, 10)
     assert summary.stopped_early and summary.epochs == 3
+
+
+@pytest.mark.parametrize("mode", ["min", "max"])
+def test_early_stopping_on_a_metric_nan_from_the_start(mode: str) -> None:
+    """A metric that is NaN from the first epoch never improves: training stops after
+    `patience` epochs, counted from the first (Burn's), also across a resume."""
+    stopper = EarlyStopping("loss", split="valid", mode=mode, patience=2)  # type: ignore[arg-type]
+    nan = {"valid": {"loss": math.nan}}
+    assert [stopper.should_stop(epoch, nan) for epoch in (1, 2)] == [False, False]
+    resumed = EarlyStopping("loss", split="valid", mode=mode, patience=2)  # type: ignore[arg-type]
+    resumed.load_state_dict(stopper.state_dict())
+    assert stopper.should_stop(3, nan) and resumed.should_stop(3, nan)
+    late = EarlyStopping("loss", split="valid", mode=mode, patience=2)  # type: ignore[arg-type]
+    values = [math.nan, math.nan, 1.0, 1.0, 1.0]  # improves at epoch 3, then not for 2 epochs
+    assert [late.should_stop(e, {"valid": {"loss": v}}) for e, v in enumerate(values, 1)] == [
+        False, False, False, False, True]
 
 
 class InterruptAt:
