@@ -931,11 +931,12 @@ class ModuleOps(ActivationOps):
         overflowed float16 where the scaled scores fit (64 dims of 40: 102400).
         """
         factor = 1 / math.sqrt(self.shape(q)[-1]) if scale is None else scale
-        if self._low_precision(q) is not None:
+        half = self._low_precision(q) is not None
+        if half:
             q = self.float_mul_scalar(q, factor)
         scores = self.float_matmul(q, self.float_swap_dims(k, -2 % len(self.shape(k)),
                                                             -1 % len(self.shape(k))))
-        if self._low_precision(q) is None:
+        if not half:
             scores = self.float_mul_scalar(scores, factor)
         lq, lk = self.shape(scores)[-2:]
         causal = self.bool_from_data(np.triu(np.ones((lq, lk), dtype=bool), k=1),
