@@ -73,6 +73,40 @@ def test_run_saves_valid_json(tmp_path: Path) -> None:
     assert doc["rows"][1]["reason"]
 
 
+def test_a_second_run_of_a_commit_keeps_the_rows_it_does_not_measure(tmp_path: Path) -> None:
+    """Runs at one commit add to its results file: a row measured again is replaced, the
+    others stay (the fusion rows of one run survive a later run of other benches)."""
+    res = tmp_path / "res"
+
+    def run(benches: str, backends: str) -> list[tuple[str, str]]:
+        assert main(["run", "--benches", benches, "--backends", backends, "--dtypes", "float32",
+                     "--compare", "numpy", *TINY, "--results-dir", str(res)]) == 0
+        (saved,) = res.glob("*/*.json")
+        return sorted((r["bench"], r["backend"]) for r in results.load(saved)["rows"])
+
+    assert run("custom-gelu", "cpu,cpu+fusion") == [("custom-gelu", "cpu"),
+                                                   ("custom-gelu", "cpu+fusion")]
+    assert run("unary,custom-gelu", "numpy,cpu") == [
+        ("custom-gelu", "cpu"), ("custom-gelu", "cpu+fusion"), ("custom-gelu", "numpy"),
+        ("unary", "cpu"), ("unary", "numpy")]
+
+
+@pytest.mark.parametrize("where", ["json-directory", "json-missing-parent", "results-file"])
+def test_bad_output_paths_are_refused_before_running(tmp_path: Path, where: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    option = {"json-directory": ["--json", str(tmp_path)],
+              "json-missing-parent": ["--json", str(tmp_path / "no" / "out.json")],
+              "results-file": ["--results-dir", str(a_file)]}[where]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--benches", "unary", "--backends", "numpy", *TINY, *option])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert option[1] in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
 def test_failing_row_is_reported_and_others_run() -> None:
     row = run_op("conv2d", "numpy", "float32", 0, ["torch"], rounds=1, min_time=0.0005)
     assert row["status"] == "error" and row["reason"]

@@ -88,7 +88,7 @@ def compile_times(docs: list[dict[str, Any]]) -> list[CompileTime]:
 
 def backend_status(docs: list[dict[str, Any]]) -> dict[str, str]:
     """Each backend named in the results: "present" where a row of it ran, else the latest
-    reason it did not (e.g. `cpu+fusion` until the fusion decorator lands)."""
+    reason it did not (e.g. `cuda+fusion` on a machine without a GPU)."""
     status: dict[str, str] = {}
     for doc in docs:
         for row in doc["rows"]:

@@ -124,11 +124,12 @@ def list_table() -> Table:
     present = {info.name for info in burn.available_backends()}
     for name in sorted({*KNOWN_BACKENDS, *present}):
         reason = unavailable_reason(name)
-        table.add_row("backend", name, "available" if reason is None else f"missing: {reason}")
+        table.add_row("backend", name,
+                      "available" if reason is None else escape(f"missing: {reason}"))
     for decorator in DECORATORS:
         reason = unavailable_reason(f"numpy+{decorator}")
         table.add_row("decorator", decorator, "available (spec: name[:index][+decorator...])"
-                      if reason is None else f"not present: {reason}")
+                      if reason is None else escape(f"not present: {reason}"))
     table.add_row("dtypes", ", ".join(DTYPES), "")
     table.add_row("references", ", ".join(REFERENCES), "")
     return table
@@ -165,6 +166,9 @@ def _settings(args: argparse.Namespace) -> config.Profile:
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     s = _settings(args)
+    root = config.find_root()
+    results_dir = args.results_dir or (root / "benchmarks" / "results" if root else None)
+    _check_outputs(args.json, None if args.no_save else results_dir)
     doc = run_grid(s.benches, s.backends, s.dtypes, s.size, s.compare, rounds=s.rounds,
                    min_time=s.min_time, threads=s.threads, shapes=s.shapes,
                    report_backends=args.backends)
@@ -175,12 +179,26 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         results.save(doc, args.json)
         console.print(f"results: {args.json}")
-    root = config.find_root()
-    results_dir = args.results_dir or (root / "benchmarks" / "results" if root else None)
     if results_dir is not None and not args.no_save:
-        path = results.save(doc, results_dir / doc["machine"] / f"{doc['commit']}.json")
+        path = results_dir / doc["machine"] / f"{doc['commit']}.json"
+        if path.is_file():  # (an earlier run of this commit: its other rows are kept)
+            doc = results.merged(results.load(path), doc)
+        results.save(doc, path)
         console.print(f"saved: {path}")
     return 0
+
+
+def _check_outputs(json_path: Path | None, results_dir: Path | None) -> None:
+    """Refuse, before anything runs, a `--json` path that is a directory or whose directory
+    does not exist, and a results directory that is a file.
+
+    Raises:
+        BenchError: naming the path.
+    """
+    if json_path is not None and (json_path.is_dir() or not json_path.parent.is_dir()):
+        raise BenchError(f"--json {json_path}: not a file in an existing directory")
+    if results_dir is not None and results_dir.exists() and not results_dir.is_dir():
+        raise BenchError(f"--results-dir {results_dir}: not a directory")
 
 
 def _claims(args: argparse.Namespace, console: Console) -> int:
@@ -208,7 +226,7 @@ def results_table(doc: dict[str, Any], compare: list[str]) -> Table:
         head = [bench, row["backend"], row["dtype"], size]
         if row["status"] != "ok":
             table.add_row(*head, "", "", "", *("" for _ in compare),
-                          f"{row['status']}: {row['reason']}")
+                          escape(f"{row['status']}: {row['reason']}"))
             continue
         t = row["times"]["burn"]
         ratios = [f"{row['ratios'][r]:.2f}" if r in row["ratios"] else "-" for r in compare]

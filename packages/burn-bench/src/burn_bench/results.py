@@ -95,6 +95,29 @@ def load(path: Path) -> dict[str, Any]:
     return validate(doc, str(path))
 
 
+def row_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What a row measures: bench, backend, dtype, size, operand shape and compile case."""
+    shape = row.get("shape")
+    return (row["bench"], row["backend"], row["dtype"], row["size"],
+            None if shape is None else tuple(shape), row.get("case"))
+
+
+def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """`new` with the rows and reports of `old` (an earlier run of the same commit and
+    machine) that it does not measure again: its rows replace those of the same `row_key`
+    (and its reports those of the same suite), earlier ones stay, before its own.
+
+    Args:
+        old: the earlier document.
+        new: this run's document.
+    Returns:
+        The merged document (`new`'s other fields).
+    """
+    measured = {row_key(row) for row in new["rows"]}
+    rows = [row for row in old["rows"] if row_key(row) not in measured] + new["rows"]
+    return {**new, "rows": rows, "reports": {**old["reports"], **new["reports"]}}
+
+
 def save(doc: dict[str, Any], path: Path) -> Path:
     """Validate `doc` and write it to `path` atomically (temp file, then os.replace).
 
