@@ -157,11 +157,10 @@ def gelu_report(size: int, threads: int, base: str = "cpu") -> str:
     results = measure_interleaved(candidates, min_time=0.3, rounds=7)
     by_name = {r.name: r.median for r in results}
     fused = by_name[f"burn {base}+fusion chain"]
-    against = (f"numpy chain {by_name['numpy chain'] / fused:.2f}x faster, "
-               if base == "cpu" else "")
+    against = f"numpy chain {by_name['numpy chain'] / fused:.2f}x, " if base == "cpu" else ""
     lines = (report(f"tanh-GELU chain, {size} x float32, {base} (torch on {where}), "
                     f"{threads} thread(s)", results)
-             + f"\nfused vs: {against}torch F.gelu "
+             + f"\nfused vs (their time over fused's): {against}torch F.gelu "
              f"{by_name['torch F.gelu(tanh)'] / fused:.2f}x, "
              f"unfused {by_name[f'burn {base} chain'] / fused:.2f}x; each call waited for: it "
              f"takes {fused / by_name[copy]:.2f}x the copy's time, {by_name[copy] / fused:.0%} "
@@ -262,6 +261,7 @@ def record_report(threads: int) -> str:
     run at once costs on each, the chain synced after every op (on cpu+fusion a structure
     flushed alone `LONE` times runs at once: fusion's pass-through cost)."""
     import burn
+    from burn.fusion.stream import LONE
     from burn_bench.timing import Candidate, Measurement, measure_interleaved
 
     data = np.ones(64, np.float32)
@@ -291,7 +291,7 @@ def record_report(threads: int) -> str:
             f"thread(s)\nper op (min / median): cpu {per_op(plain)} (a launch each), "
             f"cpu+fusion {per_op(recorded)} (every op deferred, one launch for the chain); "
             f"a sync after each op: cpu {per_op(plain_once)}, cpu+fusion {per_op(passed)} "
-            "(run at once after `LONE` flushes alone)")
+            f"(run at once after {LONE} flushes alone)")
 
 
 def _is_torch(x: Any) -> bool:
