@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import burn_rl
+from burn.record.files import atomic_path
 from burn_rl import DqnAgent, DqnConfig, LinearSchedule, evaluate
 
 ENV_ID = "CartPole-v1"
@@ -57,9 +58,8 @@ def run(seed: int, max_steps: int, artifact_dir: Path, eval_every: int = 2_000,
     figures = {"solved": float(mean is not None and mean >= SOLVED),
                "env_steps": float(agent.env_steps), "eval_mean": mean,
                "eval_std": best["eval_std"], "wall_seconds": time.perf_counter() - start}
-    partial = artifact_dir / "result.json.tmp"  # (replaced whole: never a half-written file)
-    partial.write_text(json.dumps(figures, indent=2))
-    partial.replace(artifact_dir / "result.json")
+    with atomic_path(artifact_dir / "result.json") as partial:  # (never half-written)
+        partial.write_text(json.dumps(figures, indent=2))
     return figures
 
 

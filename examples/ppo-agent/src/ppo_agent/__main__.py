@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import burn_rl
+from burn.record.files import atomic_path
 from burn_rl import PpoAgent, PpoConfig, evaluate
 
 #: Per environment: (config, parallel environments, training steps, the mean return to reach).
@@ -40,9 +41,8 @@ def run(env_id: str, steps: int, seed: int, artifact_dir: Path, eval_episodes: i
                "eval_std": result.std, "threshold": threshold,
                "solved": float(result.mean >= threshold),
                "wall_seconds": time.perf_counter() - start}
-    partial = artifact_dir / "result.json.tmp"  # (replaced whole: never a half-written file)
-    partial.write_text(json.dumps(figures, indent=2))
-    partial.replace(artifact_dir / "result.json")
+    with atomic_path(artifact_dir / "result.json") as partial:  # (never half-written)
+        partial.write_text(json.dumps(figures, indent=2))
     return figures
 
 
