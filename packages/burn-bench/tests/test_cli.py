@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import burn
-from burn_bench import config, results
+from burn_bench import config, results, runner
 from burn_bench.__main__ import SUITES
 from burn_bench.cli import main
 from burn_bench.errors import ConfigError, ResultSchemaError, UnknownNameError
@@ -113,6 +113,26 @@ def test_failing_row_is_reported_and_others_run() -> None:
     doc = run_grid(["conv2d", "unary"], ["numpy"], ["float32"], 4, ["torch"], rounds=1,
                    min_time=0.0005)
     assert [r["status"] for r in doc["rows"]] == ["ok", "ok"]
+
+
+def test_exit_status_says_whether_anything_was_measured(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """1 where every row is unavailable or a bench failed, 0 where the rows that could run
+    ran (an unavailable backend beside them is no failure)."""
+    real = runner.unavailable_reason
+    monkeypatch.setattr(runner, "unavailable_reason",
+                        lambda spec: "not here" if spec == "wgpu" else real(spec))
+    assert main(["run", "--benches", "unary", "--backends", "wgpu", *TINY, "--no-save"]) == 1
+    assert "nothing was measured" in capsys.readouterr().out
+    assert main(["run", "--benches", "unary", "--backends", "numpy,wgpu", *TINY,
+                 "--no-save"]) == 0
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("broken bench")
+
+    monkeypatch.setattr(runner, "build", broken)
+    assert main(["run", "--benches", "unary", "--backends", "numpy", *TINY, "--no-save"]) == 1
+    assert "1 bench(es) failed" in capsys.readouterr().out
 
 
 def test_compile_suite_times_fresh_processes_per_case() -> None:

@@ -185,6 +185,19 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             doc = results.merged(results.load(path), doc)
         results.save(doc, path)
         console.print(f"saved: {path}")
+    return _exit_status(doc, console)
+
+
+def _exit_status(doc: dict[str, Any], console: Console) -> int:
+    """1 where a bench failed (a row with status `error`) or nothing was measured (every row
+    unavailable, no report), else 0."""
+    statuses = [row["status"] for row in doc["rows"]]
+    if "error" in statuses:
+        console.print(f"{statuses.count('error')} bench(es) failed (status error)")
+        return 1
+    if "ok" not in statuses and not doc["reports"]:
+        console.print("nothing was measured: every row is unavailable")
+        return 1
     return 0
 
 

@@ -261,6 +261,66 @@ def test_long_rows(device: str, n: int) -> None:
            torch.from_numpy(np.array(host_array(ints))).sum(1, keepdim=True))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool"])
+def test_rows_reduced_in_two_passes(device: str, dtype: str,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows past `LONG_ROW` (made 1000 here) reduce on GPU runtimes in `ROW_CHUNK`-element
+    chunks (made 128), then the chunks' results: values, first-occurrence indices (a NaN
+    winning), means and int / bool widening as one pass gives, along inner, outer and middle
+    dims, with and without a short last chunk, on strided views."""
+    monkeypatch.setattr(red, "LONG_ROW", 1000)
+    monkeypatch.setattr(red, "ROW_CHUNK", 128)
+    rng = np.random.default_rng(3)
+    cases = [((1, 3001), 1), ((3, 1024), 1), ((2, 1300, 3), 1), ((1025, 2), 0), ((5000,), 0)]
+    for shape, dim in cases:
+        data = rng.standard_normal(shape) * 3
+        if dtype == "bool":
+            data = data > 4
+        elif dtype == "int32":
+            data = np.round(data).astype(np.int32)
+        else:
+            data = data.astype(dtype)
+            data.reshape(-1)[[7, 1500]] = np.nan if shape == (3, 1024) else data.reshape(-1)[7]
+        x = burn.tensor(data, device=device)
+        ref = torch.from_numpy(data)
+        if shape == (2, 1300, 3):  # a strided view of the same values
+            x = burn.tensor(np.ascontiguousarray(data.transpose(2, 1, 0)),
+                            device=device).permute(2, 1, 0)
+        if dtype == "bool":
+            pairs = [(x.any(dim), ref.any(dim)), (x.all(dim), ref.all(dim)),
+                     (x.sum(dim), ref.sum(dim))]
+        else:
+            small = x.clamp(-1, 1) if dtype == "int32" else x / 8 + 1
+            small_ref = ref.clamp(-1, 1) if dtype == "int32" else ref / 8 + 1
+            values, indices = x.max_dim_with_indices(dim)
+            ref_max = ref.max(dim, keepdim=True)
+            pairs = [(x.sum(dim), ref.sum(dim)), (small.prod(dim), small_ref.prod(dim)),
+                     (x.amin(dim), ref.amin(dim)), (x.argmax(dim), ref.argmax(dim)),
+                     (x.argmin(dim), ref.argmin(dim)), (values, ref_max.values),
+                     (indices, ref_max.indices)]
+            if dtype != "int32":
+                pairs.append((x.mean(dim), ref.mean(dim)))
+        for got, want in pairs:
+            _check(_prim(got), want)
+
+
+@pytest.mark.skipif("wgpu" not in DEVICES, reason="needs the wgpu backend")
+def test_rows_past_llvmpipe_loop_limit() -> None:
+    """A row of 2^24 + 3 floats on wgpu (Mesa's llvmpipe ends a unit's loops after 65535
+    iterations: a cube per row summed 94% short): sum, mean and arg max against numpy, also
+    under fusion (a fused reduce block over such rows runs at once, in two passes)."""
+    n = (1 << 24) + 3
+    data = np.random.default_rng(0).random((1, n), dtype=np.float32)
+    data[0, n - 2] = 7.0
+    want = data.astype(np.float64)
+    for device in ("wgpu", "wgpu+fusion"):
+        x = burn.tensor(data, device=device)
+        np.testing.assert_allclose(x.sum(1).numpy(), want.sum(1), rtol=1e-5)
+        np.testing.assert_allclose(x.mean(1).numpy(), want.mean(1), rtol=1e-5)
+        np.testing.assert_allclose((x * x).sum(1).numpy(), (want * want).sum(1), rtol=1e-5)
+        assert x.argmax(1).numpy().tolist() == [n - 2]
+
+
 @pytest.mark.parametrize("dim", [0, 1])
 def test_many_rows(device: str, dim: int) -> None:
     """Many rows, strided (dim 0: the cpu sweeps adjacent rows together) or dense (dim 1:

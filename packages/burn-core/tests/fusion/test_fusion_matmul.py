@@ -117,8 +117,8 @@ def _only_elementwise(monkeypatch: pytest.MonkeyPatch, fused: Any) -> None:
 
     real = backend.accepts
     monkeypatch.setattr(backend, "accepts",
-                        lambda op, args, handles: op.name not in PLANNED
-                        and real(op, args, handles))
+                        lambda op, args, handles, cpu: op.name not in PLANNED
+                        and real(op, args, handles, cpu))
     fused._results.clear()
     fused.stream.forget()
 

@@ -152,7 +152,7 @@ class Fusion(Decorator):
         casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
         result: tuple[Any, ...] = ()
         if fusable([*(h.dtype for h in handles), *casts]) and \
-                accepts(op, args, handles):
+                accepts(op, args, handles, self.stream.cpu):
             names = [op.params[i].name for i in op.tensor_at]
             scalars = {p.name: a for p, a in zip(op.params, args, strict=True)
                        if not p.is_tensor}

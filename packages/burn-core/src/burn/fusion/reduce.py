@@ -36,7 +36,7 @@ from typing import Any
 
 from burn.backends.cube.elementwise import broadcast_view
 from burn.backends.cube.layout import contiguous_copy
-from burn.backends.cube.reduction import collapse
+from burn.backends.cube.reduction import LONG_ROW, collapse
 from burn.backends.cube.reduction_kernels import COLUMN_BLOCK, kahan_add
 from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
@@ -65,18 +65,21 @@ WHOLE_MOST = 1 << 18
 _KERNELS: dict[Any, Any] = {}
 
 
-def accepts(shape: tuple[int, ...], dim: int | None) -> bool:
+def accepts(shape: tuple[int, ...], dim: int | None, cpu: bool) -> bool:
     """Whether the fuser takes a reduction of a tensor of `shape` along `dim`: a dim of two
-    elements or more of a non-empty tensor (others run at once on the inner backend); over
-    the whole tensor (`dim` None) 2 to `WHOLE_MOST` elements.
+    elements or more of a non-empty tensor, on GPU runtimes at most `LONG_ROW` (longer rows
+    run at once on the inner backend, in two passes: a cube per row would loop past llvmpipe's
+    65535 iterations a unit); over the whole tensor (`dim` None) 2 to `WHOLE_MOST` elements.
 
     Args:
         shape: the reduced tensor's shape.
         dim: the reduced dim (None: all of them).
+        cpu: whether the stream's runtime is the cpu runtime.
     """
     if dim is None:
         return 2 <= math.prod(shape) <= WHOLE_MOST
-    return 0 <= dim < len(shape) and shape[dim] >= 2 and 0 not in shape
+    return 0 <= dim < len(shape) and 2 <= shape[dim] and (cpu or shape[dim] <= LONG_ROW) \
+        and 0 not in shape
 
 
 def reduce_layout(block: list[Pending]) -> str:

@@ -645,9 +645,10 @@ def planned_ops(backend: type) -> dict[str, tuple[tuple[int, ...], tuple[int, ..
             for name in PLANNED if name in OPS and hasattr(backend, name)}
 
 
-def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor]) -> bool:
+def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor], cpu: bool) -> bool:
     """Whether the planner takes this call of a recorded op (elementwise ops always;
-    reductions and matmuls of floats where their fusers do)."""
+    reductions and matmuls of floats where their fusers do) on a stream of the cpu runtime
+    (`cpu`) or of a GPU runtime."""
     name = op.name
     if name not in REDUCTIONS and name not in MATMULS:  # (elementwise ops and views)
         return True
@@ -655,7 +656,7 @@ def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor]) -> bo
         return False
     if name in MATMULS:
         return matmul_accepts(handles[0].shape, handles[1].shape)
-    return reduce_accepts(handles[0].shape, args[1] if len(args) > 1 else None)
+    return reduce_accepts(handles[0].shape, args[1] if len(args) > 1 else None, cpu)
 
 
 def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pending]]]:

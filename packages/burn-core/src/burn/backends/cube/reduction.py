@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -50,6 +50,13 @@ SWEEP_MIN = 64
 #: Elements per chunk of a full reduction: at least (cpu, GPU) and the most chunks.
 CHUNK_MIN = {"cpu": 1 << 15, "gpu": TREE_DIM * 16}
 CHUNKS_MAX = {"cpu": 64, "gpu": 1024}
+#: GPU runtimes: rows longer than this reduce in two passes (`_long_rows`), in chunks of
+#: `ROW_CHUNK` elements, then the chunks' results: a cube per row would loop over
+#: n / 256 elements a unit, one streaming multiprocessor for the whole row, and Mesa's
+#: llvmpipe ends a unit's loops after 65535 iterations (rows of 2^24 elements and more came
+#: out wrong there: the sum of 17M floats 94% short, the arg max in the row's first half).
+LONG_ROW = 1 << 20
+ROW_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,8 @@ def reduce_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
                 return (backend.empty(shape, result) if outputs[0] else None,
                         backend.empty(shape, DType.int64) if outputs[1] else None)
             return _empty_rows(backend, x, op, spec, shape, result), None
+        if x.shape[dim] > LONG_ROW and _gpu(backend):
+            return _long_rows(backend, x, dim, op, spec, outputs)
         plan = backend.planned(key, lambda: _plan_dim(backend, x, dim, op, spec, outputs))
     n, step = plan.scalars
     if outputs[1]:
@@ -273,6 +282,60 @@ def _plan_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
         launch = _run(backend, spec.combine, (x.dtype, acc, result), rows_view, n, step, False,
                       (values, indices), spec.mean, plan=True)
     return _DimPlan(shape, result, (n, step), launch)
+
+
+def _long_rows(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
+               outputs: tuple[bool, bool]) -> tuple[CubeTensor | None, CubeTensor | None]:
+    """`reduce_dim` of rows longer than `LONG_ROW` on a GPU runtime, in two passes: each row's
+    `ROW_CHUNK`-element chunks (the last one shorter) reduced into partial results of the
+    accumulator dtype, laid out [chunk, row], then each row's partials; the indices of the
+    chunks' winners are their own plus the chunk's start (the first chunk holding the winning
+    value or a NaN wins, as the first occurrence does in one pass)."""
+    acc, result = _dtypes(op, spec, x.dtype)
+    n, step = x.shape[dim], x.strides[dim]
+    whole, tail = divmod(n, ROW_CHUNK)
+    chunks = whole + (tail > 0)
+    shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
+    rows = math.prod(shape)
+    rest_shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
+    rest_strides = tuple(s for i, s in enumerate(x.strides) if i != dim)
+    parts: list[tuple[CubeTensor, CubeTensor | None]] = []  # (values, indices) [count, rows]
+    for first, count, length in ((0, whole, ROW_CHUNK), (whole, chunks - whole, tail)):
+        if not count:
+            continue
+        row_shape, (strides,) = collapse((count, *rest_shape),
+                                         (ROW_CHUNK * step, *rest_strides))
+        part = (backend.empty((count, rows), acc),
+                backend.empty((count, rows), DType.int64) if outputs[1] else None)
+        _run(backend, spec.combine, (x.dtype, acc, acc),
+             x.view(row_shape, strides, x.offset + first * ROW_CHUNK * step), length, step,
+             False, part)
+        parts.append(part)
+    values, indices = parts[0] if len(parts) == 1 else (
+        _cat(backend, [p[0] for p in parts]),
+        _cat(backend, [p[1] for p in parts]) if outputs[1] else None)
+    out = backend.empty(shape, acc if spec.mean else result) if outputs[0] or spec.mean \
+        else None
+    winners = backend.empty(shape, DType.int64) if outputs[1] else None
+    _run(backend, spec.combine, (acc, acc, acc if spec.mean else result),
+         values.view((rows,), (1,)), chunks, rows, False, (out, winners))
+    if spec.mean and out is not None:
+        out = backend.float_div_scalar(out, float(n))
+        if result is not acc:
+            out = backend.float_cast(out, result)
+    if winners is None or indices is None:
+        return out, None
+    at = backend.int_gather(0, indices, winners.view((1, rows), (rows, 1)))
+    start_of = backend.int_mul_scalar(winners.view((1, rows), (rows, 1)), ROW_CHUNK)
+    found = backend.int_add(at, start_of)
+    return out, found.view(shape, dense_strides(shape))
+
+
+def _cat(backend: Any, parts: list[Any]) -> CubeTensor:
+    """`parts` (dense tensors of one dtype) concatenated along dim 0."""
+    kind = "float" if parts[0].dtype.is_float else "bool" if parts[0].dtype is DType.bool \
+        else "int"
+    return cast(CubeTensor, getattr(backend, f"{kind}_cat")(parts, 0))
 
 
 def _column_sums(backend: Any, x: CubeTensor, n: int, step: int,
