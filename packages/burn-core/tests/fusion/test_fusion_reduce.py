@@ -525,3 +525,40 @@ def test_reductions_the_fuser_leaves_alone(base: str) -> None:
     ints = burn.tensor(np.arange(12).reshape(3, 4), device=dev)
     np.testing.assert_array_equal((ints * 2).sum_dim(1).to_numpy(),
                                   (np.arange(12).reshape(3, 4) * 2).sum(1, keepdims=True))
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((512, 512), None), ((64, 1000), 1),
+                                            ((3, 70001), 1), ((4096,), None)])
+def test_fused_sums_equal_the_unfused_on_cpu(base: str, shape: tuple[int, ...],
+                                             dim: int | None) -> None:
+    """On the cpu runtime a fused sum or mean along rows adds in the inner reduction's order
+    (blocks of partial sums, their totals Kahan-added), so `(x * x).sum()` gives the same bits
+    fused (its first `LONE` runs) as at once (later runs, the block not paying): a value did
+    not depend on what ran before (it moved by an ulp at the fourth run, and 4M-element rows
+    were 1e-4 off where torch and the unfused sum are 4e-10 off). The unfused sum of a whole
+    tensor past `CHUNK_MIN` elements adds its chunks in parallel, and GPU runtimes split rows
+    differently: equal within float32 rounding there."""
+    from burn.backends.cube.reduction import CHUNK_MIN
+    from burn.fusion.stream import LONE
+
+    data = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    want = (data.astype(np.float64) ** 2).sum(axis=dim)
+    fused = burn.tensor(data, device=f"{base}+fusion")
+    values = []
+    for _ in range(LONE + 2):
+        x = fused * 1.0  # (a prologue: the sum reads a computed op)
+        values.append(((x * x).sum() if dim is None else (x * x).sum(dim)).numpy())
+        values.append(((x * x).mean() if dim is None else (x * x).mean(dim)).numpy())
+    plain = burn.tensor(data, device=base)
+    unfused = (plain * plain).sum() if dim is None else (plain * plain).sum(dim)
+    assert values[0].shape == want.shape and values[0].dtype == np.float32
+    np.testing.assert_allclose(values[0], want, rtol=2e-6)
+    one_chunk = dim is not None or data.size <= CHUNK_MIN["cpu"]  # (else summed in chunks)
+    for got in values[0::2]:
+        if base == "cpu" and one_chunk:
+            np.testing.assert_array_equal(got, unfused.numpy())
+        else:
+            np.testing.assert_allclose(got, unfused.numpy(), rtol=2e-6)
+    for got in values[1::2]:
+        np.testing.assert_allclose(got, want / (data.size if dim is None else shape[dim]),
+                                   rtol=2e-6)

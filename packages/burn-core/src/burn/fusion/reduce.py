@@ -20,7 +20,9 @@ a reduction of level `L + 1` or a written result needs (recomputed from the inpu
 stored between passes) and accumulating those reductions; per-row values (reductions and the
 ops of shape `R`) stay in registers. Results are written only where needed (`Stream.flush`).
 
-Sums and means accumulate in float32 (float64 for float64) as the cube backends' reductions;
+Sums and means accumulate in float32 (float64 for float64) as the cube backends' reductions
+(on the cpu runtime in the same order: blocks of plain partial sums, their totals Kahan-added,
+so a block computes the unfused ops' values whether it is fused or runs at once);
 max / min take the first occurrence, a NaN winning, as they do. Kernels are cached by the
 block's signature (ops, wiring, dtypes, rank, which inputs vary along `d`); numbers are
 runtime scalars; launches are planned once per argument layout.
@@ -30,14 +32,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from burn.backends.cube.elementwise import broadcast_view
 from burn.backends.cube.layout import contiguous_copy
 from burn.backends.cube.reduction import LONG_ROW, collapse
-from burn.backends.cube.reduction_kernels import COLUMN_BLOCK, kahan_add
+from burn.backends.cube.reduction_kernels import COLUMN_BLOCK, blocked_sum, kahan_add
 from burn.backends.cube.tensor import dense_strides
 from burn.dtype import DType
 from burn.fusion import reduce_gpu
@@ -837,7 +840,8 @@ class _Rows:
 
     def _reduce(self, j: int, scratch: Any, base: Any, n: Any) -> Any:
         """Reduction `j` of the row at `base` of `scratch` (the scratch rows, or an input of
-        step 1): `PARTIALS` interleaved partials over whole blocks, the rest one by one
+        step 1): a sum or mean as the inner reduction sums a contiguous row (`blocked_sum`),
+        max / min in `PARTIALS` interleaved partials over whole blocks, the rest one by one
         (element by element with an index result)."""
         b = self.b
         u32 = b.ABSOLUTE_POS.dtype
@@ -849,6 +853,10 @@ class _Rows:
             value = scratch[base + k]
             return value if kind == scratch.dtype else b.cast(value, kind)
 
+        if REDUCTIONS[self.ops[j][0]] in ("sum", "mean"):  # in the inner sum's order
+            acc = _Acc(b, self.ops[j], load(b.const(0, u32)))
+            total = blocked_sum(b, _ScratchRow(b, load, n), acc.dtype, b.const(0, u32))
+            return acc.finish(total, None, n)
         lanes = 1 if _indexed(self.ops[j]) else PARTIALS
         accs = [_Acc(b, self.ops[j], load(b.const(0, u32))) for _ in range(lanes)]
         main = b.local(u32, n - n % lanes)
@@ -858,6 +866,30 @@ class _Rows:
         with b.for_range(main, n) as k:
             accs[0].add(load(k), k)
         return _Acc.merged(accs, n)
+
+
+class _ScratchRow:
+    """A row the fused kernel reduces where it lies (a scratch row, or an input of step 1),
+    as `reduction_kernels.blocked_sum` reads a contiguous row: `count` elements, element `k`
+    from `load(k)`.
+
+    Args:
+        b: the builder.
+        load: element `k` of the row, in the reduction's input dtype.
+        count: the row's length.
+    """
+
+    def __init__(self, b: Any, load: Callable[[Any], Any], count: Any) -> None:
+        self.b, self._load, self.count = b, load, count
+
+    def load(self, k: Any, dtype: Any) -> Any:
+        return self.b.cast(self._load(k), dtype)
+
+    @contextmanager
+    def steps(self, start: Any, stride: int, stop: Any = None) -> Iterator[Any]:
+        """``for k in range(start, stop, stride)`` (default stop: `count`)."""
+        with self.b.for_range(start, self.count if stop is None else stop, stride) as k:
+            yield k
 
 
 def _indexed(op: tuple[Any, ...]) -> bool:

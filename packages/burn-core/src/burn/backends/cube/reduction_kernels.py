@@ -201,7 +201,7 @@ def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first
 
     identity = COMBINES[op].identity
     if lanes > 1 and row.contiguous and op == "sum" and acc_dtype.is_float:
-        return _blocked_sum(b, row, acc_dtype, first), None
+        return blocked_sum(b, row, acc_dtype, first), None
     if identity is None:
         start = b.local(u32, b.select(first < row.count, first, 0))
         accs = [_Acc(b, op, acc_dtype, row.load(start, acc_dtype), start, indexed)
@@ -225,7 +225,7 @@ def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first
     return accs[0].value, accs[0].index
 
 
-def _blocked_sum(b: Any, row: _Row, acc_dtype: Any, first: Any) -> Any:
+def blocked_sum(b: Any, row: _Row, acc_dtype: Any, first: Any) -> Any:
     """A local holding the sum of elements `first`, `first + 1`, ... of a contiguous `row`:
     whole blocks of `BLOCK` through `BLOCK_LANES` plain partial sums (adjacent elements in
     adjacent partials), their total Kahan-added; the rest one by one."""
