@@ -129,3 +129,46 @@ def test_remainder_backward(grad_device: burn.Device, rng: np.random.Generator) 
     a = T(np.array([3.2, -3.2, 0.7, 5.1]), dtype)
     b = T(np.array([1.5, 1.5, -1.5, -2.0]), dtype)
     check_backward(lambda x, y: x % y, lambda x, y: x % y, [a, b], grad_device, rng)
+
+
+@pytest.mark.op("sigmoid")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_activations_and_pow_compute_in_float32(dtype: str,
+                                                               device: burn.Device) -> None:
+    """float16 / bfloat16 sigmoid, silu, pow, remainder and fmod compute in float32 and round
+    once, as torch's (sigmoid's exp(-x) overflowed float16 below -11.09: sigmoid and silu
+    gave 0 there; WGSL's float16 pow gave 3 ** 10 = 59136 and 0.000617 ** -1.5 = inf)."""
+    tdtype = getattr(torch, dtype)
+    rtol = 2e-3 if dtype == "float16" else 1.6e-2
+    x = torch.tensor([-20.0, -15.0, -12.0, -11.5, -11.1, -3.0, 0.5, 6.0], dtype=tdtype)
+    bx = burn.tensor(x.float().numpy(), device=device, dtype=getattr(burn, dtype))
+    for name, want in (("sigmoid", torch.sigmoid(x)), ("silu", torch.nn.functional.silu(x))):
+        got = getattr(burn.functional, name)(bx * 1.0)  # (a chain: fused where it can be)
+        assert got.dtype == getattr(burn, dtype) and got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got.to_numpy().astype(np.float64),
+                                   want.double().numpy(), rtol=rtol, atol=0)
+    base = torch.tensor([3.0, 9.664, 0.000617, 7.5, -7.5], dtype=tdtype)
+    power = torch.tensor([10.0, 4.5, -1.5, 2.0, 3.0], dtype=tdtype)
+    bb, bp = (burn.tensor(t.float().numpy(), device=device, dtype=getattr(burn, dtype))
+              for t in (base, power))
+    for got, want in ((bb ** bp, base ** power), (bb ** 4.5, base ** 4.5),
+                      (bb % 0.7, base % 0.7), (bb.fmod(0.7), torch.fmod(base, 0.7))):
+        assert got.dtype == getattr(burn, dtype)
+        np.testing.assert_allclose(got.to_numpy().astype(np.float64), want.double().numpy(),
+                                   rtol=rtol, atol=0)
+
+
+@pytest.mark.op("neg")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_negated_multiply_add_keeps_the_sign_of_zero(dtype: str, device: burn.Device) -> None:
+    """-(a * b + c) is -0.0 where a * b + c is +0.0 (a fused kernel's C compiler folded the
+    negation into one fnmsub, -a * b - c, whose exact zero is +0.0), so 1 / r is -inf as in
+    torch."""
+    a, b, c = ([2.0, 1.5, -0.0, 1.0], [3.0, -2.0, 1.0, 0.5], [-6.0, 3.0, 0.0, -0.5])
+    ta, tb, tc = (torch.tensor(v, dtype=getattr(torch, dtype)) for v in (a, b, c))
+    want = -(ta * tb + tc)
+    ba, bb, bc = (burn.tensor(np.array(v, dtype), device=device) for v in (a, b, c))
+    got = -(ba * bb + bc)
+    assert got.dtype == getattr(burn, dtype) and got.shape == (4,)
+    np.testing.assert_array_equal(_signed(got.to_numpy()), _signed(want.numpy()))
+    np.testing.assert_array_equal((1.0 / got).to_numpy(), (1.0 / want).numpy())

@@ -641,6 +641,11 @@ class ActivationOps(TensorOps):
         return self.float_add_scalar(out, 0.0)
 
     def silu(self, x: P) -> P:
+        """x sigmoid(x); float16 / bfloat16 in float32, rounded once as torch's (a float16
+        sigmoid rounded first lost silu's subnormal tail: silu(-20) gave -0.0)."""
+        low = self._low_precision(x)
+        if low is not None:
+            return self.float_cast(self.silu(self.float_cast(x, DType.float32)), low)
         return self.float_mul(x, self.sigmoid(x))
 
     def mish(self, x: P) -> P:

@@ -96,13 +96,15 @@ LONE_SHARED = 2 * LONE
 FUSE_OPS = 3
 CPU_FUSE_WORK = 1 << 17
 GPU_FUSE_WORK = 1 << 20
-#: A flush plan: the blocks as (kind, start, end, cell), the positions of results to write,
+#: A flush plan: the blocks as (kind, start, end, cell, released: the records whose results
+#: the flush drops once the block has run, `_released`), the positions of results to write,
 #: and the structures that lead a block that does not pay (`Stream._pays`), then those that
 #: lead one that pays (`Stream.shared`): the op that started the stream, the products of
 #: later matmul blocks, and the first records of later blocks that read no pending result;
 #: last, the (record, argument) positions of the computed tensors those leaders of blocks
 #: that pay read (`Stream._reconsider`).
-FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell"], ...], tuple[int, ...],
+FlushPlan = tuple[tuple[tuple[str | None, int, int, "Cell", tuple[int, ...]], ...],
+                  tuple[int, ...],
                   tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...],
                   tuple[tuple[int, int], ...]]
 
@@ -144,7 +146,7 @@ class Stream:
         self.made: dict[int, tuple[Any, ...]] = {}
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
-        #: inner primitives whose memory was exported (`export`), weakly, by id.
+        #: storages (burn-cube arrays) whose memory was exported (`export`), weakly, by id.
         self.exported: dict[int, weakref.ref[Any]] = {}
         #: whether this is the cpu runtime: its short blocks pay for their recording by
         #: `CPU_FUSE_WORK` (`_pays`; GPU runtimes' by `GPU_FUSE_WORK`), and a product takes
@@ -193,8 +195,9 @@ class Stream:
                     ir[i] = new_tuple(TensorIR, (tid, h.shape, h.dtype))
                 self.values[tid] = value
                 wiring.append(-1 - external.setdefault(tid, len(external)))
-                if exported and (ref := exported.get(id(value))) is not None:
-                    shared = shared or ref() is value
+                if exported and (ref := exported.get(id(storage := _storage(value)))) \
+                        is not None:
+                    shared = shared or ref() is storage
             handle = FusionTensor(new_id(), result[0], result[1], self.device)
             out = handle.ir
             tid = out.id
@@ -217,11 +220,13 @@ class Stream:
 
     def export(self, value: Any) -> None:
         """Note that the memory of `value` (an inner primitive) was exported: an array
-        library may write it at any time, so an op recorded reading it runs with the
-        stream at once (`record`), reading it as an op run at once would."""
+        library may write it at any time, so an op recorded reading it, or any view of its
+        storage, runs with the stream at once (`record`), reading it as an op run at once
+        would."""
         if len(self.exported) >= MAX_PLANS:
             self.exported = {k: r for k, r in self.exported.items() if r() is not None}
-        self.exported[id(value)] = _ref(value)
+        storage = _storage(value)
+        self.exported[id(storage)] = _ref(storage)
 
     def flush(self) -> None:
         """Run every pending op whose result is needed; handles still held get their values.
@@ -317,7 +322,7 @@ class Stream:
         needed = {pending[i].out.id for i in written}
         failure: Exception | None = None
         failed: set[int] = set()  # results of failed blocks and of blocks reading them
-        for kind, start, end, cell in blocks:
+        for kind, start, end, cell, released in blocks:
             block = pending[start:end]
             run = run_block if kind is None else run_matmul if kind == "matmul" \
                 else run_view if kind == "view" else run_reduce
@@ -336,6 +341,8 @@ class Stream:
                 handle = weak[tid]()
                 if handle is not None:
                     handle.value = value
+            for i in released:  # (read by no later block, held by no handle)
+                values.pop(pending[i].out.id, None)
             if kind == "matmul":
                 plan, first = cell.plan, start
                 if type(plan) is Split:  # (a prologue not fused: the product is its own)
@@ -440,9 +447,10 @@ class Stream:
                     if kind == "matmul" or all(w < 0 for w in pending[start].key[1])]
         if len(self.cells) >= MAX_PLANS:
             self.cells.clear()
+        released = _released(pending, blocks, held)
         shared = [(kind, start, end, self.cells.setdefault(
-            block_key(kind, pending[start:end], needed), cell))
-            for kind, start, end, cell in blocks]
+            block_key(kind, pending[start:end], needed), cell), released[b])
+            for b, (kind, start, end, cell) in enumerate(blocks)]
         paying = [start for start, lead in leaders if lead is not None and lead[1]]
         return (tuple(shared), tuple(i for i, r in enumerate(pending) if r.out.id in needed),
                 tuple(lead[0] for _, lead in leaders if lead is not None and not lead[1]),
@@ -545,6 +553,13 @@ class Stream:
         return kept >= GPU_FUSE_WORK
 
 
+def _storage(value: Any) -> Any:
+    """The storage an inner primitive (a cube tensor) views: its array's base, else its array
+    (views are made from the base: one level)."""
+    array = value.array
+    return array if array.base is None else array.base
+
+
 def _needed(pending: list[Pending], cut: list[tuple[str | None, list[Pending]]],
             held: tuple[bool, ...]) -> tuple[list[tuple[str | None, int, int, Cell]], set[int]]:
     """The blocks of `cut` (the planner's, consecutive) as (kind, start, end, new cell), and
@@ -575,6 +590,28 @@ def _needed(pending: list[Pending], cut: list[tuple[str | None, list[Pending]]],
                 needed.update(a.id for a in r.args
                               if type(a) is TensorIR and at.get(a.id, b) != b)
     return blocks, needed
+
+
+def _released(pending: list[Pending], blocks: list[tuple[str | None, int, int, Cell]],
+              held: tuple[bool, ...]) -> list[tuple[int, ...]]:
+    """Per block, the positions of the records whose results it is the last block to read and
+    no handle holds (`held`): the flush drops them once it has run, so a chain of blocks (ops
+    the cpu runtime leaves as library calls: a block each) keeps two intermediates alive, not
+    one per block (a chain of 120 sin and product blocks over 8 MiB held 1 GiB)."""
+    made = {pending[i].out.id: (b, i) for b, (_, start, end, _) in enumerate(blocks)
+            for i in range(start, end)}
+    last: dict[int, int] = {}  # a result's position -> the last block reading it
+    for b, (_, start, end, _) in enumerate(blocks):
+        for record in pending[start:end]:
+            for a in record.args:
+                if type(a) is TensorIR and (source := made.get(a.id)) is not None \
+                        and source[0] != b:
+                    last[source[1]] = b
+    released: list[list[int]] = [[] for _ in blocks]
+    for i, b in last.items():
+        if not held[i]:
+            released[b].append(i)
+    return [tuple(r) for r in released]
 
 
 def _written_prologues(cut: list[tuple[str | None, list[Pending]]], needed: set[int]

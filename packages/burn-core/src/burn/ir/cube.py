@@ -150,13 +150,22 @@ def _float_of(dtypes: tuple[DType, ...]) -> DType:
     return next((d for d in dtypes if d.kind is Kind.FLOAT), DType.float32)
 
 
+#: Ops outside the ``math`` and ``activation`` families whose float16 / bfloat16 values compute
+#: in float32 (`emit_row`): library calls and compound lowerings.
+WIDENED = frozenset(("float_powf", "float_powf_scalar", "float_remainder",
+                     "float_remainder_scalar", "float_fmod", "float_fmod_scalar"))
+
+
 def emit_row(b: Any, op: OpDef, env: dict[str, Any]) -> Any:
     """The value of `op`'s lowering over `env` (its parameters' builder values or constants).
 
-    Math ops (the ``math`` family) of float16 and bfloat16 values compute in float32, an exact
-    widening, and are rounded once where the caller stores them, as the NumPy backend and torch
-    compute them: half-precision intermediates of a compound lowering (atanh's) lost digits,
-    and NVIDIA's Vulkan driver's float16 asin, acos, atan and erf missed by more than a few ulps.
+    Math ops and activations (the ``math`` and ``activation`` families) and `WIDENED` ops of
+    float16 and bfloat16 values compute in float32, an exact widening, and are rounded once
+    where the caller stores them, as the NumPy backend and torch compute them: half-precision
+    intermediates of a compound lowering (atanh's; sigmoid's exp(-x), inf below -11.09, made
+    sigmoid and silu 0 there) lost digits, NVIDIA's Vulkan driver's float16 asin, acos, atan
+    and erf missed by more than a few ulps, and WGSL's float16 pow by up to 10 (3 ** 10 gave
+    59136, not 59040).
 
     Args:
         b: the `burn_cube.KernelBuilder`.
@@ -166,7 +175,7 @@ def emit_row(b: Any, op: OpDef, env: dict[str, Any]) -> Any:
         The builder value (its dtype may differ from the result's: callers cast on store).
     """
     assert op.cube is not None  # callers check
-    if op.family == "math":
+    if op.family in ("math", "activation") or op.name in WIDENED:
         env = {name: _widened(b, value) for name, value in env.items()}
     return _emit(b, op.cube, env)
 

@@ -87,6 +87,10 @@ def calls_library(op: str, dtype_name: str) -> bool:
 #: assume (it folds a literal ``+ 0`` away: an integer's conversion is never -0.0); its load
 #: is hoisted out of loops, which still vectorize.
 FROM_INT = "({a} + bc_positive_zero)"
+#: A float's negation as -0.0 minus it (exact, signed zeros included), the -0.0 `PRELUDE`'s
+#: global: gcc folded a plain ``-(a * b + c)`` into one fnmsub, ``-a * b - c``, whose exact
+#: zero is +0.0 where the negated sum's is -0.0 (1 / r then gave +inf for -inf).
+NEG_FLOAT = "(bc_negative_zero - {a})"
 
 OPS: dict[str, str | None] = {
     **{op: f"((uint32_t){template})" for op, template in POSITIONS.items()},
@@ -95,7 +99,7 @@ OPS: dict[str, str | None] = {
     "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
     "div.int": "bc_div_{s}({a}, {b})", "div.uint": "bc_div_{s}({a}, {b})",
     "mod.int": "bc_mod_{s}({a}, {b})", "mod.uint": "bc_mod_{s}({a}, {b})",
-    "neg": "(-{a})",
+    "neg": "(-{a})", "neg.float": NEG_FLOAT,
     "lt": "({a} < {b})", "le": "({a} <= {b})", "gt": "({a} > {b})", "ge": "({a} >= {b})",
     "eq": "({a} == {b})", "ne": "({a} != {b})",
     "and": "({a} && {b})", "or": "({a} || {b})", "not": "(!{a})",
@@ -309,6 +313,7 @@ PRELUDE = """\
 #include <stdbool.h>
 #include <stdint.h>
 float bc_positive_zero = 0.0f;
+float bc_negative_zero = -0.0f;
 """
 
 

@@ -33,6 +33,7 @@ OPS: dict[str, str | None] = {
     # an integer -> float cast as it is (C's `from_int` adds 0 against gcc's fold; __half takes
     # no int operand)
     "from_int": "{a}",
+    "neg.float": "(-{a})",  # (C's goes through a -0.0 global against gcc's fnmsub fold)
     "div.int": "bc_div<{t}>({a}, {b})", "div.uint": "bc_div<{t}>({a}, {b})",
     "mod.int": "bc_mod<{t}>({a}, {b})", "mod.uint": "bc_mod<{t}>({a}, {b})",
     "abs.int": "abs({a})",

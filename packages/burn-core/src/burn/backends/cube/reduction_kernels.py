@@ -225,8 +225,9 @@ def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first
     return accs[0].value, accs[0].index
 
 
-def blocked_sum(b: Any, row: _Row, acc_dtype: Any, first: Any) -> Any:
-    """A local holding the sum of elements `first`, `first + 1`, ... of a contiguous `row`:
+def blocked_sum(b: Any, row: Any, acc_dtype: Any, first: Any) -> Any:
+    """A local holding the sum of elements `first`, `first + 1`, ... of a contiguous `row` (a
+    `_Row`, or what has its `count`, `steps` and `load`: the reduce fuser's rows):
     whole blocks of `BLOCK` through `BLOCK_LANES` plain partial sums (adjacent elements in
     adjacent partials), their total Kahan-added; the rest one by one."""
     from burn_cube import u32
