@@ -67,10 +67,22 @@ class Unfused(NamedTuple):
     vendor: bool
 
 
-def accepts(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> bool:
+def accepts(lhs: tuple[int, ...], rhs: tuple[int, ...], cpu: bool) -> bool:
     """Whether the fuser takes a matmul of these shapes: matrices or batches of them with a
-    non-empty product over a non-empty inner dim (others run at once)."""
-    return len(lhs) >= 2 and len(rhs) >= 2 and 0 not in lhs and 0 not in rhs
+    non-empty product over a non-empty inner dim; on GPU runtimes (not `cpu`) at most
+    `FUSE_WORK` multiply-adds. Others run at once: a larger product runs as the inner
+    backend's whether recorded or not, and run at once the device starts on it while the
+    host records what follows (recorded, it waited for the flush: the 6-layer encoder's
+    forward took 13.2 ms on an H100 against 10.3 ms with its products run at once)."""
+    if len(lhs) < 2 or len(rhs) < 2 or 0 in lhs or 0 in rhs:
+        return False
+    if cpu:
+        return True
+    rank = max(len(lhs), len(rhs)) - 2  # (the batch dims, broadcast)
+    batch = math.prod(max(a, b) for a, b in zip((1,) * (rank + 2 - len(lhs)) + lhs[:-2],
+                                                (1,) * (rank + 2 - len(rhs)) + rhs[:-2],
+                                                strict=True))
+    return batch * lhs[-2] * lhs[-1] * rhs[-1] <= FUSE_WORK
 
 
 def _declare_numbers(b: Any, ops: tuple[Any, ...], prefix: str) -> dict[tuple[int, int], Any]:

@@ -692,7 +692,7 @@ def accepts(op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor], cpu: 
     if not all(h.dtype.is_float for h in handles):
         return False
     if name in MATMULS:
-        return matmul_accepts(handles[0].shape, handles[1].shape)
+        return matmul_accepts(handles[0].shape, handles[1].shape, cpu)
     return reduce_accepts(handles[0].shape, args[1] if len(args) > 1 else None, cpu)
 
 
