@@ -88,6 +88,7 @@ UNARY = {
     "isfinite": ("2d", "0d", "empty", "int", "bool", "special"),
     "isnan": ("2d", "0d", "empty", "int", "special"),
     "isinf": ("2d", "0d", "empty", "int", "special"),
+    "nan_to_num": ("2d", "0d", "empty", "int", "bool", "special"),
 }
 UNARY_CASES = [(m, i) for m, inputs in UNARY.items() for i in inputs]
 
@@ -103,6 +104,25 @@ def test_elementwise(device: burn.Device, method: str, name: str) -> None:
 def test_elementwise_transposed(device: burn.Device, method: str) -> None:
     b, t = pair(SPECIAL, device, transposed=True)
     check(getattr(b, method)(), getattr(t, method)())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_nan_to_num_values_and_gradient(device: burn.Device, dtype: str) -> None:
+    """Given replacements, the dtype's finite extremes by default, a replacement outside the
+    dtype's range rounding to inf as torch's; the gradient is 1 where a value is kept."""
+    data = SPECIAL.astype(dtype)
+    b = burn.tensor(data, device=device)
+    t = torch.tensor(data)
+    check(b.nan_to_num(), t.nan_to_num(), rtol=0, atol=0)
+    check(b.nan_to_num(1.5, 2.0, -3.0), t.nan_to_num(1.5, 2.0, -3.0), rtol=0, atol=0)
+    check(b.nan_to_num(posinf=1e300), t.nan_to_num(posinf=1e300), rtol=0, atol=0)
+    if not device.is_autodiff:
+        return
+    x = burn.tensor(data, device=device).require_grad()
+    grads = (x.nan_to_num() * 2.0).sum().backward()
+    tx = torch.tensor(data, requires_grad=True)
+    (tx.nan_to_num() * 2.0).sum().backward()
+    check(x.grad(grads), tx.grad, rtol=0, atol=0)
 
 
 def test_expm1_near_zero_keeps_precision(device: burn.Device) -> None:

@@ -88,6 +88,31 @@ class NumericMixin(TensorBase):
 
     isfinite = is_finite
 
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> Tensor:
+        """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (torch.nan_to_num;
+        the infinities default to the dtype's largest and lowest finite values); an int or
+        bool tensor comes back as it is (torch: a copy; tensors are values here). The gradient
+        is 1 where a value is kept, 0 where it is replaced.
+
+        Args:
+            nan: what NaN becomes.
+            posinf: what +inf becomes (None: the dtype's largest finite value).
+            neginf: what -inf becomes (None: the dtype's lowest finite value).
+        Returns:
+            A tensor of the same shape and dtype.
+        """
+        t = self._tensor()
+        if t._k != "float_":
+            return t
+        import ml_dtypes
+
+        info = ml_dtypes.finfo(t._dtype.numpy)
+        high = float(info.max) if posinf is None else posinf
+        low = float(info.min) if neginf is None else neginf
+        inf = float("inf")
+        return t.mask_fill(t.is_nan(), nan).mask_fill(t == inf, high).mask_fill(t == -inf, low)
+
     def contains_nan(self) -> Tensor:
         """Whether any element is nan, as a 0-d bool tensor (Burn: shape [1])."""
         return self._tensor().is_nan().any()
