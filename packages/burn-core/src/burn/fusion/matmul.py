@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any, NamedTuple, cast
 
 from burn.backends.cube.elementwise import broadcast_view
@@ -78,10 +79,8 @@ def accepts(lhs: tuple[int, ...], rhs: tuple[int, ...], cpu: bool) -> bool:
         return False
     if cpu:
         return True
-    rank = max(len(lhs), len(rhs)) - 2  # (the batch dims, broadcast)
-    batch = math.prod(max(a, b) for a, b in zip((1,) * (rank + 2 - len(lhs)) + lhs[:-2],
-                                                (1,) * (rank + 2 - len(rhs)) + rhs[:-2],
-                                                strict=True))
+    batch = math.prod(max(a, b) for a, b in  # (the batch dims, broadcast)
+                      zip_longest(reversed(lhs[:-2]), reversed(rhs[:-2]), fillvalue=1))
     return batch * lhs[-2] * lhs[-1] * rhs[-1] <= FUSE_WORK
 
 

@@ -195,8 +195,7 @@ class Stream:
                     ir[i] = new_tuple(TensorIR, (tid, h.shape, h.dtype))
                 self.values[tid] = value
                 wiring.append(-1 - external.setdefault(tid, len(external)))
-                if exported and (ref := exported.get(id(storage := _storage(value)))) \
-                        is not None:
+                if exported and (ref := exported.get(id(storage := value.storage))) is not None:
                     shared = shared or ref() is storage
             handle = FusionTensor(new_id(), result[0], result[1], self.device)
             out = handle.ir
@@ -225,7 +224,7 @@ class Stream:
         would."""
         if len(self.exported) >= MAX_PLANS:
             self.exported = {k: r for k, r in self.exported.items() if r() is not None}
-        storage = _storage(value)
+        storage = value.storage
         self.exported[id(storage)] = _ref(storage)
 
     def flush(self) -> None:
@@ -551,13 +550,6 @@ class Stream:
         if self.cpu:
             return kind == "matmul" or kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
-
-
-def _storage(value: Any) -> Any:
-    """The storage an inner primitive (a cube tensor) views: its array's base, else its array
-    (views are made from the base: one level)."""
-    array = value.array
-    return array if array.base is None else array.base
 
 
 def _needed(pending: list[Pending], cut: list[tuple[str | None, list[Pending]]],

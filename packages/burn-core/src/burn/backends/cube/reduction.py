@@ -333,9 +333,7 @@ def _long_rows(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
 
 def _cat(backend: Any, parts: list[Any]) -> CubeTensor:
     """`parts` (dense tensors of one dtype) concatenated along dim 0."""
-    kind = "float" if parts[0].dtype.is_float else "bool" if parts[0].dtype is DType.bool \
-        else "int"
-    return cast(CubeTensor, getattr(backend, f"{kind}_cat")(parts, 0))
+    return cast(CubeTensor, getattr(backend, f"{parts[0].dtype.kind.value}_cat")(parts, 0))
 
 
 def _column_sums(backend: Any, x: CubeTensor, n: int, step: int,

@@ -67,6 +67,13 @@ class CubeTensor:
         return int(self.array.offset)
 
     @property
+    def storage(self) -> Any:
+        """The burn-cube array owning the memory this tensor reads (its array's base, else its
+        array: views are made from the base, one level)."""
+        array = self.array
+        return array if array.base is None else array.base
+
+    @property
     def runtime(self) -> Any:
         """The burn-cube runtime holding the storage."""
         return self.array.runtime
@@ -147,8 +154,7 @@ def layout_key(array: Any) -> Any:
 def strided_storage(t: CubeTensor, as_strided: Any) -> Any:
     """`t`'s elements as an array of the runtime's array library sharing its memory (numpy on
     the cpu, CuPy on cuda), built with that library's `as_strided`."""
-    array = t.array
-    storage = (array.base if array.base is not None else array).handle.reshape(-1)
+    storage = t.storage.handle.reshape(-1)
     item = storage.itemsize
     return as_strided(storage[t.offset:] if t.size else storage[:0], t.shape,
                       tuple(s * item for s in t.strides))
