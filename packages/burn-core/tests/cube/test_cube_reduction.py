@@ -261,6 +261,36 @@ def test_long_rows(device: str, n: int) -> None:
            torch.from_numpy(np.array(host_array(ints))).sum(1, keepdim=True))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_strided_rows_reduced_in_chunks(device: str, dtype: str) -> None:
+    """Rows whose elements are strided and whose starts are adjacent (a sum over a leading
+    dim, as a bias gradient's) reduce on GPU runtimes in chunks a unit each, then the
+    chunks' results (`_column_chunks`): sums, products, max and min as torch's, whether the
+    chunks divide the rows (8192) or leave a shorter last one (129, 1000), along outer and
+    middle dims, on a sliced view too, and the same again (the planned launches)."""
+    rng = np.random.default_rng(5)
+    cases = [((8192, 48), 0), ((129, 7), 0), ((1000, 3, 40), 0), ((4, 3000, 5), 1)]
+    for shape, dim in cases:
+        data = np.round(rng.standard_normal(shape) * 3).astype(dtype)  # (sums exact)
+        views = [(burn.tensor(data, device=device), data)]
+        if shape == (1000, 3, 40):  # every other row of a larger tensor
+            wide = np.repeat(data, 2, axis=0)
+            views.append((burn.tensor(wide, device=device)[::2], wide[::2]))
+        for x, host in views:
+            ref = torch.from_numpy(np.ascontiguousarray(host))
+            small = x.clamp(-1, 1) if dtype == "int32" else x / 64 + 1
+            small_ref = ref.clamp(-1, 1) if dtype == "int32" else ref / 64 + 1
+            wide_ref = ref if dtype == "int32" else ref.double()
+            for _ in range(2):
+                pairs = [(x.sum(dim), wide_ref.sum(dim).to(ref.sum(dim).dtype)),
+                         (x.amax(dim), ref.amax(dim)),
+                         (x.amin(dim), ref.amin(dim))]
+                if shape[dim] <= 1000:  # (float products drift with their length)
+                    pairs.append((small.prod(dim), small_ref.prod(dim)))
+                for got, want in pairs:
+                    _check(_prim(got), want)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool"])
 def test_rows_reduced_in_two_passes(device: str, dtype: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
