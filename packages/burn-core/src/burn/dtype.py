@@ -149,7 +149,10 @@ def from_numpy(dtype: np.dtype | type, op: str = "from_data") -> DType:
     """
     import numpy as np
 
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:  # (not a dtype at all: a number, an enum member)
+        raise DTypeError(op, "not a dtype", dtype=repr(dtype)) from None
     try:
         return FROM_NUMPY_MAP[dt]
     except KeyError:
@@ -162,9 +165,16 @@ def from_numpy(dtype: np.dtype | type, op: str = "from_data") -> DType:
 
 
 def as_dtype(value: DType | str | np.dtype | type, op: str = "dtype") -> DType:
-    """Normalise a user dtype argument (DType, name, numpy dtype, torch-like name) to a DType."""
+    """Normalise a user dtype argument (DType, name, numpy dtype, torch-like name) to a DType.
+
+    Raises:
+        DTypeError: naming `op`, for None (numpy would read it as float64), an unknown name
+            or anything else that is not a dtype.
+    """
     if isinstance(value, DType):
         return value
+    if value is None:
+        raise DTypeError(op, "needs a dtype, got None", dtype=None)
     if isinstance(value, str):
         name = value.removeprefix("burn.").removeprefix("torch.")
         name = {"float": "float32", "half": "float16", "double": "float64", "long": "int64",

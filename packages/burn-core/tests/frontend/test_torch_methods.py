@@ -550,3 +550,61 @@ def test_nan_gradients_documented_differences(device_name: str) -> None:
     ga, gb = a.grad(grads), b.grad(grads)
     assert ga is not None and gb is not None
     assert ga.tolist() == [1.0, 1.0] and gb.tolist() == [1.0, 1.0]
+
+
+# --- dtype arguments, bool operands, formatting and `in`, as torch's
+def test_to_none_keeps_the_tensor_and_bad_dtypes_raise(device: burn.Device) -> None:
+    """`to(None)` is torch's no-op; `cast` of None (numpy reads it as float64), a number or
+    a kind raises DTypeError naming the op."""
+    b = burn.tensor(F2, device=device)
+    assert b.to(None) is b
+    for bad in (None, 5, burn.Kind.INT):
+        with pytest.raises(DTypeError, match=r"^cast: "):
+            b.cast(bad)
+        with pytest.raises(DTypeError, match=r"^to: "):
+            b.to(bad) if bad is not None else b.to(5)
+
+
+SUB_WITH_BOOL: list[tuple[str, Callable[[Any, Any, Any], Any]]] = [
+    ("float - bool", lambda f, i, m: f - m), ("bool - float", lambda f, i, m: m - f),
+    ("int - bool", lambda f, i, m: i - m), ("bool - bool", lambda f, i, m: m - m),
+    ("bool - 1", lambda f, i, m: m - 1), ("1.5 - bool", lambda f, i, m: 1.5 - m),
+    ("float - True", lambda f, i, m: f - True), ("True - int", lambda f, i, m: True - i),
+]
+
+
+@pytest.mark.parametrize(("case", "expr"), SUB_WITH_BOOL, ids=[c for c, _ in SUB_WITH_BOOL])
+def test_sub_refuses_bool_operands(device: burn.Device, case: str, expr: Callable[..., Any]
+                                   ) -> None:
+    """torch refuses `-` with any bool operand, tensor or Python bool; so does burn."""
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        expr(torch.tensor(F2), torch.tensor(I2), torch.tensor(B2))
+    args = [burn.tensor(a, device=device) for a in (F2, I2, B2)]
+    with pytest.raises(DTypeError, match=r"^sub: not supported with a bool operand"):
+        expr(*args)
+
+
+def test_bool_square_and_int_logsumexp(device: burn.Device) -> None:
+    """A bool square is int64, an int or bool logsumexp float32, as torch's."""
+    for name in ("bool", "int", "0d"):
+        b, t = pair(INPUTS[name], device)
+        check(b.square(), t.square())
+    for name in ("int", "bool"):
+        b, t = pair(INPUTS[name], device)
+        check(b.logsumexp(1), t.logsumexp(1))
+        check(b.logsumexp((0, 1), keepdim=True), t.logsumexp((0, 1), keepdim=True))
+
+
+def test_format_and_contains(device: burn.Device) -> None:
+    """A 0-d tensor formats as its value; a format spec on another tensor raises ShapeError
+    (torch a TypeError); `x in t` is whether any element equals x."""
+    b, t = pair(np.array(2.5, np.float32), device)
+    assert f"{b:.3f}" == f"{t:.3f}" == "2.500"
+    assert f"{b}" == str(b)
+    with pytest.raises(ShapeError, match=r"^format: "):
+        f"{burn.tensor(F2, device=device):.2f}"
+    b2, t2 = pair(I2, device)
+    for element in (int(I2[1, 2]), 99, float(I2[0, 0]), -4):
+        assert (element in b2) == (element in t2), element
+    row = burn.tensor(I2[1], device=device)
+    assert (row in b2) == (torch.tensor(I2[1]) in t2)

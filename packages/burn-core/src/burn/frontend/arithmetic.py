@@ -156,8 +156,9 @@ class ArithmeticMixin(TensorBase):
         return self.pow(exponent)
 
     def square(self) -> Tensor:
-        """`self * self`."""
-        return binary(self, self, MUL)
+        """`self * self`; bool tensors square as int64 (torch's ``square``, a power)."""
+        x = self._cast(DType.int64) if self._dtype is DType.bool else self
+        return binary(x, x, MUL)
 
     def neg(self) -> Tensor:
         """`-self` (float and int tensors)."""

@@ -94,13 +94,35 @@ class ConversionMixin(TensorBase):
     def __iter__(self) -> Iterator[Tensor]:
         return (self[i] for i in range(len(self)))  # type: ignore[index]
 
+    def __contains__(self, element: object) -> bool:
+        """Whether any element equals `element` (a number or a tensor that broadcasts), as
+        torch's ``in``."""
+        return bool((self == element).any().item())  # type: ignore[attr-defined]
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its value (``f"{loss:.3f}"``); others only with an empty
+        spec, as their `repr` (torch's rule).
+
+        Raises:
+            ShapeError: a format spec for a tensor that is not 0-d.
+        """
+        if not spec:
+            return str(self)
+        if self.shape:
+            raise ShapeError("format", "only 0-d tensors take a format spec", shape=self.shape,
+                             spec=spec)
+        return format(self.item(), spec)
+
     # --- dtype and device ---
     def cast(self, dtype: DType | str) -> Tensor:
         """The values converted to `dtype` (float -> int truncates toward zero)."""
         return self._cast(as_dtype(dtype, "cast"))
 
-    def to(self, target: DType | Device | str) -> Tensor:
-        """`cast` for a dtype (or dtype name), `to_device` for a device (or device spec)."""
+    def to(self, target: DType | Device | str | None) -> Tensor:
+        """`cast` for a dtype (or dtype name), `to_device` for a device (or device spec);
+        itself for None (torch's ``to(None)``)."""
+        if target is None:
+            return self  # type: ignore[return-value]
         if isinstance(target, Device):
             return self.to_device(target)
         if isinstance(target, str):
@@ -109,7 +131,7 @@ class ConversionMixin(TensorBase):
             except DTypeError:
                 return self.to_device(target)
             return self._cast(dtype)
-        return self.cast(target)
+        return self._cast(as_dtype(target, "to"))
 
     def float(self) -> Tensor:
         """Converted to float32 (itself when float32)."""

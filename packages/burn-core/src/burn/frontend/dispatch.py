@@ -37,8 +37,8 @@ class BinaryOp:
     A kind absent from `tensor` lifts bool -> int64 -> float32 until one is present (so `/` on
     ints is float division); a kind absent from `scalar` turns the scalar into a 0-d tensor.
     `on_bool` says what two bool operands give: "lift" (the lifted result), "bool" (the lifted
-    result cast back to bool: `+` is or, `*` is and, as torch) or "refuse" (DTypeError, as torch
-    for `-`).
+    result cast back to bool: `+` is or, `*` is and, as torch) or "refuse" (DTypeError for any
+    bool operand, tensor or Python bool, as torch for `-`).
     """
 
     name: str
@@ -54,8 +54,9 @@ def _call(impl: Impl, bk: Backend, a: Any, b: Any) -> Any:
 
 
 def _lift(op: BinaryOp, dtype: DType, lhs: DType, rhs: object) -> DType:
-    if dtype is DType.bool and op.on_bool == "refuse":
-        raise DTypeError(op.name, "not supported for two bool operands", lhs=lhs.value,
+    if op.on_bool == "refuse" and (lhs is DType.bool or rhs is DType.bool
+                                   or rhs.__class__ is bool):
+        raise DTypeError(op.name, "not supported with a bool operand", lhs=lhs.value,
                          rhs=getattr(rhs, "value", rhs))
     while PREFIX[dtype] not in op.tensor:
         if dtype not in _LIFT:

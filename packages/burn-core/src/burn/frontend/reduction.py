@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, cast
 
-from burn.dtype import DType, Kind
+from burn.dtype import DEFAULT_FLOAT, DType, Kind
 from burn.errors import ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.dispatch import check_nonempty, every_dim, reduce
@@ -239,13 +239,13 @@ class ReductionMixin(TensorBase):
         """log(sum(exp(x))) over `dim` (int or tuple), computed stably: the max along the dims
         is taken out first; rows of -inf give -inf and rows with +inf give +inf (as torch).
 
-        Raises:
-            DTypeError: for int and bool tensors (cast to float first).
+        Int and bool tensors are cast to float32 first (torch's result dtype).
         """
-        require_kind("logsumexp", self._dtype, Kind.FLOAT)
         dims = norm_dims("logsumexp", dim, self.ndim, scalar=True)
         dims = dims if self.ndim else ()
         x = self._tensor()
+        if x._k != "float_":
+            x = x._cast(DEFAULT_FLOAT)
         if x.numel() == 0:
             return x.exp().sum(dims, keepdim=keepdim).log()
         m = x.max(dims, keepdim=True).detach()
