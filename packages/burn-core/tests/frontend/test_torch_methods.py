@@ -600,7 +600,8 @@ def test_format_and_contains(device: burn.Device) -> None:
     (torch a TypeError); `x in t` is whether any element equals x."""
     b, t = pair(np.array(2.5, np.float32), device)
     assert f"{b:.3f}" == f"{t:.3f}" == "2.500"
-    assert f"{b}" == str(b)
+    assert f"{b}" == f"{t}" == "2.5"
+    assert f"{burn.tensor(F2, device=device)}" == str(burn.tensor(F2, device=device))
     with pytest.raises(ShapeError, match=r"^format: "):
         f"{burn.tensor(F2, device=device):.2f}"
     b2, t2 = pair(I2, device)

@@ -100,18 +100,18 @@ class ConversionMixin(TensorBase):
         return bool((self == element).any().item())  # type: ignore[attr-defined]
 
     def __format__(self, spec: str) -> str:
-        """A 0-d tensor formats as its value (``f"{loss:.3f}"``); others only with an empty
-        spec, as their `repr` (torch's rule).
+        """A 0-d tensor formats as its value (``f"{loss:.3f}"``, ``f"{loss}"``); others only
+        with an empty spec, as their `repr` (torch's rule).
 
         Raises:
             ShapeError: a format spec for a tensor that is not 0-d.
         """
-        if not spec:
-            return str(self)
-        if self.shape:
+        if not self.shape:
+            return format(self.item(), spec)
+        if spec:
             raise ShapeError("format", "only 0-d tensors take a format spec", shape=self.shape,
                              spec=spec)
-        return format(self.item(), spec)
+        return str(self)
 
     # --- dtype and device ---
     def cast(self, dtype: DType | str) -> Tensor:
