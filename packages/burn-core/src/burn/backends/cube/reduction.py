@@ -320,21 +320,13 @@ def _column_chunks(backend: Any, x: CubeTensor, dim: int, op: str,
     the values' array."""
     source, acc, result = dtypes
     n, step, rows = x.shape[dim], x.strides[dim], values.size
-    chunk = -(-n // _column_count(rows, n))
-    whole, tail = divmod(n, chunk)
-    count = whole + (tail > 0)
-    rest_shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
-    rest_strides = tuple(s for i, s in enumerate(x.strides) if i != dim)
+    count = 0
     passes = []  # (planned launch, the chunks' view: shape, strides, start; length, chunks)
-    for first, chunks, length in ((0, whole, chunk), (whole, count - whole, tail)):
-        if not chunks:
-            continue
-        shape, (strides,) = collapse((chunks, *rest_shape), (chunk * step, *rest_strides))
-        view = x.view(shape, strides, x.offset + first * chunk * step)
-        part = backend.empty((chunks * rows,), acc)
+    for view, length, chunks in _chunk_views(x, dim, -(-n // _column_count(rows, n))):
+        count += chunks
         passes.append((_run(backend, op, (source, acc, acc), view, length, step, False,
-                            (part, None), plan=True),
-                       (shape, strides, first * chunk * step), length, chunks))
+                            (backend.empty((chunks * rows,), acc), None), plan=True),
+                       (view.shape, view.strides, view.offset - x.offset), length, chunks))
     final = _run(backend, op, (acc, acc, result),
                  backend.empty((count, rows), acc).view((rows,), (1,)), count, rows, False,
                  (values, None), plan=True)
@@ -352,6 +344,23 @@ def _column_chunks(backend: Any, x: CubeTensor, dim: int, op: str,
     return launch
 
 
+def _chunk_views(x: CubeTensor, dim: int, chunk: int) -> list[tuple[CubeTensor, int, int]]:
+    """`x`'s rows along `dim` cut into chunks of `chunk` elements, the last one shorter: per
+    run of chunks of one length (the whole ones, then the shorter one if any), a view of
+    their rows (chunk by chunk, each over `x`'s other dims), their length and count."""
+    n, step = x.shape[dim], x.strides[dim]
+    whole, tail = divmod(n, chunk)
+    rest_shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
+    rest_strides = tuple(s for i, s in enumerate(x.strides) if i != dim)
+    views = []
+    for first, count, length in ((0, whole, chunk), (whole, int(tail > 0), tail)):
+        if count:
+            shape, (strides,) = collapse((count, *rest_shape), (chunk * step, *rest_strides))
+            views.append((x.view(shape, strides, x.offset + first * chunk * step), length,
+                          count))
+    return views
+
+
 def _long_rows(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
                outputs: tuple[bool, bool]) -> tuple[CubeTensor | None, CubeTensor | None]:
     """`reduce_dim` of rows longer than `LONG_ROW` on a GPU runtime, in two passes: each row's
@@ -361,23 +370,14 @@ def _long_rows(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
     value or a NaN wins, as the first occurrence does in one pass)."""
     acc, result = _dtypes(op, spec, x.dtype)
     n, step = x.shape[dim], x.strides[dim]
-    whole, tail = divmod(n, ROW_CHUNK)
-    chunks = whole + (tail > 0)
+    chunks = -(-n // ROW_CHUNK)
     shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
     rows = math.prod(shape)
-    rest_shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
-    rest_strides = tuple(s for i, s in enumerate(x.strides) if i != dim)
     parts: list[tuple[CubeTensor, CubeTensor | None]] = []  # (values, indices) [count, rows]
-    for first, count, length in ((0, whole, ROW_CHUNK), (whole, chunks - whole, tail)):
-        if not count:
-            continue
-        row_shape, (strides,) = collapse((count, *rest_shape),
-                                         (ROW_CHUNK * step, *rest_strides))
+    for view, length, count in _chunk_views(x, dim, ROW_CHUNK):
         part = (backend.empty((count, rows), acc),
                 backend.empty((count, rows), DType.int64) if outputs[1] else None)
-        _run(backend, spec.combine, (x.dtype, acc, acc),
-             x.view(row_shape, strides, x.offset + first * ROW_CHUNK * step), length, step,
-             False, part)
+        _run(backend, spec.combine, (x.dtype, acc, acc), view, length, step, False, part)
         parts.append(part)
     values, indices = parts[0] if len(parts) == 1 else (
         _cat(backend, [p[0] for p in parts]),
