@@ -136,7 +136,8 @@ class Fusion(Decorator):
                     return stream.record(op, args, tensor_at, handles, structure, result)
             elif name not in MATMULS and name not in VIEWS:  # (a lone op: `Stream.made`)
                 out = self.eager(op, args)
-                stream.note_made(out, structure)
+                if stream.feeding:
+                    stream.note_made(out, structure)
                 return out
         default = self.defaults.get(name)
         if default is not None:
@@ -340,23 +341,29 @@ def _method(fusion: Fusion, op: OpDef,
     # (`at_once`'s counting inlined: the call it saves was ~0.2 us an op in a training step)
     stats, runtime = STATS, getattr(inner, "runtime", None)
 
-    view = name in VIEWS  # (recorded only where it reads a pending result)
+    view = name in VIEWS
+    # recorded ops are looked up by structure on every call, views only where they read a
+    # pending result; compile-time arguments or optional numbers join the structure (the
+    # flags spare the lone path's checks: ~0.1 us an op run at once)
+    keyed, viewed, extra = bool(recorded) and not view, bool(recorded) and view, \
+        bool(casts or optional)
     # a lone op run at once notes what it computed (`Stream.made`: `_reconsider` records it
     # again where that starts a block that pays); products run at once by their own rule
-    made = stream.made if recorded and not view and name not in MATMULS else None
+    made = stream.made if keyed and name not in MATMULS else None
 
     def method(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return generic(fusion, *args, **kwargs)
         a, b = args[first], args[second]  # (one tensor: the same)
-        if recorded and (not view or (type(a) is FusionTensor and a.value is None)):
+        if keyed or (viewed and type(a) is FusionTensor and a.value is None):
             # (dtypes hash by identity, in C: `DType.__hash__`)
             key: tuple[Any, ...] = (name, a.shape, a.dtype, b.shape, b.dtype) if two \
                 else (name, a.shape, a.dtype)
-            if casts:
-                key += (args[one_at],) if pick is None else pick(args)
-            if optional:
-                key += tuple([args[i] is None for i in optional])
+            if extra:
+                if casts:
+                    key += (args[one_at],) if pick is None else pick(args)
+                if optional:
+                    key += tuple([args[i] is None for i in optional])
             # (a lone one runs at once unless it reads a pending result; it was inferred
             # when recorded)
             if key not in lone or (stream.pending and (
@@ -375,7 +382,7 @@ def _method(fusion: Fusion, op: OpDef,
         before = runtime.launches
         result = getattr(inner, name)(*args)
         stats.kernels_launched += runtime.launches - before
-        if made is not None:
+        if made is not None and stream.feeding:
             if len(made) >= MAX_PLANS:
                 made.clear()
             made[id(result)] = key
