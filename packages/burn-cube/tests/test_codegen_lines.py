@@ -18,7 +18,7 @@ from burn_cube.codegen.c import CACHE_LINE, PREFETCH_AHEAD, PREFETCH_BLOCK, STRE
 from burn_cube.errors import CompileError, LaunchError
 from burn_cube.ir import KernelBuilder
 from burn_cube.kernel import IRKernel
-from burn_cube.runtime.cpu import compile_flags, find_compiler
+from burn_cube.runtime.cpu import find_compiler, source_flags
 from burn_cube.runtime.probes import flushes_subnormals
 
 RNG = np.random.default_rng(7)
@@ -180,7 +180,7 @@ def test_streams_are_non_temporal_stores_without_intrinsics_headers(tmp_path: Pa
     compiler = find_compiler()
     path = tmp_path / "kernel.c"
     path.write_text(src)
-    flags = [f for f in compile_flags(compiler) if f != "-shared"]
+    flags = [f for f in source_flags(compiler) if f != "-shared"]
     proc = subprocess.run([compiler, *flags, "-S", "-o", str(tmp_path / "kernel.s"), str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -379,7 +379,7 @@ def _vectorized(tmp_path: Path, source: str) -> str:
     path = tmp_path / "kernel.c"
     path.write_text(source)
     compiler = find_compiler()
-    proc = subprocess.run([compiler, *compile_flags(compiler), "-fopt-info-vec-optimized",
+    proc = subprocess.run([compiler, *source_flags(compiler), "-fopt-info-vec-optimized",
                            "-o", str(tmp_path / "kernel.so"), str(path), "-lm"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -609,3 +609,45 @@ def test_format_and_contains(device: burn.Device) -> None:
         assert (element in b2) == (element in t2), element
     row = burn.tensor(I2[1], device=device)
     assert (row in b2) == (torch.tensor(I2[1]) in t2)
+
+
+# --- half powers, logical ops of mixed int dtypes, bool clamps, as torch's
+HALF_POWERS = np.array([256.0, 1000.0, 0.004, 0.003101, 1.01e-6, 65504.0, -3.0, 0.0, INF, NAN],
+                       np.float16)
+
+
+@pytest.mark.parametrize("exponent", [-2, 3, -0.5, 2, 0.5, -1])
+def test_half_powers_round_once(device: burn.Device, exponent: float) -> None:
+    """float16 ** s for the exponents computed by other ops rounds once, as torch's half
+    kernels computing in float32 (256 ** -2 is 1.5e-5, not 1 / inf)."""
+    b, t = pair(HALF_POWERS, device)
+    check(b ** exponent, t ** exponent)
+
+
+def test_logical_ops_take_the_promoted_dtype_first(device: burn.Device) -> None:
+    """A 0-d int64 operand of an int32 tensor wraps into int32 first (-2**63 to 0, 2**32 + 1
+    to 1), as for `==`; operands of one kind and Python numbers are unchanged."""
+    ints = np.array([0, 1, -1], np.int32)
+    for scalar in (-2**63, 2**32, 2**32 + 1, 0, 5):
+        b, t = pair(ints, device)
+        bs, ts = pair(np.array(scalar, np.int64), device)
+        for name in ("logical_and", "logical_or", "logical_xor"):
+            check(getattr(b, name)(bs), getattr(t, name)(ts))
+            check(getattr(bs, name)(b), getattr(ts, name)(t))
+    bf, tf = pair(F2, device)
+    bi, ti = pair(I2, device)
+    check(bf.logical_and(bi), tf.logical_and(ti))
+    check(bi.logical_or(0.0), ti.logical_or(torch.tensor(0.0)))
+
+
+def test_bool_clamp_with_int_bounds_gives_int64(device: burn.Device) -> None:
+    """A bool tensor clamped by int bounds is int64, by a float bound float32; bool bounds
+    alone raise DTypeError (torch: not implemented for bool)."""
+    b, t = pair(B2, device)
+    for bounds in ({"max": 0}, {"min": 1}, {"min": 0, "max": True}, {"max": 0.5},
+                   {"min": -3, "max": 7}):
+        check(b.clamp(**bounds), t.clamp(**bounds))
+    with pytest.raises(RuntimeError):
+        t.clamp(min=True)
+    with pytest.raises(DTypeError, match=r"^clamp: "):
+        b.clamp(min=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from burn.dtype import DType
+
 #: exponent -> its composite of backend ops.
 SPECIAL_POW: dict[float, Callable[[Any, Any], Any]] = {
     0.5: lambda b, x: b.float_sqrt(x),
@@ -19,8 +21,16 @@ SPECIAL_POW: dict[float, Callable[[Any, Any], Any]] = {
 }
 
 
+#: The exponents of `SPECIAL_POW` computed by more than one op, and the dtypes in which those
+#: run in float32, rounded once at the end as PyTorch's half kernels compute (in float16,
+#: 256 ** -2 would be 1 / inf = 0, where it is 1.5e-5).
+COMPOSITE_POW = frozenset((-0.5, 3.0, -2.0))
+WIDENED = (DType.float16, DType.bfloat16)
+
+
 def powf_scalar(backend: Any, x: Any, s: float) -> Any:
-    """`x ** s` on `backend` (a float primitive), the exponents of `SPECIAL_POW` by their ops.
+    """`x ** s` on `backend` (a float primitive), the exponents of `SPECIAL_POW` by their ops
+    (those of `COMPOSITE_POW` in float32 for the `WIDENED` dtypes).
 
     Args:
         backend: any backend.
@@ -30,4 +40,9 @@ def powf_scalar(backend: Any, x: Any, s: float) -> Any:
         The primitive of x ** s.
     """
     special = SPECIAL_POW.get(s)
-    return backend.float_powf_scalar(x, s) if special is None else special(backend, x)
+    if special is None:
+        return backend.float_powf_scalar(x, s)
+    if s in COMPOSITE_POW and (dtype := backend.dtype(x)) in WIDENED:
+        wide = special(backend, backend.float_cast(x, DType.float32))
+        return backend.float_cast(wide, dtype)
+    return special(backend, x)

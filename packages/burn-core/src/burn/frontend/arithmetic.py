@@ -277,11 +277,12 @@ class ArithmeticMixin(TensorBase):
 
     def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
         """Clamp into [min, max] (scalar bounds; a None bound is open; float bounds on an int
-        tensor give a float result).
+        or bool tensor give a float result, int bounds on a bool tensor an int64 one, as
+        torch).
 
         Raises:
             ValueRangeError: when both bounds are None.
-            DTypeError: for bool tensors or non-scalar bounds.
+            DTypeError: for bool tensors with only bool bounds, or non-scalar bounds.
         """
         lo, hi = as_scalar(min), as_scalar(max)
         if lo is None and hi is None:
@@ -294,6 +295,8 @@ class ArithmeticMixin(TensorBase):
                                      bound=type(bound).__name__)
                 if isinstance(bound, float) and x._k != "float_":
                     x = x._to_float()
+                elif type(bound) is int and x._k == "bool_":  # (as torch: bool with an int)
+                    x = x._cast(DType.int64)
         if x._k == "float_":
             if any(b is not None and b != b for b in (lo, hi)):
                 return x * math.nan  # a NaN bound makes every element NaN, as torch

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from burn.dtype import DType
 from burn.frontend.base import TensorBase
 from burn.frontend.dispatch import BinaryOp, binary, binary_op
-from burn.frontend.validation import as_scalar
+from burn.frontend.validation import as_scalar, promote_tensors
 
 if TYPE_CHECKING:
     from burn.frontend.tensor import Tensor
@@ -25,11 +25,16 @@ LOGICAL_XOR = BinaryOp("bool_xor", {"bool_": "bool_xor"})
 
 def _logical(op: BinaryOp) -> Callable[[TensorBase, object], Tensor]:
     def method(self: TensorBase, other: object) -> Tensor:
-        other = other._cast(DType.bool) if isinstance(other, TensorBase) else bool(
-            as_scalar(other))
-        return binary(self._cast(DType.bool), other, op)
+        if not isinstance(other, TensorBase):
+            return binary(self._cast(DType.bool), bool(as_scalar(other)), op)
+        # (as torch, the operands first take their promoted dtype: a 0-d int64 operand of an
+        # int32 tensor wraps into int32, -2**63 to 0, as for `==`)
+        common = promote_tensors((self, other))
+        return binary(self._cast(common)._cast(DType.bool), other._cast(common)._cast(DType.bool),
+                      op)
 
-    method.__doc__ = f"Elementwise logical {op.name[5:]} (operands are converted to bool)."
+    method.__doc__ = (f"Elementwise logical {op.name[5:]} (operands are converted to bool, "
+                      "tensors after taking their promoted dtype).")
     return method
 
 

@@ -5,8 +5,9 @@ Only the ops whose results are needed (held by a handle, or read by a later bloc
 feeding them are computed; each needed result is one output of the kernel. The kernel is built
 with burn-cube's `KernelBuilder` from the rows' lowerings (`burn.ir.cube`'s emitter, the one the
 cube backends' one-op kernels use), each op's value rounded to its result dtype as the unfused
-op would store it, and kept in a local, so values equal the unfused ops' (but where the C
-compiler contracts a * b + c into one FMA, an ulp of that intermediate).
+op would store it, and kept in a local, so values equal the unfused ops' (on the cpu runtime bit
+for bit: its kernels compile without contracting a * b + c into an FMA; CUDA's may contract it,
+an ulp of that intermediate).
 
 Kernels are cached by the block's signature (ops, how their arguments connect, dtypes, which
 numbers are None, the compile-time arguments, rank, line width and schedule); the numbers

@@ -212,16 +212,24 @@ TANH_F32_DENOMINATOR = (2.5419547e-04, 2.4484074e-02, 4.6414855e-01, 1.0)
 
 
 def _horner(coefficients: tuple[float, ...], var: str) -> str:
-    """A C float expression of the polynomial in `var` (coefficients from the highest degree)."""
+    """A C float expression of the polynomial in `var` (coefficients from the highest degree),
+    each step one `BC_FMAF`."""
     expr = f"{coefficients[0]!r}f"
     for c in coefficients[1:]:
-        expr = f"({expr} * {var} + {c!r}f)"
+        expr = f"BC_FMAF({expr}, {var}, {c!r}f)"
     return expr
 
 
 #: `ERF_F32_NUMERATOR` / `ERF_F32_DENOMINATOR` as C's `bc_erf_f32`, and `TANH_F32_*` as
-#: `bc_tanh_f32`.
+#: `bc_tanh_f32`; their multiply-adds are FMAs where the target has them (`BC_FMAF`: kernels
+#: compile without contraction, `runtime.cpu.KERNEL_FLAGS`), so they vectorize to one
+#: instruction a step and round alike in every kernel.
 HELPERS_RATIONAL_F32 = f"""\
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define BC_FMAF(a, b, c) __builtin_fmaf(a, b, c)
+#else
+#define BC_FMAF(a, b, c) ((a) * (b) + (c))
+#endif
 static inline float bc_erf_f32(float x) {{
     float c = x > 4.0f ? 4.0f : (x < -4.0f ? -4.0f : x), z = c * c;
     float r = {_horner(ERF_F32_NUMERATOR, "z")} * c / {_horner(ERF_F32_DENOMINATOR, "z")};
@@ -237,10 +245,11 @@ static inline float bc_tanh_f32(float x) {{
 HELPERS_F32_MATH = HELPERS_RATIONAL_F32 + """\
 static inline float bc_exp_reduced_f32(float x, float *n) {
     *n = __builtin_rintf(x * 1.44269504088896341f);
-    float r = x - *n * 0.693359375f + *n * 2.12194440e-4f, r2 = r * r;
-    float p = ((1.9875691500e-4f * r + 1.3981999507e-3f) * r2 + (8.3334519073e-3f * r
-               + 4.1665795894e-2f)) * r2 + (1.6666665459e-1f * r + 5.0000001201e-1f);
-    return p * r2 + r + 1.0f;
+    float r = BC_FMAF(*n, 2.12194440e-4f, BC_FMAF(-*n, 0.693359375f, x)), r2 = r * r;
+    float p = BC_FMAF(BC_FMAF(BC_FMAF(1.9875691500e-4f, r, 1.3981999507e-3f), r2,
+                              BC_FMAF(8.3334519073e-3f, r, 4.1665795894e-2f)), r2,
+                      BC_FMAF(1.6666665459e-1f, r, 5.0000001201e-1f));
+    return BC_FMAF(p, r2, r) + 1.0f;
 }
 static inline float bc_pow2_f32(int32_t k) {
     uint32_t b = (uint32_t)(k + 127) << 23;

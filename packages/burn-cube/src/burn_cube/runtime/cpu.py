@@ -52,6 +52,14 @@ from burn_cube.types import DTYPES, DType, from_numpy
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-fwrapv",
          "-std=gnu11", "-fPIC", "-shared")
+#: Flags of generated kernels besides `FLAGS`: no contraction of ``a * b + c`` into an FMA, so
+#: each op rounds as its own kernel would and a value computed in two places of one kernel (a
+#: vector loop and its scalar remainder; a fused reduction's read and the result it also
+#: writes) rounds one way (contracted in some columns only, ``x * w + 0.5`` of a fused
+#: ``amax(0)`` equalled no element there, and autodiff's max mask lost those columns'
+#: gradients). The math helpers' polynomials spell their FMAs (`table_c.HELPERS_F32_MATH`);
+#: the hand-written gemm (`gemm.c`) keeps contraction.
+KERNEL_FLAGS = ("-ffp-contract=off",)
 #: The host's physical memory in bytes (0 where the platform does not say).
 HOST_MEMORY = (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
                if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names else 0)
@@ -182,7 +190,7 @@ def vectorized_lines(source: str, workdir: Path) -> set[int]:
     import subprocess
 
     compiler = find_compiler()
-    flags = [f for f in compile_flags(compiler) if f != "-shared"]
+    flags = [f for f in source_flags(compiler) if f != "-shared"]
     path = workdir / "vectorized.c"
     path.write_text(source)
     report = subprocess.run([compiler, *flags, "-c", "-fopt-info-vec-optimized", str(path),
@@ -192,10 +200,16 @@ def vectorized_lines(source: str, workdir: Path) -> set[int]:
             if "loop vectorized" in line}
 
 
-def build_flags(compiler: str) -> str:
+def source_flags(compiler: str, contract: bool = False) -> tuple[str, ...]:
+    """The compile flags of a kernel library: `compile_flags`, then `KERNEL_FLAGS` unless
+    `contract` (hand-written sources that rely on contraction)."""
+    return (*compile_flags(compiler), *(() if contract else KERNEL_FLAGS))
+
+
+def build_flags(compiler: str, contract: bool = False) -> str:
     """Everything of a build command that a kernel library depends on, beyond its source and
-    the compiler: `compile_flags` and the OpenMP runtime it links (a cache key part)."""
-    return " ".join((*compile_flags(compiler), *link_flags(private_openmp(compiler))))
+    the compiler: `source_flags` and the OpenMP runtime it links (a cache key part)."""
+    return " ".join((*source_flags(compiler, contract), *link_flags(private_openmp(compiler))))
 
 
 def compiler_identity(path: str) -> str:
@@ -483,7 +497,8 @@ class CpuRuntime(Runtime):
 
         return self.compile_source(generate(kernel, "c"), kernel.name)
 
-    def compile_source(self, source: str, name: str, symbol: str = "bc_kernel") -> CompiledC:
+    def compile_source(self, source: str, name: str, symbol: str = "bc_kernel",
+                       contract: bool = False) -> CompiledC:
         """C source built with the kernels' compiler and flags (cached on disk by source,
         compiler, flags and target) and loaded.
 
@@ -491,6 +506,7 @@ class CpuRuntime(Runtime):
             source: a C translation unit.
             name: what errors call it.
             symbol: the function `CompiledC.function` is.
+            contract: let the compiler contract ``a * b + c`` into FMAs (not `KERNEL_FLAGS`).
         Returns:
             The loaded library.
         Raises:
@@ -498,11 +514,12 @@ class CpuRuntime(Runtime):
         """
         compiler = find_compiler()
         target = native_target(compiler)
-        key = cache_key(source, compiler_identity(compiler), build_flags(compiler), "c", target)
+        key = cache_key(source, compiler_identity(compiler), build_flags(compiler, contract),
+                        "c", target)
         compiled = self._load(key, name, target, symbol)
         if compiled is None:
-            compiled = self._open(key, name, self._build(source, compiler, key, name, target),
-                                  symbol)
+            compiled = self._open(key, name, self._build(source, compiler, contract, key, name,
+                                                         target), symbol)
         return compiled
 
     def _index_key(self, identity: str) -> str:
@@ -558,15 +575,16 @@ class CpuRuntime(Runtime):
         compiled = self._compiled[key] = CompiledC(library, function, key)
         return compiled
 
-    def _build(self, source: str, compiler: str, key: str, name: str, target: str) -> Path:
+    def _build(self, source: str, compiler: str, contract: bool, key: str, name: str,
+               target: str) -> Path:
         import subprocess
         import tempfile
 
         with tempfile.TemporaryDirectory(dir=self.disk.root, prefix=".build-") as tmp:
             src, out = Path(tmp) / "kernel.c", Path(tmp) / "kernel.so"
             src.write_text(source)
-            proc = subprocess.run([compiler, *compile_flags(compiler), "-o", str(out), str(src),
-                                   "-lm", *link_flags(private_openmp(compiler))],
+            proc = subprocess.run([compiler, *source_flags(compiler, contract), "-o", str(out),
+                                   str(src), "-lm", *link_flags(private_openmp(compiler))],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 raise CompileError(f"the C compiler failed:\n{proc.stderr[-2000:]}", name)

@@ -43,7 +43,7 @@ def identity() -> str:
 def _functions(runtime: Any) -> dict[str, tuple[Any, Any]]:
     """The library's entry points per element dtype name (one product, a batch), built and
     loaded once per runtime."""
-    library = runtime.compile_source(_source(), "gemm", "bc_gemm_float").library
+    library = runtime.compile_source(_source(), "gemm", "bc_gemm_float", contract=True).library
     functions: dict[str, tuple[Any, Any]] = {}
     for dtype, name in _FUNCTIONS.items():
         one = getattr(library, f"bc_gemm_{name}")
