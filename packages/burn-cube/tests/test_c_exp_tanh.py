@@ -49,7 +49,10 @@ def test_tanh_special_values_and_range() -> None:
     x = np.concatenate([np.linspace(-12, 12, 200_001), np.geomspace(1e-38, 12, 50_001)])
     # every 61st float from 2**-14 (below, the ratio is exactly 1) to past saturation
     bits = np.arange(np.float32(2**-14).view(np.int32), np.float32(9.1).view(np.int32), 61)
-    x = np.concatenate([x, -x, bits.astype(np.int32).view(np.float32)]).astype(np.float32)
+    # and every float around saturation, where the quotient's argument is clamped
+    edge = np.arange(np.float32(8.99).view(np.int32), np.float32(9.2).view(np.int32))
+    x = np.concatenate([x, -x, bits.astype(np.int32).view(np.float32),
+                        edge.astype(np.int32).view(np.float32)]).astype(np.float32)
     got = _apply("tanh", x)
     saturated = np.abs(x) >= 9.010914  # float32 tanh is +-1.0 from there
     assert np.abs(got).max() <= 1.0 and (got[saturated] == np.sign(x[saturated])).all()

@@ -497,6 +497,29 @@ def test_dead_results_and_plan_cache(base: str) -> None:
     assert s.plans <= 1 and s.cache_hits >= 2
 
 
+def test_many_reductions_of_one_input_split_into_blocks(base: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten reductions of one input along one dim in one flush run as blocks of at most
+    `MAX_BLOCK_REDUCTIONS` (a kernel's compile time grows with each), a max with indices kept
+    whole, every value and index as torch's."""
+    from burn.fusion.stream import MAX_BLOCK_REDUCTIONS
+
+    data = np.random.default_rng(3).standard_normal((6, 40)).astype(np.float32)
+    x = burn.tensor(data, device=f"{base}+fusion")
+    t = torch.from_numpy(data)
+    counter = LaunchCounter(monkeypatch, base)
+    sums = [(x * float(k)).sum_dim(1) for k in range(3)]
+    top, at = (x + 1.0).max_dim_with_indices(1)  # the 4th: its indices join its block
+    sums += [(x * float(k)).sum_dim(1) for k in range(3, 9)]
+    burn.sync(f"{base}+fusion")
+    assert counter.take() == -(-10 // MAX_BLOCK_REDUCTIONS) == 3
+    for k, s in zip([0, 1, 2, *range(3, 9)], sums, strict=True):
+        check(s, (t * float(k)).sum(1, keepdim=True), rtol=1e-5, atol=1e-5)
+    want, where = (t + 1.0).max(1, keepdim=True)
+    check(top, want)
+    np.testing.assert_array_equal(at.to_numpy(), where.numpy())
+
+
 @pytest.mark.parametrize("reduce", ["sum", "sum_dim0", "max_dim1"])
 def test_a_dead_reduction_of_a_strided_view(base: str, reduce: str) -> None:
     """A block whose reduction nobody reads and whose live ops are elementwise, over a view

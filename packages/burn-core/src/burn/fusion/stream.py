@@ -96,6 +96,12 @@ LONE_SHARED = 2 * LONE
 FUSE_OPS = 3
 CPU_FUSE_WORK = 1 << 17
 GPU_FUSE_WORK = 1 << 20
+#: Most reductions one reduce block takes (a reduction with indices counts once); the next
+#: starts a block of its own. The kernel's source, and the C compiler's time, grow with each
+#: (cpu runtime, gcc 12: ~0.4 s a reduction cold; 40 sums of one input took 36 s as one
+#: kernel), while the ops the models fuse (softmax, layer norm and their backward) take at
+#: most 3.
+MAX_BLOCK_REDUCTIONS = 4
 #: A flush plan: the blocks as (kind, start, end, cell, released: the records whose results
 #: the flush drops once the block has run, `_released`), the positions of results to write,
 #: and the structures that lead a block that does not pay (`Stream._pays`), then those that
@@ -705,6 +711,7 @@ def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pe
     kind: str | None = None
     shapes: tuple[Any, ...] = ()  # the shapes the current block takes
     reduction: Any = None  # the current reduce block's (shape, dim)
+    reductions = 0  # those it holds (`MAX_BLOCK_REDUCTIONS`)
     alone = False  # the current block is one such library call
     for record in pending:
         name = record.op.name
@@ -715,14 +722,16 @@ def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pe
         elif name in REDUCTIONS:
             alone = False
             here = reduced_dim(record)
-            if kind == "reduce" and here == reduction:
+            if kind == "reduce" and here == reduction and (
+                    reductions < MAX_BLOCK_REDUCTIONS or record.key[0][-1] == "indices"):
+                reductions += record.key[0][-1] != "indices"
                 blocks[-1][1].append(record)
                 continue
             if kind is None and shapes == (here[0],):  # fused on read
                 blocks[-1] = ("reduce", blocks[-1][1])
             else:
                 blocks.append(("reduce", []))
-            kind, reduction, shapes = "reduce", here, (here[0], shape)
+            kind, reduction, shapes, reductions = "reduce", here, (here[0], shape), 1
         elif name in MATMULS:
             alone = False
             if kind is None and not cpu and blocks and _computes_operand(blocks[-1][1], record):
