@@ -651,3 +651,22 @@ def test_bool_clamp_with_int_bounds_gives_int64(device: burn.Device) -> None:
         t.clamp(min=True)
     with pytest.raises(DTypeError, match=r"^clamp: "):
         b.clamp(min=True)
+
+
+@pytest.mark.parametrize("dims", [(0, 1), ((0, 1),), ([2, 0],), (-1,), (-1, 0, 1), ((),)],
+                         ids=repr)
+def test_flip_takes_dims_as_arguments(device: burn.Device, dims: tuple[Any, ...]) -> None:
+    """`x.flip(0, 1)` as `x.flip((0, 1))`, as torch.Tensor.flip, on contiguous and transposed
+    inputs; a repeated or out-of-range dim raises BurnIndexError, a float DTypeError."""
+    for transposed in (False, True):
+        b, t = pair(F3, device, transposed)
+        check(b.flip(*dims), t.flip(*dims))
+    b, t = pair(F3, device)
+    with pytest.raises(RuntimeError):
+        t.flip(0, 0)
+    with pytest.raises(BurnIndexError, match=r"^flip: "):
+        b.flip(0, 0)
+    with pytest.raises(BurnIndexError, match=r"^flip: "):
+        b.flip(0, 3)
+    with pytest.raises(DTypeError, match=r"^flip: "):
+        b.flip(0, 1.5)

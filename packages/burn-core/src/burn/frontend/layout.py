@@ -185,9 +185,16 @@ class LayoutMixin(TensorBase):
             axes = tuple([norm_dim("permute", d, n) for d in axes])
         return self._same("permute", axes)
 
-    def flip(self, dims: int | Sequence[int]) -> Tensor:
-        """Reverse the order of elements along `dims`."""
-        axes = norm_dims("flip", dims, self.ndim, scalar=True)
+    def flip(self, dims: int | Sequence[int], *more: int) -> Tensor:
+        """Reverse the order of elements along `dims`: a dim, a sequence of them, or dims as
+        separate arguments (``x.flip(0, 1)``, as torch.Tensor.flip).
+
+        Raises:
+            DTypeError: for dims that are not ints.
+            BurnIndexError: for a dim out of range or given twice.
+        """
+        axes = norm_dims("flip", _ints("flip", (dims, *more)) if more else dims, self.ndim,
+                         scalar=True)
         return self._same("flip", axes) if self.ndim else self._wrap(self._prim)
 
     def expand(self, *shape: int | Sequence[int]) -> Tensor:

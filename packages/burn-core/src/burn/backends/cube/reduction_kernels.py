@@ -359,7 +359,8 @@ def column_sum_kernel(dtypes: tuple[Any, ...], units: int, mean: bool) -> Any:
     dense tensor): each unit sums `COLUMNS` adjacent rows together, stepping through their
     elements in lockstep (adjacent loads, vector lanes on a CPU); blocks of `COLUMN_BLOCK`
     elements are summed plainly, then Kahan-added. The unit after the last whole group sums
-    the remaining rows one by one.
+    the remaining rows one by one, in the same order (every row's sum the same bits as the
+    reduce fuser's, `burn.fusion.reduce`).
 
     Args:
         dtypes: burn-cube dtypes (input, float accumulator, output).
@@ -383,26 +384,24 @@ def column_sum_kernel(dtypes: tuple[Any, ...], units: int, mean: bool) -> Any:
     u = b.ABSOLUTE_POS
     groups = b.local(u32, out.len // COLUMNS)
 
-    def finish(r: Any, total: Any) -> None:
-        out[r] = b.cast(total / b.cast(n, acc_dtype) if mean else total, out_dtype)
-
-    with b.if_(u < groups):
-        start = b.local(u32, x.offset + u * COLUMNS)
-        totals = [_Acc(b, "sum", acc_dtype, 0, 0, False) for _ in range(COLUMNS)]
+    def sums(start: Any, first: Any, count: int) -> None:
+        """The rows `first` to `first + count` (their elements from `start` on), in lockstep."""
+        totals = [_Acc(b, "sum", acc_dtype, 0, 0, False) for _ in range(count)]
         with b.for_range(0, n, COLUMN_BLOCK) as block:
-            parts = [b.local(acc_dtype, 0) for _ in range(COLUMNS)]
+            parts = [b.local(acc_dtype, 0) for _ in range(count)]
             with b.for_range(block, b.min(block + COLUMN_BLOCK, n)) as k:
                 for j, part in enumerate(parts):
                     b.set(part, part + b.cast(x[start + k * step + j], acc_dtype))
             for total, part in zip(totals, parts, strict=True):
                 total.add(part, block)
         for j, total in enumerate(totals):
-            finish(u * COLUMNS + j, total.value)
+            value = total.value
+            out[first + j] = b.cast(value / b.cast(n, acc_dtype) if mean else value, out_dtype)
+
+    with b.if_(u < groups):
+        sums(b.local(u32, x.offset + u * COLUMNS), u * COLUMNS, COLUMNS)
     with b.if_(u == groups), b.for_range(groups * COLUMNS, out.len) as r:
-        rest = _Acc(b, "sum", acc_dtype, 0, 0, False)
-        with b.for_range(0, n) as k:
-            rest.add(b.cast(x[x.offset + r + k * step], acc_dtype), k)
-        finish(r, rest.value)
+        sums(x.offset + r, r, 1)
     return b.kernel()
 
 
