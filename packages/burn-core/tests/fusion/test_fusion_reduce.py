@@ -552,15 +552,15 @@ def test_reductions_the_fuser_leaves_alone(base: str) -> None:
 
 @pytest.mark.parametrize(("shape", "dim"), [((512, 512), None), ((64, 1000), 1),
                                             ((3, 70001), 1), ((4096,), None), ((16, 100), 0),
-                                            ((300, 1000), 0)])
+                                            ((300, 1000), 0), ((4, 16, 33), 1), ((5, 100, 3), 1)])
 def test_fused_sums_equal_the_unfused_on_cpu(base: str, shape: tuple[int, ...],
                                              dim: int | None) -> None:
     """On the cpu runtime a fused sum or mean along rows adds in the inner reduction's order
     (blocks of partial sums, their totals Kahan-added), so `(x * x).sum()` gives the same bits
     fused (its first `LONE` runs) as at once (later runs, the block not paying): a value did
     not depend on what ran before (it moved by an ulp at the fourth run, and 4M-element rows
-    were 1e-4 off where torch and the unfused sum are 4e-10 off); over a leading dim too,
-    the columns past the unfused column sums' last whole group of `COLUMNS` included (they
+    were 1e-4 off where torch and the unfused sum are 4e-10 off); over a leading or middle dim
+    too, the columns past the unfused column sums' last whole group of `COLUMNS` included (they
     were summed element by element there: `abs()` of a mean that was 0 fused but 7e-9 at
     once had gradients that depended on the run). The unfused sum of a whole
     tensor past `CHUNK_MIN` elements adds its chunks in parallel, and GPU runtimes split rows

@@ -21,11 +21,11 @@ stored between passes) and accumulating those reductions; per-row values (reduct
 ops of shape `R`) stay in registers. Results are written only where needed (`Stream.flush`).
 
 Sums and means accumulate in float32 (float64 for float64) as the cube backends' reductions
-(on the cpu runtime in the same order along the last dim and over a leading dim of a dense
-tensor of `reduction_kernels.COLUMNS` columns or more: blocks of plain partial sums, their
-totals Kahan-added, so a block computes the unfused ops' values whether it is fused or runs at
-once; along a middle dim, a view's strided dim or fewer columns the unfused sum adds element by
-element: equal within float32 rounding);
+(on the cpu runtime in the same order along the last dim, and along another dim of a dense
+tensor where the block's rows run in lockstep, `_Rows.run_lanes`: blocks of plain partial
+sums, their totals Kahan-added, so a block computes the unfused ops' values whether it is fused
+or runs at once; elsewhere, a permuted view's dims or a block too wide for lockstep, equal
+within float32 rounding);
 max / min take the first occurrence, a NaN winning, as they do. Kernels are cached by the
 block's signature (ops, wiring, dtypes, rank, which inputs vary along `d`); numbers are
 runtime scalars; launches are planned once per argument layout.
@@ -733,8 +733,7 @@ class _Rows:
         elements accumulating every row's reductions and writing every row's per-element
         results, then the reductions' values. Sums are as the inner backend's column sums
         (`reduction_kernels.column_sum_kernel`): blocks of `COLUMN_BLOCK` elements summed
-        plainly, Kahan-added to the total (its values where it takes `COLUMNS` rows or more;
-        fewer it sums element by element, `reduction._plan_dim`)."""
+        plainly, Kahan-added to the total (`reduction_kernels.column_sum`: the same values)."""
         b = self.b
         rows = self.lane_count
         with b.for_range(0, rows) as lane:

@@ -133,16 +133,19 @@ def _gpu(backend: Any) -> bool:
 
 def _run(backend: Any, op: str, dtypes: tuple[DType, DType, DType], x: CubeTensor, n: int,
          step: int, flat: bool, outs: tuple[CubeTensor | None, CubeTensor | None],
-         mean: bool = False, plan: bool = False) -> Any:
+         mean: bool = False, plan: bool = False, columns: bool = False) -> Any:
     """Launch reduction `op` of the rows of `x` (layout `flat`, see `reduce_kernel`) into the
     dense outputs (values, indices), one element per row; with `plan`, return the planned
-    launch instead (it takes `x`'s array, `n`, `step` and the outputs' arrays)."""
+    launch instead (it takes `x`'s array, `n`, `step` and the outputs' arrays). `columns`
+    (cpu): the rows run along a dim with dims of more than one element after it (float sums
+    add as the column sums do, and the reduce fuser)."""
     rows = next(o for o in outs if o is not None).size
     schedule, units, cubes = _schedule(backend, rows, min(step, n) if flat else n,
                                        flat or step == 1)
     contiguous = schedule == "lanes" and (x.strides == (1,) if flat else step == 1)
     kernel = reduce_kernel(op, tuple(cube_dtype(op, d) for d in dtypes), len(x.shape), flat,
-                           schedule, units, tuple(o is not None for o in outs), mean, contiguous)
+                           schedule, units, tuple(o is not None for o in outs), mean, contiguous,
+                           columns and not _gpu(backend))
     arrays = [o.view((o.size,), (1,)).array for o in outs if o is not None]
     if plan:
         return kernel.plan(backend.runtime, (cubes, 1, 1), units, x.array, n, step, *arrays)
@@ -297,7 +300,8 @@ def _plan_dim(backend: Any, x: CubeTensor, dim: int, op: str, spec: Reduction,
         launch = _column_chunks(backend, x, dim, spec.combine, (x.dtype, acc, result), values)
     else:
         launch = _run(backend, spec.combine, (x.dtype, acc, result), rows_view, n, step, False,
-                      (values, indices), spec.mean, plan=True)
+                      (values, indices), spec.mean, plan=True,
+                      columns=math.prod(x.shape[dim + 1:]) > 1)
     return _DimPlan(shape, result, (n, step), launch)
 
 

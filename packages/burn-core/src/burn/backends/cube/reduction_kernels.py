@@ -191,17 +191,21 @@ class _Acc:
 
 
 def _accumulate(b: Any, row: _Row, op: str, acc_dtype: Any, indexed: bool, first: Any,
-                stride: int, lanes: int = 1) -> tuple[Any, Any]:
+                stride: int, lanes: int = 1, columns: bool = False) -> tuple[Any, Any]:
     """Locals (value, index) holding the reduction of elements `first`, `first + stride`, ...
     of `row` (index None unless `indexed`). An idempotent op whose `first` is past the row
     starts from element 0 (harmless for max / min: a tie with a later index). `lanes` > 1
     (`stride` 1 only): that many interleaved accumulators, merged at the end (independent
-    chains run in parallel on a CPU core)."""
+    chains run in parallel on a CPU core). `columns` (`stride` 1): a float sum adds as
+    `column_sum_kernel` does."""
     from burn_cube import u32
 
     identity = COMBINES[op].identity
-    if lanes > 1 and row.contiguous and op == "sum" and acc_dtype.is_float:
+    float_sum = op == "sum" and acc_dtype.is_float
+    if lanes > 1 and row.contiguous and float_sum:
         return blocked_sum(b, row, acc_dtype, first), None
+    if columns and float_sum:
+        return column_sum(b, row, acc_dtype, first), None
     if identity is None:
         start = b.local(u32, b.select(first < row.count, first, 0))
         accs = [_Acc(b, op, acc_dtype, row.load(start, acc_dtype), start, indexed)
@@ -248,6 +252,19 @@ def blocked_sum(b: Any, row: Any, acc_dtype: Any, first: Any) -> Any:
     return total.value
 
 
+def column_sum(b: Any, row: Any, acc_dtype: Any, first: Any) -> Any:
+    """A local holding the sum of elements `first`, `first + 1`, ... of `row` (a `_Row`) as
+    `column_sum_kernel` and the reduce fuser's rows in lockstep add a column: blocks of
+    `COLUMN_BLOCK` elements summed plainly, each block's sum Kahan-added."""
+    total = _Acc(b, "sum", acc_dtype, 0, 0, False)
+    with row.steps(first, COLUMN_BLOCK) as block:
+        part = b.local(acc_dtype, 0)
+        with row.steps(block, 1, b.min(block + COLUMN_BLOCK, row.count)) as k:
+            b.set(part, part + row.load(k, acc_dtype))
+        total.add(part, block)
+    return total.value
+
+
 def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]:
     """Combine every unit's (value, index) through shared memory; element 0 of the returned
     shared arrays holds the cube's result after the last barrier. `plane`: sums add up within
@@ -290,7 +307,7 @@ def _tree(b: Any, op: str, acc: Any, index: Any, plane: bool) -> tuple[Any, Any]
 @cached_kernel
 def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, schedule: str,
                   units: int, outputs: tuple[bool, ...], mean: bool = False,
-                  contiguous: bool = False) -> Any:
+                  contiguous: bool = False, columns: bool = False) -> Any:
     """The reduction kernel of combine `op`.
 
     Args:
@@ -304,6 +321,8 @@ def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, sched
         mean: divide each row's sum by its element count.
         contiguous: each row's elements are adjacent in storage (the caller guarantees a step
             of 1, or for the flat layout a rank-1 view of stride 1).
+        columns: float sums of the one-unit-per-row schedules add as `column_sum` (the cpu
+            runtime's rows over a dim with dims of more than one element after it).
 
     Returns:
         A kernel taking ``x, n, step`` (u32 scalars; see the module docstring), then the
@@ -340,7 +359,8 @@ def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, sched
     elif schedule == "sweep":  # every unit steps (rows past the end redo the last row)
         r = b.ABSOLUTE_POS
         row = _Row(b, x, b.min(r, rows - 1), n, step, flat, sweep=True)
-        acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.const(0, u32), 1)
+        acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.const(0, u32), 1,
+                                 columns=columns)
         with b.if_(r < rows):
             finish(r, row, acc, index)
     else:
@@ -348,7 +368,7 @@ def reduce_kernel(op: str, dtypes: tuple[Any, ...], rank: int, flat: bool, sched
         with b.if_(r < rows):
             row = _Row(b, x, r, n, step, flat, contiguous=contiguous)
             acc, index = _accumulate(b, row, op, acc_dtype, indexed, b.const(0, u32), 1,
-                                     LANES if schedule == "lanes" else 1)
+                                     LANES if schedule == "lanes" else 1, columns)
             finish(r, row, acc, index)
     return b.kernel()
 
