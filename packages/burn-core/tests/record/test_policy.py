@@ -83,3 +83,44 @@ def _only(module: Block, key: str) -> Module:
 def test_remap_collision(saved):
     with pytest.raises(record.RecordKeyError, match="two stored keys"):
         record.load(Block(CPU), saved, remap=[(r"^(dense|half)$", "w32")])
+
+
+def _unchanged(target: Module, before: dict[str, tuple[str, np.ndarray]]) -> None:
+    for key, (dtype, arr) in values(target).items():
+        assert dtype == before[key][0]
+        np.testing.assert_array_equal(arr, before[key][1])
+
+
+@pytest.mark.parametrize("device", ["numpy", "cpu", "cpu+fusion+autodiff"])
+def test_a_load_failing_on_a_late_tensor_loads_nothing(tmp_path, device):
+    """A damaged last tensor (checksum) of a .bpk raises before any value is set: the module
+    keeps every old value, as a strict key / shape mismatch does."""
+    path = tmp_path / "block.bpk"
+    record.save(Block(CPU, seed=1), path)
+    raw = bytearray(path.read_bytes())
+    raw[-8] ^= 0xFF  # inside the last stored tensor's bytes
+    path.write_bytes(bytes(raw))
+    target = Block(burn.Device(device), seed=2)
+    before = values(target)
+    with pytest.raises(record.CorruptRecordError):
+        record.load(target, path)
+    _unchanged(target, before)
+
+
+@pytest.mark.parametrize("stored", ["float8_e4m3fn", "complex64"])
+def test_a_stored_dtype_burn_lacks_is_a_typed_error_and_loads_nothing(tmp_path, stored):
+    """A safetensors file whose last tensor is float8 (numpy has no such dtype) or complex
+    raises RecordDTypeError (a DTypeError too) naming the key, the module unchanged."""
+    import torch
+    from safetensors.torch import save_file
+
+    module = burn.nn.Linear(2, 3, device=CPU)
+    shapes = {key: tuple(p.shape) for key, p in module.named_tensors()}
+    path = tmp_path / "odd.safetensors"
+    save_file({"weight": torch.ones(shapes["weight"]),
+               "bias": torch.ones(shapes["bias"]).to(getattr(torch, stored))}, str(path))
+    before = values(module)
+    with pytest.raises(record.RecordDTypeError, match=r"^load_safetensors: .*key=bias") as info:
+        record.load(module, path)
+    assert isinstance(info.value, burn.errors.DTypeError)
+    _unchanged(module, before)

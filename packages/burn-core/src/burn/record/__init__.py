@@ -18,6 +18,7 @@ from burn.record import errors
 from burn.record.errors import (
     CorruptRecordError,
     RecordChecksumError,
+    RecordDTypeError,
     RecordError,
     RecordKeyError,
     RecordMismatchError,
@@ -108,7 +109,8 @@ def load(module: Recordable, path: str | os.PathLike[str], format: str | None = 
 
 __all__ = [
     "FORMATS", "CorruptRecordError", "DTypePolicy", "Entry", "LoadReport", "PyTorchAdapter",
-    "RecordChecksumError", "RecordError", "RecordKeyError", "RecordMismatchError",
+    "RecordChecksumError", "RecordDTypeError", "RecordError", "RecordKeyError",
+    "RecordMismatchError",
     "RecordShapeError", "Recordable", "Remap",
     "UnknownFormatError", "UnsafePickleError", "errors", "format_of", "load", "load_native",
     "load_pytorch", "load_safetensors", "read_native", "read_pytorch", "read_safetensors",

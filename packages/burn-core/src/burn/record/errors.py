@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from burn.errors import BurnError
+from burn.errors import BurnError, DTypeError
 
 if TYPE_CHECKING:
     from burn.record.policy import LoadReport
@@ -52,6 +52,10 @@ class RecordChecksumError(CorruptRecordError):
     def __init__(self, op: str, message: str, *, key: str, **details: Any) -> None:
         super().__init__(op, message, key=key, **details)
         self.key = key
+
+
+class RecordDTypeError(RecordError, DTypeError):
+    """A stored tensor of a dtype burn has no equivalent for (complex, float8, strings)."""
 
 
 class UnsafePickleError(RecordError):

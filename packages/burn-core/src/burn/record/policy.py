@@ -11,8 +11,9 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from burn.dtype import from_numpy
+from burn.errors import DTypeError
 from burn.frontend.creation import tensor
-from burn.record.errors import RecordError, RecordKeyError, RecordShapeError
+from burn.record.errors import RecordDTypeError, RecordError, RecordKeyError, RecordShapeError
 
 
 class Recordable(Protocol):
@@ -150,6 +151,8 @@ def load_into(module: Recordable, source: Source, *, path: str, op: str,
     Raises:
         RecordKeyError: strict load with missing or unexpected keys (nothing is loaded).
         RecordShapeError: strict load with shape mismatches (nothing is loaded).
+        RecordDTypeError: a stored dtype burn has no equivalent for (nothing is loaded).
+        CorruptRecordError: a stored tensor that cannot be read (nothing is loaded).
     """
     if dtype not in ("cast", "keep"):
         raise RecordError(op, "dtype policy must be 'cast' or 'keep'", dtype=dtype)
@@ -171,12 +174,22 @@ def load_into(module: Recordable, source: Source, *, path: str, op: str,
                                report=report, mismatched=_short(
                                    [f"{k}: module {m} vs stored {s}"
                                     for k, (m, s) in report.mismatched.items()]))
+    # every value read and converted before any is set: a load that fails leaves the module
+    # as it was
+    loaded = {}
     for key, param in targets.items():
         if key not in source or key in report.mismatched:
             continue
         values = source[key].read()
-        target = param.dtype if dtype == "cast" else from_numpy(values.dtype, op)
-        param.set_(tensor(values, dtype=target, device=param.device))
+        try:
+            stored = from_numpy(values.dtype, op)
+        except DTypeError:
+            raise RecordDTypeError(op, f"{path}: stored dtype has no burn equivalent", key=key,
+                                   dtype=str(values.dtype)) from None
+        target = param.dtype if dtype == "cast" else stored
+        loaded[key] = tensor(values, dtype=target, device=param.device)
+    for key, value in loaded.items():
+        targets[key].set_(value)
         report.loaded.append(key)
     return report
 

@@ -10,7 +10,7 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from burn.record.errors import CorruptRecordError
+from burn.record.errors import CorruptRecordError, RecordDTypeError
 from burn.record.files import atomic_path
 from burn.record.policy import (
     DTypePolicy,
@@ -69,6 +69,10 @@ def _entry(handle: Any, name: str, key: str) -> Entry:
         except SafetensorError as e:
             raise CorruptRecordError("load_safetensors", f"{name}: cannot read tensor",
                                      key=key, error=str(e)) from None
+        except (AttributeError, TypeError, ValueError):  # a dtype numpy lacks (float8)
+            raise RecordDTypeError("load_safetensors",
+                                   f"{name}: stored dtype has no burn equivalent", key=key,
+                                   dtype=handle.get_slice(key).get_dtype()) from None
 
     return Entry(tuple(handle.get_slice(key).get_shape()), read)
 
