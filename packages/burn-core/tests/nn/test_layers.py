@@ -319,3 +319,31 @@ def test_bad_input_shape_names_layer(layer: nn.Module, shape: tuple[int, ...],
     with pytest.raises(ShapeError, match=rf"^{name}: expected input") as info:
         layer(burn.zeros(shape))
     assert str(shape) in str(info.value)
+
+
+@pytest.mark.parametrize("device", ["numpy", "cpu", "cpu+fusion", "wgpu"])
+@pytest.mark.parametrize("length", [6, 700, 40000])  # composite / rows kernel / streamed (GPU)
+def test_layer_norm_of_constant_and_offset_rows(device: str, length: int) -> None:
+    """A constant row normalises to exactly 0 (the output is the bias, as torch's); rows far
+    from 0 keep their digits (the mean is the first element plus the mean of the
+    differences): no farther from the float64 result than torch's float32 one."""
+    import burn.functional as F
+
+    rng = np.random.default_rng(length)
+    rows = 64 if length < 1000 else 3
+    const = np.repeat(rng.standard_normal((rows, 1)).astype(np.float32) * 7, length, 1)
+    bias = rng.standard_normal(length).astype(np.float32)
+    weight = rng.standard_normal(length).astype(np.float32)
+    got = F.layer_norm(burn.tensor(const, device=device), (length,),
+                       burn.tensor(weight, device=device), burn.tensor(bias, device=device))
+    want = torch.nn.functional.layer_norm(torch.from_numpy(const), (length,),
+                                          torch.from_numpy(weight), torch.from_numpy(bias))
+    assert got.shape == tuple(want.shape) and got.dtype == burn.float32
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(got.numpy(), np.broadcast_to(bias, const.shape))
+    offset = rng.standard_normal((rows, length)).astype(np.float32) + 1000
+    exact = offset.astype(np.float64)
+    exact = (exact - exact.mean(1, keepdims=True)) / np.sqrt(exact.var(1, keepdims=True) + 1e-5)
+    ours = F.layer_norm(burn.tensor(offset, device=device), (length,)).numpy()
+    theirs = torch.nn.functional.layer_norm(torch.from_numpy(offset), (length,)).numpy()
+    assert np.abs(ours - exact).max() <= np.abs(theirs - exact).max() + 1e-6

@@ -2,7 +2,8 @@
 of the `[M, D]` groups, each unit holding `chunks` elements in locals (the `softmax_rows`
 schedule: unit `u` holds elements `u + i * units`), so x is read once and out written once.
 
-Forward: the row's sum combines over the cube (planes, then shared memory) into the mean, then
+Forward: the row's sum of differences from its first element combines over the cube (planes,
+then shared memory) into the mean (exact for a constant row), then
 the sum of squared deviations from the registers into the biased variance (two exact passes over
 registers, no cancellation of a one-pass sum of squares); `out = (x - mean) * rstd * w + b`,
 and unit 0 writes the row's mean and `rstd = 1 / sqrt(var + eps)`.
@@ -98,11 +99,14 @@ def forward_kernel(dtypes: tuple[Any, Any], units: int, chunks: int, plane: bool
     x, w, sh, out, mean, rstd, n, eps = rows_gpu.layer_norm_args(b, dtypes, weight, bias)
     row = _Row(b, units, chunks, exact, n, b.CUBE_POS)
     values = row.load(x, acc)
+    # the mean as the row's first element plus the mean of the differences from it: exact for
+    # a constant row (its output then the bias, as torch's)
+    first = b.local(acc, b.cast(x[x.offset + row.start], acc))
     total = b.local(acc, 0)
     for i, v in enumerate(values):
-        b.set(total, total + row.masked(i, v))
+        b.set(total, total + row.masked(i, v - first))
     count = b.local(acc, b.cast(n, acc))
-    mu = b.local(acc, _combine(b, "sum", total, units, plane) / count)
+    mu = b.local(acc, first + _combine(b, "sum", total, units, plane) / count)
     squares = b.local(acc, 0)
     for i, v in enumerate(values):
         b.set(v, row.masked(i, v - mu))

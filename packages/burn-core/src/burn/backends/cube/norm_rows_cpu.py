@@ -1,8 +1,9 @@
 """Layer norm and its backward on the cpu runtime: a unit per row of the `[M, D]` groups, each
 pass over a row one contiguous inner loop.
 
-Forward: the row's sum gives the mean, the sum of squared deviations the biased variance (two
-exact passes, no cancellation of a one-pass sum of squares); a third loop writes
+Forward: the row's sum of differences from its first element gives the mean (exact for a
+constant row), the sum of squared deviations the biased variance (two exact passes, no
+cancellation of a one-pass sum of squares); a third loop writes
 `out = (x - mean) * rstd * w + b`, and the unit writes the row's mean and
 `rstd = 1 / sqrt(var + eps)`.
 Backward (from the forward's mean and rstd): with `xhat = (x - mean) * rstd` and `gw = grad *
@@ -98,8 +99,12 @@ def forward_kernel(dtypes: tuple[Any, Any], weight: bool, bias: bool) -> Any:
     with b.if_(r < m):
         start = b.local(u32, r * n)
         count = b.local(acc, b.cast(n, acc))
-        total = _lane_sums(b, acc, n, lambda k: (b.cast(x[start + k], acc),))[0]
-        mu = b.local(acc, total / count)
+        # the mean as the first element plus the mean of the differences: exact for a
+        # constant row (whose output is then the bias, as torch's), and no cancellation
+        # for rows far from 0
+        first = b.local(acc, b.cast(x[start], acc))
+        total = _lane_sums(b, acc, n, lambda k: (b.cast(x[start + k], acc) - first,))[0]
+        mu = b.local(acc, first + total / count)
 
         def square(k: Any) -> tuple[Any]:
             dev = b.cast(x[start + k], acc) - mu

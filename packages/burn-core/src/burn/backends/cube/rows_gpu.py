@@ -9,8 +9,9 @@ a unit holds no row data between the passes, so a row of any length fits. On the
 kernels' 89% (layer norm) and 92% (softmax), so those keep the rows they can hold.
 
 Statistics, exact for any offset of the row:
-- layer norm: the row's mean is its sum over n (as the register-held kernel's, so inf and
-  NaN propagate alike); each unit also sums its elements shifted by its own first element `k`
+- layer norm: the row's mean is its first element plus the sum of the differences from it
+  over n (as the register-held kernel's, so inf and NaN propagate alike; exact for a constant
+  row); each unit also sums its elements shifted by its own first element `k`
   (``s``, ``q``: sums of ``x - k`` and ``(x - k)^2``), so its mean and sum of squared
   deviations ``q - s^2 / count`` lose no digits to the row's offset; the cube combines these
   with ``count * (mean_u - mean)^2`` (Chan's parallel variance: non-negative terms) into the
@@ -119,19 +120,20 @@ def layer_norm_kernel(dtypes: tuple[Any, Any], units: int, unroll: int, plane: b
     count = b.local(acc, b.select(has, b.cast((n - 1 - b.select(has, u, 0)) // units + 1, acc),
                                   0))
     shift = b.local(acc, b.cast(x[x.offset + start + b.select(has, u, 0)], acc))
+    first = b.local(acc, b.cast(x[x.offset + start], acc))  # the row's (the mean's shift)
     t, s, q = b.local(acc, 0), b.local(acc, 0), b.local(acc, 0)
     with walk.loop() as base:
         cols = walk.columns(base)
         values = [b.local(acc, b.cast(x[x.offset + start + c], acc)) for c, _ in cols]
         for v, (_, ok) in zip(values, cols, strict=True):
-            b.set(t, t + _masked(b, ok, v))
+            b.set(t, t + _masked(b, ok, v - first))
             b.set(v, v - shift)
             b.set(s, s + _masked(b, ok, v))
             b.set(q, q + _masked(b, ok, v * v))
     safe = b.local(acc, b.max(count, b.const(1, acc)))
     local_mean = b.local(acc, shift + s / safe)
     total = b.local(acc, b.cast(n, acc))
-    mu = b.local(acc, _combine(b, "sum", t, units, plane) / total)
+    mu = b.local(acc, first + _combine(b, "sum", t, units, plane) / total)
     dev = b.local(acc, local_mean - mu)
     m2 = b.local(acc, b.select(has, b.max(q - s * s / safe, b.const(0, acc))
                                     + count * dev * dev, 0))

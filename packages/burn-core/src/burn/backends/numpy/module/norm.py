@@ -37,8 +37,12 @@ def layer_norm(x: Array, weight: Array | None, bias: Array | None, num_dims: int
     try:
         rows, _ = _rows(x, num_dims)
         d, dtype = rows.shape[1], rows.dtype
-        mean = row_sums(rows)
+        # the mean as the first element plus the mean of the differences from it: exact for a
+        # constant row (its output then the bias, as torch's), no cancellation far from 0
+        first = rows[:, :1] if d else np.zeros((rows.shape[0], 1), dtype)
+        mean = row_sums(rows - first)
         mean *= 1 / d if d else math.nan
+        mean += first
         out = np.subtract(rows, mean)
         var = row_sums(out, out)
         var *= 1 / d if d else math.nan
