@@ -25,6 +25,13 @@ class Renamed(Module):
         self.blocks = src.layers
 
 
+def _unchanged(target: Module, before: dict[str, tuple[str, np.ndarray]]) -> None:
+    """Every tensor of `target` has the dtype and values it had in `before` (`values`)."""
+    for key, (dtype, arr) in values(target).items():
+        assert dtype == before[key][0]
+        np.testing.assert_array_equal(arr, before[key][1])
+
+
 @pytest.fixture(params=[".bpk", ".safetensors"])
 def saved(request, tmp_path):
     path = tmp_path / f"renamed{request.param}"
@@ -44,8 +51,7 @@ def test_strict_load_lists_missing_and_unexpected_and_loads_nothing(saved):
     assert set(err.report.unexpected) == {"dense", "half", "extra", "blocks.0.weight",
                                           "blocks.1.weight"}
     assert "layers.0.weight" in str(err) and "blocks.0.weight" in str(err)
-    for key, (_, arr) in values(target).items():
-        np.testing.assert_array_equal(arr, before[key][1])
+    _unchanged(target, before)
 
 
 def test_remap_and_partial_load_report(saved):
@@ -83,12 +89,6 @@ def _only(module: Block, key: str) -> Module:
 def test_remap_collision(saved):
     with pytest.raises(record.RecordKeyError, match="two stored keys"):
         record.load(Block(CPU), saved, remap=[(r"^(dense|half)$", "w32")])
-
-
-def _unchanged(target: Module, before: dict[str, tuple[str, np.ndarray]]) -> None:
-    for key, (dtype, arr) in values(target).items():
-        assert dtype == before[key][0]
-        np.testing.assert_array_equal(arr, before[key][1])
 
 
 @pytest.mark.parametrize("device", ["numpy", "cpu", "cpu+fusion+autodiff"])

@@ -722,9 +722,10 @@ def _blocks(pending: list[Pending], cpu: bool) -> list[tuple[str | None, list[Pe
         elif name in REDUCTIONS:
             alone = False
             here = reduced_dim(record)
+            indices = record.out.dtype is DType.int64  # (of a max / min: its values' record's)
             if kind == "reduce" and here == reduction and (
-                    reductions < MAX_BLOCK_REDUCTIONS or record.key[0][-1] == "indices"):
-                reductions += record.key[0][-1] != "indices"
+                    reductions < MAX_BLOCK_REDUCTIONS or indices):
+                reductions += not indices
                 blocks[-1][1].append(record)
                 continue
             if kind is None and shapes == (here[0],):  # fused on read
