@@ -123,6 +123,26 @@ def test_int_division_by_zero_raises(op: str, dtype: str, device: burn.Device) -
     check_forward(lambda a: a / 0, lambda a: a / 0, [T(np.array([4, 0]), dtype)], device)
 
 
+@pytest.mark.op("floor_div")
+@pytest.mark.parametrize("op", ["floor_div", "remainder"])
+@pytest.mark.parametrize(("dtype", "divisor"), [("int32", 2**32), ("int32", -(2**33)),
+                                                 ("int8", 256), ("uint8", 512)])
+def test_int_division_by_a_host_int_that_wraps_to_zero_raises(op: str, dtype: str, divisor: int,
+                                                               device: burn.Device) -> None:
+    """A host int divisor wraps into the tensor's dtype first (as torch): one that wraps to 0
+    raises as 0 does; one that wraps elsewhere divides by its wrapped value, as torch's."""
+    fn = {"floor_div": lambda a, b: a // b, "remainder": lambda a, b: a % b}[op]
+    tdt = getattr(torch, dtype)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        fn(torch.tensor([4, 2], dtype=tdt), divisor)
+    x = burn.tensor(np.array([100, 2, 7, 4]), dtype=getattr(burn, dtype), device=device)
+    with pytest.raises(burn.errors.DivisionByZeroError, match=f"^{op}: .*divisor={divisor}"):
+        fn(x, divisor)
+    wraps_to_three = divisor + 3
+    check_forward(lambda a: fn(a, wraps_to_three), lambda a: fn(a, wraps_to_three),
+                  [T(np.array([100, 2, 7, 4]), dtype)], device)
+
+
 @pytest.mark.op("remainder")
 def test_remainder_backward(grad_device: burn.Device, rng: np.random.Generator) -> None:
     dtype = held("float64", grad_device)

@@ -68,13 +68,15 @@ def _signed_zero(b: Backend, result: Any, quotient: Any) -> Any:
 
 
 def _nonzero_divisor(op: str, backend_op: str) -> Impl:
-    """An int op `backend_op(x, y)` (tensor or scalar y) refusing a zero divisor (as torch)."""
+    """An int op `backend_op(x, y)` (tensor or scalar y) refusing a zero divisor (as torch),
+    a host int that wraps to 0 in x's dtype too (2**32 on int32, 256 on int8: a host number
+    wraps into the dtype first, as torch's)."""
 
     def impl(b: Backend, x: Any, y: Any) -> Any:
         if not isinstance(y, int):
             b.check_nonzero(op, y)  # where the data lives: the backend decides
-        elif y == 0:
-            raise DivisionByZeroError(op, "integer division by zero",
+        elif y % (1 << 8 * b.dtype(x).numpy.itemsize) == 0:
+            raise DivisionByZeroError(op, "integer division by zero", divisor=y,
                                       dtype=b.dtype(x).value, shape=b.shape(x))
         return getattr(b, backend_op)(x, y)
 
