@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -552,7 +553,8 @@ def test_autodiff_over_fusion_matches_torch(base: str) -> None:
 
 
 def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+                                               record_property: Callable[[str, object], None]
+                                               ) -> None:
     """Kernels of the fourth step and of a step after the stream settled (`LONE_SHARED`
     steps more): fewer fused at the fourth; in steady state fewer on GPU runtimes, as many on
     the cpu, where the two-op blocks of this MLP (add + relu, relu backward + bias sum) run
@@ -584,9 +586,8 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
         losses[spec], launches[spec] = run, [counts[3], counts[-1]]
         monkeypatch.undo()
     (fourth, steady), (fused_fourth, fused_steady) = launches[base], launches[f"{base}+fusion"]
-    with capsys.disabled():
-        print(f"\nMLP 20-32-5 Adam step on {base}: {fourth} kernels unfused, {fused_fourth} "
-              f"fused (4th step); {steady} and {fused_steady} once settled")
+    record_property("figure", f"MLP 20-32-5 Adam step on {base}: {fourth} kernels unfused, "
+                    f"{fused_fourth} fused (4th step); {steady} and {fused_steady} once settled")
     assert fused_fourth < fourth
     assert fused_steady <= steady if base == "cpu" else fused_steady < steady
     np.testing.assert_allclose(losses[f"{base}+fusion"], losses[base], rtol=1e-5)

@@ -5,6 +5,7 @@ against the unfused backend and PyTorch; an MLP training step launches fewer ker
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -125,7 +126,8 @@ def _only_elementwise(monkeypatch: pytest.MonkeyPatch, fused: Any) -> None:
 
 
 def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+                                               record_property: Callable[[str, object], None]
+                                               ) -> None:
     """Linear-ReLU-Linear-ReLU-Linear, softmax cross entropy written from primitives, SGD:
     kernels per step unfused, with the elementwise fuser alone and with every fuser."""
     from burn import nn
@@ -160,10 +162,9 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
         monkeypatch.undo()
         fused._results.clear()
         fused.stream.forget()
-    with capsys.disabled():
-        print(f"\nMLP 24-48-48-6 SGD step on {base}: {launches['unfused']} kernels unfused, "
-              f"{launches['elementwise']} with the elementwise fuser alone, "
-              f"{launches['fused']} with the reduce and matmul fusers")
+    record_property("figure", f"MLP 24-48-48-6 SGD step on {base}: {launches['unfused']} "
+                    f"kernels unfused, {launches['elementwise']} with the elementwise fuser "
+                    f"alone, {launches['fused']} with the reduce and matmul fusers")
     assert launches["fused"] < launches["elementwise"] < launches["unfused"]
     np.testing.assert_allclose(losses["fused"], losses["unfused"], rtol=1e-5)
     np.testing.assert_allclose(losses["elementwise"], losses["unfused"], rtol=1e-5)
