@@ -98,9 +98,6 @@ NOTEBOOK = ["nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29"]
 PACKAGES = ["-e", "packages/burn-core[test,train]", "-e", "packages/burn-dataset", "-e", "xtask",
             "-e", "packages/burn-cube[wgpu]",
             *[arg for name in EXAMPLES for arg in ("-e", f"examples/{name}")]]
-# pytest-xdist workers of the burn-core runs, one per core (the suites' tests are independent;
-# the figures tests report come back through `record_property`, tests/conftest.py).
-WORKERS = ("-n", "auto")
 # What the typecheck session checks: every package's sources.
 TYPED = ["packages/burn-core/src/burn", "packages/burn-cube/src", "packages/burn-dataset/src",
          "packages/burn-bench/src", "packages/burn-vision/src", "packages/burn-rl/src"]
@@ -118,17 +115,16 @@ def tests(session: nox.Session, backend: str) -> None:
                       "mesa-vulkan-drivers gives Mesa's llvmpipe)")
     if backend != "numpy":
         for device in (backend, f"{backend}+autodiff", f"{backend}+fusion"):
-            session.run("pytest", *WORKERS, "packages/burn-core/tests/conformance",
+            session.run("pytest", "packages/burn-core/tests/conformance",
                         env={"BURN_DEVICE": device})
         return
     # The op table's lowerings and the cube backends' kernels run on every runtime here.
-    session.run("pytest", *WORKERS, "packages/burn-core/tests",
+    session.run("pytest", "packages/burn-core/tests",
                 env={"BURN_DEVICE": backend, "BURN_CUBE_RUNTIMES": ",".join(cube_runtimes())})
-    session.run("pytest", *WORKERS, "packages/burn-core/tests/conformance",
+    session.run("pytest", "packages/burn-core/tests/conformance",
                 env={"BURN_DEVICE": f"{backend}+autodiff"})
     # Under the Profile decorator every op is checked against the op table's shape and dtype
-    # rules as it runs, and the session fails unless every op of the table ran (in one
-    # process: the coverage is that process's).
+    # rules as it runs, and the session fails unless every op of the table ran.
     session.run("pytest", "packages/burn-core/tests/conformance",
                 env={"BURN_DEVICE": f"{backend}+profile", "BURN_OP_COVERAGE": "1"})
 

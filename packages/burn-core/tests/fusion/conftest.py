@@ -13,12 +13,12 @@ from burn.fusion import stream as fusion_stream
 @pytest.fixture
 def empty_stream(base: str) -> None:
     """Run what earlier tests left pending, so launches and statistics are the test's own, and
-    forget which op structures earlier tests flushed alone (`Stream.lone`: they would run at
-    once here instead of being recorded)."""
+    forget what the stream learned from earlier tests (`Stream.forget`: structures flushed
+    alone, products run at once, flush plans), so a test's decisions do not depend on which
+    tests ran before it in its process (pytest-xdist splits the suite)."""
     burn.sync(f"{base}+fusion")
     stream: Any = burn.Device(f"{base}+fusion").backend.stream
-    stream.alone.clear()
-    stream.lone.clear()
+    stream.forget()
 
 
 @pytest.fixture

@@ -20,7 +20,9 @@ class FusionStats:
             and single ops run by the inner backend's own kernel) and those of ops run at once
             (the inner burn-cube runtime's count while they run). An optimizer's one-kernel
             updates (`burn.backends.cube.optim_kernels`) run on the inner backend and are not
-            counted.
+            counted. The runtime's count is the process's: while another thread launches on
+            the same runtime (through any device of it) as an op runs at once, its kernels
+            are counted too.
         ops_fused: recorded ops that ran inside a fused kernel of two ops or more.
         ops_dead: recorded ops skipped because nothing read their results.
         compile_s: seconds spent building and compiling new fused kernels.
