@@ -10,7 +10,8 @@ import pytest
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    figures = [value for report in terminalreporter.getreports("passed")
+    figures = [value for outcome in ("passed", "failed")
+               for report in terminalreporter.getreports(outcome)
                for name, value in report.user_properties if name == "figure"]
     if figures:
         terminalreporter.section("figures reported by tests")

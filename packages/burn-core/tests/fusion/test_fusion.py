@@ -556,7 +556,7 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
                                                record_property: Callable[[str, object], None]
                                                ) -> None:
     """Kernels of the fourth step and of a step after the stream settled (`LONE_SHARED`
-    steps more): fewer fused at both (on the cpu the first layer's BLAS product keeps its
+    steps more): fewer fused at both (on the cpu the first layer's vendor product keeps its
     bias + relu epilogue one kernel; the relu backward + bias sum block runs at once once
     the stream finds its recording costs more than it saves)."""
     from burn import nn

@@ -32,8 +32,9 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """One kernel a call, from the second call (the first autotunes the product) to well past
     the stream's settling (`LONE_SHARED` calls): on GPU runtimes the tiled matmul kernel storing
-    relu(x @ w + b); on the cpu the BLAS product (no kernel launch) and one fused epilogue
-    kernel reading it (the product stays recorded: its epilogue pays there)."""
+    relu(x @ w + b); on the cpu the vendor product (BLAS or the runtime's gemm, no kernel
+    launch) and one fused epilogue kernel reading it (the product stays recorded: its
+    epilogue pays there)."""
     from burn import nn
     from burn.fusion.stream import LONE_SHARED
 
@@ -54,11 +55,35 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
         burn.sync(dev)
         s = stats()
         assert (s.ops_recorded, s.ops_dead, s.ops_eager) == (3, 0, 0)
-        # (on the cpu the product runs on BLAS, outside the fused kernel)
+        # (on the cpu the product runs on BLAS or the gemm, outside the fused kernel)
         assert s.ops_fused == (2 if base == "cpu" else 3)
         assert counter.take() == 1 and s.kernels_launched == 1
         check(y, torch.relu(torch.from_numpy(xd) @ w + b))
         np.testing.assert_allclose(y.to_numpy(), unfused, rtol=1e-6, atol=1e-6)
+
+
+def test_an_epilogue_stays_one_kernel_beside_a_bare_product_of_its_shapes(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product of the same shapes and dtypes flushed without an epilogue between the calls
+    (a backward product with the forward's shapes) does not make the linear layer's product
+    run at once: its bias + relu stay one kernel at every call, past the stream's settling."""
+    from burn.fusion.stream import LONE_SHARED
+
+    dev = f"{base}+fusion"
+    xd, wd, vd, bd = data((20, 20), (20, 20), (20, 20), (20,), seed=21)
+    x, w, v, b = (burn.tensor(a, device=dev) for a in (xd, wd, vd, bd))
+    tx, tw, tv, tb = (torch.from_numpy(a) for a in (xd, wd, vd, bd))
+    F.relu(x @ w + b).to_numpy()  # (the products' autotuning is not counted)
+    (x @ v).to_numpy()
+    counter = LaunchCounter(monkeypatch, base)
+    for _ in range(LONE_SHARED + 2):
+        reset_stats()
+        y = F.relu(x @ w + b)
+        burn.sync(dev)
+        assert stats().kernels_launched == 1 and counter.take() == 1
+        check(y, torch.relu(tx @ tw + tb))
+        check(x @ v, tx @ tv)  # the bare product: its own run
+        counter.take()
 
 
 def test_residual_activation_and_batches(base: str) -> None:
@@ -176,7 +201,7 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
 def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
     """A product the inner backend runs without an epilogue (BLAS on the cpu at once; on GPUs
     `LONE` times) is then run at once, not recorded, even with other ops pending; one that
-    had an epilogue that pays (on the cpu any, the BLAS product then its epilogue's one
+    had an epilogue that pays (on the cpu any, the vendor product then its epilogue's one
     kernel; two ops after the product on GPUs: `stream.FUSE_OPS`) stays recorded, past the
     stream's settling (`LONE_SHARED` flushes; values as torch's throughout)."""
     from burn.fusion.stream import LONE, LONE_SHARED
@@ -196,7 +221,7 @@ def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
         check(fused, torch.relu(ta @ tc) * 2.0)
         check(other, (ta * 2.0).exp().add(1.0))
         recorded = stats().ops_recorded
-        if base == "cpu":  # a BLAS product alone runs at once from its first run: the
+        if base == "cpu":  # a vendor product alone runs at once from its first run: the
             # chain, a @ c and its epilogue
             assert recorded == (7 if step == 0 else 6), (step, recorded)
         else:  # the chain, a @ c and its epilogue; a @ b until it ran alone LONE times
@@ -231,9 +256,10 @@ def test_a_small_product_with_only_a_bias_runs_unfused_on_gpus(
     """On GPU runtimes a small product with only its bias after it (two live ops) does not
     pay for its recording (`stream.FUSE_OPS`): from its `LONE`th flush the product and
     the add run as two launches; with a relu and a scale after the bias (four ops) the block
-    stays one kernel. On the cpu the product is BLAS's (not a kernel launch) and the bias
-    alone runs at once; the add, relu and scale after the other product are one kernel at
-    every step (three live ops pay, `stream.FUSE_OPS`). Values equal torch's throughout."""
+    stays one kernel. On the cpu the product is the vendor's (BLAS or the runtime's gemm, no
+    kernel launch) and stays recorded, the add its one-kernel epilogue, as the add, relu and
+    scale after the other product are, at every step (`Stream._unfused_matmul`). Values equal
+    torch's throughout."""
     from burn.fusion.stream import LONE
 
     dev = f"{base}+fusion"
@@ -291,8 +317,8 @@ def test_large_products_run_at_once_on_gpu_runtimes(base: str) -> None:
     backend's product, fused or not) is not recorded: it launches at once, so the device
     works on it while the host records what follows (recorded, it waited for the flush: an
     H100's encoder forward took 13.2 ms against 10.1). Smaller ones are recorded (their
-    epilogue fuses into the tile); on the cpu runtime every product is recorded until its
-    BLAS product runs at once. Values as torch's."""
+    epilogue fuses into the tile); on the cpu runtime a product is recorded while it has an
+    epilogue, else its vendor product (BLAS or the gemm) runs at once. Values as torch's."""
     from burn.fusion.handle import FusionTensor
     from burn.fusion.matmul import FUSE_WORK
 

@@ -120,11 +120,11 @@ class ArithmeticMixin(TensorBase):
     __rtruediv__ = binary_op(DIV, reflected=True)
     floor_div = __floordiv__ = binary_op(
         FLOOR_DIV, doc="Floor division: floor(a / b) (torch's rounding; DivisionByZeroError for "
-        "an int divisor of 0).")
+        "an int divisor of 0, or a host int that wraps to 0 in the dtype).")
     __rfloordiv__ = binary_op(FLOOR_DIV, reflected=True)
     remainder = __mod__ = binary_op(
         REMAINDER, doc="Remainder with the divisor's sign (`%`; DivisionByZeroError for an int "
-        "divisor of 0).")
+        "divisor of 0, or a host int that wraps to 0 in the dtype).")
     __rmod__ = binary_op(REMAINDER, reflected=True)
     powf = binary_op(POWF, doc="Power with a float result (tensor or scalar exponent).")
     __rpow__ = binary_op(POW, reflected=True)

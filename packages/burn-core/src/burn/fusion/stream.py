@@ -121,9 +121,12 @@ class Stream:
     Args:
         inner: the cube backend that runs them.
         results: the fusion backend's results of recorded ops by structure (`Fusion._results`);
-            a matmul whose product is a vendor library's (BLAS, cuBLAS: `matmul.Unfused`)
-            gets () there, so later ones of its structure run at once: recorded, it gains
-            nothing (its epilogue is an elementwise block reading the product either way).
+            a matmul whose product is not a tiled burn-cube kernel (BLAS or the cpu runtime's
+            gemm, cuBLAS: `matmul.Unfused`) gets () there, so later ones of its structure run
+            at once: recorded, it gains nothing (on GPU runtimes its epilogue is an
+            elementwise block reading the product either way); on the cpu runtime not while
+            it has an epilogue (`_unfused_matmul`: run at once, its epilogue's ops would run
+            as a kernel each).
     """
 
     def __init__(self, inner: Any, results: dict[tuple[Any, ...], tuple[Any, ...]]) -> None:
@@ -367,19 +370,25 @@ class Stream:
 
     def _unfused_matmul(self, structure: tuple[Any, ...], how: str) -> None:
         """Note a matmul block of `structure` run as the inner backend's product (`how`:
-        "vendor", a vendor library's without an epilogue (on GPU runtimes with one too);
-        "alone", without an epilogue, or leading a block that does not pay, `_pays`;
-        "epilogue", with one). A vendor product, or one run alone `LONE` times and never with
-        an epilogue that paid, runs at once from then on (its structure's result is () in
-        `results`): recorded, it only adds its recording and a flush to its one kernel. On
-        the cpu runtime a BLAS product with an epilogue stays recorded, its epilogue one
-        kernel (a linear layer's bias and activation: run at once they were two, and an MLP
-        step launched as many kernels as unfused; measured, that step's fused time went
-        from 3-5% to 4-8% over unfused, 1 thread)."""
+        "vendor", not a tiled burn-cube kernel (BLAS or the cpu runtime's gemm, cuBLAS) and
+        without an epilogue (on GPU runtimes with one too); "alone", without an epilogue, or
+        leading a block that does not pay, `_pays`; "epilogue", with one). A vendor product,
+        or one run alone `LONE` times and never with an epilogue that paid, runs at once from
+        then on (its structure's result is () in `results`): recorded, it only adds its
+        recording and a flush to its one kernel. On the cpu runtime a vendor product with an
+        epilogue stays recorded, its epilogue one kernel, and one of its structure without an
+        epilogue (a backward product of the forward's shapes) runs at once only after
+        `LONE_SHARED` such flushes in a row (a linear layer's bias and activation: run at
+        once they were a kernel each, and a settled MLP step launched as many kernels as
+        unfused; measured on the 784-256-10 Adam step, 1 thread, fused over unfused: min
+        +3-5% -> +4-7%, median +4-8% -> +8-10%: the issue's kernel counts over that)."""
         if how == "epilogue":
             self._shared((structure,))
             return
         if how == "alone" and not self._lone_again(structure):
+            return
+        if how == "vendor" and self.cpu and structure in self.shared \
+                and not self._lone_again(structure):
             return
         self.results[structure] = ()
         self.run_at_once(structure)
