@@ -75,9 +75,9 @@ def _nonzero_divisor(op: str, backend_op: str) -> Impl:
     def impl(b: Backend, x: Any, y: Any) -> Any:
         if not isinstance(y, int):
             b.check_nonzero(op, y)  # where the data lives: the backend decides
-        elif y % (1 << 8 * b.dtype(x).numpy.itemsize) == 0:
+        elif y % (1 << 8 * (dtype := b.dtype(x)).itemsize) == 0:
             raise DivisionByZeroError(op, "integer division by zero", divisor=y,
-                                      dtype=b.dtype(x).value, shape=b.shape(x))
+                                      dtype=dtype.value, shape=b.shape(x))
         return getattr(b, backend_op)(x, y)
 
     return impl
