@@ -361,8 +361,10 @@ class Stream:
                 if type(plan) is Split:  # (a prologue not fused: the product is its own)
                     plan, first = plan.rest.plan, start + plan.at
                 if type(plan) is Unfused:  # (on the cpu runtime, where products with an
-                    # epilogue pay, a vendor product with one stays recorded)
-                    epilogue = end - first > 1 and (self.cpu or not plan.vendor)
+                    # epilogue of two ops or more pay, a vendor product with one stays
+                    # recorded)
+                    epilogue = end - first > 1 and (
+                        _saves_kernel(plan.epilogue) if self.cpu else not plan.vendor)
                     self._unfused_matmul(pending[first].key[0], "epilogue" if epilogue
                                          else "vendor" if plan.vendor else "alone")
         if failure is not None:
@@ -371,12 +373,15 @@ class Stream:
     def _unfused_matmul(self, structure: tuple[Any, ...], how: str) -> None:
         """Note a matmul block of `structure` run as the inner backend's product (`how`:
         "vendor", not a tiled burn-cube kernel (BLAS or the cpu runtime's gemm, cuBLAS) and
-        without an epilogue (on GPU runtimes with one too); "alone", without an epilogue, or
-        leading a block that does not pay, `_pays`; "epilogue", with one). A vendor product,
+        without an epilogue (on GPU runtimes with one too, on the cpu runtime with one of a
+        single op); "alone", without an epilogue, or leading a block that does not pay,
+        `_pays`; "epilogue", with one). A vendor product,
         or one run alone `LONE` times and never with an epilogue that paid, runs at once from
         then on (its structure's result is () in `results`): recorded, it only adds its
         recording and a flush to its one kernel. On the cpu runtime a vendor product with an
-        epilogue stays recorded, its epilogue one kernel, and one of its structure without an
+        epilogue of two ops or more stays recorded, its epilogue one kernel (a linear layer
+        with a bias alone runs at once: its bias add is one kernel either way; recorded, the
+        tiny MLP's step took ~20 us more), and one of its structure without an
         epilogue (a backward product of the forward's shapes) runs at once only after
         `LONE_SHARED` such flushes in a row (a linear layer's bias and activation: run at
         once they were a kernel each, and a settled MLP step launched as many kernels as
@@ -565,9 +570,10 @@ class Stream:
         `reduce.reduce_layout`) computing `live` ops (two or more) whose largest result has
         `elements` elements gains more than its recording costs: from `FUSE_OPS` live ops,
         or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate elements out
-        of memory; on the cpu runtime every product, and a reduce block of the whole tensor
-        only on a one-thread team, from `FUSE_OPS` live ops and twice `CPU_FUSE_WORK` kept
-        elements."""
+        of memory; on the cpu runtime a product only from `FUSE_OPS` live ops (an epilogue
+        of one op is one kernel whether recorded or not: recorded, the tiny MLP's step took
+        ~20 us more), and a reduce block of the whole tensor only on a one-thread team, from
+        `FUSE_OPS` live ops and twice `CPU_FUSE_WORK` kept elements."""
         kept = (live - 1) * elements
         if self.cpu and kind == "whole":
             return self.inner.runtime.threads == 1 and live >= FUSE_OPS \
@@ -575,8 +581,16 @@ class Stream:
         if live >= FUSE_OPS:
             return True
         if self.cpu:
-            return kind == "matmul" or kept >= CPU_FUSE_WORK
+            return kind != "matmul" and kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
+
+
+def _saves_kernel(epilogue: Cell) -> bool:
+    """Whether the epilogue run after a product (`epilogue`: its elementwise block's cell,
+    run) computes two ops or more in its one kernel (`Stream._pays`: one op is one kernel,
+    recorded or not)."""
+    program = epilogue.plan
+    return program is not None and program.live >= 2
 
 
 def _needed(pending: list[Pending], cut: list[tuple[str | None, list[Pending]]],
