@@ -20,22 +20,26 @@ runs at once.
 from __future__ import annotations
 
 import operator
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from burn.backend.decorator import Decorator
 from burn.backend.protocol import Backend
+from burn.errors import AllocationError
 from burn.frontend.validation import check_alloc
 from burn.fusion.elementwise import fusable
 from burn.fusion.handle import FusionTensor
 from burn.fusion.matmul import MATMULS
 from burn.fusion.stats import STATS
 from burn.fusion.stream import MAX_PLANS, Stream, accepts, planned_ops
-from burn.fusion.view import VIEWS
+from burn.fusion.view import RESHAPES, VIEWS
 from burn.ir import OPS, OpDef, TensorIR
+from burn.ir.cube import cube_dtype
 
 #: Most inferred results a fusion backend keeps (all are dropped when full).
 MAX_RESULTS = 4096
+_ref = weakref.ref
 
 if TYPE_CHECKING:
     from burn.device import Device
@@ -133,6 +137,8 @@ class Fusion(Decorator):
                 if result is None:
                     result = self._infer(op, args, handles, structure)
                 if result:
+                    if name in RESHAPES and stream.reads_view(handles[0]):
+                        self._check_room(op, result[0], result[1])
                     return stream.record(op, args, tensor_at, handles, structure, result)
             elif name not in MATMULS and name not in VIEWS:  # (a lone op: `Stream.made`)
                 out = self.eager(op, args)
@@ -147,9 +153,8 @@ class Fusion(Decorator):
     def _infer(self, op: OpDef, args: tuple[Any, ...], handles: list[FusionTensor],
                key: tuple[Any, ...]) -> tuple[Any, ...]:
         """The (shape, dtype) of a recorded op's result, by the op table's rules (raising
-        their typed errors here, at the call site, and AllocationError for a result larger
-        than this machine's memory), kept for `key`; () where the fuser cannot take the
-        dtypes."""
+        their typed errors here, at the call site, and AllocationError for a result with no
+        room: `_check_room`), kept for `key`; () where the fuser cannot take the dtypes."""
         casts = [a for p, a in zip(op.params, args, strict=True) if p.type == "dtype"]
         result: tuple[Any, ...] = ()
         if fusable([*(h.dtype for h in handles), *casts]) and \
@@ -160,16 +165,26 @@ class Fusion(Decorator):
             result = op.infer(dict(zip(names, (h.shape for h in handles), strict=True)),
                               dict(zip(names, (h.dtype for h in handles), strict=True)),
                               scalars)[0]
-            if None not in result[0] and op.name not in VIEWS:  # as the unfused op would,
-                # at once (its user name; a view allocates nothing)
-                name = op.name.removeprefix(f"{op.kind.value}_") if op.kind else op.name
-                check_alloc(name, cast(tuple[int, ...], result[0]), result[1])
+            if None not in result[0] and op.name not in VIEWS:  # (a view allocates nothing)
+                self._check_room(op, cast(tuple[int, ...], result[0]), result[1])
         if len(self._results) >= MAX_RESULTS:
             self._results.clear()
         self._results[key] = result
         if not result:
             self.stream.run_at_once(key)
         return result
+
+    def _check_room(self, op: OpDef, shape: tuple[int, ...], dtype: DType) -> None:
+        """Raise AllocationError, as the unfused op would at once (naming its user name),
+        for a result of `op` larger than this machine's memory or than the device's fixed
+        limits (`Runtime.fits`: wgpu's largest buffer, a GPU's memory)."""
+        name = op.name.removeprefix(f"{op.kind.value}_") if op.kind else op.name
+        check_alloc(name, shape, dtype)
+        inner: Any = self.inner
+        runtime = getattr(inner, "runtime", None)
+        if runtime is not None and not runtime.fits(shape, cube_dtype(name, dtype)):
+            raise AllocationError(name, "tensor larger than the device holds in one buffer",
+                                  shape=shape, dtype=dtype.value, device=str(inner.device))
 
     def eager(self, op: OpDef, args: tuple[Any, ...]) -> Any:
         """Run `op` at once on the inner backend (after the pending ops it reads); what it
@@ -342,6 +357,7 @@ def _method(fusion: Fusion, op: OpDef,
     stats, runtime = STATS, getattr(inner, "runtime", None)
 
     view = name in VIEWS
+    copies = name in RESHAPES  # (a reshape of a pending view copies it)
     # recorded ops are looked up by structure on every call, views only where they read a
     # pending result; compile-time arguments or optional numbers join the structure (the
     # flags spare the lone path's checks: ~0.1 us an op run at once)
@@ -373,6 +389,8 @@ def _method(fusion: Fusion, op: OpDef,
                 if result is None:
                     result = fusion._infer(op, args, [a, b] if two else [a], key)
                 if result:
+                    if copies and stream.reads_view(a):
+                        fusion._check_room(op, result[0], result[1])
                     return record(op, args, tensor_at, [a, b] if two else [a], key, result)
         if type(a) is FusionTensor or type(b) is FusionTensor:
             return eager(op, args)
@@ -382,10 +400,10 @@ def _method(fusion: Fusion, op: OpDef,
         before = runtime.launches
         result = getattr(inner, name)(*args)
         stats.kernels_launched += runtime.launches - before
-        if made is not None and stream.feeding:
-            if len(made) >= MAX_PLANS:
+        if made is not None and stream.feeding and type(result) is not tuple:
+            if len(made) >= MAX_PLANS:  # (a tuple of results: no feeder reads it as such)
                 made.clear()
-            made[id(result)] = key
+            made[id(result)] = key, _ref(result)
         return result
 
     method.__name__ = name

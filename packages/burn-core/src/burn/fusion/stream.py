@@ -150,11 +150,12 @@ class Stream:
         self.alone: dict[tuple[Any, ...], int] = {}
         self.shared: set[tuple[Any, ...]] = set()
         self.lone: set[tuple[Any, ...]] = set()
-        #: the structure of the lone op that computed each inner primitive, by the
-        #: primitive's id (the recorders note it as they run one at once; `_reconsider`),
-        #: noted only once a flush plan has feeders (`feeding`): ~0.15 us an op run at once
-        #: saved where none has (a loop of lone ops: the op suites, the cpu MLP step)
-        self.made: dict[int, tuple[Any, ...]] = {}
+        #: the structure of the lone op that computed each inner primitive, and a weak
+        #: reference to the primitive, by the primitive's id (the recorders note it as they
+        #: run one at once; `_reconsider`: the reference tells a freed primitive's id taken
+        #: by another tensor), noted only once a flush plan has feeders (`feeding`): ~0.15 us
+        #: an op run at once saved where none has (a loop of lone ops: the op suites)
+        self.made: dict[int, tuple[tuple[Any, ...], weakref.ref[Any]]] = {}
         self.feeding = False
         #: held while ops are recorded or run: threads (data-loader workers) share a device.
         self.lock = threading.RLock()
@@ -228,6 +229,12 @@ class Stream:
             return handle
         finally:
             lock.release()
+
+    def reads_view(self, handle: FusionTensor) -> bool:
+        """Whether `handle` is the pending result of a recorded view (`VIEWS`): not
+        contiguous (an expand, a permute), so a reshape of it copies it."""
+        at = self.position.get(handle.id)
+        return at is not None and self.pending[at].op.name in VIEWS
 
     def export(self, value: Any) -> None:
         """Note that the memory of `value` (an inner primitive) was exported: an array
@@ -326,7 +333,7 @@ class Stream:
         if feeders:
             self.feeding = True
             if self.made:
-                self._reconsider(pending, feeders)
+                self._reconsider(pending, feeders, values)
         for structure in unpaid:
             if structure[0] in MATMULS:  # (a product always leads its block)
                 self._unfused_matmul(structure, "alone")
@@ -540,13 +547,16 @@ class Stream:
 
     def note_made(self, value: Any, structure: tuple[Any, ...]) -> None:
         """Note that a lone op of `structure`, run at once, computed `value` (`made`; the
-        `_method` recorders inline this)."""
+        `_method` recorders inline this; a tuple of results is not noted: no feeder reads
+        it as such)."""
+        if type(value) is tuple:
+            return
         if len(self.made) >= MAX_PLANS:
             self.made.clear()
-        self.made[id(value)] = structure
+        self.made[id(value)] = structure, _ref(value)
 
-    def _reconsider(self, pending: list[Pending], feeders: tuple[tuple[int, int], ...]
-                    ) -> None:
+    def _reconsider(self, pending: list[Pending], feeders: tuple[tuple[int, int], ...],
+                    values: dict[int, Any]) -> None:
         """Record again the lone structures whose op, run at once, computed a tensor that
         the leader of a block that pays reads (`feeders`: its positions): the op starts that
         block from its next run (it leaves `lone` for `shared`, so `LONE_SHARED` flushes
@@ -556,11 +566,16 @@ class Stream:
         Args:
             pending: the records of the flush.
             feeders: (record, argument) positions of the computed tensors read.
+            values: the flush's inputs by id.
         """
         made, lone, results = self.made, self.lone, self.results
         for i, p in feeders:
-            structure = made.pop(pending[i].args[p].id, None)
-            if structure is not None and structure in lone and results.get(structure):
+            tid = pending[i].args[p].id
+            noted = made.pop(tid, None)
+            if noted is None:
+                continue
+            structure, ref = noted
+            if ref() is values.get(tid) and structure in lone and results.get(structure):
                 lone.discard(structure)
                 self.alone.pop(structure, None)
                 self.shared.add(structure)

@@ -463,6 +463,12 @@ class Runtime(ABC):
     def properties(self) -> Properties:
         """What the device supports."""
 
+    def fits(self, shape: tuple[int, ...], dtype: DType) -> bool:
+        """Whether an array of `shape` and `dtype` is within the device's fixed limits (its
+        largest buffer, its whole memory): False where `empty` of it can never succeed,
+        whatever is free. True here: host memory is the caller's to check."""
+        return True
+
     @abstractmethod
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         """A zero-initialised array.

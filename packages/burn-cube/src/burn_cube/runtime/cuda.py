@@ -300,6 +300,8 @@ class CudaRuntime(Runtime):
         self.max_threads = int(props["maxThreadsPerBlock"])
         self.max_grid = tuple(int(v) for v in props["maxGridSize"])
         self.capability = int(props["major"]) * 10 + int(props["minor"])
+        #: the device's memory in bytes (`fits`)
+        self.total_memory = int(props["totalGlobalMem"])
         #: whether host and device share one address space (pinned host memory is then
         #: addressable from kernels at its host address: `host_mapped`)
         self.unified = bool(props.get("unifiedAddressing", 0))
@@ -322,6 +324,9 @@ class CudaRuntime(Runtime):
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         with self.device, self.stream:
             return DeviceArray(self, cupy.zeros(shape, _held(dtype.numpy)), tuple(shape), dtype)
+
+    def fits(self, shape: tuple[int, ...], dtype: DType) -> bool:
+        return math.prod(shape) * dtype.numpy.itemsize <= self.total_memory
 
     def empty(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
         """A pooled buffer of that shape and dtype if one is free, else an uninitialised array

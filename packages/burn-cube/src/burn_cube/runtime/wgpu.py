@@ -205,9 +205,16 @@ class WgpuRuntime(Runtime):
                           self.limits["max-storage-buffers-per-shader-stage"] - 1)
 
     # ------------------------------------------------------------------------------ buffers
+    def fits(self, shape: tuple[int, ...], dtype: DType) -> bool:
+        return self._binds(math.prod(shape) * _held(dtype).itemsize)
+
+    def _binds(self, nbytes: int) -> bool:
+        """Whether a buffer of `nbytes` bytes is within the adapter's binding limit."""
+        return _bucket(nbytes) <= self.limits["max-storage-buffer-binding-size"]
+
     def _buffer(self, nbytes: int) -> Any:
         size = _bucket(nbytes)
-        if size > self.limits["max-storage-buffer-binding-size"]:
+        if not self._binds(nbytes):
             raise LaunchError(f"a {nbytes}-byte buffer exceeds the adapter's storage binding "
                               f"limit of {self.limits['max-storage-buffer-binding-size']} bytes")
         if self._free[size]:
