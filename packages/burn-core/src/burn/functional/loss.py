@@ -289,7 +289,10 @@ def huber_loss(input: Tensor, target: Tensor, *, reduction: Reduction = "mean",
     _same_shape(op, input, target)
     diff = input - target
     abs_diff = diff.abs()
-    loss = burn.where(abs_diff <= delta, diff * diff * 0.5, (abs_diff - 0.5 * delta) * delta)
+    # (the square of the clamped difference: equal where chosen, and a difference that
+    # overflowed to inf no longer sends 0 * inf = NaN back through the branch not taken)
+    near = diff.clamp(-delta, delta)
+    loss = burn.where(abs_diff <= delta, near * near * 0.5, (abs_diff - 0.5 * delta) * delta)
     return _reduce(op, loss, reduction)
 
 
@@ -308,7 +311,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, *, reduction: Reduction = "mea
     abs_diff = (input - target).abs()
     if beta == 0:
         return _reduce(op, abs_diff, reduction)
-    loss = burn.where(abs_diff < beta, abs_diff * abs_diff * (0.5 / beta), abs_diff - 0.5 * beta)
+    near = abs_diff.clamp(max=beta)  # (as huber_loss: no NaN from an overflowed difference)
+    loss = burn.where(abs_diff < beta, near * near * (0.5 / beta), abs_diff - 0.5 * beta)
     return _reduce(op, loss, reduction)
 
 

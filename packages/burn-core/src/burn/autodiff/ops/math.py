@@ -1,5 +1,5 @@
 """Elementwise math: one table of derivatives for the one-input ops, plus atan2 and the
-activations with direct rules (sigmoid, relu, softmax, log_softmax, gelu)."""
+activations with direct rules (sigmoid, silu, mish, relu, softmax, log_softmax, gelu)."""
 
 from __future__ import annotations
 
@@ -99,6 +99,17 @@ class MathOps(CompositeOps):
         """The inner sigmoid with the direct rule grad * s * (1 - s)."""
         return self._elementwise(x, self.inner.sigmoid, _sigmoid_rule, Uses.OUTPUT)
 
+    def silu(self, x: T) -> T:
+        """The inner silu with torch's direct rule g s (1 + x (1 - s)), s = sigmoid(x): the
+        product rule of x * sigmoid(x) formed g x, which overflows for large x (3e38 * 4 =
+        inf) before meeting sigmoid's 0 slope (NaN; torch gives g)."""
+        return self._elementwise(x, self.inner.silu, _silu_rule, Uses.INPUT)
+
+    def mish(self, x: T) -> T:
+        """The inner mish with torch's direct rule g (t + x sigmoid(x) (1 - t^2)),
+        t = tanh(softplus(x)) (finite where the composite's product rule overflowed, as silu)."""
+        return self._elementwise(x, self.inner.mish, _mish_rule, Uses.INPUT)
+
     def relu(self, x: T) -> T:
         """The inner relu; backward is the inner `relu_backward` of its output (no gradient
         where the output is <= 0, as Burn / torch)."""
@@ -124,24 +135,22 @@ class MathOps(CompositeOps):
     def gelu(self, x: T, approximate: Literal["none", "tanh"]) -> T:
         """The inner gelu (one op) with its direct rule (torch's GeluBackward formulas). The
         exact form, when every node saves its values (no checkpointing), reads cdf(x) from the
-        forward instead of recomputing erf: through the inner backend's `gelu_with_cdf` /
+        forward instead of recomputing erf, through the inner backend's `gelu_with_cdf` /
         `gelu_backward_from_cdf` where it has them (NumPy: one pass over cache-sized blocks
-        each; the cube backends: a cdf kernel and a one-kernel backward), else as gelu(x) / x
-        from the saved output."""
+        each; the cube backends: a cdf kernel and a one-kernel backward); else (fusion, whose
+        stream fuses the rule's ops) the rule recomputes erf from the saved input (a cdf of
+        gelu(x) / x was wrong where gelu(x) rounds: subnormal or float16 results of tiny x)."""
         inner = self.inner
-        if approximate == "tanh" or not isinstance(self.checkpoint, NoCheckpointing):
+        with_cdf = getattr(inner, "gelu_with_cdf", None)
+        if approximate == "tanh" or with_cdf is None or \
+                not isinstance(self.checkpoint, NoCheckpointing):
             rule = _gelu_tanh_rule if approximate == "tanh" else _gelu_rule
             return self._elementwise(x, lambda p: inner.gelu(p, approximate), rule, Uses.INPUT)
         if not tracked(x):
             return AutodiffTensor(inner.gelu(x.primitive, approximate))
-        with_cdf = getattr(inner, "gelu_with_cdf", None)
-        if with_cdf is not None:
-            out, cdf = with_cdf(x.primitive)
-            from_cdf = inner.gelu_backward_from_cdf  # type: ignore[attr-defined]
-            return record(out, (x,), lambda g, saved: (from_cdf(*saved, g),), (x.primitive, cdf))
-        out = inner.gelu(x.primitive, approximate)
-        return record(out, (x,), lambda g, saved: (_gelu_rule_from_output(inner, g, *saved),),
-                      (x.primitive, out))
+        out, cdf = with_cdf(x.primitive)
+        from_cdf = inner.gelu_backward_from_cdf  # type: ignore[attr-defined]
+        return record(out, (x,), lambda g, saved: (from_cdf(*saved, g),), (x.primitive, cdf))
 
 
 def _relu_rule(i: Any, g: P, out: P) -> P:
@@ -152,15 +161,6 @@ def _gelu_rule(i: Any, g: P, x: P) -> P:
     """g * (cdf(x) + x pdf(x)), cdf(x) = (1 + erf(x / sqrt 2)) / 2, pdf the normal density."""
     cdf = i.float_mul_scalar(i.float_add_scalar(i.float_erf(
         i.float_mul_scalar(x, 1 / math.sqrt(2))), 1.0), 0.5)
-    x_pdf = i.float_mul(x, i.float_mul_scalar(
-        i.float_exp(i.float_mul_scalar(_sq(i, x), -0.5)), 1 / math.sqrt(2 * math.pi)))
-    return i.float_mul(g, i.float_add(cdf, x_pdf))
-
-
-def _gelu_rule_from_output(i: Any, g: P, x: P, y: P) -> P:
-    """`_gelu_rule` with cdf(x) = y / x (0.5 at x = 0) from the saved output y = gelu(x): a few
-    ulp from the erf form, without its cost."""
-    cdf = i.float_mask_fill(i.float_div(y, x), i.float_equal_elem(x, 0.0), 0.5)
     x_pdf = i.float_mul(x, i.float_mul_scalar(
         i.float_exp(i.float_mul_scalar(_sq(i, x), -0.5)), 1 / math.sqrt(2 * math.pi)))
     return i.float_mul(g, i.float_add(cdf, x_pdf))
@@ -177,6 +177,18 @@ def _gelu_tanh_rule(i: Any, g: P, x: P) -> P:
     slope = i.float_mul_scalar(i.float_add_scalar(i.float_mul_scalar(x2, 3 * c), 1.0), 0.5 * k)
     right = i.float_mul(i.float_mul(x, _one_minus_sq(i, t)), slope)
     return i.float_mul(g, i.float_add(left, right))
+
+
+def _silu_rule(i: Any, g: P, x: P) -> P:
+    s = i.sigmoid(x)
+    return i.float_mul(g, i.float_mul(s, i.float_add_scalar(i.float_mul(x, _one_minus(i, s)),
+                                                             1.0)))
+
+
+def _mish_rule(i: Any, g: P, x: P) -> P:
+    t = i.float_tanh(i.softplus(x, 1.0, 20.0))
+    slope = i.float_mul(i.float_mul(x, i.sigmoid(x)), _one_minus_sq(i, t))
+    return i.float_mul(g, i.float_add(t, slope))
 
 
 def _sigmoid_rule(i: Any, g: P, s: P) -> P:
