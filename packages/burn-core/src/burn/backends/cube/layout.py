@@ -24,6 +24,18 @@ def contiguous(backend: Any, x: CubeTensor) -> CubeTensor:
     return out
 
 
+def dense_from_start(backend: Any, x: CubeTensor) -> CubeTensor:
+    """`x` as a dense rank-1 tensor from its storage's first element, for the rows kernels
+    that index their storage directly (`t[row * n + k]`, no view offset): itself where it is
+    one, else a dense copy (a row slice `x[2:]` is dense but starts past row 0: those kernels
+    read rows 0 and 1 of it)."""
+    if x.offset or not x.is_contiguous:
+        out = backend.empty(x.shape, x.dtype)
+        copy_into(backend, x, out)
+        x = out
+    return x.flat()
+
+
 def reshape(backend: Any, x: CubeTensor, shape: Shape) -> CubeTensor:
     """A view of `x` (copied first when not contiguous) with `shape`."""
     shape = tuple(shape)

@@ -49,7 +49,7 @@ from burn.ir.cube import cube_dtype
 from .checks import pending
 from .elementwise import CUBE_DIM
 from .kernel_cache import cached_kernel
-from .layout import contiguous
+from .layout import dense_from_start
 from .norm_rows_cpu import _lane_fold, _lane_sums
 from .rows_gpu import _plane
 from .softmax_rows import _combine
@@ -448,11 +448,6 @@ def _range(dtype: DType) -> tuple[int, int]:
 _RANGES: dict[DType, tuple[int, int]] = {}
 
 
-def _flat(backend: Any, t: CubeTensor) -> CubeTensor:
-    """A dense rank-1 view of `t` (copied first when not contiguous)."""
-    return contiguous(backend, t).flat()
-
-
 def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: CubeTensor | None,
               ignore_index: int) -> tuple[tuple[DType, DType], list[Any], list[Any]]:
     """((logits, target) dtypes, leading array arguments, trailing scalars) of a rows launch,
@@ -467,7 +462,7 @@ def _prologue(backend: Any, logits: CubeTensor, target: CubeTensor, weight: Cube
                               size=c, indices_shape=shape)
 
     flags, slot = pending(backend).slot(error)
-    arrays = [_flat(backend, t).array for t in (logits, target, weight) if t is not None]
+    arrays = [dense_from_start(backend, t).array for t in (logits, target, weight) if t is not None]
     exps = backend.empty((m * c,), _acc(logits.dtype))
     return (logits.dtype, target.dtype), [*arrays, flags.array, exps.array], [
         m, c, ignore_index, slot]
@@ -544,7 +539,7 @@ def cross_entropy_backward(backend: Any, logits: CubeTensor, target: CubeTensor,
     dx = backend.empty(logits.shape, logits.dtype)
     kernel = _kernel(backward_kernel, dtypes, weight is not None, label_smoothing > 0,
                      reduction, looped, _planes(backend, looped))
-    _launch(backend, kernel, looped, m, *arrays, _flat(backend, grad).array, *extra,
+    _launch(backend, kernel, looped, m, *arrays, dense_from_start(backend, grad).array, *extra,
             dx.flat().array, *scalars, label_smoothing)
     return dx
 

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .kernel_cache import cached_kernel
-from .layer_norm_rows import _dtypes, _flat, _rows
-from .layout import contiguous
+from .layer_norm_rows import _dtypes, _rows
+from .layout import dense_from_start
 from .tensor import CubeTensor, Shape, dense_strides
 
 #: Plain partial sums of a row's adjacent elements (vector lanes on a CPU: the sums' inner
@@ -182,7 +182,7 @@ def layer_norm(backend: Any, x: CubeTensor, weight: CubeTensor | None, bias: Cub
     stats = (*x.shape[:len(x.shape) - num_dims], *(1,) * num_dims)
     out, mean, rstd = (backend.empty(s, x.dtype) for s in (x.shape, stats, stats))
     kernel = forward_kernel(_dtypes(x.dtype), weight is not None, bias is not None)
-    params = [_flat(backend, t).array for t in (x, weight, bias) if t is not None]
+    params = [dense_from_start(backend, t).array for t in (x, weight, bias) if t is not None]
     backend.launch_planned(kernel, m, *params, out.flat().array, mean.flat().array,
                            rstd.flat().array, m, d, eps)
     return out, mean, rstd
@@ -197,8 +197,9 @@ def layer_norm_backward(backend: Any, x: CubeTensor, weight: CubeTensor | None,
     m, d = _rows(x.shape, num_dims)
     dx = backend.empty(x.shape, x.dtype)
     gx = None if weight is None else backend.empty((m, d), x.dtype)
-    g = contiguous(backend, grad)
-    inputs = [_flat(backend, t).array for t in (x, weight, mean, rstd, g) if t is not None]
+    g = dense_from_start(backend, grad)  # (read again by the bias's column sum)
+    inputs = [*(dense_from_start(backend, t).array for t in (x, weight, mean, rstd)
+                if t is not None), g.array]
     outputs = [t.flat().array for t in (dx, gx) if t is not None]
     backend.launch_planned(backward_kernel(_dtypes(x.dtype), weight is not None), m, *inputs,
                            *outputs, m, d)

@@ -22,6 +22,7 @@ from burn.dtype import DType
 from burn.ir.cube import cube_dtype
 
 from .kernel_cache import cached_kernel
+from .layout import dense_from_start
 from .norm_rows_cpu import LANES, _lane_fold, _lane_sums
 from .tensor import CubeTensor
 
@@ -92,8 +93,8 @@ def softmax(backend: Any, x: CubeTensor, out: CubeTensor) -> None:
     """Write the softmax of `x` (`serves`) along its last dim into the new dense `out`."""
     n = x.shape[-1]
     rows = x.size // n
-    backend.launch_planned(kernel(cube_dtype("softmax", x.dtype)), rows, x.flat().array,
-                           out.flat().array, rows, n)
+    backend.launch_planned(kernel(cube_dtype("softmax", x.dtype)), rows,
+                           dense_from_start(backend, x).array, out.flat().array, rows, n)
 
 
 def backward(backend: Any, out: CubeTensor, grad: CubeTensor, dim: int) -> CubeTensor:
@@ -108,5 +109,6 @@ def backward(backend: Any, out: CubeTensor, grad: CubeTensor, dim: int) -> CubeT
     rows = out.size // n
     dx = backend.empty(out.shape, out.dtype)
     backend.launch_planned(backward_kernel(cube_dtype("softmax", out.dtype)), rows,
-                           out.flat().array, grad.flat().array, dx.flat().array, rows, n)
+                           dense_from_start(backend, out).array,
+                           dense_from_start(backend, grad).array, dx.flat().array, rows, n)
     return dx
