@@ -1,7 +1,8 @@
 """Row ops on a row slice (`x[2:]`, `x.chunk(2)[1]`: dense, but starting past the storage's
 first row), forward and backward, against torch: the cube backends' rows kernels (softmax,
 layer norm and the norms built on it, cross entropy) indexed their storage from its start and
-read the first rows instead (found by a training sweep of micro-batches)."""
+read the first rows instead (found by a training sweep of micro-batches); so did the cpu max
+pool backward's scatter with a gradient arriving as such a slice (through `cat`, `stack`)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,24 @@ def test_affine_layer_norm_of_a_row_slice(device: burn.Device, grad_device: burn
 
     check_forward(burn_fn, torch_fn, [x, w, b], device)
     check_backward(burn_fn, torch_fn, [x, w, b], grad_device, rng)
+
+
+@pytest.mark.op("max_pool2d")
+@pytest.mark.parametrize("window", [(2, 2), (2, 3)])
+def test_max_pool_backward_of_a_gradient_row_slice(window: tuple[int, int],
+                                                   grad_device: burn.Device,
+                                                   rng: np.random.Generator) -> None:
+    """The pooled output is the second half of a `cat`, so its gradient is a row slice of the
+    cat's (non-overlapping windows: the scatter path)."""
+    kernel, stride = window
+    x = T(rng.standard_normal((2, 3, 7, 8)), held("float32", grad_device))
+
+    def burn_fn(a: Any) -> Any:
+        pooled = F.max_pool2d(a, kernel, stride)
+        return burn.cat([burn.zeros(pooled.shape, device=a.device), pooled], 0)
+
+    def torch_fn(a: Any) -> Any:
+        pooled = torch.nn.functional.max_pool2d(a, kernel, stride)
+        return torch.cat([torch.zeros(pooled.shape), pooled], 0)
+
+    check_backward(burn_fn, torch_fn, [x], grad_device, rng)

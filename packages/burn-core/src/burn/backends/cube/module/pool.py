@@ -24,6 +24,7 @@ from burn.ir.cube import cube_dtype
 
 from ..kernel_cache import cached_kernel
 from ..kernels import fill_kernel
+from ..layout import dense_from_start
 from ..tensor import CubeTensor, Shape
 from .resize import as_4d, device_csr, lead, planes, resample, unravel, work_dtype
 
@@ -530,8 +531,9 @@ class CubePoolOps:
                                                  strict=True))
         scatter = all(s >= span for s, span in zip(options.stride, spans, strict=True))
         if scatter and self.runtime_name == "cpu":
-            if indices.is_contiguous and grad.is_contiguous:
-                ip, gp = (t.view((t.size,), (1,)) for t in (indices, grad))
+            if indices.is_contiguous and grad.is_contiguous:  # (the kernel's rank-1 reads
+                # index the storage from its start: `dense_from_start`)
+                ip, gp = (dense_from_start(self, t) for t in (indices, grad))
             else:
                 ip, gp = planes(as_4d(indices)), planes(as_4d(grad))
             kernel = _max_scatter_planes_kernel(*dtypes, (len(ip.shape), len(gp.shape)))
