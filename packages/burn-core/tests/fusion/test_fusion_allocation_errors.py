@@ -67,15 +67,20 @@ def test_a_reshape_copying_a_pending_view_larger_than_memory_raises_at_the_call(
         burn.sync(device)
 
 
-def _past_one_buffer(runtime: Any) -> int:
-    """The side of the smallest square float32 tensor (a power of two) the runtime cannot
-    hold in one buffer (`Runtime.fits`: wgpu's binding limit, a GPU's memory)."""
+def _rows_past_one_buffer(runtime: Any, columns: int) -> int:
+    """The fewest rows of a float32 [rows, columns] tensor the runtime cannot hold in one
+    buffer (`Runtime.fits`: wgpu's binding limit, a GPU's memory): just past the limit, so
+    within host memory where the device's limit is (the device's check refuses it, not
+    the host's)."""
     from burn_cube import f32
 
-    side = 2
-    while runtime.fits((side, side), f32):
-        side *= 2
-    return side
+    low, high = 0, 1
+    while runtime.fits((high, columns), f32):
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if runtime.fits((middle, columns), f32) else (low, middle)
+    return high
 
 
 @pytest.mark.parametrize("base", [d for d in DEVICES if d != "cpu"])
@@ -83,11 +88,12 @@ def test_a_result_past_the_devices_largest_buffer_raises_at_the_call(base: str) 
     """A result within host memory but past what the GPU device holds in one buffer is
     refused at the op's call under fusion, as unfused (it failed at the next sync point, then
     as a DeviceError on a second read); the stream's later ops are unaffected."""
-    side = _past_one_buffer(burn.Device(base).backend.runtime)
+    columns = 4096
+    rows = _rows_past_one_buffer(burn.Device(base).backend.runtime, columns)
     for device in (base, f"{base}+fusion"):
         for _ in range(LONE + 2):
-            column = burn.ones((side, 1), device=device)
-            row = burn.ones((1, side), device=device)
+            column = burn.ones((rows, 1), device=device)
+            row = burn.ones((1, columns), device=device)
             with pytest.raises(burn.errors.AllocationError):
                 column * 2 + row
         small = burn.tensor(np.arange(3.0, dtype=np.float32), device=device)

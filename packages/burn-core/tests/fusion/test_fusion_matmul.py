@@ -337,3 +337,22 @@ def test_large_products_run_at_once_on_gpu_runtimes(base: str) -> None:
         assert recorded == (base == "cpu" or not large), (m, batch)
         check((y + 1.0).relu(), (torch.from_numpy(a) @ torch.from_numpy(b) + 1.0).relu(),
               rtol=1e-4, atol=1e-3)
+
+
+def test_a_shared_product_with_only_a_bias_counts_one_flush_alone_a_call(base: str) -> None:
+    """A product that led a block that paid (relu and a scale after its bias) is then flushed
+    with its bias alone (a block that does not pay): it stays recorded for `LONE_SHARED` such
+    calls, one count a flush (on the cpu it was counted twice, once as not paying and once as
+    a vendor product: it ran at once after `LONE`), then runs at once; values as torch's."""
+    from burn.fusion.stream import LONE_SHARED
+
+    dev = f"{base}+fusion"
+    xd, wd, bd = data((8, 16), (16, 4), (4,), seed=3)
+    x, w, b = (burn.tensor(a, device=dev) for a in (xd, wd, bd))
+    tx, tw, tb = (torch.from_numpy(a) for a in (xd, wd, bd))
+    for _ in range(3):
+        check(F.relu(x @ w + b) * 2.0, torch.relu(tx @ tw + tb) * 2.0)
+    for step in range(LONE_SHARED + 2):
+        reset_stats()
+        check(x @ w + b, tx @ tw + tb)
+        assert stats().ops_recorded == (2 if step < LONE_SHARED else 1), step

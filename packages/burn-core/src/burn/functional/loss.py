@@ -289,9 +289,10 @@ def huber_loss(input: Tensor, target: Tensor, *, reduction: Reduction = "mean",
     _same_shape(op, input, target)
     diff = input - target
     abs_diff = diff.abs()
-    # (the square of the clamped difference: equal where chosen, and a difference that
-    # overflowed to inf no longer sends 0 * inf = NaN back through the branch not taken)
-    near = diff.clamp(-delta, delta)
+    # (the square of the difference held to +-delta past it: equal where chosen, and a
+    # difference that overflowed to inf no longer sends 0 * inf = NaN back through the
+    # branch not taken; a NaN difference still does, as torch's)
+    near = burn.where(abs_diff > delta, diff.sign() * delta, diff)
     loss = burn.where(abs_diff <= delta, near * near * 0.5, (abs_diff - 0.5 * delta) * delta)
     return _reduce(op, loss, reduction)
 
@@ -311,7 +312,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, *, reduction: Reduction = "mea
     abs_diff = (input - target).abs()
     if beta == 0:
         return _reduce(op, abs_diff, reduction)
-    near = abs_diff.clamp(max=beta)  # (as huber_loss: no NaN from an overflowed difference)
+    near = burn.where(abs_diff >= beta, beta, abs_diff)  # (as huber_loss's)
     loss = burn.where(abs_diff < beta, near * near * (0.5 / beta), abs_diff - 0.5 * beta)
     return _reduce(op, loss, reduction)
 

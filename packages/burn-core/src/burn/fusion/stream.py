@@ -67,7 +67,7 @@ LONE_SHARED = 2 * LONE
 #: its tensors and a loop keeps that plan; a shorter one where it keeps enough intermediate
 #: elements out of memory (its live ops but one, times its largest result's elements):
 #: `CPU_FUSE_WORK` on the cpu runtime, where a launch costs about what recording an op and a
-#: flush do (there products with an epilogue always pay; a relu backward and the bias
+#: flush do (there products with an epilogue of two ops or more pay; a relu backward and the bias
 #: gradient's sum over the batch, over 64 x 256 floats: its kernel 7.3 us against 7.8 for the
 #: two, but its recording and flush 15-20 us more), `GPU_FUSE_WORK` on GPU runtimes (work
 #: that keeps the GPU busy longer than the host takes to record it).
@@ -233,8 +233,9 @@ class Stream:
     def reads_view(self, handle: FusionTensor) -> bool:
         """Whether `handle` is the pending result of a recorded view (`VIEWS`): not
         contiguous (an expand, a permute), so a reshape of it copies it."""
-        at = self.position.get(handle.id)
-        return at is not None and self.pending[at].op.name in VIEWS
+        with self.lock:  # (another thread's flush empties `pending`, then `position`)
+            at = self.position.get(handle.id)
+            return at is not None and self.pending[at].op.name in VIEWS
 
     def export(self, value: Any) -> None:
         """Note that the memory of `value` (an inner primitive) was exported: an array
@@ -334,10 +335,8 @@ class Stream:
             self.feeding = True
             if self.made:
                 self._reconsider(pending, feeders, values)
-        for structure in unpaid:
-            if structure[0] in MATMULS:  # (a product always leads its block)
-                self._unfused_matmul(structure, "alone")
-            else:
+        for structure in unpaid:  # (a product leading a block is counted as it runs, below)
+            if structure[0] not in MATMULS:
                 self._alone(structure)
         needed = {pending[i].out.id for i in written}
         failure: Exception | None = None
@@ -367,13 +366,16 @@ class Stream:
                 plan, first = cell.plan, start
                 if type(plan) is Split:  # (a prologue not fused: the product is its own)
                     plan, first = plan.rest.plan, start + plan.at
+                structure = pending[first].key[0]
                 if type(plan) is Unfused:  # (on the cpu runtime, where products with an
                     # epilogue of two ops or more pay, a vendor product with one stays
                     # recorded)
                     epilogue = end - first > 1 and (
                         _saves_kernel(plan.epilogue) if self.cpu else not plan.vendor)
-                    self._unfused_matmul(pending[first].key[0], "epilogue" if epilogue
+                    self._unfused_matmul(structure, "epilogue" if epilogue
                                          else "vendor" if plan.vendor else "alone")
+                elif structure in unpaid:  # (one kernel with its epilogue, not paying)
+                    self._unfused_matmul(structure, "alone")
         if failure is not None:
             raise failure
 
