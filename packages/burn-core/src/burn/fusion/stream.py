@@ -125,8 +125,8 @@ class Stream:
             gemm, cuBLAS: `matmul.Unfused`) gets () there, so later ones of its structure run
             at once: recorded, it gains nothing (on GPU runtimes its epilogue is an
             elementwise block reading the product either way); on the cpu runtime not while
-            it has an epilogue (`_unfused_matmul`: run at once, its epilogue's ops would run
-            as a kernel each).
+            it has an epilogue of two ops or more (`_unfused_matmul`: run at once, those ops
+            would run as a kernel each).
     """
 
     def __init__(self, inner: Any, results: dict[tuple[Any, ...], tuple[Any, ...]]) -> None:
@@ -384,14 +384,14 @@ class Stream:
         "vendor", not a tiled burn-cube kernel (BLAS or the cpu runtime's gemm, cuBLAS) and
         without an epilogue (on GPU runtimes with one too, on the cpu runtime with one of a
         single op); "alone", without an epilogue, or leading a block that does not pay,
-        `_pays`; "epilogue", with one). A vendor product,
-        or one run alone `LONE` times and never with an epilogue that paid, runs at once from
-        then on (its structure's result is () in `results`): recorded, it only adds its
-        recording and a flush to its one kernel. On the cpu runtime a vendor product with an
-        epilogue of two ops or more stays recorded, its epilogue one kernel (a linear layer
-        with a bias alone runs at once: its bias add is one kernel either way; recorded, the
-        tiny MLP's step took ~20 us more), and one of its structure without an
-        epilogue (a backward product of the forward's shapes) runs at once only after
+        `_pays`; "epilogue", with one). A vendor product, or one run alone `LONE` times and
+        never with an epilogue that paid, runs at once from then on (its structure's result
+        is () in `results`): recorded, it only adds its recording and a flush to its one
+        kernel. On the cpu runtime a vendor product with an epilogue of two ops or more
+        stays recorded, its epilogue one kernel (a linear layer with a bias alone runs at
+        once: its bias add is one kernel either way; recorded, the tiny MLP's step took ~20
+        us more), and one of its structure without an epilogue (a backward product of the
+        forward's shapes) runs at once only after
         `LONE_SHARED` such flushes in a row (a linear layer's bias and activation: run at
         once they were a kernel each, and a settled MLP step launched as many kernels as
         unfused; measured on the 784-256-10 Adam step, 1 thread, fused over unfused: min

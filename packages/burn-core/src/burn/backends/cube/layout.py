@@ -17,11 +17,7 @@ from .tensor import CubeTensor, Shape, dense_strides
 
 def contiguous(backend: Any, x: CubeTensor) -> CubeTensor:
     """`x` itself when dense, else a dense copy."""
-    if x.is_contiguous:
-        return x
-    out = backend.empty(x.shape, x.dtype)
-    copy_into(backend, x, out)
-    return out
+    return x if x.is_contiguous else contiguous_copy(backend, x)
 
 
 def dense_from_start(backend: Any, x: CubeTensor) -> CubeTensor:
@@ -30,9 +26,7 @@ def dense_from_start(backend: Any, x: CubeTensor) -> CubeTensor:
     one, else a dense copy (a row slice `x[2:]` is dense but starts past row 0: those kernels
     read rows 0 and 1 of it)."""
     if x.offset or not x.is_contiguous:
-        out = backend.empty(x.shape, x.dtype)
-        copy_into(backend, x, out)
-        x = out
+        x = contiguous_copy(backend, x)
     return x.flat()
 
 
