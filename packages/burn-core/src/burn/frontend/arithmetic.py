@@ -67,17 +67,27 @@ def _signed_zero(b: Backend, result: Any, quotient: Any) -> Any:
                               b.float_mul_scalar(quotient, 0.0))
 
 
+def refuse_zero_divisor(op: str, divisor: int, dtype: DType, shape: tuple[int, ...]) -> None:
+    """Refuse a host int divisor of an int op that is 0 in the dividend's `dtype` (it wraps
+    into the dtype first, as torch's: 2**32 on int32, 256 on int8).
+
+    Raises:
+        DivisionByZeroError: naming `op`, the divisor and the dividend's dtype and `shape`.
+    """
+    if divisor % (1 << 8 * dtype.itemsize) == 0:
+        raise DivisionByZeroError(op, "integer division by zero", divisor=divisor,
+                                  dtype=dtype.value, shape=shape)
+
+
 def _nonzero_divisor(op: str, backend_op: str) -> Impl:
     """An int op `backend_op(x, y)` (tensor or scalar y) refusing a zero divisor (as torch),
-    a host int that wraps to 0 in x's dtype too (2**32 on int32, 256 on int8: a host number
-    wraps into the dtype first, as torch's)."""
+    a host int that wraps to 0 in x's dtype too (`refuse_zero_divisor`)."""
 
     def impl(b: Backend, x: Any, y: Any) -> Any:
         if not isinstance(y, int):
             b.check_nonzero(op, y)  # where the data lives: the backend decides
-        elif y % (1 << 8 * (dtype := b.dtype(x)).itemsize) == 0:
-            raise DivisionByZeroError(op, "integer division by zero", divisor=y,
-                                      dtype=dtype.value, shape=b.shape(x))
+        else:
+            refuse_zero_divisor(op, y, b.dtype(x), b.shape(x))
         return getattr(b, backend_op)(x, y)
 
     return impl
@@ -88,12 +98,13 @@ FLOOR_DIV = BinaryOp(
     {"float_": _float_floor_div, "int_": _nonzero_divisor("floor_div", "int_div")},
     {"float_": _float_floor_div_scalar,
      "int_": _nonzero_divisor("floor_div", "int_div_scalar")},
+    on_bool="refuse_pair",
 )
 REMAINDER = BinaryOp(
     "remainder", {"float_": "float_remainder",
                   "int_": _nonzero_divisor("remainder", "int_remainder")},
     {"float_": "float_remainder_scalar",
-     "int_": _nonzero_divisor("remainder", "int_remainder_scalar")})
+     "int_": _nonzero_divisor("remainder", "int_remainder_scalar")}, on_bool="refuse_pair")
 def _float_powf_scalar(b: Backend, x: Any, s: float) -> Any:
     """x ** s, the exponents torch computes specially by the same ops (`special_pow`); under
     Autodiff one op, whose gradient is pow's (as torch's)."""

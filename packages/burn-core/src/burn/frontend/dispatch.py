@@ -10,6 +10,8 @@ from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType
 from burn.errors import DTypeError, EmptyReductionError
 from burn.frontend.base import PREFIX, TensorBase, _new, _tensor_class
 from burn.frontend.validation import (
+    INT64_MAX,
+    INT64_MIN,
     Scalar,
     as_scalar,
     broadcast_shapes,
@@ -37,8 +39,9 @@ class BinaryOp:
     A kind absent from `tensor` lifts bool -> int64 -> float32 until one is present (so `/` on
     ints is float division); a kind absent from `scalar` turns the scalar into a 0-d tensor.
     `on_bool` says what two bool operands give: "lift" (the lifted result), "bool" (the lifted
-    result cast back to bool: `+` is or, `*` is and, as torch) or "refuse" (DTypeError for any
-    bool operand, tensor or Python bool, as torch for `-`).
+    result cast back to bool: `+` is or, `*` is and, as torch), "refuse" (DTypeError for any
+    bool operand, tensor or Python bool, as torch for `-`) or "refuse_pair" (DTypeError for two
+    bool operands only, as torch for `//` and `%`).
     """
 
     name: str
@@ -46,7 +49,7 @@ class BinaryOp:
     scalar: dict[str, Impl] = field(default_factory=dict)
     commutative: bool = False
     out_bool: bool = False
-    on_bool: Literal["lift", "bool", "refuse"] = "lift"
+    on_bool: Literal["lift", "bool", "refuse", "refuse_pair"] = "lift"
 
 
 def _call(impl: Impl, bk: Backend, a: Any, b: Any) -> Any:
@@ -54,9 +57,11 @@ def _call(impl: Impl, bk: Backend, a: Any, b: Any) -> Any:
 
 
 def _lift(op: BinaryOp, dtype: DType, lhs: DType, rhs: object) -> DType:
-    if op.on_bool == "refuse" and (lhs is DType.bool or rhs is DType.bool
-                                   or rhs.__class__ is bool):
-        raise DTypeError(op.name, "not supported with a bool operand", lhs=lhs.value,
+    rhs_bool = rhs is DType.bool or rhs.__class__ is bool
+    if (op.on_bool == "refuse" and (lhs is DType.bool or rhs_bool)
+            or op.on_bool == "refuse_pair" and lhs is DType.bool and rhs_bool):
+        which = "two bool operands" if op.on_bool == "refuse_pair" else "a bool operand"
+        raise DTypeError(op.name, f"not supported with {which}", lhs=lhs.value,
                          rhs=getattr(rhs, "value", rhs))
     while PREFIX[dtype] not in op.tensor:
         if dtype not in _LIFT:
@@ -170,7 +175,8 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
                 out = getattr(bk, impl)(self._prim, other._prim)  # type: ignore
             else:
                 return binary(self, other, op)
-        elif (cls := other.__class__) is float and k == "float_" or cls is int and k != "bool_":
+        elif (cls := other.__class__) is float and k == "float_" or cls is int and k != "bool_" \
+                and INT64_MIN <= other <= INT64_MAX:  # type: ignore[operator]
             impl = scalar_impls.get(k)
             if impl.__class__ is not str or (self._dtype in narrow
                                              and _outside_narrow(self._dtype, other)):

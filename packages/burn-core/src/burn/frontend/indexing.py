@@ -16,6 +16,7 @@ from burn.frontend.validation import (
     as_scalar,
     broadcast_shapes,
     check_device,
+    check_fill_value,
     norm_dim,
     promote_tensors,
     require_kind,
@@ -273,6 +274,7 @@ class IndexingMixin(TensorBase):
             return value._cast(dtype)
         value = as_scalar(value)
         scalar_dtype(op, dtype, value)  # rejects non-scalars
+        check_fill_value(op, dtype, value)  # type: ignore[arg-type]
         return self._full((), value, dtype)
 
     @staticmethod
@@ -482,9 +484,7 @@ class IndexingMixin(TensorBase):
             return self.mask_where(m, value)
         value = as_scalar(value)  # type: ignore[assignment]
         scalar_dtype("mask_fill", self._dtype, value)  # rejects non-scalars
-        if self._k != "float_" and not math.isfinite(value):
-            raise ValueRangeError("mask_fill", "a non-finite value cannot fill an int or bool "
-                                  "tensor", dtype=self._dtype.value, value=value)
+        check_fill_value("mask_fill", self._dtype, value)  # type: ignore[arg-type]
         x = self._tensor()
         shape = broadcast_shapes("mask_fill", x.shape, m.shape)
         if shape != x.shape:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 from burn.backend.distribution import Distribution
 from burn.dtype import Kind
 from burn.errors import DTypeError, ShapeError, ValueRangeError
+from burn.frontend.arithmetic import refuse_zero_divisor
 from burn.frontend.base import TensorBase
 from burn.frontend.dispatch import BinaryOp, binary
 from burn.frontend.validation import (
@@ -73,9 +74,11 @@ class NumericMixin(TensorBase):
         """
         x, y = self._promoted("fmod", other)
         if x._k == "int_":
-            if not isinstance(y, TensorBase):
+            if isinstance(y, TensorBase):
+                x._bk.check_nonzero("fmod", y._prim)  # the error names fmod, not %
+            else:  # a host divisor: refused at the call, naming x's shape
+                refuse_zero_divisor("fmod", int(y), x._dtype, x.shape)
                 y = x._full((), y, x._dtype)
-            x._bk.check_nonzero("fmod", y._prim)  # the error names fmod, not %
             r = x % y  # floor remainder: the divisor's sign
             wrong_sign = (r != 0) & ((r < 0) ^ (x < 0))
             return r.mask_where(wrong_sign, r - y)

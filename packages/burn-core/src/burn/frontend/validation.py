@@ -185,20 +185,51 @@ def check_device(op: str, a: TensorBase, b: TensorBase) -> None:
                           lhs=str(a._device), rhs=str(b._device))
 
 
+#: the Python ints a scalar operand may be: int64's range (torch raises OverflowError past it)
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def scalar_dtype(op: str, dtype: DType, value: object) -> DType:
     """Result dtype of `tensor(dtype) op value` for a Python scalar (it never widens the tensor).
 
     Raises:
         DTypeError: when `value` is not a bool, int or float.
+        ValueRangeError: for an int past int64's range, on any dtype (as torch).
     """
     if isinstance(value, bool):
         return dtype
     if isinstance(value, int):
+        check_int64(op, value, dtype)
         return DEFAULT_INT if dtype.kind is Kind.BOOL else dtype
     if isinstance(value, float):
         return dtype if dtype.kind is Kind.FLOAT else DEFAULT_FLOAT
     raise DTypeError(op, "operand must be a Tensor or a Python scalar",
                      lhs=dtype.value, rhs=type(value).__name__)
+
+
+def check_int64(op: str, value: int, dtype: DType) -> None:
+    """Refuse a Python int `value` past int64's range, for a tensor of `dtype` (torch raises
+    OverflowError for such an operand, whatever the tensor's dtype).
+
+    Raises:
+        ValueRangeError: naming `op`, the value and the dtype.
+    """
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueRangeError(op, "a Python int past int64 cannot be converted", value=value,
+                              dtype=dtype.value)
+
+
+def check_fill_value(op: str, dtype: DType, value: int | float) -> None:
+    """Refuse a scalar `value` (checked by `scalar_dtype`) that a `dtype` tensor cannot take
+    as an element: nan or +-inf on an int or bool tensor (torch: "cannot be converted without
+    overflow").
+
+    Raises:
+        ValueRangeError: naming `op`, the dtype and the value.
+    """
+    if dtype.kind is not Kind.FLOAT and not math.isfinite(value):
+        raise ValueRangeError(op, "a non-finite value cannot fill an int or bool tensor",
+                              dtype=dtype.value, value=value)
 
 
 _T = TypeVar("_T")
