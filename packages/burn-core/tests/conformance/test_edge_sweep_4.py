@@ -372,6 +372,36 @@ def test_instance_and_group_norm_of_no_channels_and_one_position(
         np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.op("layer_norm")
+@pytest.mark.parametrize("layer", ["instance", "group"])
+@pytest.mark.parametrize("shape", [(0, 4, 2, 2), (0, 4, 3), (2, 4, 0)])
+def test_instance_and_group_norm_of_an_empty_batch_or_extent(
+        layer: str, shape: tuple[int, ...], grad_device: burn.Device) -> None:
+    """GroupNorm / InstanceNorm (affine) of a batch of 0 or no positions give an empty output
+    and zero parameter gradients (the grouping reshape could not infer its -1), as torch's
+    GroupNorm (InstanceNorm's reference: GroupNorm of one channel a group, the same function;
+    torch's InstanceNorm backward of a batch of 0 fails); no positions: the empty sums, where
+    torch's weight gradient is NaN (docs/differences.md)."""
+    groups = 4 if layer == "instance" else 2
+    ours = (burn.nn.InstanceNormConfig(4, affine=True) if layer == "instance"
+            else burn.nn.GroupNormConfig(2, 4)).init(grad_device)
+    ref = torch.nn.GroupNorm(groups, 4)
+    x = burn.zeros(shape, device=grad_device).require_grad()
+    tx = torch.zeros(shape, requires_grad=True)
+    out, want = ours(x), ref(tx)
+    assert out.shape == tuple(want.shape) and out.dtype == burn.float32
+    grads = out.sum().backward()
+    want.sum().backward()
+    assert x.grad(grads).shape == shape
+    for name, param in ours.named_parameters():
+        expected = dict(ref.named_parameters())[name].grad.numpy()
+        if shape[-1] == 0:  # (torch: NaN for the weight)
+            expected = np.zeros_like(expected)
+        got = param.grad(grads)
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got.to_numpy(), expected)
+
+
 @pytest.mark.op("conv2d")
 @pytest.mark.parametrize("op", ["conv2d", "conv_transpose2d"])
 @pytest.mark.parametrize("empty", ["in", "out"])

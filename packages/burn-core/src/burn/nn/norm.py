@@ -221,7 +221,8 @@ class GroupNorm(Module):
                     min_rank=2, dim=1, size=self.num_channels)
         if self.weight is not None:
             check_float_input(type(self).__name__, x, self.weight)
-        grouped = x.reshape(x.shape[0], self.num_groups, -1)
+        group_size = self.num_channels // self.num_groups * math.prod(x.shape[2:])
+        grouped = x.reshape(x.shape[0], self.num_groups, group_size)  # (also of a batch of 0)
         out = layer_norm(grouped, grouped.shape[-1], eps=self.eps).reshape(x.shape)
         if self.weight is not None and self.bias is not None:
             out = out * _per_channel(self.weight, x.ndim) + _per_channel(self.bias, x.ndim)
