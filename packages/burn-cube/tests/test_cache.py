@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import os
 import subprocess
@@ -282,3 +283,33 @@ def test_built_kernel_build_errors_raise_at_resolve(tmp_path: Path,
     kernel = IRKernel.built("scale", "test:unbuildable", fail)
     with pytest.raises(CompileError, match="no line form"):
         kernel.resolve(CpuRuntime())
+
+
+def test_a_kernels_interface_is_whole_once_another_thread_can_read_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """While one thread takes a kernel's interface (`_interface`), another that finds it
+    (`_signature` non-None: `bind` goes on to read `names` and the launch layout) finds all
+    of it: threads launching a new kernel at once raised AttributeError there."""
+    def shift_ir() -> Any:
+        b = bc.KernelBuilder("shift_by")
+        out = b.tensor("out", bc.f32, rank=1, write=True)
+        amount = b.scalar("amount", bc.f32)
+        with b.if_(b.ABSOLUTE_POS < out.len):
+            out[b.ABSOLUTE_POS] = out[b.ABSOLUTE_POS] + amount
+        return b.build()
+
+    kernel = IRKernel.built("shift", "test:interface-order", shift_ir)
+    seen: list[bool] = []
+    module = importlib.import_module("burn_cube.kernel")  # (bc.kernel is the decorator)
+    real = module.int_range
+
+    def another_thread_reads(dtype: Any) -> Any:  # (called while the layout is made)
+        if not seen:
+            params = kernel._params
+            seen.append(params is None or all(
+                hasattr(kernel, name) for name in ("names", "_layout", "_dims", "_units")))
+        return real(dtype)
+
+    monkeypatch.setattr(module, "int_range", another_thread_reads)
+    assert kernel._signature().name == "shift_by"
+    assert seen == [True]

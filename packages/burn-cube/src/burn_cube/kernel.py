@@ -516,9 +516,10 @@ class IRKernel(BaseKernel):
 
     def _interface(self, kernel: KernelIR) -> KernelIR:
         """Take what binding and the launch fast path need from ``kernel``'s interface;
-        returns ``kernel``."""
+        returns ``kernel``. ``_params`` is set last: a thread reading it set (``_signature``)
+        finds the rest set too (threads launching a kernel first at once: ``names`` was
+        missing)."""
         self.name = kernel.name
-        self._params = kernel
         self.names = [p.name for p in kernel.params]
         dims = kernel.cube_dim
         self._units = math.prod(dims)
@@ -530,6 +531,7 @@ class IRKernel(BaseKernel):
             (p.tensor, p.dtype.scalar, kernel.buffers[p.name].rank if p.tensor else 0,
              p.dtype.lanes, None if p.tensor else (p.dtype.numpy.type, int_range(p.dtype)))
             for p in kernel.params]
+        self._params = kernel
         return kernel
 
     def _signature(self) -> KernelIR:
