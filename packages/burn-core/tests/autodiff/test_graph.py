@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from burn import Device, float32
+from burn import tensor as burn_tensor
 from burn.autodiff import (
     Autodiff,
     AutodiffTensor,
@@ -259,3 +260,32 @@ def test_balanced_recompute_shared_and_deep(no_gc: None) -> None:
     ex = np.exp(np.array([0.3, -0.2], np.float32))
     expected = 2 * ex * ex + np.cos(ex) * ex
     np.testing.assert_allclose(data(ad, ad.grad(x, ad.backward(loss))), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("spec", ["numpy+autodiff", "cpu+autodiff", "cpu+fusion+autodiff"])
+@pytest.mark.parametrize("order", ["built order", "reversed"])
+def test_balanced_graphs_sharing_a_leaf_each_keep_their_checkpoint(spec: str,
+                                                                  order: str) -> None:
+    """Graphs built on one leaf before any backward (micro-batches, a regularizer run on its
+    own) each recompute from their own checkpoint of the leaf's value: the first backward no
+    longer drops it for the others (AutodiffError: a saved tensor was neither kept nor
+    recomputable), in either order; gradients as torch's."""
+    import torch
+
+    device = Device(spec)
+    backend = device.backend
+    kept = backend.checkpoint
+    backend.checkpoint = BalancedCheckpointing()
+    try:
+        start = np.array([0.5, -1.0, 2.0], np.float32)
+        w = burn_tensor(start, device=device).require_grad()
+        losses = [(w * 2.0).exp().sum(), (w * 3.0).sin().sum()]
+        tw = torch.tensor(start, requires_grad=True)
+        wants = [torch.autograd.grad(loss, tw)[0].numpy()
+                 for loss in ((tw * 2.0).exp().sum(), (tw * 3.0).sin().sum())]
+        for k in ([0, 1] if order == "built order" else [1, 0]):
+            got = w.grad(losses[k].backward())
+            assert got.shape == wants[k].shape and got.dtype == float32
+            np.testing.assert_allclose(got.numpy(), wants[k], rtol=1e-6)
+    finally:
+        backend.checkpoint = kept

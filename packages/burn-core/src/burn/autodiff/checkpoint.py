@@ -66,7 +66,19 @@ class BalancedCheckpointing(CheckpointStrategy):
                          fn: BackwardFn, uses: Uses) -> Node:
         parent = x.node
         assert parent is not None
-        if parent.recompute is None and parent.retained is None:
+        if parent.leaf:
+            # a leaf's node is shared by every graph using it (and outlives an update of the
+            # leaf's value): the checkpoint is this graph's own node, passing gradients
+            # through, which its backward frees (retained on the leaf, the first graph's
+            # backward dropped it for the others)
+            parent = Node((parent,), _pass_through)
+            parent.retained = x.primitive
+        elif parent.recompute is None and parent.retained is None:
             parent.retained = x.primitive  # checkpoint: recomputation starts here
         saved = (parent,) if uses is Uses.INPUT else (SELF,) if uses is Uses.OUTPUT else ()
         return Node((parent,), fn, saved, recompute=forward)
+
+
+def _pass_through(grad: P, saved: tuple[Any, ...]) -> tuple[P]:
+    """The backward of a checkpoint node standing for a leaf: the gradient as it is."""
+    return (grad,)
