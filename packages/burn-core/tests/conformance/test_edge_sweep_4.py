@@ -380,7 +380,7 @@ def test_instance_and_group_norm_of_an_empty_batch_or_extent(
     """GroupNorm / InstanceNorm (affine) of a batch of 0 or no positions give an empty output
     and zero parameter gradients (the grouping reshape could not infer its -1), as torch's
     GroupNorm (InstanceNorm's reference: GroupNorm of one channel a group, the same function;
-    torch's InstanceNorm backward of a batch of 0 fails); no positions: the empty sums, where
+    torch's affine InstanceNorm of a batch of 0 fails); no positions: the empty sums, where
     torch's weight gradient is NaN (docs/differences.md)."""
     groups = 4 if layer == "instance" else 2
     ours = (burn.nn.InstanceNormConfig(4, affine=True) if layer == "instance"

@@ -1,11 +1,12 @@
-"""Python scalars a tensor op cannot take, against torch: a Python int past int64 (torch:
-OverflowError, whatever the tensor's dtype), nan / inf written into an int tensor, two bool
+"""Python scalars a tensor op cannot take, against torch: a Python int outside [-2**63, 2**64)
+(torch: OverflowError, whatever the tensor's dtype), nan / inf written into an int tensor, two bool
 operands of `//` and `%` (torch: NotImplementedError) and an int `fmod` by a host 0. Each case
 torch refuses raises burn's typed error naming the op at the call (not at a later read), and
 the device reads afterwards; the neighbouring cases torch takes give torch's values."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,10 @@ NAN, INF = float("nan"), float("inf")
 BIG = 2**64
 
 Operands = dict[str, Any]
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
 
 
 def _setitem(t: Any, value: object) -> None:
@@ -55,6 +60,12 @@ REFUSED: dict[str, tuple[Callable[[Operands], object], type[BurnError], str]] = 
 #: the neighbouring cases torch takes: burn gives its values and dtype
 TAKEN: dict[str, Callable[[Operands], Any]] = {
     "int + (2**63 - 1)": lambda o: o["i64"] + (2**63 - 1),
+    "int + 2**63 (wraps)": lambda o: o["i64"] + 2**63,
+    "int * (2**64 - 1) (wraps)": lambda o: o["i64"] * (BIG - 1),
+    "float < 2**63": lambda o: o["f32"] < 2**63,
+    "float * (2**64 - 1)": lambda o: o["f32"] * (BIG - 1),
+    "full of a 0-d tensor": lambda o: o["lib"].full((2,), o["lib"].tensor(3.5)),
+    "full of an IntEnum": lambda o: o["lib"].full((2,), _Level.HIGH),
     "int32 + 2**40 (wraps)": lambda o: o["i32"] + 2**40,
     "bool // 2": lambda o: o["b"] // 2,
     "int // bool": lambda o: o["i64"] // (o["b"] | True),

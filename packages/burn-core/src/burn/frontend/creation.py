@@ -18,7 +18,7 @@ from burn.frontend.validation import (
     as_scalar,
     check_alloc,
     check_device_arg,
-    check_int64,
+    check_host_int,
     finite_scalar,
     require_kind,
     shape_arg,
@@ -170,11 +170,11 @@ def _host_array(op: str, data: Any, convert: Any) -> np.ndarray:
 
 def _filled(op: str, shape: tuple[int, ...], value: Any, dtype: DType, device: DeviceLike
             ) -> Tensor:
-    if value.__class__ not in (bool, int, float):
-        raise DTypeError(op, "the fill value must be a bool, int or float", shape=shape,
+    if not hasattr(value, "__float__"):  # (a number, a 0-d tensor; not a str or None)
+        raise DTypeError(op, "the fill value must be a number", shape=shape,
                          dtype=dtype.value, value=type(value).__name__)
-    if value.__class__ is int:
-        check_int64(op, value, dtype)
+    if isinstance(value, int) and not isinstance(value, bool):
+        check_host_int(op, value, dtype)
     check_alloc(op, shape, dtype)
     dev = device_for(op, device, dtype)
     bk = dev.backend
@@ -200,8 +200,8 @@ def full(shape: int | tuple[int, ...], value: float | int | bool, dtype: DTypeLi
     Returns:
         The new tensor.
     Raises:
-        DTypeError: for a `value` that is not a bool, int or float.
-        ValueRangeError: for an int past int64's range (as torch).
+        DTypeError: for a `value` that is not a number (or a 0-d tensor).
+        ValueRangeError: for an int outside [-2**63, 2**64) (as torch).
     """
     value = as_scalar(value)
     inferred = (DType.bool if isinstance(value, bool) else

@@ -10,8 +10,8 @@ from burn.dtype import DEFAULT_FLOAT, DEFAULT_INT, DType
 from burn.errors import DTypeError, EmptyReductionError
 from burn.frontend.base import PREFIX, TensorBase, _new, _tensor_class
 from burn.frontend.validation import (
-    INT64_MAX,
-    INT64_MIN,
+    HOST_INT_END,
+    HOST_INT_MIN,
     Scalar,
     as_scalar,
     broadcast_shapes,
@@ -56,13 +56,18 @@ def _call(impl: Impl, bk: Backend, a: Any, b: Any) -> Any:
     return getattr(bk, impl)(a, b) if impl.__class__ is str else impl(bk, a, b)  # type: ignore
 
 
-def _lift(op: BinaryOp, dtype: DType, lhs: DType, rhs: object) -> DType:
+def _lift(op: BinaryOp, dtype: DType, lhs: DType, rhs: object, reflected: bool = False
+          ) -> DType:
+    """The dtype `op` computes in for operands promoting to `dtype` (`lhs`: the tensor's
+    dtype, `rhs`: the other's dtype or the scalar; `reflected`: the scalar is the left
+    operand, as an error names them)."""
     rhs_bool = rhs is DType.bool or rhs.__class__ is bool
     if (op.on_bool == "refuse" and (lhs is DType.bool or rhs_bool)
             or op.on_bool == "refuse_pair" and lhs is DType.bool and rhs_bool):
         which = "two bool operands" if op.on_bool == "refuse_pair" else "a bool operand"
-        raise DTypeError(op.name, f"not supported with {which}", lhs=lhs.value,
-                         rhs=getattr(rhs, "value", rhs))
+        named = (getattr(rhs, "value", rhs), lhs.value) if reflected \
+            else (lhs.value, getattr(rhs, "value", rhs))
+        raise DTypeError(op.name, f"not supported with {which}", lhs=named[0], rhs=named[1])
     while PREFIX[dtype] not in op.tensor:
         if dtype not in _LIFT:
             raise DTypeError(op.name, f"not supported for {dtype.kind.value} tensors",
@@ -130,7 +135,7 @@ def _outside_narrow(dtype: DType, value: object) -> bool:
 
 def _binary_scalar(x: TensorBase, value: object, op: BinaryOp, reflected: bool) -> Tensor:
     promoted = scalar_dtype(op.name, x._dtype, value)
-    dtype = _lift(op, promoted, x._dtype, value)
+    dtype = _lift(op, promoted, x._dtype, value, reflected)
     if op.name in _WIDE_SCALAR_OPS and _outside_narrow(dtype, value):
         # computed in float32 and rounded once, as torch (float16 x * 70000 was inf, x / 1e5 0)
         return _binary_scalar(x._cast(DType.float32), value, op, reflected)._cast(dtype)
@@ -176,7 +181,7 @@ def binary_op(op: BinaryOp, reflected: bool = False, doc: str = "") -> Callable[
             else:
                 return binary(self, other, op)
         elif (cls := other.__class__) is float and k == "float_" or cls is int and k != "bool_" \
-                and INT64_MIN <= other <= INT64_MAX:  # type: ignore[operator]
+                and HOST_INT_MIN <= other < HOST_INT_END:  # type: ignore[operator]
             impl = scalar_impls.get(k)
             if impl.__class__ is not str or (self._dtype in narrow
                                              and _outside_narrow(self._dtype, other)):

@@ -185,8 +185,10 @@ def check_device(op: str, a: TensorBase, b: TensorBase) -> None:
                           lhs=str(a._device), rhs=str(b._device))
 
 
-#: the Python ints a scalar operand may be: int64's range (torch raises OverflowError past it)
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+#: the Python ints a scalar operand may be, [HOST_INT_MIN, HOST_INT_END): int64's lowest to
+#: uint64's largest, as torch (it raises OverflowError outside; ints past int64's largest wrap
+#: into an int tensor's dtype as other host ints do)
+HOST_INT_MIN, HOST_INT_END = -(1 << 63), 1 << 64
 
 
 def scalar_dtype(op: str, dtype: DType, value: object) -> DType:
@@ -194,12 +196,12 @@ def scalar_dtype(op: str, dtype: DType, value: object) -> DType:
 
     Raises:
         DTypeError: when `value` is not a bool, int or float.
-        ValueRangeError: for an int past int64's range, on any dtype (as torch).
+        ValueRangeError: for an int outside [-2**63, 2**64), on any dtype (as torch).
     """
     if isinstance(value, bool):
         return dtype
     if isinstance(value, int):
-        check_int64(op, value, dtype)
+        check_host_int(op, value, dtype)
         return DEFAULT_INT if dtype.kind is Kind.BOOL else dtype
     if isinstance(value, float):
         return dtype if dtype.kind is Kind.FLOAT else DEFAULT_FLOAT
@@ -207,16 +209,16 @@ def scalar_dtype(op: str, dtype: DType, value: object) -> DType:
                      lhs=dtype.value, rhs=type(value).__name__)
 
 
-def check_int64(op: str, value: int, dtype: DType) -> None:
-    """Refuse a Python int `value` past int64's range, for a tensor of `dtype` (torch raises
-    OverflowError for such an operand, whatever the tensor's dtype).
+def check_host_int(op: str, value: int, dtype: DType) -> None:
+    """Refuse a Python int `value` outside [-2**63, 2**64) for a tensor of `dtype` (torch
+    raises OverflowError for such an operand, whatever the tensor's dtype).
 
     Raises:
         ValueRangeError: naming `op`, the value and the dtype.
     """
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise ValueRangeError(op, "a Python int past int64 cannot be converted", value=value,
-                              dtype=dtype.value)
+    if not HOST_INT_MIN <= value < HOST_INT_END:
+        raise ValueRangeError(op, "a Python int outside [-2**63, 2**64) cannot be converted",
+                              value=value, dtype=dtype.value)
 
 
 def check_fill_value(op: str, dtype: DType, value: int | float) -> None:
