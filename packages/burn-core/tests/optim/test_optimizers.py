@@ -362,3 +362,59 @@ def test_tied_param_is_updated_once_a_step(spec: str, name: str) -> None:
                                        atol=2e-6, err_msg=f"{name} step {step}")
         np.testing.assert_allclose(model.b.bias.to_numpy(), b.detach().numpy(), rtol=2e-5,
                                    atol=2e-6, err_msg=f"{name} step {step}")
+
+
+ALL_CONFIGS = [SgdConfig(momentum=0.9), AdamConfig(), AdamWConfig(), RmsPropConfig(),
+               AdaGradConfig()]
+
+
+@pytest.mark.parametrize("spec", EDGE_DEVICES)
+@pytest.mark.parametrize("config", ALL_CONFIGS, ids=lambda c: type(c).__name__)
+def test_step_refuses_a_gradient_that_does_not_fit_its_param(spec: str,
+                                                              config: OptimizerConfig) -> None:
+    """An edited GradientsParams whose gradient is not of its param's shape or dtype is
+    refused at the call, naming the optimizer, the param left as it was (torch: "assigned
+    grad has data of a different size / type"); before, the param took the broadcast or
+    promoted values under its old shape and dtype."""
+    device = burn.Device(spec)
+    weight = Param(burn.tensor([1.0, 2.0, 3.0], device=device))
+    optimizer = config.init()
+    wrong_shape = burn.tensor(np.ones((2, 3), np.float32), device=device)
+    other = burn.float64 if device.backend.supports(burn.float64) else burn.int32  # (wgpu)
+    wrong_dtype = burn.tensor(np.ones(3), dtype=other, device=device)
+    for grad, error in ((wrong_shape, burn.errors.ShapeError),
+                        (wrong_dtype, burn.errors.DTypeError)):
+        with pytest.raises(error, match=f"^{type(optimizer).__name__}: the gradient's"):
+            optimizer.step(0.1, [weight], GradientsParams({weight.id: grad}))
+        assert weight.shape == (3,) and weight.dtype == burn.float32
+        np.testing.assert_array_equal(weight.to_numpy(), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("spec", ["cpu+autodiff", "cpu+fusion+autodiff"])
+def test_state_saved_from_a_float64_param_takes_a_float32_params_dtype(spec: str) -> None:
+    """Adam state saved for a float64 param and loaded for a float32 one is cast to float32
+    on load, as torch casts loaded state to its param's dtype: the param stays float32
+    through more steps, and the trajectory is torch's."""
+    device = burn.Device(spec)
+    start = np.array([1.0, -2.0, 3.0])
+    wide = Param(burn.tensor(start, dtype=burn.float64, device=device))
+    saved_by = AdamConfig().init()
+    saved_by.step(0.01, [wide], (wide * wide).sum().backward())
+    narrow = Param(burn.tensor(start.astype(np.float32), device=device))
+    optimizer = AdamConfig().init()
+    optimizer.load_state_dict(saved_by.state_dict())
+
+    t_wide = torch.nn.Parameter(torch.tensor(start))
+    t_saved_by = torch.optim.Adam([t_wide], lr=0.01)
+    (t_wide * t_wide).sum().backward()
+    t_saved_by.step()
+    t_narrow = torch.nn.Parameter(torch.tensor(start, dtype=torch.float32))
+    t_optimizer = torch.optim.Adam([t_narrow], lr=0.01)
+    t_optimizer.load_state_dict(t_saved_by.state_dict())
+    for _ in range(3):
+        optimizer.step(0.01, [narrow], (narrow * narrow).sum().backward())
+        t_optimizer.zero_grad()
+        (t_narrow * t_narrow).sum().backward()
+        t_optimizer.step()
+        assert narrow.dtype == burn.float32 and narrow.to_numpy().dtype == np.float32
+        np.testing.assert_allclose(narrow.to_numpy(), t_narrow.detach().numpy(), rtol=1e-6)

@@ -183,3 +183,33 @@ def test_damaged_checkpoint_files_are_typed_errors_and_restore_nothing(tmp_path,
     for key, value in model.named_tensors():
         np.testing.assert_array_equal(value.to_numpy(), before[key])
     assert (opt.state_dict(), scheduler.state_dict()) == state_before
+
+
+@pytest.mark.parametrize("spec", ["numpy+autodiff", "cpu+fusion+autodiff"])
+def test_a_bfloat16_models_optimizer_state_survives_save_and_load(tmp_path, spec):
+    """Adam state of a bfloat16 model (numpy writes its arrays as raw 2-byte records) loads
+    back as bfloat16, and training resumes exactly as an uninterrupted run (the first step
+    after loading raised DTypeError: unsupported numpy dtype |V2)."""
+    device = burn.Device(spec)
+
+    def model():
+        burn.seed(3, device)
+        return Linear(3, 2, device=device).map(lambda _, t: t.cast(burn.bfloat16))
+
+    def step(layer, optimizer):
+        x = burn.ones((4, 3), device=device).cast(burn.bfloat16)
+        optimizer.step(0.01, layer, (layer(x) ** 2).sum().backward())
+
+    schedule = LinearLrScheduler(0.1, 0.01, 8)
+    kept, kept_optimizer = model(), optim.AdamConfig().init()
+    step(kept, kept_optimizer)
+    path = Checkpointer(directory=tmp_path).save(kept, kept_optimizer, schedule, epoch=1)
+    loaded, loaded_optimizer = model(), optim.AdamConfig().init()
+    Checkpointer(directory=tmp_path).load(path, loaded, loaded_optimizer, schedule)
+    for _ in range(2):
+        step(kept, kept_optimizer)
+        step(loaded, loaded_optimizer)
+    for (name, want), (_, got) in zip(kept.named_tensors(), loaded.named_tensors(),
+                                      strict=True):
+        assert got.dtype == burn.bfloat16 and got.shape == want.shape, name
+        np.testing.assert_array_equal(got.to_numpy(), want.to_numpy(), err_msg=name)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from burn.autodiff import Gradients
-from burn.errors import ShapeError
+from burn.errors import DTypeError, ShapeError
 from burn.frontend import tensor
 from burn.frontend.tensor import Tensor
 from burn.nn import Config, Param
@@ -70,8 +70,13 @@ class Optimizer(ABC):
         named = named_params(params)
         # every gradient first (a param off autodiff raises before any update), from a
         # backward result param by param: no GradientsParams built for it
-        found = [grads.get(p.id) for _, p in named] if isinstance(grads, GradientsParams) \
-            else [param_grad(p, grads) for _, p in named]
+        if isinstance(grads, GradientsParams):  # (edited by the caller: checked)
+            found = [grads.get(p.id) for _, p in named]
+            for (path, param), grad in zip(named, found, strict=True):
+                if grad is not None and param.trainable:
+                    self._check_grad(path, param, grad)
+        else:
+            found = [param_grad(p, grads) for _, p in named]
         small: dict[tuple[Any, ...], list[tuple[Param, Member]]] = {}
         device: list[tuple[Param, Tensor, Tensor, State]] = []
         for (path, param), grad in zip(named, found, strict=True):
@@ -100,6 +105,24 @@ class Optimizer(ABC):
                       self._small.update(members, partial(self._numpy_update, lr)))
             for (param, member), array in zip(entries, values, strict=True):
                 _set(param, member[1]._wrap(array))
+
+    def _check_grad(self, path: str, param: Param, grad: Tensor) -> None:
+        """Refuse a gradient that does not fit `param` (as torch refuses assigning one).
+
+        Raises:
+            ShapeError, DTypeError: naming the optimizer, the param's path and both shapes
+                or dtypes.
+        """
+        op = type(self).__name__
+        if not isinstance(grad, Tensor):
+            raise DTypeError(op, "a gradient must be a Tensor", path=path,
+                             grad=type(grad).__name__)
+        if grad.shape != param.shape:
+            raise ShapeError(op, "the gradient's shape is not the param's", path=path,
+                             grad=grad.shape, param=param.shape)
+        if grad.dtype is not param.dtype:
+            raise DTypeError(op, "the gradient's dtype is not the param's", path=path,
+                             grad=grad.dtype.value, param=param.dtype.value)
 
     def _device_one(self, lr: float, value: Tensor, grad: Tensor, state: State) -> Tensor:
         """The update of one param of a device backend: its `_fused` kernel where it applies,
@@ -212,7 +235,9 @@ def _set(param: Param, new: Tensor) -> None:
 
 
 def _restore(saved: State, path: str, value: Tensor) -> State:
-    """Saved state with arrays made tensors on `value`'s device, checked against its shape."""
+    """Saved state with arrays made tensors on `value`'s device, checked against its shape;
+    float arrays take the param's dtype (state saved from a param of another float dtype,
+    cast as torch casts it on load)."""
     state = {}
     for key, item in saved.items():
         if isinstance(item, np.ndarray):
@@ -220,5 +245,7 @@ def _restore(saved: State, path: str, value: Tensor) -> State:
                 raise ShapeError("load_state_dict", "saved state does not fit the param",
                                  path=path, key=key, saved=item.shape, param=value.shape)
             item = tensor(item, device=value.device)
+            if item.dtype.is_float and item.dtype is not value.dtype:
+                item = item.cast(value.dtype)
         state[key] = item
     return state

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from burn import record
+from burn.dtype import DType
 from burn.lr_scheduler import LrScheduler
 from burn.nn.module import Module
 from burn.optim import Optimizer
@@ -351,7 +352,8 @@ def write_optimizer(state_dict: dict[str, Any], path: Path) -> dict[str, Any]:
         params[param] = {}
         for key, value in entries.items():
             if isinstance(value, np.ndarray):
-                params[param][key] = {"array": f"a{len(arrays)}"}
+                # (the dtype's name: numpy writes bfloat16 as raw 2-byte records, `read_optimizer`)
+                params[param][key] = {"array": f"a{len(arrays)}", "dtype": value.dtype.name}
                 arrays[f"a{len(arrays)}"] = value
             else:
                 params[param][key] = value.item() if isinstance(value, np.generic) else value
@@ -392,7 +394,7 @@ def read_optimizer(meta: dict[str, Any], path: Path) -> dict[str, Any]:
     """
     try:
         with np.load(path) as arrays:
-            params = {param: {key: arrays[v["array"]] if isinstance(v, dict) else v
+            params = {param: {key: _array(arrays, v) if isinstance(v, dict) else v
                               for key, v in entries.items()}
                       for param, entries in meta["params"].items()}
     except FileNotFoundError:
@@ -400,6 +402,20 @@ def read_optimizer(meta: dict[str, Any], path: Path) -> dict[str, Any]:
     except DAMAGED_FILE_ERRORS as e:
         raise _damaged(path, e) from None
     return {**meta, "params": params}
+
+
+def _array(arrays: Any, entry: dict[str, Any]) -> np.ndarray:
+    """The array `entry` names in the open `.npz` file, a bfloat16 one (read back as raw
+    2-byte records) viewed as such by the dtype name `write_optimizer` wrote.
+
+    Raises:
+        KeyError, DTypeError: for a name the file or burn does not know (a damaged file).
+    """
+    array = arrays[entry["array"]]
+    name = entry.get("dtype")
+    if name is not None and array.dtype.kind == "V":
+        array = array.view(DType(name).numpy)
+    return array
 
 
 def _damaged(path: Path, error: Exception) -> CorruptRecordError:
