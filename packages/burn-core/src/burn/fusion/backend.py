@@ -71,12 +71,15 @@ class Fusion(Decorator):
         lowered: dict[str, Any] = {}
         if hasattr(inner, "runtime"):
             from burn.backends.cube.elementwise import ELEMENTWISE_METHODS
+            from burn.backends.cube.math import FUSED_MATH, CubeMathOps
 
-            lowered = ELEMENTWISE_METHODS
-        #: ops recorded into the stream (those the inner backend runs by their lowering):
-        #: the positions of their tensor arguments, of their dtype argument (casts) and of
-        #: their optional numbers (clamp's bounds: None is compiled in).
-        self.recorded = {n: (OPS[n].tensor_at, _positions(OPS[n], ("dtype",)),
+            lowered = {**ELEMENTWISE_METHODS,
+                       **{n: getattr(CubeMathOps, n) for n in FUSED_MATH}}
+        #: ops recorded into the stream (those the inner backend runs by their lowering, or
+        #: by a `FUSED_MATH` expression): the positions of their tensor arguments, of their
+        #: compile-time arguments (a cast's dtype, GELU's approximation) and of their
+        #: optional numbers (clamp's bounds: None is compiled in).
+        self.recorded = {n: (OPS[n].tensor_at, _positions(OPS[n], ("dtype", "str")),
                              _positions(OPS[n], ("scalar?", "float?")))
                          for n, m in lowered.items() if getattr(cls, n, None) is m}
         if lowered:  # and the reductions and matmuls the planner fuses (`stream.PLANNED`)

@@ -66,13 +66,14 @@ def vectorizes_on_cpu(op: OpDef, dtype: DType) -> bool:
     (`table_c.calls_library`: log, sin, pow, ... where f32 exp, tanh and erf are inline
     polynomials). Such a call keeps gcc from vectorizing the whole loop, so every other op
     fused with it would run one element at a time (a 20-op chain of mul, tanh, add and log
-    over 64 x 256 floats took 675 us fused against 256 us as one kernel an op). Kept per
-    (op, dtype)."""
+    over 64 x 256 floats took 675 us fused against 256 us as one kernel an op). An op
+    without a cube expression (a `FUSED_MATH` activation) vectorizes except on float64, where
+    its erf, tanh, exp or log1p is libm's. Kept per (op, dtype)."""
     key = (op.name, dtype)
     found = _VECTORIZES.get(key)
     if found is None:
         name = CUBE_DTYPES.get(dtype, "")
-        found = _VECTORIZES[key] = op.cube is None or not any(
+        found = _VECTORIZES[key] = dtype is not DType.float64 if op.cube is None else not any(
             calls_library(call, name) for call in _calls(op.cube))
     return found
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from burn.backends.cube.math import emit_fused_math
 from burn.dtype import DType
 from burn.ir import OPS
 from burn.ir.cube import cube_dtype, emit_row
@@ -103,6 +104,7 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,
     Returns:
         The local holding the op's value.
     """
+    from burn_cube.errors import CompileError
     from burn_cube.types import bf16, bool_, f32, line
 
     name, args, out_id = op
@@ -120,8 +122,11 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,
     scalar = cube_dtype(name, DTYPES[out_id])
     target = line(scalar, lanes)
     cube = row.cube
-    assert cube is not None  # recorded elementwise ops have a lowering
-    if cube[0] == "cast" and getattr(env.get(cube[1]), "dtype", None) is bool_ \
+    if cube is None:  # an activation of the cube backends' `MATH` expressions
+        if lanes > 1:  # (written for scalars: the fuser builds the block by element)
+            raise CompileError(f"{name} has no line form", name)
+        value = emit_fused_math(b, name, [env[row.params[i].name] for i in row.tensor_at], env)
+    elif cube[0] == "cast" and getattr(env.get(cube[1]), "dtype", None) is bool_ \
             and scalar is not bool_:
         value = b.select(env[cube[1]], b.const(1, scalar), b.const(0, scalar))
     else:

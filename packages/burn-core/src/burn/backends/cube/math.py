@@ -197,6 +197,35 @@ MATH: dict[str, Emit] = {
 }
 
 
+#: The activations the fusion decorator records and emits into fused kernels by their `MATH`
+#: expression (tensor inputs only: softplus's float scalars are the work dtype's in its own
+#: kernel, a fused kernel's the tensor's), with the `MATH` key of each by its string argument.
+FUSED_MATH: dict[str, Callable[[dict[str, Any]], str]] = {
+    "gelu": lambda env: "gelu_tanh" if env["approximate"] == "tanh" else "gelu",
+    "log_sigmoid": lambda env: "log_sigmoid",
+    "mish": lambda env: "mish",
+    "selu": lambda env: "selu",
+}
+
+
+def emit_fused_math(b: Any, name: str, inputs: list[Any], env: dict[str, Any]) -> Any:
+    """The value of `FUSED_MATH` op `name` in a fused kernel: its `MATH` expression over the
+    tensor `inputs` (builder values, float16 / bfloat16 ones first widened to float32, as its
+    own kernel computes), `env` holding its compile-time arguments.
+
+    Returns:
+        The builder value, in the work dtype (the caller rounds it on the store).
+    """
+    from burn_cube.types import f32, line
+
+    widened = []
+    for x in inputs:
+        if x.dtype.scalar.name in ("f16", "bf16"):
+            x = b.cast(x, line(f32, x.dtype.lanes))
+        widened.append(b.local(x.dtype, x))
+    return MATH[FUSED_MATH[name](env)](b, widened)
+
+
 def _work(dtype: DType) -> DType:
     """The dtype a kernel computes `dtype` values in."""
     return DType.float32 if dtype in (DType.float16, DType.bfloat16) else dtype
