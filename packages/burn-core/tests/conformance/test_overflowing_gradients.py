@@ -61,3 +61,20 @@ def test_exact_gelu_of_tiny_inputs_has_half_slope(
         [1e-45, 2e-40, -1e-45, 1e-30, -1e-30, 1e-6]
     x = T(np.array(tiny + [0.0, -0.0, 1.5, -1.5]), dtype)
     check_backward(F.gelu, torch.nn.functional.gelu, [x], grad_device, rng)
+
+
+@pytest.mark.op("gelu")
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gelu_of_large_half_inputs_has_unit_or_zero_slope(
+        approximate: str, dtype: str, grad_device: burn.Device,
+        rng: np.random.Generator) -> None:
+    """The tanh form's x^3 overflowed float16 from |x| = 256: its gradient was NaN there,
+    torch's (which computes half dtypes in float32) 1 for large positive and 0 for large
+    negative inputs; both forms against torch in float16 and bfloat16."""
+    dtype = held(dtype, grad_device)
+    x = T(np.array([100.0, 255.0, 300.0, 1000.0, 60000.0, -300.0, -60000.0, 2.0, -2.0, 0.0]),
+          dtype)
+    check_backward(lambda a: F.gelu(a, approximate=approximate),
+                   lambda a: torch.nn.functional.gelu(a, approximate=approximate), [x],
+                   grad_device, rng)

@@ -10,6 +10,7 @@ from burn.autodiff.checkpoint import NoCheckpointing, Uses
 from burn.autodiff.ops.common import ElementwiseRule, OpsBase, record, tracked, zeros
 from burn.autodiff.ops.composite import CompositeOps
 from burn.autodiff.tensor import AutodiffTensor
+from burn.dtype import DType
 
 P = Any
 T = AutodiffTensor
@@ -157,6 +158,20 @@ def _relu_rule(i: Any, g: P, out: P) -> P:
     return i.relu_backward(out, g)
 
 
+def _in_float32(rule: ElementwiseRule) -> ElementwiseRule:
+    """`rule` computed in float32 for float16 / bfloat16 values, its result rounded back once
+    (torch's GELU backward computes half dtypes in float32: in float16 the tanh form's x^3
+    overflowed from |x| = 256 and its gradient was NaN there, torch's 1 or 0)."""
+    def widened(i: Any, g: P, x: P) -> P:
+        dtype = i.dtype(x)
+        if dtype not in (DType.float16, DType.bfloat16):
+            return rule(i, g, x)
+        wide = rule(i, i.float_cast(g, DType.float32), i.float_cast(x, DType.float32))
+        return i.float_cast(wide, dtype)
+    return widened
+
+
+@_in_float32
 def _gelu_rule(i: Any, g: P, x: P) -> P:
     """g * (cdf(x) + x pdf(x)), cdf(x) = (1 + erf(x / sqrt 2)) / 2, pdf the normal density."""
     cdf = i.float_mul_scalar(i.float_add_scalar(i.float_erf(
@@ -166,6 +181,7 @@ def _gelu_rule(i: Any, g: P, x: P) -> P:
     return i.float_mul(g, i.float_add(cdf, x_pdf))
 
 
+@_in_float32
 def _gelu_tanh_rule(i: Any, g: P, x: P) -> P:
     """g * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3c x^2)), t = tanh(k (x + c x^3)),
     k = sqrt(2 / pi), c = 0.044715."""
