@@ -1,7 +1,8 @@
 """The activations the cube backends compute by a builder expression (`FUSED_MATH`: exact and
-tanh GELU, mish, selu, log_sigmoid) are recorded under fusion and fused with the ops around
-them, a linear's bias included (one epilogue kernel), against the unfused backend and PyTorch;
-float64 ones run alone on the cpu (libm calls keep gcc from vectorizing a fused loop)."""
+tanh GELU, softplus, mish, selu, log_sigmoid) are recorded under fusion and fused with the ops
+around them, a linear's bias included (one epilogue kernel), against the unfused backend and
+PyTorch; float64 ones run alone on the cpu (libm calls keep gcc from vectorizing a fused
+loop)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ ACTIVATIONS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     "gelu": (F.gelu, torch.nn.functional.gelu),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"),
                   lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
+    "softplus": (lambda x: F.softplus(x, beta=0.7, threshold=5.0),
+                 lambda x: torch.nn.functional.softplus(x, beta=0.7, threshold=5.0)),
     "mish": (F.mish, torch.nn.functional.mish),
     "selu": (F.selu, torch.nn.functional.selu),
     "log_sigmoid": (F.log_sigmoid, torch.nn.functional.logsigmoid),

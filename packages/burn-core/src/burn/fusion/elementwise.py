@@ -205,9 +205,12 @@ def _program(block: list[Pending], needed: set[int], inlined: bool = False) -> P
                 first = first or value.dtype
             elif role is _FIXED or value is None:
                 args.append(("fixed", value))
-            else:  # a number: of the tensors' dtype, or a float parameter
+            else:  # a number: of the tensors' dtype, or a float parameter (of a `FUSED_MATH`
+                # op, its work dtype's, as its own kernel passes it: float32 for half values)
                 dtype = (first if role is _SCALAR or first.is_float else
                          out.dtype if out.dtype.is_float else DType.float32)
+                if op.cube is None and dtype in (DType.float16, DType.bfloat16):
+                    dtype = DType.float32
                 args.append(("num", id(dtype)))
                 numbers.append((i, p, _CONVERT[id(dtype)]))
         slot[out.id] = ("op", j)

@@ -125,7 +125,8 @@ def emit_op(b: Any, op: tuple[Any, ...], operand: Operand, lanes: int = 1,
     if cube is None:  # an activation of the cube backends' `MATH` expressions
         if lanes > 1:  # (written for scalars: the fuser builds the block by element)
             raise CompileError(f"{name} has no line form", name)
-        value = emit_fused_math(b, name, [env[row.params[i].name] for i in row.tensor_at], env)
+        value = emit_fused_math(b, name, [env[row.params[i].name] for i in row.tensor_at],
+                                [env[p.name] for p in row.params if p.type == "float"], env)
     elif cube[0] == "cast" and getattr(env.get(cube[1]), "dtype", None) is bool_ \
             and scalar is not bool_:
         value = b.select(env[cube[1]], b.const(1, scalar), b.const(0, scalar))

@@ -198,20 +198,22 @@ MATH: dict[str, Emit] = {
 
 
 #: The activations the fusion decorator records and emits into fused kernels by their `MATH`
-#: expression (tensor inputs only: softplus's float scalars are the work dtype's in its own
-#: kernel, a fused kernel's the tensor's), with the `MATH` key of each by its string argument.
+#: expression, with the `MATH` key of each by its string argument.
 FUSED_MATH: dict[str, Callable[[dict[str, Any]], str]] = {
     "gelu": lambda env: "gelu_tanh" if env["approximate"] == "tanh" else "gelu",
+    "softplus": lambda env: "softplus",
     "log_sigmoid": lambda env: "log_sigmoid",
     "mish": lambda env: "mish",
     "selu": lambda env: "selu",
 }
 
 
-def emit_fused_math(b: Any, name: str, inputs: list[Any], env: dict[str, Any]) -> Any:
+def emit_fused_math(b: Any, name: str, inputs: list[Any], scalars: list[Any],
+                    env: dict[str, Any]) -> Any:
     """The value of `FUSED_MATH` op `name` in a fused kernel: its `MATH` expression over the
     tensor `inputs` (builder values, float16 / bfloat16 ones first widened to float32, as its
-    own kernel computes), `env` holding its compile-time arguments.
+    own kernel computes), then its float `scalars` (kernel scalars of the work dtype); `env`
+    holds its compile-time arguments.
 
     Returns:
         The builder value, in the work dtype (the caller rounds it on the store).
@@ -223,7 +225,7 @@ def emit_fused_math(b: Any, name: str, inputs: list[Any], env: dict[str, Any]) -
         if x.dtype.scalar.name in ("f16", "bf16"):
             x = b.cast(x, line(f32, x.dtype.lanes))
         widened.append(b.local(x.dtype, x))
-    return MATH[FUSED_MATH[name](env)](b, widened)
+    return MATH[FUSED_MATH[name](env)](b, widened + scalars)
 
 
 def _work(dtype: DType) -> DType:
