@@ -176,11 +176,11 @@ def emit_row(b: Any, op: OpDef, env: dict[str, Any]) -> Any:
     """
     assert op.cube is not None  # callers check
     if op.family in ("math", "activation") or op.name in WIDENED:
-        env = {name: _widened(b, value) for name, value in env.items()}
+        env = {name: widened(b, value) for name, value in env.items()}
     return _emit(b, op.cube, env)
 
 
-def _widened(b: Any, value: Any) -> Any:
+def widened(b: Any, value: Any) -> Any:
     """`value` as float32 (lines kept) if it is a float16 or bfloat16 builder value."""
     from burn_cube.types import f32, line
 

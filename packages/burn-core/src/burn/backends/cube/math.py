@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from burn.dtype import DType
-from burn.ir.cube import cube_dtype
+from burn.ir.cube import cube_dtype, widened
 from burn_cube.codegen.table_c import ERF_F32_DENOMINATOR, ERF_F32_NUMERATOR
 
 from .elementwise import CUBE_DIM, GPU_RUN, broadcast_view, flat_view, run_positions
@@ -198,14 +198,13 @@ MATH: dict[str, Emit] = {
 
 
 #: The activations the fusion decorator records and emits into fused kernels by their `MATH`
-#: expression, with the `MATH` key of each by its string argument.
-FUSED_MATH: dict[str, Callable[[dict[str, Any]], str]] = {
-    "gelu": lambda env: "gelu_tanh" if env["approximate"] == "tanh" else "gelu",
-    "softplus": lambda env: "softplus",
-    "log_sigmoid": lambda env: "log_sigmoid",
-    "mish": lambda env: "mish",
-    "selu": lambda env: "selu",
-}
+#: expression (`emit_fused_math`).
+FUSED_MATH = ("gelu", "softplus", "log_sigmoid", "mish", "selu")
+
+
+def math_key(name: str, approximate: str | None = None) -> str:
+    """The `MATH` key of activation `name` (GELU's by its `approximate`)."""
+    return "gelu_tanh" if approximate == "tanh" else name
 
 
 def emit_fused_math(b: Any, name: str, inputs: list[Any], scalars: list[Any],
@@ -218,14 +217,8 @@ def emit_fused_math(b: Any, name: str, inputs: list[Any], scalars: list[Any],
     Returns:
         The builder value, in the work dtype (the caller rounds it on the store).
     """
-    from burn_cube.types import f32, line
-
-    widened = []
-    for x in inputs:
-        if x.dtype.scalar.name in ("f16", "bf16"):
-            x = b.cast(x, line(f32, x.dtype.lanes))
-        widened.append(b.local(x.dtype, x))
-    return MATH[FUSED_MATH[name](env)](b, widened + scalars)
+    values = [b.local(w.dtype, w) for w in (widened(b, x) for x in inputs)]
+    return MATH[math_key(name, env.get("approximate"))](b, values + scalars)
 
 
 def _work(dtype: DType) -> DType:
@@ -297,7 +290,7 @@ class CubeMathOps:
 
     def gelu(self, x: CubeTensor, approximate: str) -> CubeTensor:
         """Exact ("none") or tanh GELU."""
-        return run_math(self, "gelu_tanh" if approximate == "tanh" else "gelu", [x], [])
+        return run_math(self, math_key("gelu", approximate), [x], [])
 
     # Not protocol ops: Autodiff's exact GELU rule uses them where the inner backend has them.
     def gelu_with_cdf(self, x: CubeTensor) -> tuple[CubeTensor, CubeTensor]:
