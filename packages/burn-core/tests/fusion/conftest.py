@@ -26,3 +26,11 @@ def fuse_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fuse short blocks however often they run (`CPU_FUSE_WORK`, `GPU_FUSE_WORK` at 0)."""
     monkeypatch.setattr(fusion_stream, "CPU_FUSE_WORK", 0)
     monkeypatch.setattr(fusion_stream, "GPU_FUSE_WORK", 0)
+
+
+@pytest.fixture
+def small_cpu_epilogues_pay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the cpu runtime, fuse a product's epilogue of two ops or more however few elements
+    it keeps out of memory (`CPU_EPILOGUE_WORK` at 0): tests of the matmul fuser's workings
+    on small tensors."""
+    monkeypatch.setattr(fusion_stream, "CPU_EPILOGUE_WORK", 0)

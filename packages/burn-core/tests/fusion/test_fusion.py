@@ -556,24 +556,27 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
                                                record_property: Callable[[str, object], None]
                                                ) -> None:
     """Kernels of the fourth step and of a step after the stream settled (`LONE_SHARED`
-    steps more): fewer fused at both (on the cpu the first layer's vendor product keeps its
-    bias + relu epilogue one kernel; the relu backward + bias sum block runs at once once
-    the stream finds its recording costs more than it saves)."""
+    steps more): fewer fused at both. On the cpu the batch and hidden width are those where
+    the first layer's epilogue pays (`CPU_EPILOGUE_WORK` elements: its vendor product keeps its
+    bias + relu one kernel; at fewer the stream runs them at once once settled,
+    `test_a_small_cpu_epilogue_runs_at_once_once_settled`), and the relu backward + bias sum
+    block runs at once once the stream finds its recording costs more than it saves."""
     from burn import nn
-    from burn.fusion.stream import LONE_SHARED
+    from burn.fusion.stream import CPU_EPILOGUE_WORK, LONE_SHARED
     from burn.optim import AdamConfig
 
+    batch, hidden = (256, CPU_EPILOGUE_WORK // 256) if base == "cpu" else (16, 32)
     rng = np.random.default_rng(4)
-    xd = rng.standard_normal((16, 20)).astype(np.float32)
-    yd = rng.integers(0, 5, 16)
+    xd = rng.standard_normal((batch, 20)).astype(np.float32)
+    yd = rng.integers(0, 5, batch)
     losses: dict[str, list[float]] = {}
     launches: dict[str, list[int]] = {}
     burn.Device(f"{base}+fusion").backend.stream.forget()  # what earlier tests taught it
     for spec in (base, f"{base}+fusion"):
         dev = burn.Device(spec).autodiff()
         burn.seed(0, dev)
-        model = nn.Sequential(nn.Linear(20, 32, device=dev), nn.Relu(),
-                              nn.Linear(32, 5, device=dev))
+        model = nn.Sequential(nn.Linear(20, hidden, device=dev), nn.Relu(),
+                              nn.Linear(hidden, 5, device=dev))
         optim = AdamConfig().init()
         x, y = burn.tensor(xd, device=dev), burn.tensor(yd, device=dev)
         counter = LaunchCounter(monkeypatch, base)
@@ -586,7 +589,8 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
         losses[spec], launches[spec] = run, [counts[3], counts[-1]]
         monkeypatch.undo()
     (fourth, steady), (fused_fourth, fused_steady) = launches[base], launches[f"{base}+fusion"]
-    record_property("figure", f"MLP 20-32-5 Adam step on {base}: {fourth} kernels unfused, "
+    record_property("figure", f"MLP 20-{hidden}-5 Adam step, batch {batch}, on {base}: "
+                    f"{fourth} kernels unfused, "
                     f"{fused_fourth} fused (4th step); {steady} and {fused_steady} once settled")
     assert fused_fourth < fourth
     assert fused_steady < steady

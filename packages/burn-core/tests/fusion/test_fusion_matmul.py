@@ -1,6 +1,8 @@
 """The matmul fuser: linear + bias + activation (+ residual) as one matmul kernel with the
-elementwise epilogue on GPU runtimes (the BLAS product and one epilogue kernel on the cpu),
-against the unfused backend and PyTorch; an MLP training step launches fewer kernels."""
+elementwise epilogue on GPU runtimes (the BLAS product and one epilogue kernel on the cpu,
+where the epilogue keeps `CPU_EPILOGUE_WORK` elements out of memory; the tests of the fuser's
+workings on small tensors lower that bound: `small_cpu_epilogues_pay`), against the unfused
+backend and PyTorch; an MLP training step launches fewer kernels."""
 
 from __future__ import annotations
 
@@ -32,16 +34,17 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """One kernel a call, from the second call (the first autotunes the product) to well past
     the stream's settling (`LONE_SHARED` calls): on GPU runtimes the tiled matmul kernel storing
-    relu(x @ w + b); on the cpu the vendor product (BLAS or the runtime's gemm, no kernel
-    launch) and one fused epilogue kernel reading it (the product stays recorded: its
-    epilogue pays there)."""
+    relu(x @ w + b); on the cpu, with a product of `CPU_EPILOGUE_WORK` elements, the vendor
+    product (BLAS or the runtime's gemm, no kernel launch) and one fused epilogue kernel
+    reading it (the product stays recorded: its epilogue pays there)."""
     from burn import nn
-    from burn.fusion.stream import LONE_SHARED
+    from burn.fusion.stream import CPU_EPILOGUE_WORK, LONE_SHARED
 
     dev = f"{base}+fusion"
     burn.seed(0, dev)
-    layer = nn.Linear(24, 40, device=dev)
-    (xd,) = data((33, 24))
+    rows, width = (CPU_EPILOGUE_WORK // 256, 256) if base == "cpu" else (33, 40)
+    layer = nn.Linear(24, width, device=dev)
+    (xd,) = data((rows, 24))
     x = burn.tensor(xd, device=dev)
     F.relu(layer(x)).to_numpy()  # the matmul's autotuning (if any) is not counted
     assert layer.bias is not None
@@ -62,6 +65,44 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
         np.testing.assert_allclose(y.to_numpy(), unfused, rtol=1e-6, atol=1e-6)
 
 
+def test_a_small_cpu_epilogue_runs_at_once_once_settled(base: str,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """On the cpu a linear layer's bias + relu over fewer than `CPU_EPILOGUE_WORK` elements
+    is one fused kernel while the stream learns (its first calls), then, once it found that
+    the block does not pay (`LONE` flushes), the product, the bias and the relu run at once, a
+    kernel each for the two (unfused's launches); on GPU runtimes it stays one kernel. Values
+    equal to unfused and torch's at every call."""
+    from burn import nn
+    from burn.fusion.stream import LONE, LONE_SHARED
+
+    dev = f"{base}+fusion"
+    burn.seed(0, dev)
+    layer = nn.Linear(24, 40, device=dev)
+    (xd,) = data((33, 24), seed=5)
+    x = burn.tensor(xd, device=dev)
+    assert layer.bias is not None
+    w, b = (torch.from_numpy(p.to_numpy()) for p in (layer.weight, layer.bias))
+    unfused = F.relu(burn.tensor(xd, device=base).matmul(layer.weight.to(base))
+                     + layer.bias.to(base)).to_numpy()
+    counter = LaunchCounter(monkeypatch, base)
+    kernels = []
+    for _ in range(LONE_SHARED + 2):
+        reset_stats()
+        y = F.relu(layer(x))
+        burn.sync(dev)
+        assert stats().kernels_launched == counter.take()
+        kernels.append(stats().kernels_launched)
+        check(y, torch.relu(torch.from_numpy(xd) @ w + b))
+        np.testing.assert_allclose(y.to_numpy(), unfused, rtol=1e-6, atol=1e-6)
+    if base == "cpu":
+        assert kernels[0] == 1 and kernels[-1] == 2 and kernels[LONE + 1:] == \
+            [2] * (len(kernels) - LONE - 1), kernels
+    else:
+        assert kernels[1:] == [1] * (len(kernels) - 1), kernels
+
+
+@pytest.mark.usefixtures("small_cpu_epilogues_pay")
 def test_an_epilogue_stays_one_kernel_beside_a_bare_product_of_its_shapes(
         base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A product of the same shapes and dtypes flushed without an epilogue between the calls
@@ -198,6 +239,7 @@ def test_mlp_train_step_launches_fewer_kernels(base: str, monkeypatch: pytest.Mo
     np.testing.assert_allclose(losses["elementwise"], losses["unfused"], rtol=1e-5)
 
 
+@pytest.mark.usefixtures("small_cpu_epilogues_pay")
 def test_a_matmul_never_given_an_epilogue_runs_at_once(base: str) -> None:
     """A product the inner backend runs without an epilogue (BLAS on the cpu at once; on GPUs
     `LONE` times) is then run at once, not recorded, even with other ops pending; one that
@@ -339,6 +381,7 @@ def test_large_products_run_at_once_on_gpu_runtimes(base: str) -> None:
               rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.usefixtures("small_cpu_epilogues_pay")
 def test_a_shared_product_with_only_a_bias_counts_one_flush_alone_a_call(base: str) -> None:
     """A product that led a block that paid (relu and a scale after its bias) is then flushed
     with its bias alone (a block that does not pay): it stays recorded for `LONE_SHARED` such

@@ -67,10 +67,11 @@ LONE_SHARED = 2 * LONE
 #: its tensors and a loop keeps that plan; a shorter one where it keeps enough intermediate
 #: elements out of memory (its live ops but one, times its largest result's elements):
 #: `CPU_FUSE_WORK` on the cpu runtime, where a launch costs about what recording an op and a
-#: flush do (there products with an epilogue of two ops or more pay; a relu backward and the bias
-#: gradient's sum over the batch, over 64 x 256 floats: its kernel 7.3 us against 7.8 for the
-#: two, but its recording and flush 15-20 us more), `GPU_FUSE_WORK` on GPU runtimes (work
-#: that keeps the GPU busy longer than the host takes to record it).
+#: flush do (a relu backward and the bias gradient's sum over the batch, over 64 x 256
+#: floats: its kernel 7.3 us against 7.8 for the two, but its recording and flush 15-20 us
+#: more; there a product's block pays only where its epilogue also keeps
+#: `CPU_EPILOGUE_WORK` elements out of memory), `GPU_FUSE_WORK` on GPU runtimes (work that
+#: keeps the GPU busy longer than the host takes to record it).
 #: Else the block's first op's structure counts as a flush alone (`LONE`). (Measured on the
 #: cpu, 1 thread, fused against one kernel an op: add + relu over 64 x 256 floats 16 us
 #: against 10 us, over 512 x 256 29 against 43 us; 3 ops over 64 x 256 18 against 14 us; a
@@ -96,6 +97,16 @@ LONE_SHARED = 2 * LONE
 FUSE_OPS = 3
 CPU_FUSE_WORK = 1 << 17
 GPU_FUSE_WORK = 1 << 20
+#: On the cpu runtime a product's block (the vendor product, then its epilogue as one kernel)
+#: pays from `FUSE_OPS` live ops where its epilogue keeps this many elements out of memory
+#: (its live ops but the product, which is written either way, and one, times the product's
+#: elements): its flush and epilogue kernel cost about what the launches they save do, so a
+#: small layer's bias and activation run as a kernel each. (Measured, 1 thread, `relu(x @ w +
+#: b)` with w [784, 256], the product's kernel and one epilogue kernel against three
+#: launches: 64 rows 15% slower, 256 rows 5%, 512 rows 1%, 1024 rows 1.5% faster; the mlp
+#: suite's step at 64 rows 10% slower than unfused with its first layer's epilogue recorded,
+#: 4% with every op run at once.)
+CPU_EPILOGUE_WORK = 1 << 17
 #: Most reductions one reduce block takes (a reduction with indices counts once); the next
 #: starts a block of its own. The kernel's source, and the C compiler's time, grow with each
 #: (cpu runtime, gcc 12: ~0.4 s a reduction cold; 40 sums of one input took 36 s as one
@@ -125,8 +136,8 @@ class Stream:
             gemm, cuBLAS: `matmul.Unfused`) gets () there, so later ones of its structure run
             at once: recorded, it gains nothing (on GPU runtimes its epilogue is an
             elementwise block reading the product either way); on the cpu runtime not while
-            it has an epilogue of two ops or more (`_unfused_matmul`: run at once, those ops
-            would run as a kernel each).
+            its block has an epilogue that pays (`_pays`, `_unfused_matmul`: run at once,
+            those ops would run as a kernel each).
     """
 
     def __init__(self, inner: Any, results: dict[tuple[Any, ...], tuple[Any, ...]]) -> None:
@@ -367,10 +378,9 @@ class Stream:
                 if type(plan) is Split:  # (a prologue not fused: the product is its own)
                     plan, first = plan.rest.plan, start + plan.at
                 structure = pending[first].key[0]
-                if type(plan) is Unfused:  # (on the cpu runtime, where products with an
-                    # epilogue of two ops or more pay, a vendor product with one stays
-                    # recorded)
-                    epilogue = end - first > 1 and (
+                if type(plan) is Unfused:  # (on the cpu runtime a vendor product whose
+                    # block pays stays recorded, its epilogue one kernel)
+                    epilogue = end - first > 1 and structure not in unpaid and (
                         _saves_kernel(plan.epilogue) if self.cpu else not plan.vendor)
                     self._unfused_matmul(structure, "epilogue" if epilogue
                                          else "vendor" if plan.vendor else "alone")
@@ -387,7 +397,7 @@ class Stream:
         `_pays`; "epilogue", with one). A vendor product, or one run alone `LONE` times and
         never with an epilogue that paid, runs at once from then on (its structure's result
         is () in `results`): recorded, it only adds its recording and a flush to its one
-        kernel. On the cpu runtime a vendor product with an epilogue of two ops or more
+        kernel. On the cpu runtime a vendor product with an epilogue that pays (`_pays`)
         stays recorded, its epilogue one kernel (a linear layer with a bias alone runs at
         once: its bias add is one kernel either way; recorded, the tiny MLP's step took ~20
         us more), and one of its structure without an epilogue (a backward product of the
@@ -587,18 +597,20 @@ class Stream:
         `reduce.reduce_layout`) computing `live` ops (two or more) whose largest result has
         `elements` elements gains more than its recording costs: from `FUSE_OPS` live ops,
         or keeping `CPU_FUSE_WORK` (cpu runtime) / `GPU_FUSE_WORK` intermediate elements out
-        of memory; on the cpu runtime a product only from `FUSE_OPS` live ops (an epilogue
-        of one op is one kernel whether recorded or not: recorded, the tiny MLP's step took
-        ~20 us more), and a reduce block of the whole tensor only on a one-thread team, from
-        `FUSE_OPS` live ops and twice `CPU_FUSE_WORK` kept elements."""
+        of memory; on the cpu runtime a product's block only from `FUSE_OPS` live ops whose
+        epilogue keeps `CPU_EPILOGUE_WORK` elements out of memory, and a reduce block of the
+        whole tensor only on a one-thread team, from `FUSE_OPS` live ops and twice
+        `CPU_FUSE_WORK` kept elements."""
         kept = (live - 1) * elements
         if self.cpu and kind == "whole":
             return self.inner.runtime.threads == 1 and live >= FUSE_OPS \
                 and kept >= 2 * CPU_FUSE_WORK
+        if self.cpu and kind == "matmul":  # (the product is written either way)
+            return live >= FUSE_OPS and (live - 2) * elements >= CPU_EPILOGUE_WORK
         if live >= FUSE_OPS:
             return True
         if self.cpu:
-            return kind != "matmul" and kept >= CPU_FUSE_WORK
+            return kept >= CPU_FUSE_WORK
         return kept >= GPU_FUSE_WORK
 
 
