@@ -30,6 +30,28 @@ def data(*shapes: tuple[int, ...], seed: int = 0) -> list[np.ndarray]:
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
 
+def _linear_relu(base: str, rows: int, width: int, seed: int = 0
+                 ) -> tuple[Any, Any, Callable[[Any], None]]:
+    """A `Linear(24, width)` on `base`+fusion, an input of `rows` rows there, and the check of
+    a call's `relu(layer(x))` against torch's and the unfused backend's values."""
+    from burn import nn
+
+    dev = f"{base}+fusion"
+    burn.seed(0, dev)
+    layer = nn.Linear(24, width, device=dev)
+    (xd,) = data((rows, 24), seed=seed)
+    assert layer.bias is not None
+    w, b = (torch.from_numpy(p.to_numpy()) for p in (layer.weight, layer.bias))
+    unfused = F.relu(burn.tensor(xd, device=base).matmul(layer.weight.to(base))
+                     + layer.bias.to(base)).to_numpy()
+
+    def check_call(y: Any) -> None:
+        check(y, torch.relu(torch.from_numpy(xd) @ w + b))
+        np.testing.assert_allclose(y.to_numpy(), unfused, rtol=1e-6, atol=1e-6)
+
+    return layer, burn.tensor(xd, device=dev), check_call
+
+
 def test_linear_bias_relu_is_one_matmul_kernel(base: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """One kernel a call, from the second call (the first autotunes the product) to well past
@@ -37,20 +59,12 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
     relu(x @ w + b); on the cpu, with a product of `CPU_EPILOGUE_WORK` elements, the vendor
     product (BLAS or the runtime's gemm, no kernel launch) and one fused epilogue kernel
     reading it (the product stays recorded: its epilogue pays there)."""
-    from burn import nn
     from burn.fusion.stream import CPU_EPILOGUE_WORK, LONE_SHARED
 
     dev = f"{base}+fusion"
-    burn.seed(0, dev)
     rows, width = (CPU_EPILOGUE_WORK // 256, 256) if base == "cpu" else (33, 40)
-    layer = nn.Linear(24, width, device=dev)
-    (xd,) = data((rows, 24))
-    x = burn.tensor(xd, device=dev)
+    layer, x, check_call = _linear_relu(base, rows, width)
     F.relu(layer(x)).to_numpy()  # the matmul's autotuning (if any) is not counted
-    assert layer.bias is not None
-    w, b = (torch.from_numpy(p.to_numpy()) for p in (layer.weight, layer.bias))
-    plain = burn.tensor(xd, device=base)
-    unfused = F.relu(plain.matmul(layer.weight.to(base)) + layer.bias.to(base)).to_numpy()
     counter = LaunchCounter(monkeypatch, base)
     for _ in range(LONE_SHARED + 2):
         reset_stats()
@@ -61,8 +75,7 @@ def test_linear_bias_relu_is_one_matmul_kernel(base: str,
         # (on the cpu the product runs on BLAS or the gemm, outside the fused kernel)
         assert s.ops_fused == (2 if base == "cpu" else 3)
         assert counter.take() == 1 and s.kernels_launched == 1
-        check(y, torch.relu(torch.from_numpy(xd) @ w + b))
-        np.testing.assert_allclose(y.to_numpy(), unfused, rtol=1e-6, atol=1e-6)
+        check_call(y)
 
 
 def test_a_small_cpu_epilogue_runs_at_once_once_settled(base: str,
@@ -73,18 +86,10 @@ def test_a_small_cpu_epilogue_runs_at_once_once_settled(base: str,
     the block does not pay (`LONE` flushes), the product, the bias and the relu run at once, a
     kernel each for the two (unfused's launches); on GPU runtimes it stays one kernel. Values
     equal to unfused and torch's at every call."""
-    from burn import nn
     from burn.fusion.stream import LONE, LONE_SHARED
 
     dev = f"{base}+fusion"
-    burn.seed(0, dev)
-    layer = nn.Linear(24, 40, device=dev)
-    (xd,) = data((33, 24), seed=5)
-    x = burn.tensor(xd, device=dev)
-    assert layer.bias is not None
-    w, b = (torch.from_numpy(p.to_numpy()) for p in (layer.weight, layer.bias))
-    unfused = F.relu(burn.tensor(xd, device=base).matmul(layer.weight.to(base))
-                     + layer.bias.to(base)).to_numpy()
+    layer, x, check_call = _linear_relu(base, 33, 40, seed=5)
     counter = LaunchCounter(monkeypatch, base)
     kernels = []
     for _ in range(LONE_SHARED + 2):
@@ -93,8 +98,7 @@ def test_a_small_cpu_epilogue_runs_at_once_once_settled(base: str,
         burn.sync(dev)
         assert stats().kernels_launched == counter.take()
         kernels.append(stats().kernels_launched)
-        check(y, torch.relu(torch.from_numpy(xd) @ w + b))
-        np.testing.assert_allclose(y.to_numpy(), unfused, rtol=1e-6, atol=1e-6)
+        check_call(y)
     if base == "cpu":
         assert kernels[0] == 1 and kernels[-1] == 2 and kernels[LONE + 1:] == \
             [2] * (len(kernels) - LONE - 1), kernels

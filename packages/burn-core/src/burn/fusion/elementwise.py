@@ -42,7 +42,7 @@ from burn.fusion.emit import DTYPES, Opaque, emit_op, kernel_name
 from burn.fusion.handle import Cell, Pending
 from burn.fusion.stats import STATS
 from burn.ir import OpDef, TensorIR
-from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index
+from burn.ir.cube import CUBE_DTYPES, cube_dtype, row_index, work_dtype
 from burn_cube.codegen.table_c import calls_library
 
 #: A block's signature: (rank, lanes, by rows, input dtypes, ops, written op indices, run,
@@ -209,8 +209,8 @@ def _program(block: list[Pending], needed: set[int], inlined: bool = False) -> P
                 # op, its work dtype's, as its own kernel passes it: float32 for half values)
                 dtype = (first if role is _SCALAR or first.is_float else
                          out.dtype if out.dtype.is_float else DType.float32)
-                if op.cube is None and dtype in (DType.float16, DType.bfloat16):
-                    dtype = DType.float32
+                if op.cube is None:
+                    dtype = work_dtype(dtype)
                 args.append(("num", id(dtype)))
                 numbers.append((i, p, _CONVERT[id(dtype)]))
         slot[out.id] = ("op", j)

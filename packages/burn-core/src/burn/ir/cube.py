@@ -180,6 +180,12 @@ def emit_row(b: Any, op: OpDef, env: dict[str, Any]) -> Any:
     return _emit(b, op.cube, env)
 
 
+def work_dtype(dtype: DType) -> DType:
+    """The dtype kernels compute `dtype` values in: float32 for float16 / bfloat16, else
+    `dtype` (`widened` is the same for builder values)."""
+    return DType.float32 if dtype in (DType.float16, DType.bfloat16) else dtype
+
+
 def widened(b: Any, value: Any) -> Any:
     """`value` as float32 (lines kept) if it is a float16 or bfloat16 builder value."""
     from burn_cube.types import f32, line

@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from burn.dtype import DType
-from burn.ir.cube import cube_dtype
+from burn.ir.cube import cube_dtype, work_dtype
 
 from .kernel_cache import cached_kernel
 from .layout import permute
@@ -28,11 +28,6 @@ from .tensor import CubeTensor
 CUM_OPS = ("sum", "prod", "max", "min")
 #: Lines at least this long, and fewer lines than this, are scanned in chunks.
 CHUNK_MIN_LINE, CHUNK_MAX_LINES, CHUNK = 4096, 2048, 256
-
-
-def compute_dtype(dtype: DType) -> DType:
-    """The dtype kernels compute in: float32 for float16 / bfloat16, else `dtype`."""
-    return DType.float32 if dtype in (DType.float16, DType.bfloat16) else dtype
 
 
 def lines_view(x: CubeTensor, dim: int) -> CubeTensor:
@@ -90,7 +85,7 @@ def scan_kernel(op: str, dtype: DType, out_dtype: DType, rank: int, mode: str) -
     """
     from burn_cube import KernelBuilder, i64, u32
 
-    acc_dtype = cube_dtype("cum" + op, compute_dtype(out_dtype))
+    acc_dtype = cube_dtype("cum" + op, work_dtype(out_dtype))
     extreme = op in ("max", "min")
     b = KernelBuilder(f"cum{op}_{mode}")
     x = b.tensor("x", cube_dtype("cum" + op, dtype), rank=rank, write=False)
@@ -223,7 +218,7 @@ def _launch_scan(backend: Any, op: str, views: list[CubeTensor], out_dtype: DTyp
                        lines, n)
         return
     chunks = math.ceil(n / CHUNK)
-    acc_dtype = compute_dtype(out_dtype)
+    acc_dtype = work_dtype(out_dtype)
     states = [backend.empty((lines * chunks,), acc_dtype)]
     if op in ("max", "min"):
         states.append(backend.empty((lines * chunks,), DType.int64))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from burn.dtype import DType
-from burn.ir.cube import cube_dtype, widened
+from burn.ir.cube import cube_dtype, widened, work_dtype
 from burn_cube.codegen.table_c import ERF_F32_DENOMINATOR, ERF_F32_NUMERATOR
 
 from .elementwise import CUBE_DIM, GPU_RUN, broadcast_view, flat_view, run_positions
@@ -221,11 +221,6 @@ def emit_fused_math(b: Any, name: str, inputs: list[Any], scalars: list[Any],
     return MATH[math_key(name, env.get("approximate"))](b, values + scalars)
 
 
-def _work(dtype: DType) -> DType:
-    """The dtype a kernel computes `dtype` values in."""
-    return DType.float32 if dtype in (DType.float16, DType.bfloat16) else dtype
-
-
 @cached_kernel
 def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int,
                 run: int = 1) -> Any:
@@ -235,7 +230,7 @@ def math_kernel(key: str, dtype: DType, tensors: int, scalars: int, rank: int,
     from burn_cube import KernelBuilder
 
     b = KernelBuilder(key)
-    cube, work = cube_dtype(key, dtype), cube_dtype(key, _work(dtype))
+    cube, work = cube_dtype(key, dtype), cube_dtype(key, work_dtype(dtype))
     ins = [b.tensor(f"x{i}", cube, rank=rank, write=False) for i in range(tensors)]
     params = [b.scalar(f"s{i}", work) for i in range(scalars)]
     out = b.tensor("out", cube, rank=rank, write=True)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from burn.dtype import DType
-from burn.ir.cube import cube_dtype
+from burn.ir.cube import cube_dtype, work_dtype
 
-from .cumulative import as_rank1, compute_dtype, line_start, lines_view
+from .cumulative import as_rank1, line_start, lines_view
 from .kernel_cache import cached_kernel
 from .tensor import CubeTensor
 
@@ -91,7 +91,7 @@ def block_sort_kernel(dtype: DType, descending: bool, rank: int, block: int,
     """
     from burn_cube import KernelBuilder, i32, i64, u32
 
-    comp = cube_dtype("sort", compute_dtype(dtype))
+    comp = cube_dtype("sort", work_dtype(dtype))
     units = min(block // 2, SORT_UNITS)
     b = KernelBuilder("sort_block", cube_dim=units)
     x = b.tensor("x", cube_dtype("sort", dtype), rank=rank, write=False)
@@ -164,7 +164,7 @@ def merge_kernel(dtype: DType, descending: bool, rank: int, final: bool) -> Any:
     """
     from burn_cube import KernelBuilder, bool_, i32, i64, u32
 
-    comp = cube_dtype("sort", compute_dtype(dtype))
+    comp = cube_dtype("sort", work_dtype(dtype))
     b = KernelBuilder("sort_merge")
     keys, pos = b.tensor("keys", comp, rank=1, write=False), b.tensor("pos", i32, rank=1,
                                                                       write=False)
@@ -250,7 +250,7 @@ def _launch_sort(backend: Any, views: list[CubeTensor], descending: bool, rows: 
     per_row = -(-n // block)
     final = per_row == 1
     scratch = [] if final else [
-        (backend.empty((rows * n,), compute_dtype(x.dtype)), backend.empty((rows * n,),
+        (backend.empty((rows * n,), work_dtype(x.dtype)), backend.empty((rows * n,),
                                                                            DType.int32))
         for _ in range(2)]
     first = (out.array, idx.array) if final else (scratch[0][0].array, scratch[0][1].array)
