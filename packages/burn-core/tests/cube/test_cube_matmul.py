@@ -5,6 +5,8 @@ that no matmul ran on the host fallback."""
 
 from __future__ import annotations
 
+import itertools
+
 import warnings
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -244,6 +246,10 @@ GEMM_EDGES = [
     # a transposed rhs just below and at the depth of the c^T path (64)
     (64, 10, 256, lambda x: x, _tr), (37, 63, 90, lambda x: x, _tr),
     (37, 64, 90, lambda x: x, _tr),
+    # the wide micro-kernel (from 128 columns, both operands' rows contiguous), on threads
+    # split by rows and by columns, a last strip of columns part of a vector
+    (203, 300, 200, lambda x: x, lambda x: x), (50, 600, 300, lambda x: x, lambda x: x),
+    (7, 40, 129, lambda x: x, lambda x: x),
 ]
 
 
@@ -262,7 +268,7 @@ def test_cpu_gemm_kernel_with_more_threads_than_cores(dtype: str) -> None:
     its own packed strips."""
     with threadpool_limits(limits=8, user_api="openmp"):
         for _ in range(16):
-            for index in (0, 1, 2, 5):
+            for index in (0, 1, 2, 5, len(GEMM_EDGES) - 3, len(GEMM_EDGES) - 2):
                 _check_gemm_edge(index, dtype)
 
 
@@ -350,15 +356,16 @@ def test_cpu_gemm_kernel_propagates_nan_and_inf_in_edge_tiles(depth: int, rhs_la
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("lhs_layout", ["c", "t"])  # rows read in place; packed from columns
 def test_cpu_gemm_kernel_runs_every_count_of_last_rows(lhs_layout: str, dtype: str) -> None:
-    """A last strip of each row count the kernel is specialized on (1..MR, MR 8 with AVX-512,
-    else 6: 17..24 rows cover every remainder of both), its last row holding NaN and inf,
-    against torch in float64: depth over one block, ragged columns."""
+    """A last strip of each row count the kernels are specialized on (1..MR: the narrow
+    kernel's MR 8 with AVX-512, else 6, the wide one's 6: 17..24 rows cover every remainder),
+    its last row holding NaN and inf, against torch in float64: depth over one block, ragged
+    columns, narrow (45) and wide (150: two strips of 64 float32 columns and part of one)."""
     backend = _backend("cpu")
     rng = np.random.default_rng(7)
-    for m in range(17, 25):
+    for m, n in itertools.product(range(17, 25), (45, 150)):
         a = rng.standard_normal((m, 300)).astype(dtype)
         a[m - 1, 299], a[m - 1, 0] = np.nan, np.inf
-        b = rng.standard_normal((300, 45)).astype(dtype)
+        b = rng.standard_normal((300, n)).astype(dtype)
         lhs = backend.upload(a) if lhs_layout == "c" else _prim(
             burn.tensor(a.T.copy(), device="cpu").swap_dims(0, 1))
         got = _host(mm.matmul(backend, lhs, backend.upload(b), "gemm"))

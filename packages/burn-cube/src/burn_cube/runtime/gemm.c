@@ -48,15 +48,26 @@
 #endif
 
 #define KC 256
-/* rows of the micro-kernel: MR x NV accumulators, NV vectors of b and a broadcast must fit the
- * vector registers (32 with AVX-512; 16 with AVX2 or SSE, where 8 rows spilled: [64, 784] @
- * [784, 256] took 656 us at 8 rows, 377 at 6, OpenBLAS 323, on an AVX2 EPYC) */
+/* the micro-kernel's two shapes, MR rows x NV vectors of accumulators (MR x NV accumulators,
+ * NV vectors of b and a broadcast must fit the vector registers: 32 with AVX-512, 16 with AVX2
+ * or SSE, where 8 rows of 2 spilled: [64, 784] @ [784, 256] took 656 us at 8 rows, 377 at 6,
+ * OpenBLAS 323, on an AVX2 EPYC). With AVX-512 a product of WIDE_COLUMNS columns or more runs
+ * the wide shape, 6 x 4 (24 accumulators: fewer loads a multiply-add), others the narrow one,
+ * 8 x 2, whose strips of at most one vector run 8 x 1 (against the narrow shape, median
+ * ratios to torch's product, 1 thread, AVX-512: [64, 784] @ [784, 256] 1.06 -> 0.95, the weight
+ * gradient [784, 64] @ [64, 256] 1.12 -> 1.01, [1024, 128] @ [128, 512] 1.21 -> 1.09; but
+ * [64, 120] @ [120, 84] 1.42 -> 1.71, [4096, 150] @ [150, 16] 1.03 -> 1.25) */
 #if defined(__AVX512F__)
-#define MR 8
+#define WIDE_MR 6
+#define WIDE_NV 4
+#define NARROW_MR 8
 #else
-#define MR 6
+#define WIDE_MR 6
+#define WIDE_NV 2
+#define NARROW_MR 6
 #endif
-#define NV 2
+#define NARROW_NV 2
+#define WIDE_COLUMNS 128
 #define GEMM_THREAD_WORK (1 << 21)
 
 /* whether an m x k by k x n product runs on OpenMP threads (GEMM_THREAD_WORK multiply-adds) */
@@ -83,35 +94,28 @@ static inline int gemm_threaded(int64_t m, int64_t n, int64_t k) {
  * 24.3 / 22.0 at 64, 66.0 / 81.0 at 256 transposed / not; 1 thread, AVX-512) */
 #define TRANSPOSE_DEPTH 64
 
-/* calls kernel(R, ...) with the row count mr (1 <= mr <= MR) as a constant: one
- * specialization of the kernel per count */
-#if MR == 8
-#define BY_MORE_ROWS(kernel, ...)                                                             \
-    case 6: kernel(6, __VA_ARGS__); break;                                                    \
-    case 7: kernel(7, __VA_ARGS__); break;
-#else
-#define BY_MORE_ROWS(kernel, ...)
-#endif
-#define BY_ROWS(kernel, mr, ...)                                                              \
+/* calls kernel(R, ...) with the row count mr (1 <= mr <= rows, rows 6 or 8) as a constant:
+ * one specialization of the kernel per count */
+#define BY_ROWS(kernel, mr, rows, ...)                                                        \
     switch (mr) {                                                                             \
     case 1: kernel(1, __VA_ARGS__); break;                                                    \
     case 2: kernel(2, __VA_ARGS__); break;                                                    \
     case 3: kernel(3, __VA_ARGS__); break;                                                    \
     case 4: kernel(4, __VA_ARGS__); break;                                                    \
     case 5: kernel(5, __VA_ARGS__); break;                                                    \
-    BY_MORE_ROWS(kernel, __VA_ARGS__)                                                         \
-    default: kernel(MR, __VA_ARGS__); break;                                                  \
+    case 6: kernel(6 < (rows) ? 6 : (rows), __VA_ARGS__); break;                              \
+    case 7: kernel(7 < (rows) ? 7 : (rows), __VA_ARGS__); break;                              \
+    default: kernel(rows, __VA_ARGS__); break;                                                \
     }
 
-#define DEFINE_GEMM(T)                                                                        \
-typedef T vec_##T __attribute__((vector_size(VBYTES)));                                       \
-enum { W_##T = VBYTES / sizeof(T), NR_##T = NV * (VBYTES / sizeof(T)) };                      \
+#define DEFINE_SHAPE(T, S, MR, NV)                                                            \
+enum { NR_##T##_##S = NV * W_##T };                                                           \
                                                                                               \
 /* c tile = or += a[rows x kc] b[kc x nv vectors]: a's row i at a + i * lda, its step p at    \
  * p * ka; b's row p at b + p * ldb (a packed panel, or b in place with pack the panel to     \
  * fill as its rows are read, nv then NV), nr of its columns kept */                          \
 static inline __attribute__((always_inline)) void                                             \
-tile_##T(int rows, int nv, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,          \
+tile_##T##_##S(int rows, int nv, int64_t kc, const T* restrict a, int64_t lda, int64_t ka,    \
          const T* restrict b, int64_t ldb, T* restrict c, int64_t ldc, int64_t nr, int add,   \
          T* restrict pack) {                                                                  \
     vec_##T acc[MR][NV];                                                                      \
@@ -121,13 +125,13 @@ tile_##T(int rows, int nv, int64_t kc, const T* restrict a, int64_t lda, int64_t
         vec_##T bv[NV];                                                                       \
         for (int j = 0; j < nv; j++) memcpy(&bv[j], b + p * ldb + j * W_##T, VBYTES);         \
         if (pack)                                                                             \
-            for (int j = 0; j < NV; j++) memcpy(pack + p * NR_##T + j * W_##T, &bv[j], VBYTES); \
+            for (int j = 0; j < NV; j++) memcpy(pack + p * NR_##T##_##S + j * W_##T, &bv[j], VBYTES); \
         for (int i = 0; i < rows; i++) {                                                      \
             T av = a[i * lda + p * ka];                                                       \
             for (int j = 0; j < nv; j++) acc[i][j] += av * bv[j];                             \
         }                                                                                     \
     }                                                                                         \
-    if (nr == NR_##T) {                                                                       \
+    if (nr == NR_##T##_##S) {                                                                 \
         for (int i = 0; i < rows; i++)                                                        \
             for (int j = 0; j < NV; j++) {                                                    \
                 T* row = c + i * ldc + j * W_##T;                                             \
@@ -140,7 +144,7 @@ tile_##T(int rows, int nv, int64_t kc, const T* restrict a, int64_t lda, int64_t
             }                                                                                 \
         return;                                                                               \
     }                                                                                         \
-    T tile[MR][NR_##T];                                                                       \
+    T tile[MR][NR_##T##_##S];                                                                 \
     memcpy(tile, acc, sizeof tile);                                                           \
     for (int64_t i = 0; i < rows; i++)                                                        \
         for (int64_t j = 0; j < nr; j++) {                                                    \
@@ -152,37 +156,37 @@ tile_##T(int rows, int nv, int64_t kc, const T* restrict a, int64_t lda, int64_t
 /* tile_T specialized on the row count, on whether it packs b as it goes, and on a strip of   \
  * at most one vector (nv 1: half the multiply-adds of a narrow product's; [64, 256] @        \
  * [256, 10] took 8.6 us at NV vectors, 6.5 at one, 1 thread, AVX-512) */                     \
-static void micro_##T(int64_t mr, int64_t kc, const T* a, int64_t lda, int64_t ka,            \
+static void micro_##T##_##S(int64_t mr, int64_t kc, const T* a, int64_t lda, int64_t ka,      \
                       const T* b, int64_t ldb, T* c, int64_t ldc, int64_t nr, int add,        \
                       T* pack) {                                                              \
     if (nr <= W_##T) {                                                                        \
-        BY_ROWS(tile_##T, mr, 1, kc, a, lda, ka, b, ldb, c, ldc, nr, add, NULL)               \
+        BY_ROWS(tile_##T##_##S, mr, MR, 1, kc, a, lda, ka, b, ldb, c, ldc, nr, add, NULL)     \
     } else if (pack) {                                                                        \
-        BY_ROWS(tile_##T, mr, NV, kc, a, lda, ka, b, ldb, c, ldc, nr, add, pack)              \
+        BY_ROWS(tile_##T##_##S, mr, MR, NV, kc, a, lda, ka, b, ldb, c, ldc, nr, add, pack)    \
     } else {                                                                                  \
-        BY_ROWS(tile_##T, mr, NV, kc, a, lda, ka, b, ldb, c, ldc, nr, add, NULL)              \
+        BY_ROWS(tile_##T##_##S, mr, MR, NV, kc, a, lda, ka, b, ldb, c, ldc, nr, add, NULL)    \
     }                                                                                         \
 }                                                                                             \
                                                                                               \
 /* b's strip of NR columns from j0, steps pc.. pc + kc, k-major and zero-padded, into dst */  \
-static void pack_b_##T(const T* b, int64_t brs, int64_t bcs, int64_t n, int64_t j0,           \
+static void pack_b_##T##_##S(const T* b, int64_t brs, int64_t bcs, int64_t n, int64_t j0,     \
                        int64_t pc, int64_t kc, T* restrict dst) {                             \
-    int64_t nr = n - j0 < NR_##T ? n - j0 : NR_##T;                                           \
+    int64_t nr = n - j0 < NR_##T##_##S ? n - j0 : NR_##T##_##S;                               \
     if (bcs == 1) {                                                                           \
         for (int64_t p = 0; p < kc; p++) {                                                    \
-            memcpy(dst + p * NR_##T, b + (pc + p) * brs + j0, nr * sizeof(T));                \
-            memset(dst + p * NR_##T + nr, 0, (NR_##T - nr) * sizeof(T));                      \
+            memcpy(dst + p * NR_##T##_##S, b + (pc + p) * brs + j0, nr * sizeof(T));          \
+            memset(dst + p * NR_##T##_##S + nr, 0, (NR_##T##_##S - nr) * sizeof(T));          \
         }                                                                                     \
         return;                                                                               \
     }                                                                                         \
-    for (int64_t j = 0; j < NR_##T; j++) {                                                    \
+    for (int64_t j = 0; j < NR_##T##_##S; j++) {                                              \
         const T* col = b + pc * brs + (j0 + j) * bcs;                                         \
-        for (int64_t p = 0; p < kc; p++) dst[p * NR_##T + j] = j < nr ? col[p * brs] : 0;     \
+        for (int64_t p = 0; p < kc; p++) dst[p * NR_##T##_##S + j] = j < nr ? col[p * brs] : 0; \
     }                                                                                         \
 }                                                                                             \
                                                                                               \
 /* a's strip of mr rows from i0, steps pc.. pc + kc, k-major (MR a step), into dst */         \
-static void pack_a_##T(const T* a, int64_t ars, int64_t acs, int64_t mr, int64_t i0,          \
+static void pack_a_##T##_##S(const T* a, int64_t ars, int64_t acs, int64_t mr, int64_t i0,    \
                        int64_t pc, int64_t kc, T* restrict dst) {                             \
     const T* at = a + i0 * ars + pc * acs;                                                    \
     if (ars == 1 && mr == MR) {                                                               \
@@ -197,7 +201,7 @@ static void pack_a_##T(const T* a, int64_t ars, int64_t acs, int64_t mr, int64_t
 /* a's strips s0.. s1 of MR rows (the last may have fewer), steps pc.. pc + kc, each k-major  \
  * at dst + s * MR * kcmax (pack_a_T); a column-major a (ars == 1) is read a step at a time   \
  * across PACK_GROUP full strips, along its contiguous columns */                             \
-static void pack_a_strips_##T(const T* a, int64_t ars, int64_t acs, int64_t m, int64_t s0,    \
+static void pack_a_strips_##T##_##S(const T* a, int64_t ars, int64_t acs, int64_t m, int64_t s0, \
                               int64_t s1, int64_t pc, int64_t kc, int64_t kcmax,              \
                               T* restrict dst) {                                              \
     if (ars == 1) {                                                                           \
@@ -214,13 +218,13 @@ static void pack_a_strips_##T(const T* a, int64_t ars, int64_t acs, int64_t m, i
     }                                                                                         \
     for (int64_t s = s0; s < s1; s++) {                                                       \
         int64_t i0 = s * MR;                                                                  \
-        pack_a_##T(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, dst + s * MR * kcmax); \
+        pack_a_##T##_##S(a, ars, acs, m - i0 < MR ? m - i0 : MR, i0, pc, kc, dst + s * MR * kcmax); \
     }                                                                                         \
 }                                                                                             \
                                                                                               \
-static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,    \
+static int gemm_##T##_##S(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs, \
                     const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                \
-    const int64_t nr_full = NR_##T;                                                           \
+    const int64_t nr_full = NR_##T##_##S;                                                     \
     int64_t nstrips = (n + nr_full - 1) / nr_full, mstrips = (m + MR - 1) / MR;               \
     int64_t kcmax = k < KC ? k : KC;                                                          \
     int pack_a = acs != 1;                                                                    \
@@ -237,11 +241,11 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
         int64_t s0 = mstrips * t / nt, s1 = mstrips * (t + 1) / nt;                           \
         int64_t r0 = by_rows ? s0 : 0, r1 = by_rows ? s1 : mstrips;                           \
         int64_t c0 = by_rows ? 0 : nstrips * t / nt, c1 = by_rows ? nstrips : nstrips * (t + 1) / nt; \
-        T bs[KC * NR_##T] __attribute__((aligned(64)));                                       \
+        T bs[KC * NR_##T##_##S] __attribute__((aligned(64)));                                 \
         for (int64_t pc = 0; pc < k; pc += KC) {                                              \
             int64_t kc = k - pc < KC ? k - pc : KC;                                           \
             if (pack_a) {                                                                     \
-                pack_a_strips_##T(a, ars, acs, m, s0, s1, pc, kc, kcmax, ap);                 \
+                pack_a_strips_##T##_##S(a, ars, acs, m, s0, s1, pc, kc, kcmax, ap);           \
                 if (!by_rows) { _Pragma("omp barrier") }                                      \
             }                                                                                 \
             for (int64_t js = c0; js < c1; js++) {                                            \
@@ -250,7 +254,7 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
                  * it (the copy hides behind that tile's multiply-adds), others beforehand */ \
                 int in_first = bcs == 1 && nr == nr_full && r1 > r0 && r1 - r0 <= FEW_STRIPS; \
                 if (!in_first)                                                                \
-                    pack_b_##T(b, brs, bcs, n, j0, pc, kc, bs);                               \
+                    pack_b_##T##_##S(b, brs, bcs, n, j0, pc, kc, bs);                         \
                 for (int64_t s = r0; s < r1; s++) {                                           \
                     int64_t i0 = s * MR, mr = m - i0 < MR ? m - i0 : MR;                      \
                     T* tile = c + i0 * ldc + j0;                                              \
@@ -259,9 +263,9 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
                     int64_t ldb = packing ? brs : nr_full;                                    \
                     T* pack = packing ? bs : NULL;                                            \
                     if (pack_a)                                                               \
-                        micro_##T(mr, kc, ap + s * MR * kcmax, 1, MR, bp, ldb, tile, ldc, nr, pc > 0, pack); \
+                        micro_##T##_##S(mr, kc, ap + s * MR * kcmax, 1, MR, bp, ldb, tile, ldc, nr, pc > 0, pack); \
                     else                                                                      \
-                        micro_##T(mr, kc, a + i0 * ars + pc, ars, 1, bp, ldb, tile, ldc, nr, pc > 0, pack); \
+                        micro_##T##_##S(mr, kc, a + i0 * ars + pc, ars, 1, bp, ldb, tile, ldc, nr, pc > 0, pack); \
                 }                                                                             \
             }                                                                                 \
             if (pack_a && !by_rows) { _Pragma("omp barrier") } /* the next block repacks a */ \
@@ -269,6 +273,22 @@ static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, in
     }                                                                                         \
     free(ap);                                                                                 \
     return 0;                                                                                 \
+}                                                                                             \
+                                                                                              \
+
+#define DEFINE_GEMM(T)                                                                        \
+typedef T vec_##T __attribute__((vector_size(VBYTES)));                                       \
+enum { W_##T = VBYTES / sizeof(T) };                                                          \
+DEFINE_SHAPE(T, wide, WIDE_MR, WIDE_NV)                                                       \
+DEFINE_SHAPE(T, narrow, NARROW_MR, NARROW_NV)                                                 \
+                                                                                              \
+/* c = a @ b by the wide shape from WIDE_COLUMNS columns where a's rows and b's rows are      \
+ * contiguous (read in place; packed, the narrow shape kept up), else the narrow one */       \
+static int gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_t acs,    \
+                    const T* b, int64_t brs, int64_t bcs, T* c, int64_t ldc) {                \
+    int wide = n >= WIDE_COLUMNS && acs == 1 && bcs == 1;                                     \
+    return (wide ? gemm_##T##_wide : gemm_##T##_narrow)(                                      \
+        m, n, k, a, ars, acs, b, brs, bcs, c, ldc);                                           \
 }                                                                                             \
                                                                                               \
 /* c = a @ b as dot products of a's rows with b's columns, both contiguous along k, in        \
@@ -336,7 +356,7 @@ int bc_gemm_##T(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars, int64_
         dots_##T(m, n, k, a, ars, b, bcs, c, ldc);                                            \
         return 0;                                                                             \
     }                                                                                         \
-    if (bcs != 1 && brs == 1 && acs == 1 && m < n && k >= TRANSPOSE_DEPTH) {                 \
+    if (bcs != 1 && brs == 1 && acs == 1 && m < n && k >= TRANSPOSE_DEPTH) {                  \
         /* c^T = b^T a^T into a row-major scratch [n, m], then transposed into c */           \
         T* ct = aligned_alloc(64, ((size_t)m * n * sizeof(T) + 63) / 64 * 64);                \
         if (ct == NULL)                                                                       \
