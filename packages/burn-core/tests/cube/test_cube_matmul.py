@@ -6,7 +6,6 @@ that no matmul ran on the host fallback."""
 from __future__ import annotations
 
 import itertools
-
 import warnings
 from collections.abc import Callable
 from types import SimpleNamespace
