@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,36 @@ def test_brief_spinning_while_the_copy_loads(user: tuple[str, str] | None,
     else:
         assert os.environ.get(user[0]) == user[1]
         assert inside == (user[1] if user[0] == "GOMP_SPINCOUNT" else None)
+
+
+def test_brief_spinning_from_threads_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads loading kernels at once (a device's first use from several) each see the
+    spin count set while inside, never fail restoring it, and leave nothing set."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    seen: list[str | None] = []
+    failures: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def load() -> None:
+        barrier.wait()
+        try:
+            for _ in range(200):
+                with openmp.brief_spinning():
+                    seen.append(os.environ.get("GOMP_SPINCOUNT"))
+        except BaseException as exc:  # (a KeyError restoring the variable)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=load) for _ in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+    assert len(seen) == 8 * 200 and set(seen) == {str(openmp.SPIN_COUNT)}
+    assert "GOMP_SPINCOUNT" not in os.environ

@@ -26,6 +26,7 @@ import hashlib
 import os
 import struct
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -158,19 +159,27 @@ def _make_copy(compiler: str, root: Path) -> Path | None:
 SPIN_COUNT = 30000
 
 
+#: Held while `brief_spinning` has the variable set: threads loading kernels at once (a
+#: device's first use from several) saw another's setting as the user's, or removed it twice
+#: (KeyError).
+_SPINNING = threading.RLock()
+
+
 @contextmanager
 def brief_spinning() -> Iterator[None]:
     """While a libgomp loads (it reads its environment once): idle OpenMP threads spin
     `SPIN_COUNT` times, then sleep, unless the user set ``OMP_WAIT_POLICY`` or
-    ``GOMP_SPINCOUNT``; the variable is restored at once."""
-    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
-        yield
-        return
-    os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
-    try:
-        yield
-    finally:
-        del os.environ["GOMP_SPINCOUNT"]
+    ``GOMP_SPINCOUNT``; the variable is restored at once. One thread at a time (the
+    environment is the process's)."""
+    with _SPINNING:
+        if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+            yield
+            return
+        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+        try:
+            yield
+        finally:
+            del os.environ["GOMP_SPINCOUNT"]
 
 
 def link_flags(folder: Path | None) -> tuple[str, ...]:
