@@ -51,12 +51,15 @@
 /* the micro-kernel's two shapes, MR rows x NV vectors of accumulators (MR x NV accumulators,
  * NV vectors of b and a broadcast must fit the vector registers: 32 with AVX-512, 16 with AVX2
  * or SSE, where 8 rows of 2 spilled: [64, 784] @ [784, 256] took 656 us at 8 rows, 377 at 6,
- * OpenBLAS 323, on an AVX2 EPYC). With AVX-512 a product of WIDE_COLUMNS columns or more runs
- * the wide shape, 6 x 4 (24 accumulators: fewer loads a multiply-add), others the narrow one,
- * 8 x 2, whose strips of at most one vector run 8 x 1 (against the narrow shape, median
- * ratios to torch's product, 1 thread, AVX-512: [64, 784] @ [784, 256] 1.06 -> 0.95, the weight
- * gradient [784, 64] @ [64, 256] 1.12 -> 1.01, [1024, 128] @ [128, 512] 1.21 -> 1.09; but
- * [64, 120] @ [120, 84] 1.42 -> 1.71, [4096, 150] @ [150, 16] 1.03 -> 1.25) */
+ * OpenBLAS 323, on an AVX2 EPYC). With AVX-512 a product of WIDE_COLUMNS columns or more
+ * whose operands' rows are contiguous runs the wide shape, 6 x 4 (24 accumulators: fewer
+ * loads a multiply-add), others the narrow one, 8 x 2, whose strips of at most one vector run
+ * 8 x 1. Median ratios to torch's product, narrow -> wide, 1 thread, AVX-512, in shuffled
+ * order: [64, 784] @ [784, 256] 1.05 -> 1.00, [1024, 128] @ [128, 512] 1.28 -> 1.12,
+ * [1024, 512] @ [512, 128] 1.15 -> 1.06, 512^3 1.10 -> 1.07, in float64 [1024, 512] @
+ * [512, 128] 1.32 -> 1.11; but with a packed column-major lhs [784, 64] @ [64, 256] 1.07 ->
+ * 1.12, [512, 1024] @ [1024, 128] 1.13 -> 1.19, and with fewer columns [64, 120] @ [120, 84]
+ * 1.51 -> 1.74, [4096, 150] @ [150, 16] 1.10 -> 1.28 */
 #if defined(__AVX512F__)
 #define WIDE_MR 6
 #define WIDE_NV 4
