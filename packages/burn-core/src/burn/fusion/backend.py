@@ -357,6 +357,14 @@ def _method(fusion: Fusion, op: OpDef,
     one_at = casts[0] if casts else 0
     pick = operator.itemgetter(*casts) if len(casts) > 1 else None
     # (`at_once`'s counting inlined: the call it saves was ~0.2 us an op in a training step)
+    # (What an op run at once costs here, measured on the H100's host with burn-bench's mlp
+    # step on cuda, 20 ops at once, as the ratio to the plain device's step with parts of
+    # the fusion backend's methods swapped out after warm-up: as is 1.095; this method made
+    # a bare forwarding closure 1.039, with only its counting 1.049, none of these methods
+    # 1.031, every op the inner backend's method 1.017. So the structure's key, its `lone`
+    # lookup and the checks around them cost ~5% of that step, about 2 us an op there: the
+    # bytecodes of this path, not the lookup's data (a lookup by the key's hash measured no
+    # faster). The cpu runtime's step, 1 thread: 1.043 as is, 1.010-1.016 with none.)
     stats, runtime = STATS, getattr(inner, "runtime", None)
 
     view = name in VIEWS
