@@ -418,3 +418,24 @@ def test_state_saved_from_a_float64_param_takes_a_float32_params_dtype(spec: str
         t_optimizer.step()
         assert narrow.dtype == burn.float32 and narrow.to_numpy().dtype == np.float32
         np.testing.assert_allclose(narrow.to_numpy(), t_narrow.detach().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("spec", EDGE_DEVICES)
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw_amsgrad", "rmsprop_centered"])
+def test_a_second_step_with_the_same_gradients_updates_again(spec: str, name: str) -> None:
+    """`step` twice with one `backward()` result updates twice, as torch's `step()` twice with
+    the same `.grad` does (the first update makes each param's value a new leaf)."""
+    config, torch_cls, kwargs, lr = CASES[name]
+    model, optim = Mlp(INIT, burn.Device(spec).autodiff()), config.init()
+    params = torch_params()
+    torch_optim = torch_cls(list(params.values()), lr=lr, **kwargs)
+    for step in range(3):
+        grads = burn_loss(model).backward()
+        torch_optim.zero_grad()
+        torch_loss(params).backward()
+        for repeat in range(2):
+            optim.step(lr, model, grads)
+            torch_optim.step()
+            assert_params(model, {k: v.detach().numpy() for k, v in params.items()},
+                          f"{name} step {step} repeat {repeat}")
+    assert len(GradientsParams.from_grads(grads, model)) == len(INIT)

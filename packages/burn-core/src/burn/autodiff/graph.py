@@ -111,10 +111,13 @@ class no_grad(ContextDecorator):  # noqa: N801 (named like torch.no_grad)
 class Gradients:
     """Gradients of the leaves that require grad, keyed by their node (inner primitives)."""
 
-    __slots__ = ("_grads",)
+    __slots__ = ("_grads", "by_param")
 
     def __init__(self, grads: dict[int, P] | None = None) -> None:
         self._grads = {} if grads is None else grads
+        #: the gradients optimizers took, by Param id (`burn.optim.grads.param_grad`): found
+        #: again once an update made the param's value a new leaf.
+        self.by_param: dict[int, Any] = {}
 
     def get(self, tensor: AutodiffTensor) -> P | None:
         """The gradient of `tensor` (a leaf that requires grad), or None."""

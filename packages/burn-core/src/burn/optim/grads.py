@@ -55,14 +55,20 @@ class GradientsParams(dict[int, Tensor]):
 
 def param_grad(param: Param, grads: Gradients) -> Tensor | None:
     """The gradient of `param` in `grads` (a tensor on its inner device), or None where it
-    has none or is not a trainable float param.
+    has none or is not a trainable float param. Kept in `grads` by the param's id, so the
+    same `grads` gives it again after an update made the param's value a new leaf: a second
+    `step` with them updates again, as torch's second `step()` with the same `.grad` does.
 
     Raises:
         AutodiffError: when a trainable float param is not on an autodiff device.
     """
-    if param.trainable and param.kind is Kind.FLOAT:
-        return param.grad(grads)
-    return None
+    if not param.trainable or param.kind is not Kind.FLOAT:
+        return None
+    grad = param.grad(grads)
+    if grad is None:
+        return grads.by_param.get(param.id)  # type: ignore[no-any-return]
+    grads.by_param[param.id] = grad
+    return grad
 
 
 def to_grads_params(grads: Gradients | GradientsParams, params: Params) -> GradientsParams:
