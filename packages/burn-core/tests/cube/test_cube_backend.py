@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -250,3 +251,24 @@ def test_cpu_tensors_from_data_start_on_a_cache_line(source: str) -> None:
         if storage.nbytes >= 1 << 16:
             assert storage.ctypes.data % 64 == 0
         np.testing.assert_array_equal(x.to_numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("name", DEVICES)
+@pytest.mark.parametrize("op,run", [
+    ("exp", lambda x, y: x.exp()),
+    ("add", lambda x, y: x + y),
+    ("add_scalar", lambda x, y: x + 1.0),
+    ("greater", lambda x, y: x > y),
+])
+def test_an_op_whose_result_the_device_cannot_hold_names_itself(
+        name: str, op: str, run: Callable[[burn.Tensor, burn.Tensor], burn.Tensor]) -> None:
+    """A broadcast view's elementwise result past the device's memory: AllocationError naming
+    the op (not the allocation under it), its shape and dtype; the device stays usable."""
+    x = burn.ones(1, 1024, 1024, device=name).expand((2**20, 1024, 1024))
+    y = burn.ones(1024, device=name)
+    with pytest.raises(AllocationError) as info:
+        run(x, y)
+    assert str(info.value).startswith(f"{op}:"), str(info.value)
+    assert info.value.details["shape"] == (2**20, 1024, 1024)
+    assert info.value.details["dtype"] in ("float32", "bool")
+    np.testing.assert_array_equal((y[:2] * 3).to_numpy(), [3.0, 3.0])

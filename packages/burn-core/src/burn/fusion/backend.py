@@ -181,7 +181,7 @@ class Fusion(Decorator):
         """Raise AllocationError, as the unfused op would at once (naming its user name),
         for a result of `op` larger than this machine's memory or than the device's fixed
         limits (`Runtime.fits`: wgpu's largest buffer, a GPU's memory)."""
-        name = op.name.removeprefix(f"{op.kind.value}_") if op.kind else op.name
+        name = op.user_name
         check_alloc(name, shape, dtype)
         inner: Any = self.inner
         runtime = getattr(inner, "runtime", None)

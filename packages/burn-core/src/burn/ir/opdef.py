@@ -68,6 +68,11 @@ class OpDef:
         set_(self, "list_at", tuple(i for i, p in enumerate(self.params) if p.many))
 
     @property
+    def user_name(self) -> str:
+        """The name users call it by, which its errors name ("add" for ``float_add``)."""
+        return self.name.removeprefix(f"{self.kind.value}_") if self.kind else self.name
+
+    @property
     def signature(self) -> str:
         """The signature text, e.g. ``float_add(lhs: T, rhs: T) -> T``."""
         params = ", ".join(f"{p.name}: {_param_text(p)}" for p in self.params)

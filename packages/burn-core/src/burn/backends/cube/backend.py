@@ -140,25 +140,30 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         return super().exported(x)
 
     # --- buffers and launches -------------------------------------------------------------
-    def empty(self, shape: Shape, dtype: DType) -> CubeTensor:
+    def empty(self, shape: Shape, dtype: DType, op: str = "empty") -> CubeTensor:
         """A new dense tensor (contents undefined; on the cpu and cuda, a pooled buffer of a
         dead tensor where one of that shape and dtype is free).
 
+        Args:
+            shape: its shape.
+            dtype: its dtype.
+            op: the op whose result it is, named by the AllocationError.
         Raises:
             AllocationError: the device is out of memory (the process stays usable).
         """
         cube = _CUBE_BY_ID.get(id(dtype))
         if cube is None:
             cube = _CUBE_BY_ID[id(dtype)] = cube_dtype("empty", dtype)
-        return self.alloc(shape if type(shape) is tuple else tuple(shape), dtype, cube)
+        return self.alloc(shape if type(shape) is tuple else tuple(shape), dtype, cube, op)
 
-    def alloc(self, shape: Shape, dtype: DType, cube: Any) -> CubeTensor:
+    def alloc(self, shape: Shape, dtype: DType, cube: Any, op: str = "empty") -> CubeTensor:
         """`empty` with the shape a tuple of ints and `cube` the burn-cube dtype of `dtype`
-        (the path of launches that know both)."""
+        (the path of launches that know both); `op` names the op its AllocationError is of
+        (the result of `add`: "add")."""
         try:
             return CubeTensor(self.runtime.empty(shape, cube), dtype)
         except Exception as exc:
-            raise self._allocation_error("empty", shape, dtype, exc) from exc
+            raise self._allocation_error(op, shape, dtype, exc) from exc
 
     def upload(self, data: np.ndarray) -> CubeTensor:
         """A device tensor holding a copy of host `data` (of a dtype this device holds).

@@ -29,7 +29,7 @@ def into_data(backend: Any, x: CubeTensor) -> np.ndarray:
 
 def full(backend: Any, shape: Shape, value: Any, dtype: DType) -> CubeTensor:
     """A new tensor of `shape` filled with `value` (ints wrap into `dtype`, as numpy casts)."""
-    out = backend.empty(tuple(shape), dtype)
+    out = backend.empty(tuple(shape), dtype, "full")
     if out.size:
         if dtype.is_float:
             host: Any = float(value)

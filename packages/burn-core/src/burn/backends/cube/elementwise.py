@@ -241,7 +241,7 @@ def run_elementwise(backend: Any, op: OpDef, args: tuple[Any, ...]) -> CubeTenso
         if len(plans) >= MAX_PLANS:
             plans.clear()
         plan = plans[tuple(key)] = _plan(backend, op, args)
-    out = backend.alloc(plan.shape, plan.dtype, plan.cube)
+    out = backend.alloc(plan.shape, plan.dtype, plan.cube, op.user_name)
     if plan.launch is not None:
         if numbers:
             arrays += [convert(value) for convert, value in zip(plan.numbers, numbers,
@@ -273,7 +273,7 @@ def _plan(backend: Any, op: OpDef, args: tuple[Any, ...]) -> _Launch:
     same = all(a.shape == shape for a in arrays)
     if not same:
         shape = tuple(int(d) for d in _broadcast(a.shape for a in arrays))
-    out = backend.empty(shape, spec.dtypes[-1])
+    out = backend.empty(shape, spec.dtypes[-1], op.user_name)
     plan = _Launch(out.shape, spec.dtypes[-1], out.array.dtype, converts, None)
     size = math.prod(shape)
     if size == 0:
@@ -327,7 +327,7 @@ def _method(op: OpDef) -> Callable[..., Any]:
     """The backend method of `op`: `run_elementwise`, with the planned launch of one or two
     tensors, a tensor and a number, or a tensor and a compile-time argument (a cast's dtype)
     looked up directly (the most frequent ops)."""
-    name, roles = op.name, _roles(op)
+    name, roles, user = op.name, _roles(op), op.user_name
 
     def method(self: Any, *args: Any) -> Any:
         return run_elementwise(self, op, args)
@@ -338,7 +338,7 @@ def _method(op: OpDef) -> Callable[..., Any]:
                                else layout_key(array)))
         if plan is None or plan.launch is None:
             return run_elementwise(self, op, (x,))
-        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        out = self.alloc(plan.shape, plan.dtype, plan.cube, user)
         plan.launch((array, out.array))
         return out
 
@@ -348,7 +348,7 @@ def _method(op: OpDef) -> Callable[..., Any]:
                                id(y.dtype), b.shape if b.base is None else layout_key(b)))
         if plan is None or plan.launch is None:
             return run_elementwise(self, op, (x, y))
-        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        out = self.alloc(plan.shape, plan.dtype, plan.cube, user)
         plan.launch((a, b, out.array))
         return out
 
@@ -358,7 +358,7 @@ def _method(op: OpDef) -> Callable[..., Any]:
                                else layout_key(array), None if value is None else True))
         if plan is None or plan.launch is None or value is None:
             return run_elementwise(self, op, (x, value))
-        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        out = self.alloc(plan.shape, plan.dtype, plan.cube, user)
         plan.launch((array, plan.numbers[0](value), out.array))
         return out
 
@@ -368,7 +368,7 @@ def _method(op: OpDef) -> Callable[..., Any]:
                                else layout_key(array), fixed))
         if plan is None or plan.launch is None:
             return run_elementwise(self, op, (x, fixed))
-        out = self.alloc(plan.shape, plan.dtype, plan.cube)
+        out = self.alloc(plan.shape, plan.dtype, plan.cube, user)
         plan.launch((array, out.array))
         return out
 
