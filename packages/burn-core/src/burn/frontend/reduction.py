@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from burn.dtype import DEFAULT_FLOAT, DType, Kind
 from burn.errors import ShapeError, ValueRangeError
@@ -165,8 +165,12 @@ class ReductionMixin(TensorBase):
         dims = tuple(range(len(shape))) if every_dim(dim) else norm_dims(
             "var", cast("int | Iterable[int]", dim), len(shape), scalar=True)
         dims = dims if shape else ()
-        diff = self - self.mean(dims, keepdim=True)
         n = math.prod(shape[d] for d in dims)
+        bk: Any = self._bk
+        if dims and n and bk.is_autodiff:  # (one node, torch's backward rule: `var_dims`)
+            out = self._wrap(bk.var_dims(self._prim, tuple(sorted(dims)), correction))
+            return out if keepdim else out.squeeze_dims(sorted(dims))
+        diff = self - self.mean(dims, keepdim=True)
         total = (diff * diff).sum(dims, keepdim=keepdim)
         return total / float(max(n - correction, 0))
 

@@ -1,10 +1,11 @@
 """Composites of several inner ops recorded as one node with a direct backward rule: the cross
-entropy of logits and a target distribution. The frontend (`functional.loss`) calls it on
-Autodiff instead of chaining tracked ops.
+entropy of logits and a target distribution, and the variance. The frontend
+(`functional.loss`, `Tensor.var`) calls them on Autodiff instead of chaining tracked ops.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from burn.autodiff.ops.common import OpsBase, record, save, tracked
@@ -50,3 +51,38 @@ class CompositeOps(OpsBase):
                 dq = inner.float_neg(inner.float_mul(g, lp))
             return dx, dq
         return record(out, (x, q), fn, (logp, save(q) if need_x else None))
+
+    def var_dims(self, x: T, dims: tuple[int, ...], correction: int) -> T:
+        """sum((x - mean(x, dims))**2, dims) / max(n - correction, 0), `dims` kept with size
+        1, as one node with torch's direct rule dx = g 2 (x - mean) / (n - correction): its
+        divisor is not clamped, so where n <= correction the gradient is finite or infinite
+        as torch's (the chain of ops through the mean gave NaN).
+
+        Args:
+            x: a float tensor.
+            dims: the reduced dims (non-negative, distinct, at least one).
+            correction: subtracted from the number of reduced elements n.
+        Returns:
+            the variance, `x`'s shape with size 1 at `dims`.
+        """
+        inner = self.inner
+        xp = x.primitive
+        shape = inner.shape(xp)
+        n = math.prod(shape[d] for d in dims)
+        mean = xp
+        for d in dims:
+            mean = inner.float_mean_dim(mean, d)
+        diff = inner.float_sub(xp, mean)
+        out = inner.float_mul(diff, diff)
+        for d in dims:
+            out = inner.float_sum_dim(out, d)
+        out = inner.float_div_scalar(out, float(max(n - correction, 0)))
+        if not tracked(x):
+            return AutodiffTensor(out)
+
+        def fn(g: P, saved: tuple[P]) -> tuple[P]:
+            (centered,) = saved
+            scaled = inner.float_div_scalar(inner.float_mul_scalar(centered, 2.0),
+                                            float(n - correction))
+            return (inner.float_mul(scaled, g),)
+        return record(out, (x,), fn, (diff,))
