@@ -168,8 +168,9 @@ class ReductionMixin(TensorBase):
         n = math.prod(shape[d] for d in dims)
         bk: Any = self._bk
         if dims and n and bk.is_autodiff:  # (one node, torch's backward rule: `var_dims`)
-            out = self._wrap(bk.var_dims(self._prim, tuple(sorted(dims)), correction))
-            return out if keepdim else out.squeeze_dims(sorted(dims))
+            reduced = tuple(sorted(dims))
+            out = self._wrap(bk.var_dims(self._prim, reduced, correction))
+            return out if keepdim else out.squeeze_dims(reduced)
         diff = self - self.mean(dims, keepdim=True)
         total = (diff * diff).sum(dims, keepdim=keepdim)
         return total / float(max(n - correction, 0))

@@ -57,6 +57,8 @@ class OpDef:
     #: positions of the single (maybe optional) tensor parameters and of the tensor lists.
     tensor_at: tuple[int, ...] = field(init=False, repr=False)
     list_at: tuple[int, ...] = field(init=False, repr=False)
+    #: the name users call it by, which its errors name ("add" for ``float_add``).
+    user_name: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -66,11 +68,8 @@ class OpDef:
         set_(self, "tensor_at",
              tuple(i for i, p in enumerate(self.params) if p.is_tensor and not p.many))
         set_(self, "list_at", tuple(i for i, p in enumerate(self.params) if p.many))
-
-    @property
-    def user_name(self) -> str:
-        """The name users call it by, which its errors name ("add" for ``float_add``)."""
-        return self.name.removeprefix(f"{self.kind.value}_") if self.kind else self.name
+        set_(self, "user_name",
+             self.name.removeprefix(f"{self.kind.value}_") if self.kind else self.name)
 
     @property
     def signature(self) -> str:
