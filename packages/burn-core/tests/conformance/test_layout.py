@@ -164,11 +164,19 @@ OPS: dict[str, list[V]] = {
         V(((4, 5),), lambda x: x.tril(), lambda x: x.tril()),
         V(((2, 3, 3),), lambda x: x.tril(1), lambda x: x.tril(1)),
         V(((3, 4),), lambda x: x.tril(-1), lambda x: x.tril(-1)),
+        V(((3, 4),), lambda x: x.tril(2**62), lambda x: x.tril(2**62)),  # past the matrix
+        V(((3, 4),), lambda x: x.tril(-2**62), lambda x: x.tril(-2**62)),
+        V(((2, 0, 3),), lambda x: x.tril(1), lambda x: x.tril(1)),
+        V(((4, 3),), lambda x: x.swap_dims(0, 1).tril(1), lambda x: x.T.tril(1)),
     ],
     "triu": [
         V(((4, 5),), lambda x: x.triu(), lambda x: x.triu()),
         V(((2, 3, 3),), lambda x: x.triu(1), lambda x: x.triu(1)),
         V(((3, 4),), lambda x: x.triu(-1), lambda x: x.triu(-1)),
+        V(((3, 4),), lambda x: x.triu(2**62), lambda x: x.triu(2**62)),
+        V(((3, 4),), lambda x: x.triu(-2**62), lambda x: x.triu(-2**62)),
+        V(((3, 0),), lambda x: x.triu(), lambda x: x.triu()),
+        V(((4, 3),), lambda x: x.swap_dims(0, 1).triu(-1), lambda x: x.T.triu(-1)),
     ],
     "cat": [
         V(((2, 3), (4, 3)), lambda a, b: burn.cat([a, b]), lambda a, b: torch.cat([a, b])),

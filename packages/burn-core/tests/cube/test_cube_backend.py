@@ -3,6 +3,7 @@ moves between devices, and the host fallback's bookkeeping (cpu and wgpu)."""
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 from collections.abc import Callable
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 import burn
+import burn.functional as F
 from burn.backends.cube import CubeTensor
 from burn.errors import AllocationError, UnsupportedDTypeError
 
@@ -272,3 +274,29 @@ def test_an_op_whose_result_the_device_cannot_hold_names_itself(
     assert info.value.details["shape"] == (2**20, 1024, 1024)
     assert info.value.details["dtype"] in ("float32", "bool")
     np.testing.assert_array_equal((y[:2] * 3).to_numpy(), [3.0, 3.0])
+
+
+@pytest.mark.parametrize("name", DEVICES)
+@pytest.mark.parametrize("op,run", [
+    ("cumsum", lambda x: x.cumsum(2)),
+    ("cat", lambda x: burn.cat([x, x], 0)),
+    ("flip", lambda x: x.flip((0,))),
+    ("reshape", lambda x: x.reshape((-1,))),
+    ("softmax", lambda x: F.softmax(x, 2)),
+    ("conv", lambda x: F.conv2d(
+        burn.ones(1, 1, 1024, 1024, device=x.device).expand((2**20, 1, 1024, 1024)),
+        burn.ones(1, 1, 1, 1, device=x.device))),
+    ("tril", lambda x: x.tril()),
+])
+def test_an_op_whose_buffer_the_device_cannot_hold_names_itself(
+        name: str, op: str, run: Callable[[burn.Tensor], burn.Tensor]) -> None:
+    """Ops other than the elementwise ones (scans, copies, row kernels, a convolution's
+    product): AllocationError naming the op the user called, not the allocation under it
+    ("empty") or an op it is built on ("matmul" under a convolution); the device stays
+    usable."""
+    x = burn.ones(1, 1024, 1024, device=name).expand((2**20, 1024, 1024))
+    with pytest.raises(AllocationError) as info:
+        run(x)
+    assert str(info.value).startswith(f"{op}:"), str(info.value)
+    assert math.prod(info.value.details["shape"]) >= 2**40
+    np.testing.assert_array_equal((x[:1, :1, :2] * 3).to_numpy(), [[[3.0, 3.0]]])

@@ -12,7 +12,7 @@ from burn.frontend.tensor import Tensor
 from burn.frontend.validation import check_alloc, shape_arg
 
 
-def _tri_mask(op: str, shape: tuple[int, ...], offset: int, part: Literal["u", "l", "d"],
+def tri_mask(op: str, shape: tuple[int, ...], offset: int, part: Literal["u", "l", "d"],
               device: DeviceLike) -> Tensor:
     """Bool mask of `shape` (>= 2 dims; broadcast over the leading ones), true *outside* the
     kept part (upper / lower triangle or diagonal at `offset`), as Burn."""
@@ -20,6 +20,9 @@ def _tri_mask(op: str, shape: tuple[int, ...], offset: int, part: Literal["u", "
     if len(dims) < 2:
         raise ShapeError(op, "need at least 2 dims", shape=dims)
     check_alloc(op, dims, DType.bool)
+    # (an offset past the matrix marks what the nearest one inside does: none of its
+    # diagonals, all of one side; kept within int64 for the comparison)
+    offset = max(-dims[-2], min(dims[-1], offset))
     rows = arange(dims[-2], device=device).reshape(dims[-2], 1)
     cols = arange(dims[-1], device=device).reshape(1, dims[-1])
     diff = rows - (cols - offset)  # 0 on the offset diagonal, < 0 above it
@@ -34,7 +37,7 @@ def triu_mask(shape: tuple[int, ...], offset: int = 0, device: DeviceLike = None
     Raises:
         ShapeError: for fewer than 2 dims.
     """
-    return _tri_mask("triu_mask", shape, offset, "u", device)
+    return tri_mask("triu_mask", shape, offset, "u", device)
 
 
 def tril_mask(shape: tuple[int, ...], offset: int = 0, device: DeviceLike = None) -> Tensor:
@@ -44,7 +47,7 @@ def tril_mask(shape: tuple[int, ...], offset: int = 0, device: DeviceLike = None
     Raises:
         ShapeError: for fewer than 2 dims.
     """
-    return _tri_mask("tril_mask", shape, offset, "l", device)
+    return tri_mask("tril_mask", shape, offset, "l", device)
 
 
 def diag_mask(shape: tuple[int, ...], offset: int = 0, device: DeviceLike = None) -> Tensor:
@@ -53,7 +56,7 @@ def diag_mask(shape: tuple[int, ...], offset: int = 0, device: DeviceLike = None
     Raises:
         ShapeError: for fewer than 2 dims.
     """
-    return _tri_mask("diag_mask", shape, offset, "d", device)
+    return tri_mask("diag_mask", shape, offset, "d", device)
 
 
 def cartesian_grid(shape: tuple[int, ...], device: DeviceLike = None) -> Tensor:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from burn.dtype import DType
 from burn.errors import BurnIndexError, DTypeError, ShapeError, ValueRangeError
 from burn.frontend.base import TensorBase
 from burn.frontend.validation import (
@@ -524,10 +523,10 @@ class LayoutMixin(TensorBase):
         if len(shape) < 2:
             raise ShapeError(op, "need at least 2 dims", shape=shape)
         (diagonal,) = _ints(op, (diagonal,))  # tril(0.5) kept everything: np.tri's k=0.5
-        keep = np.tri(shape[-2], shape[-1], k=diagonal, dtype=bool)
-        if not lower:
-            keep = ~np.tri(shape[-2], shape[-1], k=diagonal - 1, dtype=bool)
-        mask = self._wrap(self._bk.bool_from_data(~keep, self._device), DType.bool)
+        from burn.frontend.grids import tri_mask  # (grids builds on this module)
+
+        # (the mask compared on the device from two aranges, read as a broadcast view)
+        mask = tri_mask(op, shape, diagonal, "l" if lower else "u", self._device)
         return self.mask_fill(mask, False if self._k == "bool_" else 0)  # type: ignore[attr-defined]
 
     def tril(self, diagonal: int = 0) -> Tensor:

@@ -7,8 +7,11 @@ kernel for yet runs on the host NumPy backend (`fallback.py`), counted in `fallb
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
+import os
+import sys
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -40,6 +43,49 @@ from .random import CubeRandomOps
 from .reduction import CubeReductionOps
 from .sort import CubeSortOps
 from .tensor import CubeTensor, Shape, host_view, layout_key, strided_storage
+
+#: Where burn's modules are: `calling_op` names the op of a burn frame only.
+_BURN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: Frames a stack walk for the op a user called stops at: a fusion stream running its
+#: pending ops (the ops recorded there name their own results' allocations).
+_STREAM_FILE = os.path.join(_BURN_DIR, "fusion", "stream.py")
+
+
+def calling_op(default: str) -> str:
+    """The op a user called, from the calling stack: the outermost frame of burn's code named
+    as an op (a frontend method such as ``cumsum``, or an op-table method such as
+    ``float_cat``, by its `OpDef.user_name`), else `default`; the walk stops at a fusion
+    stream's flush. Run on the error path only: an allocation under an op that failed (a
+    product's buffer under ``conv``: ``conv``; a copy under a ``reshape``: ``reshape``).
+
+    Args:
+        default: the name to keep where no op's frame is on the stack.
+    Returns:
+        That op's user name.
+    """
+    names = _op_names()
+    found = default
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == _STREAM_FILE:
+            break
+        name = names.get(code.co_name)
+        if name is not None and code.co_filename.startswith(_BURN_DIR):
+            found = name
+        frame = frame.f_back
+    return found
+
+
+@functools.cache
+def _op_names() -> dict[str, str]:
+    """Op user names by the names of the functions that run them (op-table methods, and the
+    user names themselves: frontend methods), but ``empty``: the backend's allocation, under
+    the op whose result it is (an empty tensor's own op is the default)."""
+    names = {**{op.user_name: op.user_name for op in OPS.values()},
+             **{name: op.user_name for name, op in OPS.items()}}
+    return {name: user for name, user in names.items() if user != "empty"}
+
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
 CUBE_DIM = 256
@@ -194,6 +240,7 @@ class CubeBackend(CubeReductionOps, CubeCumulativeOps, CubeSortOps, CubeIndexing
         if not isinstance(exc, MemoryError | KernelError) and \
                 "OutOfMemory" not in type(exc).__name__:
             return exc
+        op = calling_op(op)
         return AllocationError(op, "cannot allocate on the device", shape=tuple(shape),
                                dtype=dtype.value, device=str(self.device), reason=str(exc)[:200])
 
