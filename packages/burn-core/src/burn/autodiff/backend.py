@@ -48,7 +48,8 @@ def _delegate(op: OpDef) -> Callable[..., Any]:
         if dev is not None:
             args = (*args[:dev], args[dev].inner(), *args[dev + 1:])
         if float_at:
-            args = tuple(a.primitive if type(a) is AutodiffTensor else a for a in args)
+            # (a list: a generator into tuple() cost ~0.4 us more a call)
+            args = [a.primitive if type(a) is AutodiffTensor else a for a in args]  # type: ignore[assignment]
         out = getattr(self.inner, name)(*args)
         return _wrap(out) if floats_out else out
 
