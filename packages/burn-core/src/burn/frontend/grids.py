@@ -13,9 +13,23 @@ from burn.frontend.validation import check_alloc, shape_arg
 
 
 def tri_mask(op: str, shape: tuple[int, ...], offset: int, part: Literal["u", "l", "d"],
-              device: DeviceLike) -> Tensor:
+             device: DeviceLike) -> Tensor:
     """Bool mask of `shape` (>= 2 dims; broadcast over the leading ones), true *outside* the
-    kept part (upper / lower triangle or diagonal at `offset`), as Burn."""
+    kept part (upper / lower triangle or diagonal at `offset`), as Burn; compared on the
+    device from two aranges and read as a broadcast view (no memory of the mask's size).
+
+    Args:
+        op: the op named by errors (``tril`` for `Tensor.tril`'s mask).
+        shape: the mask's shape.
+        offset: the diagonal (positive above the main one).
+        part: the kept part: "u" upper, "l" lower, "d" the diagonal.
+        device: where the mask is made.
+    Returns:
+        The mask.
+    Raises:
+        ShapeError: for fewer than 2 dims.
+        AllocationError: for a mask larger than this machine's memory.
+    """
     dims = shape_arg(op, shape)
     if len(dims) < 2:
         raise ShapeError(op, "need at least 2 dims", shape=dims)
