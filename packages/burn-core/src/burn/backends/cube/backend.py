@@ -44,8 +44,9 @@ from .reduction import CubeReductionOps
 from .sort import CubeSortOps
 from .tensor import CubeTensor, Shape, host_view, layout_key, strided_storage
 
-#: Where burn's modules are: `calling_op` names the op of a burn frame only.
-_BURN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: Where burn's modules are, with the separator (installed beside it, burn_cube's and
+#: burn_vision's paths share the bare prefix): `calling_op` names the op of a burn frame only.
+_BURN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 #: Frames a stack walk for the op a user called stops at: a fusion stream running its
 #: pending ops (the ops recorded there name their own results' allocations).
 _STREAM_FILE = os.path.join(_BURN_DIR, "fusion", "stream.py")
