@@ -323,17 +323,20 @@ def test_an_op_whose_result_the_device_cannot_hold_names_itself(
     ("flip", lambda x: x.flip((0,))),
     ("reshape", lambda x: x.reshape((-1,))),
     ("softmax", lambda x: F.softmax(x, 2)),
-    ("conv", lambda x: F.conv2d(
+    ("conv2d", lambda x: F.conv2d(
         burn.ones(1, 1, 1024, 1024, device=x.device).expand((2**20, 1, 1024, 1024)),
         burn.ones(1, 1, 1, 1, device=x.device))),
     ("tril", lambda x: x.tril()),
+    ("sort", lambda x: x.sort(2)),
+    ("repeat", lambda x: x.repeat((1, 1, 2))),
+    ("max_pool2d", lambda x: F.max_pool2d(x.unsqueeze(1), 1)),
 ])
 def test_an_op_whose_buffer_the_device_cannot_hold_names_itself(
         name: str, op: str, run: Callable[[burn.Tensor], burn.Tensor]) -> None:
     """Ops other than the elementwise ones (scans, copies, row kernels, a convolution's
     product): AllocationError naming the op the user called, not the allocation under it
-    ("empty") or an op it is built on ("matmul" under a convolution); the device stays
-    usable."""
+    ("empty") or an op it is built on ("matmul" under a convolution, "sort_with_indices"
+    under sort); the device stays usable."""
     x = burn.ones(1, 1024, 1024, device=name).expand((2**20, 1024, 1024))
     with pytest.raises(AllocationError) as info:
         run(x)

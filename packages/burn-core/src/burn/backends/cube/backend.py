@@ -54,10 +54,11 @@ _STREAM_FILE = os.path.join(_BURN_DIR, "fusion", "stream.py")
 
 def calling_op(default: str) -> str:
     """The op a user called, from the calling stack: the outermost frame of burn's code named
-    as an op (a frontend method such as ``cumsum``, or an op-table method such as
-    ``float_cat``, by its `OpDef.user_name`), else `default`; the walk stops at a fusion
-    stream's flush. Run on the error path only: an allocation under an op that failed (a
-    product's buffer under ``conv``: ``conv``; a copy under a ``reshape``: ``reshape``).
+    as an op (a public function or `Tensor` method such as ``cumsum`` or ``max_pool2d``, or an
+    op-table method such as ``float_cat``, by its `OpDef.user_name`), else `default`; the
+    walk stops at a fusion stream's flush. Run on the error path only: an allocation under an
+    op that failed (a product's buffer under ``conv2d``: ``conv2d``; a copy under a
+    ``reshape``: ``reshape``).
 
     Args:
         default: the name to keep where no op's frame is on the stack.
@@ -80,11 +81,19 @@ def calling_op(default: str) -> str:
 
 @functools.cache
 def _op_names() -> dict[str, str]:
-    """Op user names by the names of the functions that run them (op-table methods, and the
-    user names themselves: frontend methods), but ``empty``: the backend's allocation, under
-    the op whose result it is (an empty tensor's own op is the default)."""
+    """Op user names by the names of the functions that run them: the public API's (`Tensor`
+    methods, `burn`'s and `burn.functional`'s functions: ``sort``, ``max_pool2d``, ``conv2d``,
+    by their own names; not ``backward``, under which the failing op of the backward pass is
+    named), op-table methods by their user names; not ``empty``: the backend's allocation,
+    under the op whose result it is (an empty tensor's own op is the default)."""
+    import burn
+    import burn.functional as functional
+
+    api = {name for space in (burn.Tensor, burn, functional) for name in dir(space)
+           if not name.startswith("_") and callable(getattr(space, name))} - {"backward"}
     names = {**{op.user_name: op.user_name for op in OPS.values()},
-             **{name: op.user_name for name, op in OPS.items()}}
+             **{name: op.user_name for name, op in OPS.items()},
+             **{name: name for name in api}}
     return {name: user for name, user in names.items() if user != "empty"}
 
 
