@@ -7,11 +7,8 @@ kernel for yet runs on the host NumPy backend (`fallback.py`), counted in `fallb
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
-import os
-import sys
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -19,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from burn.backend.calling_op import calling_op
 from burn.backend.protocol import Backend
 from burn.device import Device
 from burn.dtype import DType, from_numpy
@@ -43,59 +41,6 @@ from .random import CubeRandomOps
 from .reduction import CubeReductionOps
 from .sort import CubeSortOps
 from .tensor import CubeTensor, Shape, host_view, layout_key, strided_storage
-
-#: Where burn's modules are, with the separator (installed beside it, burn_cube's and
-#: burn_vision's paths share the bare prefix): `calling_op` names the op of a burn frame only.
-_BURN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
-#: Frames a stack walk for the op a user called stops at: a fusion stream running its
-#: pending ops (the ops recorded there name their own results' allocations).
-_STREAM_FILE = os.path.join(_BURN_DIR, "fusion", "stream.py")
-
-
-def calling_op(default: str) -> str:
-    """The op a user called, from the calling stack: the outermost frame of burn's code named
-    as an op (a public function or `Tensor` method such as ``cumsum`` or ``max_pool2d``, or an
-    op-table method such as ``float_cat``, by its `OpDef.user_name`), else `default`; the
-    walk stops at a fusion stream's flush. Run on the error path only: an allocation under an
-    op that failed (a product's buffer under ``conv2d``: ``conv2d``; a copy under a
-    ``reshape``: ``reshape``).
-
-    Args:
-        default: the name to keep where no op's frame is on the stack.
-    Returns:
-        That op's user name.
-    """
-    names = _op_names()
-    found = default
-    frame: types.FrameType | None = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_filename == _STREAM_FILE:
-            break
-        name = names.get(code.co_name)
-        if name is not None and code.co_filename.startswith(_BURN_DIR):
-            found = name
-        frame = frame.f_back
-    return found
-
-
-@functools.cache
-def _op_names() -> dict[str, str]:
-    """Op user names by the names of the functions that run them: the public API's (`Tensor`
-    methods, `burn`'s and `burn.functional`'s functions: ``sort``, ``max_pool2d``, ``conv2d``,
-    by their own names; not ``backward``, under which the failing op of the backward pass is
-    named), op-table methods by their user names; not ``empty``: the backend's allocation,
-    under the op whose result it is (an empty tensor's own op is the default)."""
-    import burn
-    import burn.functional as functional
-
-    api = {name for space in (burn.Tensor, burn, functional) for name in dir(space)
-           if not name.startswith("_") and callable(getattr(space, name))} - {"backward"}
-    names = {**{op.user_name: op.user_name for op in OPS.values()},
-             **{name: op.user_name for name, op in OPS.items()},
-             **{name: name for name in api}}
-    return {name: user for name, user in names.items() if user != "empty"}
-
 
 #: Units per cube of the 1-d kernels (elementwise, copies, fills).
 CUBE_DIM = 256

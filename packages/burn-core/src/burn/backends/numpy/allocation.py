@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from burn.backend.calling_op import calling_op
 from burn.backend.protocol import Backend, ModuleOps
 from burn.errors import AllocationError
 
@@ -64,8 +65,8 @@ def _guarded(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
             return method(*args, **kwargs)
         except AllocationError:
             raise  # an inner op's, naming that op
-        except MemoryError as exc:
-            raise allocation_error(op, exc) from exc
+        except MemoryError as exc:  # (naming the op the user called: `sort`, not the method)
+            raise allocation_error(calling_op(op), exc) from exc
 
     setattr(guarded, GUARDED, True)
     return guarded

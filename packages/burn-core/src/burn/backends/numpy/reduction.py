@@ -182,16 +182,21 @@ def _sum_along(x: Array, dim: int) -> Array:
 
 
 def _softmax(self: Any, x: Array, dim: int) -> Array:
-    """exp(x - max) / sum along `dim` in one buffer (max, subtract, exp and divide in place)."""
-    out = np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf))
+    """exp(x - max) / sum along `dim` in one buffer (max, subtract, exp and divide in place),
+    allocated first: a result past memory fails before the max is reduced (over a broadcast
+    view of terabytes, minutes)."""
+    out = np.empty(x.shape, x.dtype)
+    np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf), out=out)
     np.exp(out, out=out)
     out /= _sum_along(out, dim)
     return out
 
 
 def _log_softmax(self: Any, x: Array, dim: int) -> Array:
-    """(x - max) - log(sum(exp(x - max))) along `dim`."""
-    out = np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf))
+    """(x - max) - log(sum(exp(x - max))) along `dim` (its buffer allocated first, as
+    `_softmax`'s)."""
+    out = np.empty(x.shape, x.dtype)
+    np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True, initial=-np.inf), out=out)
     out -= np.log(_sum_along(np.exp(out), dim))
     return out
 
