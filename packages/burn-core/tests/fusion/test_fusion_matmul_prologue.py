@@ -106,6 +106,30 @@ def test_a_held_prologue_result_is_written_first(base: str,
     assert launches == 2
 
 
+@pytest.mark.usefixtures("fuse_small_blocks")
+@pytest.mark.parametrize("shape", [(16, 16), (3, 1, 1)])
+def test_a_result_before_the_product_read_after_it_is_written(base: str,
+                                                              shape: tuple[int, ...]) -> None:
+    """Elementwise results recorded before a product, of its shape (in its block), that no
+    handle holds and only ops after the product read (its epilogue, and an op beside it, as
+    a backward pass records them): they are written before the product runs (on GPU
+    runtimes those ops raised KeyError: the block's ops before the product wrote only its
+    operands); values as torch's, twice (planned, then from the plan)."""
+    dev = f"{base}+fusion"
+    xd, wd, vd = data(shape, shape, shape, seed=23)
+    x, w, v = (burn.tensor(a, device=dev) for a in (xd, wd, vd))
+    tx, tw, tv = (torch.from_numpy(a) for a in (xd, wd, vd))
+    tq, tproduct = tv * 3.0, (tx * 2.0).exp() @ tw
+    for _ in range(2):
+        q = v * 3.0  # (not an operand)
+        product = (x * 2.0).exp() @ w
+        summed, beside = product + q, q.sigmoid() * v
+        del q
+        check(beside, tq.sigmoid() * tv, rtol=1e-4)
+        check(summed, tproduct + tq, rtol=1e-4)
+        check(product, tproduct, rtol=1e-4)
+
+
 def test_a_product_of_rank_four_reads_its_prologue_from_memory(
         base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Batch dims the kernel merges (rank 4) take no prologue: the ops run first."""

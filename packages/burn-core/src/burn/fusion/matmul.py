@@ -197,11 +197,11 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         plan = cell.plan = _plan(inner, block, values, needed)
     elif type(plan) is Fused:
         STATS.cache_hits += 1
-    if type(plan) is Split:
-        operands = {a.id for a in block[plan.at].args}
-        values.update(run_block(inner, block[:plan.at], values, needed | operands,
-                                plan.prologue))
-        return run_matmul(inner, block[plan.at:], values, needed, plan.rest)
+    if type(plan) is Split:  # (the prologue writes what the product and epilogue read)
+        rest = block[plan.at:]
+        read = {a.id for r in rest for a in r.args if type(a) is TensorIR}
+        values.update(run_block(inner, block[:plan.at], values, needed | read, plan.prologue))
+        return run_matmul(inner, rest, values, needed, plan.rest)
     if type(plan) is Unfused:
         lhs, rhs = (values[a.id] for a in block[0].args)
         return _unfused(inner, block, lhs, rhs, values, needed, plan.epilogue)
