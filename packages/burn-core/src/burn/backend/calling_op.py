@@ -9,8 +9,6 @@ import os
 import sys
 import types
 
-from burn.ir import OPS
-
 #: Where burn's modules are, with the separator (installed beside it, burn_cube's and
 #: burn_vision's paths share the bare prefix): `calling_op` names the op of a burn frame only.
 _BURN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -55,6 +53,7 @@ def _op_names() -> dict[str, str]:
     under the op whose result it is (an empty tensor's own op is the default)."""
     import burn
     import burn.functional as functional
+    from burn.ir import OPS  # (the op table loads with the first error, not the first op)
 
     api = {name for space in (burn.Tensor, burn, functional) for name in dir(space)
            if not name.startswith("_") and callable(getattr(space, name))} - {"backward"}
