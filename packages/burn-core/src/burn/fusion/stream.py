@@ -243,7 +243,7 @@ class Stream:
 
     def reads_view(self, handle: FusionTensor) -> bool:
         """Whether `handle` is the pending result of a recorded view (`VIEWS`): not
-        contiguous (an expand, a permute), so a reshape of it may copy it."""
+        contiguous (an expand, a permute), so a reshape of it copies it."""
         with self.lock:  # (another thread's flush empties `pending`, then `position`)
             at = self.position.get(handle.id)
             return at is not None and self.pending[at].op.name in VIEWS

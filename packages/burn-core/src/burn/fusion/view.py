@@ -15,9 +15,8 @@ from burn.ir import TensorIR
 
 VIEWS = tuple(f"{kind}_{name}" for kind in ("float", "int", "bool")
               for name in ("reshape", "expand", "swap_dims", "permute"))
-#: The views that may copy (the cube backends' reshape, of a view whose strides do not allow
-#: the new shape: `backends.cube.layout.view_strides`): recorded reading a pending view
-#: (`Stream.reads_view`), their result is checked for room as a computed one.
+#: The views that copy a tensor not contiguous (the cube backends' reshape): recorded reading
+#: a pending view (`Stream.reads_view`), their result is checked for room as a computed one.
 RESHAPES = tuple(f"{kind}_reshape" for kind in ("float", "int", "bool"))
 
 
