@@ -62,46 +62,6 @@ def test_layout_ops_are_views_of_the_same_storage(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", DEVICES)
-@pytest.mark.parametrize("view,shape,in_place", [
-    ("transposed", (1, 4, 1, 3), True),      # size-1 dims added
-    ("transposed", (4, 3, 1), True),
-    ("transposed", (12,), False),            # its dims do not chain: torch copies too
-    ("stepped", (2, 3, 1, 2), True),         # a stepped last dim stays stepped
-    ("stepped", (6, 2), True),               # rows merged: their strides chain
-    ("stepped", (12,), True),                # rows 12 apart, steps of 2: one progression
-    ("stepped_rows", (12,), False),          # rows 24 apart: not one
-    ("expanded", (5, 1, 2, 1, 6), True),     # a broadcast dim kept as one
-    ("expanded", (10, 6), False),            # merged with the dim under it: a copy
-    ("row_slice", (4, 6), True),             # dense from an offset: a view of the slice
-    ("row_slice", (24,), True),
-    ("squeezable", (2, 6), True),            # size-1 dims of any stride dropped
-])
-def test_reshape_is_a_view_where_the_layout_allows_one(name: str, view: str,
-                                                       shape: tuple[int, ...],
-                                                       in_place: bool) -> None:
-    """Reshapes (unsqueeze, squeeze, flatten) of views: a view of the same storage where
-    torch's `view` would give one, a dense copy otherwise; values equal torch's either way."""
-    data = np.arange(48, dtype=np.float32).reshape(4, 12)
-    x, ref = burn.tensor(data, device=name), torch.from_numpy(data)
-    views = {
-        "transposed": (lambda t: t[:3, :4].transpose(0, 1)),
-        "stepped": (lambda t: t[:2, ::2].reshape(2, 3, 2)),
-        "stepped_rows": (lambda t: t[::2, ::2].reshape(2, 3, 2)),
-        "expanded": (lambda t: t[:1, :].reshape(1, 2, 6).expand(5, 2, 6)),
-        "row_slice": (lambda t: t[2:, :]),
-        "squeezable": (lambda t: t[1:3, 3:9].reshape(2, 1, 6)[:, :, :]),
-    }
-    source, expected = views[view](x), views[view](ref)
-    got = source.reshape(shape)
-    assert tuple(got.shape) == shape
-    assert got.dtype == burn.float32
-    assert (_storage(got) is _storage(x)) is in_place
-    assert expected.reshape(shape).data_ptr() == expected.data_ptr() or not in_place
-    np.testing.assert_array_equal(got.to_numpy(), expected.reshape(shape).numpy())
-    np.testing.assert_array_equal((got * 2).to_numpy(), expected.reshape(shape).numpy() * 2)
-
-
-@pytest.mark.parametrize("name", DEVICES)
 def test_copies_happen_only_where_a_kernel_needs_dense_data(name: str) -> None:
     x = burn.tensor(np.arange(12, dtype=np.int64).reshape(3, 4), device=name)
     transposed = x.swap_dims(0, 1)

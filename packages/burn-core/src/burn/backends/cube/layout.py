@@ -31,55 +31,9 @@ def dense_from_start(backend: Any, x: CubeTensor) -> CubeTensor:
 
 
 def reshape(backend: Any, x: CubeTensor, shape: Shape) -> CubeTensor:
-    """`x` with `shape`: a view of its storage where its elements' layout allows one (torch's
-    rule: size-1 dims added or dropped, and runs of dims merged or split whose strides chain;
-    a view or slice stays one), else a view of a dense copy."""
+    """A view of `x` (copied first when not contiguous) with `shape`."""
     shape = tuple(shape)
-    if x.size and (x.offset or not x.is_contiguous):
-        strides = view_strides(x.shape, x.strides, shape)
-        if strides is not None:
-            return x.derived(shape, strides)
     return contiguous(backend, x).derived(shape, dense_strides(shape))
-
-
-def view_strides(old_shape: Shape, old_strides: Shape, shape: Shape) -> Shape | None:
-    """The strides viewing elements laid out by `old_shape` / `old_strides` as `shape` (of
-    the same non-zero size) without moving them, or None where a copy is needed.
-
-    Args:
-        old_shape: the tensor's shape.
-        old_strides: its strides, in elements.
-        shape: the shape asked for.
-    Returns:
-        `shape`'s strides: each run of new dims whose product is that of a run of old dims
-        takes the strides of a dense run ending in the old run's last stride, where the old
-        run's strides chain (each the next one's times its size).
-    """
-    old = [(size, stride) for size, stride in zip(old_shape, old_strides, strict=True)
-           if size != 1]
-    strides = [1] * len(shape)
-    o = n = 0
-    while o < len(old):
-        run_old, run_new = old[o][0], 1
-        first_old, first_new = o, n
-        while run_new != run_old or n == first_new:
-            if run_new < run_old or n == first_new:
-                run_new *= shape[n]
-                n += 1
-            else:
-                o += 1
-                run_old *= old[o][0]
-        while n < len(shape) and shape[n] == 1:  # (a trailing 1 joins the run)
-            n += 1
-        for k in range(first_old, o):
-            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
-                return None
-        stride = old[o][1]
-        for k in reversed(range(first_new, n)):
-            strides[k] = stride
-            stride *= shape[k]
-        o += 1
-    return tuple(strides)
 
 
 def permute(backend: Any, x: CubeTensor, axes: Shape) -> CubeTensor:
