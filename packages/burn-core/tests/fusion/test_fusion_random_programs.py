@@ -9,9 +9,10 @@ repeat, slice_assign), reads of intermediate results and dropped handles. The pr
 `base` first, then on `base+fusion` with every block fused however short; both must raise the
 same error types at the same steps and give every live result the same shape, dtype and values.
 Other programs run under autodiff, float inputs requiring grad, and compare each input's
-gradient of the sum of the live float results too. The plain device is the reference here: the conformance suite checks it against torch.
-Integer division is left out: its error is deferred to a sync point (docs/ops.md), which a
-fused and an unfused program reach at different reads.
+gradient of the sum of the live float results too. The plain device is the reference here:
+the conformance suite checks it against torch. Integer division is left out: its error is
+deferred to a sync point (docs/ops.md), which a fused and an unfused program reach at
+different reads.
 """
 
 from __future__ import annotations
