@@ -10,7 +10,9 @@ repeat, slice_assign), reads of intermediate results and dropped handles. The pr
 same error types at the same steps and give every live result the same shape, dtype and values.
 Other programs run under autodiff, float inputs requiring grad, and compare each input's
 gradient of the sum of the live float results too. The plain device is the reference here:
-the conformance suite checks it against torch. Integer division is left out: its error is
+the conformance suite checks it against torch, and its `test_fuzz_fusion.py` draws programs of
+one running value against torch; these mix several inputs and results, more dtypes, the ops
+no fuser takes and dropped handles. Integer division is left out: its error is
 deferred to a sync point (docs/ops.md), which a fused and an unfused program reach at
 different reads.
 """
