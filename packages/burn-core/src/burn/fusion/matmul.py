@@ -199,8 +199,10 @@ def run_matmul(inner: Any, block: list[Pending], values: dict[int, Any], needed:
         STATS.cache_hits += 1
     if type(plan) is Split:  # (the prologue writes what the product and epilogue read)
         rest = block[plan.at:]
-        read = {a.id for r in rest for a in r.args if type(a) is TensorIR}
-        values.update(run_block(inner, block[:plan.at], values, needed | read, plan.prologue))
+        written = needed  # (`run_block` reads it only to make the prologue's program)
+        if plan.prologue.plan is None:
+            written = needed | {a.id for r in rest for a in r.args if type(a) is TensorIR}
+        values.update(run_block(inner, block[:plan.at], values, written, plan.prologue))
         return run_matmul(inner, rest, values, needed, plan.rest)
     if type(plan) is Unfused:
         lhs, rhs = (values[a.id] for a in block[0].args)
