@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from test_kernels import gelu_tanh
 
 import burn_cube as bc
@@ -70,25 +73,32 @@ def test_tuner_with_sync_times_queued_runs(tmp_path: Path) -> None:
     assert events == ["device_bound", "host_bound", "sync", *queued_round * 2]
 
 
-def test_tuner_queues_more_runs_of_short_candidates(tmp_path: Path) -> None:
+def test_tuner_queues_more_runs_of_short_candidates(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A candidate whose runs take less than `QUEUED_SECONDS` / `QUEUED` is timed over more
     queued runs from its second timing on (as many as fill `QUEUED_SECONDS`, at most
-    `MAX_QUEUED`), so one sync's latency weighs less on each run; a long one keeps `QUEUED`."""
-    seconds = {"short": QUEUED_SECONDS / 20, "long": 2 * QUEUED_SECONDS}
+    `MAX_QUEUED`), so one sync's latency weighs less on each run; a long one keeps `QUEUED`.
+    The tuner reads a clock that only the sync moves, by the queued runs' seconds (a real
+    sleep of 0.1 ms a run timed 0.7 ms or more on a loaded machine)."""
+    seconds = {"short": QUEUED_SECONDS / 16, "long": 2 * QUEUED_SECONDS}
     per_sync: dict[str, list[int]] = {name: [] for name in seconds}
     pending: list[str] = []
+    clock = [0.0]
+    # (the module, not the `burn_cube.autotune` decorator the package exports by its name)
+    monkeypatch.setattr(sys.modules["burn_cube.autotune"], "time",
+                        SimpleNamespace(perf_counter=lambda: clock[0]))
 
     def sync() -> None:
         for name in seconds:
             per_sync[name].append(pending.count(name))
-        time.sleep(sum(seconds[name] for name in pending))
+        clock[0] += sum(seconds[name] for name in pending)
         pending.clear()
 
     tuner = Autotuner(tmp_path / "tune.json", repeats=3, seconds=0.0)
     assert tuner.tune("k", "dev", 10, ["short", "long"], pending.append, sync) == "short"
     short = [n for n in per_sync["short"] if n]
-    assert short[:2] == [1, QUEUED]  # the warm-up, then the first timing
-    assert all(QUEUED < n <= MAX_QUEUED for n in short[2:]) and len(short) == 4
+    assert short == [1, QUEUED, 16, 16]  # the warm-up, the first timing, then 2 ms of runs
+    assert 16 <= MAX_QUEUED
     assert [n for n in per_sync["long"] if n] == [1, QUEUED, QUEUED, QUEUED]
 
 
