@@ -1,4 +1,4 @@
-"""Random op programs under fusion against the same programs on the device without it.
+"""Random op programs and networks under fusion against the same on the device without it.
 
 Each seeded program makes one to three inputs of one family of broadcasting shapes (0-d,
 empty, size-1, broadcast and non-contiguous ones) in float16/32/64, int32/64 or bool, holding
@@ -9,7 +9,9 @@ repeat, slice_assign), reads of intermediate results and dropped handles. The pr
 `base` first, then on `base+fusion` with every block fused however short; both must raise the
 same error types at the same steps and give every live result the same shape, dtype and values.
 Other programs run under autodiff, float inputs requiring grad, and compare each input's
-gradient of the sum of the live float results too. The plain device is the reference here:
+gradient of the sum of the live float results too; and random networks of linear layers,
+activations and residuals under four losses compare the loss and every gradient, over two
+steps (the second from the first's plans). The plain device is the reference here:
 the conformance suite checks it against torch, and its `test_fuzz_fusion.py` draws programs of
 one running value against torch; these mix several inputs and results, more dtypes, the ops
 no fuser takes and dropped handles. Integer division is left out: its error is
@@ -344,3 +346,80 @@ def test_a_random_program_fused_gives_the_gradients_it_gives_unfused(base: str,
     assert fused.keys() == plain.keys(), label
     for name, value in plain.items():  # (sums in another order: 1e-4)
         assert_same_results(f"{label}: {name}", fused[name], value, tol=1e-4)
+
+
+#: Activations of the random networks (None: the layer is linear).
+NETWORK_ACTIVATIONS = [None, "relu", "gelu", "tanh", "sigmoid", "silu", "leaky_relu"]
+
+
+@dataclass
+class Network:
+    """A seeded random network: input, layer weights and biases, each layer's activation,
+    whether it adds its input back (same width), and the loss."""
+
+    x: np.ndarray
+    layers: list[tuple[np.ndarray, np.ndarray, str | None, bool]]
+    target: np.ndarray
+    loss: str
+
+
+def make_network(seed: int) -> Network:
+    rng = np.random.default_rng(seed)
+    batch = int(rng.choice([1, 3, 16]))
+    widths = [int(rng.choice([1, 4, 16, 33])) for _ in range(int(rng.integers(2, 5)))]
+    layers = []
+    for d_in, d_out in zip(widths, widths[1:], strict=False):
+        weight = (rng.standard_normal((d_in, d_out)) / np.sqrt(d_in)).astype(np.float32)
+        bias = rng.standard_normal(d_out).astype(np.float32)
+        activation = NETWORK_ACTIVATIONS[int(rng.integers(0, len(NETWORK_ACTIVATIONS)))]
+        layers.append((weight, bias, activation, d_in == d_out and rng.random() < 0.5))
+    loss = str(rng.choice(["cross_entropy", "mse", "layer_norm_sum", "softmax_sum"]))
+    target = rng.integers(0, widths[-1], batch) if loss == "cross_entropy" \
+        else rng.standard_normal((batch, widths[-1])).astype(np.float32)
+    return Network(rng.standard_normal((batch, widths[0])).astype(np.float32), layers, target,
+                   loss)
+
+
+def network_gradients(net: Network, device: str, steps: int = 2) -> list[np.ndarray]:
+    """The loss and the gradients of the input and of every weight and bias of `net` on
+    `device` (an autodiff device), for each of `steps` repeated steps (the second reuses
+    the first's fusion plans)."""
+    out: list[np.ndarray] = []
+    for _ in range(steps):
+        x = burn.tensor(net.x, device=device).require_grad()
+        params = [(burn.tensor(w, device=device).require_grad(),
+                   burn.tensor(b, device=device).require_grad()) for w, b, _, _ in net.layers]
+        h = x
+        for (w, b), (_, _, activation, residual) in zip(params, net.layers, strict=True):
+            z = F.linear(h, w, b)
+            z = z if activation is None else getattr(F, activation)(z)
+            h = z + h if residual else z
+        target = burn.tensor(net.target, device=device)
+        if net.loss == "cross_entropy":
+            loss = F.cross_entropy(h, target)
+        elif net.loss == "mse":
+            loss = F.mse_loss(h, target)
+        elif net.loss == "layer_norm_sum":
+            loss = (F.layer_norm(h, h.shape[-1]) * target).sum()
+        else:
+            loss = (F.softmax(h, -1) * target).sum()
+        grads = loss.backward()
+        out.append(loss.to_numpy())
+        out += [t.grad(grads).to_numpy() for t in (x, *(p for pair in params for p in pair))]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(PROGRAMS))
+def test_a_random_network_fused_gives_the_gradients_it_gives_unfused(base: str,
+                                                                     seed: int) -> None:
+    """Random linear layers (widths 1 to 33, batch 1 to 16) with random activations and
+    residuals, under one of four losses: the loss and every gradient, twice, as unfused (the
+    products' epilogues and prologues, and the backward pass's products beside elementwise
+    terms, are what fuse here)."""
+    net = make_network(2 * PROGRAMS + seed)
+    plain = network_gradients(net, f"{base}+autodiff")
+    fused = network_gradients(net, f"{base}+fusion+autodiff")
+    label = f"seed {2 * PROGRAMS + seed}: {[(w.shape, a, r) for w, _, a, r in net.layers]} " \
+        f"{net.loss}"
+    for i, (got, want) in enumerate(zip(fused, plain, strict=True)):
+        assert_same_results(f"{label}: result {i}", got, want, tol=1e-4)
