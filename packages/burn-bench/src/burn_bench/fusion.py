@@ -33,7 +33,7 @@ import argparse
 import math
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -395,16 +395,26 @@ def rows_report(base: str) -> str:
     return "\n\n".join(tables)
 
 
-def measure(size: int, threads: int) -> str:
-    """Every table at `threads` threads, in this process."""
+def reports(size: int, threads: int) -> Iterator[str]:
+    """Every table at `threads` threads, in this process, each as soon as it is measured."""
     import torch
 
     torch.set_num_threads(threads)
     bases = rows_devices() if threads == THREADS[0] else []
-    rows = [rows_report(base) for base in bases]
-    gpu_gelu = [gelu_report(GPU_SIZE, threads, base) for base in bases if base != "cpu"]
-    return "\n\n".join((gelu_report(size, threads), *gpu_gelu, mlp_report(threads),
-                        mask_report(threads), record_report(threads), *rows))
+    yield gelu_report(size, threads)
+    for base in bases:
+        if base != "cpu":
+            yield gelu_report(GPU_SIZE, threads, base)
+    yield mlp_report(threads)
+    yield mask_report(threads)
+    yield record_report(threads)
+    for base in bases:
+        yield rows_report(base)
+
+
+def measure(size: int, threads: int) -> str:
+    """Every table at `threads` threads, in this process (`reports`, joined)."""
+    return "\n\n".join(reports(size, threads))
 
 
 def run(size: int = SIZE) -> str:
@@ -422,7 +432,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if rerun_with_threads("burn_bench.fusion", argv, args.threads):
         return
-    print(measure(args.size, args.threads))
+    for i, table in enumerate(reports(args.size, args.threads)):
+        print(f"\n{table}" if i else table, flush=True)  # (a run stopped part way keeps these)
 
 
 if __name__ == "__main__":

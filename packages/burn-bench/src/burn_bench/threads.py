@@ -44,19 +44,20 @@ def run_each(module: str, args: list[str], what: str) -> str:
 
 def rerun_with_threads(module: str, argv: list[str] | None, threads: int) -> bool:
     """Where this process's thread variables are not all `threads`, run ``python -m module
-    *argv`` (this process's arguments when None) in a child with them set, passing its output
-    on; whether it did (the caller then has nothing left to do).
+    *argv`` (this process's arguments when None) in a child with them set, writing to this
+    process's stdout and stderr as it runs (a run stopped part way keeps the reports printed
+    so far); whether it did (the caller then has nothing left to do).
 
     Raises:
         SystemExit: with the child's exit status, where it failed.
     """
     if all(os.environ.get(var) == str(threads) for var in THREAD_VARS):
         return False
+    sys.stdout.flush()
+    sys.stderr.flush()
     done = subprocess.run([sys.executable, "-m", module, *(sys.argv[1:] if argv is None
                                                           else argv)],
-                          env=thread_env(threads), capture_output=True, text=True, check=False)
-    print(done.stdout, end="")
-    print(done.stderr, end="", file=sys.stderr)
+                          env=thread_env(threads), check=False)
     if done.returncode:
         raise SystemExit(done.returncode)
     return True
