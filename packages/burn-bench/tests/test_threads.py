@@ -4,6 +4,7 @@ command line rerun in one where its process is sized otherwise."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -12,18 +13,26 @@ from burn_bench import dqn, fusion, threads, training
 
 
 class Children:
-    """Stands in for `subprocess.run` in `burn_bench.threads`: records each child's command
-    and environment, and answers with `status` and a report naming its thread count."""
+    """Stands in for `subprocess.run` in `burn_bench.threads`: records each child's command,
+    environment and whether its output was captured, and answers with `status` and a report
+    naming its thread count (captured, or written to this process's streams as a child
+    sharing them writes as it runs)."""
 
     def __init__(self, status: int = 0) -> None:
         self.runs: list[tuple[list[str], dict[str, str]]] = []
+        self.captured: list[bool] = []
         self.status = status
 
     def __call__(self, cmd: list[str], env: dict[str, str], **kwargs: Any
                  ) -> subprocess.CompletedProcess[str]:
         self.runs.append((cmd, env))
-        return subprocess.CompletedProcess(cmd, self.status,
-                                           f"report at {env['OMP_NUM_THREADS']}\n", "why\n")
+        report, why = f"report at {env['OMP_NUM_THREADS']}\n", "why\n"
+        self.captured.append(bool(kwargs.get("capture_output")))
+        if self.captured[-1]:
+            return subprocess.CompletedProcess(cmd, self.status, report, why)
+        sys.stdout.write(report)
+        sys.stderr.write(why)
+        return subprocess.CompletedProcess(cmd, self.status)
 
 
 @pytest.mark.parametrize("main, module, argv", [
@@ -36,7 +45,8 @@ def test_a_command_line_at_another_thread_count_reruns_in_a_child(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], main: Any,
         module: str, argv: list[str]) -> None:
     """`--threads 1` in a process whose thread variables say 2: the report comes from a child
-    with all of them at 1, its output passed on, a failure's exit status too."""
+    with all of them at 1 writing to this process's streams as it runs (not captured: a run
+    stopped part way keeps what it printed), a failure's exit status passed on."""
     children = Children()
     monkeypatch.setattr(threads.subprocess, "run", children)
     for var in threads.THREAD_VARS:
@@ -46,6 +56,7 @@ def test_a_command_line_at_another_thread_count_reruns_in_a_child(
     (cmd, env), = children.runs
     assert cmd[1:] == ["-m", module, *argv]
     assert all(env[var] == "1" for var in threads.THREAD_VARS)
+    assert children.captured == [False]
     children.status = 3
     with pytest.raises(SystemExit) as exit_:
         main(argv)

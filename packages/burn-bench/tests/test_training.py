@@ -66,11 +66,12 @@ def test_rounds_rotate_which_candidate_runs_first(monkeypatch: pytest.MonkeyPatc
     assert order == list("abc" "bca" "cab" "abc")
 
 
-def test_steps_run_on_the_backends_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+def test_steps_run_on_the_backends_asked_for(capfd: pytest.CaptureFixture[str]) -> None:
     """`--backends` picks the training steps' devices (each under autodiff once), in place of
-    the CPU backends."""
+    the CPU backends. (The report may come from a child at 1 thread, writing to this process's
+    stdout: captured at the file descriptor.)"""
     main(["mlp", "--threads", "1", "--backends", "numpy+autodiff"])
-    text = capsys.readouterr().out
+    text = capfd.readouterr().out
     assert "burn numpy+autodiff step" in text
     assert "torch eager step" in text
     assert "burn cpu+autodiff step" not in text
@@ -204,8 +205,8 @@ def test_parts_report_rows_fusion_counters_and_missing_backends(
     assert lines[-1] == "burn cuda: unavailable (no GPU here)"
 
 
-def test_the_command_line_prints_parts_without_torch(capsys: pytest.CaptureFixture[str]
+def test_the_command_line_prints_parts_without_torch(capfd: pytest.CaptureFixture[str]
                                                      ) -> None:
     main(["mlp", "--threads", "1", "--backends", "cpu", "--parts", "--steps", "2"])
-    text = capsys.readouterr().out
+    text = capfd.readouterr().out  # (from a child at 1 thread, as above)
     assert "step parts" in text and "cpu+autodiff" in text and "torch" not in text
