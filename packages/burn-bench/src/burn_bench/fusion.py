@@ -412,11 +412,6 @@ def reports(size: int, threads: int) -> Iterator[str]:
         yield rows_report(base)
 
 
-def measure(size: int, threads: int) -> str:
-    """Every table at `threads` threads, in this process (`reports`, joined)."""
-    return "\n\n".join(reports(size, threads))
-
-
 def run(size: int = SIZE) -> str:
     """Measure at 1 and 2 threads, each in a fresh process; the reports."""
     return run_each("burn_bench.fusion", ["--size", str(size)], "fusion bench")

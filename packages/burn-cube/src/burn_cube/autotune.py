@@ -115,7 +115,8 @@ class Autotuner:
 
 #: Most timing rounds of one tuning.
 MAX_ROUNDS = 50
-#: Runs queued back to back in one timing of a tuner given `sync`, at least.
+#: Runs queued back to back in one timing of a tuner given `sync`, at least, for a candidate
+#: whose runs take less than `QUEUED_SECONDS` (one that takes longer: one run a timing).
 QUEUED = 3
 #: Seconds of queued runs one timing covers where its candidate's runs are short: more runs,
 #: up to `MAX_QUEUED`. (On an H100, the attention scores' product timed 114 us a run on
