@@ -107,6 +107,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 
+#: torch's name of the bool dtype (and the one its repr prints, `burn.bool`), besides numpy's
+#: `bool_`; kept out of `__all__`, as a star import would shadow the builtin.
+bool = DType.bool  # noqa: A001
+
+
 def __getattr__(name: str) -> Any:
     """Import a lazy name on first access and cache it in the module; `__version__` is read
     from the install metadata (pyproject.toml's version) on first access, as importing

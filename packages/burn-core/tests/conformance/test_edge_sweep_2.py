@@ -439,6 +439,41 @@ def test_extremes_of_an_empty_dim_are_typed_errors(op: str, fn: Any,
         assert 0 in part.shape
 
 
+@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.op(m), id=m)
+                                    for m in ("max_dim", "min_dim")])
+def test_max_dim_and_min_dim_of_an_empty_dim_name_themselves(method: str,
+                                                            device: burn.Device) -> None:
+    """`max_dim` / `min_dim` (values only) along an empty dim raise EmptyReductionError naming
+    the method called, not the op with indices it runs (torch's keepdim amax / amin: an
+    IndexError too)."""
+    with pytest.raises(IndexError):
+        getattr(torch, method.replace("_dim", "").replace("m", "am", 1))(
+            torch.zeros((2, 0)), 1, keepdim=True)
+    x = burn.zeros((2, 0), device=device)
+    with pytest.raises(burn.errors.EmptyReductionError,
+                       match=rf"^{method}: .*shape=\(2, 0\), dim=1"):
+        getattr(x, method)(1)
+
+
+@pytest.mark.op("mask_where")
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda x, m: x.mask_where(m, x), id="mask_where"),
+    pytest.param(lambda x, m: x.mask_where(m, 1.0), id="mask_where-scalar"),
+    pytest.param(lambda x, m: x.mask_fill(m, 1.0), id="mask_fill"),
+])
+def test_a_mask_that_does_not_broadcast_names_shapes_and_dtypes(call: Callable[..., Any],
+                                                                device: burn.Device) -> None:
+    """A mask whose shape does not broadcast with the tensor raises ShapeError at the call,
+    naming the op, both shapes and both dtypes (torch: RuntimeError)."""
+    with pytest.raises(RuntimeError):
+        torch.zeros((2, 2)).masked_fill(torch.ones((3, 2), dtype=torch.bool), 1.0)
+    x = burn.zeros((2, 2), device=device)
+    mask = burn.tensor(np.ones((3, 2), bool), device=device)
+    with pytest.raises(burn.errors.ShapeError, match=r"^mask_(where|fill): .*\(2, 2\).*\(3, 2\)"
+                       r".*float32.*bool"):
+        call(x, mask)
+
+
 # ------------------------------------------------------------------------ saturated integers
 INT_EDGES = {"int8": [-128, 127, -1, 0, 1, 100, -100], "uint8": [0, 255, 1, 128, 200, 7, 100],
              "int32": [-2**31, 2**31 - 1, -1, 0, 1, 65536, -65536],

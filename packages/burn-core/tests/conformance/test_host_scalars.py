@@ -1,5 +1,6 @@
 """Python scalars a tensor op cannot take, against torch: a Python int outside [-2**63, 2**64)
-(torch: OverflowError, whatever the tensor's dtype), nan / inf written into an int tensor, two bool
+(torch: OverflowError, whatever the tensor's dtype), nan / inf written into an int tensor, a float
+outside that range written into one, two bool
 operands of `//` and `%` (torch: NotImplementedError) and an int `fmod` by a host 0. Each case
 torch refuses raises burn's typed error naming the op at the call (not at a later read), and
 the device reads afterwards; the neighbouring cases torch takes give torch's values."""
@@ -50,6 +51,14 @@ REFUSED: dict[str, tuple[Callable[[Operands], object], type[BurnError], str]] = 
     "setitem inf into int64": (lambda o: _setitem(o["i64"], INF), ValueRangeError, "setitem"),
     "masked_fill -inf into int32": (lambda o: o["i32"].masked_fill(o["i32"] > 0, -INF),
                                     ValueRangeError, "mask_fill"),
+    "masked_fill 1e40 into int32": (lambda o: o["i32"].masked_fill(o["i32"] > 0, 1e40),
+                                    ValueRangeError, "mask_fill"),
+    "setitem -1e40 into int64": (lambda o: _setitem(o["i64"], -1e40), ValueRangeError,
+                                 "setitem"),
+    "full 1e40 as int32": (lambda o: o["lib"].full((2,), 1e40, dtype=o["lib"].int32),
+                           ValueRangeError, "full"),
+    "full nan as int64": (lambda o: o["lib"].full((2,), NAN, dtype=o["lib"].int64),
+                          ValueRangeError, "full"),
     "bool // bool": (lambda o: o["b"] // o["b"], DTypeError, "floor_div"),
     "bool % bool": (lambda o: o["b"] % o["b"], DTypeError, "remainder"),
     "bool // True": (lambda o: o["b"] // True, DTypeError, "floor_div"),
@@ -70,6 +79,10 @@ TAKEN: dict[str, Callable[[Operands], Any]] = {
     "bool // 2": lambda o: o["b"] // 2,
     "int // bool": lambda o: o["i64"] // (o["b"] | True),
     "masked_fill nan into float": lambda o: o["f32"].masked_fill(o["f32"] > 1, NAN),
+    "masked_fill 2.5 into int32": lambda o: o["i32"].masked_fill(o["i32"] > 0, 2.5),
+    "full 2.5 as int32 (truncates)": lambda o: o["lib"].full((2,), 2.5, dtype=o["lib"].int32),
+    "full -2.5 as int64 (truncates)": lambda o: o["lib"].full((2,), -2.5, dtype=o["lib"].int64),
+    "full 1e40 as bool": lambda o: o["lib"].full((2,), 1e40, dtype=o["lib"].bool),
     "int32 fmod -3": lambda o: o["i32"].fmod(-3),
 }
 

@@ -18,6 +18,7 @@ from burn.frontend.validation import (
     as_scalar,
     check_alloc,
     check_device_arg,
+    check_fill_value,
     check_host_int,
     finite_scalar,
     require_kind,
@@ -175,6 +176,8 @@ def _filled(op: str, shape: tuple[int, ...], value: Any, dtype: DType, device: D
                          dtype=dtype.value, value=type(value).__name__)
     if isinstance(value, int) and not isinstance(value, bool):
         check_host_int(op, value, dtype)
+    elif not isinstance(value, bool):
+        check_fill_value(op, dtype, float(value))
     check_alloc(op, shape, dtype)
     dev = device_for(op, device, dtype)
     bk = dev.backend
@@ -182,9 +185,6 @@ def _filled(op: str, shape: tuple[int, ...], value: Any, dtype: DType, device: D
         return make(bk.bool_full(shape, bool(value), dev), dev, dtype)
     if dtype.is_float:
         return make(bk.float_full(shape, float(value), dtype, dev), dev, dtype)
-    if isinstance(value, float) and not value.is_integer():
-        raise DTypeError(op, "fill value does not fit the int dtype", value=value,
-                         dtype=dtype.value)
     return make(bk.int_full(shape, int(value), dtype, dev), dev, dtype)
 
 
@@ -201,7 +201,9 @@ def full(shape: int | tuple[int, ...], value: float | int | bool, dtype: DTypeLi
         The new tensor.
     Raises:
         DTypeError: for a `value` that is not a number (or a 0-d tensor).
-        ValueRangeError: for an int outside [-2**63, 2**64) (as torch).
+        ValueRangeError: for a number outside [-2**63, 2**64) on an int dtype, an int there
+            on any dtype, and nan or +-inf on an int or bool dtype (as torch; a float fills
+            an int tensor truncated toward zero, 2.5 as 2, as torch and Burn).
     """
     value = as_scalar(value)
     inferred = (DType.bool if isinstance(value, bool) else

@@ -477,7 +477,8 @@ class IndexingMixin(TensorBase):
         result keeps self's dtype (as torch: 2.5 fills an int tensor with 2).
 
         Raises:
-            ValueRangeError: for a nan / inf value on an int or bool tensor.
+            ValueRangeError: for a nan / inf value on an int or bool tensor, a value outside
+                [-2**63, 2**64) on an int tensor.
         """
         m = self._mask("mask_fill", mask)
         if isinstance(value, TensorBase):
@@ -500,7 +501,7 @@ class IndexingMixin(TensorBase):
             raise DTypeError(op, "mask must be a bool tensor", shape=self.shape,
                              mask=getattr(mask, "dtype", type(mask).__name__))
         check_device(op, self, mask)
-        broadcast_shapes(op, self.shape, mask.shape)
+        broadcast_shapes(op, self.shape, mask.shape, dtypes=(self._dtype, mask._dtype))
         return mask  # type: ignore[return-value]
 
     def mask_select(self, mask: Tensor) -> Tensor:

@@ -334,11 +334,11 @@ class ReductionMixin(TensorBase):
 
     def max_dim(self, dim: int) -> Tensor:
         """Largest value along one dim, kept with size 1."""
-        return self.max_dim_with_indices(dim)[0]
+        return self._extreme_with_indices("max_dim_with_indices", dim, "max_dim")[0]
 
     def min_dim(self, dim: int) -> Tensor:
         """Smallest value along one dim, kept with size 1."""
-        return self.min_dim_with_indices(dim)[0]
+        return self._extreme_with_indices("min_dim_with_indices", dim, "min_dim")[0]
 
     def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
         """Largest value along one dim (kept) and the int64 index of its first occurrence."""
@@ -348,11 +348,14 @@ class ReductionMixin(TensorBase):
         """Smallest value along one dim (kept) and the int64 index of its first occurrence."""
         return self._extreme_with_indices("min_dim_with_indices", dim)
 
-    def _extreme_with_indices(self, op: str, dim: int) -> tuple[Tensor, Tensor]:
+    def _extreme_with_indices(self, op: str, dim: int, name: str = "") -> tuple[Tensor, Tensor]:
+        """`op` ("max_dim_with_indices" / "min_dim_with_indices") along `dim`; errors name
+        `name` (default `op`)."""
+        name = name or op
         if not self.shape:
-            return self._scalar_with_index(op, dim)
-        d = self._dim(op, dim)
-        check_nonempty(op, self, (d,))
+            return self._scalar_with_index(name, dim)
+        d = self._dim(name, dim)
+        check_nonempty(name, self, (d,))
         x = self._orderable()
         values, indices = x._fn(op)(x._prim, d)
         return x._wrap(values)._cast(self._dtype), x._wrap(indices, DType.int64)

@@ -223,14 +223,19 @@ def check_host_int(op: str, value: int, dtype: DType) -> None:
 
 def check_fill_value(op: str, dtype: DType, value: int | float) -> None:
     """Refuse a scalar `value` (checked by `scalar_dtype`) that a `dtype` tensor cannot take
-    as an element: nan or +-inf on an int or bool tensor (torch: "cannot be converted without
-    overflow").
+    as an element: nan or +-inf on an int or bool tensor, and a float outside [-2**63, 2**64)
+    on an int tensor, as a Python int there (torch: "cannot be converted without overflow").
 
     Raises:
         ValueRangeError: naming `op`, the dtype and the value.
     """
-    if dtype.kind is not Kind.FLOAT and not math.isfinite(value):
+    if dtype.kind is Kind.FLOAT:
+        return
+    if not math.isfinite(value):
         raise ValueRangeError(op, "a non-finite value cannot fill an int or bool tensor",
+                              dtype=dtype.value, value=value)
+    if dtype.kind is not Kind.BOOL and not HOST_INT_MIN <= value < HOST_INT_END:
+        raise ValueRangeError(op, "a value outside [-2**63, 2**64) cannot fill an int tensor",
                               dtype=dtype.value, value=value)
 
 
