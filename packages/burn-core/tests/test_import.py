@@ -152,6 +152,21 @@ def test_public_names_and_version_resolve():
     assert "__version__" in dir(burn) and "functional" in dir(burn)
 
 
+def test_every_dtype_is_reached_by_the_name_its_repr_prints():
+    """`repr(dtype)` is `burn.<name>`, and that name is an attribute of burn (torch's
+    `torch.bool` as `burn.bool`, besides numpy's `burn.bool_`); a star import keeps the
+    builtin `bool`."""
+    import burn
+
+    for dtype in burn.DType:
+        assert repr(dtype).startswith("burn.")
+        assert getattr(burn, repr(dtype).removeprefix("burn.")) is dtype
+    assert burn.bool is burn.bool_ is burn.DType.bool
+    namespace: dict[str, object] = {}
+    exec("from burn import *", namespace)
+    assert namespace.get("bool", bool) is bool
+
+
 def test_lazy_names_resolve_on_access():
     loaded = _loaded_after(
         "import burn\nfrom burn import nn\nassert burn.nn.Linear is nn.Linear\n"
