@@ -75,6 +75,29 @@ def test_backward_seeds_ones_and_keeps_leaf_grads_only(ad: Autodiff) -> None:
     assert ad.grad(y, grads) is None and ad.grad(const(ad, [1.0]), grads) is None
 
 
+def test_gradients_take_a_burn_tensor_as_tensor_grad_does() -> None:
+    """`grads.get(x)` / `grads.remove(x)` of a burn Tensor give `x.grad(grads)` /
+    `x.grad_remove(grads)` (tensors of the inner device; torch's x.grad of (x * x).sum());
+    what is no tensor, or a tensor off an autodiff device, raises AutodiffError."""
+    import torch
+
+    values = np.array([0.0, -1.5, 2.0], np.float32)
+    x = burn_tensor(values, device=DEV).require_grad()
+    grads = (x * x).sum().backward()
+    tx = torch.from_numpy(values.copy()).requires_grad_()
+    (tx * tx).sum().backward()
+    assert tx.grad is not None
+    got = grads.get(x)
+    assert got.shape == tuple(tx.grad.shape) and got.dtype == float32
+    assert got.device == DEV.inner()
+    np.testing.assert_array_equal(got.numpy(), tx.grad.numpy())
+    np.testing.assert_array_equal(grads.remove(x).numpy(), tx.grad.numpy())
+    assert grads.get(x) is None and x.grad(grads) is None
+    for bad in (3, burn_tensor(values, device="numpy")):
+        with pytest.raises(AutodiffError, match="^grad: "):
+            grads.get(bad)
+
+
 def test_accumulates_over_paths(ad: Autodiff) -> None:
     x = leaf(ad, [1.0, -2.0, 3.0])
     y = ad.float_sum(ad.float_add(ad.float_mul(x, x), ad.float_mul_scalar(x, 2.0)))

@@ -119,14 +119,24 @@ class Gradients:
         #: again once an update made the param's value a new leaf.
         self.by_param: dict[int, Any] = {}
 
-    def get(self, tensor: AutodiffTensor) -> P | None:
-        """The gradient of `tensor` (a leaf that requires grad), or None."""
-        node = tensor.node
+    def get(self, tensor: Any) -> Any:
+        """The gradient of `tensor` (a leaf that requires grad), or None: for a burn `Tensor`,
+        `tensor.grad(grads)` (a tensor of the inner device); for an autodiff primitive (the
+        backend's form), the inner backend's primitive.
+
+        Raises:
+            AutodiffError: for a tensor off an autodiff device, or what is no tensor.
+        """
+        node: Any = getattr(tensor, "node", _NO_NODE)
+        if node is _NO_NODE:
+            return _frontend_grad(tensor, self, False)
         return None if node is None else self._grads.get(node.id)
 
-    def remove(self, tensor: AutodiffTensor) -> P | None:
+    def remove(self, tensor: Any) -> Any:
         """Like `get`, and forget the gradient."""
-        node = tensor.node
+        node: Any = getattr(tensor, "node", _NO_NODE)
+        if node is _NO_NODE:
+            return _frontend_grad(tensor, self, True)
         return None if node is None else self._grads.pop(node.id, None)
 
     def __len__(self) -> int:
@@ -134,6 +144,20 @@ class Gradients:
 
     def __repr__(self) -> str:
         return f"Gradients({len(self._grads)} tensors)"
+
+
+#: `Gradients.get`'s mark of an argument that is no autodiff primitive (it has no `node`)
+_NO_NODE = object()
+
+
+def _frontend_grad(tensor: Any, grads: Gradients, remove: bool) -> Any:
+    """`tensor.grad(grads)` (or `grad_remove`) of a burn Tensor; AutodiffError for anything
+    else."""
+    method = getattr(tensor, "grad_remove" if remove else "grad", None)
+    if not callable(method):
+        raise AutodiffError("grad", "expected a tensor of an autodiff device",
+                            type=type(tensor).__name__)
+    return method(grads)
 
 
 def _reachable(root: Node) -> list[Node]:
