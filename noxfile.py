@@ -201,7 +201,8 @@ LIBRARIES = [arg for name in ("burn-core", "burn-cube", "burn-dataset", "burn-rl
 def xtask(session: nox.Session) -> None:
     """xtask's own tests: workspace lists, version bumps, exit statuses, `python -m xtask`,
     `validate` on a small workspace (so ruff and mypy too)."""
-    install(session, "ruff==0.17.6", "mypy==2.4.1", TORCH, *LIBRARIES, "-e", "xtask")
+    install(session, "ruff==0.17.6", "mypy==2.4.1", "pytest-xdist>=3", TORCH, *LIBRARIES, "-e",
+            "xtask")
     session.run("pytest", "xtask/tests", "-p", "no:cacheprovider")
 
 

@@ -3,7 +3,9 @@
 For every backend spec (a `BURN_DEVICE` value, default `numpy` and `numpy+autodiff`) the suite
 runs in a child pytest with this module loaded as a plugin (`-p xtask.ops_table`). The plugin
 attributes each test to its op (`@pytest.mark.op(name)`) and family (the test module,
-`test_<family>.py`) and writes the outcomes as JSON. The table then says, per op and backend:
+`test_<family>.py`) and writes the outcomes as JSON, also where the child runs over pytest-xdist
+workers (`--pytest-arg=-n2`: the workers' reports carry the ops). The table then says, per op
+and backend:
 
 - `pass`: every test of the op ran and passed;
 - `fail`: at least one test of the op failed (or errored);
@@ -33,6 +35,8 @@ DIFFERENCES = Path("docs/differences.md")
 DEFAULT_BACKENDS = ("numpy", "numpy+autodiff")
 PASS, FAIL, NOT_RUN = "pass", "fail", "not run"
 REPORT_OPTION = "--ops-report"
+#: the user properties a pytest-xdist worker gives each test's reports (`OpTagger`)
+OP_PROPERTY, FAMILY_PROPERTY = "xtask-op", "xtask-family"
 
 
 # ------------------------------------------------------------------------- pytest plugin
@@ -45,7 +49,11 @@ def pytest_addoption(parser: Any) -> None:
 
 def pytest_configure(config: Any) -> None:
     path = config.getoption(REPORT_OPTION, default=None)
-    if path:
+    if not path:
+        return
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its reports carry the ops
+        config.pluginmanager.register(OpTagger(), "xtask-op-tagger")
+    else:
         config.pluginmanager.register(OpRecorder(Path(path)), "xtask-op-recorder")
 
 
@@ -57,8 +65,26 @@ def family_of(item: Any) -> str:
     return Path(str(item.path)).stem.removeprefix("test_")
 
 
+def op_of(item: Any) -> str:
+    """The op of a test: its op marker's argument."""
+    marker = item.get_closest_marker("op")
+    return str(marker.args[0]) if marker is not None and marker.args else "<no op marker>"
+
+
+class OpTagger:
+    """On a pytest-xdist worker: each test's report carries its op and family (as user
+    properties), for the controller's `OpRecorder`, which collects no tests itself."""
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        for item in items:
+            item.user_properties += [(OP_PROPERTY, op_of(item)),
+                                     (FAMILY_PROPERTY, family_of(item))]
+
+
 class OpRecorder:
-    """Records, per test, its op, family and outcome; writes them as JSON at session end."""
+    """Records, per test, its op, family and outcome; writes them as JSON at session end.
+    Under pytest-xdist (tests collected by the workers) a test's entry comes with its first
+    report, from the properties `OpTagger` gave it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -67,9 +93,8 @@ class OpRecorder:
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         for item in items:
-            marker = item.get_closest_marker("op")
-            op = str(marker.args[0]) if marker is not None and marker.args else "<no op marker>"
-            self.tests[item.nodeid] = {"op": op, "family": family_of(item), "outcome": NOT_RUN}
+            self.tests[item.nodeid] = {"op": op_of(item), "family": family_of(item),
+                                       "outcome": NOT_RUN}
 
     def pytest_deselected(self, items: list[Any]) -> None:
         for item in items:
@@ -82,7 +107,12 @@ class OpRecorder:
     def pytest_runtest_logreport(self, report: Any) -> None:
         entry = self.tests.get(report.nodeid)
         if entry is None:
-            return
+            tags = dict(report.user_properties)
+            if OP_PROPERTY not in tags:
+                return
+            entry = self.tests[report.nodeid] = {
+                "op": str(tags[OP_PROPERTY]), "family": str(tags[FAMILY_PROPERTY]),
+                "outcome": NOT_RUN}
         if report.failed:
             entry["outcome"] = FAIL
         elif report.skipped:
