@@ -5,6 +5,7 @@ that no matmul ran on the host fallback."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
 from collections.abc import Callable
@@ -597,3 +598,84 @@ def test_tf32_switch_on_cuda() -> None:
     np.testing.assert_allclose(tuned, want, rtol=2e-2, atol=0.2)
     assert any(key[0] == "float32+tf32" for key in mm._CHOICES[backend.runtime])
     assert not np.array_equal(fast, exact)  # TF32 rounding did change the products
+
+
+# ------------------------------------------------------- units' loops bounded (llvmpipe)
+def _deep(m: int, k: int, n: int, dtype: str = "float32", seed: int = 5
+          ) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    if "int" in dtype:
+        return rng.integers(-3, 4, (m, k)).astype(dtype), rng.integers(-3, 4, (k, n)).astype(dtype)
+    return rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+
+
+def test_llvmpipe_reports_its_units_loop_bound() -> None:
+    """wgpu on Mesa's llvmpipe ends a unit's loops after 65535 iterations without an error:
+    its runtime says so (`Properties.max_unit_loop`); the cpu runtime has no such bound."""
+    runtime = _backend("wgpu").runtime
+    expected = 65535 if "llvmpipe" in runtime.properties.device.lower() else 0
+    assert runtime.properties.max_unit_loop == expected
+    assert _backend("cpu").runtime.properties.max_unit_loop == 0
+
+
+@pytest.mark.parametrize("shape", [(1, 65536, 1), (3, 70000, 2)], ids=str)
+def test_a_product_deeper_than_the_loop_bound_never_takes_a_kernel_looping_past_it(
+        shape: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a runtime whose units' loops stop at `max_unit_loop`, a product whose tuned choice
+    would loop past it over the depth (the naive kernel loops once an element; here it is
+    made the tuned choice) runs by a kernel that loops within it, and equals torch (on
+    llvmpipe the naive kernel's sum stopped at 65535 products: 65535 for 65536 ones)."""
+    backend = _backend("wgpu")
+    bound = backend.runtime.properties.max_unit_loop
+    if not bound:  # (a GPU adapter: no bound to keep to; the next test imposes one)
+        monkeypatch.setattr(backend.runtime, "properties", dataclasses.replace(
+            backend.runtime.properties, max_unit_loop=65535))
+        bound = 65535
+    monkeypatch.setitem(mm._EXACT, backend.runtime, {})
+    monkeypatch.setattr(mm, "_bucket_choice", lambda *args: "naive")
+    m, k, n = shape
+    a, b = _deep(m, k, n)
+    got = burn.tensor(a, device="wgpu") @ burn.tensor(b, device="wgpu")
+    want = torch.from_numpy(a).double() @ torch.from_numpy(b).double()
+    assert got.shape == tuple(want.shape) and got.dtype == burn.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-3)
+    (choice,) = mm._EXACT[backend.runtime].values()
+    assert choice != "naive" and mm._unit_loops(choice, k) <= bound
+    ones = np.ones((1, k), np.float32)
+    assert (burn.tensor(ones, device="wgpu") @ burn.tensor(ones.T.copy(), device="wgpu")
+            ).item() == k
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_a_product_every_kernel_would_loop_past_the_bound_over_sums_its_depths_chunks(
+        dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where every kernel's units would loop past the bound over the whole depth (a bound of
+    100 iterations and a depth of 2003: the deepest tile's 16-element steps loop 126 times),
+    the product is the sum of its depth chunks' products (`run_k_chunks`), each within the
+    bound; batched and broadcast operands and views keep torch's values."""
+    backend = _backend("wgpu")
+    monkeypatch.setattr(backend.runtime, "properties", dataclasses.replace(
+        backend.runtime.properties, max_unit_loop=100))
+    monkeypatch.setitem(mm._EXACT, backend.runtime, {})
+    chunks: list[int] = []
+    real = mm.run_k_chunks
+
+    def counted(*args: Any) -> CubeTensor:
+        chunks.append(args[1].shape[-1])
+        return real(*args)
+
+    monkeypatch.setitem(mm.RUNNERS, "k_chunks", counted)
+    a, b = _deep(6, 2003, 5, dtype)
+    batch = np.stack([a, -a])  # [2, 6, 2003] times [2003, 5]
+    lhs = burn.tensor(batch, device="wgpu")
+    rhs = burn.tensor(np.ascontiguousarray(b.T), device="wgpu").swap_dims(0, 1)  # a view
+    got = lhs @ rhs
+    want = torch.from_numpy(batch) @ torch.from_numpy(b)
+    assert got.shape == tuple(want.shape) and got.dtype == getattr(burn, dtype)
+    if dtype == "int32":
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    else:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-3)
+    assert chunks == [2003]
+    assert all(mm._unit_loops(choice, 100) <= 100 for choice in mm._EXACT[backend.runtime].values()
+               if choice != "k_chunks")

@@ -30,6 +30,8 @@ class Properties:
         max_cube_count: Most cubes per dimension.
         plane_size: Units per plane (subgroup); 0 when plane ops are unavailable.
         max_tensors: Most tensor parameters one kernel may take; 0 when there is no limit.
+        max_unit_loop: Most iterations a unit's loops run in all, past which the device ends
+            them without an error (Mesa's llvmpipe: 65535); 0 when there is no such bound.
     """
 
     name: str
@@ -40,6 +42,7 @@ class Properties:
     max_cube_count: tuple[int, int, int]
     plane_size: int
     max_tensors: int = 0
+    max_unit_loop: int = 0
 
 
 class DeviceArray:

@@ -104,6 +104,10 @@ if wgpu is not None:
 
 BATCH = 64  # most launches per submit
 BIND_GROUPS = 256  # cached (buffer set, bc_info) bind groups
+#: Mesa's llvmpipe ends a unit's loops after this many iterations in all (one loop of 70000
+#: steps counts 65535, and so do nested loops of that total), without an error
+#: (`Properties.max_unit_loop`).
+LLVMPIPE_LOOP = 65535
 _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size",
            "max-storage-buffers-per-shader-stage", "max-compute-invocations-per-workgroup",
            "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
@@ -202,7 +206,8 @@ class WgpuRuntime(Runtime):
                           (per_dim * per_dim, per_dim, per_dim),
                           32 if "subgroup" in self.features else 0,
                           # (a storage buffer each, and one for the `bc_info` words)
-                          self.limits["max-storage-buffers-per-shader-stage"] - 1)
+                          self.limits["max-storage-buffers-per-shader-stage"] - 1,
+                          LLVMPIPE_LOOP if "llvmpipe" in self.description.lower() else 0)
 
     # ------------------------------------------------------------------------------ buffers
     def fits(self, shape: tuple[int, ...], dtype: DType) -> bool:

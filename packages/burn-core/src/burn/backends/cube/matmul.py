@@ -42,7 +42,7 @@ from burn_cube.runtime.base import batch_offsets
 from . import blas_pair
 from .creation import full
 from .elementwise import broadcast_view
-from .layout import contiguous
+from .layout import contiguous, slice_
 from .matmul_kernels import LINE_TILES, TILES, line_tiled_kernel, naive_kernel, tiled_kernel
 from .tensor import CubeTensor, Shape, host_view, whole_lines
 
@@ -517,8 +517,28 @@ def _one_batch_stride(backend: Any, t: CubeTensor) -> CubeTensor:
     return contiguous(backend, t)
 
 
+def run_k_chunks(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> CubeTensor:
+    """The product as the sum of the products of its depth's chunks of `max_unit_loop`
+    elements (each by its own tuned strategy), for a runtime whose units' loops stop at that
+    bound (Mesa's llvmpipe) where every kernel's unit would loop past it over the whole
+    depth (`_unit_loops`): one kernel loop would end early and leave the sum short, without
+    an error."""
+    k, step = lhs.shape[-1], backend.runtime.properties.max_unit_loop
+    add = backend.float_add if lhs.dtype.is_float else backend.int_add
+    lead_l, lead_r = [slice(None)] * (len(lhs.shape) - 1), [slice(None)] * (len(rhs.shape) - 2)
+    out: CubeTensor | None = None
+    for start in range(0, k, step):
+        depth = slice(start, start + step)
+        part = matmul(backend, slice_(backend, lhs, [*lead_l, depth]),
+                      slice_(backend, rhs, [*lead_r, depth]))
+        out = part if out is None else add(out, part)
+    assert out is not None  # (k > 0: `matmul` fills a product of depth 0)
+    return out
+
+
 RUNNERS: dict[str, Runner] = {"naive": run_naive, "blas": run_blas, "gemm": run_gemm,
                               "cublas": run_cublas, "cublas_dense": run_cublas_dense,
+                              "k_chunks": run_k_chunks,
                               **{name: tiled_runner(name) for name in (*TILES, *LINE_TILES)}}
 
 
@@ -623,8 +643,31 @@ def _tuned(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
     if found is None:
         if len(exact) >= EXACT_CHOICES:
             exact.clear()
-        found = exact[operands] = _bucket_choice(backend, lhs, rhs, shape)
+        found = _bucket_choice(backend, lhs, rhs, shape)
+        bound = backend.runtime.properties.max_unit_loop
+        if bound and _unit_loops(found, lhs.shape[-1]) > bound:
+            found = _looping_within(backend, lhs, shape, bound)
+        exact[operands] = found
     return found
+
+
+def _unit_loops(name: str, k: int) -> int:
+    """The iterations a unit of strategy `name` loops over a product of depth `k`: one an
+    element for the naive kernel, one a k tile (`bk` elements) for a tiled one; 0 for the
+    host's products (BLAS, the cpu gemm, cuBLAS)."""
+    tile = TILES.get(name) or LINE_TILES.get(name)
+    return k if name == "naive" else 0 if tile is None else -(-k // tile.bk)
+
+
+def _looping_within(backend: Any, lhs: CubeTensor, shape: Shape, bound: int) -> str:
+    """For a runtime whose units' loops stop after `bound` iterations: the launchable
+    strategy whose units loop least over this product's depth where that is within the
+    bound (the tuned choice loops past it: its bucket was tuned on a shallower depth, or the
+    naive kernel won), else `run_k_chunks`."""
+    k, (m, n) = lhs.shape[-1], shape[-2:]
+    names = [name for name in candidates(backend, lhs.dtype, math.prod(shape) * k)
+             if _fits(backend, name, m, n) and _unit_loops(name, k) <= bound]
+    return min(names, key=lambda name: _unit_loops(name, k)) if names else "k_chunks"
 
 
 def _bucket_choice(backend: Any, lhs: CubeTensor, rhs: CubeTensor, shape: Shape) -> str:
